@@ -1,0 +1,95 @@
+#pragma once
+// The prober: sends UDP or TCP probes to many targets from one socket per protocol and address
+// family, matches the answers, and folds the results per target into windows (see window.hpp).
+//
+// Threading: one thread calls run(); set_targets(), stop() and counters() may be called from any
+// other thread. Timing and accounting rules are described in docs/probe.md.
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.hpp"
+#include "probe/window.hpp"
+
+namespace weft::probe {
+
+struct Target {
+  std::string name;  // how the target is reported (pinglist name, or HOST:PORT)
+  std::string host;  // IPv4 or IPv6 literal
+  uint16_t port = 0;
+};
+
+struct ProberConfig {
+  Protocol protocol = Protocol::udp;  // udp or tcp (tcp: connect-handshake time per probe)
+  bool tcp_keep_open = false;         // tcp: request/echo RTT on a kept-open connection
+  std::string bind_address;           // "" = any; the source address to probe from
+  std::chrono::nanoseconds interval{std::chrono::milliseconds(100)};  // per target
+  std::chrono::nanoseconds timeout{std::chrono::seconds(1)};
+  std::chrono::nanoseconds window{std::chrono::seconds(10)};
+  size_t max_in_flight = 65536;
+  // Sends due within this slack are batched into one sendmmsg (and may go out that much early).
+  std::chrono::nanoseconds batch_slack{std::chrono::microseconds(500)};
+  // How long an answered UDP probe waits for the responder's follow-up (its kernel TX timestamp)
+  // before the responder's user-space send time is used instead.
+  std::chrono::nanoseconds followup_grace{std::chrono::milliseconds(20)};
+};
+
+struct ProberCounters {
+  uint64_t sent = 0;
+  uint64_t received = 0;
+  uint64_t lost = 0;
+  uint64_t late = 0;
+  uint64_t duplicate = 0;
+  uint64_t malformed = 0;
+  uint64_t unknown_session = 0;
+  uint64_t unknown_probe = 0;  // our session, but a sequence number never sent
+  uint64_t evicted = 0;        // declared lost early because the in-flight table was full
+  uint64_t send_errors = 0;
+  uint64_t weird = 0;          // timestamps that did not add up (see compute_rtt)
+};
+
+// One finished probe, for `weft ping`-style per-probe output. Times in nanoseconds.
+struct ProbeResult {
+  std::string_view target;
+  uint64_t seq = 0;
+  bool answered = false;  // false: lost (no answer within the timeout)
+  bool weird = false;
+  int64_t rtt_ns = 0;
+  int64_t network_rtt_ns = 0;
+  int64_t responder_delay_ns = 0;
+  TimestampSource source = TimestampSource::user;
+};
+
+class Prober {
+ public:
+  static Result<std::unique_ptr<Prober>> create(const ProberConfig& config);
+  ~Prober();
+  Prober(const Prober&) = delete;
+  Prober& operator=(const Prober&) = delete;
+
+  // Thread-safe; takes effect at the next send slot. Targets are identified by (name, host, port):
+  // ones that stay keep their schedule and open windows.
+  void set_targets(std::vector<Target> targets);
+
+  // Optional, set before run(): called from the run() thread for every finished probe.
+  void set_on_probe(std::function<void(const ProbeResult&)> on_probe);
+
+  // Runs until stop(); calls on_window (from the run() thread) for every finished window of every
+  // target that sent at least one probe in it.
+  Status run(std::function<void(WindowStats&&)> on_window);
+  void stop();                      // thread-safe, run() returns within ~100 ms
+  ProberCounters counters() const;  // thread-safe
+
+  struct Impl;
+
+ private:
+  explicit Prober(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace weft::probe

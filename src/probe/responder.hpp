@@ -1,0 +1,50 @@
+#pragma once
+// The responder: answers UDP probes (with its kernel receive time, then a follow-up carrying its
+// kernel send time) and accepts TCP connections (connect probes, and echo on kept-open ones).
+// One thread calls run(); stop() and counters() are thread-safe.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "base/result.hpp"
+
+namespace weft::probe {
+
+struct ResponderConfig {
+  std::string listen_address = "0.0.0.0";  // "::" listens on IPv6 and IPv4
+  uint16_t udp_port = 7777;                // 0 = an ephemeral port (see udp_port())
+  uint16_t tcp_port = 7778;                // 0 = an ephemeral port (see tcp_port())
+  bool serve_udp = true;
+  bool serve_tcp = true;
+  size_t max_tcp_connections = 4096;       // kept-open connections beyond this are refused
+};
+
+struct ResponderCounters {
+  uint64_t answered = 0;   // UDP replies and TCP echoes sent
+  uint64_t malformed = 0;  // datagrams / frames that did not parse
+  uint64_t tcp_accepted = 0;
+  uint64_t followups = 0;  // follow-ups sent with the kernel TX timestamp
+};
+
+class Responder {
+ public:
+  // Binds the sockets; errors name the address and port.
+  static Result<std::unique_ptr<Responder>> create(const ResponderConfig& config);
+  ~Responder();
+  Responder(const Responder&) = delete;
+  Responder& operator=(const Responder&) = delete;
+
+  Status run();
+  void stop();
+  ResponderCounters counters() const;
+  uint16_t udp_port() const;  // the bound ports (useful when 0 was asked for an ephemeral port)
+  uint16_t tcp_port() const;
+
+  struct Impl;
+
+ private:
+  explicit Responder(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace weft::probe
