@@ -1,0 +1,75 @@
+#pragma once
+// Connection set-up through rdma_cm (librdmacm): address and route resolution, connect/accept
+// with private data (up to 56 bytes each way: an EndpointInfo fits), and an RC QP made on the
+// device rdma_cm picked for the address. The connection owns its PD, CQ (send and receive,
+// with a completion channel) and QP; `prepare` runs before connect/accept, to register memory
+// and post receives so the peer's first SEND finds one.
+#include <rdma/rdma_cma.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/result.hpp"
+#include "rdma/completion_queue.hpp"
+#include "rdma/protection_domain.hpp"
+#include "rdma/queue_pair.hpp"
+
+namespace weft::rdma {
+
+struct CmOptions {
+  int cq_depth = 128;
+  QpOptions qp{};  // type must be rc
+  std::chrono::milliseconds timeout{5000};
+};
+
+class CmConnection;
+using CmPrepare = std::function<Status(CmConnection&)>;
+
+namespace detail {
+struct CmId;  // an rdma_cm_id with its own event channel
+}
+
+class CmConnection {
+ public:
+  static Result<CmConnection> connect(const std::string& host, uint16_t port, std::span<const std::byte> private_data,
+                                      const CmOptions& opts, const CmPrepare& prepare = {});
+
+  const Device& device() const { return *device_; }
+  ProtectionDomain& pd() { return *pd_; }
+  CompletionQueue& cq() { return *cq_; }
+  QueuePair& qp() { return *qp_; }
+  // What the peer sent with its connect request or accept.
+  std::span<const std::byte> peer_private_data() const { return peer_data_; }
+  Status disconnect();
+
+ private:
+  friend class CmListener;
+  CmConnection() = default;
+  static Status setup(CmConnection& c, const CmOptions& opts, const CmPrepare& prepare);
+
+  std::shared_ptr<detail::CmId> id_;  // first: destroyed after everything that uses it
+  std::optional<Device> device_;
+  std::optional<ProtectionDomain> pd_;
+  std::optional<CompletionQueue> cq_;
+  std::optional<QueuePair> qp_;
+  std::vector<std::byte> peer_data_;
+};
+
+class CmListener {
+ public:
+  static Result<CmListener> listen(const std::string& host, uint16_t port);
+  Result<uint16_t> port() const;
+  // Waits for one connect request, sets the connection up and accepts it with private_data.
+  Result<CmConnection> accept(std::span<const std::byte> private_data, const CmOptions& opts,
+                              const CmPrepare& prepare = {});
+
+ private:
+  std::shared_ptr<detail::CmId> id_;
+};
+
+}  // namespace weft::rdma

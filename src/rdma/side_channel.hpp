@@ -1,0 +1,44 @@
+#pragma once
+// The TCP side channel for connection set-up: a listener, a connection, and exchanges of
+// EndpointInfo records and barriers, every call with a timeout. Not for data: RDMA carries that.
+#include <chrono>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "base/result.hpp"
+#include "rdma/endpoint_info.hpp"
+
+namespace weft::rdma {
+
+using std::chrono::milliseconds;
+
+class SideChannel {
+ public:
+  // Listens on host:port (port 0 picks one; see port()).
+  static Result<SideChannel> listen(const std::string& host, uint16_t port);
+  // Connects, retrying until timeout while the peer is not listening yet.
+  static Result<SideChannel> connect(const std::string& host, uint16_t port, milliseconds timeout);
+
+  SideChannel(SideChannel&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  SideChannel& operator=(SideChannel&& o) noexcept;
+  SideChannel(const SideChannel&) = delete;
+  ~SideChannel();
+
+  Result<SideChannel> accept(milliseconds timeout);
+  Result<uint16_t> port() const;
+  int fd() const { return fd_; }
+
+  Status send_all(std::span<const std::byte> data, milliseconds timeout);
+  Status recv_all(std::span<std::byte> data, milliseconds timeout);
+  // Sends ours and receives theirs.
+  Result<EndpointInfo> exchange(const EndpointInfo& mine, milliseconds timeout);
+  // Both sides call it; returns when both got there.
+  Status barrier(milliseconds timeout);
+
+ private:
+  explicit SideChannel(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
+
+}  // namespace weft::rdma

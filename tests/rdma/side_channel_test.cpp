@@ -1,0 +1,85 @@
+#include "rdma/side_channel.hpp"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "rdma/gid_table.hpp"
+
+using namespace weft;
+using namespace weft::rdma;
+using namespace std::chrono_literals;
+
+TEST(SideChannel, ExchangesEndpointInfoOnLoopback) {
+  auto l = SideChannel::listen("127.0.0.1", 0);
+  ASSERT_TRUE(l) << l.error().message;
+  auto port = l->port();
+  ASSERT_TRUE(port);
+  EndpointInfo server_info, client_info;
+  server_info.qp.qpn = 17;
+  server_info.buf = {0x1000, 5, 64};
+  client_info.qp.qpn = 18;
+  client_info.qp.gid = *gid_from_string("::ffff:10.9.0.2");
+  Result<EndpointInfo> got_by_server = fail("not run");
+  std::thread t([&] {
+    auto c = l->accept(5s);
+    if (!c) {
+      got_by_server = std::unexpected(c.error());
+      return;
+    }
+    got_by_server = c->exchange(server_info, 5s);
+    if (got_by_server) (void)c->barrier(5s);
+  });
+  auto c = SideChannel::connect("127.0.0.1", *port, 5s);
+  ASSERT_TRUE(c) << c.error().message;
+  auto got = c->exchange(client_info, 5s);
+  ASSERT_TRUE(got) << got.error().message;
+  EXPECT_TRUE(c->barrier(5s));
+  t.join();
+  ASSERT_TRUE(got_by_server) << got_by_server.error().message;
+  EXPECT_EQ(got->qp.qpn, 17u);
+  EXPECT_EQ(got->buf.rkey, 5u);
+  EXPECT_EQ(got_by_server->qp.qpn, 18u);
+  EXPECT_EQ(gid_to_string(got_by_server->qp.gid), gid_to_string(client_info.qp.gid));
+}
+
+TEST(SideChannel, TimesOutInsteadOfHanging) {
+  auto l = SideChannel::listen("127.0.0.1", 0);
+  ASSERT_TRUE(l);
+  auto a = l->accept(50ms);
+  ASSERT_FALSE(a);
+  EXPECT_EQ(a.error().code, ETIMEDOUT);
+  auto c = SideChannel::connect("127.0.0.1", *l->port(), 2s);
+  ASSERT_TRUE(c);
+  std::byte b[4];
+  auto r = c->recv_all(b, 50ms);  // nobody sends
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ETIMEDOUT);
+}
+
+TEST(SideChannel, ConnectToClosedPortFailsWithinTheTimeout) {
+  uint16_t port;
+  {
+    auto l = SideChannel::listen("127.0.0.1", 0);
+    ASSERT_TRUE(l);
+    port = *l->port();
+  }
+  auto start = std::chrono::steady_clock::now();
+  auto c = SideChannel::connect("127.0.0.1", port, 300ms);
+  EXPECT_FALSE(c);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
+  EXPECT_NE(c.error().message.find("connect 127.0.0.1"), std::string::npos) << c.error().message;
+}
+
+TEST(SideChannel, PeerCloseIsAnError) {
+  auto l = SideChannel::listen("127.0.0.1", 0);
+  ASSERT_TRUE(l);
+  auto c = SideChannel::connect("127.0.0.1", *l->port(), 2s);
+  ASSERT_TRUE(c);
+  {
+    auto s = l->accept(2s);
+    ASSERT_TRUE(s);
+  }  // closed
+  auto r = c->exchange(EndpointInfo{}, 2s);
+  ASSERT_FALSE(r);
+}
