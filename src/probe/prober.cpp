@@ -1,14 +1,942 @@
+// The prober's event loop. One thread: schedule sends, batch them (sendmmsg), read answers and
+// kernel timestamps in batches (recvmmsg, also on the error queue), resolve probes (answer,
+// follow-up, timeout) and fold them into per-target windows. Nothing on the per-packet path
+// allocates: buffers, the in-flight table and the windows are made once.
 #include "probe/prober.hpp"
 
-// Placeholder so the interface links while the engine is written; replaced by the real engine.
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+
+#include "base/clock.hpp"
+#include "base/log.hpp"
+#include "base/random.hpp"
+#include "net/address.hpp"
+#include "net/epoll.hpp"
+#include "net/socket.hpp"
+#include "net/timestamping.hpp"
+#include "probe/accumulator.hpp"
+#include "probe/in_flight.hpp"
+#include "probe/wire.hpp"
+
 namespace weft::probe {
-struct Prober::Impl {};
+
+namespace {
+
+constexpr int kBatch = 64;
+constexpr size_t kRecvBytes = 128;  // larger than a probe so that oversized datagrams are seen as such
+
+// epoll data: kind in the top byte, a value below.
+constexpr uint64_t kKindShift = 56;
+enum Kind : uint64_t { kWake = 1, kUdp = 2, kTcpConnect = 3, kTcpConn = 4 };
+uint64_t tag(Kind k, uint64_t v) { return (static_cast<uint64_t>(k) << kKindShift) | v; }
+
+struct Counters {
+  std::atomic<uint64_t> sent{0}, received{0}, lost{0}, late{0}, duplicate{0}, malformed{0}, unknown_session{0},
+      unknown_probe{0}, evicted{0}, send_errors{0}, weird{0};
+  static void inc(std::atomic<uint64_t>& c, uint64_t n = 1) { c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
+};
+
+struct TargetState {
+  Target target;
+  net::SocketAddress addr;
+  std::string addr_text;
+  uint32_t gen = 0;
+  int sock = 0;  // UDP socket index (0 = IPv4, 1 = IPv6)
+  bool retired = false;
+  int64_t phase_mono = 0;
+  uint64_t k = 0;  // the k-th nominal send is at phase + k * interval
+  uint64_t sends = 0;
+  uint64_t in_flight = 0;
+  std::vector<WindowAccumulator> windows;
+  // Kept-open TCP connection.
+  net::Fd conn;
+  bool connected = false;
+  int64_t connect_started_mono = 0;
+  int64_t reconnect_after_mono = 0;
+  uint8_t rbuf[wire::kSize * 32];
+  size_t rlen = 0;
+};
+
+struct HeapEntry {
+  int64_t t;
+  uint32_t index;
+  uint32_t gen;
+  bool operator>(const HeapEntry& o) const { return t > o.t; }
+};
+
+struct UdpSock {
+  net::Fd fd;
+  int family = 0;
+  uint32_t tx_counter = 0;  // OPT_ID of the next datagram
+  std::vector<uint64_t> txmap;  // OPT_ID & mask -> seq
+};
+
+}  // namespace
+
+struct Prober::Impl {
+  ProberConfig cfg;
+  uint64_t session = 0;
+  Rng rng;
+  net::Epoll ep;
+  net::EventFd wake;
+  UdpSock udp[2];
+  net::SocketAddress bind_addr[2];
+  InFlightTable table;
+  uint64_t tx_mask = 0;
+  uint64_t next_seq = 1, expire_cursor = 1;
+  std::vector<uint64_t> grace_ring;  // answered seqs waiting for follow-ups, in answer order
+  size_t grace_head = 0, grace_count = 0;
+
+  std::vector<std::unique_ptr<TargetState>> targets;
+  std::vector<uint32_t> free_ids;
+  uint32_t gen_counter = 0;
+  std::vector<HeapEntry> heap;
+  size_t n_windows = 2;
+  int64_t window_ns = 0, interval_ns = 0, timeout_ns = 0;
+  int64_t offset_rt = 0;      // realtime - monotonic, fixed when run() starts
+  int64_t next_flush_mono = 0;
+  uint64_t tcp_open = 0, tcp_cap = 0;
+  bool warned_send = false;
+
+  std::mutex mu;
+  std::optional<std::vector<Target>> pending_targets;
+  std::atomic<bool> has_pending{false};
+  std::atomic<bool> stop_flag{false};
+  Counters ctr;
+  std::function<void(const ProbeResult&)> on_probe;
+  std::function<void(WindowStats&&)> on_window;
+
+  // Receive buffers.
+  mmsghdr rmsg[kBatch];
+  iovec riov[kBatch];
+  uint8_t rdata[kBatch][kRecvBytes];
+  alignas(cmsghdr) char rctrl[kBatch][net::kControlBytes];
+  sockaddr_storage raddr[kBatch];
+  uint64_t ready[kBatch];
+  size_t n_ready = 0;
+  // Send buffers.
+  mmsghdr smsg[kBatch];
+  iovec siov[kBatch];
+  uint8_t sdata[kBatch][wire::kSize];
+  uint64_t sseq[kBatch];
+  int sbatch_sock = -1;
+  int sbatch_n = 0;
+
+  explicit Impl(const ProberConfig& c) : cfg(c), table(c.max_in_flight) {}
+
+  // ---- targets -------------------------------------------------------------------------------
+  TargetState* target_of(const Slot& s) {
+    if (s.target >= targets.size()) return nullptr;
+    TargetState* t = targets[s.target].get();
+    return (t && t->gen == s.target_gen) ? t : nullptr;
+  }
+
+  TargetState* target_by_addr(const sockaddr_storage& ss, socklen_t len) {
+    auto a = net::SocketAddress::from_sockaddr(reinterpret_cast<const sockaddr*>(&ss), len);
+    for (auto& t : targets)
+      if (t && a.same_endpoint(t->addr)) return t.get();
+    return nullptr;
+  }
+
+  void apply_targets(int64_t now) {
+    std::vector<Target> next;
+    {
+      std::lock_guard lk(mu);
+      if (!pending_targets) return;
+      next = std::move(*pending_targets);
+      pending_targets.reset();
+      has_pending.store(false);
+    }
+    std::unordered_map<std::string, uint32_t> existing;
+    for (uint32_t i = 0; i < targets.size(); ++i) {
+      auto& t = targets[i];
+      if (t && !t->retired) existing.emplace(t->target.name + '\n' + t->target.host + '\n' + std::to_string(t->target.port), i);
+    }
+    std::vector<uint32_t> fresh;
+    for (auto& tg : next) {
+      auto key = tg.name + '\n' + tg.host + '\n' + std::to_string(tg.port);
+      if (auto it = existing.find(key); it != existing.end()) {
+        existing.erase(it);  // stays
+        continue;
+      }
+      auto addr = net::SocketAddress::parse_ip(tg.host, tg.port);
+      if (!addr) {
+        log().warn("prober: target '{}': {}", tg.name, addr.error().message);
+        continue;
+      }
+      const int sock = addr->family() == AF_INET6 ? 1 : 0;
+      if (cfg.protocol == Protocol::udp && !udp[sock].fd.valid()) {
+        log().warn("prober: target '{}' ({}): no {} socket to probe from", tg.name, addr->to_string(),
+                   sock ? "IPv6" : "IPv4");
+        continue;
+      }
+      auto st = std::make_unique<TargetState>();
+      st->target = std::move(tg);
+      st->addr = *addr;
+      st->addr_text = addr->to_string();
+      st->sock = sock;
+      st->gen = ++gen_counter;
+      st->windows.resize(n_windows);
+      uint32_t idx;
+      if (!free_ids.empty()) {
+        idx = free_ids.back();
+        free_ids.pop_back();
+        targets[idx] = std::move(st);
+      } else {
+        idx = static_cast<uint32_t>(targets.size());
+        targets.push_back(std::move(st));
+      }
+      fresh.push_back(idx);
+      if (cfg.protocol == Protocol::tcp && cfg.tcp_keep_open) keep_open_connect(idx, *targets[idx], now);
+    }
+    for (auto& [key, idx] : existing) targets[idx]->retired = true;  // no longer in the list
+    // Spread new targets evenly over one interval, each with a random offset within its share.
+    const size_t m = fresh.size();
+    for (size_t j = 0; j < m; ++j) {
+      auto& t = *targets[fresh[j]];
+      t.phase_mono = now + static_cast<int64_t>((static_cast<double>(j) + rng.uniform()) *
+                                                static_cast<double>(interval_ns) / static_cast<double>(m));
+      t.k = 0;
+      heap.push_back({t.phase_mono, fresh[j], t.gen});
+      std::push_heap(heap.begin(), heap.end(), std::greater<>());
+    }
+  }
+
+  void close_conn(TargetState& t) {
+    if (t.conn.valid()) {
+      ep.remove(t.conn.get());
+      t.conn.reset();
+    }
+    t.connected = false;
+    t.rlen = 0;
+  }
+
+  void release_retired() {
+    for (uint32_t i = 0; i < targets.size(); ++i) {
+      auto& t = targets[i];
+      if (!t || !t->retired || t->in_flight != 0) continue;
+      bool open = false;
+      for (auto& w : t->windows) open |= w.open();
+      if (open) continue;
+      close_conn(*t);
+      t.reset();
+      free_ids.push_back(i);
+    }
+  }
+
+  // ---- windows -------------------------------------------------------------------------------
+  void emit(TargetState& t, WindowAccumulator& w) {
+    if (w.empty()) {
+      WindowStats scratch;
+      w.finish(window_ns, scratch);
+      return;
+    }
+    WindowStats ws;
+    ws.protocol = cfg.protocol;
+    ws.target = t.target.name;
+    ws.target_address = t.addr_text;
+    w.finish(window_ns, ws);
+    if (on_window) on_window(std::move(ws));
+  }
+
+  WindowAccumulator& window_at(TargetState& t, int64_t mono) {
+    const int64_t idx = window_index(mono + offset_rt, window_ns);
+    auto& w = t.windows[static_cast<size_t>(idx) % n_windows];
+    if (w.index() != idx) {
+      if (w.open()) emit(t, w);
+      w.start(idx);
+    }
+    return w;
+  }
+
+  void flush_windows(int64_t now) {
+    if (now < next_flush_mono) return;
+    const int64_t now_idx = window_index(now + offset_rt, window_ns);
+    for (auto& t : targets) {
+      if (!t) continue;
+      for (auto& w : t->windows)
+        if (w.open() && w.index() < now_idx) emit(*t, w);
+    }
+    release_retired();
+    next_flush_mono = window_start(now_idx + 1, window_ns) - offset_rt;
+  }
+
+  // ---- resolution ----------------------------------------------------------------------------
+  void report(const TargetState* t, const Slot& s, bool answered, const RttSample* r) {
+    if (!on_probe) return;
+    ProbeResult pr;
+    pr.target = t ? std::string_view(t->target.name) : std::string_view();
+    pr.seq = s.seq;
+    pr.answered = answered;
+    if (r) {
+      pr.weird = r->weird;
+      pr.rtt_ns = r->total_ns;
+      pr.network_rtt_ns = r->has_network ? r->network_ns : 0;
+      pr.responder_delay_ns = r->has_responder_delay ? r->responder_delay_ns : 0;
+      pr.source = r->source;
+    }
+    on_probe(pr);
+  }
+
+  void close_probe_fd(Slot& s) {
+    if (s.fd >= 0) {
+      ::close(s.fd);  // also leaves epoll
+      s.fd = -1;
+      --tcp_open;
+    }
+  }
+
+  void lose(Slot& s) {
+    close_probe_fd(s);
+    s.state = SlotState::expired;
+    Counters::inc(ctr.lost);
+    TargetState* t = target_of(s);
+    if (t) {
+      --t->in_flight;
+      window_at(*t, s.deadline_mono).add_lost();
+    }
+    report(t, s, false, nullptr);
+  }
+
+  void finalize(Slot& s) {
+    close_probe_fd(s);
+    if (s.state == SlotState::answered && s.has_followup) {
+      s.timing.responder_rx_ns = s.followup_rx_ns;
+      s.timing.responder_tx_ns = s.followup_tx_ns;
+      s.timing.responder_flags = s.followup_flags;
+    }
+    const RttSample r = compute_rtt(s.timing);
+    TargetState* t = target_of(s);
+    if (r.total_ns > timeout_ns) {  // read late by a busy loop, but it truly came too late
+      s.state = SlotState::expired;
+      Counters::inc(ctr.lost);
+      Counters::inc(ctr.late);
+      if (t) {
+        --t->in_flight;
+        window_at(*t, s.deadline_mono).add_lost();
+        window_at(*t, mono_ns()).add_late();
+      }
+      report(t, s, false, nullptr);
+      return;
+    }
+    s.state = SlotState::done;
+    Counters::inc(ctr.received);
+    if (r.weird) Counters::inc(ctr.weird);
+    if (t) {
+      --t->in_flight;
+      window_at(*t, s.deadline_mono).add_answer(r);
+    }
+    report(t, s, true, &r);
+  }
+
+  void expire(int64_t now) {
+    while (expire_cursor < next_seq) {
+      Slot& s = table.at(expire_cursor);
+      if (s.seq == expire_cursor && (s.state == SlotState::pending || s.state == SlotState::answered)) {
+        if (s.deadline_mono > now) break;
+        if (s.state == SlotState::pending) lose(s);
+        else finalize(s);
+      }
+      ++expire_cursor;
+    }
+  }
+
+  void grace_push(uint64_t seq) {
+    if (grace_count == grace_ring.size()) {  // full: resolve the oldest now
+      Slot* s = table.find(grace_ring[grace_head]);
+      if (s && s->state == SlotState::answered) finalize(*s);
+      grace_head = (grace_head + 1) % grace_ring.size();
+      --grace_count;
+    }
+    grace_ring[(grace_head + grace_count) % grace_ring.size()] = seq;
+    ++grace_count;
+  }
+
+  void grace_sweep(int64_t now) {
+    const int64_t grace = cfg.followup_grace.count();
+    while (grace_count > 0) {
+      Slot* s = table.find(grace_ring[grace_head]);
+      if (s && s->state == SlotState::answered) {
+        if (s->answered_mono + grace > now) break;
+        finalize(*s);
+      }
+      grace_head = (grace_head + 1) % grace_ring.size();
+      --grace_count;
+    }
+  }
+
+  int64_t grace_next() {
+    while (grace_count > 0) {
+      Slot* s = table.find(grace_ring[grace_head]);
+      if (s && s->state == SlotState::answered) return s->answered_mono + cfg.followup_grace.count();
+      grace_head = (grace_head + 1) % grace_ring.size();
+      --grace_count;
+    }
+    return INT64_MAX;
+  }
+
+  int64_t expire_next() {
+    while (expire_cursor < next_seq) {
+      Slot& s = table.at(expire_cursor);
+      if (s.seq == expire_cursor && (s.state == SlotState::pending || s.state == SlotState::answered))
+        return s.deadline_mono;
+      ++expire_cursor;
+    }
+    return INT64_MAX;
+  }
+
+  // A new slot for the next sequence number, evicting an unresolved probe if the table is full.
+  Slot& new_slot(uint32_t tindex, TargetState& t, int64_t tx_mono, int64_t tx_rt) {
+    const uint64_t seq = next_seq++;
+    Slot& s = table.at(seq);
+    if (s.state == SlotState::pending) {
+      Counters::inc(ctr.evicted);
+      lose(s);
+    } else if (s.state == SlotState::answered) {
+      finalize(s);
+    }
+    s = Slot{};
+    s.seq = seq;
+    s.state = SlotState::pending;
+    s.target = tindex;
+    s.target_gen = t.gen;
+    s.deadline_mono = tx_mono + timeout_ns;
+    s.timing.tx_user_mono = tx_mono;
+    s.timing.tx_user_rt = tx_rt;
+    ++t.in_flight;
+    Counters::inc(ctr.sent);
+    return s;
+  }
+
+  // ---- UDP -----------------------------------------------------------------------------------
+  void udp_flush_batch() {
+    if (sbatch_n == 0) return;
+    UdpSock& u = udp[sbatch_sock];
+    const int n = sbatch_n;
+    sbatch_n = 0;
+    const int64_t tx_rt = realtime_ns(), tx_mono = mono_ns();
+    for (int i = 0; i < n; ++i) {
+      const uint32_t tindex = static_cast<uint32_t>(sseq[i]);
+      TargetState& t = *targets[tindex];
+      Slot& s = new_slot(tindex, t, tx_mono, tx_rt);
+      s.sock = static_cast<uint8_t>(sbatch_sock);
+      sseq[i] = s.seq;
+      wire::Packet p;
+      p.type = wire::Type::probe;
+      p.session = session;
+      p.seq = s.seq;
+      p.prober_tx_ns = tx_rt;
+      wire::encode(p, std::span<uint8_t, wire::kSize>(sdata[i], wire::kSize));
+      siov[i] = {sdata[i], wire::kSize};
+      smsg[i] = {};
+      smsg[i].msg_hdr.msg_name = t.addr.sa();
+      smsg[i].msg_hdr.msg_namelen = t.addr.length;
+      smsg[i].msg_hdr.msg_iov = &siov[i];
+      smsg[i].msg_hdr.msg_iovlen = 1;
+    }
+    int done = 0;
+    while (done < n) {
+      int r = sendmmsg(u.fd.get(), smsg + done, static_cast<unsigned>(n - done), 0);
+      if (r <= 0) {
+        // This datagram failed (buffer full, no route...): it stays pending and will count as lost.
+        if (!warned_send) {
+          log().warn("prober: send to {} failed: {}", targets[table.at(sseq[done]).target]->addr_text, std::strerror(errno));
+          warned_send = true;
+        }
+        Counters::inc(ctr.send_errors);
+        ++done;
+        continue;
+      }
+      for (int i = done; i < done + r; ++i) {
+        Slot& s = table.at(sseq[i]);
+        s.tx_id = u.tx_counter;
+        s.tx_id_valid = true;
+        u.txmap[u.tx_counter & tx_mask] = s.seq;
+        ++u.tx_counter;
+      }
+      done += r;
+    }
+  }
+
+  void udp_queue(uint32_t tindex, TargetState& t) {
+    if (sbatch_n > 0 && (sbatch_sock != t.sock || sbatch_n == kBatch)) udp_flush_batch();
+    sbatch_sock = t.sock;
+    sseq[sbatch_n++] = tindex;  // the target index until the batch is flushed
+  }
+
+  void drain_errqueue(int sidx) {
+    UdpSock& u = udp[sidx];
+    for (;;) {
+      for (int i = 0; i < kBatch; ++i) {
+        riov[i] = {rdata[i], kRecvBytes};
+        rmsg[i] = {};
+        rmsg[i].msg_hdr.msg_iov = &riov[i];
+        rmsg[i].msg_hdr.msg_iovlen = 1;
+        rmsg[i].msg_hdr.msg_control = rctrl[i];
+        rmsg[i].msg_hdr.msg_controllen = net::kControlBytes;
+      }
+      int r = recvmmsg(u.fd.get(), rmsg, kBatch, MSG_ERRQUEUE | MSG_DONTWAIT, nullptr);
+      if (r <= 0) return;
+      for (int i = 0; i < r; ++i) {
+        net::TxTimestamp ts;
+        if (!net::parse_tx_timestamp(rmsg[i].msg_hdr, ts)) continue;
+        const uint64_t seq = u.txmap[ts.id & tx_mask];
+        Slot* s = table.find(seq);
+        if (s && s->tx_id_valid && s->tx_id == ts.id && s->sock == sidx) s->timing.tx_kernel = ts.time;
+      }
+      if (r < kBatch) return;
+    }
+  }
+
+  void udp_malformed(int i) {
+    Counters::inc(ctr.malformed);
+    if (TargetState* t = target_by_addr(raddr[i], rmsg[i].msg_hdr.msg_namelen)) window_at(*t, mono_ns()).add_malformed();
+  }
+
+  void udp_datagram(int i, int64_t rx_mono, int64_t rx_rt) {
+    const auto& h = rmsg[i].msg_hdr;
+    wire::Packet p;
+    if ((h.msg_flags & MSG_TRUNC) ||
+        wire::decode(std::span<const uint8_t>(rdata[i], rmsg[i].msg_len), p) != wire::ParseError::ok ||
+        p.type == wire::Type::probe) {
+      udp_malformed(i);
+      return;
+    }
+    if (p.session != session) {
+      Counters::inc(ctr.unknown_session);
+      if (TargetState* t = target_by_addr(raddr[i], h.msg_namelen)) window_at(*t, rx_mono).add_malformed();
+      return;
+    }
+    if (p.seq >= next_seq) {
+      Counters::inc(ctr.unknown_probe);
+      if (TargetState* t = target_by_addr(raddr[i], h.msg_namelen)) window_at(*t, rx_mono).add_malformed();
+      return;
+    }
+    Slot* s = table.find(p.seq);
+    if (!s) {  // older than the table remembers: it can only be late
+      if (p.type == wire::Type::reply) {
+        Counters::inc(ctr.late);
+        if (TargetState* t = target_by_addr(raddr[i], h.msg_namelen)) window_at(*t, rx_mono).add_late();
+      }
+      return;
+    }
+    TargetState* t = target_of(*s);
+    if (p.type == wire::Type::reply) {
+      switch (s->state) {
+        case SlotState::pending: {
+          net::parse_rx_time(h, s->timing.rx_kernel);
+          s->timing.rx_user_mono = rx_mono;
+          s->timing.rx_user_rt = rx_rt;
+          s->timing.has_responder = true;
+          s->timing.responder_rx_ns = p.responder_rx_ns;
+          s->timing.responder_tx_ns = p.responder_tx_ns;
+          s->timing.responder_flags = p.flags;
+          s->state = SlotState::answered;
+          s->answered_mono = rx_mono;
+          if (s->has_followup) ready[n_ready++] = p.seq;
+          else grace_push(p.seq);
+          break;
+        }
+        case SlotState::answered:
+        case SlotState::done:
+          Counters::inc(ctr.duplicate);
+          if (t) window_at(*t, rx_mono).add_duplicate();
+          break;
+        case SlotState::expired:
+          Counters::inc(ctr.late);
+          if (t) window_at(*t, rx_mono).add_late();
+          break;
+        case SlotState::empty: break;
+      }
+      return;
+    }
+    // Follow-up: the responder's kernel receive/send pair for this probe.
+    if (s->state == SlotState::pending || s->state == SlotState::answered) {
+      if (s->has_followup) {
+        Counters::inc(ctr.duplicate);
+        if (t) window_at(*t, rx_mono).add_duplicate();
+        return;
+      }
+      s->has_followup = true;
+      s->followup_rx_ns = p.responder_rx_ns;
+      s->followup_tx_ns = p.responder_tx_ns;
+      s->followup_flags = p.flags;
+      if (s->state == SlotState::answered) ready[n_ready++] = p.seq;
+    }
+    // A follow-up after the probe was resolved is just too slow to use.
+  }
+
+  void udp_readable(int sidx) {
+    UdpSock& u = udp[sidx];
+    drain_errqueue(sidx);
+    for (int rounds = 0; rounds < 16; ++rounds) {
+      for (int i = 0; i < kBatch; ++i) {
+        riov[i] = {rdata[i], kRecvBytes};
+        rmsg[i] = {};
+        rmsg[i].msg_hdr.msg_name = &raddr[i];
+        rmsg[i].msg_hdr.msg_namelen = sizeof(sockaddr_storage);
+        rmsg[i].msg_hdr.msg_iov = &riov[i];
+        rmsg[i].msg_hdr.msg_iovlen = 1;
+        rmsg[i].msg_hdr.msg_control = rctrl[i];
+        rmsg[i].msg_hdr.msg_controllen = net::kControlBytes;
+      }
+      int r = recvmmsg(u.fd.get(), rmsg, kBatch, MSG_DONTWAIT, nullptr);
+      if (r <= 0) return;
+      const int64_t rx_rt = realtime_ns(), rx_mono = mono_ns();
+      n_ready = 0;
+      for (int i = 0; i < r; ++i) udp_datagram(i, rx_mono, rx_rt);
+      if (n_ready > 0) {
+        // The probes' own send timestamps were queued before their answers could exist.
+        const size_t n = n_ready;
+        uint64_t seqs[kBatch];
+        std::copy(ready, ready + n, seqs);
+        drain_errqueue(sidx);
+        for (size_t j = 0; j < n; ++j) {
+          Slot* s = table.find(seqs[j]);
+          if (s && s->state == SlotState::answered) finalize(*s);
+        }
+      }
+      if (r < kBatch) return;
+    }
+  }
+
+  // ---- TCP connect probes --------------------------------------------------------------------
+  void tcp_start(uint32_t tindex, TargetState& t) {
+    const int64_t tx_rt = realtime_ns(), tx_mono = mono_ns();
+    Slot& s = new_slot(tindex, t, tx_mono, tx_rt);
+    if (tcp_open >= tcp_cap) {
+      Counters::inc(ctr.send_errors);
+      return;  // stays pending: lost at its deadline
+    }
+    auto fd = net::tcp_connect_start(bind_addr[t.sock], t.addr);
+    if (!fd) {
+      if (!warned_send) {
+        log().warn("prober: {}", fd.error().message);
+        warned_send = true;
+      }
+      Counters::inc(ctr.send_errors);
+      return;
+    }
+    s.fd = fd->release();
+    ++tcp_open;
+    if (auto st = ep.add(s.fd, EPOLLOUT, tag(kTcpConnect, s.seq)); !st) {
+      close_probe_fd(s);
+      Counters::inc(ctr.send_errors);
+    }
+  }
+
+  void tcp_connected(uint64_t seq) {
+    Slot* s = table.find(seq);
+    if (!s || s->state != SlotState::pending || s->fd < 0) return;
+    s->timing.rx_user_mono = mono_ns();
+    s->timing.rx_user_rt = realtime_ns();
+    if (net::socket_error(s->fd) != 0) {  // refused or unreachable: no answer, lost at the deadline
+      close_probe_fd(*s);
+      return;
+    }
+    tcp_info info{};
+    socklen_t len = sizeof info;
+    // The kernel's first RTT sample of a fresh connection is its SYN -> SYN/ACK time.
+    if (getsockopt(s->fd, IPPROTO_TCP, TCP_INFO, &info, &len) == 0 && info.tcpi_rtt > 0)
+      s->timing.kernel_rtt_ns = static_cast<int64_t>(info.tcpi_rtt) * 1000;
+    s->state = SlotState::answered;
+    finalize(*s);
+  }
+
+  // ---- TCP kept-open connections -------------------------------------------------------------
+  void keep_open_connect(uint32_t tindex, TargetState& t, int64_t now) {
+    auto fd = net::tcp_connect_start(bind_addr[t.sock], t.addr);
+    t.reconnect_after_mono = now + std::max<int64_t>(interval_ns, 100'000'000);
+    if (!fd) return;
+    linger lg{0, 0};  // a kept-open connection closes normally
+    setsockopt(fd->get(), SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    (void)net::enable_timestamping(fd->get(), false);
+    t.conn = std::move(*fd);
+    t.connected = false;
+    t.connect_started_mono = now;
+    t.rlen = 0;
+    if (!ep.add(t.conn.get(), EPOLLOUT | EPOLLIN, tag(kTcpConn, tindex))) close_conn(t);
+  }
+
+  void keep_open_send(uint32_t tindex, TargetState& t, int64_t now) {
+    if (t.conn.valid() && !t.connected) {
+      if (now - t.connect_started_mono < timeout_ns) return;  // still connecting: not a probe yet
+      close_conn(t);  // the handshake took longer than a probe may: this probe is lost
+    }
+    if (!t.conn.valid() && now >= t.reconnect_after_mono) keep_open_connect(tindex, t, now);
+    const int64_t tx_rt = realtime_ns(), tx_mono = mono_ns();
+    Slot& s = new_slot(tindex, t, tx_mono, tx_rt);
+    if (!t.connected) {
+      Counters::inc(ctr.send_errors);
+      return;  // lost at its deadline
+    }
+    wire::Packet p;
+    p.type = wire::Type::probe;
+    p.session = session;
+    p.seq = s.seq;
+    p.prober_tx_ns = tx_rt;
+    uint8_t buf[wire::kSize];
+    wire::encode(p, std::span<uint8_t, wire::kSize>(buf, wire::kSize));
+    ssize_t n = ::send(t.conn.get(), buf, sizeof buf, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n != static_cast<ssize_t>(sizeof buf)) {
+      Counters::inc(ctr.send_errors);
+      close_conn(t);  // a partial frame would desynchronise the stream
+    }
+  }
+
+  void keep_open_event(uint32_t tindex, uint32_t events) {
+    if (tindex >= targets.size() || !targets[tindex]) return;
+    TargetState& t = *targets[tindex];
+    if (!t.conn.valid()) return;
+    if (!t.connected) {
+      if (net::socket_error(t.conn.get()) != 0 || (events & (EPOLLERR | EPOLLHUP))) {
+        close_conn(t);
+        return;
+      }
+      t.connected = true;
+      (void)ep.modify(t.conn.get(), EPOLLIN, tag(kTcpConn, tindex));
+    }
+    if (!(events & (EPOLLIN | EPOLLERR | EPOLLHUP))) return;
+    for (;;) {
+      iovec iov{t.rbuf + t.rlen, sizeof t.rbuf - t.rlen};
+      alignas(cmsghdr) char ctrl[net::kControlBytes];
+      msghdr mh{};
+      mh.msg_iov = &iov;
+      mh.msg_iovlen = 1;
+      mh.msg_control = ctrl;
+      mh.msg_controllen = sizeof ctrl;
+      ssize_t n = ::recvmsg(t.conn.get(), &mh, MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+        close_conn(t);
+        return;
+      }
+      if (n < 0) return;
+      const int64_t rx_rt = realtime_ns(), rx_mono = mono_ns();
+      net::KernelTime kt;
+      net::parse_rx_time(mh, kt);
+      t.rlen += static_cast<size_t>(n);
+      size_t off = 0;
+      while (t.rlen - off >= wire::kSize) {
+        wire::Packet p;
+        if (wire::decode(std::span<const uint8_t>(t.rbuf + off, wire::kSize), p) != wire::ParseError::ok ||
+            p.type != wire::Type::reply) {
+          Counters::inc(ctr.malformed);
+          window_at(t, rx_mono).add_malformed();
+          close_conn(t);
+          return;
+        }
+        off += wire::kSize;
+        if (p.session != session) {
+          Counters::inc(ctr.unknown_session);
+          continue;
+        }
+        Slot* s = p.seq < next_seq ? table.find(p.seq) : nullptr;
+        if (!s) {
+          Counters::inc(p.seq < next_seq ? ctr.late : ctr.unknown_probe);
+          continue;
+        }
+        if (s->state == SlotState::pending) {
+          s->timing.rx_kernel = kt;
+          s->timing.rx_user_mono = rx_mono;
+          s->timing.rx_user_rt = rx_rt;
+          s->timing.has_responder = true;
+          s->timing.responder_rx_ns = p.responder_rx_ns;
+          s->timing.responder_tx_ns = p.responder_tx_ns;
+          s->timing.responder_flags = p.flags;
+          s->state = SlotState::answered;
+          finalize(*s);
+        } else if (s->state == SlotState::expired) {
+          Counters::inc(ctr.late);
+          window_at(t, rx_mono).add_late();
+        } else {
+          Counters::inc(ctr.duplicate);
+          window_at(t, rx_mono).add_duplicate();
+        }
+      }
+      std::memmove(t.rbuf, t.rbuf + off, t.rlen - off);
+      t.rlen -= off;
+    }
+  }
+
+  // ---- sending schedule ----------------------------------------------------------------------
+  void send_due(int64_t now) {
+    const int64_t limit = now + cfg.batch_slack.count();
+    while (!heap.empty() && heap.front().t <= limit) {
+      std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+      HeapEntry e = heap.back();
+      heap.pop_back();
+      if (e.index >= targets.size() || !targets[e.index]) continue;
+      TargetState& t = *targets[e.index];
+      if (t.gen != e.gen || t.retired) continue;
+      if (cfg.protocol == Protocol::udp) udp_queue(e.index, t);
+      else if (cfg.tcp_keep_open) keep_open_send(e.index, t, now);
+      else tcp_start(e.index, t);
+      if (cfg.count != 0 && ++t.sends >= cfg.count) continue;  // done: not rescheduled
+      // Next nominal slot plus up to +/-5% jitter; after a stall, skip missed slots, no burst.
+      ++t.k;
+      int64_t nominal = t.phase_mono + static_cast<int64_t>(t.k) * interval_ns;
+      if (nominal < now) {
+        t.k = static_cast<uint64_t>((now - t.phase_mono) / interval_ns) + 1;
+        nominal = t.phase_mono + static_cast<int64_t>(t.k) * interval_ns;
+      }
+      heap.push_back({nominal + rng.symmetric(interval_ns / 20), e.index, e.gen});
+      std::push_heap(heap.begin(), heap.end(), std::greater<>());
+    }
+    udp_flush_batch();
+  }
+
+  Status open_sockets() {
+    for (int f = 0; f < 2; ++f) bind_addr[f] = {};
+    if (!cfg.bind_address.empty()) {
+      auto a = net::SocketAddress::parse_ip(cfg.bind_address, 0);
+      if (!a) return fail("prober: bind address: {}", a.error().message);
+      bind_addr[a->family() == AF_INET6 ? 1 : 0] = *a;
+    } else {
+      bind_addr[0] = *net::SocketAddress::parse_ip("0.0.0.0", 0);
+      bind_addr[1] = *net::SocketAddress::parse_ip("::", 0);
+    }
+    if (cfg.protocol != Protocol::udp) return {};
+    for (int f = 0; f < 2; ++f) {
+      if (bind_addr[f].length == 0) continue;
+      auto fd = net::udp_socket(bind_addr[f]);
+      if (!fd) {
+        if (!cfg.bind_address.empty()) return fail("prober: {}", fd.error().message);
+        log().debug("prober: no {} socket: {}", f ? "IPv6" : "IPv4", fd.error().message);
+        continue;
+      }
+      if (f == 1) {  // this one only for IPv6 targets; IPv4 ones use the IPv4 socket
+        int one = 1;
+        setsockopt(fd->get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+      }
+      if (auto st = net::enable_timestamping(fd->get(), true); !st)
+        log().warn("prober: kernel timestamps unavailable ({}), using the user-space clock", st.error().message);
+      udp[f].fd = std::move(*fd);
+      udp[f].family = f ? AF_INET6 : AF_INET;
+      udp[f].txmap.assign(table.size(), 0);
+      if (auto st = ep.add(udp[f].fd.get(), EPOLLIN, tag(kUdp, static_cast<uint64_t>(f))); !st) return st;
+    }
+    if (!udp[0].fd.valid() && !udp[1].fd.valid()) return fail("prober: no UDP socket could be opened");
+    return {};
+  }
+
+  Status loop() {
+    epoll_event events[kBatch];
+    offset_rt = realtime_ns() - mono_ns();
+    next_flush_mono = 0;
+    while (!stop_flag.load(std::memory_order_relaxed)) {
+      int64_t now = mono_ns();
+      if (has_pending.load(std::memory_order_relaxed)) apply_targets(now);
+      send_due(now);
+      now = mono_ns();
+      for (int f = 0; f < 2; ++f)
+        if (udp[f].fd.valid()) drain_errqueue(f);
+      grace_sweep(now);
+      expire(now);
+      flush_windows(now);
+      int64_t next = now + 100'000'000;  // stop() is noticed within this
+      if (!heap.empty()) next = std::min(next, heap.front().t - cfg.batch_slack.count() / 2);
+      next = std::min({next, expire_next(), grace_next(), next_flush_mono});
+      auto n = ep.wait(events, kBatch, std::max<int64_t>(0, next - mono_ns()));
+      if (!n) return std::unexpected(n.error());
+      for (int i = 0; i < *n; ++i) {
+        const uint64_t d = events[i].data.u64;
+        const auto kind = static_cast<Kind>(d >> kKindShift);
+        const uint64_t v = d & ((uint64_t{1} << kKindShift) - 1);
+        switch (kind) {
+          case kWake: wake.drain(); break;
+          case kUdp: udp_readable(static_cast<int>(v)); break;
+          case kTcpConnect: tcp_connected(v); break;
+          case kTcpConn: keep_open_event(static_cast<uint32_t>(v), events[i].events); break;
+        }
+      }
+    }
+    return {};
+  }
+};
+
 Prober::Prober(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-Prober::~Prober() = default;
-Result<std::unique_ptr<Prober>> Prober::create(const ProberConfig&) { return fail("prober: not implemented yet"); }
-void Prober::set_targets(std::vector<Target>) {}
-void Prober::set_on_probe(std::function<void(const ProbeResult&)>) {}
-Status Prober::run(std::function<void(WindowStats&&)>) { return fail("prober: not implemented yet"); }
-void Prober::stop() {}
-ProberCounters Prober::counters() const { return {}; }
+
+Prober::~Prober() {
+  if (!impl_) return;
+  for (uint64_t seq = impl_->expire_cursor; seq < impl_->next_seq; ++seq) {
+    Slot& s = impl_->table.at(seq);
+    if (s.seq == seq && s.fd >= 0) ::close(s.fd);
+  }
+}
+
+Result<std::unique_ptr<Prober>> Prober::create(const ProberConfig& config) {
+  if (config.protocol == Protocol::rdma) return fail("prober: RDMA probes are not served by this prober");
+  if (config.interval.count() <= 0) return fail("prober: interval must be positive");
+  if (config.timeout.count() <= 0) return fail("prober: timeout must be positive");
+  if (config.window.count() <= 0) return fail("prober: window must be positive");
+  if (config.max_in_flight == 0) return fail("prober: max_in_flight must be positive");
+  auto impl = std::make_unique<Impl>(config);
+  auto ep = net::Epoll::create();
+  if (!ep) return std::unexpected(ep.error());
+  impl->ep = std::move(*ep);
+  auto wake = net::EventFd::create();
+  if (!wake) return std::unexpected(wake.error());
+  impl->wake = std::move(*wake);
+  if (auto st = impl->ep.add(impl->wake.fd(), EPOLLIN, tag(kWake, 0)); !st) return std::unexpected(st.error());
+  impl->session = random_u64() | 1;  // never 0
+  impl->tx_mask = impl->table.size() - 1;
+  impl->grace_ring.assign(impl->table.size(), 0);
+  impl->interval_ns = config.interval.count();
+  impl->timeout_ns = config.timeout.count();
+  impl->window_ns = config.window.count();
+  // Answers land in the window of their deadline, which is at most this many windows ahead.
+  impl->n_windows = static_cast<size_t>(config.timeout.count() / config.window.count()) + 2;
+  const uint64_t limit = net::raise_fd_limit();
+  impl->tcp_cap = limit > 128 ? limit - 64 : 64;
+  if (auto st = impl->open_sockets(); !st) return std::unexpected(st.error());
+  return std::unique_ptr<Prober>(new Prober(std::move(impl)));
+}
+
+void Prober::set_targets(std::vector<Target> targets) {
+  {
+    std::lock_guard lk(impl_->mu);
+    impl_->pending_targets = std::move(targets);
+    impl_->has_pending.store(true);
+  }
+  impl_->wake.signal();
+}
+
+void Prober::set_on_probe(std::function<void(const ProbeResult&)> on_probe) { impl_->on_probe = std::move(on_probe); }
+
+Status Prober::run(std::function<void(WindowStats&&)> on_window) {
+  impl_->on_window = std::move(on_window);
+  return impl_->loop();
+}
+
+void Prober::stop() {
+  impl_->stop_flag.store(true);
+  impl_->wake.signal();
+}
+
+ProberCounters Prober::counters() const {
+  const auto& c = impl_->ctr;
+  auto l = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+  ProberCounters out;
+  out.sent = l(c.sent);
+  out.received = l(c.received);
+  out.lost = l(c.lost);
+  out.late = l(c.late);
+  out.duplicate = l(c.duplicate);
+  out.malformed = l(c.malformed);
+  out.unknown_session = l(c.unknown_session);
+  out.unknown_probe = l(c.unknown_probe);
+  out.evicted = l(c.evicted);
+  out.send_errors = l(c.send_errors);
+  out.weird = l(c.weird);
+  return out;
+}
+
 }  // namespace weft::probe

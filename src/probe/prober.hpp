@@ -32,6 +32,7 @@ struct ProberConfig {
   std::chrono::nanoseconds timeout{std::chrono::seconds(1)};
   std::chrono::nanoseconds window{std::chrono::seconds(10)};
   size_t max_in_flight = 65536;
+  uint64_t count = 0;  // probes per target, then that target stops sending; 0 = no limit
   // Sends due within this slack are batched into one sendmmsg (and may go out that much early).
   std::chrono::nanoseconds batch_slack{std::chrono::microseconds(500)};
   // How long an answered UDP probe waits for the responder's follow-up (its kernel TX timestamp)

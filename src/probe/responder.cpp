@@ -1,14 +1,430 @@
+// The responder's event loop.
+//
+// UDP: read probes in batches (recvmmsg) with their kernel receive times, answer each at once
+// with a reply carrying that receive time and the user-space time just before the send
+// (sendmmsg), from the address the probe was sent to (IP_PKTINFO). The kernel then reports the
+// reply's true send time on the error queue; it goes back to the prober in a follow-up, so the
+// prober can take the responder's whole processing time out of the RTT. Replies and follow-ups
+// are matched to their send timestamps by the socket's OPT_ID counter.
+// TCP: accept every connection (connect probes close it at once); on kept-open ones echo each
+// 48-byte probe frame as a reply.
+// Garbage is counted and dropped; nothing a peer sends can make the loop block or allocate
+// per packet.
 #include "probe/responder.hpp"
 
-// Placeholder so the interface links while the engine is written; replaced by the real engine.
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <cstring>
+#include <unordered_map>
+#include <vector>
+
+#include "base/clock.hpp"
+#include "base/log.hpp"
+#include "net/address.hpp"
+#include "net/epoll.hpp"
+#include "net/socket.hpp"
+#include "net/timestamping.hpp"
+#include "probe/wire.hpp"
+
 namespace weft::probe {
-struct Responder::Impl {};
+
+namespace {
+
+constexpr int kBatch = 64;
+constexpr size_t kRecvBytes = 128;
+constexpr size_t kTxRing = 8192;  // replies whose send timestamps may still come back
+
+constexpr uint64_t kKindShift = 56;
+enum Kind : uint64_t { kWake = 1, kUdp = 2, kListen = 3, kConn = 4 };
+uint64_t tag(Kind k, uint64_t v) { return (static_cast<uint64_t>(k) << kKindShift) | v; }
+
+void inc(std::atomic<uint64_t>& c, uint64_t n = 1) {
+  c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
+// The control message that makes a reply leave from the address the probe came to.
+struct SourceInfo {
+  int level = 0;  // 0 = none
+  union {
+    in_pktinfo v4;
+    in6_pktinfo v6;
+  };
+  SourceInfo() : v6{} {}
+};
+
+bool read_source(const msghdr& h, SourceInfo& out) {
+  out.level = 0;
+  for (auto* c = CMSG_FIRSTHDR(&h); c; c = CMSG_NXTHDR(const_cast<msghdr*>(&h), c)) {
+    if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO && c->cmsg_len >= CMSG_LEN(sizeof(in_pktinfo))) {
+      in_pktinfo pi;
+      std::memcpy(&pi, CMSG_DATA(c), sizeof pi);
+      out.level = IPPROTO_IP;
+      out.v4 = {};
+      out.v4.ipi_spec_dst = pi.ipi_addr;  // send from the address the probe was sent to
+      return true;
+    }
+    if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO &&
+        c->cmsg_len >= CMSG_LEN(sizeof(in6_pktinfo))) {
+      std::memcpy(&out.v6, CMSG_DATA(c), sizeof out.v6);
+      out.level = IPPROTO_IPV6;
+      if (IN6_IS_ADDR_V4MAPPED(&out.v6.ipi6_addr)) out.v6.ipi6_ifindex = 0;
+      return true;
+    }
+  }
+  return false;
+}
+
+size_t write_source(const SourceInfo& s, char* buf, size_t cap) {
+  if (s.level == 0) return 0;
+  const size_t len = s.level == IPPROTO_IP ? sizeof(in_pktinfo) : sizeof(in6_pktinfo);
+  if (CMSG_SPACE(len) > cap) return 0;
+  std::memset(buf, 0, CMSG_SPACE(len));
+  auto* c = reinterpret_cast<cmsghdr*>(buf);
+  c->cmsg_level = s.level;
+  c->cmsg_type = s.level == IPPROTO_IP ? IP_PKTINFO : IPV6_PKTINFO;
+  c->cmsg_len = CMSG_LEN(len);
+  std::memcpy(CMSG_DATA(c), s.level == IPPROTO_IP ? static_cast<const void*>(&s.v4) : static_cast<const void*>(&s.v6), len);
+  return CMSG_SPACE(len);
+}
+
+struct TxEntry {
+  uint32_t id = 0;
+  bool reply = false;  // false: a follow-up (its own send time is of no use)
+  bool valid = false;
+  wire::Packet packet;
+  net::KernelTime rx;
+  net::SocketAddress to;
+  SourceInfo source;
+};
+
+struct Conn {
+  net::Fd fd;
+  uint8_t buf[wire::kSize * 32];
+  size_t len = 0;
+};
+
+}  // namespace
+
+struct Responder::Impl {
+  ResponderConfig cfg;
+  net::Epoll ep;
+  net::EventFd wake;
+  net::Fd udp, listener;
+  uint16_t udp_port = 0, tcp_port = 0;
+  uint32_t tx_counter = 0;
+  std::vector<TxEntry> tx_ring;
+  std::unordered_map<int, std::unique_ptr<Conn>> conns;
+  std::atomic<bool> stop_flag{false};
+  std::atomic<uint64_t> answered{0}, malformed{0}, tcp_accepted{0}, followups{0};
+
+  mmsghdr rmsg[kBatch];
+  iovec riov[kBatch];
+  uint8_t rdata[kBatch][kRecvBytes];
+  alignas(cmsghdr) char rctrl[kBatch][net::kControlBytes];
+  sockaddr_storage raddr[kBatch];
+
+  mmsghdr smsg[kBatch];
+  iovec siov[kBatch];
+  uint8_t sdata[kBatch][wire::kSize];
+  alignas(cmsghdr) char sctrl[kBatch][64];
+  size_t sring[kBatch];  // tx_ring entry of each queued datagram
+  int n_send = 0;
+
+  void prepare_recv(bool with_name) {
+    for (int i = 0; i < kBatch; ++i) {
+      riov[i] = {rdata[i], kRecvBytes};
+      rmsg[i] = {};
+      if (with_name) {
+        rmsg[i].msg_hdr.msg_name = &raddr[i];
+        rmsg[i].msg_hdr.msg_namelen = sizeof(sockaddr_storage);
+      }
+      rmsg[i].msg_hdr.msg_iov = &riov[i];
+      rmsg[i].msg_hdr.msg_iovlen = 1;
+      rmsg[i].msg_hdr.msg_control = rctrl[i];
+      rmsg[i].msg_hdr.msg_controllen = net::kControlBytes;
+    }
+  }
+
+  // Queues a datagram for the next sendmmsg; its tx_ring entry is filled by the caller.
+  TxEntry& queue(bool reply) {
+    const size_t slot = (tx_counter + static_cast<uint32_t>(n_send)) % kTxRing;
+    TxEntry& e = tx_ring[slot];
+    e.reply = reply;
+    e.valid = false;
+    sring[n_send++] = slot;
+    return e;
+  }
+
+  // Sends the queued datagrams. Replies get their user-space send time written just before.
+  void flush(bool stamp_replies) {
+    if (n_send == 0) return;
+    const int n = n_send;
+    n_send = 0;
+    const int64_t tx_rt = realtime_ns();
+    for (int i = 0; i < n; ++i) {
+      TxEntry& e = tx_ring[sring[i]];
+      if (stamp_replies && e.reply) e.packet.responder_tx_ns = tx_rt;
+      wire::encode(e.packet, std::span<uint8_t, wire::kSize>(sdata[i], wire::kSize));
+      siov[i] = {sdata[i], wire::kSize};
+      smsg[i] = {};
+      smsg[i].msg_hdr.msg_name = e.to.sa();
+      smsg[i].msg_hdr.msg_namelen = e.to.length;
+      smsg[i].msg_hdr.msg_iov = &siov[i];
+      smsg[i].msg_hdr.msg_iovlen = 1;
+      const size_t clen = write_source(e.source, sctrl[i], sizeof sctrl[i]);
+      smsg[i].msg_hdr.msg_control = clen ? sctrl[i] : nullptr;
+      smsg[i].msg_hdr.msg_controllen = clen;
+    }
+    int done = 0;
+    while (done < n) {
+      int r = sendmmsg(udp.get(), smsg + done, static_cast<unsigned>(n - done), 0);
+      if (r <= 0) {
+        ++done;  // this one failed (buffer full, peer gone): skip it, it takes no OPT_ID
+        continue;
+      }
+      for (int i = done; i < done + r; ++i) {
+        // OPT_ID numbers count sent datagrams; move the entry to the slot of its number.
+        TxEntry& src = tx_ring[sring[i]];
+        const size_t slot = tx_counter % kTxRing;
+        if (slot != sring[i]) tx_ring[slot] = src;
+        TxEntry& e = tx_ring[slot];
+        e.id = tx_counter++;
+        e.valid = true;
+        if (e.reply) inc(answered);
+        else inc(followups);
+      }
+      done += r;
+    }
+  }
+
+  void udp_readable() {
+    for (int rounds = 0; rounds < 16; ++rounds) {
+      prepare_recv(true);
+      int r = recvmmsg(udp.get(), rmsg, kBatch, MSG_DONTWAIT, nullptr);
+      if (r <= 0) break;
+      const int64_t rx_user = realtime_ns();
+      for (int i = 0; i < r; ++i) {
+        const auto& h = rmsg[i].msg_hdr;
+        wire::Packet p;
+        if ((h.msg_flags & MSG_TRUNC) ||
+            wire::decode(std::span<const uint8_t>(rdata[i], rmsg[i].msg_len), p) != wire::ParseError::ok ||
+            p.type != wire::Type::probe) {
+          inc(malformed);
+          continue;
+        }
+        net::KernelTime rx;
+        net::parse_rx_time(h, rx);
+        TxEntry& e = queue(true);
+        e.rx = rx;
+        e.packet = p;
+        e.packet.type = wire::Type::reply;
+        e.packet.flags = rx.software_ns ? wire::kRxKernel : 0;
+        e.packet.responder_rx_ns = rx.software_ns ? rx.software_ns : rx_user;
+        e.to = net::SocketAddress::from_sockaddr(reinterpret_cast<const sockaddr*>(&raddr[i]), h.msg_namelen);
+        read_source(h, e.source);
+        if (n_send == kBatch) flush(true);
+      }
+      flush(true);
+      if (r < kBatch) break;
+    }
+    drain_errqueue();
+  }
+
+  // Turns the replies' kernel send times into follow-ups.
+  void drain_errqueue() {
+    for (int rounds = 0; rounds < 16; ++rounds) {
+      prepare_recv(false);
+      int r = recvmmsg(udp.get(), rmsg, kBatch, MSG_ERRQUEUE | MSG_DONTWAIT, nullptr);
+      if (r <= 0) break;
+      for (int i = 0; i < r; ++i) {
+        net::TxTimestamp ts;
+        if (!net::parse_tx_timestamp(rmsg[i].msg_hdr, ts)) continue;
+        TxEntry& sent = tx_ring[ts.id % kTxRing];
+        if (!sent.valid || sent.id != ts.id || !sent.reply) continue;
+        sent.valid = false;
+        wire::Packet f = sent.packet;
+        f.type = wire::Type::followup;
+        if (sent.rx.hardware_ns && ts.time.hardware_ns) {  // both NIC times: the NIC's own clock
+          f.flags = wire::kRxHardware | wire::kTxHardware;
+          f.responder_rx_ns = sent.rx.hardware_ns;
+          f.responder_tx_ns = ts.time.hardware_ns;
+        } else if (ts.time.software_ns) {
+          f.flags = wire::kTxKernel | (sent.rx.software_ns ? wire::kRxKernel : 0);
+          f.responder_tx_ns = ts.time.software_ns;  // rx stays what the reply carried
+        } else {
+          continue;
+        }
+        const net::SocketAddress to = sent.to;
+        const SourceInfo source = sent.source;
+        TxEntry& e = queue(false);
+        e.packet = f;
+        e.to = to;
+        e.source = source;
+        if (n_send == kBatch) flush(false);
+      }
+      flush(false);
+      if (r < kBatch) break;
+    }
+  }
+
+  void close_conn(int fd) {
+    ep.remove(fd);
+    conns.erase(fd);  // closes it
+  }
+
+  void accept_all() {
+    for (int i = 0; i < 256; ++i) {
+      int fd = accept4(listener.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) return;
+      inc(tcp_accepted);
+      if (conns.size() >= cfg.max_tcp_connections) {
+        ::close(fd);
+        continue;
+      }
+      auto c = std::make_unique<Conn>();
+      c->fd.reset(fd);
+      (void)net::enable_timestamping(fd, false);
+      if (!ep.add(fd, EPOLLIN | EPOLLRDHUP, tag(kConn, static_cast<uint64_t>(fd)))) continue;
+      conns.emplace(fd, std::move(c));
+    }
+  }
+
+  void conn_readable(int fd) {
+    auto it = conns.find(fd);
+    if (it == conns.end()) return;
+    Conn& c = *it->second;
+    for (;;) {
+      iovec iov{c.buf + c.len, sizeof c.buf - c.len};
+      alignas(cmsghdr) char ctrl[net::kControlBytes];
+      msghdr mh{};
+      mh.msg_iov = &iov;
+      mh.msg_iovlen = 1;
+      mh.msg_control = ctrl;
+      mh.msg_controllen = sizeof ctrl;
+      ssize_t n = ::recvmsg(fd, &mh, MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+        close_conn(fd);
+        return;
+      }
+      if (n < 0) return;
+      const int64_t rx_user = realtime_ns();
+      net::KernelTime rx;
+      net::parse_rx_time(mh, rx);
+      c.len += static_cast<size_t>(n);
+      size_t off = 0;
+      while (c.len - off >= wire::kSize) {
+        wire::Packet p;
+        if (wire::decode(std::span<const uint8_t>(c.buf + off, wire::kSize), p) != wire::ParseError::ok ||
+            p.type != wire::Type::probe) {
+          inc(malformed);  // a stream out of step cannot be trusted any more
+          close_conn(fd);
+          return;
+        }
+        off += wire::kSize;
+        p.type = wire::Type::reply;
+        p.flags = rx.software_ns ? wire::kRxKernel : 0;
+        p.responder_rx_ns = rx.software_ns ? rx.software_ns : rx_user;
+        p.responder_tx_ns = realtime_ns();
+        uint8_t out[wire::kSize];
+        wire::encode(p, std::span<uint8_t, wire::kSize>(out, wire::kSize));
+        if (::send(fd, out, sizeof out, MSG_NOSIGNAL | MSG_DONTWAIT) != static_cast<ssize_t>(sizeof out)) {
+          close_conn(fd);
+          return;
+        }
+        inc(answered);
+      }
+      std::memmove(c.buf, c.buf + off, c.len - off);
+      c.len -= off;
+    }
+  }
+
+  Status loop() {
+    epoll_event events[kBatch];
+    while (!stop_flag.load(std::memory_order_relaxed)) {
+      auto n = ep.wait(events, kBatch, 100'000'000);
+      if (!n) return std::unexpected(n.error());
+      for (int i = 0; i < *n; ++i) {
+        const uint64_t d = events[i].data.u64;
+        const auto kind = static_cast<Kind>(d >> kKindShift);
+        const uint64_t v = d & ((uint64_t{1} << kKindShift) - 1);
+        switch (kind) {
+          case kWake: wake.drain(); break;
+          case kUdp:
+            if (events[i].events & EPOLLIN) udp_readable();
+            else drain_errqueue();
+            break;
+          case kListen: accept_all(); break;
+          case kConn: conn_readable(static_cast<int>(v)); break;
+        }
+      }
+    }
+    return {};
+  }
+
+  Status open(const ResponderConfig& c) {
+    cfg = c;
+    tx_ring.resize(kTxRing);
+    auto ep_r = net::Epoll::create();
+    if (!ep_r) return std::unexpected(ep_r.error());
+    ep = std::move(*ep_r);
+    auto w = net::EventFd::create();
+    if (!w) return std::unexpected(w.error());
+    wake = std::move(*w);
+    if (auto st = ep.add(wake.fd(), EPOLLIN, tag(kWake, 0)); !st) return st;
+    if (c.serve_udp) {
+      auto addr = net::SocketAddress::parse_ip(c.listen_address, c.udp_port);
+      if (!addr) return fail("responder: listen address: {}", addr.error().message);
+      auto fd = net::udp_socket(*addr);
+      if (!fd) return fail("responder: {}", fd.error().message);
+      if (auto st = net::enable_pktinfo(fd->get(), addr->family()); !st)
+        return fail("responder: {}: {}", addr->to_string(), st.error().message);
+      if (auto st = net::enable_timestamping(fd->get(), true); !st)
+        log().warn("responder: kernel timestamps unavailable ({}), using the user-space clock", st.error().message);
+      udp = std::move(*fd);
+      auto local = net::local_address(udp.get());
+      udp_port = local ? local->port() : c.udp_port;
+      if (auto st = ep.add(udp.get(), EPOLLIN, tag(kUdp, 0)); !st) return st;
+    }
+    if (c.serve_tcp) {
+      auto addr = net::SocketAddress::parse_ip(c.listen_address, c.tcp_port);
+      if (!addr) return fail("responder: listen address: {}", addr.error().message);
+      auto fd = net::tcp_listener(*addr, 4096);
+      if (!fd) return fail("responder: {}", fd.error().message);
+      listener = std::move(*fd);
+      auto local = net::local_address(listener.get());
+      tcp_port = local ? local->port() : c.tcp_port;
+      if (auto st = ep.add(listener.get(), EPOLLIN, tag(kListen, 0)); !st) return st;
+    }
+    if (!c.serve_udp && !c.serve_tcp) return fail("responder: nothing to serve (neither UDP nor TCP)");
+    net::raise_fd_limit();
+    return {};
+  }
+};
+
 Responder::Responder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Responder::~Responder() = default;
-Result<std::unique_ptr<Responder>> Responder::create(const ResponderConfig&) { return fail("responder: not implemented yet"); }
-Status Responder::run() { return fail("responder: not implemented yet"); }
-void Responder::stop() {}
-ResponderCounters Responder::counters() const { return {}; }
-uint16_t Responder::udp_port() const { return 0; }
-uint16_t Responder::tcp_port() const { return 0; }
+
+Result<std::unique_ptr<Responder>> Responder::create(const ResponderConfig& config) {
+  auto impl = std::make_unique<Impl>();
+  if (auto st = impl->open(config); !st) return std::unexpected(st.error());
+  return std::unique_ptr<Responder>(new Responder(std::move(impl)));
+}
+
+Status Responder::run() { return impl_->loop(); }
+
+void Responder::stop() {
+  impl_->stop_flag.store(true);
+  impl_->wake.signal();
+}
+
+ResponderCounters Responder::counters() const {
+  auto l = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+  return {l(impl_->answered), l(impl_->malformed), l(impl_->tcp_accepted), l(impl_->followups)};
+}
+
+uint16_t Responder::udp_port() const { return impl_->udp_port; }
+uint16_t Responder::tcp_port() const { return impl_->tcp_port; }
+
 }  // namespace weft::probe

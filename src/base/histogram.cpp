@@ -1,0 +1,75 @@
+#include "base/histogram.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
+namespace weft {
+
+int LogHistogram::bucket_of(int64_t value) {
+  if (value < kSub) return value < 0 ? 0 : static_cast<int>(value);
+  const auto v = static_cast<uint64_t>(value);
+  const int exp = 63 - std::countl_zero(v);  // >= kSubBits
+  if (exp >= kMaxBits) return kBuckets - 1;
+  const int shift = exp - kSubBits;
+  const int sub = static_cast<int>(v >> shift) - kSub;  // 0 .. kSub-1
+  return kSub + shift * kSub + sub;
+}
+
+int64_t LogHistogram::bucket_low(int bucket) {
+  if (bucket < kSub) return bucket;
+  const int shift = (bucket - kSub) / kSub;
+  const int sub = (bucket - kSub) % kSub;
+  return static_cast<int64_t>(kSub + sub) << shift;
+}
+
+int64_t LogHistogram::bucket_high(int bucket) {
+  if (bucket < kSub) return bucket + 1;
+  const int shift = (bucket - kSub) / kSub;
+  return bucket_low(bucket) + (int64_t{1} << shift);
+}
+
+void LogHistogram::add(int64_t value) {
+  if (value < 0) value = 0;
+  ++counts_[static_cast<size_t>(bucket_of(value))];
+  if (count_ == 0 || value < min_) min_ = value;
+  if (count_ == 0 || value > max_) max_ = value;
+  ++count_;
+  sum_ += value;
+}
+
+void LogHistogram::merge(const LogHistogram& other) {
+  if (other.count_ == 0) return;
+  for (size_t i = 0; i < counts_.size(); ++i) counts_[i] += other.counts_[i];
+  if (count_ == 0 || other.min_ < min_) min_ = other.min_;
+  if (count_ == 0 || other.max_ > max_) max_ = other.max_;
+  count_ += other.count_;
+  sum_ += other.sum_;
+}
+
+void LogHistogram::reset() {
+  counts_.fill(0);
+  count_ = 0;
+  sum_ = 0;
+  min_ = max_ = 0;
+}
+
+int64_t LogHistogram::percentile(double q) const {
+  if (count_ == 0) return 0;
+  q = std::clamp(q, 0.0, 1.0);
+  auto rank = static_cast<uint64_t>(std::ceil(q * static_cast<double>(count_)));
+  rank = std::clamp<uint64_t>(rank, 1, count_);
+  uint64_t seen = 0;
+  for (int b = 0; b < kBuckets; ++b) {
+    seen += counts_[static_cast<size_t>(b)];
+    if (seen >= rank) {
+      const int64_t lo = bucket_low(b);
+      const int64_t hi = bucket_high(b);  // exclusive
+      const int64_t mid = b < kSub ? lo : lo + (hi - lo) / 2;
+      return std::clamp(mid, min_, max_);
+    }
+  }
+  return max_;
+}
+
+}  // namespace weft

@@ -1,0 +1,44 @@
+#pragma once
+// A fixed-memory log-bucket histogram of non-negative integers (nanoseconds here).
+//
+// Values below 2^kSubBits are counted exactly; above, each power of two is split into 2^kSubBits
+// equal buckets, so a bucket is at most 1/64 of its lower bound wide. A percentile is reported as
+// its bucket's midpoint (clamped to the exact min/max), so its relative error is at most
+// 1/128 < 1%. Memory is fixed (about 9 KB) whatever the number of samples; nothing allocates.
+#include <array>
+#include <cstdint>
+
+namespace weft {
+
+class LogHistogram {
+ public:
+  static constexpr int kSubBits = 6;
+  static constexpr int kSub = 1 << kSubBits;
+  static constexpr int kMaxBits = 40;  // values >= 2^40 ns (~18 minutes) share the last bucket
+  static constexpr int kBuckets = kSub + (kMaxBits - kSubBits) * kSub;
+
+  void add(int64_t value);
+  void merge(const LogHistogram& other);
+  void reset();
+
+  uint64_t count() const { return count_; }
+  int64_t min() const { return count_ ? min_ : 0; }
+  int64_t max() const { return count_ ? max_ : 0; }
+  int64_t mean() const { return count_ ? static_cast<int64_t>(sum_ / static_cast<__int128>(count_)) : 0; }
+  // Nearest-rank percentile, q in [0, 1]: the value of rank ceil(q * count) (at least 1).
+  int64_t percentile(double q) const;
+
+  // Bucket arithmetic, exposed for tests.
+  static int bucket_of(int64_t value);
+  static int64_t bucket_low(int bucket);
+  static int64_t bucket_high(int bucket);  // exclusive
+
+ private:
+  std::array<uint32_t, kBuckets> counts_{};
+  uint64_t count_ = 0;
+  __int128 sum_ = 0;
+  int64_t min_ = 0;
+  int64_t max_ = 0;
+};
+
+}  // namespace weft

@@ -1,0 +1,51 @@
+// `weft responder`: answers UDP and TCP probes until SIGINT/SIGTERM.
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "base/log.hpp"
+#include "base/signals.hpp"
+#include "cli/command_registry.hpp"
+#include "probe/responder.hpp"
+
+namespace {
+
+weft::probe::Responder* g_responder = nullptr;
+
+int run_responder(const weft::probe::ResponderConfig& cfg) {
+  auto r = weft::probe::Responder::create(cfg);
+  if (!r) {
+    weft::log().error("{}", r.error().message);
+    return 1;
+  }
+  g_responder = r->get();
+  weft::on_stop_signal([] {
+    if (g_responder) g_responder->stop();
+  });
+  weft::log().info("responder: udp {}:{} tcp {}:{}", cfg.listen_address, (*r)->udp_port(), cfg.listen_address,
+                   (*r)->tcp_port());
+  auto st = (*r)->run();
+  const auto c = (*r)->counters();
+  g_responder = nullptr;
+  weft::log().info("responder: answered {}, follow-ups {}, malformed {}, tcp accepted {}", c.answered, c.followups,
+                   c.malformed, c.tcp_accepted);
+  if (!st) {
+    weft::log().error("{}", st.error().message);
+    return 1;
+  }
+  return 0;
+}
+
+weft::cli::Registrar reg{[](weft::cli::Root& root) {
+  auto cfg = std::make_shared<weft::probe::ResponderConfig>();
+  auto* sub = root.app.add_subcommand("responder", "Answer UDP and TCP probes (runs until Ctrl-C)");
+  sub->add_option("--listen", cfg->listen_address, "Address to listen on (IPv4 or IPv6; :: serves both)")
+      ->capture_default_str();
+  sub->add_option("--udp-port", cfg->udp_port, "UDP port")->capture_default_str()->check(CLI::Range(0, 65535));
+  sub->add_option("--tcp-port", cfg->tcp_port, "TCP port")->capture_default_str()->check(CLI::Range(0, 65535));
+  sub->add_flag("--no-udp{false}", cfg->serve_udp, "Do not serve UDP");
+  sub->add_flag("--no-tcp{false}", cfg->serve_tcp, "Do not serve TCP");
+  sub->callback([cfg] { weft::cli::set_exit_code(run_responder(*cfg)); });
+}};
+
+}  // namespace

@@ -1,0 +1,61 @@
+#pragma once
+// The probe wire format: one fixed-size 48-byte message, network byte order, used for UDP
+// datagrams and for frames on kept-open TCP connections.
+//
+//   0  magic u32 "WFPB"     4 version u8 (1)   5 type u8   6 flags u8   7 reserved u8 (0)
+//   8  session u64          16 seq u64
+//   24 prober_tx_ns i64     32 responder_rx_ns i64        40 responder_tx_ns i64
+//
+// Types: probe (prober -> responder), reply (responder -> prober, carries the responder's kernel
+// receive time and its user-space send time), follow-up (responder -> prober, the responder's
+// kernel send time of that reply, PTP "two-step" style). The parser is strict: any size, magic,
+// version, type, flag or field that is not exactly as specified is rejected (and fuzzed).
+// This header has no dependencies beyond the standard library so that fuzzers build it alone.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace weft::probe::wire {
+
+inline constexpr uint32_t kMagic = 0x57465042;  // "WFPB"
+inline constexpr uint8_t kVersion = 1;
+inline constexpr size_t kSize = 48;
+
+enum class Type : uint8_t { probe = 1, reply = 2, followup = 3 };
+
+// Where the responder's times came from.
+inline constexpr uint8_t kRxKernel = 0x01;    // responder_rx_ns is a kernel software timestamp
+inline constexpr uint8_t kRxHardware = 0x02;  // ... a NIC hardware timestamp
+inline constexpr uint8_t kTxKernel = 0x04;    // responder_tx_ns is a kernel software timestamp
+inline constexpr uint8_t kTxHardware = 0x08;  // ... a NIC hardware timestamp
+inline constexpr uint8_t kKnownFlags = 0x0f;
+
+struct Packet {
+  Type type = Type::probe;
+  uint8_t flags = 0;
+  uint64_t session = 0;
+  uint64_t seq = 0;
+  int64_t prober_tx_ns = 0;
+  int64_t responder_rx_ns = 0;
+  int64_t responder_tx_ns = 0;
+};
+
+enum class ParseError : uint8_t {
+  ok,
+  size,      // not exactly kSize bytes
+  magic,
+  version,
+  type,
+  flags,     // unknown flag bits, or flags that make no sense for the type
+  reserved,  // reserved byte not zero
+  session,   // session 0
+  seq,       // sequence 0
+  times,     // a time that must be set is not, or must not be set is, or is negative
+};
+
+const char* to_string(ParseError e);
+
+void encode(const Packet& p, std::span<uint8_t, kSize> out);
+ParseError decode(std::span<const uint8_t> in, Packet& out);
+
+}  // namespace weft::probe::wire
