@@ -1,0 +1,557 @@
+#include "agent/agent.hpp"
+
+#include <arpa/inet.h>
+#include <httplib.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <chrono>
+#include <sstream>
+#include <fstream>
+#include <map>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "base/log.hpp"
+#include "probe/prober.hpp"
+#include "probe/responder.hpp"
+
+#ifndef WEFT_VERSION
+#define WEFT_VERSION "0.1.0"
+#endif
+
+namespace weft::agent {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+int64_t unix_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+struct Url {
+  std::string host;
+  int port = 80;
+};
+
+Result<Url> parse_url(const std::string& url) {
+  std::string rest = url;
+  if (rest.starts_with("http://")) rest = rest.substr(7);
+  else if (rest.find("://") != std::string::npos) return fail("controller URL '{}': only http:// is supported", url);
+  if (auto slash = rest.find('/'); slash != std::string::npos) rest.resize(slash);
+  Url u;
+  auto bracket = rest.find(']');
+  auto colon = rest.rfind(':');
+  if (colon != std::string::npos && (bracket == std::string::npos || colon > bracket)) {
+    u.host = rest.substr(0, colon);
+    auto [p, ec] = std::from_chars(rest.data() + colon + 1, rest.data() + rest.size(), u.port);
+    if (ec != std::errc{} || p != rest.data() + rest.size()) return fail("controller URL '{}': bad port", url);
+  } else {
+    u.host = rest;
+  }
+  if (u.host.size() > 2 && u.host.front() == '[') u.host = u.host.substr(1, u.host.size() - 2);
+  if (u.host.empty() || u.port <= 0 || u.port > 65535) return fail("controller URL '{}': expected http://HOST:PORT", url);
+  return u;
+}
+
+// The local address the kernel would use to reach the controller: what peers should probe.
+Result<std::string> route_source_address(const Url& u) {
+  addrinfo hints{}, *res = nullptr;
+  hints.ai_socktype = SOCK_DGRAM;
+  if (int rc = getaddrinfo(u.host.c_str(), std::to_string(u.port).c_str(), &hints, &res); rc != 0)
+    return fail("resolve {}: {}", u.host, gai_strerror(rc));
+  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(res, freeaddrinfo);
+  int fd = ::socket(res->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return fail_errno("socket");
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  bool ok = ::connect(fd, res->ai_addr, res->ai_addrlen) == 0 && ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0;
+  int err = errno;
+  ::close(fd);
+  if (!ok) return fail_errno(fmt::format("find the local address towards {}", u.host), err);
+  char buf[INET6_ADDRSTRLEN] = {};
+  const void* a = ss.ss_family == AF_INET ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&ss)->sin_addr)
+                                          : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&ss)->sin6_addr);
+  inet_ntop(ss.ss_family, a, buf, sizeof buf);
+  return std::string(buf);
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+}  // namespace
+
+double process_cpu_seconds() {
+  std::ifstream in("/proc/self/stat");
+  std::string s((std::istreambuf_iterator<char>(in)), {});
+  auto close = s.rfind(')');
+  if (close == std::string::npos) return 0;
+  // Fields after "(comm)": state is field 3; utime and stime are fields 14 and 15.
+  std::istringstream rest(s.substr(close + 2));
+  std::string tok;
+  double ut = 0, st = 0;
+  for (int field = 3; rest >> tok; ++field) {
+    if (field == 14) ut = std::stod(tok);
+    if (field == 15) {
+      st = std::stod(tok);
+      break;
+    }
+  }
+  return (ut + st) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+uint64_t process_rss_kb() {
+  std::ifstream in("/proc/self/statm");
+  uint64_t size = 0, resident = 0;
+  in >> size >> resident;
+  return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) / 1024;
+}
+
+// One prober per protocol, run by its own thread and restarted when it dies.
+struct ProberRun {
+  probe::Protocol protocol;
+  std::thread thread;
+  std::mutex mu;
+  probe::ProberConfig config;
+  std::vector<probe::Target> targets;
+  probe::Prober* current = nullptr;  // while run() is active
+  bool reconfigure = false;          // a planned stop to apply a new config
+  uint64_t sent_base = 0;            // probes sent by earlier incarnations
+};
+
+struct Agent::Impl {
+  AgentConfig cfg;
+  Url url;
+  Outbox outbox;
+  std::unique_ptr<httplib::Client> http;
+  httplib::Headers headers;
+
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stopping = false;
+  std::thread control;
+  std::thread responder_thread;
+  std::unique_ptr<probe::Responder> responder;
+  std::mutex responder_mu;
+
+  std::map<probe::Protocol, std::unique_ptr<ProberRun>> probers;
+  std::mutex probers_mu;
+
+  std::mutex collect_mu;  // windows finished by probers, not yet batched
+  std::vector<probe::WindowStats> collected;
+  std::vector<AlarmEvent> alarms;  // not yet reported
+
+  std::atomic<uint64_t> windows_made{0}, windows_delivered{0}, reports_sent{0}, report_failures{0}, restarts{0};
+  std::atomic<uint64_t> pl_version{0};
+  uint64_t seq = 0;
+  int64_t report_interval_ns = 1'000'000'000, sync_interval_ns = 10'000'000'000;
+  bool registered = false;
+
+  // health
+  double last_cpu = 0;
+  Clock::time_point last_health_at = Clock::now();
+  uint64_t last_probes = 0;
+
+  explicit Impl(AgentConfig c) : cfg(std::move(c)), outbox(cfg.outbox) {}
+
+  bool sleep_for(std::chrono::nanoseconds d) {
+    std::unique_lock lk(mu);
+    return !cv.wait_for(lk, d, [&] { return stopping; });
+  }
+  bool is_stopping() {
+    std::lock_guard lk(mu);
+    return stopping;
+  }
+
+  void alarm(std::string kind, std::string message) {
+    log().warn("alarm {}: {}", kind, message);
+    std::lock_guard lk(collect_mu);
+    if (alarms.size() < 100) alarms.push_back({std::move(kind), std::move(message), unix_ns()});
+  }
+
+  // ---- responder ----
+  void responder_loop() {
+    while (!is_stopping()) {
+      probe::ResponderConfig rc;
+      rc.listen_address = cfg.address;
+      rc.udp_port = cfg.udp_port;
+      rc.tcp_port = cfg.tcp_port;
+      auto r = probe::Responder::create(rc);
+      if (!r) {
+        alarm("responder_failed", r.error().message);
+        if (!sleep_for(std::chrono::seconds(2))) break;
+        continue;
+      }
+      {
+        std::lock_guard lk(responder_mu);
+        responder = std::move(*r);
+      }
+      auto st = responder->run();
+      if (is_stopping()) break;
+      alarm("responder_restarted", st ? "run() returned" : st.error().message);
+      {
+        std::lock_guard lk(responder_mu);
+        responder.reset();
+      }
+      if (!sleep_for(std::chrono::seconds(1))) break;
+    }
+  }
+
+  // ---- probers ----
+  void prober_loop(ProberRun& r) {
+    while (!is_stopping()) {
+      probe::ProberConfig pc;
+      std::vector<probe::Target> targets;
+      {
+        std::lock_guard lk(r.mu);
+        pc = r.config;
+        targets = r.targets;
+      }
+      auto p = probe::Prober::create(pc);
+      if (!p) {
+        alarm("prober_failed", fmt::format("{}: {}", probe::to_string(r.protocol), p.error().message));
+        restarts++;
+        if (!sleep_for(std::chrono::seconds(2))) break;
+        continue;
+      }
+      (*p)->set_targets(std::move(targets));
+      {
+        std::lock_guard lk(r.mu);
+        r.current = p->get();
+        // Targets may have changed between the copy and now: give it the latest.
+        (*p)->set_targets(r.targets);
+      }
+      if (is_stopping()) break;
+      auto st = (*p)->run([this](probe::WindowStats&& w) {
+        windows_made++;
+        std::lock_guard lk(collect_mu);
+        collected.push_back(std::move(w));
+      });
+      bool planned;
+      {
+        std::lock_guard lk(r.mu);
+        r.current = nullptr;
+        r.sent_base += (*p)->counters().sent;
+        planned = r.reconfigure;
+        r.reconfigure = false;
+      }
+      if (is_stopping()) break;
+      if (planned) continue;
+      restarts++;
+      alarm("prober_restarted", fmt::format("{} prober stopped: {}", probe::to_string(r.protocol),
+                                            st ? std::string("run() returned") : st.error().message));
+      if (!sleep_for(std::chrono::seconds(1))) break;
+    }
+  }
+
+  uint64_t probes_sent() {
+    uint64_t n = 0;
+    std::lock_guard lk(probers_mu);
+    for (auto& [p, r] : probers) {
+      std::lock_guard rl(r->mu);
+      n += r->sent_base + (r->current ? r->current->counters().sent : 0);
+    }
+    return n;
+  }
+
+  void apply_pinglist(const json& j) {
+    int64_t window_ns = j.value("window_ms", int64_t{10000}) * 1'000'000;
+    report_interval_ns = std::max<int64_t>(100'000'000, j.value("report_interval_ms", int64_t{1000}) * 1'000'000);
+    sync_interval_ns = std::max<int64_t>(500'000'000, j.value("sync_interval_ms", int64_t{10000}) * 1'000'000);
+    std::map<probe::Protocol, std::pair<probe::ProberConfig, std::vector<probe::Target>>> wanted;
+    for (const auto& pj : j.at("protocols")) {
+      auto proto = parse_protocol(pj.at("protocol").get<std::string>());
+      if (!proto || std::find(cfg.protocols.begin(), cfg.protocols.end(), *proto) == cfg.protocols.end()) continue;
+      if (*proto == probe::Protocol::rdma) continue;  // not driven by this agent yet
+      probe::ProberConfig pc;
+      pc.protocol = *proto;
+      pc.bind_address = cfg.address;
+      pc.interval = std::chrono::microseconds(pj.at("interval_us").get<int64_t>());
+      pc.timeout = std::chrono::microseconds(pj.at("timeout_us").get<int64_t>());
+      pc.window = std::chrono::nanoseconds(window_ns);
+      std::vector<probe::Target> targets;
+      for (const auto& t : pj.at("targets"))
+        targets.push_back({t.at("name").get<std::string>(), t.at("host").get<std::string>(), t.at("port").get<uint16_t>()});
+      wanted[*proto] = {pc, std::move(targets)};
+    }
+    std::lock_guard lk(probers_mu);
+    for (auto& [proto, run] : probers)
+      if (!wanted.contains(proto)) {  // no longer asked for: keep the thread, probe nobody
+        std::lock_guard rl(run->mu);
+        run->targets.clear();
+        if (run->current) run->current->set_targets({});
+      }
+    for (auto& [proto, want] : wanted) {
+      auto& [pc, targets] = want;
+      auto it = probers.find(proto);
+      if (it == probers.end()) {
+        auto run = std::make_unique<ProberRun>();
+        run->protocol = proto;
+        run->config = pc;
+        run->targets = targets;
+        ProberRun* raw = run.get();
+        run->thread = std::thread([this, raw] { prober_loop(*raw); });
+        probers.emplace(proto, std::move(run));
+        log().info("{} prober started with {} targets", probe::to_string(proto), targets.size());
+        continue;
+      }
+      ProberRun& run = *it->second;
+      std::lock_guard rl(run.mu);
+      bool same = run.config.interval == pc.interval && run.config.timeout == pc.timeout && run.config.window == pc.window &&
+                  run.config.bind_address == pc.bind_address;
+      run.targets = targets;
+      if (!same) {
+        run.config = pc;
+        if (run.current) {
+          run.reconfigure = true;
+          run.current->stop();
+        }
+      } else if (run.current) {
+        run.current->set_targets(targets);
+      }
+      log().info("{} pinglist: {} targets", probe::to_string(proto), targets.size());
+    }
+  }
+
+  // ---- controller conversation ----
+  bool do_register() {
+    json body{{"name", cfg.name},
+              {"addresses", {cfg.address}},
+              {"version", WEFT_VERSION},
+              {"udp_port", cfg.udp_port},
+              {"tcp_port", cfg.tcp_port}};
+    body["protocols"] = json::array();
+    for (auto p : cfg.protocols) body["protocols"].push_back(probe::to_string(p));
+    auto res = http->Post("/api/v1/register", headers, body.dump(), "application/json");
+    if (!res) {
+      log().warn("register: controller unreachable ({})", httplib::to_string(res.error()));
+      return false;
+    }
+    if (res->status != 200) {
+      log().error("register refused ({}): {}", res->status, res->body);
+      return false;
+    }
+    json j = json::parse(res->body, nullptr, false);
+    if (j.is_object()) {
+      report_interval_ns = std::max<int64_t>(100'000'000, j.value("report_interval_ms", int64_t{1000}) * 1'000'000);
+      sync_interval_ns = std::max<int64_t>(500'000'000, j.value("sync_interval_ms", int64_t{10000}) * 1'000'000);
+    }
+    log().info("registered with {} as {} ({})", cfg.controller_url, cfg.name, cfg.address);
+    registered = true;
+    return true;
+  }
+
+  void sync_pinglist() {
+    auto res = http->Get(fmt::format("/api/v1/pinglist?agent={}&version={}", cfg.name, pl_version.load()), headers);
+    if (!res) return;
+    if (res->status == 409) {
+      registered = false;
+      return;
+    }
+    if (res->status != 200) {
+      log().warn("pinglist: HTTP {}: {}", res->status, res->body);
+      return;
+    }
+    json j = json::parse(res->body, nullptr, false);
+    if (!j.is_object() || !j.contains("version")) return;
+    if (j.value("unchanged", false)) return;
+    try {
+      apply_pinglist(j);
+      pl_version = j.at("version").get<uint64_t>();
+    } catch (const json::exception& e) {
+      log().error("pinglist: malformed answer: {}", e.what());
+    }
+  }
+
+  Health health() {
+    Health h;
+    auto now = Clock::now();
+    double dt = std::chrono::duration<double>(now - last_health_at).count();
+    double cpu = process_cpu_seconds();
+    uint64_t probes = probes_sent();
+    if (dt > 0.05) {
+      h.cpu_percent = std::max(0.0, (cpu - last_cpu) / dt * 100.0);
+      h.probes_per_s = probes >= last_probes ? static_cast<double>(probes - last_probes) / dt : 0;
+      last_cpu = cpu;
+      last_probes = probes;
+      last_health_at = now;
+    }
+    h.rss_kb = process_rss_kb();
+    h.dropped_windows = outbox.dropped_windows();
+    h.spooled_windows = outbox.pending_windows();
+    h.prober_restarts = restarts.load();
+    return h;
+  }
+
+  // Sends what the outbox holds, oldest first; stops at the first failure (retried next tick).
+  void deliver(bool& pinglist_changed) {
+    for (int sent = 0; sent < 500 && !is_stopping(); ++sent) {
+      auto batch = outbox.front();
+      Report rep;
+      rep.agent = cfg.name;
+      rep.seq = batch ? batch->seq : ++seq;
+      rep.health = health();
+      {
+        std::lock_guard lk(collect_mu);
+        rep.alarms = alarms;
+      }
+      if (batch) rep.windows = std::move(batch->windows);
+      else if (sent > 0) return;  // a heartbeat only when nothing else went out this tick
+      auto res = http->Post("/api/v1/report", headers, encode_binary(rep), std::string(kBinaryContentType));
+      if (!res || res->status >= 500) {
+        report_failures++;
+        if (report_failures % 10 == 1)
+          log().warn("report: controller unavailable ({}); {} windows waiting",
+                     res ? fmt::format("HTTP {}", res->status) : httplib::to_string(res.error()), outbox.pending_windows());
+        return;
+      }
+      if (res->status == 409) {  // the controller forgot us (restart): register and resend
+        registered = false;
+        return;
+      }
+      if (res->status != 200) {
+        // The controller will never take this batch; keeping it would block everything after it.
+        log().error("report rejected ({}): {}; dropping batch {}", res->status, res->body, rep.seq);
+        if (batch) outbox.pop(batch->seq, /*dropped=*/true);
+        return;
+      }
+      reports_sent++;
+      {
+        std::lock_guard lk(collect_mu);
+        alarms.erase(alarms.begin(), alarms.begin() + static_cast<ptrdiff_t>(std::min(alarms.size(), rep.alarms.size())));
+      }
+      if (batch) {
+        windows_delivered += rep.windows.size();
+        outbox.pop(batch->seq);
+      }
+      json j = json::parse(res->body, nullptr, false);
+      if (j.is_object() && j.contains("pinglist_version") && j["pinglist_version"].is_number_unsigned() &&
+          j["pinglist_version"].get<uint64_t>() != pl_version.load())
+        pinglist_changed = true;
+      if (!batch) return;
+    }
+  }
+
+  void flush_collected() {
+    std::vector<probe::WindowStats> ws;
+    {
+      std::lock_guard lk(collect_mu);
+      ws.swap(collected);
+    }
+    outbox.push(std::move(ws));
+  }
+
+  void control_loop() {
+    std::mt19937_64 rng(std::random_device{}());
+    auto jitter = [&](int64_t ns) {
+      std::uniform_real_distribution<double> d(0.8, 1.2);
+      return std::chrono::nanoseconds(static_cast<int64_t>(static_cast<double>(ns) * d(rng)));
+    };
+    auto backoff = std::chrono::milliseconds(250);
+    while (!is_stopping()) {
+      if (!registered) {
+        if (!do_register()) {
+          if (!sleep_for(backoff)) break;
+          backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
+          flush_collected();  // keep windows moving into the outbox (and spool) meanwhile
+          continue;
+        }
+        backoff = std::chrono::milliseconds(250);
+        sync_pinglist();
+      }
+      auto next_sync = Clock::now() + jitter(sync_interval_ns);
+      auto next_report = Clock::now() + std::chrono::nanoseconds(report_interval_ns);
+      while (registered && !is_stopping()) {
+        auto wake = std::min(next_sync, next_report);
+        {
+          std::unique_lock lk(mu);
+          cv.wait_until(lk, wake, [&] { return stopping; });
+        }
+        if (is_stopping()) break;
+        auto now = Clock::now();
+        bool changed = false;
+        if (now >= next_report) {
+          flush_collected();
+          deliver(changed);
+          next_report = now + std::chrono::nanoseconds(report_interval_ns);
+        }
+        if (changed || now >= next_sync) {
+          sync_pinglist();
+          next_sync = Clock::now() + jitter(sync_interval_ns);
+        }
+      }
+    }
+  }
+};
+
+Agent::Agent(AgentConfig cfg) : impl_(std::make_unique<Impl>(std::move(cfg))) {}
+
+Agent::~Agent() { stop(); }
+
+Status Agent::start() {
+  auto& I = *impl_;
+  auto url = parse_url(I.cfg.controller_url);
+  if (!url) return std::unexpected(url.error());
+  I.url = *url;
+  if (I.cfg.name.empty()) I.cfg.name = host_name();
+  if (I.cfg.address.empty()) {
+    auto a = route_source_address(I.url);
+    if (!a) return fail("cannot pick the agent's address (use --address): {}", a.error().message);
+    I.cfg.address = *a;
+  }
+  if (auto st = I.outbox.open(); !st) return st;
+  I.http = std::make_unique<httplib::Client>(I.url.host, I.url.port);
+  I.http->set_connection_timeout(2, 0);
+  I.http->set_read_timeout(10, 0);
+  I.http->set_write_timeout(10, 0);
+  I.http->set_keep_alive(true);
+  if (!I.cfg.token.empty()) I.headers.emplace("Authorization", "Bearer " + I.cfg.token);
+  I.last_cpu = process_cpu_seconds();
+  I.responder_thread = std::thread([&I] { I.responder_loop(); });
+  I.control = std::thread([&I] { I.control_loop(); });
+  return {};
+}
+
+void Agent::stop() {
+  auto& I = *impl_;
+  {
+    std::lock_guard lk(I.mu);
+    if (I.stopping) return;
+    I.stopping = true;
+  }
+  I.cv.notify_all();
+  {
+    std::lock_guard lk(I.responder_mu);
+    if (I.responder) I.responder->stop();
+  }
+  {
+    std::lock_guard lk(I.probers_mu);
+    for (auto& [p, r] : I.probers) {
+      std::lock_guard rl(r->mu);
+      if (r->current) r->current->stop();
+    }
+  }
+  if (I.control.joinable()) I.control.join();
+  if (I.responder_thread.joinable()) I.responder_thread.join();
+  for (auto& [p, r] : I.probers)
+    if (r->thread.joinable()) r->thread.join();
+  // Whatever was not delivered goes to the spool, so a restarted agent sends it later.
+  I.flush_collected();
+  I.outbox.spill_all();
+}
+
+AgentStats Agent::stats() const {
+  auto& I = *impl_;
+  return {I.windows_made.load(),   I.windows_delivered.load(), I.reports_sent.load(),
+          I.report_failures.load(), I.restarts.load(),          I.pl_version.load(),
+          I.outbox.pending_windows(), I.outbox.dropped_windows()};
+}
+
+}  // namespace weft::agent

@@ -1,0 +1,64 @@
+#pragma once
+// The agent process: registers with the controller, keeps its pinglist in sync (with jitter, so a
+// thousand agents do not ask at the same instant), runs the responder and one prober per protocol
+// (restarting any that dies, with an alarm), and delivers finished windows in order through the
+// outbox, which buffers and spools while the controller is unreachable.
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/outbox.hpp"
+#include "agent/wire.hpp"
+#include "base/result.hpp"
+#include "probe/window.hpp"
+
+namespace weft::agent {
+
+struct AgentConfig {
+  std::string controller_url;  // http://HOST:PORT
+  std::string token;
+  std::string name;     // default: the host name
+  std::string address;  // the address to probe from and answer on; default: the one that routes to the controller
+  uint16_t udp_port = 7777;
+  uint16_t tcp_port = 7778;
+  std::vector<probe::Protocol> protocols{probe::Protocol::udp, probe::Protocol::tcp};
+  OutboxLimits outbox;
+};
+
+struct AgentStats {
+  uint64_t windows_made = 0;
+  uint64_t windows_delivered = 0;
+  uint64_t reports_sent = 0;
+  uint64_t report_failures = 0;
+  uint64_t prober_restarts = 0;
+  uint64_t pinglist_version = 0;
+  uint64_t pending_windows = 0;
+  uint64_t dropped_windows = 0;
+};
+
+class Agent {
+ public:
+  explicit Agent(AgentConfig cfg);
+  ~Agent();
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  Status start();
+  void stop();
+  AgentStats stats() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// CPU time of this process (user + system), in seconds, and its resident set in KiB.
+double process_cpu_seconds();
+uint64_t process_rss_kb();
+
+}  // namespace weft::agent

@@ -1,0 +1,482 @@
+#include "agent/wire.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <unordered_map>
+
+#include <nlohmann/json.hpp>
+
+namespace weft::agent {
+namespace {
+
+constexpr char kMagic[4] = {'W', 'F', 'T', '1'};
+
+// Deltas wrap instead of overflowing: garbage in a report must not be undefined behaviour.
+int64_t wsub(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b)); }
+int64_t wadd(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b)); }
+
+// ---- writer -------------------------------------------------------------------------------------
+void put_varint(std::string& out, uint64_t v) {
+  char buf[10];
+  size_t n = 0;
+  while (v >= 0x80) {
+    buf[n++] = static_cast<char>((v & 0x7f) | 0x80);
+    v >>= 7;
+  }
+  buf[n++] = static_cast<char>(v);
+  out.append(buf, n);
+}
+void put_signed(std::string& out, int64_t v) {
+  put_varint(out, (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63));
+}
+void put_string(std::string& out, std::string_view s) {
+  put_varint(out, s.size());
+  out.append(s);
+}
+// Doubles as fixed-point thousandths: health figures need no more precision.
+void put_milli(std::string& out, double v) {
+  double m = v * 1000.0;
+  put_varint(out, m > 0 && m < 1e18 ? static_cast<uint64_t>(std::llround(m)) : 0);
+}
+
+void put_summary(std::string& out, const probe::LatencySummary& s) {
+  put_varint(out, s.count);
+  if (s.count == 0) return;
+  // min first, the others as deltas from the one before: small numbers, short varints.
+  put_signed(out, s.min_ns);
+  put_signed(out, wsub(s.mean_ns, s.min_ns));
+  put_signed(out, wsub(s.p50_ns, s.min_ns));
+  put_signed(out, wsub(s.p90_ns, s.p50_ns));
+  put_signed(out, wsub(s.p95_ns, s.p90_ns));
+  put_signed(out, wsub(s.p99_ns, s.p95_ns));
+  put_signed(out, wsub(s.p999_ns, s.p99_ns));
+  put_signed(out, wsub(s.max_ns, s.p999_ns));
+}
+
+// ---- reader -------------------------------------------------------------------------------------
+struct Reader {
+  const unsigned char* p;
+  const unsigned char* end;
+  const char* error = nullptr;
+
+  bool ok() const { return error == nullptr; }
+  void bad(const char* why) {
+    if (!error) error = why;
+    p = end;
+  }
+  uint64_t varint() {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (p >= end) {
+        bad("truncated varint");
+        return 0;
+      }
+      uint8_t b = *p++;
+      v |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if ((b & 0x80) == 0) return v;
+    }
+    bad("varint longer than 10 bytes");
+    return 0;
+  }
+  int64_t signed_() {
+    uint64_t z = varint();
+    return static_cast<int64_t>((z >> 1) ^ (~(z & 1) + 1));
+  }
+  uint8_t byte() {
+    if (p >= end) {
+      bad("truncated");
+      return 0;
+    }
+    return *p++;
+  }
+  std::string_view string(size_t max) {
+    uint64_t n = varint();
+    if (!ok()) return {};
+    if (n > max) {
+      bad("string too long");
+      return {};
+    }
+    if (static_cast<uint64_t>(end - p) < n) {
+      bad("truncated string");
+      return {};
+    }
+    std::string_view s(reinterpret_cast<const char*>(p), n);
+    p += n;
+    return s;
+  }
+  double milli() { return static_cast<double>(varint()) / 1000.0; }
+};
+
+probe::LatencySummary get_summary(Reader& r) {
+  probe::LatencySummary s;
+  s.count = r.varint();
+  if (s.count == 0) return s;
+  s.min_ns = r.signed_();
+  s.mean_ns = wadd(s.min_ns, r.signed_());
+  s.p50_ns = wadd(s.min_ns, r.signed_());
+  s.p90_ns = wadd(s.p50_ns, r.signed_());
+  s.p95_ns = wadd(s.p90_ns, r.signed_());
+  s.p99_ns = wadd(s.p95_ns, r.signed_());
+  s.p999_ns = wadd(s.p99_ns, r.signed_());
+  s.max_ns = wadd(s.p999_ns, r.signed_());
+  return s;
+}
+
+Status read_window_list(Reader& r, std::vector<probe::WindowStats>& out) {
+  uint64_t n_names = r.varint();
+  if (!r.ok()) return fail("window list: {}", r.error);
+  // Each name needs at least one byte: a count larger than the rest of the body is a lie.
+  if (n_names > static_cast<uint64_t>(r.end - r.p)) return fail("window list: name count {} exceeds body", n_names);
+  std::vector<std::string_view> names;
+  names.reserve(n_names);
+  for (uint64_t i = 0; i < n_names && r.ok(); ++i) names.push_back(r.string(kMaxNameLength));
+  uint64_t n = r.varint();
+  if (!r.ok()) return fail("window list: {}", r.error);
+  if (n > kMaxWindowsPerReport) return fail("window list: {} windows, at most {} allowed", n, kMaxWindowsPerReport);
+  if (n > static_cast<uint64_t>(r.end - r.p)) return fail("window list: window count {} exceeds body", n);
+  out.reserve(out.size() + n);
+  for (uint64_t i = 0; i < n; ++i) {
+    probe::WindowStats w;
+    uint64_t ti = r.varint(), ai = r.varint();
+    if (!r.ok()) break;
+    if (ti >= names.size() || ai >= names.size()) return fail("window {}: name index out of range", i);
+    w.target = names[ti];
+    w.target_address = names[ai];
+    uint8_t proto = r.byte(), ts = r.byte();
+    if (proto > static_cast<uint8_t>(probe::Protocol::rdma)) return fail("window {}: unknown protocol {}", i, proto);
+    if (ts > static_cast<uint8_t>(probe::TimestampSource::user)) return fail("window {}: unknown timestamp source {}", i, ts);
+    w.protocol = static_cast<probe::Protocol>(proto);
+    w.timestamp_source = static_cast<probe::TimestampSource>(ts);
+    w.start_unix_ns = r.signed_();
+    w.end_unix_ns = wadd(w.start_unix_ns, r.signed_());
+    w.sent = r.varint();
+    w.received = r.varint();
+    w.lost = r.varint();
+    w.late = r.varint();
+    w.duplicate = r.varint();
+    w.malformed = r.varint();
+    w.weird = r.varint();
+    w.rtt = get_summary(r);
+    w.network_rtt = get_summary(r);
+    w.responder_delay = get_summary(r);
+    if (!r.ok()) break;
+    out.push_back(std::move(w));
+  }
+  if (!r.ok()) return fail("window list: {}", r.error);
+  return {};
+}
+
+// ---- JSON helpers -------------------------------------------------------------------------------
+using nlohmann::json;
+
+json summary_json(const probe::LatencySummary& s) {
+  return json{{"count", s.count}, {"min_ns", s.min_ns}, {"mean_ns", s.mean_ns}, {"p50_ns", s.p50_ns},
+              {"p90_ns", s.p90_ns}, {"p95_ns", s.p95_ns}, {"p99_ns", s.p99_ns}, {"p999_ns", s.p999_ns},
+              {"max_ns", s.max_ns}};
+}
+
+// Reads obj[key] with strict typing; absent -> default unless required.
+struct JsonReader {
+  std::string error;
+
+  const json* field(const json& obj, const char* key, const std::string& where, bool required) {
+    auto it = obj.find(key);
+    if (it == obj.end()) {
+      if (required && error.empty()) error = fmt::format("{}: missing field '{}'", where, key);
+      return nullptr;
+    }
+    return &*it;
+  }
+  uint64_t u64(const json& obj, const char* key, const std::string& where, bool required = false) {
+    const json* v = field(obj, key, where, required);
+    if (!v) return 0;
+    if (!v->is_number_unsigned()) {
+      // JSON has one number type: accept a non-negative integer however the parser typed it.
+      if (v->is_number_integer() && v->get<int64_t>() >= 0) return v->get<uint64_t>();
+      if (error.empty()) error = fmt::format("{}.{}: expected a non-negative integer", where, key);
+      return 0;
+    }
+    return v->get<uint64_t>();
+  }
+  int64_t i64(const json& obj, const char* key, const std::string& where, bool required = false) {
+    const json* v = field(obj, key, where, required);
+    if (!v) return 0;
+    if (!v->is_number_integer()) {
+      if (error.empty()) error = fmt::format("{}.{}: expected an integer", where, key);
+      return 0;
+    }
+    if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+      if (error.empty()) error = fmt::format("{}.{}: out of range", where, key);
+      return 0;
+    }
+    return v->get<int64_t>();
+  }
+  double num(const json& obj, const char* key, const std::string& where) {
+    const json* v = field(obj, key, where, false);
+    if (!v) return 0;
+    if (!v->is_number()) {
+      if (error.empty()) error = fmt::format("{}.{}: expected a number", where, key);
+      return 0;
+    }
+    return v->get<double>();
+  }
+  std::string str(const json& obj, const char* key, const std::string& where, size_t max, bool required) {
+    const json* v = field(obj, key, where, required);
+    if (!v) return {};
+    if (!v->is_string()) {
+      if (error.empty()) error = fmt::format("{}.{}: expected a string", where, key);
+      return {};
+    }
+    const auto& s = v->get_ref<const std::string&>();
+    if (s.size() > max) {
+      if (error.empty()) error = fmt::format("{}.{}: longer than {} bytes", where, key, max);
+      return {};
+    }
+    return s;
+  }
+  probe::LatencySummary summary(const json& obj, const char* key, const std::string& where) {
+    probe::LatencySummary s;
+    const json* v = field(obj, key, where, false);
+    if (!v) return s;
+    if (!v->is_object()) {
+      if (error.empty()) error = fmt::format("{}.{}: expected an object", where, key);
+      return s;
+    }
+    std::string w = where + "." + key;
+    s.count = u64(*v, "count", w);
+    s.min_ns = i64(*v, "min_ns", w);
+    s.mean_ns = i64(*v, "mean_ns", w);
+    s.p50_ns = i64(*v, "p50_ns", w);
+    s.p90_ns = i64(*v, "p90_ns", w);
+    s.p95_ns = i64(*v, "p95_ns", w);
+    s.p99_ns = i64(*v, "p99_ns", w);
+    s.p999_ns = i64(*v, "p999_ns", w);
+    s.max_ns = i64(*v, "max_ns", w);
+    return s;
+  }
+};
+
+json window_to_json(const probe::WindowStats& w) {
+  return json{{"protocol", probe::to_string(w.protocol)},
+              {"target", w.target},
+              {"target_address", w.target_address},
+              {"start_unix_ns", w.start_unix_ns},
+              {"end_unix_ns", w.end_unix_ns},
+              {"sent", w.sent},
+              {"received", w.received},
+              {"lost", w.lost},
+              {"late", w.late},
+              {"duplicate", w.duplicate},
+              {"malformed", w.malformed},
+              {"weird", w.weird},
+              {"timestamp_source", probe::to_string(w.timestamp_source)},
+              {"rtt", summary_json(w.rtt)},
+              {"network_rtt", summary_json(w.network_rtt)},
+              {"responder_delay", summary_json(w.responder_delay)}};
+}
+
+// Reads one window object; errors go to jr.error (or the returned status for enum values).
+Status window_from_json(const json& o, const std::string& where, JsonReader& jr, probe::WindowStats& w) {
+  if (!o.is_object()) return fail("{}: expected an object", where);
+  auto proto = parse_protocol(jr.str(o, "protocol", where, 16, true));
+  if (!jr.error.empty()) return {};
+  if (!proto) return fail("{}.protocol: {}", where, proto.error().message);
+  w.protocol = *proto;
+  w.target = jr.str(o, "target", where, kMaxNameLength, true);
+  w.target_address = jr.str(o, "target_address", where, kMaxNameLength, false);
+  w.start_unix_ns = jr.i64(o, "start_unix_ns", where, true);
+  w.end_unix_ns = jr.i64(o, "end_unix_ns", where, true);
+  w.sent = jr.u64(o, "sent", where, true);
+  w.received = jr.u64(o, "received", where, true);
+  w.lost = jr.u64(o, "lost", where, true);
+  w.late = jr.u64(o, "late", where);
+  w.duplicate = jr.u64(o, "duplicate", where);
+  w.malformed = jr.u64(o, "malformed", where);
+  w.weird = jr.u64(o, "weird", where);
+  if (o.contains("timestamp_source")) {
+    auto ts = parse_timestamp_source(jr.str(o, "timestamp_source", where, 16, true));
+    if (!jr.error.empty()) return {};
+    if (!ts) return fail("{}.timestamp_source: {}", where, ts.error().message);
+    w.timestamp_source = *ts;
+  }
+  w.rtt = jr.summary(o, "rtt", where);
+  w.network_rtt = jr.summary(o, "network_rtt", where);
+  w.responder_delay = jr.summary(o, "responder_delay", where);
+  return {};
+}
+
+}  // namespace
+
+std::string window_json(const probe::WindowStats& w) { return window_to_json(w).dump(); }
+
+Result<probe::WindowStats> parse_window_json(std::string_view text) {
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded()) return fail("window is not valid JSON");
+  JsonReader jr;
+  probe::WindowStats w;
+  if (auto st = window_from_json(j, "window", jr, w); !st) return std::unexpected(st.error());
+  if (!jr.error.empty()) return fail("{}", jr.error);
+  return w;
+}
+
+Result<probe::Protocol> parse_protocol(std::string_view name) {
+  if (name == "udp") return probe::Protocol::udp;
+  if (name == "tcp") return probe::Protocol::tcp;
+  if (name == "rdma") return probe::Protocol::rdma;
+  return fail("unknown protocol '{}' (expected udp, tcp or rdma)", name);
+}
+
+Result<probe::TimestampSource> parse_timestamp_source(std::string_view name) {
+  if (name == "hardware") return probe::TimestampSource::hardware;
+  if (name == "kernel") return probe::TimestampSource::kernel;
+  if (name == "user") return probe::TimestampSource::user;
+  return fail("unknown timestamp source '{}' (expected hardware, kernel or user)", name);
+}
+
+void append_window_list(std::string& out, std::span<const probe::WindowStats> windows) {
+  std::unordered_map<std::string_view, uint64_t> index;
+  std::vector<std::string_view> names;
+  auto id = [&](std::string_view s) {
+    auto [it, inserted] = index.try_emplace(s, names.size());
+    if (inserted) names.push_back(s);
+    return it->second;
+  };
+  std::string body;
+  body.reserve(windows.size() * 64);
+  for (const auto& w : windows) {
+    put_varint(body, id(w.target));
+    put_varint(body, id(w.target_address));
+    body.push_back(static_cast<char>(w.protocol));
+    body.push_back(static_cast<char>(w.timestamp_source));
+    put_signed(body, w.start_unix_ns);
+    put_signed(body, wsub(w.end_unix_ns, w.start_unix_ns));
+    for (uint64_t v : {w.sent, w.received, w.lost, w.late, w.duplicate, w.malformed, w.weird}) put_varint(body, v);
+    put_summary(body, w.rtt);
+    put_summary(body, w.network_rtt);
+    put_summary(body, w.responder_delay);
+  }
+  put_varint(out, names.size());
+  for (auto n : names) put_string(out, n);
+  put_varint(out, windows.size());
+  out += body;
+}
+
+Result<std::vector<probe::WindowStats>> decode_window_list(std::string_view bytes) {
+  Reader r{reinterpret_cast<const unsigned char*>(bytes.data()),
+           reinterpret_cast<const unsigned char*>(bytes.data() + bytes.size())};
+  std::vector<probe::WindowStats> out;
+  if (auto st = read_window_list(r, out); !st) return std::unexpected(st.error());
+  if (r.p != r.end) return fail("window list: {} trailing bytes", r.end - r.p);
+  return out;
+}
+
+std::string encode_binary(const Report& rep) {
+  std::string out(kMagic, sizeof kMagic);
+  put_string(out, rep.agent);
+  put_varint(out, rep.seq);
+  put_milli(out, rep.health.cpu_percent);
+  put_varint(out, rep.health.rss_kb);
+  put_milli(out, rep.health.probes_per_s);
+  put_varint(out, rep.health.dropped_windows);
+  put_varint(out, rep.health.spooled_windows);
+  put_varint(out, rep.health.prober_restarts);
+  put_varint(out, rep.alarms.size());
+  for (const auto& a : rep.alarms) {
+    put_string(out, a.kind);
+    put_string(out, a.message);
+    put_signed(out, a.unix_ns);
+  }
+  append_window_list(out, rep.windows);
+  return out;
+}
+
+Result<Report> decode_binary(std::string_view bytes) {
+  if (bytes.size() < sizeof kMagic || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
+    return fail("binary report: bad magic (expected 'WFT1')");
+  Reader r{reinterpret_cast<const unsigned char*>(bytes.data() + sizeof kMagic),
+           reinterpret_cast<const unsigned char*>(bytes.data() + bytes.size())};
+  Report rep;
+  rep.agent = r.string(kMaxNameLength);
+  rep.seq = r.varint();
+  rep.health.cpu_percent = r.milli();
+  rep.health.rss_kb = r.varint();
+  rep.health.probes_per_s = r.milli();
+  rep.health.dropped_windows = r.varint();
+  rep.health.spooled_windows = r.varint();
+  rep.health.prober_restarts = r.varint();
+  uint64_t n_alarms = r.varint();
+  if (!r.ok()) return fail("binary report header: {}", r.error);
+  if (n_alarms > kMaxAlarmsPerReport) return fail("binary report: {} alarms, at most {}", n_alarms, kMaxAlarmsPerReport);
+  for (uint64_t i = 0; i < n_alarms && r.ok(); ++i) {
+    AlarmEvent a;
+    a.kind = r.string(kMaxNameLength);
+    a.message = r.string(kMaxTextLength);
+    a.unix_ns = r.signed_();
+    rep.alarms.push_back(std::move(a));
+  }
+  if (!r.ok()) return fail("binary report alarms: {}", r.error);
+  if (auto st = read_window_list(r, rep.windows); !st) return std::unexpected(st.error());
+  if (r.p != r.end) return fail("binary report: {} trailing bytes", r.end - r.p);
+  return rep;
+}
+
+std::string encode_json(const Report& r) {
+  json j;
+  j["agent"] = r.agent;
+  j["seq"] = r.seq;
+  j["health"] = {{"cpu_percent", r.health.cpu_percent},     {"rss_kb", r.health.rss_kb},
+                 {"probes_per_s", r.health.probes_per_s},   {"dropped_windows", r.health.dropped_windows},
+                 {"spooled_windows", r.health.spooled_windows}, {"prober_restarts", r.health.prober_restarts}};
+  j["alarms"] = json::array();
+  for (const auto& a : r.alarms) j["alarms"].push_back({{"kind", a.kind}, {"message", a.message}, {"unix_ns", a.unix_ns}});
+  j["windows"] = json::array();
+  for (const auto& w : r.windows) {
+    j["windows"].push_back(window_to_json(w));
+  }
+  return j.dump();
+}
+
+Result<Report> decode_json(std::string_view text) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return fail("body is not valid JSON");
+  if (!j.is_object()) return fail("body must be a JSON object");
+  JsonReader jr;
+  Report r;
+  r.agent = jr.str(j, "agent", "report", kMaxNameLength, true);
+  r.seq = jr.u64(j, "seq", "report");
+  if (auto it = j.find("health"); it != j.end()) {
+    if (!it->is_object()) return fail("report.health: expected an object");
+    r.health.cpu_percent = jr.num(*it, "cpu_percent", "health");
+    r.health.rss_kb = jr.u64(*it, "rss_kb", "health");
+    r.health.probes_per_s = jr.num(*it, "probes_per_s", "health");
+    r.health.dropped_windows = jr.u64(*it, "dropped_windows", "health");
+    r.health.spooled_windows = jr.u64(*it, "spooled_windows", "health");
+    r.health.prober_restarts = jr.u64(*it, "prober_restarts", "health");
+  }
+  if (auto it = j.find("alarms"); it != j.end()) {
+    if (!it->is_array()) return fail("report.alarms: expected an array");
+    if (it->size() > kMaxAlarmsPerReport) return fail("report.alarms: more than {} alarms", kMaxAlarmsPerReport);
+    for (size_t i = 0; i < it->size(); ++i) {
+      const json& a = (*it)[i];
+      std::string where = fmt::format("alarms[{}]", i);
+      if (!a.is_object()) return fail("{}: expected an object", where);
+      r.alarms.push_back({jr.str(a, "kind", where, kMaxNameLength, true), jr.str(a, "message", where, kMaxTextLength, false),
+                          jr.i64(a, "unix_ns", where)});
+    }
+  }
+  auto it = j.find("windows");
+  if (it == j.end() || !it->is_array()) return fail("report.windows: expected an array");
+  if (it->size() > kMaxWindowsPerReport) return fail("report.windows: more than {} windows", kMaxWindowsPerReport);
+  r.windows.reserve(it->size());
+  for (size_t i = 0; i < it->size() && jr.error.empty(); ++i) {
+    const json& o = (*it)[i];
+    std::string where = fmt::format("windows[{}]", i);
+    probe::WindowStats w;
+    if (auto st = window_from_json(o, where, jr, w); !st) return std::unexpected(st.error());
+    r.windows.push_back(std::move(w));
+  }
+  if (!jr.error.empty()) return fail("{}", jr.error);
+  return r;
+}
+
+}  // namespace weft::agent

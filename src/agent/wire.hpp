@@ -1,0 +1,75 @@
+#pragma once
+// The agent -> controller report format. It lives on the agent side because the agent produces it;
+// the controller (one layer up) decodes it. Two encodings of the same Report:
+//
+//  - binary ("application/x-weft-report", what agents send): LEB128 varints, zig-zag for signed
+//    values, a name table so a target name is sent once per report. About 40-60 bytes per window,
+//    so one controller can take in a million windows a second (see docs/BENCHMARKS.md).
+//  - JSON ("application/json"): the same fields, for curl, debugging and tests (docs/api.md).
+//
+// Decoding only checks the encoding (bounds, lengths, enum values). What the numbers mean
+// (counts consistent, timestamps plausible) is checked by the controller's ingest validation.
+// The window-list part is also the controller's history record format (store_sqlite).
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.hpp"
+#include "probe/window.hpp"
+
+namespace weft::agent {
+
+inline constexpr std::string_view kBinaryContentType = "application/x-weft-report";
+inline constexpr size_t kMaxNameLength = 128;    // host and target names, addresses
+inline constexpr size_t kMaxTextLength = 1024;   // alarm messages
+inline constexpr size_t kMaxWindowsPerReport = 1'000'000;
+inline constexpr size_t kMaxAlarmsPerReport = 256;
+
+struct Health {
+  double cpu_percent = 0;
+  uint64_t rss_kb = 0;
+  double probes_per_s = 0;
+  uint64_t dropped_windows = 0;
+  uint64_t spooled_windows = 0;
+  uint64_t prober_restarts = 0;
+};
+
+struct AlarmEvent {
+  std::string kind;
+  std::string message;
+  int64_t unix_ns = 0;
+};
+
+struct Report {
+  std::string agent;  // the reporting host's registered name (the "src" of every window)
+  uint64_t seq = 0;   // per-agent batch number, for logs only (dedup is per window)
+  Health health;
+  std::vector<AlarmEvent> alarms;
+  std::vector<probe::WindowStats> windows;
+};
+
+// --- binary ------------------------------------------------------------------------------------
+std::string encode_binary(const Report& r);
+Result<Report> decode_binary(std::string_view bytes);
+
+// Just the window list (name table + windows), used for history blobs.
+void append_window_list(std::string& out, std::span<const probe::WindowStats> windows);
+Result<std::vector<probe::WindowStats>> decode_window_list(std::string_view bytes);
+
+// --- JSON --------------------------------------------------------------------------------------
+std::string encode_json(const Report& r);
+// Strict: every field has the right JSON type, unknown protocol names are errors. Missing optional
+// fields (health, alarms, percentiles) default to zero.
+Result<Report> decode_json(std::string_view text);
+
+// One window as a JSON object (the shape of report.windows[i]; also the Redis store's values).
+std::string window_json(const probe::WindowStats& w);
+Result<probe::WindowStats> parse_window_json(std::string_view text);
+
+// Protocol names as used in URLs, config and JSON.
+Result<probe::Protocol> parse_protocol(std::string_view name);
+Result<probe::TimestampSource> parse_timestamp_source(std::string_view name);
+
+}  // namespace weft::agent

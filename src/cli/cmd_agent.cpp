@@ -1,0 +1,80 @@
+// `weft agent --controller URL --token T [--name N]`: the mesh monitor's agent (docs/controller.md).
+#include <signal.h>
+
+#include <fmt/format.h>
+
+#include "agent/agent.hpp"
+#include "base/log.hpp"
+#include "cli/command_registry.hpp"
+
+namespace {
+
+struct Options {
+  weft::agent::AgentConfig cfg;
+  std::vector<std::string> protocols{"udp", "tcp"};
+  std::string token_file;
+};
+
+int run_agent(Options o) {
+  if (!o.token_file.empty()) {
+    FILE* f = fopen(o.token_file.c_str(), "r");
+    if (!f) {
+      fmt::print(stderr, "weft agent: cannot read token file {}\n", o.token_file);
+      return 2;
+    }
+    char buf[512] = {};
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    o.cfg.token.assign(buf, n);
+    while (!o.cfg.token.empty() && isspace(static_cast<unsigned char>(o.cfg.token.back()))) o.cfg.token.pop_back();
+  }
+  o.cfg.protocols.clear();
+  for (const auto& p : o.protocols) {
+    auto pp = weft::agent::parse_protocol(p);
+    if (!pp) {
+      fmt::print(stderr, "weft agent: --protocols: {}\n", pp.error().message);
+      return 2;
+    }
+    o.cfg.protocols.push_back(*pp);
+  }
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  weft::agent::Agent agent(o.cfg);
+  if (auto st = agent.start(); !st) {
+    fmt::print(stderr, "weft agent: {}\n", st.error().message);
+    return 1;
+  }
+  int sig = 0;
+  sigwait(&set, &sig);
+  weft::log().info("signal {}: stopping", sig);
+  agent.stop();
+  auto s = agent.stats();
+  weft::log().info("agent stopped: {} windows made, {} delivered, {} waiting (spooled), {} dropped", s.windows_made,
+                   s.windows_delivered, s.pending_windows, s.dropped_windows);
+  return 0;
+}
+
+weft::cli::Registrar reg{[](weft::cli::Root& root) {
+  auto* sub = root.app.add_subcommand("agent", "Run the mesh monitor's agent (probes its pinglist, reports windows)");
+  auto o = std::make_shared<Options>();
+  sub->add_option("--controller", o->cfg.controller_url, "Controller URL, http://HOST:PORT")->required();
+  sub->add_option("--token", o->cfg.token, "Agent token (see the controller's 'tokens')");
+  sub->add_option("--token-file", o->token_file, "Read the token from this file instead");
+  sub->add_option("--name", o->cfg.name, "Host name to register as (default: this host's name)");
+  sub->add_option("--address", o->cfg.address,
+                  "Address to probe from and answer on (default: the one that routes to the controller)");
+  sub->add_option("--udp-port", o->cfg.udp_port, "UDP responder port")->capture_default_str();
+  sub->add_option("--tcp-port", o->cfg.tcp_port, "TCP responder port")->capture_default_str();
+  sub->add_option("--protocols", o->protocols, "Protocols to probe and answer")->capture_default_str();
+  sub->add_option("--spool-dir", o->cfg.outbox.spool_dir, "Spool undelivered windows here (default: memory only)");
+  sub->add_option("--memory-windows", o->cfg.outbox.memory_windows, "Windows kept in memory before spooling")
+      ->capture_default_str();
+  sub->add_option("--spool-max-bytes", o->cfg.outbox.spool_max_bytes, "Spool size cap; the oldest batches go first")
+      ->capture_default_str();
+  sub->callback([o] { weft::cli::set_exit_code(run_agent(*o)); });
+}};
+
+}  // namespace

@@ -1,0 +1,337 @@
+#include "controller/config.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "agent/wire.hpp"
+
+namespace weft::controller {
+namespace {
+
+// Collects the first error with its location; parsing stops being meaningful after it.
+struct Ctx {
+  std::string source;
+  std::string error;
+
+  bool failed() const { return !error.empty(); }
+  void bad(const YAML::Node& n, const std::string& field, const std::string& why) {
+    if (failed()) return;
+    if (n.IsDefined() && n.Mark().line >= 0)
+      error = fmt::format("{}:{}:{}: {}: {}", source, n.Mark().line + 1, n.Mark().column + 1, field, why);
+    else
+      error = fmt::format("{}: {}: {}", source, field, why);
+  }
+};
+
+std::string join_path(const std::string& base, const std::string& key) { return base.empty() ? key : base + "." + key; }
+
+void check_keys(Ctx& c, const YAML::Node& map, const std::string& path, std::initializer_list<const char*> allowed) {
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    std::string k = it->first.Scalar();
+    bool ok = false;
+    for (const char* a : allowed) ok = ok || k == a;
+    if (!ok) {
+      std::string list;
+      for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+      c.bad(it->first, join_path(path, k), fmt::format("unknown key (allowed: {})", list));
+    }
+  }
+}
+
+std::string scalar(Ctx& c, const YAML::Node& n, const std::string& field) {
+  if (!n.IsScalar()) {
+    c.bad(n, field, "expected a scalar value");
+    return {};
+  }
+  return n.Scalar();
+}
+
+int64_t duration(Ctx& c, const YAML::Node& n, const std::string& field, int64_t min_ns) {
+  auto s = scalar(c, n, field);
+  if (c.failed()) return 0;
+  auto d = parse_duration(s);
+  if (!d) {
+    c.bad(n, field, d.error().message);
+    return 0;
+  }
+  if (*d < min_ns) c.bad(n, field, fmt::format("'{}' is too short (at least {} ms)", s, min_ns / 1'000'000));
+  return *d;
+}
+
+uint64_t integer(Ctx& c, const YAML::Node& n, const std::string& field, uint64_t lo, uint64_t hi) {
+  auto s = scalar(c, n, field);
+  if (c.failed()) return 0;
+  uint64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc{} || p != s.data() + s.size() || v < lo || v > hi) {
+    c.bad(n, field, fmt::format("'{}' is not an integer in [{}, {}]", s, lo, hi));
+    return 0;
+  }
+  return v;
+}
+
+std::vector<std::string> string_list(Ctx& c, const YAML::Node& n, const std::string& field, bool allow_single) {
+  std::vector<std::string> out;
+  if (allow_single && n.IsScalar()) {
+    out.push_back(n.Scalar());
+    return out;
+  }
+  if (!n.IsSequence()) {
+    c.bad(n, field, "expected a list");
+    return out;
+  }
+  for (size_t i = 0; i < n.size(); ++i) out.push_back(scalar(c, n[i], fmt::format("{}[{}]", field, i)));
+  return out;
+}
+
+std::vector<probe::Protocol> protocol_list(Ctx& c, const YAML::Node& n, const std::string& field) {
+  std::vector<probe::Protocol> out;
+  if (!n.IsSequence() || n.size() == 0) {
+    c.bad(n, field, "expected a non-empty list of protocols (udp, tcp, rdma)");
+    return out;
+  }
+  for (size_t i = 0; i < n.size(); ++i) {
+    std::string f = fmt::format("{}[{}]", field, i);
+    auto p = agent::parse_protocol(scalar(c, n[i], f));
+    if (c.failed()) break;
+    if (!p) {
+      c.bad(n[i], f, p.error().message);
+      break;
+    }
+    out.push_back(*p);
+  }
+  return out;
+}
+
+bool valid_name(std::string_view s) {
+  if (s.empty() || s.size() > agent::kMaxNameLength) return false;
+  for (char ch : s)
+    if (!(isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.')) return false;
+  return true;
+}
+
+bool valid_pattern(std::string_view s) {
+  if (s.empty() || s.size() > agent::kMaxNameLength) return false;
+  for (char ch : s)
+    if (!(isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.' || ch == '*' || ch == '?'))
+      return false;
+  return true;
+}
+
+std::vector<std::string> patterns(Ctx& c, const YAML::Node& n, const std::string& field) {
+  auto out = string_list(c, n, field, true);
+  for (size_t i = 0; i < out.size() && !c.failed(); ++i)
+    if (!valid_pattern(out[i]))
+      c.bad(n.IsSequence() ? n[i] : n, fmt::format("{}[{}]", field, i),
+            fmt::format("'{}' is not a host name or glob (letters, digits, - _ . * ?)", out[i]));
+  if (out.empty()) c.bad(n, field, "must not be empty");
+  return out;
+}
+
+bool valid_listen(const std::string& s) {
+  auto colon = s.rfind(':');
+  if (colon == std::string::npos || colon == 0) return false;
+  uint32_t port = 0;
+  auto [p, ec] = std::from_chars(s.data() + colon + 1, s.data() + s.size(), port);
+  return ec == std::errc{} && p == s.data() + s.size() && port > 0 && port < 65536;
+}
+
+}  // namespace
+
+Result<int64_t> parse_duration(std::string_view t) {
+  size_t i = 0;
+  while (i < t.size() && isdigit(static_cast<unsigned char>(t[i]))) ++i;
+  if (i == 0) return fail("'{}' is not a duration (e.g. 100ms, 10s, 5m, 2h, 7d)", t);
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(t.data(), t.data() + i, v);
+  if (ec != std::errc{} || p != t.data() + i) return fail("'{}' is out of range", t);
+  std::string_view unit = t.substr(i);
+  int64_t mul = 0;
+  if (unit == "us") mul = 1'000;
+  else if (unit == "ms") mul = 1'000'000;
+  else if (unit == "s") mul = 1'000'000'000;
+  else if (unit == "m") mul = 60'000'000'000;
+  else if (unit == "h") mul = 3'600'000'000'000;
+  else if (unit == "d") mul = 86'400'000'000'000;
+  else return fail("'{}' has no valid unit (us, ms, s, m, h, d)", t);
+  if (v > INT64_MAX / mul) return fail("'{}' is out of range", t);
+  return v * mul;
+}
+
+bool glob_match(std::string_view pat, std::string_view name) {
+  // Iterative matcher with one backtrack point: linear enough for host names.
+  size_t p = 0, n = 0, star = std::string_view::npos, mark = 0;
+  while (n < name.size()) {
+    if (p < pat.size() && (pat[p] == '?' || pat[p] == name[n])) {
+      ++p;
+      ++n;
+    } else if (p < pat.size() && pat[p] == '*') {
+      star = p++;
+      mark = n;
+    } else if (star != std::string_view::npos) {
+      p = star + 1;
+      n = ++mark;
+    } else {
+      return false;
+    }
+  }
+  while (p < pat.size() && pat[p] == '*') ++p;
+  return p == pat.size();
+}
+
+Result<Config> parse_config(std::string_view text, const std::string& source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::ParserException& e) {
+    return fail("{}:{}:{}: YAML syntax error: {}", source, e.mark.line + 1, e.mark.column + 1, e.msg);
+  } catch (const YAML::Exception& e) {
+    return fail("{}: {}", source, e.what());
+  }
+  Ctx c{source, {}};
+  Config cfg;
+  if (!root.IsMap()) return fail("{}: the config must be a YAML mapping", source);
+  try {
+    check_keys(c, root, "",
+               {"listen", "tokens", "store", "retention", "window", "agent_down_after", "report_interval",
+                "pinglist_sync", "http_threads", "max_body_bytes", "protocols", "groups", "arrows"});
+    if (root["listen"]) {
+      cfg.listen = string_list(c, root["listen"], "listen", true);
+      for (size_t i = 0; i < cfg.listen.size(); ++i)
+        if (!valid_listen(cfg.listen[i]))
+          c.bad(root["listen"], fmt::format("listen[{}]", i), fmt::format("'{}' is not HOST:PORT", cfg.listen[i]));
+    } else {
+      cfg.listen = {"127.0.0.1:8080"};
+    }
+    if (root["tokens"]) {
+      cfg.tokens = string_list(c, root["tokens"], "tokens", false);
+      for (size_t i = 0; i < cfg.tokens.size(); ++i)
+        if (cfg.tokens[i].size() < 8) c.bad(root["tokens"][i], fmt::format("tokens[{}]", i), "a token needs at least 8 characters");
+    }
+    if (root["store"]) {
+      cfg.store = scalar(c, root["store"], "store");
+      if (!cfg.store.starts_with("sqlite:") && !cfg.store.starts_with("redis://") && !cfg.store.starts_with("redis+unix://"))
+        c.bad(root["store"], "store", fmt::format("'{}': expected sqlite:PATH, redis://HOST:PORT or redis+unix:///PATH", cfg.store));
+    }
+    if (root["retention"]) cfg.retention_ns = duration(c, root["retention"], "retention", 60'000'000'000);
+    if (root["window"]) cfg.window_ns = duration(c, root["window"], "window", 100'000'000);
+    if (root["agent_down_after"]) cfg.agent_down_after_ns = duration(c, root["agent_down_after"], "agent_down_after", 1'000'000'000);
+    if (root["report_interval"]) cfg.report_interval_ns = duration(c, root["report_interval"], "report_interval", 100'000'000);
+    if (root["pinglist_sync"]) cfg.pinglist_sync_ns = duration(c, root["pinglist_sync"], "pinglist_sync", 500'000'000);
+    if (root["http_threads"]) cfg.http_threads = integer(c, root["http_threads"], "http_threads", 1, 256);
+    if (root["max_body_bytes"]) cfg.max_body_bytes = integer(c, root["max_body_bytes"], "max_body_bytes", 1024, 1ull << 30);
+
+    const YAML::Node protos = root["protocols"];
+    if (protos) {
+      if (!protos.IsMap()) c.bad(protos, "protocols", "expected a mapping of protocol name -> settings");
+      else
+        for (auto it = protos.begin(); it != protos.end() && !c.failed(); ++it) {
+          std::string name = it->first.Scalar();
+          std::string field = "protocols." + name;
+          auto p = agent::parse_protocol(name);
+          if (!p) {
+            c.bad(it->first, field, p.error().message);
+            break;
+          }
+          ProtocolPlan pp;
+          pp.protocol = *p;
+          const YAML::Node& v = it->second;
+          if (v.IsNull()) {
+            cfg.protocols.push_back(pp);
+            continue;
+          }
+          if (!v.IsMap()) {
+            c.bad(v, field, "expected a mapping (interval, timeout)");
+            break;
+          }
+          check_keys(c, v, field, {"interval", "timeout"});
+          if (v["interval"]) pp.interval_ns = duration(c, v["interval"], field + ".interval", 1'000'000);
+          if (v["timeout"]) pp.timeout_ns = duration(c, v["timeout"], field + ".timeout", 1'000'000);
+          cfg.protocols.push_back(pp);
+        }
+    }
+
+    std::set<std::string> names;
+    const YAML::Node groups = root["groups"];
+    if (groups) {
+      if (!groups.IsSequence()) c.bad(groups, "groups", "expected a list of groups");
+      for (size_t i = 0; groups.IsSequence() && i < groups.size() && !c.failed(); ++i) {
+        const YAML::Node g = groups[i];
+        std::string field = fmt::format("groups[{}]", i);
+        if (!g.IsMap()) {
+          c.bad(g, field, "expected a mapping (name, protocols, members)");
+          break;
+        }
+        check_keys(c, g, field, {"name", "protocols", "members"});
+        GroupRule r;
+        if (!g["name"]) c.bad(g, field + ".name", "missing");
+        else r.name = scalar(c, g["name"], field + ".name");
+        if (!c.failed() && !valid_name(r.name)) c.bad(g["name"], field + ".name", fmt::format("'{}' is not a valid name", r.name));
+        if (!c.failed() && !names.insert(r.name).second) c.bad(g["name"], field + ".name", fmt::format("'{}' is used twice", r.name));
+        if (!g["protocols"]) c.bad(g, field + ".protocols", "missing");
+        else r.protocols = protocol_list(c, g["protocols"], field + ".protocols");
+        if (!g["members"]) c.bad(g, field + ".members", "missing");
+        else r.members = patterns(c, g["members"], field + ".members");
+        cfg.groups.push_back(std::move(r));
+      }
+    }
+    const YAML::Node arrows = root["arrows"];
+    if (arrows) {
+      if (!arrows.IsSequence()) c.bad(arrows, "arrows", "expected a list of arrow rules");
+      for (size_t i = 0; arrows.IsSequence() && i < arrows.size() && !c.failed(); ++i) {
+        const YAML::Node a = arrows[i];
+        std::string field = fmt::format("arrows[{}]", i);
+        if (!a.IsMap()) {
+          c.bad(a, field, "expected a mapping (name, protocols, from, to)");
+          break;
+        }
+        check_keys(c, a, field, {"name", "protocols", "from", "to"});
+        ArrowRule r;
+        if (a["name"]) r.name = scalar(c, a["name"], field + ".name");
+        else r.name = fmt::format("arrow{}", i);
+        if (!c.failed() && !valid_name(r.name)) c.bad(a["name"], field + ".name", fmt::format("'{}' is not a valid name", r.name));
+        if (!c.failed() && !names.insert(r.name).second) c.bad(a["name"], field + ".name", fmt::format("'{}' is used twice", r.name));
+        if (!a["protocols"]) c.bad(a, field + ".protocols", "missing");
+        else r.protocols = protocol_list(c, a["protocols"], field + ".protocols");
+        if (!a["from"]) c.bad(a, field + ".from", "missing");
+        else r.from = patterns(c, a["from"], field + ".from");
+        if (!a["to"]) c.bad(a, field + ".to", "missing");
+        else r.to = patterns(c, a["to"], field + ".to");
+        cfg.arrows.push_back(std::move(r));
+      }
+    }
+    // Every protocol a rule uses needs a plan; add the default plan rather than failing.
+    auto ensure = [&](probe::Protocol p) {
+      if (!cfg.plan(p)) cfg.protocols.push_back(ProtocolPlan{p});
+    };
+    for (const auto& g : cfg.groups)
+      for (auto p : g.protocols) ensure(p);
+    for (const auto& a : cfg.arrows)
+      for (auto p : a.protocols) ensure(p);
+    for (const auto& pp : cfg.protocols)
+      if (pp.timeout_ns >= cfg.window_ns && !c.failed())
+        c.bad(root["protocols"], fmt::format("protocols.{}.timeout", probe::to_string(pp.protocol)),
+              "must be shorter than the window");
+  } catch (const YAML::Exception& e) {
+    // yaml-cpp throws on some conversions of odd documents; report it, never propagate.
+    return fail("{}:{}:{}: {}", source, e.mark.line + 1, e.mark.column + 1, e.msg);
+  }
+  if (c.failed()) return fail("{}", c.error);
+  return cfg;
+}
+
+Result<Config> load_config(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return fail_errno(fmt::format("cannot read config {}", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto cfg = parse_config(ss.str(), path);
+  if (cfg) cfg->path = path;
+  return cfg;
+}
+
+}  // namespace weft::controller

@@ -1,0 +1,71 @@
+#pragma once
+// The controller's YAML config (deploy/weft.yaml is a commented example; docs/controller.md).
+// Errors name the file, line, column and field path, e.g.
+//   "weft.yaml:14:17: groups[0].protocols[1]: unknown protocol 'udpp' (expected udp, tcp or rdma)".
+// Unknown keys are errors too: a typo must not silently fall back to a default.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.hpp"
+#include "probe/window.hpp"
+
+namespace weft::controller {
+
+struct ProtocolPlan {
+  probe::Protocol protocol = probe::Protocol::udp;
+  int64_t interval_ns = 100'000'000;  // between probes to one target
+  int64_t timeout_ns = 1'000'000'000;  // a probe unanswered this long is lost
+};
+
+// A named group of hosts probed as a full mesh. Members are host names or shell globs ("rack1-*",
+// "*" for every agent).
+struct GroupRule {
+  std::string name;
+  std::vector<probe::Protocol> protocols;
+  std::vector<std::string> members;
+};
+
+// Every host matching `from` probes every host matching `to`.
+struct ArrowRule {
+  std::string name;
+  std::vector<probe::Protocol> protocols;
+  std::vector<std::string> from;
+  std::vector<std::string> to;
+};
+
+struct Config {
+  std::string path;                 // where it was read from ("" when parsed from a string)
+  std::vector<std::string> listen;  // "HOST:PORT", at least one
+  std::vector<std::string> tokens;  // agent tokens; empty list = agent endpoints need no token
+  std::string store = "sqlite:weft-history.db";  // sqlite:PATH | redis://HOST:PORT | redis+unix:///PATH
+  int64_t retention_ns = 7LL * 24 * 3600 * 1'000'000'000;
+  int64_t window_ns = 10'000'000'000;           // the agents' window length
+  int64_t agent_down_after_ns = 30'000'000'000;  // no report this long -> down
+  int64_t report_interval_ns = 1'000'000'000;    // how often agents send what they have
+  int64_t pinglist_sync_ns = 10'000'000'000;     // how often agents re-check their pinglist
+  size_t http_threads = 8;
+  size_t max_body_bytes = 64u << 20;
+  std::vector<ProtocolPlan> protocols;
+  std::vector<GroupRule> groups;
+  std::vector<ArrowRule> arrows;
+
+  const ProtocolPlan* plan(probe::Protocol p) const {
+    for (const auto& pp : protocols)
+      if (pp.protocol == p) return &pp;
+    return nullptr;
+  }
+};
+
+// `source_name` is used in error messages (the file path, or e.g. "<test>").
+Result<Config> parse_config(std::string_view yaml_text, const std::string& source_name);
+Result<Config> load_config(const std::string& path);
+
+// "250us", "100ms", "10s", "5m", "2h", "7d" -> nanoseconds.
+Result<int64_t> parse_duration(std::string_view text);
+
+// Shell-style glob match of a host name (only * and ? are special).
+bool glob_match(std::string_view pattern, std::string_view name);
+
+}  // namespace weft::controller

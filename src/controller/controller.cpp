@@ -1,0 +1,117 @@
+#include "controller/controller.hpp"
+
+#include <httplib.h>
+#include <sys/stat.h>
+
+#include <chrono>
+
+#include "base/log.hpp"
+
+namespace weft::controller {
+namespace {
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+int64_t file_mtime_ns(const std::string& path) {
+  struct stat st {};
+  if (path.empty() || ::stat(path.c_str(), &st) != 0) return 0;
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec + st.st_size;
+}
+
+// How far back a restart reloads windows: enough to rebuild the latest mesh and the dedup rings.
+constexpr int64_t kRestoreWindowNs = 30LL * 60 * 1'000'000'000;
+
+}  // namespace
+
+Controller::Controller() = default;
+
+Controller::~Controller() { stop(); }
+
+Status Controller::start(Config cfg) {
+  config_path_ = cfg.path;
+  config_mtime_ns_ = file_mtime_ns(config_path_);
+  auto store = open_store(cfg.store);
+  if (!store) return std::unexpected(store.error());
+  store_ = std::move(*store);
+  auto shared = std::make_shared<const Config>(std::move(cfg));
+  mesh_ = std::make_unique<Mesh>(shared);
+  mesh_->set_store_info(store_->info());
+  ingest_ = std::make_unique<Ingest>(*mesh_, *store_);
+
+  // A restarted controller picks up where it stopped: latest windows and dedup state come back
+  // from the store, so an agent resending what was already stored is not counted twice.
+  size_t restored = 0;
+  auto st = store_->load_recent(now_ns() - kRestoreWindowNs,
+                                [&](const std::string& src, std::span<const probe::WindowStats> ws, int64_t rx) {
+                                  mesh_->restore(src, ws, rx);
+                                  restored += ws.size();
+                                });
+  if (!st) return fail("restoring from the store: {}", st.error().message);
+  if (restored) log().info("restored {} recent windows ({} pairs) from the store", restored, mesh_->pair_count());
+
+  if (auto s = start_http(*shared); !s) return s;
+  threads_.emplace_back([this] { chores(); });
+  return {};
+}
+
+void Controller::wait() {
+  std::unique_lock lk(mu_);
+  cv_.wait(lk, [&] { return stopping_; });
+}
+
+void Controller::stop() {
+  {
+    std::lock_guard lk(mu_);
+    if (stopping_ && threads_.empty()) return;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  for (auto& s : servers_) s->stop();
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
+  threads_.clear();
+  servers_.clear();
+}
+
+Status Controller::reload() {
+  std::lock_guard lk(reload_mu_);
+  if (config_path_.empty()) return fail("no config file to reload");
+  config_mtime_ns_ = file_mtime_ns(config_path_);
+  auto cfg = load_config(config_path_);
+  if (!cfg) {
+    log().error("config reload failed, keeping the old config: {}", cfg.error().message);
+    return std::unexpected(cfg.error());
+  }
+  auto old = mesh_->config();
+  if (cfg->listen != old->listen) log().warn("config reload: 'listen' changed; takes effect after a restart");
+  if (cfg->store != old->store) log().warn("config reload: 'store' changed; takes effect after a restart");
+  cfg->listen = old->listen;
+  cfg->store = old->store;
+  mesh_->set_config(std::make_shared<const Config>(std::move(*cfg)));
+  log().info("config reloaded from {}", config_path_);
+  return {};
+}
+
+void Controller::chores() {
+  int64_t last_retention = 0;
+  std::unique_lock lk(mu_);
+  while (!stopping_) {
+    cv_.wait_for(lk, std::chrono::milliseconds(500));
+    if (stopping_) break;
+    lk.unlock();
+    int64_t now = now_ns();
+    for (const auto& name : mesh_->sweep(now)) log().warn("agent {} is down (no report in time)", name);
+    if (int64_t m = file_mtime_ns(config_path_); m != 0 && m != config_mtime_ns_) (void)reload();
+    auto cfg = mesh_->config();
+    if (now - last_retention > 60'000'000'000) {
+      last_retention = now;
+      if (auto st = store_->apply_retention(now - cfg->retention_ns); !st) log().warn("retention: {}", st.error().message);
+    }
+    mesh_->set_store_info(store_->info());
+    lk.lock();
+  }
+}
+
+}  // namespace weft::controller

@@ -1,0 +1,376 @@
+// The controller's HTTP API (docs/api.md) on cpp-httplib with a thread pool.
+// Every answer is JSON (except /metrics and the dashboard files); every error is
+// {"error": "..."} with a 4xx/5xx status. Handlers never throw: JSON is dumped with invalid UTF-8
+// replaced, and the server's exception handler turns anything unexpected into a 500.
+#include <httplib.h>
+
+#include <charconv>
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "base/log.hpp"
+#include "controller/controller.hpp"
+
+// Defined by src/controller/CMakeLists.txt when web/ (the dashboard) is part of the build.
+#ifdef WEFT_WEB_ASSETS
+#include "controller/web_assets.hpp"
+#define WEFT_HAVE_WEB_ASSETS 1
+#endif
+
+namespace weft::controller {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kJson = "application/json";
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string dumps(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+void reply(httplib::Response& res, int status, const json& j) {
+  res.status = status;
+  res.set_content(dumps(j), kJson);
+}
+void error(httplib::Response& res, int status, std::string_view msg) { reply(res, status, json{{"error", msg}}); }
+
+double unix_s(int64_t ns) { return static_cast<double>(ns) / 1e9; }
+double us(int64_t ns) { return static_cast<double>(ns) / 1e3; }
+
+json summary_us(const probe::LatencySummary& s) {
+  if (s.count == 0) return json{{"count", 0}, {"p50", nullptr}, {"p90", nullptr}, {"p99", nullptr}, {"max", nullptr}};
+  return json{{"count", s.count}, {"min", us(s.min_ns)}, {"mean", us(s.mean_ns)}, {"p50", us(s.p50_ns)},
+              {"p90", us(s.p90_ns)}, {"p95", us(s.p95_ns)}, {"p99", us(s.p99_ns)}, {"p999", us(s.p999_ns)},
+              {"max", us(s.max_ns)}};
+}
+
+json window_api_json(const probe::WindowStats& w) {
+  double loss = w.sent == 0 ? 0.0 : static_cast<double>(w.lost) / static_cast<double>(w.sent);
+  return json{{"window_start", unix_s(w.start_unix_ns)},
+              {"window_end", unix_s(w.end_unix_ns)},
+              {"target_address", w.target_address},
+              {"sent", w.sent},
+              {"received", w.received},
+              {"lost", w.lost},
+              {"late", w.late},
+              {"duplicate", w.duplicate},
+              {"malformed", w.malformed},
+              {"weird", w.weird},
+              {"loss_ratio", loss},
+              {"timestamp_source", probe::to_string(w.timestamp_source)},
+              {"network_rtt_us", summary_us(w.network_rtt)},
+              {"rtt_us", summary_us(w.rtt)},
+              {"responder_delay_us", summary_us(w.responder_delay)}};
+}
+
+json protocols_json(const std::vector<probe::Protocol>& ps) {
+  json a = json::array();
+  for (auto p : ps) a.push_back(probe::to_string(p));
+  return a;
+}
+
+// Unix seconds (may be fractional) or, if larger than 1e15, Unix nanoseconds.
+bool parse_time(const std::string& s, int64_t& out) {
+  double v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc{} || p != s.data() + s.size() || !std::isfinite(v) || v < 0 || v > 9e18) return false;
+  out = v > 1e15 ? static_cast<int64_t>(v) : static_cast<int64_t>(v * 1e9);
+  return true;
+}
+
+bool token_ok(const Config& cfg, const httplib::Request& req) {
+  if (cfg.tokens.empty()) return true;
+  std::string auth = req.get_header_value("Authorization");
+  if (!auth.starts_with("Bearer ")) return false;
+  std::string_view t = std::string_view(auth).substr(7);
+  bool ok = false;
+  for (const auto& tok : cfg.tokens) {
+    // Compare every byte regardless of where they differ: no timing hint about the token.
+    unsigned diff = tok.size() ^ t.size();
+    for (size_t i = 0; i < tok.size(); ++i) diff |= static_cast<unsigned char>(tok[i]) ^ (i < t.size() ? static_cast<unsigned char>(t[i]) : 0);
+    ok |= diff == 0;
+  }
+  return ok;
+}
+
+Result<probe::Protocol> protocol_param(const httplib::Request& req) {
+  if (!req.has_param("protocol")) return fail("missing query parameter 'protocol' (udp, tcp or rdma)");
+  return agent::parse_protocol(req.get_param_value("protocol"));
+}
+
+}  // namespace
+
+Status Controller::start_http(const Config& cfg) {
+  for (const auto& addr : cfg.listen) {
+    auto srv = std::make_unique<httplib::Server>();
+    size_t threads = cfg.http_threads;
+    srv->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+    srv->set_payload_max_length(cfg.max_body_bytes);
+    srv->set_keep_alive_max_count(100000);
+    srv->set_keep_alive_timeout(30);
+    srv->set_read_timeout(10);
+    srv->set_tcp_nodelay(true);
+    install_routes(*srv);
+    auto colon = addr.rfind(':');
+    std::string host = addr.substr(0, colon);
+    if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+    int port = std::stoi(addr.substr(colon + 1));
+    int bound = port;
+    if (port == 0) bound = srv->bind_to_any_port(host);
+    else if (!srv->bind_to_port(host, port)) bound = -1;
+    if (bound <= 0) return fail("cannot listen on {} (address in use or not local?)", addr);
+    ports_.push_back(bound);
+    log().info("controller listening on http://{}:{}/", host, bound);
+    auto* raw = srv.get();
+    threads_.emplace_back([raw] { raw->listen_after_bind(); });
+    servers_.push_back(std::move(srv));
+  }
+  return {};
+}
+
+void Controller::install_routes(httplib::Server& srv) {
+  srv.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+    error(res, 500, "internal error");
+  });
+  srv.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;  // a handler already wrote its error
+    if (res.status == 404) error(res, 404, fmt::format("no such endpoint: {} {}", req.method, req.path));
+    else if (res.status == 413) error(res, 413, "request body too large");
+    else error(res, res.status, fmt::format("HTTP status {}", res.status));
+  });
+
+  srv.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
+    auto si = mesh_->store_info();
+    reply(res, si.healthy ? 200 : 503,
+          json{{"status", si.healthy ? "ok" : "degraded"},
+               {"store", {{"kind", si.kind}, {"location", si.location}, {"healthy", si.healthy}, {"error", si.last_error}}},
+               {"agents", mesh_->agents().size()},
+               {"pairs", mesh_->pair_count()}});
+  });
+
+  // ---- agent-facing (token) ----
+  srv.Post("/api/v1/register", [this](const httplib::Request& req, httplib::Response& res) {
+    auto cfg = mesh_->config();
+    if (!token_ok(*cfg, req)) return error(res, 401, "missing or wrong token (Authorization: Bearer ...)");
+    json j = json::parse(req.body, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) return error(res, 400, "body must be a JSON object");
+    Registration r;
+    auto str = [&](const char* k, std::string& out) -> bool {
+      auto it = j.find(k);
+      if (it == j.end() || !it->is_string()) return false;
+      out = it->get<std::string>();
+      return true;
+    };
+    if (!str("name", r.name) || !valid_host_name(r.name)) return error(res, 400, "name: required, a host name");
+    if (j.contains("version") && (!str("version", r.version) || r.version.size() > 64))
+      return error(res, 400, "version: a string of at most 64 bytes");
+    auto addrs = j.find("addresses");
+    if (addrs == j.end() || !addrs->is_array() || addrs->empty() || addrs->size() > 16)
+      return error(res, 400, "addresses: required, a list of 1 to 16 addresses");
+    for (const auto& a : *addrs) {
+      if (!a.is_string() || !valid_host_name(a.get<std::string>())) return error(res, 400, "addresses: each must be an IP address");
+      r.addresses.push_back(a.get<std::string>());
+    }
+    auto protos = j.find("protocols");
+    if (protos == j.end() || !protos->is_array() || protos->size() > 3) return error(res, 400, "protocols: required, a list");
+    for (const auto& p : *protos) {
+      if (!p.is_string()) return error(res, 400, "protocols: each must be a string");
+      auto pp = agent::parse_protocol(p.get<std::string>());
+      if (!pp) return error(res, 400, "protocols: " + pp.error().message);
+      r.protocols.push_back(*pp);
+    }
+    for (auto [key, port] : {std::pair{"udp_port", &r.udp_port}, std::pair{"tcp_port", &r.tcp_port}}) {
+      auto it = j.find(key);
+      if (it == j.end()) continue;
+      if (!it->is_number_unsigned() || it->get<uint64_t>() > 65535) return error(res, 400, fmt::format("{}: 0..65535", key));
+      *port = static_cast<uint16_t>(it->get<uint64_t>());
+    }
+    mesh_->register_agent(r, now_ns());
+    log().info("agent {} registered ({} {}, version {})", r.name, r.addresses.front(),
+               protocols_json(r.protocols).dump(), r.version);
+    auto pl = mesh_->pinglist_for(r.name);
+    reply(res, 200,
+          json{{"pinglist_version", pl.version},
+               {"report_interval_ms", cfg->report_interval_ns / 1'000'000},
+               {"sync_interval_ms", cfg->pinglist_sync_ns / 1'000'000},
+               {"window_ms", cfg->window_ns / 1'000'000}});
+  });
+
+  srv.Get("/api/v1/pinglist", [this](const httplib::Request& req, httplib::Response& res) {
+    auto cfg = mesh_->config();
+    if (!token_ok(*cfg, req)) return error(res, 401, "missing or wrong token (Authorization: Bearer ...)");
+    std::string name = req.get_param_value("agent");
+    if (!valid_host_name(name)) return error(res, 400, "agent: required, a host name");
+    if (!mesh_->is_registered(name)) return error(res, 409, fmt::format("agent '{}' is not registered", name));
+    auto pl = mesh_->pinglist_for(name);
+    mesh_->record_pinglist_sent(name, pl);
+    uint64_t have = 0;
+    std::string v = req.get_param_value("version");
+    std::from_chars(v.data(), v.data() + v.size(), have);
+    if (have == pl.version) return reply(res, 200, json{{"version", pl.version}, {"unchanged", true}});
+    res.status = 200;
+    res.set_content(pinglist_json(pl), kJson);
+  });
+
+  srv.Post("/api/v1/report", [this](const httplib::Request& req, httplib::Response& res) {
+    auto cfg = mesh_->config();
+    if (!token_ok(*cfg, req)) {
+      mesh_->counters().requests++;
+      mesh_->counters().requests_rejected++;
+      return error(res, 401, "missing or wrong token (Authorization: Bearer ...)");
+    }
+    auto r = ingest_->handle(req.get_header_value("Content-Type"), req.body, now_ns());
+    res.status = r.status;
+    res.set_content(std::move(r.body), kJson);
+  });
+
+  // ---- read API (dashboard, scripts) ----
+  srv.Get("/api/v1/mesh", [this](const httplib::Request& req, httplib::Response& res) {
+    auto proto = protocol_param(req);
+    if (!proto) return error(res, 400, proto.error().message);
+    std::vector<std::string> hosts;
+    std::function<bool(const std::string&, const std::string&)> keep = [](const auto&, const auto&) { return true; };
+    std::string group = req.get_param_value("group");
+    auto cfg = mesh_->config();
+    if (!group.empty()) {
+      const GroupRule* g = nullptr;
+      const ArrowRule* a = nullptr;
+      for (const auto& x : cfg->groups)
+        if (x.name == group) g = &x;
+      for (const auto& x : cfg->arrows)
+        if (x.name == group) a = &x;
+      if (!g && !a) return error(res, 404, fmt::format("no group named '{}'", group));
+      auto any = [](const std::vector<std::string>& pats, const std::string& n) {
+        for (const auto& p : pats)
+          if (glob_match(p, n)) return true;
+        return false;
+      };
+      if (g) keep = [g, any](const std::string& s, const std::string& d) { return any(g->members, s) && any(g->members, d); };
+      else keep = [a, any](const std::string& s, const std::string& d) { return any(a->from, s) && any(a->to, d); };
+      for (const auto& gi : mesh_->groups())
+        if (gi.name == group) hosts = gi.members;
+    } else {
+      for (const auto& ag : mesh_->agents())
+        if (std::find(ag.protocols.begin(), ag.protocols.end(), *proto) != ag.protocols.end()) hosts.push_back(ag.name);
+    }
+    json pairs = json::array();
+    int64_t now = now_ns();
+    for (const auto& pw : mesh_->latest(*proto)) {
+      if (!keep(pw.src, pw.dst)) continue;
+      json p = window_api_json(pw.window);
+      p["src"] = pw.src;
+      p["dst"] = pw.dst;
+      p["age_s"] = unix_s(now - pw.window.end_unix_ns);
+      pairs.push_back(std::move(p));
+    }
+    reply(res, 200,
+          json{{"protocol", probe::to_string(*proto)},
+               {"group", group.empty() ? json(nullptr) : json(group)},
+               {"window_s", unix_s(cfg->window_ns)},
+               {"hosts", hosts},
+               {"pairs", std::move(pairs)}});
+  });
+
+  srv.Get(R"(/api/v1/pairs/([^/]+)/([^/]+)/history)", [this](const httplib::Request& req, httplib::Response& res) {
+    std::string src = req.matches[1], dst = req.matches[2];
+    if (!valid_host_name(src) || !valid_host_name(dst)) return error(res, 400, "src and dst must be host names");
+    auto proto = protocol_param(req);
+    if (!proto) return error(res, 400, proto.error().message);
+    int64_t now = now_ns();
+    int64_t since = now - 3600LL * 1'000'000'000, until = now + 3600LL * 1'000'000'000;
+    if (req.has_param("since") && !parse_time(req.get_param_value("since"), since))
+      return error(res, 400, "since: Unix seconds (e.g. 1763700000.5) or Unix nanoseconds");
+    if (req.has_param("until") && !parse_time(req.get_param_value("until"), until))
+      return error(res, 400, "until: Unix seconds or Unix nanoseconds");
+    size_t limit = 10000;
+    if (req.has_param("limit")) {
+      std::string l = req.get_param_value("limit");
+      auto [p, ec] = std::from_chars(l.data(), l.data() + l.size(), limit);
+      if (ec != std::errc{} || p != l.data() + l.size() || limit == 0 || limit > 100000)
+        return error(res, 400, "limit: 1..100000");
+    }
+    auto h = store_->history(*proto, src, dst, since, until, limit);
+    if (!h) return error(res, 503, "history unavailable: " + h.error().message);
+    json windows = json::array();
+    for (const auto& w : *h) windows.push_back(window_api_json(w));
+    reply(res, 200,
+          json{{"protocol", probe::to_string(*proto)}, {"src", src}, {"dst", dst}, {"since", unix_s(since)},
+               {"windows", std::move(windows)}});
+  });
+
+  srv.Get("/api/v1/agents", [this](const httplib::Request&, httplib::Response& res) {
+    json agents = json::array();
+    int64_t now = now_ns();
+    for (const auto& a : mesh_->agents()) {
+      json alarms = json::array();
+      for (const auto& al : a.alarms) alarms.push_back({{"kind", al.kind}, {"message", al.message}, {"since", unix_s(al.since_unix_ns)}});
+      agents.push_back({{"name", a.name},
+                        {"state", to_string(a.state)},
+                        {"addresses", a.addresses},
+                        {"protocols", protocols_json(a.protocols)},
+                        {"version", a.version},
+                        {"registered", unix_s(a.registered_unix_ns)},
+                        {"last_seen", unix_s(a.last_seen_unix_ns)},
+                        {"last_seen_age_s", unix_s(now - a.last_seen_unix_ns)},
+                        {"pinglist_version", a.pinglist_version},
+                        {"pinglist_targets", a.pinglist_targets},
+                        {"health",
+                         {{"cpu_percent", a.health.cpu_percent},
+                          {"rss_kb", a.health.rss_kb},
+                          {"probes_per_s", a.health.probes_per_s},
+                          {"dropped_windows", a.health.dropped_windows},
+                          {"spooled_windows", a.health.spooled_windows},
+                          {"prober_restarts", a.health.prober_restarts}}},
+                        {"alarms", std::move(alarms)}});
+    }
+    reply(res, 200, json{{"agents", std::move(agents)}});
+  });
+
+  srv.Get("/api/v1/groups", [this](const httplib::Request&, httplib::Response& res) {
+    auto cfg = mesh_->config();
+    json protos = json::array();
+    for (const auto& p : cfg->protocols) protos.push_back(probe::to_string(p.protocol));
+    json groups = json::array();
+    for (const auto& g : mesh_->groups())
+      groups.push_back({{"name", g.name}, {"protocols", protocols_json(g.protocols)}, {"members", g.members}});
+    reply(res, 200, json{{"protocols", std::move(protos)}, {"groups", std::move(groups)}});
+  });
+
+  srv.Get("/api/v1/pinglists/([^/]+)", [this](const httplib::Request& req, httplib::Response& res) {
+    // Read-only view of what an agent is told to probe (for operators and tests).
+    std::string name = req.matches[1];
+    if (!valid_host_name(name)) return error(res, 400, "not a host name");
+    if (!mesh_->is_registered(name)) return error(res, 404, fmt::format("agent '{}' is not registered", name));
+    res.status = 200;
+    res.set_content(pinglist_json(mesh_->pinglist_for(name)), kJson);
+  });
+
+#ifdef WEFT_HAVE_METRICS
+  srv.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.status = 200;
+    res.set_content(render_metrics(*mesh_), std::string(kPromContentType));
+  });
+#endif
+
+#ifdef WEFT_HAVE_WEB_ASSETS
+  auto asset = [](const httplib::Request& req, httplib::Response& res) {
+    auto a = find_web_asset(req.path);
+    if (!a) return error(res, 404, "no such file");
+    res.set_header("ETag", std::string(a->etag));
+    if (req.get_header_value("If-None-Match") == a->etag) {
+      res.status = 304;
+      return;
+    }
+    res.status = 200;
+    res.set_content(std::string(a->body), std::string(a->content_type));
+  };
+  srv.Get("/", asset);
+  srv.Get("/index.html", asset);
+  srv.Get(R"(/assets/.+)", asset);
+#endif
+}
+
+}  // namespace weft::controller

@@ -1,0 +1,138 @@
+#include "controller/ingest.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "base/log.hpp"
+
+namespace weft::controller {
+namespace {
+
+constexpr int64_t kClockSkewNs = 5LL * 60 * 1'000'000'000;  // agents' clocks may be ahead this much
+constexpr int64_t kMaxWindowNs = 3600LL * 1'000'000'000;
+constexpr int64_t kMaxLatencyNs = 3600LL * 1'000'000'000;
+constexpr uint64_t kMaxCount = 1ull << 40;  // more probes than any window can hold: garbage
+
+Status check_summary(const probe::LatencySummary& s, const char* what, uint64_t max_count, size_t i) {
+  if (s.count == 0) {
+    if (s.min_ns || s.mean_ns || s.p50_ns || s.p90_ns || s.p95_ns || s.p99_ns || s.p999_ns || s.max_ns)
+      return fail("windows[{}].{}: count is 0 but values are set", i, what);
+    return {};
+  }
+  if (s.count > max_count) return fail("windows[{}].{}.count {} exceeds the probes answered ({})", i, what, s.count, max_count);
+  if (s.min_ns < 0 || s.max_ns > kMaxLatencyNs) return fail("windows[{}].{}: values must be within [0, 1 h]", i, what);
+  if (!(s.min_ns <= s.p50_ns && s.p50_ns <= s.p90_ns && s.p90_ns <= s.p95_ns && s.p95_ns <= s.p99_ns &&
+        s.p99_ns <= s.p999_ns && s.p999_ns <= s.max_ns))
+    return fail("windows[{}].{}: percentiles must be ordered min <= p50 <= p90 <= p95 <= p99 <= p999 <= max", i, what);
+  if (s.mean_ns < s.min_ns || s.mean_ns > s.max_ns) return fail("windows[{}].{}: mean outside [min, max]", i, what);
+  return {};
+}
+
+}  // namespace
+
+std::string error_json(std::string_view message) { return nlohmann::json{{"error", message}}.dump(); }
+
+bool valid_host_name(std::string_view s) {
+  if (s.empty() || s.size() > agent::kMaxNameLength) return false;
+  for (char ch : s)
+    if (!(isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.' || ch == ':' || ch == '[' || ch == ']'))
+      return false;
+  return true;
+}
+
+Status validate_report(const agent::Report& r, const Config& cfg, int64_t now_ns) {
+  if (!valid_host_name(r.agent)) return fail("agent: '{}' is not a valid host name", r.agent.substr(0, 64));
+  if (!(r.health.cpu_percent >= 0 && r.health.cpu_percent <= 1e5)) return fail("health.cpu_percent out of range");
+  if (!(r.health.probes_per_s >= 0 && r.health.probes_per_s <= 1e9)) return fail("health.probes_per_s out of range");
+  for (size_t i = 0; i < r.alarms.size(); ++i)
+    if (!valid_host_name(r.alarms[i].kind)) return fail("alarms[{}].kind: not a valid identifier", i);
+  int64_t oldest = now_ns - cfg.retention_ns;
+  for (size_t i = 0; i < r.windows.size(); ++i) {
+    const auto& w = r.windows[i];
+    if (!valid_host_name(w.target)) return fail("windows[{}].target: '{}' is not a valid host name", i, w.target.substr(0, 64));
+    if (w.target == r.agent) return fail("windows[{}].target: an agent does not probe itself", i);
+    if (w.target_address.size() > agent::kMaxNameLength) return fail("windows[{}].target_address too long", i);
+    if (w.end_unix_ns <= w.start_unix_ns) return fail("windows[{}]: end_unix_ns must be after start_unix_ns", i);
+    if (w.end_unix_ns - w.start_unix_ns > kMaxWindowNs) return fail("windows[{}]: longer than one hour", i);
+    if (w.end_unix_ns > now_ns + kClockSkewNs) return fail("windows[{}]: ends in the future (check the agent's clock)", i);
+    if (w.end_unix_ns < oldest) return fail("windows[{}]: older than the retention period", i);
+    if (w.sent > kMaxCount) return fail("windows[{}].sent: implausibly large", i);
+    if (w.received > w.sent || w.lost > w.sent || w.received + w.lost > w.sent)
+      return fail("windows[{}]: received ({}) + lost ({}) exceeds sent ({})", i, w.received, w.lost, w.sent);
+    if (w.late > w.lost) return fail("windows[{}]: late ({}) exceeds lost ({})", i, w.late, w.lost);
+    if (w.duplicate > kMaxCount || w.malformed > kMaxCount || w.weird > w.received)
+      return fail("windows[{}]: duplicate/malformed/weird counts out of range", i);
+    if (auto st = check_summary(w.rtt, "rtt", w.received, i); !st) return st;
+    if (auto st = check_summary(w.network_rtt, "network_rtt", w.received, i); !st) return st;
+    if (auto st = check_summary(w.responder_delay, "responder_delay", w.received, i); !st) return st;
+  }
+  return {};
+}
+
+IngestReply Ingest::reject(int status, const std::string& message) {
+  mesh_.counters().requests_rejected++;
+  return {status, error_json(message)};
+}
+
+IngestReply Ingest::handle(std::string_view content_type, std::string_view body, int64_t now_ns) {
+  auto& c = mesh_.counters();
+  c.requests++;
+  c.bytes += body.size();
+  Result<agent::Report> rep = content_type.starts_with(agent::kBinaryContentType) ? agent::decode_binary(body)
+                              : content_type.starts_with("application/json")
+                                  ? agent::decode_json(body)
+                                  : Result<agent::Report>(fail("unsupported Content-Type '{}' (use application/json or {})",
+                                                               content_type.substr(0, 64), agent::kBinaryContentType));
+  if (!rep) {
+    mesh_.counters().requests_rejected++;
+    return {content_type.starts_with("application/json") || content_type.starts_with(agent::kBinaryContentType) ? 400 : 415,
+            error_json(rep.error().message)};
+  }
+  c.requests--;  // handle_report counts it
+  return handle_report(*rep, now_ns);
+}
+
+IngestReply Ingest::handle_report(const agent::Report& r, int64_t now_ns) {
+  auto& c = mesh_.counters();
+  c.requests++;
+  auto cfg = mesh_.config();
+  if (auto st = validate_report(r, *cfg, now_ns); !st) return reject(400, st.error().message);
+  if (!mesh_.is_registered(r.agent))
+    return reject(409, fmt::format("agent '{}' is not registered (POST /api/v1/register first)", r.agent));
+
+  uint64_t accepted = 0, duplicate = 0, stale = 0;
+  Status stored;
+  mesh_.with_source(r.agent, [&](Mesh::SourceTxn& txn) {
+    std::vector<probe::WindowStats> fresh;
+    fresh.reserve(r.windows.size());
+    for (const auto& w : r.windows) {
+      switch (txn.classify(w)) {
+        case WindowFate::accepted: fresh.push_back(w); break;
+        case WindowFate::duplicate: ++duplicate; break;
+        case WindowFate::stale: ++stale; break;
+      }
+    }
+    stored = store_.append(r.agent, fresh, now_ns);
+    if (!stored) {
+      txn.rollback();
+      return;
+    }
+    txn.commit(fresh, now_ns);
+    accepted = fresh.size();
+  });
+  if (!stored) {
+    c.store_errors++;
+    log().error("ingest from {}: store failed: {}", r.agent, stored.error().message);
+    return {503, error_json("store unavailable, retry later: " + stored.error().message)};
+  }
+  c.windows_accepted += accepted;
+  c.windows_duplicate += duplicate;
+  c.windows_stale += stale;
+  mesh_.touch(r.agent, r.health, r.alarms, now_ns);
+  nlohmann::json j{{"accepted", accepted},
+                   {"duplicate", duplicate},
+                   {"stale", stale},
+                   {"pinglist_version", mesh_.pinglist_version(r.agent)}};
+  return {200, j.dump()};
+}
+
+}  // namespace weft::controller

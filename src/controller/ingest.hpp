@@ -1,0 +1,42 @@
+#pragma once
+// The ingest path: decode a report, validate all of it, sort out duplicates, make the new windows
+// durable in the store, then update the in-memory mesh. A request is taken entirely or not at all.
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "agent/wire.hpp"
+#include "controller/mesh.hpp"
+#include "controller/store.hpp"
+
+namespace weft::controller {
+
+struct IngestReply {
+  int status = 200;  // HTTP status
+  std::string body;  // JSON
+};
+
+// Checks what the numbers mean; decoding already checked the encoding. `now_ns` is the controller's
+// clock: windows may not end in the future (beyond a clock-skew allowance) nor before retention.
+Status validate_report(const agent::Report& r, const Config& cfg, int64_t now_ns);
+bool valid_host_name(std::string_view s);
+
+class Ingest {
+ public:
+  Ingest(Mesh& mesh, Store& store) : mesh_(mesh), store_(store) {}
+
+  // `content_type` picks the decoder (binary or JSON). Thread-safe.
+  IngestReply handle(std::string_view content_type, std::string_view body, int64_t now_ns);
+  // An already decoded report (the benchmark and tests use it to skip HTTP).
+  IngestReply handle_report(const agent::Report& r, int64_t now_ns);
+
+ private:
+  IngestReply reject(int status, const std::string& message);
+  Mesh& mesh_;
+  Store& store_;
+};
+
+// {"error": message} with JSON escaping.
+std::string error_json(std::string_view message);
+
+}  // namespace weft::controller

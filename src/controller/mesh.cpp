@@ -1,0 +1,342 @@
+#include "controller/mesh.hpp"
+
+#include <algorithm>
+
+namespace weft::controller {
+namespace {
+
+constexpr size_t kMaxAlarmsKept = 20;
+constexpr size_t kMaxNames = 1'000'000;  // bounds memory if agents report garbage target names
+
+uint64_t pair_key(probe::Protocol p, uint32_t dst) { return static_cast<uint64_t>(p) << 32 | dst; }
+
+}  // namespace
+
+Mesh::Mesh(std::shared_ptr<const Config> cfg) : cfg_(std::move(cfg)) {}
+
+void Mesh::set_config(std::shared_ptr<const Config> cfg) {
+  {
+    std::lock_guard lk(cfg_mu_);
+    cfg_ = std::move(cfg);
+  }
+  std::lock_guard lk(reg_mu_);
+  ++generation_;
+}
+
+std::shared_ptr<const Config> Mesh::config() const {
+  std::lock_guard lk(cfg_mu_);
+  return cfg_;
+}
+
+uint32_t Mesh::intern(const std::string& name) {
+  {
+    std::shared_lock lk(names_mu_);
+    if (auto it = ids_.find(name); it != ids_.end()) return it->second;
+  }
+  std::unique_lock lk(names_mu_);
+  if (auto it = ids_.find(name); it != ids_.end()) return it->second;
+  if (names_.size() >= kMaxNames) return UINT32_MAX;
+  uint32_t id = static_cast<uint32_t>(names_.size());
+  ids_.emplace(name, id);
+  names_.push_back(name);
+  sources_.emplace_back(nullptr);
+  return id;
+}
+
+std::string Mesh::name_of(uint32_t id) const {
+  std::shared_lock lk(names_mu_);
+  return id < names_.size() ? names_[id] : std::string();
+}
+
+// ---- windows --------------------------------------------------------------------------------------
+
+WindowFate Mesh::SourceTxn::classify(const probe::WindowStats& w) {
+  uint32_t dst = mesh_.intern(w.target);
+  if (dst == UINT32_MAX) return WindowFate::stale;  // name table full: refuse, never grow unbounded
+  Slot& s = src_.pairs[pair_key(w.protocol, dst)];
+  if (s.txn_mark != src_.txn_serial) {
+    undo_.emplace_back(&s, s.ring);
+    s.txn_mark = src_.txn_serial;
+  }
+  Ring& r = s.ring;
+  size_t min_i = 0;
+  for (size_t i = 0; i < r.n; ++i) {
+    if (r.starts[i] == w.start_unix_ns) return WindowFate::duplicate;
+    if (r.starts[i] < r.starts[min_i]) min_i = i;
+  }
+  if (r.n < kDedupDepth) {
+    r.starts[r.n++] = w.start_unix_ns;
+  } else {
+    // Older than every start we remember: it may be a copy of one we forgot, so it cannot be
+    // counted safely. Agents deliver in order, so this only happens to very late resends.
+    if (w.start_unix_ns < r.starts[min_i]) return WindowFate::stale;
+    r.starts[min_i] = w.start_unix_ns;
+  }
+  accepted_.push_back(&s);
+  return WindowFate::accepted;
+}
+
+void Mesh::SourceTxn::commit(std::span<const probe::WindowStats> accepted, int64_t now_ns) {
+  size_t n = std::min(accepted.size(), accepted_.size());
+  for (size_t i = 0; i < n; ++i) {
+    Slot& s = *accepted_[i];
+    const auto& w = accepted[i];
+    if (!s.has_latest || w.start_unix_ns >= s.latest.start_unix_ns) {
+      s.latest = w;
+      s.latest.target.clear();
+      s.latest.target.shrink_to_fit();
+      s.has_latest = true;
+      s.received_ns = now_ns;
+    }
+  }
+  undo_.clear();
+  accepted_.clear();
+}
+
+void Mesh::SourceTxn::rollback() {
+  for (auto& [slot, ring] : undo_) slot->ring = ring;
+  undo_.clear();
+  accepted_.clear();
+}
+
+void Mesh::with_source(const std::string& src, const std::function<void(SourceTxn&)>& fn) {
+  uint32_t id = intern(src);
+  if (id == UINT32_MAX) return;
+  SourceTxn::Source* source;
+  {
+    std::unique_lock lk(names_mu_);
+    if (!sources_[id]) sources_[id] = std::make_unique<SourceTxn::Source>();
+    source = sources_[id].get();
+  }
+  std::lock_guard lk(source->mu);
+  ++source->txn_serial;
+  SourceTxn txn(*this, *source);
+  fn(txn);
+  txn.rollback();  // no-op after commit(); undoes a txn the callback left open
+}
+
+void Mesh::restore(const std::string& src, std::span<const probe::WindowStats> windows, int64_t received_ns) {
+  with_source(src, [&](SourceTxn& txn) {
+    std::vector<probe::WindowStats> acc;
+    for (const auto& w : windows)
+      if (txn.classify(w) == WindowFate::accepted) acc.push_back(w);
+    txn.commit(acc, received_ns);
+  });
+}
+
+size_t Mesh::pair_count() const {
+  std::vector<SourceTxn::Source*> sources;
+  {
+    std::shared_lock lk(names_mu_);
+    for (const auto& s : sources_) sources.push_back(s.get());
+  }
+  size_t n = 0;
+  for (auto* s : sources)
+    if (s) {
+      std::lock_guard sl(s->mu);
+      n += s->pairs.size();
+    }
+  return n;
+}
+
+// Lock order is source -> names (classify interns target names under the source lock), so readers
+// copy what they need from the name table first and take the source locks after releasing it.
+std::vector<PairWindow> Mesh::latest(probe::Protocol protocol) const {
+  std::vector<std::string> names;
+  std::vector<SourceTxn::Source*> sources;
+  {
+    std::shared_lock lk(names_mu_);
+    names = names_;
+    for (const auto& s : sources_) sources.push_back(s.get());
+  }
+  std::vector<PairWindow> out;
+  for (size_t id = 0; id < sources.size(); ++id) {
+    auto* s = sources[id];
+    if (!s) continue;
+    std::lock_guard sl(s->mu);
+    for (const auto& [key, slot] : s->pairs) {
+      if (!slot.has_latest || static_cast<probe::Protocol>(key >> 32) != protocol) continue;
+      uint32_t dst = static_cast<uint32_t>(key);
+      PairWindow pw;
+      pw.src = names[id];
+      pw.dst = dst < names.size() ? names[dst] : name_of(dst);
+      pw.window = slot.latest;
+      pw.window.target = pw.dst;
+      pw.received_unix_ns = slot.received_ns;
+      out.push_back(std::move(pw));
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const PairWindow& a, const PairWindow& b) {
+    return std::tie(a.src, a.dst) < std::tie(b.src, b.dst);
+  });
+  return out;
+}
+
+std::optional<PairWindow> Mesh::latest_pair(probe::Protocol protocol, const std::string& src,
+                                            const std::string& dst) const {
+  SourceTxn::Source* s = nullptr;
+  uint32_t dst_id = 0;
+  {
+    std::shared_lock lk(names_mu_);
+    auto si = ids_.find(src), di = ids_.find(dst);
+    if (si == ids_.end() || di == ids_.end() || !sources_[si->second]) return std::nullopt;
+    s = sources_[si->second].get();
+    dst_id = di->second;
+  }
+  std::lock_guard sl(s->mu);
+  auto it = s->pairs.find(pair_key(protocol, dst_id));
+  if (it == s->pairs.end() || !it->second.has_latest) return std::nullopt;
+  PairWindow pw{src, dst, it->second.latest, it->second.received_ns};
+  pw.window.target = dst;
+  return pw;
+}
+
+// ---- registry -------------------------------------------------------------------------------------
+
+void Mesh::register_agent(const Registration& r, int64_t now_ns) {
+  std::lock_guard lk(reg_mu_);
+  AgentRecord& rec = agents_[r.name];
+  bool was_new = rec.info.name.empty();
+  rec.info.name = r.name;
+  rec.info.addresses = r.addresses;
+  rec.info.protocols = r.protocols;
+  rec.info.version = r.version;
+  rec.info.registered_unix_ns = now_ns;
+  rec.info.last_seen_unix_ns = now_ns;
+  bool was_down = rec.info.state == AgentState::down;
+  rec.info.state = AgentState::up;
+  std::erase_if(rec.info.alarms, [](const Alarm& a) { return a.kind == "agent_down"; });
+  Peer p{r.name, r.addresses.empty() ? std::string() : r.addresses.front(), r.protocols, r.udp_port, r.tcp_port, true};
+  bool changed = was_new || was_down || p.address != rec.peer.address || p.protocols != rec.peer.protocols ||
+                 p.udp_port != rec.peer.udp_port || p.tcp_port != rec.peer.tcp_port;
+  rec.peer = std::move(p);
+  if (changed) ++generation_;
+}
+
+bool Mesh::is_registered(const std::string& name) const {
+  std::lock_guard lk(reg_mu_);
+  return agents_.contains(name);
+}
+
+std::vector<std::string> Mesh::sweep(int64_t now_ns) {
+  int64_t down_after = config()->agent_down_after_ns;
+  std::vector<std::string> gone;
+  std::lock_guard lk(reg_mu_);
+  for (auto& [name, rec] : agents_) {
+    if (rec.info.state == AgentState::up && now_ns - rec.info.last_seen_unix_ns > down_after) {
+      rec.info.state = AgentState::down;
+      rec.peer.up = false;
+      rec.info.alarms.push_back({"agent_down",
+                                 fmt::format("no report for {} s", (now_ns - rec.info.last_seen_unix_ns) / 1'000'000'000),
+                                 now_ns});
+      gone.push_back(name);
+    }
+  }
+  if (!gone.empty()) ++generation_;
+  return gone;
+}
+
+std::vector<Peer> Mesh::peers_locked() const {
+  std::vector<Peer> peers;
+  peers.reserve(agents_.size());
+  for (const auto& [name, rec] : agents_) peers.push_back(rec.peer);
+  return peers;
+}
+
+Pinglist Mesh::pinglist_for(const std::string& name) {
+  auto cfg = config();
+  std::lock_guard lk(reg_mu_);
+  auto it = agents_.find(name);
+  if (it == agents_.end()) return compute_pinglist(*cfg, name, {});
+  AgentRecord& rec = it->second;
+  if (rec.cached_generation != generation_) {
+    rec.cached = compute_pinglist(*cfg, name, peers_locked());
+    rec.cached_generation = generation_;
+  }
+  return rec.cached;
+}
+
+uint64_t Mesh::pinglist_version(const std::string& name) { return pinglist_for(name).version; }
+
+void Mesh::record_pinglist_sent(const std::string& name, const Pinglist& p) {
+  std::lock_guard lk(reg_mu_);
+  if (auto it = agents_.find(name); it != agents_.end()) {
+    it->second.info.pinglist_version = p.version;
+    it->second.info.pinglist_targets = p.target_count();
+  }
+}
+
+void Mesh::touch(const std::string& name, const agent::Health& h, std::span<const agent::AlarmEvent> alarms,
+                 int64_t now_ns) {
+  std::lock_guard lk(reg_mu_);
+  auto it = agents_.find(name);
+  if (it == agents_.end()) return;
+  AgentInfo& a = it->second.info;
+  a.last_seen_unix_ns = now_ns;
+  if (a.state == AgentState::down) {
+    a.state = AgentState::up;
+    it->second.peer.up = true;
+    std::erase_if(a.alarms, [](const Alarm& al) { return al.kind == "agent_down"; });
+    ++generation_;
+  }
+  a.health = AgentHealth{h.cpu_percent, h.rss_kb, h.probes_per_s, h.dropped_windows, h.spooled_windows, h.prober_restarts};
+  for (const auto& e : alarms) a.alarms.push_back({e.kind, e.message, e.unix_ns});
+  if (a.alarms.size() > kMaxAlarmsKept) a.alarms.erase(a.alarms.begin(), a.alarms.end() - kMaxAlarmsKept);
+}
+
+std::vector<AgentInfo> Mesh::agents() const {
+  std::lock_guard lk(reg_mu_);
+  std::vector<AgentInfo> out;
+  for (const auto& [name, rec] : agents_) out.push_back(rec.info);
+  return out;
+}
+
+std::vector<GroupInfo> Mesh::groups() const {
+  auto cfg = config();
+  std::vector<GroupInfo> out;
+  std::vector<std::string> names;
+  {
+    std::lock_guard lk(reg_mu_);
+    for (const auto& [name, rec] : agents_) names.push_back(name);
+  }
+  auto members = [&](const std::vector<std::string>& pats) {
+    std::vector<std::string> m;
+    for (const auto& n : names)
+      for (const auto& p : pats)
+        if (glob_match(p, n)) {
+          m.push_back(n);
+          break;
+        }
+    return m;
+  };
+  for (const auto& g : cfg->groups) out.push_back({g.name, g.protocols, members(g.members)});
+  // An arrow is listed as a group too: its members are both ends, so a heatmap can show it.
+  for (const auto& a : cfg->arrows) {
+    auto m = members(a.from);
+    for (auto& n : members(a.to))
+      if (std::find(m.begin(), m.end(), n) == m.end()) m.push_back(std::move(n));
+    std::sort(m.begin(), m.end());
+    out.push_back({a.name, a.protocols, std::move(m)});
+  }
+  return out;
+}
+
+IngestCounters Mesh::ingest_counters() const {
+  return {counters_.requests.load(),         counters_.requests_rejected.load(), counters_.windows_accepted.load(),
+          counters_.windows_duplicate.load(), counters_.windows_stale.load(),     counters_.store_errors.load(),
+          counters_.bytes.load()};
+}
+
+void Mesh::set_store_info(StoreInfo info) {
+  std::lock_guard lk(store_mu_);
+  store_info_ = std::move(info);
+}
+
+StoreInfo Mesh::store_info() const {
+  std::lock_guard lk(store_mu_);
+  return store_info_;
+}
+
+int64_t Mesh::window_ns() const { return config()->window_ns; }
+
+}  // namespace weft::controller

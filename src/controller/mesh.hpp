@@ -1,0 +1,152 @@
+#pragma once
+// Mesh: the controller's in-memory state (implements the read-only MeshView).
+//  - the latest window per (protocol, src, dst), plus the start times of the last few windows per
+//    pair so a resent or reordered window is recognised (dedup);
+//  - the agent registry (addresses, ports, state, health, alarms) and the pinglists it implies.
+//
+// Locking: one mutex per source host, so the ingest of one agent never waits for another agent
+// and requests of the same agent are serialised (which dedup needs). The registry has its own.
+#include <array>
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <span>
+#include <unordered_map>
+
+#include "agent/wire.hpp"
+#include "controller/config.hpp"
+#include "controller/mesh_state.hpp"
+#include "controller/pinglist.hpp"
+
+namespace weft::controller {
+
+struct Registration {
+  std::string name;
+  std::vector<std::string> addresses;  // the first is the one peers probe
+  std::vector<probe::Protocol> protocols;
+  std::string version;
+  uint16_t udp_port = 0;
+  uint16_t tcp_port = 0;
+};
+
+// How one window of a report was classified.
+enum class WindowFate : uint8_t { accepted, duplicate, stale };
+
+class Mesh final : public MeshView {
+ public:
+  // How many recent window starts are remembered per pair for dedup.
+  static constexpr size_t kDedupDepth = 8;
+
+  explicit Mesh(std::shared_ptr<const Config> cfg);
+
+  void set_config(std::shared_ptr<const Config> cfg);
+  std::shared_ptr<const Config> config() const;
+
+  // --- registry ---
+  void register_agent(const Registration& r, int64_t now_ns);
+  bool is_registered(const std::string& name) const;
+  // Marks agents without a report for `down_after` as down; returns the names that went down.
+  std::vector<std::string> sweep(int64_t now_ns);
+  // The agent's pinglist (cached until membership or config changes).
+  Pinglist pinglist_for(const std::string& name);
+  void record_pinglist_sent(const std::string& name, const Pinglist& p);
+  // A report came in: last seen, health, alarms, and back to "up" if it was down.
+  void touch(const std::string& name, const agent::Health& h, std::span<const agent::AlarmEvent> alarms, int64_t now_ns);
+  uint64_t pinglist_version(const std::string& name);
+
+  // --- windows ---
+  // Runs `fn` with the per-source lock held. Inside it, classify() decides each window's fate
+  // (tentatively: it also remembers the start so a second copy in the same report is a duplicate)
+  // and commit()/rollback() make it final. This lets the ingest write to the store while no other
+  // request of the same agent can interleave, and undo everything if the store fails.
+  class SourceTxn {
+   public:
+    WindowFate classify(const probe::WindowStats& w);
+    // `accepted` = the windows classify() accepted, in the same order.
+    void commit(std::span<const probe::WindowStats> accepted, int64_t now_ns);
+    void rollback();
+
+   private:
+    friend class Mesh;
+    struct Ring {
+      std::array<int64_t, kDedupDepth> starts{};
+      uint8_t n = 0;
+    };
+    struct Slot {
+      bool has_latest = false;
+      uint32_t txn_mark = 0;  // the txn that last saved this slot's ring for undo
+      int64_t received_ns = 0;
+      Ring ring;
+      probe::WindowStats latest;  // .target is left empty: the dst id is the key
+    };
+    struct Source {
+      std::mutex mu;
+      uint32_t txn_serial = 0;
+      std::unordered_map<uint64_t, Slot> pairs;  // key = protocol << 32 | dst id
+    };
+    SourceTxn(Mesh& m, Source& s) : mesh_(m), src_(s) {}
+    Mesh& mesh_;
+    Source& src_;
+    std::vector<std::pair<Slot*, Ring>> undo_;
+    std::vector<Slot*> accepted_;  // in classify order, for commit()
+  };
+  void with_source(const std::string& src, const std::function<void(SourceTxn&)>& fn);
+
+  // Restores state from stored windows (controller restart): latest and dedup rings.
+  void restore(const std::string& src, std::span<const probe::WindowStats> windows, int64_t received_ns);
+
+  // --- counters (ingest updates them) ---
+  struct Counters {
+    std::atomic<uint64_t> requests{0}, requests_rejected{0}, windows_accepted{0}, windows_duplicate{0},
+        windows_stale{0}, store_errors{0}, bytes{0};
+  };
+  Counters& counters() { return counters_; }
+  void set_store_info(StoreInfo info);
+
+  // Number of (protocol, src, dst) pairs held.
+  size_t pair_count() const;
+
+  // --- MeshView ---
+  std::vector<PairWindow> latest(probe::Protocol protocol) const override;
+  std::optional<PairWindow> latest_pair(probe::Protocol protocol, const std::string& src,
+                                        const std::string& dst) const override;
+  std::vector<AgentInfo> agents() const override;
+  std::vector<GroupInfo> groups() const override;
+  IngestCounters ingest_counters() const override;
+  StoreInfo store_info() const override;
+  int64_t window_ns() const override;
+
+ private:
+  struct AgentRecord {
+    AgentInfo info;
+    Peer peer;
+    uint64_t cached_generation = UINT64_MAX;
+    Pinglist cached;
+  };
+
+  uint32_t intern(const std::string& name);
+  std::string name_of(uint32_t id) const;
+  std::vector<Peer> peers_locked() const;
+
+  mutable std::mutex cfg_mu_;
+  std::shared_ptr<const Config> cfg_;
+
+  // Host names <-> small ids, so pair keys are integers.
+  mutable std::shared_mutex names_mu_;
+  std::unordered_map<std::string, uint32_t> ids_;
+  std::vector<std::string> names_;
+  std::vector<std::unique_ptr<SourceTxn::Source>> sources_;  // by id (sources_[id] may be null)
+
+  mutable std::mutex reg_mu_;
+  std::map<std::string, AgentRecord> agents_;
+  uint64_t generation_ = 0;  // bumped when a pinglist could change (membership, state, config)
+
+  Counters counters_;
+  mutable std::mutex store_mu_;
+  StoreInfo store_info_;
+};
+
+}  // namespace weft::controller

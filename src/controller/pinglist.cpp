@@ -1,0 +1,98 @@
+#include "controller/pinglist.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+namespace weft::controller {
+namespace {
+
+bool matches_any(const std::vector<std::string>& patterns, const std::string& name) {
+  for (const auto& p : patterns)
+    if (glob_match(p, name)) return true;
+  return false;
+}
+
+bool has(const std::vector<probe::Protocol>& v, probe::Protocol p) { return std::find(v.begin(), v.end(), p) != v.end(); }
+
+uint16_t port_of(const Peer& peer, probe::Protocol p) {
+  switch (p) {
+    case probe::Protocol::udp: return peer.udp_port;
+    case probe::Protocol::tcp: return peer.tcp_port;
+    case probe::Protocol::rdma: return 0;
+  }
+  return 0;
+}
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : s) {
+    h ^= ch;
+    h *= 1099511628211ull;
+  }
+  h &= (1ull << 53) - 1;  // exact in JSON readers that use doubles (JavaScript)
+  return h == 0 ? 1 : h;  // 0 means "no pinglist yet" to agents
+}
+
+nlohmann::json body_json(const Pinglist& p) {
+  nlohmann::json protos = nlohmann::json::array();
+  for (const auto& pp : p.protocols) {
+    nlohmann::json targets = nlohmann::json::array();
+    for (const auto& t : pp.targets) targets.push_back({{"name", t.name}, {"host", t.host}, {"port", t.port}});
+    protos.push_back({{"protocol", probe::to_string(pp.protocol)},
+                      {"interval_us", pp.interval_ns / 1000},
+                      {"timeout_us", pp.timeout_ns / 1000},
+                      {"targets", std::move(targets)}});
+  }
+  return {{"window_ms", p.window_ns / 1'000'000},
+          {"report_interval_ms", p.report_interval_ns / 1'000'000},
+          {"sync_interval_ms", p.sync_interval_ns / 1'000'000},
+          {"protocols", std::move(protos)}};
+}
+
+}  // namespace
+
+Pinglist compute_pinglist(const Config& cfg, const std::string& agent, const std::vector<Peer>& peers) {
+  Pinglist out;
+  out.window_ns = cfg.window_ns;
+  out.report_interval_ns = cfg.report_interval_ns;
+  out.sync_interval_ns = cfg.pinglist_sync_ns;
+  const Peer* self = nullptr;
+  for (const auto& p : peers)
+    if (p.name == agent) self = &p;
+  if (self) {
+    for (const auto& plan : cfg.protocols) {
+      if (!has(self->protocols, plan.protocol)) continue;
+      std::set<std::string> wanted;  // target names
+      for (const auto& g : cfg.groups) {
+        if (!has(g.protocols, plan.protocol) || !matches_any(g.members, agent)) continue;
+        for (const auto& peer : peers)
+          if (matches_any(g.members, peer.name)) wanted.insert(peer.name);
+      }
+      for (const auto& a : cfg.arrows) {
+        if (!has(a.protocols, plan.protocol) || !matches_any(a.from, agent)) continue;
+        for (const auto& peer : peers)
+          if (matches_any(a.to, peer.name)) wanted.insert(peer.name);
+      }
+      ProtocolPinglist pl{plan.protocol, plan.interval_ns, plan.timeout_ns, {}};
+      for (const auto& peer : peers) {  // peers are sorted by name, so targets are too
+        if (peer.name == agent || !peer.up || !wanted.contains(peer.name) || !has(peer.protocols, plan.protocol)) continue;
+        uint16_t port = port_of(peer, plan.protocol);
+        if (port == 0 || peer.address.empty()) continue;  // it does not answer this protocol
+        pl.targets.push_back({peer.name, peer.address, port});
+      }
+      out.protocols.push_back(std::move(pl));
+    }
+  }
+  out.version = fnv1a(body_json(out).dump());
+  return out;
+}
+
+std::string pinglist_json(const Pinglist& p) {
+  auto j = body_json(p);
+  j["version"] = p.version;
+  return j.dump();
+}
+
+}  // namespace weft::controller

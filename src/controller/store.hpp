@@ -1,0 +1,52 @@
+#pragma once
+// Where windows are kept beyond memory. Two implementations behind this one interface:
+//  - SqliteStore (default, no service needed): history in a local SQLite file (WAL, group commit,
+//    one row per report and source with the windows packed in a blob, retention by age).
+//  - RedisStore: latest per pair in hashes, history in sorted sets (keys in docs/store-redis.md).
+//
+// The in-memory latest mesh and dedup state live in Mesh; a store only has to make an accepted
+// batch durable, answer history queries, and give back recent windows after a restart.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/result.hpp"
+#include "controller/mesh_state.hpp"
+#include "probe/window.hpp"
+
+namespace weft::controller {
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // Makes all of `windows` (all from `src`) durable, or none of them. Thread-safe; may block until
+  // the data is committed (the ingest acknowledges only after this returns).
+  virtual Status append(const std::string& src, std::span<const probe::WindowStats> windows, int64_t received_ns) = 0;
+
+  // Windows of one pair with start >= since_ns and start < until_ns, oldest first, at most `limit`.
+  virtual Result<std::vector<probe::WindowStats>> history(probe::Protocol protocol, const std::string& src,
+                                                          const std::string& dst, int64_t since_ns,
+                                                          int64_t until_ns, size_t limit) = 0;
+
+  // Calls fn(src, windows, received_ns) for what was stored with a window start >= since_ns, in the
+  // order it was stored (used to rebuild the latest mesh and dedup state after a restart).
+  using RestoreFn = std::function<void(const std::string&, std::span<const probe::WindowStats>, int64_t)>;
+  virtual Status load_recent(int64_t since_ns, const RestoreFn& fn) = 0;
+
+  // Deletes history whose window ended before `before_ns`.
+  virtual Status apply_retention(int64_t before_ns) = 0;
+
+  virtual StoreInfo info() const = 0;
+};
+
+// "sqlite:PATH", "redis://HOST:PORT" or "redis+unix:///PATH".
+Result<std::unique_ptr<Store>> open_store(const std::string& spec);
+
+Result<std::unique_ptr<Store>> open_sqlite_store(const std::string& path);
+Result<std::unique_ptr<Store>> open_redis_store(const std::string& spec);
+
+}  // namespace weft::controller

@@ -1,0 +1,211 @@
+// The Redis store (keys documented in docs/store-redis.md):
+//   weft:pairs                         SET   "proto|src|dst" of every pair ever stored
+//   weft:latest:<proto>:<src>          HASH  dst -> window JSON (newest start of the batch)
+//   weft:hist:<proto>:<src>:<dst>      ZSET  score = window start (ns), member = window JSON
+// A batch is written in one MULTI/EXEC, so it is stored entirely or not at all. The window JSON
+// contains its start, so a resent window is the same member and cannot be counted twice even by
+// another controller sharing the Redis.
+#include <hiredis/hiredis.h>
+
+#include <charconv>
+#include <map>
+#include <mutex>
+
+#include "agent/wire.hpp"
+#include "base/log.hpp"
+#include "controller/store.hpp"
+
+namespace weft::controller {
+namespace {
+
+struct ReplyDeleter {
+  void operator()(redisReply* r) const { freeReplyObject(r); }
+};
+using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
+
+class RedisStore final : public Store {
+ public:
+  explicit RedisStore(std::string spec) : spec_(std::move(spec)) {}
+  ~RedisStore() override {
+    if (ctx_) redisFree(ctx_);
+  }
+
+  Status connect() {
+    if (ctx_) {
+      redisFree(ctx_);
+      ctx_ = nullptr;
+    }
+    timeval tv{2, 0};
+    if (spec_.starts_with("redis+unix://")) {
+      std::string path = spec_.substr(13);
+      ctx_ = redisConnectUnixWithTimeout(path.c_str(), tv);
+    } else {
+      std::string hp = spec_.substr(8);
+      if (auto slash = hp.find('/'); slash != std::string::npos) hp.resize(slash);
+      auto colon = hp.rfind(':');
+      std::string host = colon == std::string::npos ? hp : hp.substr(0, colon);
+      int port = 6379;
+      if (colon != std::string::npos) {
+        auto [p, ec] = std::from_chars(hp.data() + colon + 1, hp.data() + hp.size(), port);
+        if (ec != std::errc{} || p != hp.data() + hp.size()) return fail("redis store '{}': bad port", spec_);
+      }
+      ctx_ = redisConnectWithTimeout(host.c_str(), port, tv);
+    }
+    if (!ctx_ || ctx_->err) {
+      std::string e = ctx_ ? ctx_->errstr : "out of memory";
+      return fail("redis store {}: {}", spec_, e);
+    }
+    redisSetTimeout(ctx_, timeval{5, 0});
+    Reply r(static_cast<redisReply*>(redisCommand(ctx_, "PING")));
+    if (!r || r->type == REDIS_REPLY_ERROR) return fail("redis store {}: PING failed: {}", spec_, r ? r->str : ctx_->errstr);
+    return {};
+  }
+
+  Status append(const std::string& src, std::span<const probe::WindowStats> windows, int64_t) override {
+    if (windows.empty()) return {};
+    std::lock_guard lk(mu_);
+    auto st = append_locked(src, windows);
+    if (!st && ctx_ && ctx_->err) {  // connection trouble: one reconnect, then one more try
+      if (connect()) st = append_locked(src, windows);
+    }
+    last_error_ = st ? std::string() : st.error().message;
+    return st;
+  }
+
+  Result<std::vector<probe::WindowStats>> history(probe::Protocol protocol, const std::string& src,
+                                                  const std::string& dst, int64_t since_ns, int64_t until_ns,
+                                                  size_t limit) override {
+    std::lock_guard lk(mu_);
+    if (auto st = ensure(); !st) return std::unexpected(st.error());
+    std::string key = fmt::format("weft:hist:{}:{}:{}", probe::to_string(protocol), src, dst);
+    std::string lo = std::to_string(since_ns), hi = "(" + std::to_string(until_ns);
+    // Newest `limit` in the range: reverse range with a limit, then put back in order.
+    Reply r(static_cast<redisReply*>(redisCommand(ctx_, "ZREVRANGEBYSCORE %b %b %b LIMIT 0 %lld", key.data(), key.size(),
+                                                  hi.data(), hi.size(), lo.data(), lo.size(),
+                                                  static_cast<long long>(limit))));
+    if (!r || r->type != REDIS_REPLY_ARRAY) return fail("redis history: {}", r ? (r->str ? r->str : "bad reply") : ctx_->errstr);
+    std::vector<probe::WindowStats> out;
+    for (size_t i = r->elements; i-- > 0;) {
+      auto w = agent::parse_window_json(std::string_view(r->element[i]->str, r->element[i]->len));
+      if (!w) return fail("redis history: corrupt member in {}: {}", key, w.error().message);
+      out.push_back(std::move(*w));
+    }
+    return out;
+  }
+
+  Status load_recent(int64_t since_ns, const RestoreFn& fn) override {
+    std::lock_guard lk(mu_);
+    if (auto st = ensure(); !st) return st;
+    Reply pairs(static_cast<redisReply*>(redisCommand(ctx_, "SMEMBERS weft:pairs")));
+    if (!pairs || pairs->type != REDIS_REPLY_ARRAY) return fail("redis load: SMEMBERS weft:pairs failed");
+    std::map<std::string, std::vector<probe::WindowStats>> by_src;
+    std::string lo = std::to_string(since_ns);
+    for (size_t i = 0; i < pairs->elements; ++i) {
+      std::string p(pairs->element[i]->str, pairs->element[i]->len);
+      auto a = p.find('|'), b = p.rfind('|');
+      if (a == std::string::npos || a == b) continue;
+      std::string key = fmt::format("weft:hist:{}:{}:{}", p.substr(0, a), p.substr(a + 1, b - a - 1), p.substr(b + 1));
+      Reply r(static_cast<redisReply*>(
+          redisCommand(ctx_, "ZRANGEBYSCORE %b %b +inf", key.data(), key.size(), lo.data(), lo.size())));
+      if (!r || r->type != REDIS_REPLY_ARRAY) return fail("redis load: ZRANGEBYSCORE {} failed", key);
+      auto& v = by_src[p.substr(a + 1, b - a - 1)];
+      for (size_t k = 0; k < r->elements; ++k) {
+        auto w = agent::parse_window_json(std::string_view(r->element[k]->str, r->element[k]->len));
+        if (w) v.push_back(std::move(*w));
+      }
+    }
+    for (auto& [src, ws] : by_src) {
+      std::stable_sort(ws.begin(), ws.end(), [](const auto& x, const auto& y) { return x.start_unix_ns < y.start_unix_ns; });
+      fn(src, ws, 0);
+    }
+    return {};
+  }
+
+  Status apply_retention(int64_t before_ns) override {
+    std::lock_guard lk(mu_);
+    if (auto st = ensure(); !st) return st;
+    Reply pairs(static_cast<redisReply*>(redisCommand(ctx_, "SMEMBERS weft:pairs")));
+    if (!pairs || pairs->type != REDIS_REPLY_ARRAY) return fail("redis retention: SMEMBERS failed");
+    std::string hi = "(" + std::to_string(before_ns);
+    for (size_t i = 0; i < pairs->elements; ++i) {
+      std::string p(pairs->element[i]->str, pairs->element[i]->len);
+      auto a = p.find('|'), b = p.rfind('|');
+      if (a == std::string::npos || a == b) continue;
+      std::string key = fmt::format("weft:hist:{}:{}:{}", p.substr(0, a), p.substr(a + 1, b - a - 1), p.substr(b + 1));
+      Reply r(static_cast<redisReply*>(redisCommand(ctx_, "ZREMRANGEBYSCORE %b -inf %b", key.data(), key.size(), hi.data(), hi.size())));
+      if (!r) return fail("redis retention: {}", ctx_->errstr);
+    }
+    return {};
+  }
+
+  StoreInfo info() const override {
+    std::lock_guard lk(mu_);
+    return {"redis", spec_, last_error_.empty(), last_error_};
+  }
+
+ private:
+  Status ensure() {
+    if (ctx_ && !ctx_->err) return {};
+    return connect();
+  }
+
+  Status append_locked(const std::string& src, std::span<const probe::WindowStats> windows) {
+    if (auto st = ensure(); !st) return st;
+    size_t queued = 0;
+    auto cmd = [&](std::initializer_list<std::string_view> args) {
+      std::vector<const char*> argv;
+      std::vector<size_t> lens;
+      for (auto a : args) {
+        argv.push_back(a.data());
+        lens.push_back(a.size());
+      }
+      redisAppendCommandArgv(ctx_, static_cast<int>(argv.size()), argv.data(), lens.data());
+      ++queued;
+    };
+    cmd({"MULTI"});
+    std::map<std::pair<int, std::string>, const probe::WindowStats*> newest;  // (proto, dst) -> window
+    for (const auto& w : windows) {
+      std::string proto = probe::to_string(w.protocol);
+      std::string key = fmt::format("weft:hist:{}:{}:{}", proto, src, w.target);
+      std::string member = agent::window_json(w);
+      std::string score = std::to_string(w.start_unix_ns);
+      cmd({"ZADD", key, score, member});
+      cmd({"SADD", "weft:pairs", fmt::format("{}|{}|{}", proto, src, w.target)});
+      auto& n = newest[{static_cast<int>(w.protocol), w.target}];
+      if (!n || w.start_unix_ns > n->start_unix_ns) n = &w;
+    }
+    for (const auto& [k, w] : newest) {
+      std::string key = fmt::format("weft:latest:{}:{}", probe::to_string(w->protocol), src);
+      cmd({"HSET", key, w->target, agent::window_json(*w)});
+    }
+    cmd({"EXEC"});
+    std::string err;
+    for (size_t i = 0; i < queued; ++i) {
+      redisReply* raw = nullptr;
+      if (redisGetReply(ctx_, reinterpret_cast<void**>(&raw)) != REDIS_OK) return fail("redis append: {}", ctx_->errstr);
+      Reply r(raw);
+      if (i + 1 == queued) {  // EXEC: nil (aborted) or an array of results
+        if (r->type != REDIS_REPLY_ARRAY) err = err.empty() ? "transaction aborted" : err;
+      } else if (r->type == REDIS_REPLY_ERROR && err.empty()) {
+        err = std::string(r->str, r->len);
+      }
+    }
+    if (!err.empty()) return fail("redis append: {}", err);
+    return {};
+  }
+
+  std::string spec_;
+  mutable std::mutex mu_;
+  redisContext* ctx_ = nullptr;
+  std::string last_error_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> open_redis_store(const std::string& spec) {
+  auto s = std::make_unique<RedisStore>(spec);
+  if (auto st = s->connect(); !st) return std::unexpected(st.error());
+  return std::unique_ptr<Store>(std::move(s));
+}
+
+}  // namespace weft::controller
