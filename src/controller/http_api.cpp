@@ -11,6 +11,8 @@
 
 #include "base/log.hpp"
 #include "controller/controller.hpp"
+#include "controller/metrics_renderer.hpp"
+#include "controller/metrics_text.hpp"
 
 // Defined by src/controller/CMakeLists.txt when web/ (the dashboard) is part of the build.
 #ifdef WEFT_WEB_ASSETS
@@ -348,12 +350,12 @@ void Controller::install_routes(httplib::Server& srv) {
     res.set_content(pinglist_json(mesh_->pinglist_for(name)), kJson);
   });
 
-#ifdef WEFT_HAVE_METRICS
-  srv.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+  srv.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
+    MetricsOptions opt;
+    opt.per_pair = req.get_param_value("pairs") == "1";  // per-pair series are opt-in (docs/metrics.md)
     res.status = 200;
-    res.set_content(render_metrics(*mesh_), std::string(kPromContentType));
+    res.set_content(render_metrics(*mesh_, opt, now_ns()), std::string(kPromContentType));
   });
-#endif
 
 #ifdef WEFT_HAVE_WEB_ASSETS
   auto asset = [](const httplib::Request& req, httplib::Response& res) {

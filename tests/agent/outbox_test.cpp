@@ -1,0 +1,76 @@
+// The agent's outbox: order, spooling, the cap, and pick-up after a restart.
+#include <gtest/gtest.h>
+
+#include "agent/outbox.hpp"
+#include "test_util.hpp"
+
+using namespace weft::agent;
+using weft::controller::testing::TempDir;
+using weft::controller::testing::window;
+
+namespace {
+std::vector<weft::probe::WindowStats> batch(int first, int n) {
+  std::vector<weft::probe::WindowStats> v;
+  for (int i = 0; i < n; ++i) v.push_back(window("peer", (first + i) * 1'000'000'000LL));
+  return v;
+}
+int64_t first_start(const Batch& b) { return b.windows.front().start_unix_ns; }
+}  // namespace
+
+TEST(Outbox, DeliversInOrderAcrossMemoryAndSpool) {
+  TempDir dir;
+  Outbox o({dir.file("spool"), /*memory_windows=*/10, /*spool_max_bytes=*/1 << 20});
+  ASSERT_TRUE(o.open());
+  for (int i = 0; i < 10; ++i) o.push(batch(i * 5, 5));  // 50 windows: most go to disk
+  EXPECT_EQ(o.pending_windows(), 50u);
+  EXPECT_GT(o.spooled_batches(), 0u);
+  for (int i = 0; i < 10; ++i) {
+    auto b = o.front();
+    ASSERT_TRUE(b);
+    EXPECT_EQ(first_start(*b), i * 5 * 1'000'000'000LL);
+    ASSERT_EQ(b->windows.size(), 5u);
+    o.pop(b->seq);
+  }
+  EXPECT_FALSE(o.front());
+  EXPECT_EQ(o.dropped_windows(), 0u);
+}
+
+TEST(Outbox, CapDropsTheOldestAndCountsIt) {
+  TempDir dir;
+  Outbox o({dir.file("spool"), 5, /*spool_max_bytes=*/600});
+  ASSERT_TRUE(o.open());
+  for (int i = 0; i < 20; ++i) o.push(batch(i * 5, 5));
+  EXPECT_GT(o.dropped_windows(), 0u);
+  EXPECT_EQ(o.pending_windows() + o.dropped_windows(), 100u);
+  auto b = o.front();
+  ASSERT_TRUE(b);
+  EXPECT_GT(first_start(*b), 0);  // the oldest went first
+}
+
+TEST(Outbox, SpoolSurvivesARestart) {
+  TempDir dir;
+  {
+    Outbox o({dir.file("spool"), 100, 1 << 20});
+    ASSERT_TRUE(o.open());
+    o.push(batch(0, 3));
+    o.push(batch(3, 3));
+    o.spill_all();  // what the agent does on shutdown
+  }
+  Outbox o({dir.file("spool"), 100, 1 << 20});
+  ASSERT_TRUE(o.open());
+  EXPECT_EQ(o.pending_windows(), 6u);
+  auto b = o.front();
+  ASSERT_TRUE(b);
+  EXPECT_EQ(first_start(*b), 0);
+  o.pop(b->seq);
+  o.push(batch(6, 1));  // new batches come after the recovered ones
+  EXPECT_EQ(first_start(*o.front()), 3'000'000'000LL);
+}
+
+TEST(Outbox, MemoryOnlyDropsOldestBeyondTheLimit) {
+  Outbox o({"", 10, 0});
+  ASSERT_TRUE(o.open());
+  for (int i = 0; i < 5; ++i) o.push(batch(i * 5, 5));
+  EXPECT_EQ(o.dropped_windows(), 15u);
+  EXPECT_EQ(first_start(*o.front()), 15'000'000'000LL);
+}

@@ -1,0 +1,98 @@
+#include <gtest/gtest.h>
+
+#include "controller/config.hpp"
+
+using namespace weft::controller;
+
+TEST(Config, ParsesAFullExample) {
+  auto c = parse_config(R"(
+listen: [127.0.0.1:18080, "10.0.0.1:18080"]
+tokens: [abcdefgh12]
+store: sqlite:/tmp/x.db
+retention: 2d
+window: 5s
+agent_down_after: 20s
+protocols:
+  udp: {interval: 50ms, timeout: 1s}
+  tcp:
+groups:
+  - name: rack1
+    protocols: [udp, tcp]
+    members: ["r1-*"]
+arrows:
+  - name: web-db
+    protocols: [udp]
+    from: web-*
+    to: [db-1, db-2]
+)", "t.yaml");
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->listen.size(), 2u);
+  EXPECT_EQ(c->retention_ns, 2LL * 86400 * 1'000'000'000);
+  EXPECT_EQ(c->window_ns, 5'000'000'000);
+  ASSERT_NE(c->plan(weft::probe::Protocol::udp), nullptr);
+  EXPECT_EQ(c->plan(weft::probe::Protocol::udp)->interval_ns, 50'000'000);
+  ASSERT_NE(c->plan(weft::probe::Protocol::tcp), nullptr);
+  ASSERT_EQ(c->groups.size(), 1u);
+  EXPECT_EQ(c->groups[0].members[0], "r1-*");
+  ASSERT_EQ(c->arrows.size(), 1u);
+  EXPECT_EQ(c->arrows[0].from, std::vector<std::string>{"web-*"});
+  EXPECT_EQ(c->arrows[0].to.size(), 2u);
+}
+
+TEST(Config, ErrorNamesFileLineAndField) {
+  auto c = parse_config("window: 10s\ngroups:\n  - name: g\n    protocols: [udp, udpp]\n    members: ['*']\n", "weft.yaml");
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().message.find("weft.yaml:4:"), std::string::npos) << c.error().message;
+  EXPECT_NE(c.error().message.find("groups[0].protocols[1]"), std::string::npos) << c.error().message;
+  EXPECT_NE(c.error().message.find("udpp"), std::string::npos) << c.error().message;
+}
+
+TEST(Config, UnknownKeyIsAnError) {
+  auto c = parse_config("listen: 127.0.0.1:1\nwindwo: 10s\n", "w.yaml");
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().message.find("w.yaml:2:1"), std::string::npos) << c.error().message;
+  EXPECT_NE(c.error().message.find("windwo"), std::string::npos) << c.error().message;
+}
+
+TEST(Config, BadValues) {
+  for (const char* bad : {"window: 10 seconds\n", "window: 10\n", "listen: nohostport\n", "tokens: [short]\n",
+                          "store: mysql://x\n", "groups: {a: 1}\n", "groups:\n  - name: a\n    protocols: [udp]\n",
+                          "protocols:\n  udp: {timeout: 20s}\n", "http_threads: -3\n",
+                          "groups:\n  - {name: a, protocols: [udp], members: [x]}\n  - {name: a, protocols: [udp], members: [y]}\n"}) {
+    auto c = parse_config(bad, "b.yaml");
+    EXPECT_FALSE(c) << "accepted: " << bad;
+    if (!c) {
+      EXPECT_NE(c.error().message.find("b.yaml"), std::string::npos) << c.error().message;
+    }
+  }
+}
+
+TEST(Config, YamlSyntaxErrorHasALine) {
+  auto c = parse_config("listen: [127.0.0.1:1\ngroups: x\n", "s.yaml");
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().message.find("s.yaml:"), std::string::npos) << c.error().message;
+  EXPECT_NE(c.error().message.find("syntax"), std::string::npos) << c.error().message;
+}
+
+TEST(Config, MissingFileSaysSo) {
+  auto c = load_config("/nonexistent/weft.yaml");
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().message.find("/nonexistent/weft.yaml"), std::string::npos);
+}
+
+TEST(Config, Durations) {
+  EXPECT_EQ(*parse_duration("250us"), 250'000);
+  EXPECT_EQ(*parse_duration("3m"), 180'000'000'000);
+  EXPECT_FALSE(parse_duration("1.5s"));
+  EXPECT_FALSE(parse_duration("s"));
+  EXPECT_FALSE(parse_duration("99999999999999999d"));
+}
+
+TEST(Config, Glob) {
+  EXPECT_TRUE(glob_match("*", "anything"));
+  EXPECT_TRUE(glob_match("rack1-*", "rack1-h07"));
+  EXPECT_FALSE(glob_match("rack1-*", "rack2-h07"));
+  EXPECT_TRUE(glob_match("h?", "h1"));
+  EXPECT_FALSE(glob_match("h?", "h10"));
+  EXPECT_TRUE(glob_match("*-db-*", "eu-db-3"));
+}

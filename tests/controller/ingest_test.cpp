@@ -1,0 +1,237 @@
+// Ingest: validation, all-or-nothing, dedup of resends, and the SQLite store across a restart.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "controller/ingest.hpp"
+#include "test_util.hpp"
+
+using namespace weft::controller;
+using namespace weft::controller::testing;
+using weft::probe::Protocol;
+
+namespace {
+
+std::shared_ptr<const Config> test_config() {
+  auto c = parse_config("groups:\n  - {name: all, protocols: [udp, tcp], members: ['*']}\n", "<test>");
+  return std::make_shared<const Config>(*c);
+}
+
+void register_all(Mesh& m, std::initializer_list<const char*> names) {
+  int i = 1;
+  for (const char* n : names)
+    m.register_agent({n, {"10.0.0." + std::to_string(i++)}, {Protocol::udp, Protocol::tcp}, "test", 7777, 7778}, now_ns());
+}
+
+weft::agent::Report report(const std::string& agent, std::vector<weft::probe::WindowStats> ws) {
+  weft::agent::Report r;
+  r.agent = agent;
+  r.windows = std::move(ws);
+  return r;
+}
+
+nlohmann::json body(const IngestReply& r) { return nlohmann::json::parse(r.body); }
+
+// A store that fails on demand, to check that a failed write leaves no trace.
+class FlakyStore final : public Store {
+ public:
+  bool failing = false;
+  std::vector<weft::probe::WindowStats> stored;
+  weft::Status append(const std::string&, std::span<const weft::probe::WindowStats> ws, int64_t) override {
+    if (failing) return weft::fail("disk on fire");
+    stored.insert(stored.end(), ws.begin(), ws.end());
+    return {};
+  }
+  weft::Result<std::vector<weft::probe::WindowStats>> history(Protocol, const std::string&, const std::string&, int64_t,
+                                                              int64_t, size_t) override {
+    return stored;
+  }
+  weft::Status load_recent(int64_t, const RestoreFn&) override { return {}; }
+  weft::Status apply_retention(int64_t) override { return {}; }
+  StoreInfo info() const override { return {"flaky", "", !failing, ""}; }
+};
+
+struct Fixture : ::testing::Test {
+  TempDir dir;
+  std::unique_ptr<Store> store;
+  std::unique_ptr<Mesh> mesh;
+  std::unique_ptr<Ingest> ingest;
+  void open() {
+    auto s = open_sqlite_store(dir.file("h.db"));
+    ASSERT_TRUE(s) << s.error().message;
+    store = std::move(*s);
+    mesh = std::make_unique<Mesh>(test_config());
+    ingest = std::make_unique<Ingest>(*mesh, *store);
+  }
+  void SetUp() override { open(); }
+};
+
+}  // namespace
+
+TEST_F(Fixture, AcceptsAndServesLatest) {
+  register_all(*mesh, {"h1", "h2", "h3"});
+  int64_t t = now_ns() - 10'000'000'000;
+  auto r = ingest->handle_report(report("h1", {window("h2", t, 100, 30), window("h3", t)}), now_ns());
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(body(r)["accepted"], 2);
+  auto latest = mesh->latest(Protocol::udp);
+  ASSERT_EQ(latest.size(), 2u);
+  EXPECT_EQ(latest[0].src, "h1");
+  EXPECT_EQ(latest[0].dst, "h2");
+  EXPECT_DOUBLE_EQ(latest[0].loss_ratio(), 0.3);
+  EXPECT_EQ(mesh->ingest_counters().windows_accepted, 2u);
+}
+
+TEST_F(Fixture, ResendIsNotCountedTwice) {
+  register_all(*mesh, {"h1", "h2"});
+  int64_t t = now_ns() - 10'000'000'000;
+  auto rep = report("h1", {window("h2", t), window("h2", t + 1'000'000'000)});
+  ASSERT_EQ(ingest->handle_report(rep, now_ns()).status, 200);
+  auto again = ingest->handle_report(rep, now_ns());
+  ASSERT_EQ(again.status, 200);
+  EXPECT_EQ(body(again)["accepted"], 0);
+  EXPECT_EQ(body(again)["duplicate"], 2);
+  auto h = store->history(Protocol::udp, "h1", "h2", 0, INT64_MAX, 1000);
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->size(), 2u);
+  // The same window twice inside one request is also caught.
+  auto twice = ingest->handle_report(report("h1", {window("h2", t + 5'000'000'000), window("h2", t + 5'000'000'000)}), now_ns());
+  EXPECT_EQ(body(twice)["accepted"], 1);
+  EXPECT_EQ(body(twice)["duplicate"], 1);
+}
+
+TEST_F(Fixture, OutOfOrderWindowsAreKeptButLatestStaysNewest) {
+  register_all(*mesh, {"h1", "h2"});
+  int64_t t = now_ns() - 100'000'000'000;
+  ASSERT_EQ(ingest->handle_report(report("h1", {window("h2", t + 3'000'000'000)}), now_ns()).status, 200);
+  auto older = ingest->handle_report(report("h1", {window("h2", t + 1'000'000'000, 100, 50)}), now_ns());
+  EXPECT_EQ(body(older)["accepted"], 1);
+  auto l = mesh->latest_pair(Protocol::udp, "h1", "h2");
+  ASSERT_TRUE(l);
+  EXPECT_EQ(l->window.start_unix_ns, t + 3'000'000'000);
+  // Once the dedup ring is full, anything older than all of it is refused as stale, not guessed.
+  for (int i = 10; i < 10 + int(Mesh::kDedupDepth); ++i)
+    ingest->handle_report(report("h1", {window("h2", t + i * 1'000'000'000LL)}), now_ns());
+  auto stale = ingest->handle_report(report("h1", {window("h2", t + 2'000'000'000)}), now_ns());
+  EXPECT_EQ(body(stale)["stale"], 1);
+}
+
+TEST_F(Fixture, InvalidRequestsAreRejectedWhole) {
+  register_all(*mesh, {"h1", "h2", "h3"});
+  int64_t t = now_ns() - 10'000'000'000;
+  auto bad = window("h3", t);
+  bad.received = 101;  // more than sent
+  auto r = ingest->handle_report(report("h1", {window("h2", t), bad}), now_ns());
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(body(r)["error"].get<std::string>().find("windows[1]"), std::string::npos) << r.body;
+  EXPECT_TRUE(mesh->latest(Protocol::udp).empty());
+  EXPECT_TRUE(store->history(Protocol::udp, "h1", "h2", 0, INT64_MAX, 10)->empty());
+
+  std::vector<std::pair<const char*, std::function<void(weft::probe::WindowStats&)>>> cases = {
+      {"future", [&](auto& w) { w.end_unix_ns = now_ns() + 3600'000'000'000; w.start_unix_ns = w.end_unix_ns - 1; }},
+      {"reversed", [](auto& w) { w.end_unix_ns = w.start_unix_ns - 1; }},
+      {"percentiles", [](auto& w) { w.network_rtt.p50_ns = w.network_rtt.max_ns + 1; }},
+      {"negative rtt", [](auto& w) { w.network_rtt.min_ns = -5; }},
+      {"late>lost", [](auto& w) { w.late = 1; }},
+      {"bad name", [](auto& w) { w.target = "h2; DROP TABLE"; }},
+      {"self", [](auto& w) { w.target = "h1"; }},
+      {"count>received", [](auto& w) { w.network_rtt.count = 1000; }},
+  };
+  for (auto& [what, mutate] : cases) {
+    auto w = window("h2", t);
+    mutate(w);
+    EXPECT_EQ(ingest->handle_report(report("h1", {w}), now_ns()).status, 400) << what;
+  }
+  EXPECT_EQ(ingest->handle_report(report("stranger", {window("h2", t)}), now_ns()).status, 409);
+  EXPECT_EQ(mesh->ingest_counters().windows_accepted, 0u);
+}
+
+TEST_F(Fixture, DecodesBothEncodingsTheSame) {
+  register_all(*mesh, {"h1", "h2"});
+  int64_t t = now_ns() - 10'000'000'000;
+  auto rep = report("h1", {window("h2", t, 50, 5, Protocol::tcp)});
+  rep.health.cpu_percent = 1.5;
+  rep.alarms.push_back({"prober_restarted", "udp prober died", t});
+  auto j = ingest->handle("application/json", weft::agent::encode_json(rep), now_ns());
+  ASSERT_EQ(j.status, 200) << j.body;
+  rep.windows[0].start_unix_ns += 1'000'000'000;
+  rep.windows[0].end_unix_ns += 1'000'000'000;
+  auto b = ingest->handle(std::string(weft::agent::kBinaryContentType), weft::agent::encode_binary(rep), now_ns());
+  ASSERT_EQ(b.status, 200) << b.body;
+  auto h = store->history(Protocol::tcp, "h1", "h2", 0, INT64_MAX, 10);
+  ASSERT_EQ(h->size(), 2u);
+  EXPECT_EQ((*h)[0].network_rtt.p99_ns, 90'000);
+  EXPECT_EQ((*h)[1].lost, 5u);
+  auto agents = mesh->agents();
+  EXPECT_DOUBLE_EQ(agents[0].health.cpu_percent, 1.5);
+  ASSERT_EQ(agents[0].alarms.size(), 2u);  // sent twice, reported twice: alarms are events
+  EXPECT_EQ(ingest->handle("text/plain", "x", now_ns()).status, 415);
+  EXPECT_EQ(ingest->handle("application/json", "{\"agent\":", now_ns()).status, 400);
+  EXPECT_EQ(ingest->handle("application/json", "{\"agent\":\"h1\",\"windows\":[{\"protocol\":7}]}", now_ns()).status, 400);
+  EXPECT_EQ(ingest->handle(std::string(weft::agent::kBinaryContentType), "WFT1\xff\xff", now_ns()).status, 400);
+}
+
+TEST_F(Fixture, SqliteHistoryAndDedupSurviveARestart) {
+  register_all(*mesh, {"h1", "h2", "h3"});
+  int64_t t = now_ns() - 60'000'000'000;
+  std::vector<weft::probe::WindowStats> sent;
+  for (int i = 0; i < 5; ++i) sent.push_back(window("h2", t + i * 1'000'000'000LL, 100, static_cast<uint64_t>(i)));
+  ASSERT_EQ(ingest->handle_report(report("h1", sent), now_ns()).status, 200);
+  ASSERT_EQ(ingest->handle_report(report("h3", {window("h1", t)}), now_ns()).status, 200);
+
+  ingest.reset();
+  mesh.reset();
+  store.reset();  // the controller stops
+  open();         // and starts again on the same file
+  ASSERT_TRUE(store->load_recent(t - 1, [&](const std::string& src, auto ws, int64_t rx) { mesh->restore(src, ws, rx); }));
+  auto l = mesh->latest_pair(Protocol::udp, "h1", "h2");
+  ASSERT_TRUE(l);
+  EXPECT_EQ(l->window.lost, 4u);
+  EXPECT_TRUE(mesh->latest_pair(Protocol::udp, "h3", "h1"));
+  auto h = store->history(Protocol::udp, "h1", "h2", 0, INT64_MAX, 100);
+  ASSERT_EQ(h->size(), 5u);
+  // The agent resends the last batch because it never saw the answer: nothing is counted twice.
+  register_all(*mesh, {"h1", "h2", "h3"});
+  auto again = ingest->handle_report(report("h1", sent), now_ns());
+  EXPECT_EQ(body(again)["duplicate"], 5);
+  EXPECT_EQ(store->history(Protocol::udp, "h1", "h2", 0, INT64_MAX, 100)->size(), 5u);
+  // since/limit
+  EXPECT_EQ(store->history(Protocol::udp, "h1", "h2", t + 2'000'000'000, INT64_MAX, 100)->size(), 3u);
+  EXPECT_EQ(store->history(Protocol::udp, "h1", "h2", 0, INT64_MAX, 2)->back().start_unix_ns, t + 4'000'000'000);
+}
+
+TEST(IngestStoreFailure, NothingIsKeptAndTheRetryCounts) {
+  FlakyStore store;
+  Mesh mesh(test_config());
+  Ingest ingest(mesh, store);
+  register_all(mesh, {"h1", "h2"});
+  int64_t t = now_ns() - 10'000'000'000;
+  auto rep = report("h1", {window("h2", t)});
+  store.failing = true;
+  EXPECT_EQ(ingest.handle_report(rep, now_ns()).status, 503);
+  EXPECT_FALSE(mesh.latest_pair(Protocol::udp, "h1", "h2"));
+  store.failing = false;
+  auto ok = ingest.handle_report(rep, now_ns());
+  EXPECT_EQ(body(ok)["accepted"], 1);  // the failed attempt left no dedup trace
+  EXPECT_EQ(store.stored.size(), 1u);
+}
+
+TEST(MeshRegistry, SilentAgentsGoDownAndComeBack) {
+  auto cfg = parse_config("agent_down_after: 2s\ngroups:\n  - {name: all, protocols: [udp], members: ['*']}\n", "<t>");
+  Mesh mesh(std::make_shared<const Config>(*cfg));
+  int64_t t0 = now_ns();
+  for (const char* n : {"h1", "h2", "h3"}) mesh.register_agent({n, {"10.0.0.9"}, {Protocol::udp}, "", 7777, 0}, t0);
+  EXPECT_EQ(mesh.pinglist_for("h1").target_count(), 2u);
+  weft::agent::Health h;
+  mesh.touch("h1", h, {}, t0 + 3'000'000'000);
+  mesh.touch("h2", h, {}, t0 + 3'000'000'000);
+  auto down = mesh.sweep(t0 + 3'500'000'000);
+  EXPECT_EQ(down, std::vector<std::string>{"h3"});
+  EXPECT_EQ(mesh.pinglist_for("h1").target_count(), 1u);
+  auto agents = mesh.agents();
+  EXPECT_EQ(agents[2].state, AgentState::down);
+  EXPECT_EQ(agents[2].alarms.back().kind, "agent_down");
+  mesh.touch("h3", h, {}, t0 + 4'000'000'000);
+  EXPECT_EQ(mesh.pinglist_for("h1").target_count(), 2u);
+  EXPECT_TRUE(mesh.agents()[2].alarms.empty());
+}

@@ -1,0 +1,65 @@
+// The report codec: round trips, and garbage never crashes or over-reads.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "agent/wire.hpp"
+#include "test_util.hpp"
+
+using namespace weft::agent;
+using weft::controller::testing::window;
+
+TEST(Wire, BinaryRoundTrip) {
+  Report r;
+  r.agent = "host-1";
+  r.seq = 42;
+  r.health = {3.25, 12345, 1000.5, 7, 8, 9};
+  r.alarms.push_back({"prober_restarted", "x", 123});
+  for (int i = 0; i < 50; ++i) r.windows.push_back(window("peer-" + std::to_string(i % 7), 1'700'000'000'000'000'000LL + i));
+  r.windows[3].network_rtt.min_ns = 0;
+  auto bytes = encode_binary(r);
+  EXPECT_LT(bytes.size(), r.windows.size() * 80);  // compact: the point of the format
+  auto d = decode_binary(bytes);
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_EQ(d->agent, r.agent);
+  EXPECT_EQ(d->seq, 42u);
+  EXPECT_DOUBLE_EQ(d->health.cpu_percent, 3.25);
+  ASSERT_EQ(d->windows.size(), r.windows.size());
+  for (size_t i = 0; i < r.windows.size(); ++i) {
+    EXPECT_EQ(d->windows[i].target, r.windows[i].target);
+    EXPECT_EQ(d->windows[i].start_unix_ns, r.windows[i].start_unix_ns);
+    EXPECT_EQ(d->windows[i].network_rtt.p99_ns, r.windows[i].network_rtt.p99_ns);
+    EXPECT_EQ(d->windows[i].network_rtt.min_ns, r.windows[i].network_rtt.min_ns);
+  }
+  auto j = decode_json(encode_json(r));
+  ASSERT_TRUE(j) << j.error().message;
+  EXPECT_EQ(j->windows.size(), r.windows.size());
+  EXPECT_EQ(j->windows[5].rtt.p90_ns, r.windows[5].rtt.p90_ns);
+}
+
+TEST(Wire, TruncationsAndRandomBytesAreErrorsNotCrashes) {
+  Report r;
+  r.agent = "h";
+  for (int i = 0; i < 5; ++i) r.windows.push_back(window("p", 1000 + i));
+  auto bytes = encode_binary(r);
+  for (size_t n = 0; n < bytes.size(); ++n) EXPECT_FALSE(decode_binary(bytes.substr(0, n))) << n;
+  std::mt19937 rng(1);
+  for (int i = 0; i < 20000; ++i) {
+    std::string s = bytes;
+    for (int k = 0; k < 3; ++k) s[rng() % s.size()] = static_cast<char>(rng());
+    (void)decode_binary(s);  // must not crash (run under ASan/UBSan)
+    std::string junk(rng() % 64, '\0');
+    for (auto& c : junk) c = static_cast<char>(rng());
+    (void)decode_binary("WFT1" + junk);
+    (void)decode_json(junk);
+  }
+}
+
+TEST(Wire, JsonTypesAreStrict) {
+  EXPECT_FALSE(decode_json(R"({"agent":1,"windows":[]})"));
+  EXPECT_FALSE(decode_json(R"({"agent":"a","windows":{}})"));
+  EXPECT_FALSE(decode_json(R"({"agent":"a","windows":[{"protocol":"udp","target":"b","start_unix_ns":"1","end_unix_ns":2,"sent":1,"received":1,"lost":0}]})"));
+  EXPECT_FALSE(decode_json(R"({"agent":"a","windows":[{"protocol":"udp","target":"b","start_unix_ns":1,"end_unix_ns":2,"sent":-1,"received":1,"lost":0}]})"));
+  EXPECT_FALSE(decode_json(R"({"agent":"a","windows":[{"protocol":"icmp","target":"b","start_unix_ns":1,"end_unix_ns":2,"sent":1,"received":1,"lost":0}]})"));
+  EXPECT_TRUE(decode_json(R"({"agent":"a","windows":[{"protocol":"udp","target":"b","start_unix_ns":1,"end_unix_ns":2,"sent":1,"received":1,"lost":0}]})"));
+}
