@@ -1,0 +1,94 @@
+#include "probe/rdma_wire.hpp"
+
+#include <algorithm>
+
+namespace weft::probe::rdma_wire {
+
+namespace {
+template <typename T>
+void put(uint8_t* p, T v) {
+  for (int i = static_cast<int>(sizeof(T)) - 1; i >= 0; --i, v = static_cast<T>(v >> 8)) p[i] = static_cast<uint8_t>(v);
+}
+template <typename T>
+T get(const uint8_t* p) {
+  T v = 0;
+  for (size_t i = 0; i < sizeof(T); ++i) v = static_cast<T>((v << 8) | p[i]);
+  return v;
+}
+}  // namespace
+
+const char* to_string(ParseError e) {
+  switch (e) {
+    case ParseError::ok: return "ok";
+    case ParseError::size: return "bad size";
+    case ParseError::magic: return "bad magic";
+    case ParseError::version: return "unknown version";
+    case ParseError::type: return "unknown type";
+    case ParseError::flags: return "bad flags";
+    case ParseError::reserved: return "reserved field set";
+    case ParseError::session: return "zero session";
+    case ParseError::seq: return "zero sequence";
+    case ParseError::address: return "bad address";
+    case ParseError::delay: return "bad delay";
+  }
+  return "unknown";
+}
+
+void encode(const Message& m, std::span<uint8_t, kSize> out) {
+  uint8_t* b = out.data();
+  std::fill(b, b + kSize, uint8_t{0});
+  put<uint32_t>(b, kMagic);
+  b[4] = kVersion;
+  b[5] = static_cast<uint8_t>(m.type);
+  b[6] = m.flags;
+  put<uint64_t>(b + 8, m.session);
+  put<uint64_t>(b + 16, m.seq);
+  std::copy(m.gid.begin(), m.gid.end(), b + 24);
+  put<uint16_t>(b + 40, m.lid);
+  put<uint32_t>(b + 44, m.qkey);
+  put<uint64_t>(b + 48, static_cast<uint64_t>(m.delay_ns));
+}
+
+ParseError decode(std::span<const uint8_t> in, Message& out) {
+  if (in.size() != kSize) return ParseError::size;
+  const uint8_t* b = in.data();
+  if (get<uint32_t>(b) != kMagic) return ParseError::magic;
+  if (b[4] != kVersion) return ParseError::version;
+  if (b[5] < 1 || b[5] > 3) return ParseError::type;
+  if (b[7] != 0 || get<uint16_t>(b + 42) != 0 || get<uint64_t>(b + 56) != 0) return ParseError::reserved;
+  Message m;
+  m.type = static_cast<Type>(b[5]);
+  m.flags = b[6];
+  m.session = get<uint64_t>(b + 8);
+  m.seq = get<uint64_t>(b + 16);
+  std::copy(b + 24, b + 40, m.gid.begin());
+  m.lid = get<uint16_t>(b + 40);
+  m.qkey = get<uint32_t>(b + 44);
+  m.delay_ns = static_cast<int64_t>(get<uint64_t>(b + 48));
+  if (m.flags & ~(kGlobal | kHardware)) return ParseError::flags;
+  if (m.session == 0) return ParseError::session;
+  if (m.seq == 0) return ParseError::seq;
+  const bool gid_zero = std::all_of(m.gid.begin(), m.gid.end(), [](uint8_t x) { return x == 0; });
+  switch (m.type) {
+    case Type::ping:
+      if (m.flags & kHardware) return ParseError::flags;
+      // A reply needs somewhere to go: a GID with the global flag, or a LID without it.
+      if ((m.flags & kGlobal) ? gid_zero : (m.lid == 0 || !gid_zero)) return ParseError::address;
+      if (m.delay_ns != 0) return ParseError::delay;
+      break;
+    case Type::pong:
+      if (m.flags != 0) return ParseError::flags;
+      if (!gid_zero || m.lid != 0 || m.qkey != 0) return ParseError::address;
+      if (m.delay_ns != 0) return ParseError::delay;
+      break;
+    case Type::followup:
+      if (m.flags & kGlobal) return ParseError::flags;
+      if (!gid_zero || m.lid != 0 || m.qkey != 0) return ParseError::address;
+      if (m.delay_ns < 0) return ParseError::delay;
+      break;
+  }
+  out = m;
+  return ParseError::ok;
+}
+
+}  // namespace weft::probe::rdma_wire
