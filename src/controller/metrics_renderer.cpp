@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <map>
 #include <string_view>
 #include <vector>
@@ -272,6 +273,11 @@ std::string render_metrics(const MeshView& view, const MetricsOptions& options, 
            "Current pairs left out of weft_pair_* series by the series cap (0 when per-pair series are off).");
   t.sample(static_cast<double>(pick.omitted));
   return t.take();
+}
+
+std::string render_metrics(const MeshView& view, const MetricsOptions& options) {
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  return render_metrics(view, options, std::chrono::duration_cast<std::chrono::nanoseconds>(now).count());
 }
 
 }  // namespace weft::controller

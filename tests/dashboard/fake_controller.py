@@ -51,11 +51,12 @@ class Mesh:
         late = 1 if rng.random() < 0.005 else 0
         p99 = p50 * (2 + rng.random() * 3)
         return {
-            "src": src, "dst": dst, "protocol": protocol,
-            "window_start": end_ns - WINDOW_S * 10**9, "window_end": end_ns,
+            "src": src, "dst": dst,
+            "window_start": (end_ns - WINDOW_S * 10**9) / 1e9, "window_end": end_ns / 1e9,
+            "target_address": f"10.77.0.{j + 1}:7000",
             "sent": sent, "received": sent - lost, "lost": lost, "late": late, "duplicate": 0,
-            "loss_ratio": lost / sent,
-            "network_rtt_us": {"p50": round(p50, 1), "p90": round(p50 * 1.3, 1),
+            "malformed": 0, "weird": 0, "loss_ratio": lost / sent, "timestamp_source": "kernel",
+            "network_rtt_us": {"count": sent - lost, "p50": round(p50, 1), "p90": round(p50 * 1.3, 1),
                                "p99": round(p99, 1), "max": round(p99 * (1 + rng.random() * 2), 1)},
         }
 
@@ -71,7 +72,9 @@ class Mesh:
                 if s == d or d == self.down or (s, d) == self.missing:
                     continue
                 e = end_ns - (5 * WINDOW_S * 10**9 if (s, d) == self.stale else 0)
-                out.append(self.window(s, d, e, protocol, rng))
+                w = self.window(s, d, e, protocol, rng)
+                w["age_s"] = (now_ns - e) / 1e9
+                out.append(w)
         return out
 
     def history(self, protocol, src, dst, since_ns):
@@ -83,6 +86,7 @@ class Mesh:
         while t > start:
             rng = random.Random(t // 10**9)
             w = self.window(src, dst, t, protocol, rng)
+            del w["src"], w["dst"]  # history windows carry neither (the URL names the pair)
             # A daily-ish wave so the chart has a shape.
             k = 1 + 0.3 * math.sin(t / 10**9 / 900)
             for q in w["network_rtt_us"]:
@@ -100,10 +104,13 @@ class Mesh:
             res.append({
                 "name": h, "state": "down" if down else "up", "version": "0.1.0",
                 "addresses": [f"10.77.{i // 250}.{i % 250 + 1}"], "protocols": PROTOCOLS,
-                "last_seen": now_ns - (300 if down else 3) * 10**9,
+                "registered": now_ns / 1e9 - 3600, "last_seen": now_ns / 1e9 - (300 if down else 3),
+                "last_seen_age_s": 300 if down else 3, "pinglist_version": 1,
+                "pinglist_targets": 2 * (len(self.hosts) - 1),
                 "health": {"cpu_percent": 1.5 + (i % 5) * 0.3, "rss_kb": 18000 + i * 7,
-                           "probes_per_s": 10.0 * (len(self.hosts) - 1), "dropped_windows": 0},
-                "alarms": [{"kind": "agent_down", "message": "no report for 300 s", "since": now_ns}] if down else [],
+                           "probes_per_s": 10.0 * (len(self.hosts) - 1), "dropped_windows": 0,
+                           "spooled_windows": 0, "prober_restarts": 0},
+                "alarms": [{"kind": "agent_down", "message": "no report for 300 s", "since": now_ns / 1e9}] if down else [],
             })
         return res
 
@@ -138,7 +145,7 @@ class Handler(BaseHTTPRequestHandler):
         if u.path == "/healthz":
             return self.send(200, {"status": "ok"})
         if u.path == "/api/v1/groups":
-            return self.send(200, {"window_ns": WINDOW_S * 10**9, "protocols": PROTOCOLS,
+            return self.send(200, {"protocols": PROTOCOLS,
                                    "groups": [{"name": "all", "protocols": PROTOCOLS, "members": m.hosts}]})
         if u.path == "/api/v1/agents":
             return self.send(200, {"agents": m.agents()})
@@ -146,12 +153,15 @@ class Handler(BaseHTTPRequestHandler):
             proto = q.get("protocol")
             if proto not in PROTOCOLS:
                 return self.send(400, {"error": f"unknown protocol {proto!r}"})
-            return self.send(200, {"protocol": proto, "window_ns": WINDOW_S * 10**9, "now": time.time_ns(),
-                                   "pairs": m.pairs(proto, m.hosts)})
+            group = q.get("group") or None
+            if group not in (None, "all"):
+                return self.send(404, {"error": f"no group named '{group}'"})
+            return self.send(200, {"protocol": proto, "group": group, "window_s": WINDOW_S,
+                                   "hosts": m.hosts, "pairs": m.pairs(proto, m.hosts)})
         if len(parts) == 6 and parts[:3] == ["api", "v1", "pairs"] and parts[5] == "history":
             src, dst = urllib.parse.unquote(parts[3]), urllib.parse.unquote(parts[4])
-            since = int(float(q.get("since", "0")) * 10**9)
-            return self.send(200, {"protocol": q.get("protocol"), "src": src, "dst": dst,
+            since = int(float(q.get("since", time.time() - 3600)) * 10**9)
+            return self.send(200, {"protocol": q.get("protocol"), "src": src, "dst": dst, "since": since / 1e9,
                                    "windows": m.history(q.get("protocol"), src, dst, since)})
         self.send(404, {"error": "not found"})
 

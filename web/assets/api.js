@@ -77,6 +77,8 @@ export function normalizeWindow(p) {
     dst: p.dst == null ? null : String(p.dst),
     startMs: toMs(p.window_start),
     endMs: toMs(p.window_end),
+    // How old the window is by the controller's clock (the browser's clock may differ).
+    ageMs: num(p.age_s) == null ? null : p.age_s * 1000,
     sent, received: num(p.received), lost, late, duplicate: dup,
     loss, lateDup,
     p50: num(rtt.p50), p90: num(rtt.p90), p99: num(rtt.p99), max: num(rtt.max),
@@ -84,9 +86,11 @@ export function normalizeWindow(p) {
   };
 }
 
-// /api/v1/mesh -> { protocol, windowMs, nowMs, pairs }
+// /api/v1/mesh -> { protocol, windowMs, nowMs, hosts, pairs }
 export function normalizeMesh(json, serverNowMs) {
   const pairs = (json.pairs ?? []).map(normalizeWindow);
+  // "Now" on the controller's clock: a window's end plus its age, when the controller says it.
+  const aged = pairs.find((p) => p.endMs != null && p.ageMs != null);
   let windowMs = windowMsOf(json);
   if (windowMs == null) {
     // Fall back to the windows' own length (end - start) when the controller does not say.
@@ -96,12 +100,13 @@ export function normalizeMesh(json, serverNowMs) {
   return {
     protocol: json.protocol ?? null,
     windowMs,
-    nowMs: toMs(json.now) ?? serverNowMs ?? Date.now(),
+    nowMs: toMs(json.now) ?? (aged ? aged.endMs + aged.ageMs : null) ?? serverNowMs ?? Date.now(),
+    hosts: Array.isArray(json.hosts) ? json.hosts.map(String) : null,
     pairs,
   };
 }
 
-// /api/v1/agents -> [{ name, state, lastSeenMs, version, probesPerS, cpuPercent, rssBytes, alarms, addresses }]
+// /api/v1/agents -> [{ name, state, lastSeenMs, lastSeenAgeMs, version, probesPerS, cpuPercent, rssBytes, alarms, addresses }]
 export function normalizeAgents(json) {
   const list = Array.isArray(json) ? json : (json.agents ?? []);
   return list.map((a) => {
@@ -110,7 +115,8 @@ export function normalizeAgents(json) {
     return {
       name: String(a.name),
       state: String(a.state ?? "unknown"),
-      lastSeenMs: toMs(a.last_seen ?? a.last_seen_unix_ns),
+      lastSeenMs: toMs(a.last_seen),
+      lastSeenAgeMs: num(a.last_seen_age_s) == null ? null : a.last_seen_age_s * 1000,
       version: a.version ?? null,
       probesPerS: num(h.probes_per_s) ?? num(a.probes_per_s),
       cpuPercent: num(h.cpu_percent) ?? num(a.cpu_percent),

@@ -66,6 +66,13 @@ function syncUrl() {
 // ---- mesh ------------------------------------------------------------------------------------
 
 function hostsFor(mesh) {
+  // The controller says which hosts belong on the axes (the group's members, or every agent that
+  // speaks the protocol); hosts that only appear in pairs are added so no data is hidden.
+  if (mesh.hosts && mesh.hosts.length) {
+    const all = new Set(mesh.hosts);
+    for (const p of mesh.pairs) { all.add(p.src); all.add(p.dst); }
+    return [...all].sort(byName);
+  }
   const g = state.groups.groups.find((x) => x.name === state.group);
   if (g) return [...g.members].sort(byName);
   const all = new Set(state.agents.map((a) => a.name));
@@ -236,17 +243,22 @@ async function loadHistory() {
     const r = await getJSON(api.history(state.protocol, h.src, h.dst, since));
     if (state.history !== h) return;  // closed or replaced while loading
     h.windows = normalizeHistory(r.json);
-    drawHistory(since, now);
+    // When the pair has less history than the range asked for, fit the time axis to what exists
+    // (a fresh controller would otherwise squeeze everything against the right edge).
+    const first = h.windows.length ? h.windows[0].endMs - (state.model?.windowMs ?? 0) : since;
+    drawHistory(Math.max(since, first), now, since);
   } catch (e) {
     $("history-note").textContent = String(e.message ?? e);
   }
 }
 
-function drawHistory(tMin, tMax) {
+function drawHistory(tMin, tMax, since) {
   const h = state.history;
   const w = h.windows;
   $("history-note").textContent = w.length
-    ? `${w.length} windows since ${new Date(tMin).toLocaleString()}; gaps are windows the controller does not hold`
+    ? `${w.length} windows since ${new Date(since).toLocaleString()}` +
+      (tMin > since ? ` (the first at ${new Date(w[0].endMs).toLocaleTimeString()})` : "") +
+      "; gaps are windows the controller does not hold"
     : "no windows for this pair in the selected range";
   // Gaps: break the line where consecutive windows are further apart than 2 window lengths.
   const gap = 2 * (state.model?.windowMs ?? Infinity);

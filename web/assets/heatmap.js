@@ -19,7 +19,8 @@ export function buildModel(hosts, mesh, agentState) {
     const i = index.get(p.src), j = index.get(p.dst);
     if (i === undefined || j === undefined) continue;  // not in this group
     pairAt[i * n + j] = k;
-    state[i * n + j] = p.endMs != null && p.endMs < staleBefore ? CELL.stale : CELL.ok;
+    const stale = p.ageMs != null && mesh.windowMs ? p.ageMs > 2 * mesh.windowMs : p.endMs != null && p.endMs < staleBefore;
+    state[i * n + j] = stale ? CELL.stale : CELL.ok;
   }
   const down = hosts.map((h) => agentState.get(h) === "down");
   for (let i = 0; i < n; i++) {
