@@ -63,6 +63,7 @@ int64_t LogHistogram::percentile(double q) const {
   for (int b = 0; b < kBuckets; ++b) {
     seen += counts_[static_cast<size_t>(b)];
     if (seen >= rank) {
+      if (b == kBuckets - 1 && max_ >= bucket_high(b)) return max_;  // the overflow bucket
       const int64_t lo = bucket_low(b);
       const int64_t hi = bucket_high(b);  // exclusive
       const int64_t mid = b < kSub ? lo : lo + (hi - lo) / 2;

@@ -45,6 +45,8 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
   sub->add_option("--tcp-port", cfg->tcp_port, "TCP port")->capture_default_str()->check(CLI::Range(0, 65535));
   sub->add_flag("--no-udp{false}", cfg->serve_udp, "Do not serve UDP");
   sub->add_flag("--no-tcp{false}", cfg->serve_tcp, "Do not serve TCP");
+  sub->add_flag("--no-followups{false}", cfg->followups,
+                "Do not send follow-ups with the kernel send time (cheaper; less exact responder delay)");
   sub->callback([cfg] { weft::cli::set_exit_code(run_responder(*cfg)); });
 }};
 

@@ -4,9 +4,13 @@
 #include <linux/net_tstamp.h>
 #include <netinet/in.h>
 
+#include <unistd.h>
+
 #include <cstring>
 
 #include "base/clock.hpp"
+#include "net/address.hpp"
+#include "net/socket.hpp"
 
 namespace weft::net {
 
@@ -63,6 +67,66 @@ bool parse_tx_timestamp(const msghdr& msg, TxTimestamp& out) {
     }
   }
   return have_time && have_id;
+}
+
+size_t write_no_tx_timestamp(char* buf, size_t cap) {
+  if (cap < CMSG_SPACE(sizeof(uint32_t))) return 0;
+  std::memset(buf, 0, CMSG_SPACE(sizeof(uint32_t)));
+  auto* c = reinterpret_cast<cmsghdr*>(buf);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SO_TIMESTAMPING;
+  c->cmsg_len = CMSG_LEN(sizeof(uint32_t));
+  const uint32_t none = 0;
+  std::memcpy(CMSG_DATA(c), &none, sizeof none);
+  return CMSG_SPACE(sizeof(uint32_t));
+}
+
+namespace {
+bool probe_skip_ids() {
+  for (const char* ip : {"127.0.0.1", "::1"}) {
+    auto addr = SocketAddress::parse_ip(ip, 0);
+    auto fd = udp_socket(*addr);
+    if (!fd || !enable_timestamping(fd->get(), true)) continue;
+    auto self = local_address(fd->get());
+    if (!self) continue;
+    char byte = 0;
+    iovec iov{&byte, 1};
+    alignas(cmsghdr) char ctrl[64];
+    msghdr m{};
+    m.msg_name = self->sa();
+    m.msg_namelen = self->length;
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = ctrl;
+    m.msg_controllen = write_no_tx_timestamp(ctrl, sizeof ctrl);
+    if (sendmsg(fd->get(), &m, 0) != 1) continue;
+    m.msg_control = nullptr;
+    m.msg_controllen = 0;
+    if (sendmsg(fd->get(), &m, 0) != 1) continue;
+    for (int tries = 0; tries < 100; ++tries) {
+      char data[16];
+      alignas(cmsghdr) char rctrl[kControlBytes];
+      iovec riov{data, sizeof data};
+      msghdr r{};
+      r.msg_iov = &riov;
+      r.msg_iovlen = 1;
+      r.msg_control = rctrl;
+      r.msg_controllen = sizeof rctrl;
+      if (recvmsg(fd->get(), &r, MSG_ERRQUEUE | MSG_DONTWAIT) < 0) {
+        usleep(1000);
+        continue;
+      }
+      TxTimestamp ts;
+      if (parse_tx_timestamp(r, ts)) return ts.id == 0;  // the second datagram got the first number
+    }
+  }
+  return false;  // unknown: assume every datagram takes a number
+}
+}  // namespace
+
+bool untimestamped_sends_skip_ids() {
+  static const bool skip = probe_skip_ids();
+  return skip;
 }
 
 }  // namespace weft::net

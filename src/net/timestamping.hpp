@@ -41,3 +41,16 @@ struct TxTimestamp {
 bool parse_tx_timestamp(const msghdr& msg, TxTimestamp& out);
 
 }  // namespace weft::net
+
+namespace weft::net {
+
+// Whether datagrams sent with transmit timestamps switched off for that one message (an
+// SO_TIMESTAMPING control message of 0) leave the socket's OPT_ID counter alone. Recent kernels
+// only count timestamped datagrams; older ones count all. Found out once, on a loopback socket.
+bool untimestamped_sends_skip_ids();
+
+// Writes the SO_TIMESTAMPING control message that switches transmit timestamps off for one
+// message; returns its length (CMSG_SPACE), 0 when `cap` is too small.
+size_t write_no_tx_timestamp(char* buf, size_t cap);
+
+}  // namespace weft::net

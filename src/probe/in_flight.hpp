@@ -22,29 +22,36 @@ enum class SlotState : uint8_t {
 struct Slot {
   uint64_t seq = 0;
   SlotState state = SlotState::empty;
-  bool has_followup = false;  // a follow-up came before its reply
+  bool has_followup = false;  // the responder's kernel send time is in timing
   bool tx_id_valid = false;
   uint8_t sock = 0;           // which UDP socket sent it
-  uint8_t followup_flags = 0;
   uint32_t tx_id = 0;         // SO_TIMESTAMPING OPT_ID of the datagram
   uint32_t target = 0;        // index and generation of the target (targets may be removed)
   uint32_t target_gen = 0;
   int fd = -1;                // TCP connect probe: its socket while connecting
-  int64_t deadline_mono = 0;
-  int64_t answered_mono = 0;
-  int64_t followup_rx_ns = 0, followup_tx_ns = 0;
-  ProbeTiming timing;
+  ProbeTiming timing;         // deadline = tx_user_mono + timeout; answered at rx_user_mono
 };
 
 class InFlightTable {
  public:
-  explicit InFlightTable(size_t min_size) {
-    size_t n = 1024;
-    while (n < min_size) n <<= 1;
-    slots_.resize(n);
-    mask_ = n - 1;
+  explicit InFlightTable(size_t min_size) { slots_.resize(round_up(min_size)); mask_ = slots_.size() - 1; }
+  static size_t round_up(size_t n) {
+    size_t r = 1024;
+    while (r < n) r <<= 1;
+    return r;
   }
   size_t size() const { return slots_.size(); }
+  // Grows the ring (never shrinks), keeping every slot: done when the target list changes, never
+  // on the packet path.
+  void grow(size_t min_size) {
+    const size_t n = round_up(min_size);
+    if (n <= slots_.size()) return;
+    std::vector<Slot> bigger(n);
+    for (auto& s : slots_)
+      if (s.state != SlotState::empty) bigger[s.seq & (n - 1)] = s;
+    slots_.swap(bigger);
+    mask_ = n - 1;
+  }
   Slot& at(uint64_t seq) { return slots_[seq & mask_]; }
   // The slot of `seq` if it still holds that probe, else nullptr.
   Slot* find(uint64_t seq) {

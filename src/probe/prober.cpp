@@ -130,7 +130,8 @@ struct Prober::Impl {
   int sbatch_sock = -1;
   int sbatch_n = 0;
 
-  explicit Impl(const ProberConfig& c) : cfg(c), table(c.max_in_flight) {}
+  // The table starts small and grows with the target list, up to max_in_flight.
+  explicit Impl(const ProberConfig& c) : cfg(c), table(std::min<size_t>(c.max_in_flight, 1024)) {}
 
   // ---- targets -------------------------------------------------------------------------------
   TargetState* target_of(const Slot& s) {
@@ -198,6 +199,11 @@ struct Prober::Impl {
       if (cfg.protocol == Protocol::tcp && cfg.tcp_keep_open) keep_open_connect(idx, *targets[idx], now);
     }
     for (auto& [key, idx] : existing) targets[idx]->retired = true;  // no longer in the list
+    size_t active = 0;
+    for (auto& t : targets) active += (t && !t->retired) ? 1 : 0;
+    // Each target has at most timeout/interval + 1 probes unresolved; room for twice that.
+    const double per_target = static_cast<double>(timeout_ns) / static_cast<double>(interval_ns) + 2.0;
+    grow_table(std::min(cfg.max_in_flight, static_cast<size_t>(2.0 * per_target * static_cast<double>(active))));
     // Spread new targets evenly over one interval, each with a random offset within its share.
     const size_t m = fresh.size();
     for (size_t j = 0; j < m; ++j) {
@@ -208,6 +214,25 @@ struct Prober::Impl {
       heap.push_back({t.phase_mono, fresh[j], t.gen});
       std::push_heap(heap.begin(), heap.end(), std::greater<>());
     }
+  }
+
+  void grow_table(size_t wanted) {
+    const size_t before = table.size();
+    table.grow(wanted);
+    if (table.size() == before) return;
+    tx_mask = table.size() - 1;
+    for (auto& u : udp) {
+      if (!u.fd.valid()) continue;
+      u.txmap.assign(table.size(), 0);
+    }
+    for (uint64_t seq = next_seq > table.size() ? next_seq - table.size() : 1; seq < next_seq; ++seq) {
+      Slot* s = table.find(seq);
+      if (s && s->tx_id_valid) udp[s->sock].txmap[s->tx_id & tx_mask] = seq;
+    }
+    std::vector<uint64_t> ring(table.size());
+    for (size_t i = 0; i < grace_count; ++i) ring[i] = grace_ring[(grace_head + i) % grace_ring.size()];
+    grace_ring.swap(ring);
+    grace_head = 0;
   }
 
   void close_conn(TargetState& t) {
@@ -294,6 +319,8 @@ struct Prober::Impl {
     }
   }
 
+  int64_t deadline(const Slot& s) const { return s.timing.tx_user_mono + timeout_ns; }
+
   void lose(Slot& s) {
     close_probe_fd(s);
     s.state = SlotState::expired;
@@ -301,18 +328,13 @@ struct Prober::Impl {
     TargetState* t = target_of(s);
     if (t) {
       --t->in_flight;
-      window_at(*t, s.deadline_mono).add_lost();
+      window_at(*t, deadline(s)).add_lost();
     }
     report(t, s, false, nullptr);
   }
 
   void finalize(Slot& s) {
     close_probe_fd(s);
-    if (s.state == SlotState::answered && s.has_followup) {
-      s.timing.responder_rx_ns = s.followup_rx_ns;
-      s.timing.responder_tx_ns = s.followup_tx_ns;
-      s.timing.responder_flags = s.followup_flags;
-    }
     const RttSample r = compute_rtt(s.timing);
     TargetState* t = target_of(s);
     if (r.total_ns > timeout_ns) {  // read late by a busy loop, but it truly came too late
@@ -321,7 +343,7 @@ struct Prober::Impl {
       Counters::inc(ctr.late);
       if (t) {
         --t->in_flight;
-        window_at(*t, s.deadline_mono).add_lost();
+        window_at(*t, deadline(s)).add_lost();
         window_at(*t, mono_ns()).add_late();
       }
       report(t, s, false, nullptr);
@@ -332,7 +354,7 @@ struct Prober::Impl {
     if (r.weird) Counters::inc(ctr.weird);
     if (t) {
       --t->in_flight;
-      window_at(*t, s.deadline_mono).add_answer(r);
+      window_at(*t, deadline(s)).add_answer(r);
     }
     report(t, s, true, &r);
   }
@@ -341,7 +363,7 @@ struct Prober::Impl {
     while (expire_cursor < next_seq) {
       Slot& s = table.at(expire_cursor);
       if (s.seq == expire_cursor && (s.state == SlotState::pending || s.state == SlotState::answered)) {
-        if (s.deadline_mono > now) break;
+        if (deadline(s) > now) break;
         if (s.state == SlotState::pending) lose(s);
         else finalize(s);
       }
@@ -365,7 +387,7 @@ struct Prober::Impl {
     while (grace_count > 0) {
       Slot* s = table.find(grace_ring[grace_head]);
       if (s && s->state == SlotState::answered) {
-        if (s->answered_mono + grace > now) break;
+        if (s->timing.rx_user_mono + grace > now) break;
         finalize(*s);
       }
       grace_head = (grace_head + 1) % grace_ring.size();
@@ -376,7 +398,7 @@ struct Prober::Impl {
   int64_t grace_next() {
     while (grace_count > 0) {
       Slot* s = table.find(grace_ring[grace_head]);
-      if (s && s->state == SlotState::answered) return s->answered_mono + cfg.followup_grace.count();
+      if (s && s->state == SlotState::answered) return s->timing.rx_user_mono + cfg.followup_grace.count();
       grace_head = (grace_head + 1) % grace_ring.size();
       --grace_count;
     }
@@ -387,14 +409,14 @@ struct Prober::Impl {
     while (expire_cursor < next_seq) {
       Slot& s = table.at(expire_cursor);
       if (s.seq == expire_cursor && (s.state == SlotState::pending || s.state == SlotState::answered))
-        return s.deadline_mono;
+        return deadline(s);
       ++expire_cursor;
     }
     return INT64_MAX;
   }
 
   // A new slot for the next sequence number, evicting an unresolved probe if the table is full.
-  Slot& new_slot(uint32_t tindex, TargetState& t, int64_t tx_mono, int64_t tx_rt) {
+  Slot& new_slot(uint32_t tindex, TargetState& t, int64_t tx_mono) {
     const uint64_t seq = next_seq++;
     Slot& s = table.at(seq);
     if (s.state == SlotState::pending) {
@@ -408,9 +430,7 @@ struct Prober::Impl {
     s.state = SlotState::pending;
     s.target = tindex;
     s.target_gen = t.gen;
-    s.deadline_mono = tx_mono + timeout_ns;
     s.timing.tx_user_mono = tx_mono;
-    s.timing.tx_user_rt = tx_rt;
     ++t.in_flight;
     Counters::inc(ctr.sent);
     return s;
@@ -420,13 +440,14 @@ struct Prober::Impl {
   void udp_flush_batch() {
     if (sbatch_n == 0) return;
     UdpSock& u = udp[sbatch_sock];
+    const int sbatch_sock_sent = sbatch_sock;
     const int n = sbatch_n;
     sbatch_n = 0;
     const int64_t tx_rt = realtime_ns(), tx_mono = mono_ns();
     for (int i = 0; i < n; ++i) {
       const uint32_t tindex = static_cast<uint32_t>(sseq[i]);
       TargetState& t = *targets[tindex];
-      Slot& s = new_slot(tindex, t, tx_mono, tx_rt);
+      Slot& s = new_slot(tindex, t, tx_mono);
       s.sock = static_cast<uint8_t>(sbatch_sock);
       sseq[i] = s.seq;
       wire::Packet p;
@@ -464,6 +485,7 @@ struct Prober::Impl {
       }
       done += r;
     }
+    drain_errqueue(sbatch_sock_sent);
   }
 
   void udp_queue(uint32_t tindex, TargetState& t) {
@@ -501,7 +523,7 @@ struct Prober::Impl {
     if (TargetState* t = target_by_addr(raddr[i], rmsg[i].msg_hdr.msg_namelen)) window_at(*t, mono_ns()).add_malformed();
   }
 
-  void udp_datagram(int i, int64_t rx_mono, int64_t rx_rt) {
+  void udp_datagram(int i, int64_t rx_mono) {
     const auto& h = rmsg[i].msg_hdr;
     wire::Packet p;
     if ((h.msg_flags & MSG_TRUNC) ||
@@ -534,14 +556,14 @@ struct Prober::Impl {
         case SlotState::pending: {
           net::parse_rx_time(h, s->timing.rx_kernel);
           s->timing.rx_user_mono = rx_mono;
-          s->timing.rx_user_rt = rx_rt;
           s->timing.has_responder = true;
-          s->timing.responder_rx_ns = p.responder_rx_ns;
-          s->timing.responder_tx_ns = p.responder_tx_ns;
-          s->timing.responder_flags = p.flags;
+          if (!s->has_followup) {  // a follow-up that came first already holds better times
+            s->timing.responder_rx_ns = p.responder_rx_ns;
+            s->timing.responder_tx_ns = p.responder_tx_ns;
+            s->timing.responder_flags = p.flags;
+          }
           s->state = SlotState::answered;
-          s->answered_mono = rx_mono;
-          if (s->has_followup) ready[n_ready++] = p.seq;
+          if (s->has_followup || !(p.flags & wire::kFollowupComing)) ready[n_ready++] = p.seq;
           else grace_push(p.seq);
           break;
         }
@@ -566,17 +588,18 @@ struct Prober::Impl {
         return;
       }
       s->has_followup = true;
-      s->followup_rx_ns = p.responder_rx_ns;
-      s->followup_tx_ns = p.responder_tx_ns;
-      s->followup_flags = p.flags;
+      s->timing.responder_rx_ns = p.responder_rx_ns;
+      s->timing.responder_tx_ns = p.responder_tx_ns;
+      s->timing.responder_flags = p.flags;
       if (s->state == SlotState::answered) ready[n_ready++] = p.seq;
     }
     // A follow-up after the probe was resolved is just too slow to use.
   }
 
-  void udp_readable(int sidx) {
+  void udp_readable(int sidx, uint32_t events) {
     UdpSock& u = udp[sidx];
-    drain_errqueue(sidx);
+    if (events & EPOLLERR) drain_errqueue(sidx);
+    if (!(events & EPOLLIN)) return;
     for (int rounds = 0; rounds < 16; ++rounds) {
       for (int i = 0; i < kBatch; ++i) {
         riov[i] = {rdata[i], kRecvBytes};
@@ -590,15 +613,20 @@ struct Prober::Impl {
       }
       int r = recvmmsg(u.fd.get(), rmsg, kBatch, MSG_DONTWAIT, nullptr);
       if (r <= 0) return;
-      const int64_t rx_rt = realtime_ns(), rx_mono = mono_ns();
+      const int64_t rx_mono = mono_ns();
       n_ready = 0;
-      for (int i = 0; i < r; ++i) udp_datagram(i, rx_mono, rx_rt);
+      for (int i = 0; i < r; ++i) udp_datagram(i, rx_mono);
       if (n_ready > 0) {
         // The probes' own send timestamps were queued before their answers could exist.
         const size_t n = n_ready;
         uint64_t seqs[kBatch];
         std::copy(ready, ready + n, seqs);
-        drain_errqueue(sidx);
+        bool missing = false;
+        for (size_t j = 0; j < n; ++j) {
+          Slot* s = table.find(seqs[j]);
+          missing |= s && s->tx_id_valid && s->timing.tx_kernel.software_ns == 0 && s->timing.tx_kernel.hardware_ns == 0;
+        }
+        if (missing) drain_errqueue(sidx);
         for (size_t j = 0; j < n; ++j) {
           Slot* s = table.find(seqs[j]);
           if (s && s->state == SlotState::answered) finalize(*s);
@@ -610,8 +638,8 @@ struct Prober::Impl {
 
   // ---- TCP connect probes --------------------------------------------------------------------
   void tcp_start(uint32_t tindex, TargetState& t) {
-    const int64_t tx_rt = realtime_ns(), tx_mono = mono_ns();
-    Slot& s = new_slot(tindex, t, tx_mono, tx_rt);
+    const int64_t tx_mono = mono_ns();
+    Slot& s = new_slot(tindex, t, tx_mono);
     if (tcp_open >= tcp_cap) {
       Counters::inc(ctr.send_errors);
       return;  // stays pending: lost at its deadline
@@ -637,7 +665,6 @@ struct Prober::Impl {
     Slot* s = table.find(seq);
     if (!s || s->state != SlotState::pending || s->fd < 0) return;
     s->timing.rx_user_mono = mono_ns();
-    s->timing.rx_user_rt = realtime_ns();
     if (net::socket_error(s->fd) != 0) {  // refused or unreachable: no answer, lost at the deadline
       close_probe_fd(*s);
       return;
@@ -673,7 +700,7 @@ struct Prober::Impl {
     }
     if (!t.conn.valid() && now >= t.reconnect_after_mono) keep_open_connect(tindex, t, now);
     const int64_t tx_rt = realtime_ns(), tx_mono = mono_ns();
-    Slot& s = new_slot(tindex, t, tx_mono, tx_rt);
+    Slot& s = new_slot(tindex, t, tx_mono);
     if (!t.connected) {
       Counters::inc(ctr.send_errors);
       return;  // lost at its deadline
@@ -719,7 +746,7 @@ struct Prober::Impl {
         return;
       }
       if (n < 0) return;
-      const int64_t rx_rt = realtime_ns(), rx_mono = mono_ns();
+      const int64_t rx_mono = mono_ns();
       net::KernelTime kt;
       net::parse_rx_time(mh, kt);
       t.rlen += static_cast<size_t>(n);
@@ -746,7 +773,6 @@ struct Prober::Impl {
         if (s->state == SlotState::pending) {
           s->timing.rx_kernel = kt;
           s->timing.rx_user_mono = rx_mono;
-          s->timing.rx_user_rt = rx_rt;
           s->timing.has_responder = true;
           s->timing.responder_rx_ns = p.responder_rx_ns;
           s->timing.responder_tx_ns = p.responder_tx_ns;
@@ -836,8 +862,6 @@ struct Prober::Impl {
       if (has_pending.load(std::memory_order_relaxed)) apply_targets(now);
       send_due(now);
       now = mono_ns();
-      for (int f = 0; f < 2; ++f)
-        if (udp[f].fd.valid()) drain_errqueue(f);
       grace_sweep(now);
       expire(now);
       flush_windows(now);
@@ -852,7 +876,7 @@ struct Prober::Impl {
         const uint64_t v = d & ((uint64_t{1} << kKindShift) - 1);
         switch (kind) {
           case kWake: wake.drain(); break;
-          case kUdp: udp_readable(static_cast<int>(v)); break;
+          case kUdp: udp_readable(static_cast<int>(v), events[i].events); break;
           case kTcpConnect: tcp_connected(v); break;
           case kTcpConn: keep_open_event(static_cast<uint32_t>(v), events[i].events); break;
         }

@@ -34,7 +34,7 @@ struct ProberConfig {
   size_t max_in_flight = 65536;
   uint64_t count = 0;  // probes per target, then that target stops sending; 0 = no limit
   // Sends due within this slack are batched into one sendmmsg (and may go out that much early).
-  std::chrono::nanoseconds batch_slack{std::chrono::microseconds(500)};
+  std::chrono::nanoseconds batch_slack{std::chrono::milliseconds(1)};
   // How long an answered UDP probe waits for the responder's follow-up (its kernel TX timestamp)
   // before the responder's user-space send time is used instead.
   std::chrono::nanoseconds followup_grace{std::chrono::milliseconds(20)};

@@ -128,8 +128,10 @@ struct Responder::Impl {
   mmsghdr smsg[kBatch];
   iovec siov[kBatch];
   uint8_t sdata[kBatch][wire::kSize];
-  alignas(cmsghdr) char sctrl[kBatch][64];
-  size_t sring[kBatch];  // tx_ring entry of each queued datagram
+  alignas(cmsghdr) char sctrl[kBatch][128];
+  TxEntry staged[kBatch];  // datagrams queued for the next sendmmsg
+  bool followups_skip_ids = false;
+  bool followups_on = true;  // and the socket has transmit timestamps
   int n_send = 0;
 
   void prepare_recv(bool with_name) {
@@ -147,24 +149,24 @@ struct Responder::Impl {
     }
   }
 
-  // Queues a datagram for the next sendmmsg; its tx_ring entry is filled by the caller.
+  // Queues a datagram for the next sendmmsg.
   TxEntry& queue(bool reply) {
-    const size_t slot = (tx_counter + static_cast<uint32_t>(n_send)) % kTxRing;
-    TxEntry& e = tx_ring[slot];
+    TxEntry& e = staged[n_send++];
     e.reply = reply;
     e.valid = false;
-    sring[n_send++] = slot;
     return e;
   }
 
   // Sends the queued datagrams. Replies get their user-space send time written just before.
+  // Every reply takes the next OPT_ID number; follow-ups are sent without a transmit timestamp
+  // (and take no number) where the kernel allows, else they take one and their time is ignored.
   void flush(bool stamp_replies) {
     if (n_send == 0) return;
     const int n = n_send;
     n_send = 0;
     const int64_t tx_rt = realtime_ns();
     for (int i = 0; i < n; ++i) {
-      TxEntry& e = tx_ring[sring[i]];
+      TxEntry& e = staged[i];
       if (stamp_replies && e.reply) e.packet.responder_tx_ns = tx_rt;
       wire::encode(e.packet, std::span<uint8_t, wire::kSize>(sdata[i], wire::kSize));
       siov[i] = {sdata[i], wire::kSize};
@@ -173,7 +175,8 @@ struct Responder::Impl {
       smsg[i].msg_hdr.msg_namelen = e.to.length;
       smsg[i].msg_hdr.msg_iov = &siov[i];
       smsg[i].msg_hdr.msg_iovlen = 1;
-      const size_t clen = write_source(e.source, sctrl[i], sizeof sctrl[i]);
+      size_t clen = write_source(e.source, sctrl[i], sizeof sctrl[i]);
+      if (!e.reply && followups_skip_ids) clen += net::write_no_tx_timestamp(sctrl[i] + clen, sizeof sctrl[i] - clen);
       smsg[i].msg_hdr.msg_control = clen ? sctrl[i] : nullptr;
       smsg[i].msg_hdr.msg_controllen = clen;
     }
@@ -185,15 +188,14 @@ struct Responder::Impl {
         continue;
       }
       for (int i = done; i < done + r; ++i) {
-        // OPT_ID numbers count sent datagrams; move the entry to the slot of its number.
-        TxEntry& src = tx_ring[sring[i]];
-        const size_t slot = tx_counter % kTxRing;
-        if (slot != sring[i]) tx_ring[slot] = src;
-        TxEntry& e = tx_ring[slot];
-        e.id = tx_counter++;
-        e.valid = true;
+        TxEntry& e = staged[i];
         if (e.reply) inc(answered);
         else inc(followups);
+        if (!e.reply && followups_skip_ids) continue;
+        TxEntry& slot = tx_ring[tx_counter % kTxRing];
+        slot = e;
+        slot.id = tx_counter++;
+        slot.valid = true;
       }
       done += r;
     }
@@ -220,7 +222,8 @@ struct Responder::Impl {
         e.rx = rx;
         e.packet = p;
         e.packet.type = wire::Type::reply;
-        e.packet.flags = rx.software_ns ? wire::kRxKernel : 0;
+        e.packet.flags = static_cast<uint8_t>((rx.software_ns ? wire::kRxKernel : 0) |
+                                              (followups_on ? wire::kFollowupComing : 0));
         e.packet.responder_rx_ns = rx.software_ns ? rx.software_ns : rx_user;
         e.to = net::SocketAddress::from_sockaddr(reinterpret_cast<const sockaddr*>(&raddr[i]), h.msg_namelen);
         read_source(h, e.source);
@@ -229,7 +232,7 @@ struct Responder::Impl {
       flush(true);
       if (r < kBatch) break;
     }
-    drain_errqueue();
+    if (followups_on) drain_errqueue();
   }
 
   // Turns the replies' kernel send times into follow-ups.
@@ -246,6 +249,7 @@ struct Responder::Impl {
         sent.valid = false;
         wire::Packet f = sent.packet;
         f.type = wire::Type::followup;
+        f.flags = 0;
         if (sent.rx.hardware_ns && ts.time.hardware_ns) {  // both NIC times: the NIC's own clock
           f.flags = wire::kRxHardware | wire::kTxHardware;
           f.responder_rx_ns = sent.rx.hardware_ns;
@@ -366,6 +370,8 @@ struct Responder::Impl {
   Status open(const ResponderConfig& c) {
     cfg = c;
     tx_ring.resize(kTxRing);
+    followups_skip_ids = net::untimestamped_sends_skip_ids();
+    followups_on = c.followups;
     auto ep_r = net::Epoll::create();
     if (!ep_r) return std::unexpected(ep_r.error());
     ep = std::move(*ep_r);
@@ -380,8 +386,10 @@ struct Responder::Impl {
       if (!fd) return fail("responder: {}", fd.error().message);
       if (auto st = net::enable_pktinfo(fd->get(), addr->family()); !st)
         return fail("responder: {}: {}", addr->to_string(), st.error().message);
-      if (auto st = net::enable_timestamping(fd->get(), true); !st)
+      if (auto st = net::enable_timestamping(fd->get(), c.followups); !st) {
         log().warn("responder: kernel timestamps unavailable ({}), using the user-space clock", st.error().message);
+        followups_on = false;
+      }
       udp = std::move(*fd);
       auto local = net::local_address(udp.get());
       udp_port = local ? local->port() : c.udp_port;

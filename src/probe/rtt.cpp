@@ -14,14 +14,15 @@ RttSample compute_rtt(const ProbeTiming& t) {
   } else if (t.tx_kernel.hardware_ns && t.rx_kernel.hardware_ns) {
     total = t.rx_kernel.hardware_ns - t.tx_kernel.hardware_ns;
     s.source = TimestampSource::hardware;
+  } else if (t.tx_kernel.software_ns && t.rx_kernel.software_ns) {
+    total = t.rx_kernel.software_ns - t.tx_kernel.software_ns;
+    s.source = TimestampSource::kernel;
   } else {
-    const int64_t tx = t.tx_kernel.software_ns ? t.tx_kernel.software_ns : t.tx_user_rt;
-    const int64_t rx = t.rx_kernel.software_ns ? t.rx_kernel.software_ns : t.rx_user_rt;
-    total = rx - tx;
-    s.source = (t.tx_kernel.software_ns && t.rx_kernel.software_ns) ? TimestampSource::kernel : TimestampSource::user;
+    // A kernel time is missing at one end: mixing it with a user-space read would be neither,
+    // so both ends are the monotonic user-space reads.
+    s.source = TimestampSource::user;
   }
   if (s.source == TimestampSource::user) {
-    // Both ends are user-space reads: the monotonic pair is the honest one (realtime may step).
     total = mono_rtt;
   } else if (total < 0 || total > mono_rtt + kClockSlackNs) {
     total = mono_rtt;

@@ -19,9 +19,10 @@
 namespace weft::probe {
 
 struct ProbeTiming {
-  // Prober clock reads just before the send call and just after the receive call returned.
-  int64_t tx_user_mono = 0, tx_user_rt = 0;
-  int64_t rx_user_mono = 0, rx_user_rt = 0;
+  // Prober monotonic clock reads just before the send call and just after the receive returned.
+  // (User-space times are only used as a pair, so the monotonic clock is the one to read.)
+  int64_t tx_user_mono = 0;
+  int64_t rx_user_mono = 0;
   // Kernel timestamps of the probe leaving and the answer arriving (0 = none).
   net::KernelTime tx_kernel, rx_kernel;
   // The responder's times and their wire flags (see wire.hpp); has_responder false for TCP

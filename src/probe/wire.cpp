@@ -81,6 +81,7 @@ ParseError decode(std::span<const uint8_t> in, Packet& out) {
       break;
     case Type::followup:
       if (!(p.flags & (kTxKernel | kTxHardware))) return ParseError::flags;  // its whole point
+      if (p.flags & kFollowupComing) return ParseError::flags;
       if (p.responder_rx_ns <= 0 || p.responder_tx_ns <= 0) return ParseError::times;
       break;
   }

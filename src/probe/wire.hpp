@@ -8,7 +8,7 @@
 //
 // Types: probe (prober -> responder), reply (responder -> prober, carries the responder's kernel
 // receive time and its user-space send time), follow-up (responder -> prober, the responder's
-// kernel send time of that reply, PTP "two-step" style). The parser is strict: any size, magic,
+// kernel send time of that reply, PTP "two-step" style; announced by a flag in the reply). The parser is strict: any size, magic,
 // version, type, flag or field that is not exactly as specified is rejected (and fuzzed).
 // This header has no dependencies beyond the standard library so that fuzzers build it alone.
 #include <cstddef>
@@ -28,7 +28,8 @@ inline constexpr uint8_t kRxKernel = 0x01;    // responder_rx_ns is a kernel sof
 inline constexpr uint8_t kRxHardware = 0x02;  // ... a NIC hardware timestamp
 inline constexpr uint8_t kTxKernel = 0x04;    // responder_tx_ns is a kernel software timestamp
 inline constexpr uint8_t kTxHardware = 0x08;  // ... a NIC hardware timestamp
-inline constexpr uint8_t kKnownFlags = 0x0f;
+inline constexpr uint8_t kFollowupComing = 0x10;  // reply: a follow-up with kernel times follows
+inline constexpr uint8_t kKnownFlags = 0x1f;
 
 struct Packet {
   Type type = Type::probe;

@@ -1,0 +1,41 @@
+#include "base/proc_stats.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+namespace weft {
+
+ProcStats read_proc_stats(pid_t pid) {
+  ProcStats s;
+  const std::string base = pid == 0 ? "/proc/self" : "/proc/" + std::to_string(pid);
+  if (FILE* f = std::fopen((base + "/stat").c_str(), "r")) {
+    char buf[1024];
+    size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    std::fclose(f);
+    buf[n] = 0;
+    // Fields after the command name (which may contain spaces): state is field 3, utime 14, stime 15.
+    if (const char* p = std::strrchr(buf, ')')) {
+      unsigned long long utime = 0, stime = 0;
+      if (std::sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) == 2) {
+        const long hz = sysconf(_SC_CLK_TCK);
+        s.cpu_ns = static_cast<int64_t>((utime + stime) * (1'000'000'000ULL / static_cast<unsigned long long>(hz)));
+        s.ok = true;
+      }
+    }
+  }
+  if (FILE* f = std::fopen((base + "/status").c_str(), "r")) {
+    char line[256];
+    while (std::fgets(line, sizeof line, f)) {
+      long long v = 0;
+      if (std::sscanf(line, "VmRSS: %lld kB", &v) == 1) s.rss_kb = v;
+      if (std::sscanf(line, "VmHWM: %lld kB", &v) == 1) s.hwm_kb = v;
+    }
+    std::fclose(f);
+  }
+  return s;
+}
+
+}  // namespace weft

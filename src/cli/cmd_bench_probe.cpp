@@ -1,0 +1,178 @@
+// `weft bench probe`: a prober (this process) and a responder (a child `weft responder`) on
+// loopback, at a given total probe rate spread over N targets. Prints CPU (percent of one core,
+// from /proc over the measured interval, after a one-second warm-up) and RSS of each process,
+// the rate achieved and the probes lost. Targets are N entries of the same responder address:
+// the prober keeps per-target state and windows for each, which is what the figures measure.
+#include <fmt/format.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/clock.hpp"
+#include "base/proc_stats.hpp"
+#include "cli/command_registry.hpp"
+#include "net/address.hpp"
+#include "net/socket.hpp"
+#include "probe/prober.hpp"
+
+extern char** environ;
+
+namespace {
+
+using namespace weft;
+
+struct BenchArgs {
+  std::string protocol = "udp";
+  double rate = 10000;
+  int targets = 100;
+  double duration_s = 10;
+  bool json = false;
+  bool keep_open = false;
+  bool no_followups = false;
+};
+
+int64_t self_cpu_ns() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  auto tv = [](const timeval& t) { return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_usec * 1000; };
+  return tv(ru.ru_utime) + tv(ru.ru_stime);
+}
+
+// A port the kernel considers free right now on 127.0.0.1 (for the child responder).
+Result<uint16_t> free_port(bool tcp) {
+  auto addr = net::SocketAddress::parse_ip("127.0.0.1", 0);
+  auto fd = tcp ? net::tcp_listener(*addr, 1) : net::udp_socket(*addr);
+  if (!fd) return std::unexpected(fd.error());
+  auto local = net::local_address(fd->get());
+  if (!local) return std::unexpected(local.error());
+  return local->port();
+}
+
+int run_bench(const BenchArgs& a) {
+  if (a.protocol != "udp" && a.protocol != "tcp") {
+    fmt::print(stderr, "weft bench probe: protocol must be udp or tcp\n");
+    return 2;
+  }
+  if (!(a.rate > 0) || a.targets <= 0 || !(a.duration_s > 0)) {
+    fmt::print(stderr, "weft bench probe: rate, targets and duration must be positive\n");
+    return 2;
+  }
+  auto up = free_port(false), tp = free_port(true);
+  if (!up || !tp) {
+    fmt::print(stderr, "weft bench probe: no free port on 127.0.0.1\n");
+    return 1;
+  }
+  const std::string uport = std::to_string(*up), tport = std::to_string(*tp);
+  std::vector<std::string> argv_s = {"weft",       "--log-level", "warn",  "responder", "--listen",
+                                     "127.0.0.1", "--udp-port",  uport,   "--tcp-port", tport};
+  std::vector<char*> argv;
+  for (auto& s : argv_s) argv.push_back(s.data());
+  if (a.no_followups) argv.push_back(const_cast<char*>("--no-followups"));
+  argv.push_back(nullptr);
+  pid_t child = 0;
+  if (int rc = posix_spawn(&child, "/proc/self/exe", nullptr, nullptr, argv.data(), environ); rc != 0) {
+    fmt::print(stderr, "weft bench probe: cannot start the responder: {}\n", std::strerror(rc));
+    return 1;
+  }
+  auto stop_child = [&] {
+    kill(child, SIGTERM);
+    int status = 0;
+    waitpid(child, &status, 0);
+  };
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let it bind
+
+  probe::ProberConfig cfg;
+  cfg.protocol = a.protocol == "udp" ? probe::Protocol::udp : probe::Protocol::tcp;
+  cfg.tcp_keep_open = a.keep_open;
+  cfg.interval = std::chrono::nanoseconds(static_cast<int64_t>(1e9 * a.targets / a.rate));
+  cfg.window = std::chrono::seconds(1);
+  auto prober = probe::Prober::create(cfg);
+  if (!prober) {
+    stop_child();
+    fmt::print(stderr, "weft bench probe: {}\n", prober.error().message);
+    return 1;
+  }
+  const uint16_t port = cfg.protocol == probe::Protocol::udp ? *up : *tp;
+  std::vector<probe::Target> targets;
+  for (int i = 0; i < a.targets; ++i) targets.push_back({fmt::format("t{}", i), "127.0.0.1", port});
+  (*prober)->set_targets(std::move(targets));
+  uint64_t windows = 0;
+  std::thread runner([&] {
+    auto st = (*prober)->run([&](probe::WindowStats&&) { ++windows; });
+    if (!st) fmt::print(stderr, "weft bench probe: {}\n", st.error().message);
+  });
+
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // warm-up: tables touched, caches warm
+  const auto c0 = (*prober)->counters();
+  const int64_t t0 = mono_ns(), p0 = self_cpu_ns();
+  const ProcStats r0 = read_proc_stats(child);
+  std::this_thread::sleep_for(std::chrono::nanoseconds(static_cast<int64_t>(a.duration_s * 1e9)));
+  const int64_t t1 = mono_ns(), p1 = self_cpu_ns();
+  const ProcStats r1 = read_proc_stats(child);
+  const auto c1 = (*prober)->counters();
+  const ProcStats self = read_proc_stats(0);
+  // Stop sending, let every probe in flight resolve (answer or timeout), then stop.
+  (*prober)->set_targets({});
+  std::this_thread::sleep_for(cfg.timeout + std::chrono::milliseconds(300));
+  (*prober)->stop();
+  runner.join();
+  const auto cend = (*prober)->counters();
+  const ProcStats rend = read_proc_stats(child);
+  stop_child();
+
+  const double secs = static_cast<double>(t1 - t0) / 1e9;
+  auto pct = [&](int64_t cpu) { return std::round(1000.0 * static_cast<double>(cpu) / static_cast<double>(t1 - t0)) / 10.0; };
+  nlohmann::json j = {{"protocol", a.protocol},
+                      {"keep_open", a.keep_open},
+                      {"followups", !a.no_followups},
+                      {"rate_requested", a.rate},
+                      {"targets", a.targets},
+                      {"duration_s", a.duration_s},
+                      {"rate_achieved", std::round(static_cast<double>(c1.sent - c0.sent) / secs)},
+                      {"sent", cend.sent},
+                      {"received", cend.received},
+                      {"lost", cend.lost},
+                      {"late", cend.late},
+                      {"duplicate", cend.duplicate},
+                      {"send_errors", cend.send_errors},
+                      {"evicted", cend.evicted},
+                      {"windows", windows},
+                      {"cpu_percent_prober", pct(p1 - p0)},
+                      {"cpu_percent_responder", r0.ok && r1.ok ? pct(r1.cpu_ns - r0.cpu_ns) : -1.0},
+                      {"rss_kb_prober", self.rss_kb},
+                      {"rss_kb_responder", rend.rss_kb},
+                      {"hwm_kb_prober", self.hwm_kb},
+                      {"hwm_kb_responder", rend.hwm_kb}};
+  if (a.json) {
+    fmt::print("{}\n", j.dump());
+  } else {
+    fmt::print("{}\n", j.dump(2));
+  }
+  return 0;
+}
+
+weft::cli::Registrar reg{[](weft::cli::Root& root) {
+  auto a = std::make_shared<BenchArgs>();
+  auto* sub = root.bench->add_subcommand("probe", "Prober + responder on loopback: rate, loss, CPU and RSS");
+  sub->add_option("--protocol", a->protocol, "udp or tcp")->capture_default_str()->check(CLI::IsMember({"udp", "tcp"}));
+  sub->add_option("--rate", a->rate, "Total probes per second")->capture_default_str();
+  sub->add_option("--targets", a->targets, "Number of targets the rate is spread over")->capture_default_str();
+  sub->add_option("--duration", a->duration_s, "Measured seconds (after 1 s of warm-up)")->capture_default_str();
+  sub->add_flag("--json", a->json, "One-line JSON");
+  sub->add_flag("--keep-open", a->keep_open, "tcp: echo on kept-open connections instead of connects");
+  sub->add_flag("--no-followups", a->no_followups, "Responder sends no follow-ups (see weft responder)");
+  sub->callback([a] { weft::cli::set_exit_code(run_bench(*a)); });
+}};
+
+}  // namespace

@@ -1,0 +1,95 @@
+// The log-bucket histogram's percentiles against exact ones (nearest rank on sorted samples).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "base/histogram.hpp"
+
+namespace {
+
+int64_t exact_percentile(std::vector<int64_t> v, double q) {
+  std::sort(v.begin(), v.end());
+  auto rank = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
+  rank = std::clamp<size_t>(rank, 1, v.size());
+  return v[rank - 1];
+}
+
+void check_accuracy(const std::vector<int64_t>& samples) {
+  weft::LogHistogram h;
+  for (auto s : samples) h.add(s);
+  ASSERT_EQ(h.count(), samples.size());
+  for (double q : {0.0, 0.001, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 1.0}) {
+    const int64_t exact = exact_percentile(samples, q);
+    const int64_t approx = h.percentile(q);
+    const double err = exact == 0 ? std::abs(static_cast<double>(approx))
+                                  : std::abs(static_cast<double>(approx - exact)) / static_cast<double>(exact);
+    EXPECT_LE(err, 0.01) << "q=" << q << " exact=" << exact << " approx=" << approx;
+  }
+  EXPECT_EQ(h.min(), *std::min_element(samples.begin(), samples.end()));
+  EXPECT_EQ(h.max(), *std::max_element(samples.begin(), samples.end()));
+}
+
+TEST(LogHistogram, PercentilesWithinOnePercentLogNormal) {
+  std::mt19937_64 rng(42);
+  std::lognormal_distribution<double> d(std::log(50'000.0), 1.0);  // RTTs around 50 us, long tail
+  std::vector<int64_t> v;
+  for (int i = 0; i < 200'000; ++i) v.push_back(static_cast<int64_t>(d(rng)));
+  check_accuracy(v);
+}
+
+TEST(LogHistogram, PercentilesWithinOnePercentWideUniform) {
+  std::mt19937_64 rng(7);
+  std::uniform_int_distribution<int64_t> d(0, 5'000'000'000);  // 0 .. 5 s
+  std::vector<int64_t> v;
+  for (int i = 0; i < 100'000; ++i) v.push_back(d(rng));
+  check_accuracy(v);
+}
+
+TEST(LogHistogram, PercentilesWithinOnePercentBimodalAndSmall) {
+  std::mt19937_64 rng(9);
+  std::vector<int64_t> v;
+  for (int i = 0; i < 5'000; ++i) v.push_back(static_cast<int64_t>(rng() % 200));  // exact region
+  for (int i = 0; i < 5'000; ++i) v.push_back(1'000'000 + static_cast<int64_t>(rng() % 10'000));
+  check_accuracy(v);
+}
+
+TEST(LogHistogram, EveryBucketBoundIsTight) {
+  // A bucket is never wider than 1/64 of its lower bound, so a midpoint is within 1/128.
+  for (int b = weft::LogHistogram::kSub; b < weft::LogHistogram::kBuckets; ++b) {
+    const int64_t lo = weft::LogHistogram::bucket_low(b), hi = weft::LogHistogram::bucket_high(b);
+    ASSERT_LT(lo, hi);
+    EXPECT_LE(static_cast<double>(hi - lo) / static_cast<double>(lo), 1.0 / 64 + 1e-12) << b;
+    EXPECT_EQ(weft::LogHistogram::bucket_of(lo), b);
+    EXPECT_EQ(weft::LogHistogram::bucket_of(hi - 1), b);
+    if (b + 1 < weft::LogHistogram::kBuckets) {
+      EXPECT_EQ(weft::LogHistogram::bucket_low(b + 1), hi);
+    }
+  }
+}
+
+TEST(LogHistogram, EmptyNegativeHugeAndMerge) {
+  weft::LogHistogram h;
+  EXPECT_EQ(h.percentile(0.5), 0);
+  EXPECT_EQ(h.mean(), 0);
+  h.add(-5);  // clamped to 0
+  EXPECT_EQ(h.min(), 0);
+  h.add(int64_t{1} << 50);  // beyond the last bucket: still counted, max exact
+  EXPECT_EQ(h.max(), int64_t{1} << 50);
+  EXPECT_EQ(h.percentile(1.0), int64_t{1} << 50);
+  weft::LogHistogram a, b;
+  for (int i = 1; i <= 100; ++i) a.add(i * 1000);
+  for (int i = 101; i <= 200; ++i) b.add(i * 1000);
+  a.merge(b);
+  EXPECT_EQ(a.count(), 200u);
+  EXPECT_EQ(a.min(), 1000);
+  EXPECT_EQ(a.max(), 200'000);
+  EXPECT_EQ(a.mean(), 100'500);
+  EXPECT_NEAR(static_cast<double>(a.percentile(0.5)), 100'000.0, 1000.0);
+  a.reset();
+  EXPECT_EQ(a.count(), 0u);
+}
+
+}  // namespace

@@ -1,0 +1,395 @@
+// The prober and responder together on loopback (no root needed): answers, loss, garbage,
+// duplicates, late answers, unknown sessions, TCP, IPv6 and the bounded in-flight table.
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "base/clock.hpp"
+#include "net/address.hpp"
+#include "net/socket.hpp"
+#include "probe/prober.hpp"
+#include "probe/responder.hpp"
+#include "probe/wire.hpp"
+
+using namespace weft;
+using namespace weft::probe;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct RunningResponder {
+  std::unique_ptr<Responder> r;
+  std::thread th;
+  explicit RunningResponder(const char* listen = "127.0.0.1") {
+    ResponderConfig c;
+    c.listen_address = listen;
+    c.udp_port = 0;
+    c.tcp_port = 0;
+    auto made = Responder::create(c);
+    if (!made) throw std::runtime_error(made.error().message);
+    r = std::move(*made);
+    th = std::thread([this] { (void)r->run(); });
+  }
+  ~RunningResponder() {
+    r->stop();
+    th.join();
+  }
+};
+
+struct Collected {
+  std::mutex mu;
+  std::map<std::string, WindowStats> totals;  // windows summed per target
+  std::map<std::string, int> windows;
+  std::vector<ProbeResult> probes;
+  std::vector<std::string> probe_targets;
+};
+
+// Runs the prober for `d`, then stops it; windows and probes are collected.
+ProberCounters run_for(Prober& p, std::chrono::milliseconds d, Collected& c) {
+  p.set_on_probe([&](const ProbeResult& r) {
+    std::lock_guard lk(c.mu);
+    c.probes.push_back(r);
+    c.probe_targets.emplace_back(r.target);
+  });
+  std::thread th([&] {
+    auto st = p.run([&](WindowStats&& w) {
+      std::lock_guard lk(c.mu);
+      auto& t = c.totals[w.target];
+      t.target = w.target;
+      t.target_address = w.target_address;
+      t.sent += w.sent;
+      t.received += w.received;
+      t.lost += w.lost;
+      t.late += w.late;
+      t.duplicate += w.duplicate;
+      t.malformed += w.malformed;
+      t.timestamp_source = w.timestamp_source;
+      t.network_rtt = w.network_rtt;
+      t.rtt = w.rtt;
+      t.responder_delay = w.responder_delay;
+      c.windows[w.target]++;
+      EXPECT_EQ(w.end_unix_ns - w.start_unix_ns, 200'000'000);
+      EXPECT_EQ(w.start_unix_ns % 200'000'000, 0);
+    });
+    EXPECT_TRUE(st) << (st ? "" : st.error().message);
+  });
+  std::this_thread::sleep_for(d);
+  const auto t0 = std::chrono::steady_clock::now();
+  p.stop();
+  th.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 150ms);  // stop() is prompt
+  return p.counters();
+}
+
+ProberConfig fast_config(Protocol proto = Protocol::udp) {
+  ProberConfig c;
+  c.protocol = proto;
+  c.interval = 10ms;
+  c.timeout = 100ms;
+  c.window = 200ms;
+  return c;
+}
+
+// A UDP socket that swallows everything: a target that never answers.
+net::Fd black_hole(uint16_t& port) {
+  auto fd = net::udp_socket(*net::SocketAddress::parse_ip("127.0.0.1", 0));
+  port = net::local_address(fd->get())->port();
+  return std::move(*fd);
+}
+
+}  // namespace
+
+TEST(Prober, AnswersAndLossPerTarget) {
+  RunningResponder resp;
+  uint16_t dead_port = 0;
+  auto hole = black_hole(dead_port);
+  auto p = Prober::create(fast_config());
+  ASSERT_TRUE(p) << p.error().message;
+  (*p)->set_targets({{"alive", "127.0.0.1", resp.r->udp_port()}, {"dead", "127.0.0.1", dead_port}});
+  Collected c;
+  auto ctr = run_for(**p, 1500ms, c);
+  auto& alive = c.totals["alive"];
+  auto& dead = c.totals["dead"];
+  EXPECT_GT(alive.sent, 50u);
+  EXPECT_EQ(alive.received, alive.sent);
+  EXPECT_EQ(alive.lost, 0u);
+  EXPECT_EQ(alive.target_address, "127.0.0.1:" + std::to_string(resp.r->udp_port()));
+  EXPECT_EQ(alive.timestamp_source, TimestampSource::kernel);
+  EXPECT_GT(alive.rtt.count, 0u);
+  EXPECT_GT(alive.network_rtt.p50_ns, 0);
+  EXPECT_LE(alive.network_rtt.p50_ns, alive.rtt.p50_ns);
+  EXPECT_GT(alive.responder_delay.p50_ns, 0);
+  EXPECT_GT(dead.sent, 50u);
+  EXPECT_EQ(dead.received, 0u);
+  EXPECT_EQ(dead.lost, dead.sent);
+  EXPECT_GE(c.windows["alive"], 5);
+  EXPECT_EQ(ctr.duplicate, 0u);
+  EXPECT_EQ(ctr.malformed, 0u);
+  EXPECT_EQ(ctr.evicted, 0u);
+  EXPECT_GE(ctr.sent, ctr.received + ctr.lost);
+  EXPECT_GT(resp.r->counters().answered, 50u);
+  EXPECT_GT(resp.r->counters().followups, 50u);
+  // Probe results agree with the windows' sums.
+  std::lock_guard lk(c.mu);
+  size_t alive_ok = 0;
+  for (size_t i = 0; i < c.probes.size(); ++i)
+    if (c.probe_targets[i] == "alive" && c.probes[i].answered) ++alive_ok;
+  EXPECT_GE(alive_ok, alive.received);
+}
+
+TEST(Prober, RespondersSurviveGarbageAndKeepAnswering) {
+  RunningResponder resp;
+  auto p = Prober::create(fast_config());
+  ASSERT_TRUE(p);
+  (*p)->set_targets({{"r", "127.0.0.1", resp.r->udp_port()}});
+  std::atomic<bool> done{false};
+  std::thread spray([&] {
+    auto fd = net::udp_socket(*net::SocketAddress::parse_ip("127.0.0.1", 0));
+    auto to = net::SocketAddress::parse_ip("127.0.0.1", resp.r->udp_port());
+    std::mt19937 rng(1);
+    uint8_t buf[200];
+    for (int i = 0; i < 5000 && !done; ++i) {
+      size_t n = rng() % sizeof buf;
+      for (size_t j = 0; j < n; ++j) buf[j] = static_cast<uint8_t>(rng());
+      if (i % 3 == 0 && n >= 4) std::memcpy(buf, "WFPB", 4);  // pass the magic, fail later
+      sendto(fd->get(), buf, n, 0, to->sa(), to->length);
+      if (i % 100 == 0) std::this_thread::sleep_for(1ms);
+    }
+  });
+  Collected c;
+  run_for(**p, 1000ms, c);
+  done = true;
+  spray.join();
+  EXPECT_GT(resp.r->counters().malformed, 1000u);
+  EXPECT_GT(c.totals["r"].received, 40u);
+  EXPECT_EQ(c.totals["r"].lost, 0u);
+}
+
+// A fake responder that misbehaves on purpose: duplicates, wrong sessions, unknown sequence
+// numbers, garbage, and answers after the timeout.
+TEST(Prober, CountsDuplicatesLateUnknownAndMalformedApart) {
+  auto fd = net::udp_socket(*net::SocketAddress::parse_ip("127.0.0.1", 0));
+  const uint16_t port = net::local_address(fd->get())->port();
+  std::atomic<bool> done{false};
+  std::atomic<int> probes_seen{0};
+  std::thread fake([&] {
+    struct Held {
+      wire::Packet p;
+      net::SocketAddress to;
+      int64_t at;
+    };
+    std::vector<Held> held;
+    while (!done) {
+      pollfd pfd{fd->get(), POLLIN, 0};
+      poll(&pfd, 1, 5);
+      const int64_t now = mono_ns();
+      for (auto it = held.begin(); it != held.end();) {
+        if (it->at <= now) {
+          uint8_t out[wire::kSize];
+          wire::encode(it->p, out);
+          sendto(fd->get(), out, sizeof out, 0, it->to.sa(), it->to.length);
+          it = held.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      uint8_t buf[128];
+      sockaddr_storage from{};
+      socklen_t flen = sizeof from;
+      ssize_t n = recvfrom(fd->get(), buf, sizeof buf, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&from), &flen);
+      if (n <= 0) continue;
+      wire::Packet p;
+      if (wire::decode(std::span<const uint8_t>(buf, static_cast<size_t>(n)), p) != wire::ParseError::ok) continue;
+      const int k = probes_seen++;
+      auto to = net::SocketAddress::from_sockaddr(reinterpret_cast<sockaddr*>(&from), flen);
+      p.type = wire::Type::reply;
+      p.flags = 0;  // no follow-up coming: user-space times
+      p.responder_rx_ns = realtime_ns();
+      p.responder_tx_ns = p.responder_rx_ns + 1;
+      auto send = [&](const wire::Packet& q) {
+        uint8_t out[wire::kSize];
+        wire::encode(q, out);
+        sendto(fd->get(), out, sizeof out, 0, to.sa(), to.length);
+      };
+      switch (k % 5) {
+        case 0: send(p); send(p); break;  // a duplicate
+        case 1: held.push_back({p, to, mono_ns() + 150'000'000}); break;  // after the 100 ms timeout
+        case 2: { auto q = p; q.session ^= 1; send(q); send(p); break; }  // wrong session, then good
+        case 3: { auto q = p; q.seq += 1'000'000; send(q); send(p); break; }  // never sent, then good
+        case 4: { uint8_t junk[wire::kSize] = {1, 2, 3}; sendto(fd->get(), junk, sizeof junk, 0, to.sa(), to.length); send(p); break; }
+      }
+    }
+  });
+  auto cfg = fast_config();
+  cfg.interval = 20ms;
+  auto p = Prober::create(cfg);
+  ASSERT_TRUE(p);
+  (*p)->set_targets({{"fake", "127.0.0.1", port}});
+  Collected c;
+  auto ctr = run_for(**p, 1500ms, c);
+  done = true;
+  fake.join();
+  const int n = probes_seen.load();
+  ASSERT_GT(n, 40);
+  auto& w = c.totals["fake"];
+  EXPECT_GT(ctr.duplicate, 5u);
+  EXPECT_GT(ctr.late, 5u);
+  EXPECT_GT(ctr.unknown_session, 5u);
+  EXPECT_GT(ctr.unknown_probe, 5u);
+  EXPECT_GT(ctr.malformed, 5u);
+  // Every fifth probe is answered late: it is lost (and late), never received.
+  EXPECT_NEAR(static_cast<double>(w.lost) / static_cast<double>(w.sent), 0.2, 0.08);
+  EXPECT_EQ(w.received + w.lost, w.sent);
+  EXPECT_GT(w.duplicate, 0u);
+  EXPECT_GT(w.late, 0u);
+  EXPECT_GT(w.malformed, 0u);
+  EXPECT_EQ(w.timestamp_source, TimestampSource::user);  // the fake sends no kernel times
+}
+
+TEST(Prober, TcpConnectAndKeepOpen) {
+  RunningResponder resp;
+  uint16_t closed_port = 0;
+  {
+    auto l = net::tcp_listener(*net::SocketAddress::parse_ip("127.0.0.1", 0), 1);
+    closed_port = net::local_address(l->get())->port();
+  }  // closed again: connects are refused
+  for (bool keep_open : {false, true}) {
+    auto cfg = fast_config(Protocol::tcp);
+    cfg.tcp_keep_open = keep_open;
+    auto p = Prober::create(cfg);
+    ASSERT_TRUE(p);
+    (*p)->set_targets({{"up", "127.0.0.1", resp.r->tcp_port()}, {"down", "127.0.0.1", closed_port}});
+    Collected c;
+    run_for(**p, 1000ms, c);
+    EXPECT_GT(c.totals["up"].received, 40u) << keep_open;
+    EXPECT_EQ(c.totals["up"].lost, 0u) << keep_open;
+    EXPECT_EQ(c.totals["down"].received, 0u) << keep_open;
+    EXPECT_GT(c.totals["down"].lost, 20u) << keep_open;
+    if (!keep_open) {
+      EXPECT_EQ(c.totals["up"].timestamp_source, TimestampSource::kernel);
+    } else {
+      EXPECT_GT(c.totals["up"].responder_delay.count, 0u);
+    }
+  }
+  EXPECT_GT(resp.r->counters().tcp_accepted, 40u);
+}
+
+TEST(Prober, IPv6) {
+  std::unique_ptr<RunningResponder> resp;
+  try {
+    resp = std::make_unique<RunningResponder>("::1");
+  } catch (const std::exception& e) {
+    GTEST_SKIP() << "no IPv6 loopback: " << e.what();
+  }
+  auto p = Prober::create(fast_config());
+  ASSERT_TRUE(p);
+  (*p)->set_targets({{"v6", "::1", resp->r->udp_port()}});
+  Collected c;
+  run_for(**p, 800ms, c);
+  EXPECT_GT(c.totals["v6"].received, 30u);
+  EXPECT_EQ(c.totals["v6"].lost, 0u);
+  EXPECT_EQ(c.totals["v6"].target_address, "[::1]:" + std::to_string(resp->r->udp_port()));
+}
+
+TEST(Prober, DualStackResponderAnswersIPv4FromTheAddressAsked) {
+  std::unique_ptr<RunningResponder> resp;
+  try {
+    resp = std::make_unique<RunningResponder>("::");
+  } catch (const std::exception& e) {
+    GTEST_SKIP() << "no IPv6: " << e.what();
+  }
+  auto p = Prober::create(fast_config());
+  ASSERT_TRUE(p);
+  (*p)->set_targets({{"v4", "127.0.0.1", resp->r->udp_port()}, {"v6", "::1", resp->r->udp_port()}});
+  Collected c;
+  run_for(**p, 800ms, c);
+  EXPECT_GT(c.totals["v4"].received, 30u);
+  EXPECT_GT(c.totals["v6"].received, 30u);
+  EXPECT_EQ(c.totals["v4"].lost + c.totals["v6"].lost, 0u);
+}
+
+TEST(Prober, InFlightTableIsBoundedAndEvictsAsLost) {
+  uint16_t dead_port = 0;
+  auto hole = black_hole(dead_port);
+  ProberConfig cfg;
+  cfg.interval = 200us;  // 5,000 probes/s with a 1 s timeout: 5,000 in flight
+  cfg.timeout = 1s;
+  cfg.window = 200ms;
+  cfg.max_in_flight = 1024;
+  auto p = Prober::create(cfg);
+  ASSERT_TRUE(p);
+  (*p)->set_targets({{"dead", "127.0.0.1", dead_port}});
+  Collected c;
+  auto ctr = run_for(**p, 800ms, c);
+  EXPECT_GT(ctr.sent, 2000u);
+  EXPECT_GT(ctr.evicted, 500u);
+  EXPECT_EQ(ctr.received, 0u);
+  EXPECT_GE(ctr.lost, ctr.evicted);
+}
+
+TEST(Prober, SetTargetsAddsAndRetires) {
+  RunningResponder resp;
+  auto p = Prober::create(fast_config());
+  ASSERT_TRUE(p);
+  (*p)->set_targets({{"a", "127.0.0.1", resp.r->udp_port()}, {"bad", "not-an-ip", 1}});
+  Collected c;
+  std::thread later([&] {
+    std::this_thread::sleep_for(500ms);
+    (*p)->set_targets({{"b", "127.0.0.1", resp.r->udp_port()}});
+  });
+  run_for(**p, 1300ms, c);
+  later.join();
+  std::lock_guard lk(c.mu);
+  EXPECT_GT(c.totals["a"].received, 20u);
+  EXPECT_GT(c.totals["b"].received, 20u);
+  EXPECT_EQ(c.totals.count("bad"), 0u);
+  // "a" stopped being probed: every result for it came before "b" started plus one timeout.
+  size_t a_after = 0, seen_b = 0;
+  for (auto& t : c.probe_targets) {
+    if (t == "b") ++seen_b;
+    if (t == "a" && seen_b > 20) ++a_after;
+  }
+  EXPECT_EQ(a_after, 0u);
+}
+
+TEST(Prober, CountStopsEachTarget) {
+  RunningResponder resp;
+  auto cfg = fast_config();
+  cfg.count = 7;
+  auto p = Prober::create(cfg);
+  ASSERT_TRUE(p);
+  (*p)->set_targets({{"a", "127.0.0.1", resp.r->udp_port()}});
+  Collected c;
+  auto ctr = run_for(**p, 500ms, c);
+  EXPECT_EQ(ctr.sent, 7u);
+  EXPECT_EQ(ctr.received, 7u);
+}
+
+TEST(Prober, BadConfigAndBindErrorsAreReported) {
+  ProberConfig cfg;
+  cfg.interval = 0s;
+  EXPECT_FALSE(Prober::create(cfg));
+  cfg = {};
+  cfg.bind_address = "nonsense";
+  auto p = Prober::create(cfg);
+  ASSERT_FALSE(p);
+  EXPECT_NE(p.error().message.find("nonsense"), std::string::npos);
+  ResponderConfig rc;
+  rc.listen_address = "127.0.0.1";
+  rc.udp_port = 0;
+  rc.tcp_port = 0;
+  auto r1 = Responder::create(rc);
+  ASSERT_TRUE(r1);
+  rc.udp_port = (*r1)->udp_port();
+  auto r2 = Responder::create(rc);  // same UDP port: in use
+  ASSERT_FALSE(r2);
+  EXPECT_NE(r2.error().message.find("127.0.0.1:" + std::to_string(rc.udp_port)), std::string::npos);
+}
