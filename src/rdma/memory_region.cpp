@@ -42,12 +42,12 @@ Result<MemoryRegion> MemoryRegion::allocate(const ProtectionDomain& pd, size_t l
 }
 
 LocalBuf MemoryRegion::local(size_t offset, size_t len) const {
-  if (len == 0) len = size() - offset;
+  if (len == kToEnd) len = size() - offset;
   return LocalBuf{data() + offset, static_cast<uint32_t>(len), lkey()};
 }
 
 RemoteBuf MemoryRegion::remote(size_t offset, size_t len) const {
-  if (len == 0) len = size() - offset;
+  if (len == kToEnd) len = size() - offset;
   return RemoteBuf{reinterpret_cast<uint64_t>(data() + offset), rkey(), static_cast<uint32_t>(len)};
 }
 

@@ -52,10 +52,11 @@ class MemoryRegion {
   int access_flags() const { return access_; }
   ibv_mr* raw() const { return mr_.get(); }
 
-  // [offset, offset+len) as the local side of a WR; len 0 means "to the end".
-  LocalBuf local(size_t offset = 0, size_t len = 0) const;
+  static constexpr size_t kToEnd = SIZE_MAX;
+  // [offset, offset+len) as the local side of a WR (len 0 is a zero-length WR).
+  LocalBuf local(size_t offset = 0, size_t len = kToEnd) const;
   // [offset, offset+len) as a remote target for a peer.
-  RemoteBuf remote(size_t offset = 0, size_t len = 0) const;
+  RemoteBuf remote(size_t offset = 0, size_t len = kToEnd) const;
 
  private:
   MemoryRegion(std::shared_ptr<ibv_mr> mr, int access) : mr_(std::move(mr)), access_(access) {}

@@ -1,0 +1,281 @@
+// `weft rdma mesh`: N processes in a full mesh. Every round each process RDMA-WRITEs a pattern
+// into its slot of every peer's buffer, then SENDs the same pattern; the peer checks every byte of
+// both (RC delivers the WRITE before the SEND that follows it) and acknowledges with a
+// zero-length SEND_WITH_IMM, which frees the slot for the next round.
+//
+//   weft rdma mesh --nodes 4                       # spawns ranks 0..3 here and waits for them
+//   weft rdma mesh --nodes 4 --rank R --hosts A,B,C,D   # one rank; rank i listens on base-port + i
+#include <fmt/format.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/clock.hpp"
+#include "base/log.hpp"
+#include "cli/command_registry.hpp"
+#include "rdma/completion_waiter.hpp"
+#include "rdma/device.hpp"
+#include "rdma/error.hpp"
+#include "rdma/memory_region.hpp"
+#include "rdma/queue_pair.hpp"
+#include "rdma/side_channel.hpp"
+
+extern char** environ;
+
+namespace {
+
+using namespace weft;
+using namespace weft::rdma;
+using std::chrono::milliseconds;
+
+struct Options {
+  int nodes = 4;
+  int rank = -1;
+  std::vector<std::string> hosts;  // one per rank; default 127.0.0.1 for all
+  uint16_t base_port = 47020;
+  uint32_t size = 4096;
+  int rounds = 20;
+  std::string wait = "busy";
+  std::string device;
+  int timeout_ms = 10000;
+};
+
+constexpr uint32_t kAckBit = 0x80000000u;
+
+uint8_t pattern(int from, int to, int round, uint32_t k) {
+  return static_cast<uint8_t>(from * 31 + to * 17 + round * 7 + static_cast<int>(k * 13));
+}
+
+struct Link {
+  int peer = -1;
+  std::optional<SideChannel> chan;
+  std::optional<QueuePair> qp;
+  RemoteBuf slot;  // our slot in the peer's write buffer
+};
+
+Status run_rank(const Options& o) {
+  const int n = o.nodes, me = o.rank;
+  const milliseconds timeout(o.timeout_ms);
+  auto host = [&](int r) { return o.hosts.empty() ? std::string("127.0.0.1") : o.hosts[static_cast<size_t>(r)]; };
+  auto mode = parse_wait_mode(o.wait);
+  if (!mode) return std::unexpected(mode.error());
+
+  // Side channels: connect to lower ranks, accept higher ones (each says who it is first).
+  std::vector<Link> links(static_cast<size_t>(n));
+  auto listener = SideChannel::listen(host(me), static_cast<uint16_t>(o.base_port + me));
+  if (!listener) return std::unexpected(listener.error());
+  for (int p = 0; p < me; ++p) {
+    auto c = SideChannel::connect(host(p), static_cast<uint16_t>(o.base_port + p), timeout);
+    if (!c) return std::unexpected(c.error());
+    std::array<std::byte, 4> who{};
+    std::memcpy(who.data(), &me, 4);
+    if (auto s = c->send_all(who, timeout); !s) return s;
+    links[static_cast<size_t>(p)].chan.emplace(std::move(*c));
+  }
+  for (int k = me + 1; k < n; ++k) {
+    auto c = listener->accept(timeout);
+    if (!c) return std::unexpected(c.error());
+    std::array<std::byte, 4> who{};
+    if (auto s = c->recv_all(who, timeout); !s) return s;
+    int p;
+    std::memcpy(&p, who.data(), 4);
+    if (p <= me || p >= n || links[static_cast<size_t>(p)].chan) return fail("mesh: unexpected rank {} connected", p);
+    links[static_cast<size_t>(p)].chan.emplace(std::move(*c));
+  }
+
+  auto dev = Device::open(o.device);
+  if (!dev) return std::unexpected(dev.error());
+  in_addr addr{};
+  inet_pton(AF_INET, host(me).c_str(), &addr);
+  auto gid = dev->roce_v2_gid(host(me) == "127.0.0.1" ? in_addr{} : addr);
+  if (!gid) return std::unexpected(gid.error());
+  ConnectOptions co;
+  co.gid_index = static_cast<int>(gid->index);
+  auto pd = ProtectionDomain::create(*dev);
+  if (!pd) return std::unexpected(pd.error());
+  std::shared_ptr<CompletionChannel> ch;
+  if (*mode != WaitMode::busy) {
+    auto c = CompletionChannel::create(*dev);
+    if (!c) return std::unexpected(c.error());
+    ch = *c;
+  }
+  // One CQ shared by all of this rank's QPs.
+  auto cq = CompletionQueue::create(*dev, 16 * n, ch);
+  if (!cq) return std::unexpected(cq.error());
+  auto waiter = CompletionWaiter::create(*cq, *mode);
+  if (!waiter) return std::unexpected(waiter.error());
+  // Regions: [writes from each peer][sends received from each peer][what we send].
+  const size_t S = o.size, N = static_cast<size_t>(n);
+  auto wbuf = MemoryRegion::allocate(*pd, S * N, access::remote_write);
+  auto rbuf = MemoryRegion::allocate(*pd, S * N, access::local);
+  auto sbuf = MemoryRegion::allocate(*pd, S * N, access::local);
+  if (!wbuf || !rbuf || !sbuf) return fail("mesh: registering buffers: {}", (!wbuf ? wbuf : !rbuf ? rbuf : sbuf).error().message);
+
+  const uint32_t psn = 0x1000u + static_cast<uint32_t>(me);
+  for (int p = 0; p < n; ++p) {
+    if (p == me) continue;
+    auto& l = links[static_cast<size_t>(p)];
+    l.peer = p;
+    auto qp = QueuePair::create(*pd, *cq, *cq, QpOptions{});
+    if (!qp) return std::unexpected(qp.error());
+    l.qp.emplace(std::move(*qp));
+    EndpointInfo mine{QpAddress{l.qp->qpn(), psn, 0, gid->gid}, wbuf->remote(S * static_cast<size_t>(p), S), 0};
+    auto theirs = l.chan->exchange(mine, timeout);
+    if (!theirs) return std::unexpected(theirs.error());
+    l.slot = theirs->buf;
+    if (auto s = l.qp->connect(co, psn, theirs->qp); !s) return s;
+    // Two receives per peer: its data SEND of a round and its ACK of ours may both be in flight.
+    for (int k = 0; k < 2; ++k) {
+      auto r = RecvWr::into(rbuf->local(S * static_cast<size_t>(p), static_cast<uint32_t>(S)), static_cast<uint64_t>(p));
+      if (auto s = l.qp->post_recv(r); !s) return s;
+    }
+  }
+  for (auto& l : links)
+    if (l.chan)
+      if (auto s = l.chan->barrier(timeout); !s) return s;
+
+  auto find_peer = [&](uint32_t qpn) -> int {
+    for (auto& l : links)
+      if (l.qp && l.qp->qpn() == qpn) return l.peer;
+    return -1;
+  };
+  const int64_t t0 = mono_ns();
+  uint64_t bytes_checked = 0;
+  // Per peer: data messages checked and acks received so far. A peer that finished a round may
+  // already send the next one while we wait for others, so data can be one round ahead of us.
+  std::vector<int> data_seen(N, 0), acks_seen(N, 0);
+  int sends_left = 0;
+  auto round_complete = [&](int round) {
+    for (auto& l : links)
+      if (l.qp && (data_seen[static_cast<size_t>(l.peer)] <= round || acks_seen[static_cast<size_t>(l.peer)] <= round))
+        return false;
+    return sends_left == 0;
+  };
+  // Handles one receive from peer p: an ack, or data checked byte by byte and acknowledged.
+  auto on_recv = [&](const ibv_wc& wc, int p) -> Status {
+    auto& l = links[static_cast<size_t>(p)];
+    const uint32_t imm = imm_of(wc);
+    auto r = RecvWr::into(rbuf->local(S * static_cast<size_t>(p), static_cast<uint32_t>(S)), static_cast<uint64_t>(p));
+    if (auto s = l.qp->post_recv(r); !s) return s;
+    if (imm & kAckBit) {
+      ++acks_seen[static_cast<size_t>(p)];
+      return {};
+    }
+    const int round = static_cast<int>(imm);
+    if (round != data_seen[static_cast<size_t>(p)])
+      return fail("rank {} sent round {}, expected {}", p, round, data_seen[static_cast<size_t>(p)]);
+    if (wc.byte_len != S) return fail("{} bytes from rank {}, expected {}", wc.byte_len, p, S);
+    const auto* written = reinterpret_cast<const uint8_t*>(wbuf->data() + S * static_cast<size_t>(p));
+    const auto* sent = reinterpret_cast<const uint8_t*>(rbuf->data() + S * static_cast<size_t>(p));
+    for (uint32_t k = 0; k < S; ++k) {
+      const uint8_t want = pattern(p, me, round, k);
+      if (written[k] != want || sent[k] != want)
+        return fail("round {} byte {} from rank {}: written {} sent {} expected {}", round, k, p, written[k], sent[k],
+                    want);
+    }
+    bytes_checked += 2 * S;
+    ++data_seen[static_cast<size_t>(p)];
+    auto ack = SendWr::send_imm(sbuf->local(0, 0), kAckBit | imm, 3);
+    if (auto s = l.qp->post_send(ack); !s) return s;
+    ++sends_left;
+    return {};
+  };
+  std::array<ibv_wc, 16> wcs;
+  for (int round = 0; round < o.rounds; ++round) {
+    for (auto& l : links) {
+      if (!l.qp) continue;
+      auto* out = reinterpret_cast<uint8_t*>(sbuf->data() + S * static_cast<size_t>(l.peer));
+      for (uint32_t k = 0; k < S; ++k) out[k] = pattern(me, l.peer, round, k);
+      auto src = sbuf->local(S * static_cast<size_t>(l.peer), static_cast<uint32_t>(S));
+      std::array<SendWr, 2> wrs = {SendWr::write(src, l.slot, 1), SendWr::send_imm(src, static_cast<uint32_t>(round), 2)};
+      if (auto s = l.qp->post_send(wrs); !s) return s;
+      sends_left += 2;
+    }
+    while (!round_complete(round)) {
+      auto got = waiter->wait(wcs, timeout);
+      if (!got) return std::unexpected(got.error());
+      if (*got == 0) return fail("mesh rank {}: round {} stalled ({} sends outstanding)", me, round, sends_left);
+      for (int i = 0; i < *got; ++i) {
+        const ibv_wc& wc = wcs[static_cast<size_t>(i)];
+        if (auto s = check_completion(wc); !s) return fail("mesh rank {}: {}", me, s.error().message);
+        if (wc.opcode != IBV_WC_RECV) {
+          --sends_left;
+          continue;
+        }
+        const int p = find_peer(wc.qp_num);
+        if (p < 0) return fail("mesh rank {}: completion from unknown QP 0x{:x}", me, wc.qp_num);
+        if (auto s = on_recv(wc, p); !s) return fail("mesh rank {}: {}", me, s.error().message);
+      }
+    }
+  }
+  const double secs = static_cast<double>(mono_ns() - t0) / 1e9;
+  // Nobody tears down while a peer may still need our acks.
+  for (auto& l : links)
+    if (l.chan)
+      if (auto s = l.chan->barrier(timeout); !s) return s;
+  fmt::print("{{\"rank\":{},\"nodes\":{},\"rounds\":{},\"size\":{},\"wait\":\"{}\",\"bytes_checked\":{},\"seconds\":{:.3f}}}\n",
+             me, n, o.rounds, o.size, o.wait, bytes_checked, secs);
+  return {};
+}
+
+// Runs ranks 0..n-1 as child processes of this one and waits for all of them.
+Status spawn_all(const Options& o) {
+  std::vector<pid_t> pids;
+  for (int r = 0; r < o.nodes; ++r) {
+    std::vector<std::string> args = {"weft", "rdma", "mesh", "--nodes", std::to_string(o.nodes), "--rank",
+                                     std::to_string(r), "--base-port", std::to_string(o.base_port), "--size",
+                                     std::to_string(o.size), "--rounds", std::to_string(o.rounds), "--wait", o.wait,
+                                     "--timeout-ms", std::to_string(o.timeout_ms)};
+    if (!o.device.empty()) args.insert(args.end(), {"--device", o.device});
+    for (auto& h : o.hosts) args.insert(args.end(), {"--hosts", h});
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t pid;
+    if (int rc = posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), environ))
+      return fail_errno("posix_spawn mesh rank", rc);
+    pids.push_back(pid);
+  }
+  int failed = 0;
+  for (pid_t pid : pids) {
+    int st = 0;
+    if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) ++failed;
+  }
+  if (failed) return fail("mesh: {} of {} ranks failed", failed, o.nodes);
+  return {};
+}
+
+weft::cli::Registrar reg{[](weft::cli::Root& root) {
+  static Options o;
+  auto* sub = root.rdma->add_subcommand("mesh", "N processes in a full RDMA mesh, WRITE + SEND to all, every byte checked");
+  sub->add_option("--nodes", o.nodes, "processes in the mesh")->capture_default_str();
+  sub->add_option("--rank", o.rank, "run this one rank (default: spawn all ranks here)");
+  sub->add_option("--hosts", o.hosts, "side-channel address of each rank (default 127.0.0.1)")->delimiter(',');
+  sub->add_option("--base-port", o.base_port, "rank i listens on base-port + i")->capture_default_str();
+  sub->add_option("--size", o.size, "bytes each rank writes and sends to each peer per round")->capture_default_str();
+  sub->add_option("--rounds", o.rounds, "rounds")->capture_default_str();
+  sub->add_option("--wait", o.wait, "completion wait mode: busy|channel|epoll")->capture_default_str();
+  sub->add_option("--device", o.device, "RDMA device (default: the first)");
+  sub->add_option("--timeout-ms", o.timeout_ms, "limit for each wait")->capture_default_str();
+  sub->callback([] {
+    Status s;
+    if (o.nodes < 2) s = fail("--nodes must be at least 2");
+    else if (!o.hosts.empty() && static_cast<int>(o.hosts.size()) != o.nodes) s = fail("--hosts needs one address per rank");
+    else if (o.size == 0) s = fail("--size must be positive");
+    else if (o.rank < 0) s = spawn_all(o);
+    else if (o.rank >= o.nodes) s = fail("--rank must be below --nodes");
+    else s = run_rank(o);
+    if (!s) {
+      fmt::print(stderr, "weft rdma mesh{}: {}\n", o.rank >= 0 ? fmt::format(" rank {}", o.rank) : "", s.error().message);
+      weft::cli::set_exit_code(1);
+    }
+  });
+}};
+
+}  // namespace

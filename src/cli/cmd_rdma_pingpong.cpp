@@ -1,0 +1,229 @@
+// `weft rdma pingpong --server | --client HOST`: one message bounces between two processes over
+// an RC or UD queue pair, waiting for completions by busy polling, a completion channel or epoll.
+// The client prints the round-trip times as one JSON object. Set-up goes over a TCP side channel.
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <array>
+#include <cstring>
+#include <optional>
+#include <string>
+
+#include "base/clock.hpp"
+#include "base/histogram.hpp"
+#include "base/log.hpp"
+#include "cli/command_registry.hpp"
+#include "rdma/address_handle.hpp"
+#include "rdma/completion_waiter.hpp"
+#include "rdma/device.hpp"
+#include "rdma/error.hpp"
+#include "rdma/memory_region.hpp"
+#include "rdma/queue_pair.hpp"
+#include "rdma/side_channel.hpp"
+
+namespace {
+
+using namespace weft;
+using namespace weft::rdma;
+using std::chrono::milliseconds;
+
+struct Options {
+  bool server = false;
+  std::string client;  // host to connect to
+  std::string bind = "0.0.0.0";
+  uint16_t port = 47010;
+  std::string device;
+  std::string qp = "rc";
+  std::string wait = "busy";
+  int iters = 1000;
+  uint32_t size = 64;
+  int timeout_ms = 5000;
+};
+
+// The local IPv4 address of a connected socket: the address whose RoCE v2 GID we use.
+Result<in_addr> local_addr(int fd) {
+  sockaddr_in a{};
+  socklen_t len = sizeof a;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) < 0) return fail_errno("getsockname");
+  return a.sin_addr;
+}
+
+// Tags for the waiter's poller: the side channel's socket, so a peer that dies ends the wait.
+constexpr uint64_t kSideChannelTag = 1;
+
+Status run(const Options& o) {
+  auto qp_type = parse_qp_type(o.qp);
+  if (!qp_type) return std::unexpected(qp_type.error());
+  if (*qp_type == QpType::uc) return fail("pingpong runs over rc or ud");
+  auto mode = parse_wait_mode(o.wait);
+  if (!mode) return std::unexpected(mode.error());
+  if (o.size == 0 || o.iters <= 0) return fail("--size and --iters must be positive");
+  const bool ud = *qp_type == QpType::ud;
+  const milliseconds timeout(o.timeout_ms);
+
+  // Side channel first: its local address picks the GID, and a missing peer fails before verbs.
+  std::optional<SideChannel> chan;
+  if (o.server) {
+    auto l = SideChannel::listen(o.bind, o.port);
+    if (!l) return std::unexpected(l.error());
+    log().info("pingpong server: waiting on {}:{}", o.bind, o.port);
+    auto c = l->accept(milliseconds(std::max(o.timeout_ms, 60'000)));
+    if (!c) return std::unexpected(c.error());
+    chan.emplace(std::move(*c));
+  } else {
+    auto c = SideChannel::connect(o.client, o.port, timeout);
+    if (!c) return std::unexpected(c.error());
+    chan.emplace(std::move(*c));
+  }
+  auto addr = local_addr(chan->fd());
+  if (!addr) return std::unexpected(addr.error());
+
+  auto dev = Device::open(o.device);
+  if (!dev) return std::unexpected(dev.error());
+  auto gid = dev->roce_v2_gid(*addr);
+  if (!gid) return std::unexpected(gid.error());
+  ConnectOptions co;
+  co.gid_index = static_cast<int>(gid->index);
+  auto pd = ProtectionDomain::create(*dev);
+  if (!pd) return std::unexpected(pd.error());
+  std::shared_ptr<CompletionChannel> ch;
+  if (*mode != WaitMode::busy) {
+    auto c = CompletionChannel::create(*dev);
+    if (!c) return std::unexpected(c.error());
+    ch = *c;
+  }
+  auto cq = CompletionQueue::create(*dev, 64, ch);
+  if (!cq) return std::unexpected(cq.error());
+  QpOptions qo;
+  qo.type = *qp_type;
+  auto qp = QueuePair::create(*pd, *cq, *cq, qo);
+  if (!qp) return std::unexpected(qp.error());
+  // [0, size): what we send; [recv_off, ...): where receives land (after a GRH on UD).
+  const uint32_t recv_off = 4096 * ((o.size + 4095) / 4096);
+  const uint32_t recv_len = o.size + (ud ? kGrhBytes : 0);
+  auto mr = MemoryRegion::allocate(*pd, recv_off + recv_len, access::local);
+  if (!mr) return std::unexpected(mr.error());
+  auto waiter = CompletionWaiter::create(*cq, *mode);
+  if (!waiter) return std::unexpected(waiter.error());
+  if (auto* p = waiter->poller())
+    if (auto s = p->watch_fd(chan->fd(), kSideChannelTag); !s) return s;
+
+  const uint32_t psn = static_cast<uint32_t>(mono_ns()) & 0xffffff;
+  EndpointInfo mine{QpAddress{qp->qpn(), psn, 0, gid->gid}, {}, co.qkey};
+  auto peer = chan->exchange(mine, timeout);
+  if (!peer) return std::unexpected(peer.error());
+  if (auto s = qp->connect(co, psn, peer->qp); !s) return s;
+  std::optional<AddressHandle> ah;
+  if (ud) {
+    auto a = AddressHandle::create(*pd, co, peer->qp.gid, peer->qp.lid);
+    if (!a) return std::unexpected(a.error());
+    ah.emplace(std::move(*a));
+  }
+  auto recv = RecvWr::into(mr->local(recv_off, recv_len), 1);
+  auto send = SendWr::send(mr->local(0, o.size), 2);
+  if (ud) send.to(ah->raw(), peer->qp.qpn, peer->qkey);
+  if (o.size <= qp->max_inline()) send.inlined();
+  if (auto s = qp->post_recv(recv); !s) return s;
+  // Both have a receive posted before anyone sends (UD has no RNR retry: a send would be lost).
+  if (auto s = chan->barrier(timeout); !s) return s;
+
+  // Waits for the receive (and the send's completion) of this round.
+  auto round_done = [&]() -> Status {
+    bool got_recv = false, got_send = false;
+    std::array<ibv_wc, 4> wcs;
+    while (!got_recv || !got_send) {
+      auto n = waiter->wait(wcs, timeout);
+      if (!n) return std::unexpected(n.error());
+      if (*n == 0) {
+        if (waiter->fd_ready()) return fail("pingpong: the peer closed the side channel");
+        return fail("pingpong: no completion within {} ms ({} {})", o.timeout_ms, o.qp, o.wait);
+      }
+      for (int i = 0; i < *n; ++i) {
+        if (auto s = check_completion(wcs[static_cast<size_t>(i)]); !s) return s;
+        (wcs[static_cast<size_t>(i)].opcode == IBV_WC_RECV ? got_recv : got_send) = true;
+      }
+    }
+    return qp->post_recv(recv);
+  };
+
+  LogHistogram rtt;
+  auto* out = reinterpret_cast<uint8_t*>(mr->data());
+  const auto* in = reinterpret_cast<const uint8_t*>(mr->data() + recv_off + (ud ? kGrhBytes : 0));
+  for (int i = 0; i < o.iters; ++i) {
+    if (o.server) {
+      // Echo: wait for the ping, send its bytes back.
+      bool got = false;
+      std::array<ibv_wc, 4> wcs;
+      while (!got) {
+        auto n = waiter->wait(wcs, timeout);
+        if (!n) return std::unexpected(n.error());
+        if (*n == 0) return fail("pingpong server: no ping within {} ms (round {})", o.timeout_ms, i);
+        for (int k = 0; k < *n; ++k) {
+          if (auto s = check_completion(wcs[static_cast<size_t>(k)]); !s) return s;
+          got |= wcs[static_cast<size_t>(k)].opcode == IBV_WC_RECV;
+        }
+      }
+      std::memcpy(out, in, o.size);
+      if (auto s = qp->post_recv(recv); !s) return s;
+      if (auto s = qp->post_send(send); !s) return s;
+      // The send's completion is taken with the next round's receive (or drained below).
+      continue;
+    }
+    out[0] = static_cast<uint8_t>(i);
+    out[o.size - 1] = static_cast<uint8_t>(i * 3);
+    const int64_t t0 = mono_ns();
+    if (auto s = qp->post_send(send); !s) return s;
+    if (auto s = round_done(); !s) return s;
+    rtt.add(mono_ns() - t0);
+    if (in[0] != out[0] || in[o.size - 1] != out[o.size - 1])
+      return fail("pingpong: round {} came back with other bytes", i);
+  }
+  if (o.server) {
+    // Drain the last send's completion so the client has it before we tear down.
+    std::array<ibv_wc, 4> wcs;
+    (void)waiter->wait(wcs, timeout);
+    (void)chan->barrier(timeout);
+    fmt::print("{{\"role\":\"server\",\"qp\":\"{}\",\"wait\":\"{}\",\"iters\":{},\"size\":{}}}\n", o.qp, o.wait,
+               o.iters, o.size);
+    return {};
+  }
+  (void)chan->barrier(timeout);
+  auto us = [](int64_t ns) { return static_cast<double>(ns) / 1000.0; };
+  fmt::print(
+      "{{\"role\":\"client\",\"device\":\"{}\",\"qp\":\"{}\",\"wait\":\"{}\",\"iters\":{},\"size\":{},"
+      "\"rtt_us\":{{\"min\":{:.1f},\"p50\":{:.1f},\"p90\":{:.1f},\"p99\":{:.1f},\"max\":{:.1f},\"mean\":{:.1f}}}}}\n",
+      dev->name(), o.qp, o.wait, o.iters, o.size, us(rtt.min()), us(rtt.percentile(0.5)), us(rtt.percentile(0.9)),
+      us(rtt.percentile(0.99)), us(rtt.max()), us(rtt.mean()));
+  return {};
+}
+
+weft::cli::Registrar reg{[](weft::cli::Root& root) {
+  static Options o;
+  auto* sub = root.rdma->add_subcommand("pingpong", "Bounce a message between two RDMA endpoints, print RTTs");
+  auto* srv = sub->add_flag("--server", o.server, "wait for a client");
+  auto* cli = sub->add_option("--client", o.client, "connect to the server at HOST");
+  srv->excludes(cli);
+  sub->add_option("--bind", o.bind, "server: side-channel address to listen on")->capture_default_str();
+  sub->add_option("--port", o.port, "side-channel TCP port")->capture_default_str();
+  sub->add_option("--device", o.device, "RDMA device (default: the first)");
+  sub->add_option("--qp", o.qp, "queue pair type: rc|ud")->capture_default_str();
+  sub->add_option("--wait", o.wait, "completion wait mode: busy|channel|epoll")->capture_default_str();
+  sub->add_option("--iters", o.iters, "round trips")->capture_default_str();
+  sub->add_option("--size", o.size, "message bytes")->capture_default_str();
+  sub->add_option("--timeout-ms", o.timeout_ms, "limit for each wait")->capture_default_str();
+  sub->callback([] {
+    if (!o.server && o.client.empty()) {
+      fmt::print(stderr, "weft rdma pingpong: give --server or --client HOST\n");
+      weft::cli::set_exit_code(2);
+      return;
+    }
+    if (auto s = run(o); !s) {
+      fmt::print(stderr, "weft rdma pingpong: {}\n", s.error().message);
+      weft::cli::set_exit_code(1);
+    }
+  });
+}};
+
+}  // namespace
