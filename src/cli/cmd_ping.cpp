@@ -1,12 +1,16 @@
-// `weft ping udp|tcp HOST[:PORT]`: ping-like probing of one weft responder (or, for tcp, any
-// listening TCP port). A line per probe and a summary, or one JSON object with --json.
+// `weft ping udp|tcp HOST[:PORT]...`: ping-like probing of weft responders (or, for tcp, any
+// listening TCP port). A line per probe and a summary, or one JSON object per target with --json.
+// Several targets are probed by one prober (as an agent does); --window S also prints every
+// finished window as a JSON line, which is what the lab tests read.
 // Exit status: 0 when at least one answer came back, 1 when none did, 2 for bad arguments.
 #include <fmt/format.h>
 
 #include <cmath>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "base/histogram.hpp"
 #include "base/log.hpp"
@@ -22,13 +26,23 @@ using namespace weft;
 
 struct PingArgs {
   std::string protocol;
-  std::string target;
+  std::vector<std::string> targets;
   uint64_t count = 0;
   double interval_s = 1.0;
   double timeout_s = 1.0;
+  double window_s = 0;
   bool json = false;
   bool keep_open = false;
+  bool quiet = false;
   std::string bind;
+};
+
+struct TargetSummary {
+  std::string address;
+  uint64_t resolved = 0, answered = 0, weird = 0, late = 0, duplicate = 0, malformed = 0;
+  LogHistogram rtt, network, delay;
+  probe::TimestampSource source = probe::TimestampSource::hardware;
+  bool any_source = false;
 };
 
 probe::Prober* g_prober = nullptr;
@@ -44,6 +58,11 @@ nlohmann::json summary_json(const LogHistogram& h) {
           {"p90", us(h.percentile(0.90))},
           {"p99", us(h.percentile(0.99))},
           {"max", us(h.max())}};
+}
+
+nlohmann::json latency_json(const probe::LatencySummary& s) {
+  return {{"count", s.count}, {"min", us(s.min_ns)}, {"mean", us(s.mean_ns)}, {"p50", us(s.p50_ns)},
+          {"p90", us(s.p90_ns)}, {"p99", us(s.p99_ns)}, {"p999", us(s.p999_ns)}, {"max", us(s.max_ns)}};
 }
 
 std::string summary_text(const char* what, const LogHistogram& h) {
@@ -64,110 +83,163 @@ int run_ping(const PingArgs& a) {
   else return bad_args(fmt::format("unknown protocol '{}' (udp or tcp)", a.protocol));
   if (!(a.interval_s > 0) || a.interval_s > 3600) return bad_args("interval must be > 0 and <= 3600 seconds");
   if (!(a.timeout_s > 0) || a.timeout_s > 60) return bad_args("timeout must be > 0 and <= 60 seconds");
+  if (a.window_s < 0 || a.window_s > 86400) return bad_args("window must be >= 0 and <= 86400 seconds");
   if (a.keep_open && cfg.protocol != probe::Protocol::tcp) return bad_args("--keep-open is for tcp");
+  const bool echo = cfg.protocol == probe::Protocol::udp || a.keep_open;  // a responder answers
   const uint16_t default_port = cfg.protocol == probe::Protocol::udp ? 7777 : 7778;
-  auto hp = net::split_host_port(a.target, default_port);
-  if (!hp) return bad_args(hp.error().message);
-  auto addr = net::resolve(hp->first, hp->second);
-  if (!addr) return bad_args(addr.error().message);
+
+  std::vector<probe::Target> targets;
+  std::map<std::string, TargetSummary> sums;
+  for (const auto& t : a.targets) {
+    auto hp = net::split_host_port(t, default_port);
+    if (!hp) return bad_args(hp.error().message);
+    auto addr = net::resolve(hp->first, hp->second);
+    if (!addr) return bad_args(addr.error().message);
+    if (sums.count(t)) return bad_args(fmt::format("target '{}' given twice", t));
+    targets.push_back({t, addr->ip_string(), addr->port()});
+    sums[t].address = addr->to_string();
+  }
+  const bool multi = targets.size() > 1;
 
   cfg.tcp_keep_open = a.keep_open;
   cfg.bind_address = a.bind;
   cfg.interval = std::chrono::nanoseconds(static_cast<int64_t>(a.interval_s * 1e9));
   cfg.timeout = std::chrono::nanoseconds(static_cast<int64_t>(a.timeout_s * 1e9));
-  cfg.window = std::chrono::hours(24);  // the summary is computed here from every probe
+  // Without --window the summary comes from the probes themselves: windows are not needed.
+  cfg.window = a.window_s > 0 ? std::chrono::nanoseconds(static_cast<int64_t>(a.window_s * 1e9)) : std::chrono::hours(24);
   cfg.count = a.count;
-  cfg.batch_slack = std::chrono::nanoseconds(0);
+  if (!multi) cfg.batch_slack = std::chrono::nanoseconds(0);  // one target: send on time
   auto prober = probe::Prober::create(cfg);
   if (!prober) {
     fmt::print(stderr, "weft ping: {}\n", prober.error().message);
     return 1;
   }
-  const std::string name = a.target;
-  (*prober)->set_targets({{name, addr->ip_string(), addr->port()}});
-
-  LogHistogram rtt, network, delay;
-  uint64_t resolved = 0, answered = 0, weird = 0;
-  probe::TimestampSource source = probe::TimestampSource::hardware;
-  bool any_source = false;
-  if (!a.json)
-    fmt::print("PING {} {} ({}): {}-byte probes, interval {} s, timeout {} s\n", a.protocol, name, addr->to_string(),
-               cfg.protocol == probe::Protocol::udp || a.keep_open ? 48 : 0, a.interval_s, a.timeout_s);
+  (*prober)->set_targets(targets);
+  const bool lines = !a.json && !a.quiet;
+  if (lines) {
+    for (auto& t : targets)
+      fmt::print("PING {} {} ({}): {}-byte probes, interval {} s, timeout {} s\n", a.protocol, t.name,
+                 sums[t.name].address, echo ? 48 : 0, a.interval_s, a.timeout_s);
+  }
   std::fflush(stdout);
+  const uint64_t total_expected = a.count * targets.size();
+  uint64_t resolved_all = 0;
   (*prober)->set_on_probe([&](const probe::ProbeResult& r) {
-    ++resolved;
-    if (r.answered) {
-      ++answered;
-      rtt.add(r.rtt_ns);
-      if (r.weird) ++weird;
-      else {
-        network.add(r.network_rtt_ns);
-        if (cfg.protocol == probe::Protocol::udp || a.keep_open) delay.add(r.responder_delay_ns);
+    ++resolved_all;
+    auto it = sums.find(std::string(r.target));
+    if (it != sums.end()) {
+      auto& s = it->second;
+      ++s.resolved;
+      if (r.answered) {
+        ++s.answered;
+        s.rtt.add(r.rtt_ns);
+        if (r.weird) ++s.weird;
+        else {
+          s.network.add(r.network_rtt_ns);
+          if (echo) s.delay.add(r.responder_delay_ns);
+        }
+        s.source = s.any_source ? probe::worst(s.source, r.source) : r.source;
+        s.any_source = true;
       }
-      source = any_source ? probe::worst(source, r.source) : r.source;
-      any_source = true;
-      if (!a.json) {
-        if (cfg.protocol == probe::Protocol::udp || a.keep_open)
-          fmt::print("seq={} rtt={:.3f} ms network={:.3f} ms responder={:.1f} us time={}{}\n", r.seq, ms(r.rtt_ns),
-                     ms(r.network_rtt_ns), us(r.responder_delay_ns), probe::to_string(r.source), r.weird ? " weird" : "");
-        else
-          fmt::print("seq={} connect={:.3f} ms time={}\n", r.seq, ms(r.rtt_ns), probe::to_string(r.source));
-      }
-    } else if (!a.json) {
-      fmt::print("seq={} timeout\n", r.seq);
     }
-    std::fflush(stdout);
-    if (a.count != 0 && resolved >= a.count) g_prober->stop();
+    if (lines) {
+      const std::string who = multi ? fmt::format("{} ", r.target) : "";
+      if (!r.answered) fmt::print("{}seq={} timeout\n", who, r.seq);
+      else if (echo)
+        fmt::print("{}seq={} rtt={:.3f} ms network={:.3f} ms responder={:.1f} us time={}{}\n", who, r.seq, ms(r.rtt_ns),
+                   ms(r.network_rtt_ns), us(r.responder_delay_ns), probe::to_string(r.source), r.weird ? " weird" : "");
+      else fmt::print("{}seq={} connect={:.3f} ms time={}\n", who, r.seq, ms(r.rtt_ns), probe::to_string(r.source));
+      std::fflush(stdout);
+    }
+    if (a.count != 0 && resolved_all >= total_expected) g_prober->stop();
   });
   g_prober = prober->get();
   on_stop_signal([] {
     if (g_prober) g_prober->stop();
   });
-  auto st = (*prober)->run([](probe::WindowStats&&) {});
+  auto st = (*prober)->run([&](probe::WindowStats&& w) {
+    auto it = sums.find(w.target);
+    if (it != sums.end()) {
+      it->second.late += w.late;
+      it->second.duplicate += w.duplicate;
+      it->second.malformed += w.malformed;
+    }
+    if (a.window_s <= 0) return;
+    nlohmann::json j = {{"type", "window"},
+                        {"protocol", probe::to_string(w.protocol)},
+                        {"target", w.target},
+                        {"address", w.target_address},
+                        {"start_unix_ns", w.start_unix_ns},
+                        {"end_unix_ns", w.end_unix_ns},
+                        {"sent", w.sent},
+                        {"received", w.received},
+                        {"lost", w.lost},
+                        {"late", w.late},
+                        {"duplicate", w.duplicate},
+                        {"malformed", w.malformed},
+                        {"weird", w.weird},
+                        {"timestamp_source", probe::to_string(w.timestamp_source)},
+                        {"rtt_us", latency_json(w.rtt)},
+                        {"network_rtt_us", latency_json(w.network_rtt)},
+                        {"responder_delay_us", latency_json(w.responder_delay)}};
+    fmt::print("{}\n", j.dump());
+    std::fflush(stdout);
+  });
   g_prober = nullptr;
   if (!st) {
     fmt::print(stderr, "weft ping: {}\n", st.error().message);
     return 1;
   }
   const auto c = (*prober)->counters();
-  const uint64_t lost = resolved - answered;
-  const char* src = probe::to_string(any_source ? source : probe::TimestampSource::user);
-  if (a.json) {
-    nlohmann::json j = {{"protocol", a.protocol},
-                        {"target", name},
-                        {"address", addr->to_string()},
-                        {"sent", resolved},
-                        {"received", answered},
-                        {"lost", lost},
-                        {"late", c.late},
-                        {"duplicate", c.duplicate},
-                        {"malformed", c.malformed + c.unknown_session + c.unknown_probe},
-                        {"weird", weird},
-                        {"timestamp_source", src},
-                        {"rtt_us", summary_json(rtt)},
-                        {"network_rtt_us", summary_json(network)},
-                        {"responder_delay_us", summary_json(delay)}};
-    fmt::print("{}\n", j.dump());
-  } else {
-    fmt::print("--- {} {} ping statistics ---\n", name, a.protocol);
-    fmt::print("{} sent, {} received, {:.1f}% loss, {} late, {} duplicate, timestamps: {}\n", resolved, answered,
-               resolved ? 100.0 * static_cast<double>(lost) / static_cast<double>(resolved) : 0.0, c.late, c.duplicate,
-               src);
-    fmt::print("{}{}{}", summary_text("rtt", rtt), summary_text("network rtt", network),
-               summary_text("responder delay", delay));
+  uint64_t answered_all = 0;
+  for (auto& t : targets) {
+    const auto& s = sums[t.name];
+    answered_all += s.answered;
+    const uint64_t lost = s.resolved - s.answered;
+    const char* src = probe::to_string(s.any_source ? s.source : probe::TimestampSource::user);
+    // Late and duplicate answers are counted in windows; with one target the prober's own
+    // counters also hold those that came after the last window.
+    const uint64_t late = multi ? s.late : c.late;
+    const uint64_t dup = multi ? s.duplicate : c.duplicate;
+    if (a.json) {
+      nlohmann::json j = {{"protocol", a.protocol},
+                          {"target", t.name},
+                          {"address", s.address},
+                          {"sent", s.resolved},
+                          {"received", s.answered},
+                          {"lost", lost},
+                          {"late", late},
+                          {"duplicate", dup},
+                          {"malformed", multi ? s.malformed : c.malformed + c.unknown_session + c.unknown_probe},
+                          {"weird", s.weird},
+                          {"timestamp_source", src},
+                          {"rtt_us", summary_json(s.rtt)},
+                          {"network_rtt_us", summary_json(s.network)},
+                          {"responder_delay_us", summary_json(s.delay)}};
+      if (a.window_s > 0) j["type"] = "summary";
+      fmt::print("{}\n", j.dump());
+    } else {
+      fmt::print("--- {} {} ping statistics ---\n", t.name, a.protocol);
+      fmt::print("{} sent, {} received, {:.1f}% loss, {} late, {} duplicate, timestamps: {}\n", s.resolved, s.answered,
+                 s.resolved ? 100.0 * static_cast<double>(lost) / static_cast<double>(s.resolved) : 0.0, late, dup, src);
+      fmt::print("{}{}{}", summary_text("rtt", s.rtt), summary_text("network rtt", s.network),
+                 summary_text("responder delay", s.delay));
+    }
   }
-  return answered > 0 ? 0 : 1;
+  return answered_all > 0 ? 0 : 1;
 }
 
 weft::cli::Registrar reg{[](weft::cli::Root& root) {
   auto a = std::make_shared<PingArgs>();
-  auto* sub = root.app.add_subcommand("ping", "Probe one responder like ping (exit 0: answered, 1: none, 2: bad args)");
+  auto* sub = root.app.add_subcommand("ping", "Probe responders like ping (exit 0: answered, 1: none, 2: bad args)");
   sub->add_option("protocol", a->protocol, "udp or tcp")->required()->check(CLI::IsMember({"udp", "tcp"}));
-  sub->add_option("target", a->target, "HOST[:PORT] (default port 7777 udp, 7778 tcp; [IPv6]:PORT)")->required();
-  sub->add_option("-c,--count", a->count, "Stop after this many probes (default: until Ctrl-C)");
-  sub->add_option("-i,--interval", a->interval_s, "Seconds between probes")->capture_default_str();
+  sub->add_option("target", a->targets, "HOST[:PORT]... (default port 7777 udp, 7778 tcp; [IPv6]:PORT)")->required();
+  sub->add_option("-c,--count", a->count, "Stop after this many probes per target (default: until Ctrl-C)");
+  sub->add_option("-i,--interval", a->interval_s, "Seconds between probes to a target")->capture_default_str();
   sub->add_option("--timeout", a->timeout_s, "Seconds before a probe counts as lost")->capture_default_str();
-  sub->add_flag("--json", a->json, "Print one JSON object at the end instead of lines");
+  sub->add_option("--window", a->window_s, "Also print every finished window of this many seconds as a JSON line");
+  sub->add_flag("--json", a->json, "Print one JSON object per target at the end instead of lines");
+  sub->add_flag("-q,--quiet", a->quiet, "No per-probe lines");
   sub->add_flag("--keep-open", a->keep_open, "tcp: request/echo RTT on one kept-open connection");
   sub->add_option("--bind", a->bind, "Source address to probe from");
   sub->callback([a] { weft::cli::set_exit_code(run_ping(*a)); });
