@@ -1,0 +1,323 @@
+// RDMA probe engine on a real verbs device (rxe in the Soft-RoCE guest; see ../guest_suite.sh).
+// Device and address come from WRP_DEVICE / WRP_IP (default rxe0, 10.9.0.1).
+#include "probe/rdma_engine.hpp"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "probe/rdma_wire.hpp"
+#include "rdma/address_handle.hpp"
+#include "rdma/completion_queue.hpp"
+#include "rdma/device.hpp"
+#include "rdma/memory_region.hpp"
+#include "rdma/protection_domain.hpp"
+#include "rdma/queue_pair.hpp"
+
+using namespace weft;
+using namespace weft::probe;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string env_or(const char* name, const char* def) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : def;
+}
+
+RdmaEngineConfig base_config() {
+  RdmaEngineConfig c;
+  c.device = env_or("WRP_DEVICE", "rxe0");
+  c.address = env_or("WRP_IP", "10.9.0.1");
+  c.recv_depth = 4096;
+  c.send_depth = 1024;
+  c.interval = 10ms;
+  c.timeout = 2s;
+  c.window = 3600s;
+  return c;
+}
+
+RdmaTarget target_of(const RdmaEngine& e, const std::string& name) {
+  RdmaTarget t;
+  t.name = name;
+  t.gid = e.address().gid;
+  t.qpn = e.address().qpn;
+  t.qkey = e.address().qkey;
+  return t;
+}
+
+// Runs an engine on its own thread, collecting resolved probes and windows.
+struct Running {
+  std::unique_ptr<RdmaEngine> engine;
+  std::thread thread;
+  Status status;
+  std::mutex mu;
+  std::map<std::string, std::vector<RdmaProbeResult>> probes;
+  std::vector<WindowStats> windows;
+  std::atomic<uint64_t> resolved{0};
+
+  explicit Running(std::unique_ptr<RdmaEngine> e) : engine(std::move(e)) {
+    engine->set_on_probe([this](const RdmaProbeResult& r) {
+      std::lock_guard lk(mu);
+      probes[std::string(r.target)].push_back(r);
+      ++resolved;
+    });
+  }
+  void start() {
+    thread = std::thread([this] {
+      status = engine->run([this](WindowStats&& w) {
+        std::lock_guard lk(mu);
+        windows.push_back(std::move(w));
+      });
+    });
+  }
+  void stop() {
+    if (!thread.joinable()) return;
+    engine->stop();
+    thread.join();
+    ASSERT_TRUE(status) << status.error().message;
+  }
+  ~Running() {
+    if (thread.joinable()) {
+      engine->stop();
+      thread.join();
+    }
+  }
+  bool wait_resolved(uint64_t n, std::chrono::seconds limit) {
+    auto end = std::chrono::steady_clock::now() + limit;
+    while (resolved.load() < n && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(10ms);
+    return resolved.load() >= n;
+  }
+};
+
+std::unique_ptr<Running> make(const RdmaEngineConfig& c) {
+  auto e = RdmaEngine::create(c);
+  EXPECT_TRUE(e) << (e ? "" : e.error().message);
+  if (!e) return nullptr;
+  return std::make_unique<Running>(std::move(*e));
+}
+
+}  // namespace
+
+TEST(RdmaEngineGuest, TwoEnginesProbeEachOtherWithZeroLoss) {
+  auto c = base_config();
+  c.count = 200;
+  auto a = make(c), b = make(c);
+  ASSERT_TRUE(a && b);
+  EXPECT_NE(a->engine->address().qpn, b->engine->address().qpn);
+  EXPECT_EQ(a->engine->timestamp_source(), TimestampSource::user);  // rxe has no NIC clock
+  EXPECT_FALSE(a->engine->timestamp_note().empty());
+  a->engine->set_targets({target_of(*b->engine, "b")});
+  b->engine->set_targets({target_of(*a->engine, "a")});
+  a->start();
+  b->start();
+  EXPECT_TRUE(a->wait_resolved(200, 30s));
+  EXPECT_TRUE(b->wait_resolved(200, 30s));
+  a->stop();
+  b->stop();
+  for (auto* r : {a.get(), b.get()}) {
+    auto cnt = r->engine->counters();
+    EXPECT_EQ(cnt.sent, 200u);
+    EXPECT_EQ(cnt.received, 200u);
+    EXPECT_EQ(cnt.lost, 0u);
+    EXPECT_EQ(cnt.garbage, 0u);
+    EXPECT_EQ(cnt.pings_received, 200u);
+    EXPECT_EQ(cnt.followups_sent, 200u);
+    EXPECT_EQ(cnt.recv_posted, 4096u);  // every buffer is back on the queue
+    ASSERT_EQ(r->windows.size(), 1u);
+    const WindowStats& w = r->windows[0];
+    EXPECT_EQ(w.protocol, Protocol::rdma);
+    EXPECT_EQ(w.sent, 200u);
+    EXPECT_EQ(w.received, 200u);
+    EXPECT_EQ(w.lost, 0u);
+    EXPECT_EQ(w.timestamp_source, TimestampSource::user);
+    // Every answered probe had its follow-up: network RTT and responder delay for (nearly) all.
+    EXPECT_EQ(w.network_rtt.count + w.weird, 200u);
+    EXPECT_GT(w.network_rtt.p50_ns, 0);
+    EXPECT_GT(w.responder_delay.count, 0u);
+    EXPECT_LE(w.weird, 20u);  // software stamps of a sleeping responder can make a few
+    for (auto& [name, list] : r->probes)
+      for (auto& p : list) {
+        EXPECT_TRUE(p.answered);
+        if (p.sample.has_network) {
+          EXPECT_EQ(p.sample.network_ns + p.sample.responder_delay_ns, p.sample.total_ns);
+          EXPECT_GE(p.sample.network_ns, 0);
+        }
+      }
+    std::printf("[rtt] p50 total %.1f us network %.1f us responder %.1f us weird %lu\n", w.rtt.p50_ns / 1e3,
+                w.network_rtt.p50_ns / 1e3, w.responder_delay.p50_ns / 1e3, (unsigned long)w.weird);
+  }
+}
+
+TEST(RdmaEngineGuest, BurstOfTenThousandPingsFromManyPeersLosesNone) {
+  auto rc = base_config();
+  rc.recv_depth = 16384;  // the default: room for the whole burst even if the responder sleeps
+  auto responder = make(rc);
+  ASSERT_TRUE(responder);
+  constexpr int kPeers = 5;
+  constexpr uint64_t kEach = 2000;
+  std::vector<std::unique_ptr<Running>> peers;
+  for (int i = 0; i < kPeers; ++i) {
+    auto c = base_config();
+    c.interval = 1us;  // as fast as the send queue allows
+    c.count = kEach;
+    c.timeout = 20s;
+    c.recv_depth = 4096;
+    c.respond = false;
+    peers.push_back(make(c));
+    ASSERT_TRUE(peers.back());
+    peers.back()->engine->set_targets({target_of(*responder->engine, "responder")});
+  }
+  responder->start();
+  for (auto& p : peers) p->start();
+  for (auto& p : peers) EXPECT_TRUE(p->wait_resolved(kEach, 120s));
+  for (auto& p : peers) p->stop();
+  responder->stop();
+  auto rcnt = responder->engine->counters();
+  EXPECT_EQ(rcnt.pings_received, kPeers * kEach);
+  EXPECT_EQ(rcnt.responder_drops, 0u);
+  EXPECT_EQ(rcnt.pongs_sent, kPeers * kEach);
+  for (auto& p : peers) {
+    auto c = p->engine->counters();
+    EXPECT_EQ(c.sent, kEach);
+    EXPECT_EQ(c.received, kEach);
+    EXPECT_EQ(c.lost, 0u);
+  }
+  std::printf("[burst] %lu pings from %d peers, all answered\n", (unsigned long)rcnt.pings_received, kPeers);
+}
+
+TEST(RdmaEngineGuest, StoppedResponderIsFullLossWhileOthersAreStillProbed) {
+  auto c = base_config();
+  c.respond = false;
+  c.count = 150;
+  c.timeout = 500ms;
+  auto prober = make(c);
+  auto rc = base_config();
+  auto alive = make(rc), doomed = make(rc);
+  ASSERT_TRUE(prober && alive && doomed);
+  prober->engine->set_targets({target_of(*alive->engine, "alive"), target_of(*doomed->engine, "doomed")});
+  alive->start();
+  doomed->start();
+  prober->start();
+  EXPECT_TRUE(prober->wait_resolved(40, 30s));
+  doomed->stop();
+  doomed.reset();  // its QP is gone: datagrams to it are dropped
+  EXPECT_TRUE(prober->wait_resolved(300, 60s));
+  prober->stop();
+  alive->stop();
+  std::lock_guard lk(prober->mu);
+  auto& ok = prober->probes["alive"];
+  auto& gone = prober->probes["doomed"];
+  ASSERT_EQ(ok.size(), 150u);
+  ASSERT_EQ(gone.size(), 150u);
+  for (auto& r : ok) EXPECT_TRUE(r.answered) << "seq " << r.seq;
+  size_t answered_before = 0;
+  while (answered_before < gone.size() && gone[answered_before].answered) ++answered_before;
+  EXPECT_GE(answered_before, 5u);
+  // Once it stopped, nothing more came back: the rest is 100% loss.
+  for (size_t i = answered_before; i < gone.size(); ++i) EXPECT_FALSE(gone[i].answered) << "probe " << i;
+  EXPECT_GE(gone.size() - answered_before, 60u);
+  std::printf("[stop] doomed answered %zu then lost %zu; alive answered %zu/%zu\n", answered_before,
+              gone.size() - answered_before, ok.size(), ok.size());
+}
+
+TEST(RdmaEngineGuest, GarbageDatagramsAreCountedAndDroppedWhileProbingGoesOn) {
+  auto rc = base_config();
+  auto responder = make(rc);
+  auto c = base_config();
+  c.respond = false;
+  c.count = 100;
+  auto prober = make(c);
+  ASSERT_TRUE(responder && prober);
+  prober->engine->set_targets({target_of(*responder->engine, "r")});
+  responder->start();
+  prober->start();
+
+  // A plain UD QP sends garbage to the responder's QP while the prober runs.
+  auto dev = rdma::Device::open(rc.device);
+  ASSERT_TRUE(dev) << dev.error().message;
+  auto pd = rdma::ProtectionDomain::create(*dev);
+  ASSERT_TRUE(pd);
+  auto cq = rdma::CompletionQueue::create(*dev, 256);
+  ASSERT_TRUE(cq);
+  rdma::QpOptions qo;
+  qo.type = rdma::QpType::ud;
+  qo.max_send_wr = 128;
+  auto qp = rdma::QueuePair::create(*pd, *cq, *cq, qo);
+  ASSERT_TRUE(qp) << qp.error().message;
+  rdma::ConnectOptions co;
+  co.gid_index = responder->engine->address().gid_index;
+  co.qkey = responder->engine->address().qkey;
+  ASSERT_TRUE(qp->connect(co, 0, {}));
+  auto ah = rdma::AddressHandle::create(*pd, co, responder->engine->address().gid);
+  ASSERT_TRUE(ah) << ah.error().message;
+  auto mr = rdma::MemoryRegion::allocate(*pd, 4096, rdma::access::local);
+  ASSERT_TRUE(mr);
+  // Garbage of every kind: empty, short, right size with a bad magic, a valid PONG of nobody's
+  // session (counted as unknown, not garbage), a PING with a bad version, and a large datagram.
+  uint8_t* b = reinterpret_cast<uint8_t*>(mr->data());
+  for (int i = 0; i < 4096; ++i) b[i] = static_cast<uint8_t>(i * 7 + 3);
+  struct G {
+    size_t off, len;
+  };
+  std::vector<G> kinds = {{0, 0}, {0, 10}, {100, 64}, {200, 63}, {300, 65}, {1024, 900}};
+  rdma_wire::Message bad_version;
+  bad_version.type = rdma_wire::Type::ping;
+  bad_version.flags = rdma_wire::kGlobal;
+  bad_version.session = bad_version.seq = 5;
+  bad_version.gid[15] = 1;
+  rdma_wire::encode(bad_version, std::span<uint8_t, 64>(b + 2048, 64));
+  b[2048 + 4] = 9;
+  kinds.push_back({2048, 64});
+  constexpr int kRounds = 20;
+  int sent = 0;
+  for (int r = 0; r < kRounds; ++r) {
+    for (auto& k : kinds) {
+      auto wr = rdma::SendWr::send(mr->local(k.off, k.len), static_cast<uint64_t>(sent))
+                    .to(ah->raw(), responder->engine->address().qpn, responder->engine->address().qkey);
+      ASSERT_TRUE(qp->post_send(wr));
+      ibv_wc wc[4];
+      auto n = cq->wait(wc, rdma::WaitMode::busy, 2000ms);
+      ASSERT_TRUE(n && *n == 1);
+      ASSERT_EQ(wc[0].status, IBV_WC_SUCCESS);
+      ++sent;
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_TRUE(prober->wait_resolved(100, 30s));
+  prober->stop();
+  // Let the responder take what is still queued.
+  std::this_thread::sleep_for(200ms);
+  responder->stop();
+  auto rcnt = responder->engine->counters();
+  EXPECT_EQ(rcnt.garbage, static_cast<uint64_t>(sent));
+  EXPECT_EQ(rcnt.recv_errors, 0u);
+  EXPECT_EQ(rcnt.pings_received, 100u);
+  EXPECT_EQ(rcnt.recv_posted, 4096u);
+  auto pc = prober->engine->counters();
+  EXPECT_EQ(pc.received, 100u);
+  EXPECT_EQ(pc.lost, 0u);
+  std::printf("[garbage] %d datagrams counted and dropped, probing: %lu/%lu answered\n", sent,
+              (unsigned long)pc.received, (unsigned long)pc.sent);
+}
+
+TEST(RdmaEngineGuest, TrafficClassAndServiceLevelAreAccepted) {
+  auto c = base_config();
+  c.traffic_class = 106;  // the seed's RoCE traffic class (DSCP 26, ECN 2)
+  c.sl = 3;
+  c.count = 20;
+  auto a = make(c);
+  ASSERT_TRUE(a);
+  a->engine->set_targets({target_of(*a->engine, "self")});  // an engine answers its own pings
+  a->start();
+  EXPECT_TRUE(a->wait_resolved(20, 30s));
+  a->stop();
+  EXPECT_EQ(a->engine->counters().received, 20u);
+}
