@@ -136,10 +136,14 @@ Status run(const Options& o) {
     while (!got_recv || !got_send) {
       auto n = waiter->wait(wcs, timeout);
       if (!n) return std::unexpected(n.error());
-      if (*n == 0) {
-        if (waiter->fd_ready()) return fail("pingpong: the peer closed the side channel");
-        return fail("pingpong: no completion within {} ms ({} {})", o.timeout_ms, o.qp, o.wait);
+      if (*n == 0 && waiter->fd_ready()) {
+        // The side channel woke us: the peer died, or it is done and already waits at the barrier.
+        char b;
+        if (::recv(chan->fd(), &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0) return fail("pingpong: the peer closed the side channel");
+        if (auto s = waiter->poller()->unwatch_fd(chan->fd()); !s) return s;
+        continue;
       }
+      if (*n == 0) return fail("pingpong: no completion within {} ms ({} {})", o.timeout_ms, o.qp, o.wait);
       for (int i = 0; i < *n; ++i) {
         if (auto s = check_completion(wcs[static_cast<size_t>(i)]); !s) return s;
         (wcs[static_cast<size_t>(i)].opcode == IBV_WC_RECV ? got_recv : got_send) = true;

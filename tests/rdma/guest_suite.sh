@@ -18,6 +18,7 @@ pingpong() {  # pingpong QP WAIT PORT
   return $rc
 }
 
+step devices weft rdma devices
 step verbs rdma_guest_tests --gtest_brief=1
 step mesh-4 weft rdma mesh --nodes 4 --hosts "$ip,$ip,$ip,$ip" --rounds 20 --size 4096
 step mesh-4-channel weft rdma mesh --nodes 4 --hosts "$ip,$ip,$ip,$ip" --rounds 5 --wait channel --base-port 47030
