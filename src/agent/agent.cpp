@@ -512,6 +512,7 @@ Status Agent::start() {
   I.http->set_read_timeout(10, 0);
   I.http->set_write_timeout(10, 0);
   I.http->set_keep_alive(true);
+  I.http->set_tcp_nodelay(true);  // headers and body go out in two writes: no Nagle delay
   if (!I.cfg.token.empty()) I.headers.emplace("Authorization", "Bearer " + I.cfg.token);
   I.last_cpu = process_cpu_seconds();
   I.responder_thread = std::thread([&I] { I.responder_loop(); });

@@ -415,8 +415,10 @@ Result<Report> decode_binary(std::string_view bytes) {
     rep.alarms.push_back(std::move(a));
   }
   if (!r.ok()) return fail("binary report alarms: {}", r.error);
+  const char* list_begin = reinterpret_cast<const char*>(r.p);
   if (auto st = read_window_list(r, rep.windows); !st) return std::unexpected(st.error());
   if (r.p != r.end) return fail("binary report: {} trailing bytes", r.end - r.p);
+  rep.encoded_windows = std::string_view(list_begin, static_cast<size_t>(bytes.data() + bytes.size() - list_begin));
   return rep;
 }
 

@@ -48,6 +48,9 @@ struct Report {
   Health health;
   std::vector<AlarmEvent> alarms;
   std::vector<probe::WindowStats> windows;
+  // Set by decode_binary: the window list's bytes inside the decoded body (valid while the body
+  // lives). The controller stores them as they are instead of encoding the windows again.
+  std::string_view encoded_windows;
 };
 
 // --- binary ------------------------------------------------------------------------------------

@@ -102,16 +102,26 @@ IngestReply Ingest::handle_report(const agent::Report& r, int64_t now_ns) {
   uint64_t accepted = 0, duplicate = 0, stale = 0;
   Status stored;
   mesh_.with_source(r.agent, [&](Mesh::SourceTxn& txn) {
-    std::vector<probe::WindowStats> fresh;
-    fresh.reserve(r.windows.size());
-    for (const auto& w : r.windows) {
-      switch (txn.classify(w)) {
-        case WindowFate::accepted: fresh.push_back(w); break;
+    // The common case is "all new": then the windows (and the agent's encoding of them) go to the
+    // store as they came, without a copy. Otherwise only the accepted ones are copied out.
+    std::vector<uint8_t> keep(r.windows.size());
+    for (size_t i = 0; i < r.windows.size(); ++i) {
+      switch (txn.classify(r.windows[i])) {
+        case WindowFate::accepted: keep[i] = 1; break;
         case WindowFate::duplicate: ++duplicate; break;
         case WindowFate::stale: ++stale; break;
       }
     }
-    stored = store_.append(r.agent, fresh, now_ns);
+    std::vector<probe::WindowStats> some;
+    std::span<const probe::WindowStats> fresh = r.windows;
+    std::string_view encoded = r.encoded_windows;
+    if (duplicate + stale > 0) {
+      for (size_t i = 0; i < r.windows.size(); ++i)
+        if (keep[i]) some.push_back(r.windows[i]);
+      fresh = some;
+      encoded = {};
+    }
+    stored = store_.append(r.agent, fresh, now_ns, encoded);
     if (!stored) {
       txn.rollback();
       return;

@@ -102,8 +102,12 @@ void Mesh::SourceTxn::rollback() {
 void Mesh::with_source(const std::string& src, const std::function<void(SourceTxn&)>& fn) {
   uint32_t id = intern(src);
   if (id == UINT32_MAX) return;
-  SourceTxn::Source* source;
+  SourceTxn::Source* source = nullptr;
   {
+    std::shared_lock lk(names_mu_);
+    source = sources_[id].get();
+  }
+  if (!source) {
     std::unique_lock lk(names_mu_);
     if (!sources_[id]) sources_[id] = std::make_unique<SourceTxn::Source>();
     source = sources_[id].get();

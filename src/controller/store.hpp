@@ -24,8 +24,10 @@ class Store {
   virtual ~Store() = default;
 
   // Makes all of `windows` (all from `src`) durable, or none of them. Thread-safe; may block until
-  // the data is committed (the ingest acknowledges only after this returns).
-  virtual Status append(const std::string& src, std::span<const probe::WindowStats> windows, int64_t received_ns) = 0;
+  // the data is committed (the ingest acknowledges only after this returns). `encoded`, if not
+  // empty, is exactly these windows in the wire's window-list encoding (a store may keep it as is).
+  virtual Status append(const std::string& src, std::span<const probe::WindowStats> windows, int64_t received_ns,
+                        std::string_view encoded = {}) = 0;
 
   // Windows of one pair with start >= since_ns and start < until_ns, oldest first, at most `limit`.
   virtual Result<std::vector<probe::WindowStats>> history(probe::Protocol protocol, const std::string& src,

@@ -61,7 +61,7 @@ class RedisStore final : public Store {
     return {};
   }
 
-  Status append(const std::string& src, std::span<const probe::WindowStats> windows, int64_t) override {
+  Status append(const std::string& src, std::span<const probe::WindowStats> windows, int64_t, std::string_view) override {
     if (windows.empty()) return {};
     std::lock_guard lk(mu_);
     auto st = append_locked(src, windows);

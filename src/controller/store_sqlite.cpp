@@ -85,7 +85,8 @@ class SqliteStore final : public Store {
     return {};
   }
 
-  Status append(const std::string& src, std::span<const probe::WindowStats> windows, int64_t received_ns) override {
+  Status append(const std::string& src, std::span<const probe::WindowStats> windows, int64_t received_ns,
+                std::string_view encoded) override {
     if (windows.empty()) return {};
     auto job = std::make_shared<Job>();
     job->src = src;
@@ -99,7 +100,8 @@ class SqliteStore final : public Store {
       job->max_start = std::max(job->max_start, w.start_unix_ns);
       job->max_end = std::max(job->max_end, w.end_unix_ns);
     }
-    agent::append_window_list(job->blob, windows);
+    if (!encoded.empty()) job->blob.assign(encoded);  // the agent's own bytes: no second encoding
+    else agent::append_window_list(job->blob, windows);
     std::unique_lock lk(mu_);
     if (stopping_) return fail("sqlite store is closing");
     queue_.push_back(job);

@@ -37,7 +37,8 @@ class FlakyStore final : public Store {
  public:
   bool failing = false;
   std::vector<weft::probe::WindowStats> stored;
-  weft::Status append(const std::string&, std::span<const weft::probe::WindowStats> ws, int64_t) override {
+  weft::Status append(const std::string&, std::span<const weft::probe::WindowStats> ws, int64_t,
+                      std::string_view) override {
     if (failing) return weft::fail("disk on fire");
     stored.insert(stored.end(), ws.begin(), ws.end());
     return {};

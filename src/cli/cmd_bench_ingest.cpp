@@ -1,0 +1,267 @@
+// `weft bench ingest --agents A --targets T --json`: how many pair-windows per second one controller
+// takes in through its real ingest path (HTTP on loopback, binary reports, validation, dedup, the
+// embedded SQLite store with group commit, the in-memory latest mesh).
+//
+// The controller runs in a forked child process so that its CPU and memory are measured alone;
+// the parent plays the agents: it pre-encodes every report (one report = one agent's windows for
+// all its targets, as agents batch them) and then sends them over several keep-alive connections.
+#include <httplib.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "agent/wire.hpp"
+#include "base/log.hpp"
+#include "cli/command_registry.hpp"
+#include "controller/controller.hpp"
+
+namespace {
+
+struct Options {
+  size_t agents = 1000;
+  size_t targets = 300;
+  size_t rounds = 10;
+  size_t connections = 4;
+  size_t http_threads = 6;
+  uint16_t port = 18095;
+  bool json = false;
+};
+
+int64_t unix_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+struct ProcStat {
+  double cpu_s = 0;
+  uint64_t rss_kb = 0;
+};
+
+ProcStat proc_stat(pid_t pid) {
+  ProcStat ps;
+  std::ifstream st(fmt::format("/proc/{}/stat", pid));
+  std::string s((std::istreambuf_iterator<char>(st)), {});
+  auto close = s.rfind(')');
+  if (close != std::string::npos) {
+    std::istringstream rest(s.substr(close + 2));
+    std::string tok;
+    double ut = 0, stime = 0;
+    for (int field = 3; rest >> tok; ++field) {
+      if (field == 14) ut = std::stod(tok);
+      if (field == 15) {
+        stime = std::stod(tok);
+        break;
+      }
+    }
+    ps.cpu_s = (ut + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+  }
+  std::ifstream status(fmt::format("/proc/{}/status", pid));
+  std::string line;
+  while (std::getline(status, line))
+    if (line.starts_with("VmRSS:")) ps.rss_kb = std::stoull(line.substr(6));
+  return ps;
+}
+
+// The child: a controller with the embedded store in a temp dir, until SIGTERM.
+[[noreturn]] void run_controller_child(const Options& o, const std::string& dir, int ready_fd) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  auto cfg = weft::controller::parse_config(fmt::format("listen: 127.0.0.1:{}\nstore: sqlite:{}/bench.db\nwindow: 10s\n"
+                                                        "agent_down_after: 1h\nhttp_threads: {}\nmax_body_bytes: 67108864\n"
+                                                        "groups:\n  - {{name: all, protocols: [udp], members: ['*']}}\n",
+                                                        o.port, dir, o.http_threads),
+                                            "<bench>");
+  char ok = 0;
+  if (!cfg) {
+    fmt::print(stderr, "bench: {}\n", cfg.error().message);
+    (void)!write(ready_fd, &ok, 1);
+    _exit(1);
+  }
+  weft::controller::Controller c;
+  if (auto st = c.start(*cfg); !st) {
+    fmt::print(stderr, "bench: controller: {}\n", st.error().message);
+    (void)!write(ready_fd, &ok, 1);
+    _exit(1);
+  }
+  // Agents register as they would (the registry is part of what a controller holds).
+  for (size_t a = 0; a < o.agents; ++a)
+    c.mesh().register_agent({fmt::format("agent-{:05d}", a), {fmt::format("10.{}.{}.{}", a >> 16 & 255, a >> 8 & 255, a & 255)},
+                             {weft::probe::Protocol::udp}, "bench", 7777, 0},
+                            unix_ns());
+  // ... and fetch their pinglists once, as real agents do right after registering.
+  for (size_t a = 0; a < o.agents; ++a) (void)c.mesh().pinglist_for(fmt::format("agent-{:05d}", a));
+  ok = 1;
+  (void)!write(ready_fd, &ok, 1);
+  int sig = 0;
+  sigwait(&set, &sig);
+  c.stop();
+  _exit(0);
+}
+
+weft::probe::WindowStats sample_window(const std::string& target, int64_t start, uint64_t salt) {
+  weft::probe::WindowStats w;
+  w.protocol = weft::probe::Protocol::udp;
+  w.target = target;
+  w.target_address = target;  // short: the bench measures the controller, not address strings
+  w.start_unix_ns = start;
+  w.end_unix_ns = start + 10'000'000'000;
+  w.sent = 100;
+  w.lost = salt % 7 == 0 ? 1 : 0;
+  w.received = w.sent - w.lost;
+  w.timestamp_source = weft::probe::TimestampSource::kernel;
+  int64_t base = 40'000 + static_cast<int64_t>(salt % 5000);
+  auto fill = [&](weft::probe::LatencySummary& s, int64_t b) {
+    s.count = w.received;
+    s.min_ns = b;
+    s.p50_ns = b + 10'000;
+    s.mean_ns = b + 12'000;
+    s.p90_ns = b + 20'000;
+    s.p95_ns = b + 25'000;
+    s.p99_ns = b + 40'000;
+    s.p999_ns = b + 45'000;
+    s.max_ns = b + 50'000;
+  };
+  fill(w.rtt, base + 5'000);
+  fill(w.network_rtt, base);
+  fill(w.responder_delay, 3'000);
+  return w;
+}
+
+int run_bench(const Options& o) {
+  std::string dir = (std::filesystem::temp_directory_path() / fmt::format("wms-bench-{}", getpid())).string();
+  std::filesystem::create_directories(dir);
+  int fds[2];
+  if (pipe(fds) != 0) return 1;
+  pid_t child = fork();
+  if (child < 0) return 1;
+  if (child == 0) {
+    close(fds[0]);
+    run_controller_child(o, dir, fds[1]);
+  }
+  close(fds[1]);
+  auto cleanup = [&] {
+    kill(child, SIGTERM);
+    int status = 0;
+    waitpid(child, &status, 0);
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  };
+  char ok = 0;
+  if (read(fds[0], &ok, 1) != 1 || !ok) {
+    fmt::print(stderr, "bench: the controller did not start\n");
+    cleanup();
+    return 1;
+  }
+  close(fds[0]);
+
+  // Pre-encode every report: round r of agent a has its T windows starting at base + r * 10 s.
+  int64_t base = unix_ns() - static_cast<int64_t>(o.rounds + 2) * 10'000'000'000;
+  std::vector<std::string> bodies;
+  bodies.reserve(o.agents * o.rounds);
+  size_t body_bytes = 0;
+  for (size_t r = 0; r < o.rounds; ++r)
+    for (size_t a = 0; a < o.agents; ++a) {
+      weft::agent::Report rep;
+      rep.agent = fmt::format("agent-{:05d}", a);
+      rep.seq = r;
+      rep.windows.reserve(o.targets);
+      for (size_t t = 0; t < o.targets; ++t) {
+        std::string tgt = fmt::format("agent-{:05d}", (a + t + 1) % (o.agents + o.targets));
+        if (tgt == rep.agent) tgt = "elsewhere";
+        rep.windows.push_back(sample_window(tgt, base + static_cast<int64_t>(r) * 10'000'000'000, a * 31 + t));
+      }
+      bodies.push_back(weft::agent::encode_binary(rep));
+      body_bytes += bodies.back().size();
+    }
+  ProcStat before = proc_stat(child);
+
+  std::atomic<size_t> next{0}, errors{0}, accepted{0};
+  std::string first_error;
+  std::mutex err_mu;
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::thread> clients;
+  for (size_t c = 0; c < o.connections; ++c)
+    clients.emplace_back([&] {
+      httplib::Client cli("127.0.0.1", o.port);
+      cli.set_keep_alive(true);
+      cli.set_tcp_nodelay(true);  // else Nagle + delayed ACK add 40 ms to every request
+      cli.set_read_timeout(60, 0);
+      cli.set_write_timeout(60, 0);
+      for (size_t i; (i = next.fetch_add(1)) < bodies.size();) {
+        auto res = cli.Post("/api/v1/report", bodies[i], std::string(weft::agent::kBinaryContentType));
+        if (!res || res->status != 200) {
+          errors++;
+          std::lock_guard lk(err_mu);
+          if (first_error.empty()) first_error = res ? fmt::format("HTTP {}: {}", res->status, res->body) : httplib::to_string(res.error());
+          continue;
+        }
+        auto j = nlohmann::json::parse(res->body, nullptr, false);
+        if (j.is_object()) accepted += j.value("accepted", size_t{0});
+      }
+    });
+  for (auto& t : clients) t.join();
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ProcStat after = proc_stat(child);
+
+  size_t pairs = 0;
+  {
+    httplib::Client cli("127.0.0.1", o.port);
+    if (auto res = cli.Get("/healthz"); res && res->status == 200) {
+      auto j = nlohmann::json::parse(res->body, nullptr, false);
+      if (j.is_object()) pairs = j.value("pairs", size_t{0});
+    }
+  }
+  cleanup();
+
+  size_t windows = o.agents * o.targets * o.rounds;
+  nlohmann::json out{{"windows_per_s", static_cast<double>(accepted.load()) / secs},
+                     {"cpu_percent", (after.cpu_s - before.cpu_s) / secs * 100.0},
+                     {"rss_kb", after.rss_kb},
+                     {"agents", o.agents},
+                     {"targets", o.targets},
+                     {"rounds", o.rounds},
+                     {"windows_sent", windows},
+                     {"windows_accepted", accepted.load()},
+                     {"request_errors", errors.load()},
+                     {"seconds", secs},
+                     {"bytes_per_window", static_cast<double>(body_bytes) / static_cast<double>(windows)},
+                     {"pairs_held", pairs},
+                     {"rss_growth_per_pair_bytes",
+                      pairs ? static_cast<double>(after.rss_kb - std::min(after.rss_kb, before.rss_kb)) * 1024.0 / static_cast<double>(pairs) : 0.0}};
+  if (!first_error.empty()) out["first_error"] = first_error;
+  if (o.json) {
+    fmt::print("{}\n", out.dump());
+  } else {
+    fmt::print("ingest: {:.0f} pair-windows/s ({} agents x {} targets x {} rounds in {:.2f} s), controller CPU {:.0f}%, "
+               "RSS {} MB, {:.0f} bytes of RSS growth per pair held ({} pairs), {} request errors\n",
+               out["windows_per_s"].get<double>(), o.agents, o.targets, o.rounds, secs, out["cpu_percent"].get<double>(),
+               after.rss_kb / 1024, out["rss_growth_per_pair_bytes"].get<double>(), pairs, errors.load());
+    if (!first_error.empty()) fmt::print("first error: {}\n", first_error);
+  }
+  return errors.load() == 0 && accepted.load() == windows ? 0 : 1;
+}
+
+weft::cli::Registrar reg{[](weft::cli::Root& root) {
+  auto* sub = root.bench->add_subcommand("ingest", "Controller ingest throughput with simulated agents over HTTP");
+  auto o = std::make_shared<Options>();
+  sub->add_option("--agents", o->agents, "Simulated agents")->capture_default_str();
+  sub->add_option("--targets", o->targets, "Targets per agent (windows per report)")->capture_default_str();
+  sub->add_option("--rounds", o->rounds, "Reports per agent")->capture_default_str();
+  sub->add_option("--connections", o->connections, "Concurrent HTTP connections")->capture_default_str();
+  sub->add_option("--http-threads", o->http_threads, "Controller HTTP worker threads")->capture_default_str();
+  sub->add_option("--port", o->port, "Loopback port for the controller")->capture_default_str();
+  sub->add_flag("--json", o->json, "Print one JSON object");
+  sub->callback([o] { weft::cli::set_exit_code(run_bench(*o)); });
+}};
+
+}  // namespace
