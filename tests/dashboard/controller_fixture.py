@@ -25,7 +25,11 @@ def base_us(src_i, dst_i):
 
 
 class Controller:
-    def __init__(self, weft, port, hosts, group="wdb", window_s=2, lossy=None, protocols=("udp",)):
+    def __init__(self, weft, port, hosts, group="wdb", window_s=2, lossy=None, protocols=("udp",),
+                 never=(), backfill_only=(), silent=(), down_after_s=30):
+        """never: pairs never reported (no data); backfill_only: pairs reported only by backfill()
+        (they go stale); silent: hosts that report only in backfill() (marked down after
+        down_after_s)."""
         self.weft = weft
         self.port = port
         self.hosts = list(hosts)
@@ -33,6 +37,10 @@ class Controller:
         self.window_s = window_s
         self.lossy = dict(lossy or {})  # (src, dst) -> loss ratio
         self.protocols = list(protocols)
+        self.never = set(never)
+        self.backfill_only = set(backfill_only)
+        self.silent = set(silent)
+        self.down_after_s = down_after_s
         self.dir = None
         self.proc = None
         self.feeder = None
@@ -50,7 +58,7 @@ class Controller:
 tokens: ["{TOKEN}"]
 store: "sqlite:{self.dir}/history.db"
 window: {self.window_s}s
-agent_down_after: 30s
+agent_down_after: {self.down_after_s}s
 retention: 1h
 protocols:
 {protos}
@@ -63,8 +71,8 @@ groups:
         self.proc = subprocess.Popen([self.weft, "controller", "--config", cfg], stdout=self.log, stderr=subprocess.STDOUT)
         try:
             wait_port(self.port, proc=self.proc)
-        except BaseException:
-            self.__exit__(None, None, None)
+        except BaseException as e:
+            self.__exit__(type(e), e, None)
             raise
         return self
 
@@ -125,10 +133,14 @@ groups:
                 "sent": sent, "received": received, "lost": lost, "late": 0, "duplicate": 0,
                 "timestamp_source": "kernel", "rtt": rtt, "network_rtt": rtt}
 
-    def report(self, end_ns, seq):
+    def report(self, end_ns, seq, live=False):
         for si, src in enumerate(self.hosts):
+            if live and src in self.silent:
+                continue
             windows = [self.window(p, si, di, end_ns) for p in self.protocols
-                       for di in range(len(self.hosts)) if di != si]
+                       for di, dst in enumerate(self.hosts)
+                       if di != si and (src, dst) not in self.never
+                       and not (live and (src, dst) in self.backfill_only)]
             status, _, body = self.request("POST", "/api/v1/report", {
                 "agent": src, "seq": seq,
                 "health": {"cpu_percent": 1.0 + si, "rss_kb": 20000 + 1000 * si, "probes_per_s": 10.0 * (len(self.hosts) - 1),
@@ -154,7 +166,7 @@ groups:
                 while not self.stop_feeding.is_set():
                     end = time.time_ns() // w * w
                     if end != last_end:
-                        self.report(end, seq)
+                        self.report(end, seq, live=True)
                         seq += 1
                         last_end = end
                     self.stop_feeding.wait(0.2)

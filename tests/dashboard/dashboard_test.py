@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from controller_fixture import Controller, base_us  # noqa: E402
 from webdriver import Browser  # noqa: E402
 
-CONTROLLER_PORT, DRIVER_PORT, DEVTOOLS_PORT = 19100, 19101, 19102
+CONTROLLER_PORT, DRIVER_PORT, DEVTOOLS_PORT, STATES_PORT = 19100, 19101, 19102, 19103
 HOSTS = [f"wdb-{c}" for c in "abcde"]
 LOSSY = (HOSTS[0], HOSTS[2])
 
@@ -122,8 +122,45 @@ def main():
             errors = b.console_errors()
             check(not errors, f"console errors: {errors}")
         check(ctl.feed_error is None, f"feeding the controller failed: {ctl.feed_error}")
+    cell_states(weft, artifacts)
     print("dashboard test: OK")
     return 0
+
+
+def cell_states(weft, artifacts):
+    """Missing, stale and down cells look different from good ones and from each other."""
+    hosts = [f"wdb-s{i}" for i in range(1, 6)]
+    never = (hosts[0], hosts[1])           # never reported: no data
+    stale = (hosts[1], hosts[2])           # reported once, long ago (> 2 windows)
+    silent = hosts[4]                      # stops reporting: marked down
+    with Controller(weft, STATES_PORT, hosts, never=[never], backfill_only=[stale], silent=[silent],
+                    down_after_s=3) as ctl:
+        ctl.register_all()
+        ctl.backfill(2)
+        ctl.feed_forever()
+        # Wait until the controller itself says the silent agent is down.
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            agents = {a["name"]: a["state"] for a in ctl.get_json("/api/v1/agents")["agents"]}
+            if agents.get(silent) == "down":
+                break
+            time.sleep(0.5)
+        check(agents.get(silent) == "down", f"controller never marked {silent} down: {agents}")
+        with Browser(DRIVER_PORT, DEVTOOLS_PORT) as b:
+            b.get(f"{ctl.url}/?protocol=udp&group=wdb&metric=p50&refresh=2")
+            b.wait_for("const d = window.weftDashboard; return d && d.state().renders > 0;", what="first render")
+            want = {never: "missing", stale: "stale", (silent, hosts[0]): "down", (hosts[0], silent): "down",
+                    (hosts[2], hosts[3]): "ok"}
+            colours = {}
+            for (s, d), state in want.items():
+                c = b.wait_for(f"const c = window.weftDashboard.cell('{s}', '{d}'); return c && c.state === '{state}' && c;",
+                               timeout=20, what=f"{s}->{d} to show as {state}")
+                colours.setdefault(state, tuple(c["rgb"]))
+            print(f"cell colours: {colours}")
+            check(len(set(colours.values())) == len(colours), f"cell states share a colour: {colours}")
+            b.screenshot(os.path.join(artifacts, "dashboard-states.png"))
+            errors = b.console_errors()
+            check(not errors, f"console errors: {errors}")
 
 
 if __name__ == "__main__":

@@ -171,6 +171,7 @@ async function refresh() {
       fetchMs: meshR.fetchMs, parseMs: meshR.parseMs, modelMs, drawMs,
       renderMs: modelMs + drawMs, totalMs: performance.now() - t0, apiMs: t1 - t0,
       bytes: meshR.bytes, pairs: mesh.pairs.length, hosts: state.model.n,
+      sinceNavigationMs: performance.now(),  // page opened -> this render on screen
     };
     setStatus(`updated ${new Date().toLocaleTimeString()}`);
   } catch (e) {

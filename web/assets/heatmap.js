@@ -66,16 +66,19 @@ export class Heatmap {
     const { n, pairs, pairAt, state } = model;
     const field = metric.field;
     const values = new Float32Array(n * n).fill(NaN);
-    const forScale = [];
+    // Current values for fitting the RTT scale, in a typed array: its sort is numeric and
+    // several times faster than sorting a JS array of 250,000 numbers.
+    const forScale = new Float64Array(n * n);
+    let m = 0;
     for (let c = 0; c < n * n; c++) {
       const k = pairAt[c];
       if (k < 0) continue;
       const v = pairs[k][field];
       if (v == null) continue;
       values[c] = v;
-      if (state[c] === CELL.ok && metric.kind === "rtt") forScale.push(v);
+      if (state[c] === CELL.ok && metric.kind === "rtt" && v > 0) forScale[m++] = v;
     }
-    const scale = scaleFor(metric, forScale);
+    const scale = scaleFor(metric, forScale.subarray(0, m));
     this.scale = scale;
     this.metric = metric;
     this.values = values;

@@ -58,14 +58,14 @@ function ratioScale() {
 // largest value and 4x the median, so a healthy, uniform mesh stays green-to-yellow and only
 // outliers turn red. The legend shows the actual numbers.
 function rttScale(values) {
-  const v = values.filter((x) => x != null && x > 0).sort((a, b) => a - b);
+  const v = Float64Array.from(values).sort();  // positive values only (the caller filters)
   let lo = v.length ? v[0] : 10, hi = v.length ? v[v.length - 1] : 1000;
   const med = v.length ? v[v.length >> 1] : 100;
   hi = Math.max(hi, med * 4, lo * 2);
   const llo = Math.log10(lo), lhi = Math.log10(hi);
   const ticks = [];
   for (let e = Math.floor(llo); e <= Math.ceil(lhi); e++) {
-    for (const m of [1, 2, 5]) {
+    for (const m of [1, 2, 3, 5]) {
       const t = m * 10 ** e;
       if (t >= lo && t <= hi) ticks.push(t);
     }
