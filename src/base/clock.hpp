@@ -1,6 +1,7 @@
 #pragma once
 // Clocks in integer nanoseconds. Kernel packet timestamps (SO_TIMESTAMPING) are CLOCK_REALTIME, so
 // measured times use realtime; schedules and deadlines use CLOCK_MONOTONIC, which never steps.
+#include <cerrno>
 #include <cstdint>
 #include <ctime>
 
@@ -31,6 +32,13 @@ inline int64_t realtime_ns() {
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return timespec_ns(ts);
+}
+
+// Sleeps until the monotonic time `t_ns` (returns at once if it has passed).
+inline void sleep_until_mono(int64_t t_ns) {
+  const timespec ts = ns_timespec(t_ns);
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+  }
 }
 
 }  // namespace weft

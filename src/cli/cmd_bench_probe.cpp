@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -40,6 +41,7 @@ struct BenchArgs {
   bool json = false;
   bool keep_open = false;
   bool no_followups = false;
+  int64_t coalesce_us = 1000;
 };
 
 int64_t self_cpu_ns() {
@@ -79,6 +81,8 @@ int run_bench(const BenchArgs& a) {
   std::vector<char*> argv;
   for (auto& s : argv_s) argv.push_back(s.data());
   if (a.no_followups) argv.push_back(const_cast<char*>("--no-followups"));
+  std::string coalesce_arg = "--coalesce-us=" + std::to_string(a.coalesce_us);
+  argv.push_back(coalesce_arg.data());
   argv.push_back(nullptr);
   pid_t child = 0;
   if (int rc = posix_spawn(&child, "/proc/self/exe", nullptr, nullptr, argv.data(), environ); rc != 0) {
@@ -97,6 +101,8 @@ int run_bench(const BenchArgs& a) {
   cfg.tcp_keep_open = a.keep_open;
   cfg.interval = std::chrono::nanoseconds(static_cast<int64_t>(1e9 * a.targets / a.rate));
   cfg.window = std::chrono::seconds(1);
+  cfg.coalesce = std::chrono::microseconds(a.coalesce_us);
+  cfg.batch_slack = std::max(cfg.batch_slack, std::chrono::nanoseconds(cfg.coalesce));
   auto prober = probe::Prober::create(cfg);
   if (!prober) {
     stop_child();
@@ -136,6 +142,7 @@ int run_bench(const BenchArgs& a) {
   nlohmann::json j = {{"protocol", a.protocol},
                       {"keep_open", a.keep_open},
                       {"followups", !a.no_followups},
+                      {"coalesce_us", a.coalesce_us},
                       {"rate_requested", a.rate},
                       {"targets", a.targets},
                       {"duration_s", a.duration_s},
@@ -172,6 +179,8 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
   sub->add_flag("--json", a->json, "One-line JSON");
   sub->add_flag("--keep-open", a->keep_open, "tcp: echo on kept-open connections instead of connects");
   sub->add_flag("--no-followups", a->no_followups, "Responder sends no follow-ups (see weft responder)");
+  sub->add_option("--coalesce-us", a->coalesce_us, "Wake-up coalescing of prober and responder (us)")
+      ->capture_default_str();
   sub->callback([a] { weft::cli::set_exit_code(run_bench(*a)); });
 }};
 

@@ -1,6 +1,7 @@
 // `weft responder`: answers UDP and TCP probes until SIGINT/SIGTERM.
 #include <fmt/format.h>
 
+#include <chrono>
 #include <memory>
 
 #include "base/log.hpp"
@@ -47,7 +48,15 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
   sub->add_flag("--no-tcp{false}", cfg->serve_tcp, "Do not serve TCP");
   sub->add_flag("--no-followups{false}", cfg->followups,
                 "Do not send follow-ups with the kernel send time (cheaper; less exact responder delay)");
-  sub->callback([cfg] { weft::cli::set_exit_code(run_responder(*cfg)); });
+  auto coalesce_us = std::make_shared<int64_t>(cfg->coalesce.count() / 1000);
+  sub->add_option("--coalesce-us", *coalesce_us,
+                  "Microseconds to wait after a wake-up before the next (batches work under load; 0 = off)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{100'000}));
+  sub->callback([cfg, coalesce_us] {
+    cfg->coalesce = std::chrono::microseconds(*coalesce_us);
+    weft::cli::set_exit_code(run_responder(*cfg));
+  });
 }};
 
 }  // namespace

@@ -9,9 +9,10 @@
 namespace weft::net {
 
 namespace {
-void try_buffer(int fd, int opt, int bytes) {
-  // Best effort: the kernel caps these at net.core.{r,w}mem_max for unprivileged users.
-  setsockopt(fd, SOL_SOCKET, opt, &bytes, sizeof bytes);
+void try_buffer(int fd, int opt, int force_opt, int bytes) {
+  // Best effort: with CAP_NET_ADMIN the FORCE variant may exceed net.core.{r,w}mem_max; without
+  // it the kernel caps the plain one there.
+  if (setsockopt(fd, SOL_SOCKET, force_opt, &bytes, sizeof bytes) != 0) setsockopt(fd, SOL_SOCKET, opt, &bytes, sizeof bytes);
 }
 }  // namespace
 
@@ -22,8 +23,8 @@ Result<Fd> udp_socket(const SocketAddress& bind) {
     int v6only = bind.is_unspecified() ? 0 : 1;
     setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only);
   }
-  try_buffer(fd.get(), SO_RCVBUF, 4 << 20);
-  try_buffer(fd.get(), SO_SNDBUF, 4 << 20);
+  try_buffer(fd.get(), SO_RCVBUF, SO_RCVBUFFORCE, 4 << 20);
+  try_buffer(fd.get(), SO_SNDBUF, SO_SNDBUFFORCE, 4 << 20);
   if (::bind(fd.get(), bind.sa(), bind.length) != 0) return fail_errno("bind udp " + bind.to_string());
   return fd;
 }

@@ -806,10 +806,11 @@ struct Prober::Impl {
       else if (cfg.tcp_keep_open) keep_open_send(e.index, t, now);
       else tcp_start(e.index, t);
       if (cfg.count != 0 && ++t.sends >= cfg.count) continue;  // done: not rescheduled
-      // Next nominal slot plus up to +/-5% jitter; after a stall, skip missed slots, no burst.
+      // Next nominal slot plus up to +/-5% jitter. After a stall longer than an interval (and
+      // 20 ms), the missed slots are skipped rather than sent in a burst.
       ++t.k;
       int64_t nominal = t.phase_mono + static_cast<int64_t>(t.k) * interval_ns;
-      if (nominal < now) {
+      if (nominal < now - std::max<int64_t>(interval_ns, 20'000'000)) {
         t.k = static_cast<uint64_t>((now - t.phase_mono) / interval_ns) + 1;
         nominal = t.phase_mono + static_cast<int64_t>(t.k) * interval_ns;
       }
@@ -857,6 +858,8 @@ struct Prober::Impl {
     epoll_event events[kBatch];
     offset_rt = realtime_ns() - mono_ns();
     next_flush_mono = 0;
+    const int64_t coalesce = cfg.protocol == Protocol::tcp && cfg.tcp_keep_open ? 0 : cfg.coalesce.count();
+    int64_t last_wake = 0;
     while (!stop_flag.load(std::memory_order_relaxed)) {
       int64_t now = mono_ns();
       if (has_pending.load(std::memory_order_relaxed)) apply_targets(now);
@@ -868,7 +871,9 @@ struct Prober::Impl {
       int64_t next = now + 100'000'000;  // stop() is noticed within this
       if (!heap.empty()) next = std::min(next, heap.front().t - cfg.batch_slack.count() / 2);
       next = std::min({next, expire_next(), grace_next(), next_flush_mono});
+      if (last_wake + coalesce > mono_ns()) sleep_until_mono(std::min(last_wake + coalesce, next));
       auto n = ep.wait(events, kBatch, std::max<int64_t>(0, next - mono_ns()));
+      last_wake = mono_ns();
       if (!n) return std::unexpected(n.error());
       for (int i = 0; i < *n; ++i) {
         const uint64_t d = events[i].data.u64;

@@ -38,6 +38,12 @@ struct ProberConfig {
   // How long an answered UDP probe waits for the responder's follow-up (its kernel TX timestamp)
   // before the responder's user-space send time is used instead.
   std::chrono::nanoseconds followup_grace{std::chrono::milliseconds(20)};
+  // Wake-up coalescing: after a wake-up the loop sleeps at least this long before it looks at
+  // its sockets again, so a busy prober wakes at most 1/coalesce times a second whatever the
+  // packet rate. Answers keep their kernel timestamps, so waiting changes no UDP or TCP-connect
+  // measurement; it only delays reading them. (Kept-open TCP uses user-space send times: there
+  // the wait would show, so that mode does not coalesce.) 0 = react to every packet at once.
+  std::chrono::nanoseconds coalesce{std::chrono::milliseconds(1)};
 };
 
 struct ProberCounters {

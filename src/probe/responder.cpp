@@ -346,8 +346,12 @@ struct Responder::Impl {
 
   Status loop() {
     epoll_event events[kBatch];
+    const int64_t coalesce = cfg.coalesce.count();
+    int64_t last_wake = 0;
     while (!stop_flag.load(std::memory_order_relaxed)) {
+      if (last_wake + coalesce > mono_ns()) sleep_until_mono(last_wake + coalesce);
       auto n = ep.wait(events, kBatch, 100'000'000);
+      last_wake = mono_ns();
       if (!n) return std::unexpected(n.error());
       for (int i = 0; i < *n; ++i) {
         const uint64_t d = events[i].data.u64;
@@ -384,8 +388,11 @@ struct Responder::Impl {
       if (!addr) return fail("responder: listen address: {}", addr.error().message);
       auto fd = net::udp_socket(*addr);
       if (!fd) return fail("responder: {}", fd.error().message);
-      if (auto st = net::enable_pktinfo(fd->get(), addr->family()); !st)
-        return fail("responder: {}: {}", addr->to_string(), st.error().message);
+      // On a wildcard address, replies must leave from the address each probe was sent to.
+      if (addr->is_unspecified()) {
+        if (auto st = net::enable_pktinfo(fd->get(), addr->family()); !st)
+          return fail("responder: {}: {}", addr->to_string(), st.error().message);
+      }
       if (auto st = net::enable_timestamping(fd->get(), c.followups); !st) {
         log().warn("responder: kernel timestamps unavailable ({}), using the user-space clock", st.error().message);
         followups_on = false;

@@ -2,6 +2,7 @@
 // The responder: answers UDP probes (with its kernel receive time, then a follow-up carrying its
 // kernel send time) and accepts TCP connections (connect probes, and echo on kept-open ones).
 // One thread calls run(); stop() and counters() are thread-safe.
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -21,6 +22,10 @@ struct ResponderConfig {
   // responder's full processing time out of the RTT. Off: the reply's user-space send time (read
   // just before the send call) is all the prober gets; the kernel's send path then counts as network.
   bool followups = true;
+  // Wake-up coalescing (see ProberConfig::coalesce): the time a probe waits here is between its
+  // kernel receive and send timestamps, so it is taken out of the network RTT like any other
+  // responder delay. An idle responder still answers the first probe at once.
+  std::chrono::nanoseconds coalesce{std::chrono::milliseconds(1)};
 };
 
 struct ResponderCounters {
