@@ -15,6 +15,7 @@
 #include "base/histogram.hpp"
 #include "base/log.hpp"
 #include "cli/command_registry.hpp"
+#include "net/socket.hpp"
 #include "rdma/address_handle.hpp"
 #include "rdma/completion_waiter.hpp"
 #include "rdma/device.hpp"
@@ -44,10 +45,10 @@ struct Options {
 
 // The local IPv4 address of a connected socket: the address whose RoCE v2 GID we use.
 Result<in_addr> local_addr(int fd) {
-  sockaddr_in a{};
-  socklen_t len = sizeof a;
-  if (getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) < 0) return fail_errno("getsockname");
-  return a.sin_addr;
+  auto a = net::local_address(fd);
+  if (!a) return std::unexpected(a.error());
+  if (a->family() != AF_INET) return fail("pingpong: the side channel is not IPv4 ({})", a->to_string());
+  return reinterpret_cast<const sockaddr_in*>(a->sa())->sin_addr;
 }
 
 // Tags for the waiter's poller: the side channel's socket, so a peer that dies ends the wait.

@@ -2,13 +2,13 @@
 
 #include <arpa/inet.h>
 #include <fmt/format.h>
-#include <netdb.h>
 #include <poll.h>
 
 #include <cerrno>
 #include <cstring>
 
 #include "base/log.hpp"
+#include "net/address.hpp"
 #include "rdma/error.hpp"
 
 namespace weft::rdma {
@@ -55,18 +55,9 @@ Result<std::shared_ptr<CmId>> make_id() {
   return id;
 }
 
-Result<sockaddr_in> ipv4(const std::string& host, uint16_t port) {
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  if (host.empty() || host == "0.0.0.0") return a;
-  addrinfo hints{};
-  hints.ai_family = AF_INET;
-  addrinfo* res = nullptr;
-  if (int rc = getaddrinfo(host.c_str(), nullptr, &hints, &res)) return fail("getaddrinfo {}: {}", host, gai_strerror(rc));
-  a.sin_addr = reinterpret_cast<sockaddr_in*>(res->ai_addr)->sin_addr;
-  freeaddrinfo(res);
-  return a;
+// rdma_cm takes IPv4 or IPv6; an empty host listens on every address.
+Result<net::SocketAddress> address(const std::string& host, uint16_t port) {
+  return net::resolve(host.empty() ? "0.0.0.0" : host, port);
 }
 
 struct EventGuard {
@@ -146,14 +137,14 @@ Result<CmConnection> CmConnection::connect(const std::string& host, uint16_t por
                                            std::span<const std::byte> private_data, const CmOptions& o,
                                            const CmPrepare& prepare) {
   if (auto s = check_private(private_data, 56); !s) return std::unexpected(s.error());
-  auto dst = ipv4(host, port);
+  auto dst = address(host, port);
   if (!dst) return std::unexpected(dst.error());
   CmConnection c;
   auto id = make_id();
   if (!id) return std::unexpected(id.error());
   c.id_ = *id;
   const int ms = static_cast<int>(o.timeout.count());
-  if (rdma_resolve_addr(c.id_->id, nullptr, reinterpret_cast<sockaddr*>(&*dst), ms))
+  if (rdma_resolve_addr(c.id_->id, nullptr, dst->sa(), ms))
     return verb_error(fmt::format("rdma_resolve_addr {}", host), errno);
   {
     EventGuard g;
@@ -182,11 +173,11 @@ Status CmConnection::disconnect() {
 }
 
 Result<CmListener> CmListener::listen(const std::string& host, uint16_t port) {
-  auto addr = ipv4(host, port);
+  auto addr = address(host, port);
   if (!addr) return std::unexpected(addr.error());
   auto id = make_id();
   if (!id) return std::unexpected(id.error());
-  if (rdma_bind_addr((*id)->id, reinterpret_cast<sockaddr*>(&*addr)))
+  if (rdma_bind_addr((*id)->id, addr->sa()))
     return verb_error(fmt::format("rdma_bind_addr {}:{}", host, port), errno);
   if (rdma_listen((*id)->id, 16)) return verb_error("rdma_listen", errno);
   CmListener l;

@@ -1,7 +1,6 @@
 #include "rdma/cq_poller.hpp"
 
 #include <sys/epoll.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -12,17 +11,9 @@
 namespace weft::rdma {
 
 Result<CqPoller> CqPoller::create() {
-  int fd = epoll_create1(EPOLL_CLOEXEC);
-  if (fd < 0) return fail_errno("epoll_create1");
-  return CqPoller(fd);
-}
-
-CqPoller::CqPoller(CqPoller&& o) noexcept : epfd_(o.epfd_), cqs_(std::move(o.cqs_)), fds_(std::move(o.fds_)) {
-  o.epfd_ = -1;
-}
-
-CqPoller::~CqPoller() {
-  if (epfd_ >= 0) ::close(epfd_);
+  net::Fd ep(epoll_create1(EPOLL_CLOEXEC));
+  if (!ep.valid()) return fail_errno("epoll_create1");
+  return CqPoller(std::move(ep));
 }
 
 Status CqPoller::watch(CompletionQueue& cq, uint64_t tag) {
@@ -34,7 +25,7 @@ Status CqPoller::watch(CompletionQueue& cq, uint64_t tag) {
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.fd = ch->fd();
-    if (epoll_ctl(epfd_, EPOLL_CTL_ADD, ch->fd(), &ev) < 0) return fail_errno("epoll_ctl ADD completion channel");
+    if (epoll_ctl(ep_.get(), EPOLL_CTL_ADD, ch->fd(), &ev) < 0) return fail_errno("epoll_ctl ADD completion channel");
     fds_.push_back(FdEntry{ch->fd(), true, 0, ch, 1});
   } else {
     ++it->users;
@@ -50,7 +41,7 @@ Status CqPoller::unwatch(CompletionQueue& cq) {
   int chfd = cq.channel()->fd();
   auto f = std::find_if(fds_.begin(), fds_.end(), [&](const FdEntry& e) { return e.fd == chfd; });
   if (f != fds_.end() && --f->users == 0) {
-    epoll_ctl(epfd_, EPOLL_CTL_DEL, chfd, nullptr);
+    epoll_ctl(ep_.get(), EPOLL_CTL_DEL, chfd, nullptr);
     fds_.erase(f);
   }
   return {};
@@ -60,7 +51,7 @@ Status CqPoller::watch_fd(int fd, uint64_t tag, uint32_t events) {
   epoll_event ev{};
   ev.events = events;
   ev.data.fd = fd;
-  if (epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev) < 0) return fail_errno("epoll_ctl ADD fd");
+  if (epoll_ctl(ep_.get(), EPOLL_CTL_ADD, fd, &ev) < 0) return fail_errno("epoll_ctl ADD fd");
   fds_.push_back(FdEntry{fd, false, tag, nullptr, 0});
   return {};
 }
@@ -69,7 +60,7 @@ Status CqPoller::unwatch_fd(int fd) {
   auto f = std::find_if(fds_.begin(), fds_.end(), [&](const FdEntry& e) { return e.fd == fd && !e.is_channel; });
   if (f == fds_.end()) return fail("CqPoller::unwatch_fd: fd {} not watched", fd);
   fds_.erase(f);
-  if (epoll_ctl(epfd_, EPOLL_CTL_DEL, fd, nullptr) < 0) return fail_errno("epoll_ctl DEL fd");
+  if (epoll_ctl(ep_.get(), EPOLL_CTL_DEL, fd, nullptr) < 0) return fail_errno("epoll_ctl DEL fd");
   return {};
 }
 
@@ -78,7 +69,7 @@ Result<int> CqPoller::wait(std::span<Ready> out, std::chrono::milliseconds timeo
   std::array<epoll_event, 16> evs;
   const int max = static_cast<int>(std::min(evs.size(), out.size()));
   int n;
-  do n = epoll_wait(epfd_, evs.data(), max, timeout.count() < 0 ? -1 : static_cast<int>(timeout.count()));
+  do n = epoll_wait(ep_.get(), evs.data(), max, timeout.count() < 0 ? -1 : static_cast<int>(timeout.count()));
   while (n < 0 && errno == EINTR);
   if (n < 0) return fail_errno("epoll_wait");
   size_t k = 0;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/result.hpp"
+#include "net/fd.hpp"
 #include "rdma/completion_queue.hpp"
 
 namespace weft::rdma {
@@ -22,10 +23,6 @@ class CqPoller {
   };
 
   static Result<CqPoller> create();
-  CqPoller(CqPoller&& o) noexcept;
-  CqPoller& operator=(CqPoller&&) = delete;
-  CqPoller(const CqPoller&) = delete;
-  ~CqPoller();
 
   // Watches cq (made with a completion channel; the channel is made non-blocking and the CQ armed).
   // Several CQs may share one channel. The CQ must outlive the poller or be unwatched first.
@@ -39,10 +36,11 @@ class CqPoller {
   // timeout < 0 waits without limit.
   Result<int> wait(std::span<Ready> out, std::chrono::milliseconds timeout);
 
-  int fd() const { return epfd_; }
+  // The epoll fd itself: readable when something is ready, so an outer event loop can nest it.
+  int fd() const { return ep_.get(); }
 
  private:
-  explicit CqPoller(int epfd) : epfd_(epfd) {}
+  explicit CqPoller(net::Fd ep) : ep_(std::move(ep)) {}
   struct CqEntry {
     ibv_cq* cq;
     uint64_t tag;
@@ -54,7 +52,7 @@ class CqPoller {
     CompletionChannel* channel;
     int users;  // CQs on this channel
   };
-  int epfd_ = -1;
+  net::Fd ep_;
   std::vector<CqEntry> cqs_;
   std::vector<FdEntry> fds_;
 };

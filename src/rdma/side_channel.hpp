@@ -7,6 +7,7 @@
 #include <string>
 
 #include "base/result.hpp"
+#include "net/fd.hpp"
 #include "rdma/endpoint_info.hpp"
 
 namespace weft::rdma {
@@ -20,14 +21,9 @@ class SideChannel {
   // Connects, retrying until timeout while the peer is not listening yet.
   static Result<SideChannel> connect(const std::string& host, uint16_t port, milliseconds timeout);
 
-  SideChannel(SideChannel&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
-  SideChannel& operator=(SideChannel&& o) noexcept;
-  SideChannel(const SideChannel&) = delete;
-  ~SideChannel();
-
   Result<SideChannel> accept(milliseconds timeout);
   Result<uint16_t> port() const;
-  int fd() const { return fd_; }
+  int fd() const { return fd_.get(); }
 
   Status send_all(std::span<const std::byte> data, milliseconds timeout);
   Status recv_all(std::span<std::byte> data, milliseconds timeout);
@@ -37,8 +33,8 @@ class SideChannel {
   Status barrier(milliseconds timeout);
 
  private:
-  explicit SideChannel(int fd) : fd_(fd) {}
-  int fd_ = -1;
+  explicit SideChannel(net::Fd fd) : fd_(std::move(fd)) {}
+  net::Fd fd_;
 };
 
 }  // namespace weft::rdma
