@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Probe engine: a prober and a `weft responder` on loopback (docs/BENCHMARKS.md, "Probe").
+# Prints one JSON object per run: UDP at 10,000 probes/s to 100 targets (with and without the
+# responder's follow-ups), UDP at 100,000 probes/s, TCP connect probes at 1,000/s, and the
+# cheapest possible UDP echo in the same shape for calibration (bench/udp_floor.c).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+WEFT=${WEFT:-build/weft}
+DUR=${DUR:-10}
+run() { "$WEFT" --log-level warn bench probe "$@" --duration "$DUR" --json; }
+run --protocol udp --rate 10000 --targets 100
+run --protocol udp --rate 10000 --targets 100 --no-followups
+run --protocol udp --rate 100000 --targets 100
+run --protocol tcp --rate 1000 --targets 100
+if command -v cc >/dev/null; then
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  cc -O2 -o "$tmp/udp_floor" bench/udp_floor.c && "$tmp/udp_floor" 10000 "$DUR"
+fi
