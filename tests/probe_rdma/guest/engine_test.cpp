@@ -321,3 +321,35 @@ TEST(RdmaEngineGuest, TrafficClassAndServiceLevelAreAccepted) {
   a->stop();
   EXPECT_EQ(a->engine->counters().received, 20u);
 }
+
+// Used by ../guest_suite.sh for the netem check, not on its own: probes from WRP_PAIR_DEV_A
+// (WRP_PAIR_IP_A) to a responder on WRP_PAIR_DEV_B (WRP_PAIR_IP_B) and prints the p50s as
+// PAIR_* lines. Skipped when WRP_PAIR_DEV_A is not set.
+TEST(RdmaEngineGuest, PairAcrossTwoDevices) {
+  if (!std::getenv("WRP_PAIR_DEV_A")) GTEST_SKIP() << "set by guest_suite.sh only";
+  auto rc = base_config();
+  rc.device = env_or("WRP_PAIR_DEV_B", "");
+  rc.address = env_or("WRP_PAIR_IP_B", "");
+  auto responder = make(rc);
+  auto c = base_config();
+  c.device = env_or("WRP_PAIR_DEV_A", "");
+  c.address = env_or("WRP_PAIR_IP_A", "");
+  c.respond = false;
+  c.count = static_cast<uint64_t>(std::atoi(env_or("WRP_PAIR_COUNT", "100").c_str()));
+  c.interval = 20ms;
+  auto prober = make(c);
+  ASSERT_TRUE(responder && prober);
+  prober->engine->set_targets({target_of(*responder->engine, "b")});
+  responder->start();
+  prober->start();
+  EXPECT_TRUE(prober->wait_resolved(c.count, 120s));
+  prober->stop();
+  responder->stop();
+  ASSERT_EQ(prober->windows.size(), 1u);
+  const WindowStats& w = prober->windows[0];
+  EXPECT_EQ(w.lost, 0u);
+  std::printf("PAIR_SENT=%lu\nPAIR_RECEIVED=%lu\nPAIR_WEIRD=%lu\nPAIR_P50_RTT_NS=%ld\nPAIR_P50_NETWORK_NS=%ld\n"
+              "PAIR_P50_DELAY_NS=%ld\n",
+              (unsigned long)w.sent, (unsigned long)w.received, (unsigned long)w.weird, (long)w.rtt.p50_ns,
+              (long)w.network_rtt.p50_ns, (long)w.responder_delay.p50_ns);
+}

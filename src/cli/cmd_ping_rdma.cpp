@@ -1,0 +1,462 @@
+// `weft ping rdma DEVICE:TARGET...` (the rdma mode of `weft ping`, hooked in from cmd_ping.cpp)
+// and `weft rdma responder`, its counterpart. See docs/rdma-probes.md.
+//
+// A target's QPN and qkey come from --qpn/--qkey, or else from the responder's discovery answer
+// over UDP (port 7779 by default) at the target host (or at the IPv4 address inside its GID).
+// Exit status: 0 when at least one answer came back, 1 when none did (or no RDMA device, or the
+// engine failed), 2 for bad arguments.
+#include <arpa/inet.h>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/histogram.hpp"
+#include "base/signals.hpp"
+#include "cli/command_registry.hpp"
+#include "net/address.hpp"
+#include "probe/rdma_discovery.hpp"
+#include "probe/rdma_engine.hpp"
+#include "probe/rdma_target_spec.hpp"
+
+namespace weft::cli {
+
+void add_ping_rdma_options(CLI::App* ping);
+int run_ping_rdma(const CLI::App& ping);
+
+}  // namespace weft::cli
+
+namespace {
+
+using namespace weft;
+
+// Options only the rdma mode has (on `weft ping`) and the responder's.
+struct RdmaOpts {
+  std::optional<uint32_t> qpn;
+  std::optional<uint32_t> qkey;
+  int gid_index = -1;
+  unsigned ib_port = 1;
+  std::optional<unsigned> tclass;
+  std::optional<unsigned> dscp;
+  unsigned sl = 0;
+  uint16_t discovery_port = probe::rdma_discovery::kDefaultPort;
+  bool busy_poll = false;
+  bool software_timestamps = false;
+};
+
+RdmaOpts g_ping_opts;
+probe::RdmaEngine* g_engine = nullptr;
+
+double ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
+double us(int64_t ns) { return std::round(static_cast<double>(ns) / 10.0) / 100.0; }
+
+int bad_args(const std::string& msg) {
+  fmt::print(stderr, "weft ping: {}\n", msg);
+  return 2;
+}
+
+nlohmann::json summary_json(const LogHistogram& h) {
+  return {{"count", h.count()},          {"min", us(h.min())},
+          {"mean", us(h.mean())},        {"p50", us(h.percentile(0.50))},
+          {"p90", us(h.percentile(0.90))}, {"p99", us(h.percentile(0.99))},
+          {"max", us(h.max())}};
+}
+
+nlohmann::json latency_json(const probe::LatencySummary& s) {
+  return {{"count", s.count}, {"min", us(s.min_ns)}, {"mean", us(s.mean_ns)}, {"p50", us(s.p50_ns)},
+          {"p90", us(s.p90_ns)}, {"p99", us(s.p99_ns)}, {"p999", us(s.p999_ns)}, {"max", us(s.max_ns)}};
+}
+
+std::string summary_text(const char* what, const LogHistogram& h) {
+  if (h.count() == 0) return "";
+  return fmt::format("{} min/p50/p99/max = {:.3f}/{:.3f}/{:.3f}/{:.3f} ms\n", what, ms(h.min()), ms(h.percentile(0.5)),
+                     ms(h.percentile(0.99)), ms(h.max()));
+}
+
+// Traffic class from --tclass or --dscp (DSCP in the upper six bits, ECN bits 0).
+Result<uint8_t> traffic_class(const RdmaOpts& o) {
+  if (o.tclass && o.dscp) return fail("--tclass and --dscp are exclusive");
+  if (o.tclass) {
+    if (*o.tclass > 255) return fail("--tclass must be 0-255");
+    return static_cast<uint8_t>(*o.tclass);
+  }
+  if (o.dscp) {
+    if (*o.dscp > 63) return fail("--dscp must be 0-63");
+    return static_cast<uint8_t>(*o.dscp << 2);
+  }
+  return uint8_t{0};
+}
+
+Result<probe::RdmaEngineConfig> engine_config(const RdmaOpts& o, const std::string& device, const std::string& bind) {
+  probe::RdmaEngineConfig c;
+  c.device = device;
+  if (o.ib_port < 1 || o.ib_port > 255) return fail("--ib-port must be 1-255");
+  c.port = static_cast<uint8_t>(o.ib_port);
+  c.gid_index = o.gid_index;
+  c.address = bind;
+  auto tc = traffic_class(o);
+  if (!tc) return std::unexpected(tc.error());
+  c.traffic_class = *tc;
+  if (o.sl > 15) return fail("--sl must be 0-15");
+  c.sl = static_cast<uint8_t>(o.sl);
+  c.busy_poll = o.busy_poll;
+  c.hardware_timestamps = !o.software_timestamps;
+  return c;
+}
+
+void add_rdma_options(CLI::App* app, RdmaOpts& o, bool ping) {
+  const char* g = "RDMA";
+  if (ping) {
+    app->add_option("--qpn", o.qpn, "rdma: the target's QP number (else asked by discovery)")->group(g);
+    app->add_option("--qkey", o.qkey, "rdma: the target's qkey (default 0x11111111, or discovered)")->group(g);
+    app->add_option("--discovery-port", o.discovery_port, "rdma: UDP port of the responder's discovery")
+        ->capture_default_str()
+        ->group(g);
+  } else {
+    app->add_option("--qkey", o.qkey, "qkey of the QP (default 0x11111111)")->group(g);
+  }
+  app->add_option("--gid-index", o.gid_index, "rdma: source GID index (default: the RoCE v2 GID of --bind/--address)")
+      ->group(g);
+  app->add_option("--ib-port", o.ib_port, "rdma: device port")->capture_default_str()->group(g);
+  app->add_option("--tclass", o.tclass, "rdma: GRH traffic class 0-255 (the seed used 106 for RoCE)")->group(g);
+  app->add_option("--dscp", o.dscp, "rdma: DSCP 0-63 (traffic class = DSCP << 2)")->group(g);
+  app->add_option("--sl", o.sl, "rdma: service level 0-15")->group(g);
+  app->add_flag("--busy-poll", o.busy_poll, "rdma: spin on the completion queue (lowest latency, one core)")->group(g);
+  app->add_flag("--software-timestamps", o.software_timestamps,
+                "rdma: never use NIC completion timestamps, even when the device has them")
+      ->group(g);
+}
+
+// Options of `weft ping` shared by every mode, read from the parsed subcommand.
+template <typename T>
+std::optional<T> opt(const CLI::App& app, const std::string& name) {
+  const CLI::Option* o = app.get_option_no_throw(name);
+  if (!o || o->count() == 0) return std::nullopt;
+  return o->as<T>();
+}
+bool flag(const CLI::App& app, const std::string& name) {
+  const CLI::Option* o = app.get_option_no_throw(name);
+  return o && o->count() > 0;
+}
+
+struct Summary {
+  std::string address;
+  uint64_t resolved = 0, answered = 0, weird = 0;
+  LogHistogram rtt, network, delay;
+};
+
+// Turns one parsed target into an engine target (asking the responder's discovery if needed).
+Result<probe::RdmaTarget> resolve_target(const std::string& text, const probe::RdmaTargetSpec& s,
+                                         const probe::RdmaAddress& local, const RdmaOpts& o) {
+  probe::RdmaTarget t;
+  t.name = text;
+  t.qkey = o.qkey.value_or(probe::kDefaultRdmaQkey);
+  std::optional<std::string> ask;  // where to ask by discovery
+  switch (s.kind) {
+    case probe::RdmaTargetSpec::Kind::lid:
+      if (!o.qpn) return fail("{}: a LID target needs --qpn", text);
+      t.global = false;
+      t.lid = s.lid;
+      t.qpn = *o.qpn;
+      return t;
+    case probe::RdmaTargetSpec::Kind::gid: {
+      t.gid = s.gid;
+      if (o.qpn) {
+        t.qpn = *o.qpn;
+        return t;
+      }
+      in_addr a{};
+      if (std::memcmp(s.gid.raw, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12) != 0)
+        return fail("{}: give --qpn (discovery needs an IPv4-mapped GID or a host)", text);
+      std::memcpy(&a.s_addr, s.gid.raw + 12, 4);
+      char buf[INET_ADDRSTRLEN];
+      ask = inet_ntop(AF_INET, &a, buf, sizeof buf);
+      break;
+    }
+    case probe::RdmaTargetSpec::Kind::host: {
+      if (o.qpn) {
+        auto addr = net::resolve(s.host, 0);
+        if (!addr) return std::unexpected(addr.error());
+        if (addr->family() != AF_INET) return fail("{}: a host with --qpn must have an IPv4 address (RoCE v2 GID)", text);
+        in_addr a{};
+        inet_pton(AF_INET, addr->ip_string().c_str(), &a);
+        std::memcpy(t.gid.raw + 10, "\xff\xff", 2);
+        std::memcpy(t.gid.raw + 12, &a.s_addr, 4);
+        t.qpn = *o.qpn;
+        return t;
+      }
+      ask = s.host;
+      break;
+    }
+  }
+  auto peer = probe::rdma_discovery::query(*ask, o.discovery_port, std::chrono::milliseconds(2000));
+  if (!peer) return fail("{}: {}", text, peer.error().message);
+  t.qpn = peer->qpn;
+  if (!o.qkey) t.qkey = peer->qkey;
+  if (s.kind == probe::RdmaTargetSpec::Kind::host) {
+    // On InfiniBand within the subnet, LID routing; otherwise the peer's GID.
+    if (!local.ethernet && !peer->ethernet && peer->lid != 0) {
+      t.global = false;
+      t.lid = peer->lid;
+    } else {
+      t.gid = peer->gid;
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+namespace weft::cli {
+
+void add_ping_rdma_options(CLI::App* ping) { add_rdma_options(ping, g_ping_opts, true); }
+
+int run_ping_rdma(const CLI::App& ping) {
+  const RdmaOpts& o = g_ping_opts;
+  auto targets = ping.get_option("target")->results();
+  const uint64_t count = opt<uint64_t>(ping, "--count").value_or(0);
+  const double interval_s = opt<double>(ping, "--interval").value_or(1.0);
+  const double timeout_s = opt<double>(ping, "--timeout").value_or(1.0);
+  const double window_s = opt<double>(ping, "--window").value_or(0);
+  const bool json = flag(ping, "--json"), quiet = flag(ping, "--quiet");
+  const std::string bind = opt<std::string>(ping, "--bind").value_or("");
+  if (flag(ping, "--keep-open")) return bad_args("--keep-open is for tcp");
+  if (!(interval_s > 0) || interval_s > 3600) return bad_args("interval must be > 0 and <= 3600 seconds");
+  if (!(timeout_s > 0) || timeout_s > 60) return bad_args("timeout must be > 0 and <= 60 seconds");
+  if (window_s < 0 || window_s > 86400) return bad_args("--window must be 0-86400 seconds");
+
+  std::vector<probe::RdmaTargetSpec> specs;
+  for (auto& t : targets) {
+    auto s = probe::parse_rdma_target(t);
+    if (!s) return bad_args(s.error().message);
+    if (!specs.empty() && s->device != specs[0].device)
+      return bad_args(fmt::format("all targets must use one local device ({} and {})", specs[0].device, s->device));
+    specs.push_back(*s);
+  }
+  auto cfg = engine_config(o, specs[0].device == "any" ? "" : specs[0].device, bind);
+  if (!cfg) return bad_args(cfg.error().message);
+  cfg->interval = std::chrono::nanoseconds(static_cast<int64_t>(interval_s * 1e9));
+  cfg->timeout = std::chrono::nanoseconds(static_cast<int64_t>(timeout_s * 1e9));
+  cfg->window = window_s > 0 ? std::chrono::nanoseconds(static_cast<int64_t>(window_s * 1e9))
+                             : std::chrono::nanoseconds(std::chrono::hours(24));
+  cfg->count = count;
+  cfg->recv_depth = 2048;  // a ping process receives little; the agent's engine keeps the default
+  cfg->send_depth = 512;
+  auto engine = probe::RdmaEngine::create(*cfg);
+  if (!engine) {
+    fmt::print(stderr, "weft ping: {}\n", engine.error().message);
+    return 1;
+  }
+  const probe::RdmaAddress& local = (*engine)->address();
+
+  std::vector<probe::RdmaTarget> list;
+  std::map<std::string, Summary, std::less<>> sums;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    auto t = resolve_target(targets[i], specs[i], local, o);
+    if (!t) {
+      fmt::print(stderr, "weft ping: {}\n", t.error().message);
+      return 1;
+    }
+    sums[t->name].address = t->global ? fmt::format("gid {} qpn {}", [&] {
+      char b[INET6_ADDRSTRLEN] = {};
+      inet_ntop(AF_INET6, t->gid.raw, b, sizeof b);
+      return std::string(b);
+    }(), t->qpn)
+                                      : fmt::format("lid {} qpn {}", t->lid, t->qpn);
+    list.push_back(*t);
+  }
+  const uint64_t total = count * list.size();
+  if (!json)
+    for (auto& t : list)
+      fmt::print("PING rdma {} ({}) from {}: 64-byte UD probes, interval {} s, timeout {} s\n", t.name,
+                 sums[t.name].address, local.to_string(), interval_s, timeout_s);
+  std::fflush(stdout);
+  uint64_t resolved = 0;
+  probe::RdmaEngine* e = engine->get();
+  e->set_on_probe([&](const probe::RdmaProbeResult& r) {
+    Summary& s = sums.find(r.target)->second;
+    ++s.resolved;
+    ++resolved;
+    if (r.answered) {
+      ++s.answered;
+      s.rtt.add(r.sample.total_ns);
+      if (r.sample.weird) ++s.weird;
+      if (r.sample.has_network) s.network.add(r.sample.network_ns);
+      if (r.sample.has_responder_delay) s.delay.add(r.sample.responder_delay_ns);
+      if (!json && !quiet)
+        fmt::print("{}{} seq={} rtt={:.3f} ms network={} responder={} time={}{}\n", list.size() > 1 ? r.target : "",
+                   list.size() > 1 ? ":" : "", r.seq, ms(r.sample.total_ns),
+                   r.sample.has_network ? fmt::format("{:.3f} ms", ms(r.sample.network_ns)) : "-",
+                   r.sample.has_responder_delay ? fmt::format("{:.1f} us", us(r.sample.responder_delay_ns)) : "-",
+                   probe::to_string(r.sample.source), r.sample.weird ? " weird" : "");
+    } else if (!json && !quiet) {
+      fmt::print("{}{} seq={} timeout\n", list.size() > 1 ? r.target : "", list.size() > 1 ? ":" : "", r.seq);
+    }
+    std::fflush(stdout);
+    if (total != 0 && resolved >= total) g_engine->stop();
+  });
+  e->set_targets(list);
+  g_engine = e;
+  on_stop_signal([] {
+    if (g_engine) g_engine->stop();
+  });
+  auto st = e->run([&](probe::WindowStats&& w) {
+    if (window_s <= 0) return;
+    nlohmann::json j = {{"window", true},
+                        {"protocol", probe::to_string(w.protocol)},
+                        {"target", w.target},
+                        {"address", w.target_address},
+                        {"start_unix_ns", w.start_unix_ns},
+                        {"end_unix_ns", w.end_unix_ns},
+                        {"sent", w.sent},
+                        {"received", w.received},
+                        {"lost", w.lost},
+                        {"weird", w.weird},
+                        {"timestamp_source", probe::to_string(w.timestamp_source)},
+                        {"rtt_us", latency_json(w.rtt)},
+                        {"network_rtt_us", latency_json(w.network_rtt)},
+                        {"responder_delay_us", latency_json(w.responder_delay)}};
+    fmt::print("{}\n", j.dump());
+    std::fflush(stdout);
+  });
+  g_engine = nullptr;
+  if (!st) {
+    fmt::print(stderr, "weft ping: {}\n", st.error().message);
+    return 1;
+  }
+  const auto c = e->counters();
+  const char* src = probe::to_string(e->timestamp_source());
+  uint64_t answered = 0;
+  for (auto& t : list) {
+    const Summary& s = sums[t.name];
+    answered += s.answered;
+    const uint64_t lost = s.resolved - s.answered;
+    if (json) {
+      nlohmann::json j = {{"protocol", "rdma"},
+                          {"target", t.name},
+                          {"address", s.address},
+                          {"local", local.to_string()},
+                          {"sent", s.resolved},
+                          {"received", s.answered},
+                          {"lost", lost},
+                          {"weird", s.weird},
+                          {"late", c.late},
+                          {"duplicate", c.duplicate},
+                          {"malformed", c.garbage + c.unknown_session + c.unknown_probe},
+                          {"timestamp_source", src},
+                          {"timestamp_note", e->timestamp_note()},
+                          {"rtt_us", summary_json(s.rtt)},
+                          {"network_rtt_us", summary_json(s.network)},
+                          {"responder_delay_us", summary_json(s.delay)}};
+      fmt::print("{}\n", j.dump());
+    } else {
+      fmt::print("--- {} rdma ping statistics ---\n", t.name);
+      fmt::print("{} sent, {} received, {:.1f}% loss, {} weird, timestamps: {}{}\n", s.resolved, s.answered,
+                 s.resolved ? 100.0 * static_cast<double>(lost) / static_cast<double>(s.resolved) : 0.0, s.weird, src,
+                 e->timestamp_note().empty() ? "" : " (" + e->timestamp_note() + ")");
+      fmt::print("{}{}{}", summary_text("rtt", s.rtt), summary_text("network rtt", s.network),
+                 summary_text("responder delay", s.delay));
+    }
+  }
+  return answered > 0 ? 0 : 1;
+}
+
+}  // namespace weft::cli
+
+namespace {
+
+struct ResponderArgs {
+  RdmaOpts rdma;
+  std::string device;
+  std::string address;
+  std::string discovery = "0.0.0.0:7779";
+  double duration_s = 0;
+  bool json = false;
+};
+
+int run_responder(const ResponderArgs& a) {
+  auto cfg = engine_config(a.rdma, a.device, a.address);
+  if (!cfg) {
+    fmt::print(stderr, "weft rdma responder: {}\n", cfg.error().message);
+    return 2;
+  }
+  cfg->qkey = a.rdma.qkey.value_or(probe::kDefaultRdmaQkey);
+  auto engine = probe::RdmaEngine::create(*cfg);
+  if (!engine) {
+    fmt::print(stderr, "weft rdma responder: {}\n", engine.error().message);
+    return 1;
+  }
+  std::unique_ptr<probe::rdma_discovery::Server> disc;
+  if (a.discovery != "none") {
+    auto hp = net::split_host_port(a.discovery, probe::rdma_discovery::kDefaultPort);
+    if (!hp) {
+      fmt::print(stderr, "weft rdma responder: --discovery: {}\n", hp.error().message);
+      return 2;
+    }
+    auto s = probe::rdma_discovery::Server::start(hp->first, hp->second, (*engine)->address());
+    if (!s) {
+      fmt::print(stderr, "weft rdma responder: discovery: {}\n", s.error().message);
+      return 1;
+    }
+    disc = std::move(*s);
+  }
+  fmt::print("RDMA responder on {}; timestamps {}{}; discovery {}\n", (*engine)->address().to_string(),
+             probe::to_string((*engine)->timestamp_source()),
+             (*engine)->timestamp_note().empty() ? "" : " (" + (*engine)->timestamp_note() + ")",
+             disc ? fmt::format("udp port {}", disc->port()) : "off");
+  std::fflush(stdout);
+  g_engine = engine->get();
+  on_stop_signal([] {
+    if (g_engine) g_engine->stop();
+  });
+  std::thread timer;
+  std::atomic<bool> done{false};
+  if (a.duration_s > 0)
+    timer = std::thread([&] {
+      const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(a.duration_s);
+      while (!done && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      (*engine)->stop();
+    });
+  auto st = (*engine)->run([](probe::WindowStats&&) {});
+  done = true;
+  if (timer.joinable()) timer.join();
+  g_engine = nullptr;
+  const auto c = (*engine)->counters();
+  if (a.json) {
+    nlohmann::json j = {{"pings_received", c.pings_received}, {"pongs_sent", c.pongs_sent},
+                        {"followups_sent", c.followups_sent}, {"responder_drops", c.responder_drops},
+                        {"garbage", c.garbage},               {"recv_errors", c.recv_errors},
+                        {"send_errors", c.send_errors}};
+    fmt::print("{}\n", j.dump());
+  } else {
+    fmt::print("{} pings answered ({} follow-ups), {} dropped, {} garbage datagrams\n", c.pongs_sent, c.followups_sent,
+               c.responder_drops, c.garbage);
+  }
+  if (!st) {
+    fmt::print(stderr, "weft rdma responder: {}\n", st.error().message);
+    return 1;
+  }
+  return 0;
+}
+
+weft::cli::Registrar reg{[](weft::cli::Root& root) {
+  auto a = std::make_shared<ResponderArgs>();
+  auto* sub = root.rdma->add_subcommand("responder", "Answer RDMA probes (UD) on one device; prints its address");
+  sub->add_option("-d,--device", a->device, "RDMA device (default: the first)");
+  sub->add_option("--address", a->address, "IPv4 address whose RoCE v2 GID to use");
+  sub->add_option("--discovery", a->discovery, "UDP IP:PORT that tells probers the QPN/qkey/GID, or 'none'")
+      ->capture_default_str();
+  sub->add_option("--duration", a->duration_s, "Stop after this many seconds (default: until Ctrl-C)");
+  sub->add_flag("--json", a->json, "Print the final counters as JSON");
+  add_rdma_options(sub, a->rdma, false);
+  sub->callback([a] { weft::cli::set_exit_code(run_responder(*a)); });
+}};
+
+}  // namespace
