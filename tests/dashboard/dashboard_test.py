@@ -99,6 +99,13 @@ def main():
                 let n = 0; for (let i = 0; i < d.length; i += 4) if (d[i + 3] && (d[i] < 200 || d[i + 2] > 200 && d[i] < 120)) n++;
                 return n;""")
             check(inked > 500, f"history chart looks empty ({inked} inked pixels)")
+            # Another range: the history is fetched again for 15 min (all fed windows are newer).
+            b.js("document.querySelector('#history-ranges [data-range=\"900\"]').click();")
+            hist = b.wait_for("const h = window.weftDashboard.state().history; return h && h.rangeS === 900 && h.windows && h;",
+                              what="history for 15 min")
+            check(hist["windows"] >= 30, f"15 min history has {hist['windows']} windows")
+            check(b.js("return document.querySelector('#history-ranges .active').dataset.range;") == "900",
+                  "15 min range button not marked active")
             time.sleep(0.5)
             b.screenshot(os.path.join(artifacts, "dashboard-hover.png"))
             b.move_to(5, 5)  # off the heatmap: the tooltip goes, the legend shows

@@ -288,6 +288,7 @@ $("history-ranges").addEventListener("click", (ev) => {
   if (!b || !state.history) return;
   for (const x of $("history-ranges").querySelectorAll("button")) x.classList.toggle("active", x === b);
   state.history.rangeS = Number(b.dataset.range);
+  state.history.windows = null;  // until the new range arrives
   loadHistory();
 });
 
@@ -325,7 +326,8 @@ window.weftDashboard = {
   state: () => ({
     renders: state.renders, error: state.error, protocol: state.protocol, group: state.group,
     metric: state.metric.id, hosts: state.model?.hosts ?? [], counts: state.model?.counts ?? null,
-    timings: state.timings, history: state.history && { src: state.history.src, dst: state.history.dst, windows: state.history.windows?.length ?? null },
+    timings: state.timings, history: state.history && { src: state.history.src, dst: state.history.dst, rangeS: state.history.rangeS,
+                               windows: state.history.windows?.length ?? null },
   }),
   cell: (src, dst) => {
     const i = state.model?.index.get(src), j = state.model?.index.get(dst);
