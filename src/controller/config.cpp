@@ -239,7 +239,7 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
           }
           ProtocolPlan pp;
           pp.protocol = *p;
-          const YAML::Node& v = it->second;
+          const YAML::Node v = it->second;  // a copy: the iterator hands out a temporary
           if (v.IsNull()) {
             cfg.protocols.push_back(pp);
             continue;
