@@ -234,6 +234,9 @@ int run_bench(const Options& o) {
                      {"windows_accepted", accepted.load()},
                      {"request_errors", errors.load()},
                      {"seconds", secs},
+                     // Controller CPU time per window: the figure that does not depend on what else
+                     // the machine is running (windows_per_s does).
+                     {"cpu_us_per_window", accepted.load() ? (after.cpu_s - before.cpu_s) * 1e6 / static_cast<double>(accepted.load()) : 0.0},
                      {"bytes_per_window", static_cast<double>(body_bytes) / static_cast<double>(windows)},
                      {"pairs_held", pairs},
                      {"rss_growth_per_pair_bytes",
@@ -242,9 +245,11 @@ int run_bench(const Options& o) {
   if (o.json) {
     fmt::print("{}\n", out.dump());
   } else {
-    fmt::print("ingest: {:.0f} pair-windows/s ({} agents x {} targets x {} rounds in {:.2f} s), controller CPU {:.0f}%, "
+    fmt::print("ingest: {:.0f} pair-windows/s ({} agents x {} targets x {} rounds in {:.2f} s), controller CPU {:.0f}% "
+               "({:.2f} us per window), "
                "RSS {} MB, {:.0f} bytes of RSS growth per pair held ({} pairs), {} request errors\n",
                out["windows_per_s"].get<double>(), o.agents, o.targets, o.rounds, secs, out["cpu_percent"].get<double>(),
+               out["cpu_us_per_window"].get<double>(),
                after.rss_kb / 1024, out["rss_growth_per_pair_bytes"].get<double>(), pairs, errors.load());
     if (!first_error.empty()) fmt::print("first error: {}\n", first_error);
   }

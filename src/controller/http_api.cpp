@@ -25,7 +25,10 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kJson = "application/json";
+// With the charset parameter, Debian's cpp-httplib (built with Brotli) does not compress JSON:
+// it only compresses a Content-Type of exactly "application/json", and at Brotli's maximum quality
+// a 40 MB mesh took minutes (docs/dashboard.md). Uncompressed JSON on a LAN is the faster answer.
+constexpr const char* kJson = "application/json; charset=utf-8";
 
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();

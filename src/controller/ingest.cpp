@@ -33,9 +33,12 @@ std::string error_json(std::string_view message) { return nlohmann::json{{"error
 
 bool valid_host_name(std::string_view s) {
   if (s.empty() || s.size() > agent::kMaxNameLength) return false;
-  for (char ch : s)
-    if (!(isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.' || ch == ':' || ch == '[' || ch == ']'))
-      return false;
+  // ASCII only, by hand: isalnum() depends on the locale and is a call per byte on the hot path.
+  for (char ch : s) {
+    bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' ||
+              ch == '.' || ch == ':' || ch == '[' || ch == ']';
+    if (!ok) return false;
+  }
   return true;
 }
 
