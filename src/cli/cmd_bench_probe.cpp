@@ -154,6 +154,8 @@ int run_bench(const BenchArgs& a) {
                       {"duplicate", cend.duplicate},
                       {"send_errors", cend.send_errors},
                       {"evicted", cend.evicted},
+                      {"weird", cend.weird},
+                      {"malformed", cend.malformed + cend.unknown_session + cend.unknown_probe},
                       {"windows", windows},
                       {"cpu_percent_prober", pct(p1 - p0)},
                       {"cpu_percent_responder", r0.ok && r1.ok ? pct(r1.cpu_ns - r0.cpu_ns) : -1.0},

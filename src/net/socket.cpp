@@ -23,7 +23,7 @@ Result<Fd> udp_socket(const SocketAddress& bind) {
     int v6only = bind.is_unspecified() ? 0 : 1;
     setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only);
   }
-  try_buffer(fd.get(), SO_RCVBUF, SO_RCVBUFFORCE, 16 << 20);
+  try_buffer(fd.get(), SO_RCVBUF, SO_RCVBUFFORCE, 4 << 20);
   try_buffer(fd.get(), SO_SNDBUF, SO_SNDBUFFORCE, 4 << 20);
   if (::bind(fd.get(), bind.sa(), bind.length) != 0) return fail_errno("bind udp " + bind.to_string());
   return fd;
