@@ -62,7 +62,9 @@ struct Link {
 Status run_rank(const Options& o) {
   const int n = o.nodes, me = o.rank;
   const milliseconds timeout(o.timeout_ms);
-  auto host = [&](int r) { return o.hosts.empty() ? std::string("127.0.0.1") : o.hosts[static_cast<size_t>(r)]; };
+  auto host = [&](int r) {
+    return o.hosts.empty() ? std::string("127.0.0.1") : o.hosts[static_cast<size_t>(r)];
+  };
   auto mode = parse_wait_mode(o.wait);
   if (!mode) return std::unexpected(mode.error());
 
@@ -85,7 +87,8 @@ Status run_rank(const Options& o) {
     if (auto s = c->recv_all(who, timeout); !s) return s;
     int p;
     std::memcpy(&p, who.data(), 4);
-    if (p <= me || p >= n || links[static_cast<size_t>(p)].chan) return fail("mesh: unexpected rank {} connected", p);
+    if (p <= me || p >= n || links[static_cast<size_t>(p)].chan)
+      return fail("mesh: unexpected rank {} connected", p);
     links[static_cast<size_t>(p)].chan.emplace(std::move(*c));
   }
 
@@ -99,14 +102,8 @@ Status run_rank(const Options& o) {
   co.gid_index = static_cast<int>(gid->index);
   auto pd = ProtectionDomain::create(*dev);
   if (!pd) return std::unexpected(pd.error());
-  std::shared_ptr<CompletionChannel> ch;
-  if (*mode != WaitMode::busy) {
-    auto c = CompletionChannel::create(*dev);
-    if (!c) return std::unexpected(c.error());
-    ch = *c;
-  }
   // One CQ shared by all of this rank's QPs.
-  auto cq = CompletionQueue::create(*dev, 16 * n, ch);
+  auto cq = CompletionQueue::create(*dev, 16 * n, *mode);
   if (!cq) return std::unexpected(cq.error());
   auto waiter = CompletionWaiter::create(*cq, *mode);
   if (!waiter) return std::unexpected(waiter.error());
@@ -115,7 +112,8 @@ Status run_rank(const Options& o) {
   auto wbuf = MemoryRegion::allocate(*pd, S * N, access::remote_write);
   auto rbuf = MemoryRegion::allocate(*pd, S * N, access::local);
   auto sbuf = MemoryRegion::allocate(*pd, S * N, access::local);
-  if (!wbuf || !rbuf || !sbuf) return fail("mesh: registering buffers: {}", (!wbuf ? wbuf : !rbuf ? rbuf : sbuf).error().message);
+  if (!wbuf || !rbuf || !sbuf)
+    return fail("mesh: registering buffers: {}", (!wbuf ? wbuf : !rbuf ? rbuf : sbuf).error().message);
 
   const uint32_t psn = 0x1000u + static_cast<uint32_t>(me);
   for (int p = 0; p < n; ++p) {
@@ -125,14 +123,16 @@ Status run_rank(const Options& o) {
     auto qp = QueuePair::create(*pd, *cq, *cq, QpOptions{});
     if (!qp) return std::unexpected(qp.error());
     l.qp.emplace(std::move(*qp));
-    EndpointInfo mine{QpAddress{l.qp->qpn(), psn, 0, gid->gid}, wbuf->remote(S * static_cast<size_t>(p), S), 0};
+    EndpointInfo mine{QpAddress{l.qp->qpn(), psn, 0, gid->gid}, wbuf->remote(S * static_cast<size_t>(p), S),
+                      0};
     auto theirs = l.chan->exchange(mine, timeout);
     if (!theirs) return std::unexpected(theirs.error());
     l.slot = theirs->buf;
     if (auto s = l.qp->connect(co, psn, theirs->qp); !s) return s;
     // Two receives per peer: its data SEND of a round and its ACK of ours may both be in flight.
     for (int k = 0; k < 2; ++k) {
-      auto r = RecvWr::into(rbuf->local(S * static_cast<size_t>(p), static_cast<uint32_t>(S)), static_cast<uint64_t>(p));
+      auto r = RecvWr::into(rbuf->local(S * static_cast<size_t>(p), static_cast<uint32_t>(S)),
+                            static_cast<uint64_t>(p));
       if (auto s = l.qp->post_recv(r); !s) return s;
     }
   }
@@ -153,7 +153,8 @@ Status run_rank(const Options& o) {
   int sends_left = 0;
   auto round_complete = [&](int round) {
     for (auto& l : links)
-      if (l.qp && (data_seen[static_cast<size_t>(l.peer)] <= round || acks_seen[static_cast<size_t>(l.peer)] <= round))
+      if (l.qp && (data_seen[static_cast<size_t>(l.peer)] <= round ||
+                   acks_seen[static_cast<size_t>(l.peer)] <= round))
         return false;
     return sends_left == 0;
   };
@@ -161,7 +162,8 @@ Status run_rank(const Options& o) {
   auto on_recv = [&](const ibv_wc& wc, int p) -> Status {
     auto& l = links[static_cast<size_t>(p)];
     const uint32_t imm = imm_of(wc);
-    auto r = RecvWr::into(rbuf->local(S * static_cast<size_t>(p), static_cast<uint32_t>(S)), static_cast<uint64_t>(p));
+    auto r = RecvWr::into(rbuf->local(S * static_cast<size_t>(p), static_cast<uint32_t>(S)),
+                          static_cast<uint64_t>(p));
     if (auto s = l.qp->post_recv(r); !s) return s;
     if (imm & kAckBit) {
       ++acks_seen[static_cast<size_t>(p)];
@@ -176,8 +178,8 @@ Status run_rank(const Options& o) {
     for (uint32_t k = 0; k < S; ++k) {
       const uint8_t want = pattern(p, me, round, k);
       if (written[k] != want || sent[k] != want)
-        return fail("round {} byte {} from rank {}: written {} sent {} expected {}", round, k, p, written[k], sent[k],
-                    want);
+        return fail("round {} byte {} from rank {}: written {} sent {} expected {}", round, k, p, written[k],
+                    sent[k], want);
     }
     bytes_checked += 2 * S;
     ++data_seen[static_cast<size_t>(p)];
@@ -193,14 +195,16 @@ Status run_rank(const Options& o) {
       auto* out = reinterpret_cast<uint8_t*>(sbuf->data() + S * static_cast<size_t>(l.peer));
       for (uint32_t k = 0; k < S; ++k) out[k] = pattern(me, l.peer, round, k);
       auto src = sbuf->local(S * static_cast<size_t>(l.peer), static_cast<uint32_t>(S));
-      std::array<SendWr, 2> wrs = {SendWr::write(src, l.slot, 1), SendWr::send_imm(src, static_cast<uint32_t>(round), 2)};
+      std::array<SendWr, 2> wrs = {SendWr::write(src, l.slot, 1),
+                                   SendWr::send_imm(src, static_cast<uint32_t>(round), 2)};
       if (auto s = l.qp->post_send(wrs); !s) return s;
       sends_left += 2;
     }
     while (!round_complete(round)) {
       auto got = waiter->wait(wcs, timeout);
       if (!got) return std::unexpected(got.error());
-      if (*got == 0) return fail("mesh rank {}: round {} stalled ({} sends outstanding)", me, round, sends_left);
+      if (*got == 0)
+        return fail("mesh rank {}: round {} stalled ({} sends outstanding)", me, round, sends_left);
       for (int i = 0; i < *got; ++i) {
         const ibv_wc& wc = wcs[static_cast<size_t>(i)];
         if (auto s = check_completion(wc); !s) return fail("mesh rank {}: {}", me, s.error().message);
@@ -219,8 +223,10 @@ Status run_rank(const Options& o) {
   for (auto& l : links)
     if (l.chan)
       if (auto s = l.chan->barrier(timeout); !s) return s;
-  fmt::print("{{\"rank\":{},\"nodes\":{},\"rounds\":{},\"size\":{},\"wait\":\"{}\",\"bytes_checked\":{},\"seconds\":{:.3f}}}\n",
-             me, n, o.rounds, o.size, o.wait, bytes_checked, secs);
+  fmt::print(
+      "{{\"rank\":{},\"nodes\":{},\"rounds\":{},\"size\":{},\"wait\":\"{}\",\"bytes_checked\":{},\"seconds\":"
+      "{:.3f}}}\n",
+      me, n, o.rounds, o.size, o.wait, bytes_checked, secs);
   return {};
 }
 
@@ -228,10 +234,23 @@ Status run_rank(const Options& o) {
 Status spawn_all(const Options& o) {
   std::vector<pid_t> pids;
   for (int r = 0; r < o.nodes; ++r) {
-    std::vector<std::string> args = {"weft", "rdma", "mesh", "--nodes", std::to_string(o.nodes), "--rank",
-                                     std::to_string(r), "--base-port", std::to_string(o.base_port), "--size",
-                                     std::to_string(o.size), "--rounds", std::to_string(o.rounds), "--wait", o.wait,
-                                     "--timeout-ms", std::to_string(o.timeout_ms)};
+    std::vector<std::string> args = {"weft",
+                                     "rdma",
+                                     "mesh",
+                                     "--nodes",
+                                     std::to_string(o.nodes),
+                                     "--rank",
+                                     std::to_string(r),
+                                     "--base-port",
+                                     std::to_string(o.base_port),
+                                     "--size",
+                                     std::to_string(o.size),
+                                     "--rounds",
+                                     std::to_string(o.rounds),
+                                     "--wait",
+                                     o.wait,
+                                     "--timeout-ms",
+                                     std::to_string(o.timeout_ms)};
     if (!o.device.empty()) args.insert(args.end(), {"--device", o.device});
     for (auto& h : o.hosts) args.insert(args.end(), {"--hosts", h});
     std::vector<char*> argv;
@@ -253,26 +272,36 @@ Status spawn_all(const Options& o) {
 
 weft::cli::Registrar reg{[](weft::cli::Root& root) {
   static Options o;
-  auto* sub = root.rdma->add_subcommand("mesh", "N processes in a full RDMA mesh, WRITE + SEND to all, every byte checked");
+  auto* sub = root.rdma->add_subcommand(
+      "mesh", "N processes in a full RDMA mesh, WRITE + SEND to all, every byte checked");
   sub->add_option("--nodes", o.nodes, "processes in the mesh")->capture_default_str();
   sub->add_option("--rank", o.rank, "run this one rank (default: spawn all ranks here)");
-  sub->add_option("--hosts", o.hosts, "side-channel address of each rank (default 127.0.0.1)")->delimiter(',');
+  sub->add_option("--hosts", o.hosts, "side-channel address of each rank (default 127.0.0.1)")
+      ->delimiter(',');
   sub->add_option("--base-port", o.base_port, "rank i listens on base-port + i")->capture_default_str();
-  sub->add_option("--size", o.size, "bytes each rank writes and sends to each peer per round")->capture_default_str();
+  sub->add_option("--size", o.size, "bytes each rank writes and sends to each peer per round")
+      ->capture_default_str();
   sub->add_option("--rounds", o.rounds, "rounds")->capture_default_str();
   sub->add_option("--wait", o.wait, "completion wait mode: busy|channel|epoll")->capture_default_str();
   sub->add_option("--device", o.device, "RDMA device (default: the first)");
   sub->add_option("--timeout-ms", o.timeout_ms, "limit for each wait")->capture_default_str();
   sub->callback([] {
     Status s;
-    if (o.nodes < 2) s = fail("--nodes must be at least 2");
-    else if (!o.hosts.empty() && static_cast<int>(o.hosts.size()) != o.nodes) s = fail("--hosts needs one address per rank");
-    else if (o.size == 0) s = fail("--size must be positive");
-    else if (o.rank < 0) s = spawn_all(o);
-    else if (o.rank >= o.nodes) s = fail("--rank must be below --nodes");
-    else s = run_rank(o);
+    if (o.nodes < 2)
+      s = fail("--nodes must be at least 2");
+    else if (!o.hosts.empty() && static_cast<int>(o.hosts.size()) != o.nodes)
+      s = fail("--hosts needs one address per rank");
+    else if (o.size == 0)
+      s = fail("--size must be positive");
+    else if (o.rank < 0)
+      s = spawn_all(o);
+    else if (o.rank >= o.nodes)
+      s = fail("--rank must be below --nodes");
+    else
+      s = run_rank(o);
     if (!s) {
-      fmt::print(stderr, "weft rdma mesh{}: {}\n", o.rank >= 0 ? fmt::format(" rank {}", o.rank) : "", s.error().message);
+      fmt::print(stderr, "weft rdma mesh{}: {}\n", o.rank >= 0 ? fmt::format(" rank {}", o.rank) : "",
+                 s.error().message);
       weft::cli::set_exit_code(1);
     }
   });

@@ -89,13 +89,7 @@ Status run(const Options& o) {
   co.gid_index = static_cast<int>(gid->index);
   auto pd = ProtectionDomain::create(*dev);
   if (!pd) return std::unexpected(pd.error());
-  std::shared_ptr<CompletionChannel> ch;
-  if (*mode != WaitMode::busy) {
-    auto c = CompletionChannel::create(*dev);
-    if (!c) return std::unexpected(c.error());
-    ch = *c;
-  }
-  auto cq = CompletionQueue::create(*dev, 64, ch);
+  auto cq = CompletionQueue::create(*dev, 64, *mode);
   if (!cq) return std::unexpected(cq.error());
   QpOptions qo;
   qo.type = *qp_type;
@@ -140,7 +134,8 @@ Status run(const Options& o) {
       if (*n == 0 && waiter->fd_ready()) {
         // The side channel woke us: the peer died, or it is done and already waits at the barrier.
         char b;
-        if (::recv(chan->fd(), &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0) return fail("pingpong: the peer closed the side channel");
+        if (::recv(chan->fd(), &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
+          return fail("pingpong: the peer closed the side channel");
         if (auto s = waiter->poller()->unwatch_fd(chan->fd()); !s) return s;
         continue;
       }
@@ -190,23 +185,25 @@ Status run(const Options& o) {
     std::array<ibv_wc, 4> wcs;
     (void)waiter->wait(wcs, timeout);
     (void)chan->barrier(timeout);
-    fmt::print("{{\"role\":\"server\",\"qp\":\"{}\",\"wait\":\"{}\",\"iters\":{},\"size\":{}}}\n", o.qp, o.wait,
-               o.iters, o.size);
+    fmt::print("{{\"role\":\"server\",\"qp\":\"{}\",\"wait\":\"{}\",\"iters\":{},\"size\":{}}}\n", o.qp,
+               o.wait, o.iters, o.size);
     return {};
   }
   (void)chan->barrier(timeout);
   auto us = [](int64_t ns) { return static_cast<double>(ns) / 1000.0; };
   fmt::print(
       "{{\"role\":\"client\",\"device\":\"{}\",\"qp\":\"{}\",\"wait\":\"{}\",\"iters\":{},\"size\":{},"
-      "\"rtt_us\":{{\"min\":{:.1f},\"p50\":{:.1f},\"p90\":{:.1f},\"p99\":{:.1f},\"max\":{:.1f},\"mean\":{:.1f}}}}}\n",
-      dev->name(), o.qp, o.wait, o.iters, o.size, us(rtt.min()), us(rtt.percentile(0.5)), us(rtt.percentile(0.9)),
-      us(rtt.percentile(0.99)), us(rtt.max()), us(rtt.mean()));
+      "\"rtt_us\":{{\"min\":{:.1f},\"p50\":{:.1f},\"p90\":{:.1f},\"p99\":{:.1f},\"max\":{:.1f},\"mean\":{:."
+      "1f}}}}}\n",
+      dev->name(), o.qp, o.wait, o.iters, o.size, us(rtt.min()), us(rtt.percentile(0.5)),
+      us(rtt.percentile(0.9)), us(rtt.percentile(0.99)), us(rtt.max()), us(rtt.mean()));
   return {};
 }
 
 weft::cli::Registrar reg{[](weft::cli::Root& root) {
   static Options o;
-  auto* sub = root.rdma->add_subcommand("pingpong", "Bounce a message between two RDMA endpoints, print RTTs");
+  auto* sub =
+      root.rdma->add_subcommand("pingpong", "Bounce a message between two RDMA endpoints, print RTTs");
   auto* srv = sub->add_flag("--server", o.server, "wait for a client");
   auto* cli = sub->add_option("--client", o.client, "connect to the server at HOST");
   srv->excludes(cli);

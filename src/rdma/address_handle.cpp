@@ -8,8 +8,8 @@
 
 namespace weft::rdma {
 
-Result<AddressHandle> AddressHandle::create(const ProtectionDomain& pd, const ConnectOptions& o, const ibv_gid& dgid,
-                                            uint16_t dlid) {
+Result<AddressHandle> AddressHandle::create(const ProtectionDomain& pd, const ConnectOptions& o,
+                                            const ibv_gid& dgid, uint16_t dlid) {
   ibv_ah_attr attr = make_ah_attr(o, dgid, dlid);
   errno = 0;
   ibv_ah* ah = ibv_create_ah(pd.raw(), &attr);

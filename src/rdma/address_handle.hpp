@@ -12,8 +12,8 @@ namespace weft::rdma {
 
 class AddressHandle {
  public:
-  static Result<AddressHandle> create(const ProtectionDomain& pd, const ConnectOptions& o, const ibv_gid& dgid,
-                                      uint16_t dlid = 0);
+  static Result<AddressHandle> create(const ProtectionDomain& pd, const ConnectOptions& o,
+                                      const ibv_gid& dgid, uint16_t dlid = 0);
   ibv_ah* raw() const { return ah_.get(); }
 
  private:

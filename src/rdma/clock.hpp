@@ -18,9 +18,7 @@ class NicClock {
 
   // Ticks from `earlier` to `later` on the wrapping counter: correct across one wrap, so the
   // interval must be shorter than one period of the counter (2^48 ticks at 1 GHz is 3.2 days).
-  constexpr uint64_t delta_ticks(uint64_t earlier, uint64_t later) const {
-    return (later - earlier) & mask_;
-  }
+  constexpr uint64_t delta_ticks(uint64_t earlier, uint64_t later) const { return (later - earlier) & mask_; }
 
   // Exact ticks -> ns without overflowing 64 bits for any tick count (rounds down).
   constexpr uint64_t to_ns(uint64_t ticks) const {

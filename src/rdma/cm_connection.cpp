@@ -68,21 +68,24 @@ struct EventGuard {
 };
 
 // Waits for the next event on ch and checks it is `want`; the caller acks it (guard).
-Status expect_event(rdma_event_channel* ch, rdma_cm_event_type want, EventGuard& g, std::chrono::milliseconds timeout) {
+Status expect_event(rdma_event_channel* ch, rdma_cm_event_type want, EventGuard& g,
+                    std::chrono::milliseconds timeout) {
   pollfd p{ch->fd, POLLIN, 0};
   int n;
   do n = ::poll(&p, 1, static_cast<int>(timeout.count()));
   while (n < 0 && errno == EINTR);
   if (n < 0) return fail_errno("poll rdma_cm event channel");
   if (n == 0)
-    return fail_errno(fmt::format("waiting for {} ({} ms)", rdma_event_str(want), timeout.count()), ETIMEDOUT);
+    return fail_errno(fmt::format("waiting for {} ({} ms)", rdma_event_str(want), timeout.count()),
+                      ETIMEDOUT);
   if (rdma_get_cm_event(ch, &g.ev)) {
     g.ev = nullptr;
     return verb_error("rdma_get_cm_event", errno);
   }
   if (g.ev->event != want)
-    return fail("rdma_cm: expected {}, got {} (status {}{})", rdma_event_str(want), rdma_event_str(g.ev->event),
-                g.ev->status, g.ev->status < 0 ? fmt::format(": {}", std::strerror(-g.ev->status)) : "");
+    return fail("rdma_cm: expected {}, got {} (status {}{})", rdma_event_str(want),
+                rdma_event_str(g.ev->event), g.ev->status,
+                g.ev->status < 0 ? fmt::format(": {}", std::strerror(-g.ev->status)) : "");
   return {};
 }
 
@@ -148,7 +151,8 @@ Result<CmConnection> CmConnection::connect(const std::string& host, uint16_t por
     return verb_error(fmt::format("rdma_resolve_addr {}", host), errno);
   {
     EventGuard g;
-    if (auto s = expect_event(c.id_->ch, RDMA_CM_EVENT_ADDR_RESOLVED, g, o.timeout); !s) return std::unexpected(s.error());
+    if (auto s = expect_event(c.id_->ch, RDMA_CM_EVENT_ADDR_RESOLVED, g, o.timeout); !s)
+      return std::unexpected(s.error());
   }
   if (rdma_resolve_route(c.id_->id, ms)) return verb_error(fmt::format("rdma_resolve_route {}", host), errno);
   {
@@ -158,9 +162,11 @@ Result<CmConnection> CmConnection::connect(const std::string& host, uint16_t por
   }
   if (auto s = setup(c, o, prepare); !s) return std::unexpected(s.error());
   auto param = conn_param(private_data);
-  if (rdma_connect(c.id_->id, &param)) return verb_error(fmt::format("rdma_connect {}:{}", host, port), errno);
+  if (rdma_connect(c.id_->id, &param))
+    return verb_error(fmt::format("rdma_connect {}:{}", host, port), errno);
   EventGuard g;
-  if (auto s = expect_event(c.id_->ch, RDMA_CM_EVENT_ESTABLISHED, g, o.timeout); !s) return std::unexpected(s.error());
+  if (auto s = expect_event(c.id_->ch, RDMA_CM_EVENT_ESTABLISHED, g, o.timeout); !s)
+    return std::unexpected(s.error());
   auto* d = static_cast<const std::byte*>(g.ev->param.conn.private_data);
   c.peer_data_.assign(d, d + g.ev->param.conn.private_data_len);
   return c;
@@ -218,7 +224,8 @@ Result<CmConnection> CmListener::accept(std::span<const std::byte> private_data,
   auto param = conn_param(private_data);
   if (rdma_accept(c.id_->id, &param)) return verb_error("rdma_accept", errno);
   EventGuard g;
-  if (auto s = expect_event(c.id_->ch, RDMA_CM_EVENT_ESTABLISHED, g, o.timeout); !s) return std::unexpected(s.error());
+  if (auto s = expect_event(c.id_->ch, RDMA_CM_EVENT_ESTABLISHED, g, o.timeout); !s)
+    return std::unexpected(s.error());
   return c;
 }
 

@@ -36,8 +36,9 @@ struct CmId;  // an rdma_cm_id with its own event channel
 
 class CmConnection {
  public:
-  static Result<CmConnection> connect(const std::string& host, uint16_t port, std::span<const std::byte> private_data,
-                                      const CmOptions& opts, const CmPrepare& prepare = {});
+  static Result<CmConnection> connect(const std::string& host, uint16_t port,
+                                      std::span<const std::byte> private_data, const CmOptions& opts,
+                                      const CmPrepare& prepare = {});
 
   const Device& device() const { return *device_; }
   ProtectionDomain& pd() { return *pd_; }

@@ -19,9 +19,12 @@ Result<WaitMode> parse_wait_mode(std::string_view s) {
 
 std::string_view to_string(WaitMode m) {
   switch (m) {
-    case WaitMode::busy: return "busy";
-    case WaitMode::channel: return "channel";
-    case WaitMode::epoll: return "epoll";
+    case WaitMode::busy:
+      return "busy";
+    case WaitMode::channel:
+      return "channel";
+    case WaitMode::epoll:
+      return "epoll";
   }
   return "?";
 }
@@ -36,11 +39,20 @@ std::shared_ptr<ibv_cq> own_cq(ibv_cq* cq, const Device& dev, std::shared_ptr<Co
 }
 }  // namespace
 
-Result<CompletionQueue> CompletionQueue::create(const Device& dev, int depth, std::shared_ptr<CompletionChannel> ch) {
+Result<CompletionQueue> CompletionQueue::create(const Device& dev, int depth,
+                                                std::shared_ptr<CompletionChannel> ch) {
   errno = 0;
   ibv_cq* cq = ibv_create_cq(dev.raw(), depth, nullptr, ch ? ch->raw() : nullptr, 0);
-  if (!cq) return verb_error(fmt::format("ibv_create_cq depth {} on {}", depth, dev.name()), errno ? errno : ENOMEM);
+  if (!cq)
+    return verb_error(fmt::format("ibv_create_cq depth {} on {}", depth, dev.name()), errno ? errno : ENOMEM);
   return CompletionQueue(own_cq(cq, dev, ch), nullptr, ch);
+}
+
+Result<CompletionQueue> CompletionQueue::create(const Device& dev, int depth, WaitMode mode) {
+  if (mode == WaitMode::busy) return create(dev, depth);
+  auto ch = CompletionChannel::create(dev);
+  if (!ch) return std::unexpected(ch.error());
+  return create(dev, depth, std::move(*ch));
 }
 
 Result<CompletionQueue> CompletionQueue::create_timestamped(const Device& dev, int depth,
@@ -50,16 +62,17 @@ Result<CompletionQueue> CompletionQueue::create_timestamped(const Device& dev, i
   ibv_cq_init_attr_ex attr{};
   attr.cqe = static_cast<uint32_t>(depth);
   attr.channel = ch ? ch->raw() : nullptr;
-  attr.wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP |
-                  IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
+  attr.wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM |
+                  IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
   errno = 0;
   ibv_cq_ex* ex = ibv_create_cq_ex(dev.raw(), &attr);
   if (!ex) {
     int err = errno ? errno : EOPNOTSUPP;
     if (err == EOPNOTSUPP || err == ENOSYS)
-      return std::unexpected(Error{fmt::format("completion timestamps not supported by {}: ibv_create_cq_ex: {}",
-                                               dev.name(), std::strerror(err)),
-                                   err});
+      return std::unexpected(
+          Error{fmt::format("completion timestamps not supported by {}: ibv_create_cq_ex: {}", dev.name(),
+                            std::strerror(err)),
+                err});
     return verb_error(fmt::format("ibv_create_cq_ex (completion timestamps) on {}", dev.name()), err);
   }
   return CompletionQueue(own_cq(ibv_cq_ex_to_cq(ex), dev, ch), ex, ch);
@@ -107,7 +120,8 @@ Result<int> CompletionQueue::poll_ex(std::span<ibv_wc> out, std::span<uint64_t> 
 
 Status CompletionQueue::arm(bool solicited_only) {
   if (!channel_) return fail("ibv_req_notify_cq: this CQ has no completion channel");
-  if (int rc = ibv_req_notify_cq(cq_.get(), solicited_only ? 1 : 0)) return verb_error("ibv_req_notify_cq", rc);
+  if (int rc = ibv_req_notify_cq(cq_.get(), solicited_only ? 1 : 0))
+    return verb_error("ibv_req_notify_cq", rc);
   return {};
 }
 

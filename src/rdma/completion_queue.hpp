@@ -27,6 +27,8 @@ class CompletionQueue {
   // channel: needed for the channel and epoll modes (may be shared with other CQs), else null.
   static Result<CompletionQueue> create(const Device& dev, int depth,
                                         std::shared_ptr<CompletionChannel> channel = nullptr);
+  // A CQ ready to be waited on in `mode`: with a completion channel of its own unless busy.
+  static Result<CompletionQueue> create(const Device& dev, int depth, WaitMode mode);
   // The same with a completion timestamp on every work completion; "completion timestamps not
   // supported by <dev>" where the device has none (rxe).
   static Result<CompletionQueue> create_timestamped(const Device& dev, int depth,

@@ -32,7 +32,8 @@ Result<int> CompletionWaiter::wait(std::span<ibv_wc> out, std::chrono::milliseco
     auto r = poller_->wait(ready, left);
     if (!r) return std::unexpected(r.error());
     for (int i = 0; i < *r; ++i)
-      if (ready[static_cast<size_t>(i)].kind == CqPoller::Ready::Kind::fd) fd_tag_ = ready[static_cast<size_t>(i)].tag;
+      if (ready[static_cast<size_t>(i)].kind == CqPoller::Ready::Kind::fd)
+        fd_tag_ = ready[static_cast<size_t>(i)].tag;
     if (fd_tag_) {
       // Completions first: a peer that sent its last message and closed is not an error.
       n = cq_->poll(out);

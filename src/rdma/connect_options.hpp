@@ -23,7 +23,7 @@ struct ConnectOptions {
   uint8_t sl = 0;
   uint8_t traffic_class = 0;
   uint8_t hop_limit = 64;
-  uint8_t timeout = 14;        // local ACK timeout, 4.096us * 2^timeout
+  uint8_t timeout = 14;  // local ACK timeout, 4.096us * 2^timeout
   uint8_t retry_cnt = 7;
   uint8_t rnr_retry = 7;       // 7 = retry forever; 0 fails at once with IBV_WC_RNR_RETRY_EXC_ERR
   uint8_t min_rnr_timer = 12;  // 0.64 ms

@@ -25,7 +25,8 @@ Status CqPoller::watch(CompletionQueue& cq, uint64_t tag) {
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.fd = ch->fd();
-    if (epoll_ctl(ep_.get(), EPOLL_CTL_ADD, ch->fd(), &ev) < 0) return fail_errno("epoll_ctl ADD completion channel");
+    if (epoll_ctl(ep_.get(), EPOLL_CTL_ADD, ch->fd(), &ev) < 0)
+      return fail_errno("epoll_ctl ADD completion channel");
     fds_.push_back(FdEntry{ch->fd(), true, 0, ch, 1});
   } else {
     ++it->users;
@@ -57,7 +58,8 @@ Status CqPoller::watch_fd(int fd, uint64_t tag, uint32_t events) {
 }
 
 Status CqPoller::unwatch_fd(int fd) {
-  auto f = std::find_if(fds_.begin(), fds_.end(), [&](const FdEntry& e) { return e.fd == fd && !e.is_channel; });
+  auto f =
+      std::find_if(fds_.begin(), fds_.end(), [&](const FdEntry& e) { return e.fd == fd && !e.is_channel; });
   if (f == fds_.end()) return fail("CqPoller::unwatch_fd: fd {} not watched", fd);
   fds_.erase(f);
   if (epoll_ctl(ep_.get(), EPOLL_CTL_DEL, fd, nullptr) < 0) return fail_errno("epoll_ctl DEL fd");

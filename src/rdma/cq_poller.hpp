@@ -18,8 +18,8 @@ class CqPoller {
  public:
   struct Ready {
     enum class Kind { cq, fd } kind = Kind::cq;
-    uint64_t tag = 0;      // what the caller passed to watch()
-    uint32_t events = 0;   // epoll events, for fds
+    uint64_t tag = 0;     // what the caller passed to watch()
+    uint32_t events = 0;  // epoll events, for fds
   };
 
   static Result<CqPoller> create();

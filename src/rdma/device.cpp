@@ -25,9 +25,10 @@ Result<std::pair<DeviceList, int>> get_devices() {
   if (!l) {
     int err = errno;
     if (err == ENOSYS)
-      return no_device("ibv_get_device_list: the kernel has no RDMA support (ENOSYS); "
-                       "use the Soft-RoCE lab (lab/rdma-guest)",
-                       err);
+      return no_device(
+          "ibv_get_device_list: the kernel has no RDMA support (ENOSYS); "
+          "use the Soft-RoCE lab (lab/rdma-guest)",
+          err);
     return no_device(fmt::format("ibv_get_device_list: {} (errno {})", std::strerror(err), err), err);
   }
   if (n == 0) return no_device("ibv_get_device_list found no devices (is a driver such as rdma_rxe loaded?)");
@@ -56,7 +57,8 @@ Result<Device> Device::open(const std::string& name) {
   if (!dev) return no_device(fmt::format("no device named '{}' (have: {})", name, fmt::join(names, ", ")));
   errno = 0;
   ibv_context* ctx = ibv_open_device(dev);
-  if (!ctx) return verb_error(fmt::format("ibv_open_device {}", ibv_get_device_name(dev)), errno ? errno : ENODEV);
+  if (!ctx)
+    return verb_error(fmt::format("ibv_open_device {}", ibv_get_device_name(dev)), errno ? errno : ENODEV);
   std::string opened = ibv_get_device_name(dev);
   return Device(std::shared_ptr<ibv_context>(ctx,
                                              [opened](ibv_context* c) {
@@ -126,10 +128,11 @@ Result<NicClock> Device::clock() const {
   if (!c) return std::unexpected(c.error());
   NicClock clk(c->hca_core_clock_khz, c->completion_timestamp_mask);
   if (!clk.valid())
-    return std::unexpected(Error{fmt::format("completion timestamps not supported by {} (hca_core_clock {} kHz, "
-                                             "completion_timestamp_mask 0x{:x})",
-                                             name_, c->hca_core_clock_khz, c->completion_timestamp_mask),
-                                 EOPNOTSUPP});
+    return std::unexpected(
+        Error{fmt::format("completion timestamps not supported by {} (hca_core_clock {} kHz, "
+                          "completion_timestamp_mask 0x{:x})",
+                          name_, c->hca_core_clock_khz, c->completion_timestamp_mask),
+              EOPNOTSUPP});
   return clk;
 }
 
@@ -139,9 +142,11 @@ Result<uint64_t> Device::read_clock() const {
   if (int rc = ibv_query_rt_values_ex(raw(), &v))
     return verb_error(fmt::format("ibv_query_rt_values_ex {}", name_), rc);
   if (!(v.comp_mask & IBV_VALUES_MASK_RAW_CLOCK))
-    return std::unexpected(Error{fmt::format("ibv_query_rt_values_ex {}: raw clock not supported", name_), EOPNOTSUPP});
+    return std::unexpected(
+        Error{fmt::format("ibv_query_rt_values_ex {}: raw clock not supported", name_), EOPNOTSUPP});
   // Drivers put the raw counter in tv_nsec (tv_sec is 0), see mlx5's implementation.
-  return static_cast<uint64_t>(v.raw_clock.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(v.raw_clock.tv_nsec);
+  return static_cast<uint64_t>(v.raw_clock.tv_sec) * 1'000'000'000ull +
+         static_cast<uint64_t>(v.raw_clock.tv_nsec);
 }
 
 }  // namespace weft::rdma

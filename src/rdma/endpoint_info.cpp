@@ -9,7 +9,8 @@ constexpr uint32_t kMagic = 0x44524657;  // "WFRD" little-endian
 
 template <typename T>
 void put(EndpointInfo::Wire& w, size_t off, T v) {
-  for (size_t i = 0; i < sizeof(T); ++i) w[off + i] = static_cast<std::byte>((static_cast<uint64_t>(v) >> (8 * i)) & 0xff);
+  for (size_t i = 0; i < sizeof(T); ++i)
+    w[off + i] = static_cast<std::byte>((static_cast<uint64_t>(v) >> (8 * i)) & 0xff);
 }
 
 template <typename T>

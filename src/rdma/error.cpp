@@ -53,27 +53,38 @@ std::string_view wc_status_name(ibv_wc_status status) {
 
 std::string_view wc_opcode_name(ibv_wc_opcode opcode) {
   switch (opcode) {
-    case IBV_WC_SEND: return "SEND";
-    case IBV_WC_RDMA_WRITE: return "RDMA_WRITE";
-    case IBV_WC_RDMA_READ: return "RDMA_READ";
-    case IBV_WC_COMP_SWAP: return "COMP_SWAP";
-    case IBV_WC_FETCH_ADD: return "FETCH_ADD";
-    case IBV_WC_BIND_MW: return "BIND_MW";
-    case IBV_WC_LOCAL_INV: return "LOCAL_INV";
-    case IBV_WC_TSO: return "TSO";
-    case IBV_WC_RECV: return "RECV";
-    case IBV_WC_RECV_RDMA_WITH_IMM: return "RECV_RDMA_WITH_IMM";
-    default: return "OPCODE_UNKNOWN";
+    case IBV_WC_SEND:
+      return "SEND";
+    case IBV_WC_RDMA_WRITE:
+      return "RDMA_WRITE";
+    case IBV_WC_RDMA_READ:
+      return "RDMA_READ";
+    case IBV_WC_COMP_SWAP:
+      return "COMP_SWAP";
+    case IBV_WC_FETCH_ADD:
+      return "FETCH_ADD";
+    case IBV_WC_BIND_MW:
+      return "BIND_MW";
+    case IBV_WC_LOCAL_INV:
+      return "LOCAL_INV";
+    case IBV_WC_TSO:
+      return "TSO";
+    case IBV_WC_RECV:
+      return "RECV";
+    case IBV_WC_RECV_RDMA_WITH_IMM:
+      return "RECV_RDMA_WITH_IMM";
+    default:
+      return "OPCODE_UNKNOWN";
   }
 }
 
 Status check_completion(const ibv_wc& wc) {
   if (wc.status == IBV_WC_SUCCESS) return {};
   // The opcode field is only valid on success; a flushed or failed WR is named by its wr_id.
-  return std::unexpected(Error{
-      fmt::format("work completion (wr_id {}, qp 0x{:x}): {} ({}), vendor_err 0x{:x}", wc.wr_id, wc.qp_num,
-                  wc_status_name(wc.status), ibv_wc_status_str(wc.status), wc.vendor_err),
-      static_cast<int>(wc.status)});
+  return std::unexpected(
+      Error{fmt::format("work completion (wr_id {}, qp 0x{:x}): {} ({}), vendor_err 0x{:x}", wc.wr_id,
+                        wc.qp_num, wc_status_name(wc.status), ibv_wc_status_str(wc.status), wc.vendor_err),
+            static_cast<int>(wc.status)});
 }
 
 }  // namespace weft::rdma

@@ -15,7 +15,8 @@ Result<std::shared_ptr<ibv_mr>> reg(const ProtectionDomain& pd, void* addr, size
                                     std::shared_ptr<void> owned) {
   errno = 0;
   ibv_mr* mr = ibv_reg_mr(pd.raw(), addr, len, flags);
-  if (!mr) return verb_error(fmt::format("ibv_reg_mr {} bytes access 0x{:x}", len, flags), errno ? errno : ENOMEM);
+  if (!mr)
+    return verb_error(fmt::format("ibv_reg_mr {} bytes access 0x{:x}", len, flags), errno ? errno : ENOMEM);
   // Deregister before the PD goes and before an owned buffer is unmapped (owned is released after).
   auto pdp = pd.shared();
   return std::shared_ptr<ibv_mr>(mr, [pdp, owned](ibv_mr* m) {

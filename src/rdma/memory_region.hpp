@@ -32,8 +32,8 @@ namespace access {
 inline constexpr int local = IBV_ACCESS_LOCAL_WRITE;
 inline constexpr int remote_write = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
 inline constexpr int remote_read = IBV_ACCESS_REMOTE_READ;
-inline constexpr int all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-                           IBV_ACCESS_REMOTE_ATOMIC;
+inline constexpr int all =
+    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 }  // namespace access
 
 class MemoryRegion {
@@ -42,7 +42,8 @@ class MemoryRegion {
   static Result<MemoryRegion> register_memory(const ProtectionDomain& pd, void* addr, size_t len,
                                               int access_flags = access::all);
   // Allocates a zeroed page-aligned buffer of len bytes and registers it.
-  static Result<MemoryRegion> allocate(const ProtectionDomain& pd, size_t len, int access_flags = access::all);
+  static Result<MemoryRegion> allocate(const ProtectionDomain& pd, size_t len,
+                                       int access_flags = access::all);
 
   std::byte* data() const { return static_cast<std::byte*>(mr_->addr); }
   size_t size() const { return mr_->length; }

@@ -19,23 +19,34 @@ Result<QpType> parse_qp_type(std::string_view s) {
 
 std::string_view to_string(QpType t) {
   switch (t) {
-    case QpType::rc: return "rc";
-    case QpType::uc: return "uc";
-    case QpType::ud: return "ud";
+    case QpType::rc:
+      return "rc";
+    case QpType::uc:
+      return "uc";
+    case QpType::ud:
+      return "ud";
   }
   return "?";
 }
 
 std::string_view qp_state_name(ibv_qp_state s) {
   switch (s) {
-    case IBV_QPS_RESET: return "RESET";
-    case IBV_QPS_INIT: return "INIT";
-    case IBV_QPS_RTR: return "RTR";
-    case IBV_QPS_RTS: return "RTS";
-    case IBV_QPS_SQD: return "SQD";
-    case IBV_QPS_SQE: return "SQE";
-    case IBV_QPS_ERR: return "ERR";
-    default: return "UNKNOWN";
+    case IBV_QPS_RESET:
+      return "RESET";
+    case IBV_QPS_INIT:
+      return "INIT";
+    case IBV_QPS_RTR:
+      return "RTR";
+    case IBV_QPS_RTS:
+      return "RTS";
+    case IBV_QPS_SQD:
+      return "SQD";
+    case IBV_QPS_SQE:
+      return "SQE";
+    case IBV_QPS_ERR:
+      return "ERR";
+    default:
+      return "UNKNOWN";
   }
 }
 
@@ -68,7 +79,8 @@ Result<QueuePair> QueuePair::create(const ProtectionDomain& pd, const Completion
   return QueuePair(std::move(p), o.type, a.cap.max_inline_data);
 }
 
-QueuePair QueuePair::adopt(ibv_qp* qp, QpType type, uint32_t max_inline, std::function<void(ibv_qp*)> destroy) {
+QueuePair QueuePair::adopt(ibv_qp* qp, QpType type, uint32_t max_inline,
+                           std::function<void(ibv_qp*)> destroy) {
   return QueuePair(std::shared_ptr<ibv_qp>(qp, std::move(destroy)), type, max_inline);
 }
 

@@ -10,7 +10,8 @@
 
 namespace weft::rdma {
 
-Result<SharedReceiveQueue> SharedReceiveQueue::create(const ProtectionDomain& pd, uint32_t max_wr, uint32_t max_sge) {
+Result<SharedReceiveQueue> SharedReceiveQueue::create(const ProtectionDomain& pd, uint32_t max_wr,
+                                                      uint32_t max_sge) {
   ibv_srq_init_attr attr{};
   attr.attr.max_wr = max_wr;
   attr.attr.max_sge = max_sge;
@@ -28,8 +29,8 @@ Status SharedReceiveQueue::post_recv(std::span<RecvWr> wrs) {
   chain(wrs);
   ibv_recv_wr* bad = nullptr;
   if (int rc = ibv_post_srq_recv(srq_.get(), &wrs[0].wr, &bad)) {
-    size_t idx = static_cast<size_t>(std::find_if(wrs.begin(), wrs.end(), [&](auto& w) { return &w.wr == bad; }) -
-                                      wrs.begin());
+    size_t idx = static_cast<size_t>(
+        std::find_if(wrs.begin(), wrs.end(), [&](auto& w) { return &w.wr == bad; }) - wrs.begin());
     return verb_error(fmt::format("ibv_post_srq_recv (WR {} of {})", idx, wrs.size()), rc);
   }
   return {};

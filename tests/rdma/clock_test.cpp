@@ -15,8 +15,8 @@ constexpr uint64_t kMask64 = ~uint64_t{0};
 TEST(NicClock, ValidOnlyWithClockAndAllOnesMask) {
   EXPECT_TRUE(NicClock(156250, kMask48).valid());
   EXPECT_TRUE(NicClock(1, kMask64).valid());
-  EXPECT_FALSE(NicClock(0, kMask48).valid());   // rxe: no clock
-  EXPECT_FALSE(NicClock(156250, 0).valid());    // no timestamp counter
+  EXPECT_FALSE(NicClock(0, kMask48).valid());      // rxe: no clock
+  EXPECT_FALSE(NicClock(156250, 0).valid());       // no timestamp counter
   EXPECT_FALSE(NicClock(156250, 0x1000).valid());  // not 2^k-1
 }
 
@@ -69,10 +69,10 @@ TEST(NicClock, DeltaIgnoresBitsAboveTheMask) {
 TEST(TickUnwrapper, ExtendsAcrossSeveralWraps) {
   TickUnwrapper u(0xFF);  // an 8-bit counter wraps every 256 ticks
   EXPECT_EQ(u.extend(250), 250u);
-  EXPECT_EQ(u.extend(5), 261u);    // wrapped once
+  EXPECT_EQ(u.extend(5), 261u);  // wrapped once
   EXPECT_EQ(u.extend(200), 456u);
-  EXPECT_EQ(u.extend(10), 522u);   // wrapped twice
-  EXPECT_EQ(u.extend(10), 522u);   // no progress
+  EXPECT_EQ(u.extend(10), 522u);  // wrapped twice
+  EXPECT_EQ(u.extend(10), 522u);  // no progress
 }
 
 TEST(TickUnwrapper, FullWidthCounterIsIdentity) {

@@ -9,7 +9,9 @@ using namespace weft::rdma;
 
 namespace {
 uint64_t buf_storage[16];
-LocalBuf local(size_t off, uint32_t len) { return LocalBuf{reinterpret_cast<char*>(buf_storage) + off, len, 0x77}; }
+LocalBuf local(size_t off, uint32_t len) {
+  return LocalBuf{reinterpret_cast<char*>(buf_storage) + off, len, 0x77};
+}
 }  // namespace
 
 TEST(WorkRequest, SendFlagsAndImmediate) {

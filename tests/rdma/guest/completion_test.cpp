@@ -63,15 +63,15 @@ TEST_P(WaitModes, PingPongHundredMessages) {
   std::string echo_error;
   std::jthread echo([&] {
     try {
-    for (int i = 0; i < 100; ++i) {
-      auto r = RecvWr::into(mb.local(0, 64), 1);
-      must(qb.post_recv(r), "b recv");
-      ibv_wc wc;
-      do wc = wait_mode(cqb, mode == WaitMode::epoll ? WaitMode::channel : mode, nullptr, 2);
-      while (wc.opcode != IBV_WC_RECV);
-      auto s = SendWr::send(mb.local(0, wc.byte_len), 2);
-      must(qb.post_send(s), "b send");
-    }
+      for (int i = 0; i < 100; ++i) {
+        auto r = RecvWr::into(mb.local(0, 64), 1);
+        must(qb.post_recv(r), "b recv");
+        ibv_wc wc;
+        do wc = wait_mode(cqb, mode == WaitMode::epoll ? WaitMode::channel : mode, nullptr, 2);
+        while (wc.opcode != IBV_WC_RECV);
+        auto s = SendWr::send(mb.local(0, wc.byte_len), 2);
+        must(qb.post_send(s), "b send");
+      }
     } catch (const std::exception& e) {
       echo_error = e.what();
     }
@@ -95,7 +95,8 @@ TEST_P(WaitModes, PingPongHundredMessages) {
   EXPECT_EQ(echo_error, "");
 }
 
-INSTANTIATE_TEST_SUITE_P(Rdma, WaitModes, ::testing::Values(WaitMode::busy, WaitMode::channel, WaitMode::epoll),
+INSTANTIATE_TEST_SUITE_P(Rdma, WaitModes,
+                         ::testing::Values(WaitMode::busy, WaitMode::channel, WaitMode::epoll),
                          [](const auto& info) { return std::string(to_string(info.param)); });
 
 TEST(CompletionQueues, SharedByManyQps) {

@@ -33,7 +33,8 @@ TEST(ErrorCompletions, WriteToReadOnlyRegionIsRemoteAccessError) {
   Side a = make_side(pd), b = make_side(pd);
   connect_pair(a, b);
   std::vector<char> ro(4096);
-  auto mr = must(MemoryRegion::register_memory(pd, ro.data(), ro.size(), access::local | access::remote_read), "ro");
+  auto mr = must(MemoryRegion::register_memory(pd, ro.data(), ro.size(), access::local | access::remote_read),
+                 "ro");
   auto w = SendWr::write(a.mr.local(0, 16), mr.remote(0, 16), 1);
   must(a.qp.post_send(w), "post");
   EXPECT_EQ(wait_wc(a.scq).status, IBV_WC_REM_ACCESS_ERR);
@@ -78,7 +79,8 @@ TEST(ErrorCompletions, SendLongerThanTheReceiveFails) {
   must(a.qp.post_send(s), "send");
   // The spec says IBV_WC_LOC_LEN_ERR at the receiver; rxe reports IBV_WC_LOC_QP_OP_ERR.
   ibv_wc wc = wait_wc(b.rcq);
-  EXPECT_TRUE(wc.status == IBV_WC_LOC_LEN_ERR || wc.status == IBV_WC_LOC_QP_OP_ERR) << wc_status_name(wc.status);
+  EXPECT_TRUE(wc.status == IBV_WC_LOC_LEN_ERR || wc.status == IBV_WC_LOC_QP_OP_ERR)
+      << wc_status_name(wc.status);
   ibv_wc sent = wait_wc(a.scq);
   EXPECT_NE(sent.status, IBV_WC_SUCCESS);
   EXPECT_FALSE(check_completion(sent));
