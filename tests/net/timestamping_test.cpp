@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
+#include <chrono>
+#include <thread>
+
 #include "base/clock.hpp"
 #include "net/address.hpp"
 #include "net/socket.hpp"
@@ -17,6 +20,9 @@ TEST(Timestamping, LoopbackGivesKernelRxAndNumberedTxTimes) {
   ASSERT_TRUE(a && b);
   ASSERT_TRUE(net::enable_timestamping(a->get(), true));
   ASSERT_TRUE(net::enable_timestamping(b->get(), false));
+  // The kernel switches receive stamping on for the whole system from a work queue: when no
+  // other socket had it on, the first packets after enabling may still come unstamped.
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
   auto to = net::local_address(b->get());
   ASSERT_TRUE(to);
   const int64_t before = realtime_ns();
