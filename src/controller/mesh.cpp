@@ -260,7 +260,19 @@ Pinglist Mesh::pinglist_for(const std::string& name) {
   return rec.cached;
 }
 
-uint64_t Mesh::pinglist_version(const std::string& name) { return pinglist_for(name).version; }
+// Called for every report: answers from the cache without copying the list.
+uint64_t Mesh::pinglist_version(const std::string& name) {
+  auto cfg = config();
+  std::lock_guard lk(reg_mu_);
+  auto it = agents_.find(name);
+  if (it == agents_.end()) return compute_pinglist(*cfg, name, {}).version;
+  AgentRecord& rec = it->second;
+  if (rec.cached_generation != generation_) {
+    rec.cached = compute_pinglist(*cfg, name, peers_locked());
+    rec.cached_generation = generation_;
+  }
+  return rec.cached.version;
+}
 
 void Mesh::record_pinglist_sent(const std::string& name, const Pinglist& p) {
   std::lock_guard lk(reg_mu_);
