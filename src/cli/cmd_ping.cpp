@@ -5,7 +5,12 @@
 // Exit status: 0 when at least one answer came back, 1 when none did, 2 for bad arguments.
 #include <fmt/format.h>
 
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -96,6 +101,13 @@ int run_ping(const PingArgs& a) {
     auto addr = net::resolve(hp->first, hp->second);
     if (!addr) return bad_args(addr.error().message);
     if (sums.count(t)) return bad_args(fmt::format("target '{}' given twice", t));
+    if (int fd = ::socket(addr->family(), SOCK_DGRAM | SOCK_CLOEXEC, 0); fd >= 0) {
+      ::close(fd);
+    } else {  // the prober would skip this target and -c would never be reached
+      fmt::print(stderr, "weft ping: {}: cannot open an {} socket: {}\n", t,
+                 addr->family() == AF_INET6 ? "IPv6" : "IPv4", std::strerror(errno));
+      return 1;
+    }
     targets.push_back({t, addr->ip_string(), addr->port()});
     sums[t].address = addr->to_string();
   }
