@@ -1,4 +1,4 @@
-// `weft ping udp|tcp HOST[:PORT]...`: ping-like probing of weft responders (or, for tcp, any
+// `weft ping udp|tcp HOST[:PORT]...` (and `weft ping rdma`, see cmd_ping_rdma.cpp): ping-like probing of weft responders (or, for tcp, any
 // listening TCP port). A line per probe and a summary, or one JSON object per target with --json.
 // Several targets are probed by one prober (as an agent does); --window S also prints every
 // finished window as a JSON line, which is what the lab tests read.
@@ -24,6 +24,12 @@
 #include "net/address.hpp"
 #include "probe/prober.hpp"
 #include "probe/rtt.hpp"
+
+namespace weft::cli {
+// `weft ping rdma ...` lives in cmd_ping_rdma.cpp: its own options, then its own run.
+void add_ping_rdma_options(CLI::App* ping);
+int run_ping_rdma(const CLI::App& ping);
+}  // namespace weft::cli
 
 namespace {
 
@@ -244,7 +250,7 @@ int run_ping(const PingArgs& a) {
 weft::cli::Registrar reg{[](weft::cli::Root& root) {
   auto a = std::make_shared<PingArgs>();
   auto* sub = root.app.add_subcommand("ping", "Probe responders like ping (exit 0: answered, 1: none, 2: bad args)");
-  sub->add_option("protocol", a->protocol, "udp or tcp")->required()->check(CLI::IsMember({"udp", "tcp"}));
+  sub->add_option("protocol", a->protocol, "udp, tcp or rdma")->required()->check(CLI::IsMember({"udp", "tcp", "rdma"}));
   sub->add_option("target", a->targets, "HOST[:PORT]... (default port 7777 udp, 7778 tcp; [IPv6]:PORT)")->required();
   sub->add_option("-c,--count", a->count, "Stop after this many probes per target (default: until Ctrl-C)");
   sub->add_option("-i,--interval", a->interval_s, "Seconds between probes to a target")->capture_default_str();
@@ -254,7 +260,10 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
   sub->add_flag("-q,--quiet", a->quiet, "No per-probe lines");
   sub->add_flag("--keep-open", a->keep_open, "tcp: request/echo RTT on one kept-open connection");
   sub->add_option("--bind", a->bind, "Source address to probe from");
-  sub->callback([a] { weft::cli::set_exit_code(run_ping(*a)); });
+  weft::cli::add_ping_rdma_options(sub);
+  sub->callback([a, sub] {
+    weft::cli::set_exit_code(a->protocol == "rdma" ? weft::cli::run_ping_rdma(*sub) : run_ping(*a));
+  });
 }};
 
 }  // namespace
