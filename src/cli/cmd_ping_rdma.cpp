@@ -279,6 +279,10 @@ int run_ping_rdma(const CLI::App& ping) {
                  sums[t.name].address, local.to_string(), interval_s, timeout_s);
   std::fflush(stdout);
   uint64_t resolved = 0;
+  // With several targets each line says which one it is about.
+  auto prefix = [&](std::string_view target) {
+    return list.size() > 1 ? fmt::format("{}: ", target) : std::string();
+  };
   probe::RdmaEngine* e = engine->get();
   e->set_on_probe([&](const probe::RdmaProbeResult& r) {
     Summary& s = sums.find(r.target)->second;
@@ -291,13 +295,13 @@ int run_ping_rdma(const CLI::App& ping) {
       if (r.sample.has_network) s.network.add(r.sample.network_ns);
       if (r.sample.has_responder_delay) s.delay.add(r.sample.responder_delay_ns);
       if (!json && !quiet)
-        fmt::print("{}{} seq={} rtt={:.3f} ms network={} responder={} time={}{}\n", list.size() > 1 ? r.target : "",
-                   list.size() > 1 ? ":" : "", r.seq, ms(r.sample.total_ns),
+        fmt::print("{}seq={} rtt={:.3f} ms network={} responder={} time={}{}\n", prefix(r.target), r.seq,
+                   ms(r.sample.total_ns),
                    r.sample.has_network ? fmt::format("{:.3f} ms", ms(r.sample.network_ns)) : "-",
                    r.sample.has_responder_delay ? fmt::format("{:.1f} us", us(r.sample.responder_delay_ns)) : "-",
                    probe::to_string(r.sample.source), r.sample.weird ? " weird" : "");
     } else if (!json && !quiet) {
-      fmt::print("{}{} seq={} timeout\n", list.size() > 1 ? r.target : "", list.size() > 1 ? ":" : "", r.seq);
+      fmt::print("{}seq={} timeout\n", prefix(r.target), r.seq);
     }
     std::fflush(stdout);
     if (total != 0 && resolved >= total) g_engine->stop();

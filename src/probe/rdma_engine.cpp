@@ -55,6 +55,7 @@ struct SendCtx {
   ibv_ah* ah = nullptr;
   uint32_t qpn = 0, qkey = 0;
   CompletionStamp ping_rx;  // pong: when the PING it answers was received
+  int64_t post_mono = 0;    // when it was posted (the software send time)
 };
 
 struct PongReq {
@@ -194,7 +195,7 @@ struct RdmaEngine::Impl {
     ++head;
     const size_t off = send_base + size_t{i} * kMsgSlot;
     w::encode(m, std::span<uint8_t, w::kSize>(reinterpret_cast<uint8_t*>(mr.data() + off), w::kSize));
-    sends[i] = SendCtx{kind, m.session, m.seq, ah, qpn, qkey, ping_rx};
+    sends[i] = SendCtx{kind, m.session, m.seq, ah, qpn, qkey, ping_rx, 0};
     batch.push_back(rdma::SendWr::send(mr.local(off, w::kSize), i).to(ah, qpn, qkey));
     return true;
   }
@@ -202,6 +203,9 @@ struct RdmaEngine::Impl {
   void flush_sends() {
     if (batch.empty()) return;
     rdma::chain(std::span<rdma::SendWr>(batch));
+    // A PONG's software send time is its post: stamp it here, not when it was queued.
+    const int64_t now = mono_ns();
+    for (auto& w : batch) sends[w.wr.wr_id].post_mono = now;
     ibv_send_wr* bad = nullptr;
     int rc = ibv_post_send(qp.raw(), &batch[0].wr, &bad);
     if (rc != 0) {
@@ -322,7 +326,7 @@ struct RdmaEngine::Impl {
       case SendKind::pong: {
         if (!ok) break;
         inc(c.pongs_sent);
-        const ResponderDelay d = responder_delay(clock.clock, s.ping_rx, cpl.stamp);
+        const ResponderDelay d = responder_delay(clock.clock, s.ping_rx, cpl.stamp, s.post_mono);
         w::Message m;
         m.type = w::Type::followup;
         m.flags = d.hardware ? w::kHardware : 0;
@@ -492,10 +496,9 @@ struct RdmaEngine::Impl {
 
   // Sleeps until a completion arrives, the wake fd fires or until_mono passes.
   Status sleep_until(int64_t until_mono) {
-    // Send completions are due within microseconds: wait for them awake, so that their software
-    // stamps (and the follow-ups they trigger) are not late by a wake-up.
-    // (NIC stamps do not depend on when they are polled: no need to spin for them.)
-    const int64_t spin = clock.clock.hardware() ? 0 : cfg.send_spin.count();
+    // Send completions are due within microseconds: wait for them awake, so that the follow-ups
+    // they trigger are not late by a wake-up.
+    const int64_t spin = cfg.send_spin.count();
     for (const int64_t spin_end = std::min(until_mono, mono_ns() + spin);
          outstanding() > 0 && mono_ns() < spin_end;) {
       auto n = drain();

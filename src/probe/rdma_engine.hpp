@@ -57,16 +57,16 @@ struct RdmaEngineConfig {
   uint8_t hop_limit = 64;
   bool hardware_timestamps = true;  // use NIC completion timestamps when the device has them
   bool busy_poll = false;           // spin on the CQ instead of sleeping on its channel
-  // After posting, poll this long for the send completions before sleeping, so that software
-  // stamps of sends are not late by a wake-up (see docs/rdma-probes.md).
-  std::chrono::nanoseconds send_spin{std::chrono::microseconds(200)};
+  // After posting, poll this long for the send completions before sleeping, so that a PONG's
+  // follow-up is not late by a wake-up (timing does not depend on it: see rdma_rtt.hpp).
+  std::chrono::nanoseconds send_spin{std::chrono::microseconds(100)};
   bool respond = true;              // answer PINGs (the responder half)
   std::chrono::nanoseconds interval{std::chrono::milliseconds(100)};  // per target
   std::chrono::nanoseconds timeout{std::chrono::seconds(1)};
   std::chrono::nanoseconds window{std::chrono::seconds(10)};
   // How long an answered probe waits for the responder's follow-up before only its total RTT is
   // recorded.
-  std::chrono::nanoseconds followup_grace{std::chrono::milliseconds(50)};
+  std::chrono::nanoseconds followup_grace{std::chrono::milliseconds(250)};
   uint64_t count = 0;             // probes per target, then it stops sending; 0 = no limit
   uint32_t recv_depth = 16384;    // receive buffers always posted (clamped to the device)
   uint32_t send_depth = 2048;     // send queue depth (clamped to the device)

@@ -37,13 +37,15 @@ RttSample compute_rdma_rtt(const StampClock& clock, const RdmaProbeTiming& t) {
   // The software interval that must contain the true round trip: from before the post to the poll.
   const int64_t outer = t.pong_rx.poll_mono_ns - t.ping_post_mono_ns;
   s.source = clock.source();
-  std::optional<int64_t> total = clock.interval_ns(t.ping_tx, t.pong_rx);
-  if (!total || *total > outer + kClockSlackNs) {
-    // The hardware stamps do not add up (or, software, the send completion was polled after the
-    // answer): fall back to the outer software interval.
-    if (clock.hardware()) s.weird = true;
-    s.source = TimestampSource::user;
-    total = outer;
+  std::optional<int64_t> total = outer;  // software: PING posted .. PONG polled
+  if (clock.hardware()) {
+    total = clock.interval_ns(t.ping_tx, t.pong_rx);
+    if (!total || *total > outer + kClockSlackNs) {
+      // The NIC stamps do not add up: the software interval instead.
+      s.weird = true;
+      s.source = TimestampSource::user;
+      total = outer;
+    }
   }
   s.total_ns = *total < 0 ? 0 : *total;
   if (!t.has_followup) return s;  // total only: no network RTT without the responder's delay
@@ -59,9 +61,11 @@ RttSample compute_rdma_rtt(const StampClock& clock, const RdmaProbeTiming& t) {
   return s;
 }
 
-ResponderDelay responder_delay(const StampClock& clock, const CompletionStamp& ping_rx, const CompletionStamp& pong_tx) {
-  if (auto d = clock.interval_ns(ping_rx, pong_tx)) return {*d, clock.hardware()};
-  const int64_t sw = pong_tx.poll_mono_ns - ping_rx.poll_mono_ns;
+ResponderDelay responder_delay(const StampClock& clock, const CompletionStamp& ping_rx, const CompletionStamp& pong_tx,
+                               int64_t pong_post_mono_ns) {
+  if (clock.hardware())
+    if (auto d = clock.interval_ns(ping_rx, pong_tx)) return {*d, true};
+  const int64_t sw = pong_post_mono_ns - ping_rx.poll_mono_ns;
   return {sw < 0 ? 0 : sw, false};
 }
 

@@ -11,6 +11,11 @@
 //                      sent in the follow-up)
 //   network RTT      = total RTT - responder delay
 //
+// Software stamps (no NIC clock): receives are stamped when their completion is polled, sends
+// when they are posted. A send completion's poll time is only an upper bound of when the datagram
+// left (it can be late by a whole wake-up, and then the responder delay looks larger than the round
+// trip), while the post time is a lower bound that is off by the device's send processing only.
+//
 // Two clocks never mix in one difference, so they need not be synchronised. A responder delay
 // larger than the total RTT cannot be true (clocks of different NICs that disagree, the seed's
 // "weird" class): the sample is marked weird, its total RTT is kept, and neither the delay nor a
@@ -42,8 +47,8 @@ class StampClock {
   TimestampSource source() const { return hardware() ? TimestampSource::hardware : TimestampSource::user; }
   const rdma::NicClock& nic() const { return nic_; }
 
-  // later - earlier in ns on this clock; nullopt when it would be negative (for the wrapping NIC
-  // counter: when later is more than half a period behind earlier).
+  // later - earlier in ns on this clock (software: the poll times); nullopt when it would be
+  // negative (for the wrapping NIC counter: when later is more than half a period behind earlier).
   std::optional<int64_t> interval_ns(const CompletionStamp& earlier, const CompletionStamp& later) const;
 
  private:
@@ -62,7 +67,7 @@ StampChoice choose_stamp_clock(bool want_hardware, std::optional<rdma::NicClock>
 
 struct RdmaProbeTiming {
   int64_t ping_post_mono_ns = 0;  // just before ibv_post_send of the PING
-  CompletionStamp ping_tx;        // PING send completion
+  CompletionStamp ping_tx;        // PING send completion (its NIC stamp is used, hardware only)
   CompletionStamp pong_rx;        // PONG receive completion
   bool has_followup = false;
   int64_t responder_delay_ns = 0;
@@ -73,11 +78,13 @@ RttSample compute_rdma_rtt(const StampClock& clock, const RdmaProbeTiming& t);
 
 // The responder's side: its delay between the PING's receive completion and the PONG's send
 // completion, and whether it came from NIC stamps. NIC stamps that go backwards fall back to the
-// software poll times (which are monotonic), so the follow-up never carries a negative delay.
+// software times (PONG posted - PING polled), so the follow-up never carries a negative delay.
 struct ResponderDelay {
   int64_t ns = 0;
   bool hardware = false;
 };
-ResponderDelay responder_delay(const StampClock& clock, const CompletionStamp& ping_rx, const CompletionStamp& pong_tx);
+// pong_post_mono_ns: when the PONG was posted (the software send time).
+ResponderDelay responder_delay(const StampClock& clock, const CompletionStamp& ping_rx, const CompletionStamp& pong_tx,
+                               int64_t pong_post_mono_ns);
 
 }  // namespace weft::probe

@@ -42,14 +42,15 @@ TEST(RdmaInFlight, ResolvesWhenAllThreeEventsAreInWhateverTheirOrder) {
   EXPECT_EQ(f.table.on_pong(2, f.at(1015)), RdmaMatch::ok);
   EXPECT_EQ(f.table.on_followup(3, 100, false), RdmaMatch::ok);
   EXPECT_EQ(f.table.on_tx(3, f.at(25)), RdmaMatch::ok);
+  // Software stamps: total = PONG polled - PING posted.
   ASSERT_EQ(f.out.size(), 3u);
   EXPECT_EQ(f.out[0].seq, 1u);
-  EXPECT_EQ(f.out[0].sample.total_ns, 1000);
-  EXPECT_EQ(f.out[0].sample.network_ns, 800);
+  EXPECT_EQ(f.out[0].sample.total_ns, 1005);
+  EXPECT_EQ(f.out[0].sample.network_ns, 805);
   EXPECT_EQ(f.out[1].seq, 2u);
-  EXPECT_EQ(f.out[1].sample.network_ns, 700);
+  EXPECT_EQ(f.out[1].sample.network_ns, 705);
   EXPECT_EQ(f.out[2].seq, 3u);
-  EXPECT_EQ(f.out[2].sample.network_ns, 895);
+  EXPECT_EQ(f.out[2].sample.network_ns, 900);
   for (auto& r : f.out) EXPECT_EQ(r.outcome, RdmaOutcome::answered);
   EXPECT_EQ(f.table.pending(), 0u);
 }
@@ -80,7 +81,7 @@ TEST(RdmaInFlight, AnsweredWithoutFollowupAfterTheGrace) {
   f.table.sweep(500 + 200, 200);
   ASSERT_EQ(f.out.size(), 1u);
   EXPECT_EQ(f.out[0].outcome, RdmaOutcome::answered);
-  EXPECT_EQ(f.out[0].sample.total_ns, 499);
+  EXPECT_EQ(f.out[0].sample.total_ns, 500);
   EXPECT_FALSE(f.out[0].sample.has_network);
   // Its follow-up arriving now is late, not a duplicate.
   EXPECT_EQ(f.table.on_followup(1, 5, false), RdmaMatch::late);

@@ -7,13 +7,13 @@ using weft::rdma::NicClock;
 
 namespace {
 
-// A probe measured in software: PING posted at 1000, its send completion polled at 1100, the
-// PONG polled at 1100 + rtt.
+// A probe measured in software: PING posted at 1000 (its send completion polled at 1100, which
+// does not count), the PONG polled at 1000 + rtt.
 RdmaProbeTiming sw_timing(int64_t rtt, int64_t delay, bool followup = true) {
   RdmaProbeTiming t;
   t.ping_post_mono_ns = 1000;
   t.ping_tx.poll_mono_ns = 1100;
-  t.pong_rx.poll_mono_ns = 1100 + rtt;
+  t.pong_rx.poll_mono_ns = 1000 + rtt;
   t.has_followup = followup;
   t.responder_delay_ns = delay;
   return t;
@@ -52,12 +52,12 @@ TEST(RdmaRtt, WithoutFollowupOnlyTheTotal) {
   EXPECT_FALSE(s.weird);
 }
 
-TEST(RdmaRtt, SendCompletionPolledAfterThePongFallsBackToThePostTime) {
-  RdmaProbeTiming t = sw_timing(0, 0);
-  t.ping_tx.poll_mono_ns = 9000;  // polled later than the PONG at 1100
+TEST(RdmaRtt, SoftwareSendTimeIsThePostNotTheCompletionPoll) {
+  RdmaProbeTiming t = sw_timing(100, 0);
+  t.ping_tx.poll_mono_ns = 9000;  // its completion polled long after the PONG (at 1100)
   auto s = compute_rdma_rtt(StampClock::software(), t);
   EXPECT_EQ(s.total_ns, 100);  // 1100 - post at 1000
-  EXPECT_FALSE(s.weird);       // no contradiction, just a coarser interval
+  EXPECT_FALSE(s.weird);
 }
 
 TEST(RdmaRtt, HardwareTicksAreConvertedWithTheDeviceClock) {
@@ -112,18 +112,21 @@ TEST(RdmaRtt, HardwareStampsThatCannotBeTrueFallBackAndAreWeird) {
 }
 
 TEST(RdmaRtt, ResponderDelayOnBothClocks) {
+  // PING polled at 50 us, PONG posted at 58 us, its completion polled at 60 us.
   CompletionStamp rx{1000, 50'000}, tx{1000 + 2500, 60'000};
-  auto sw = responder_delay(StampClock::software(), rx, tx);
-  EXPECT_EQ(sw.ns, 10'000);
+  auto sw = responder_delay(StampClock::software(), rx, tx, 58'000);
+  EXPECT_EQ(sw.ns, 8'000);  // software: PONG posted - PING polled
   EXPECT_FALSE(sw.hardware);
-  auto hw = responder_delay(StampClock::hardware(NicClock(250'000, 0xffffffff)), rx, tx);  // 4 ns/tick
+  auto hw = responder_delay(StampClock::hardware(NicClock(250'000, 0xffffffff)), rx, tx, 58'000);  // 4 ns/tick
   EXPECT_EQ(hw.ns, 10'000);
   EXPECT_TRUE(hw.hardware);
   // NIC stamps going backwards: the software interval instead, flagged as such.
   CompletionStamp tx_back{900, 60'000};
-  auto back = responder_delay(StampClock::hardware(NicClock(250'000, 0xffffffff)), rx, tx_back);
-  EXPECT_EQ(back.ns, 10'000);
+  auto back = responder_delay(StampClock::hardware(NicClock(250'000, 0xffffffff)), rx, tx_back, 58'000);
+  EXPECT_EQ(back.ns, 8'000);
   EXPECT_FALSE(back.hardware);
+  // A clock step cannot make it negative.
+  EXPECT_EQ(responder_delay(StampClock::software(), rx, tx, 40'000).ns, 0);
 }
 
 TEST(RdmaRtt, ChoosesTheClock) {
