@@ -376,6 +376,8 @@ struct Responder::Impl {
     tx_ring.resize(kTxRing);
     followups_skip_ids = net::untimestamped_sends_skip_ids();
     followups_on = c.followups;
+    log().debug("responder: follow-ups are sent {} a transmit timestamp of their own",
+                followups_skip_ids ? "without" : "with");
     auto ep_r = net::Epoll::create();
     if (!ep_r) return std::unexpected(ep_r.error());
     ep = std::move(*ep_r);
