@@ -28,8 +28,8 @@ int run_responder(const weft::probe::ResponderConfig& cfg) {
   auto st = (*r)->run();
   const auto c = (*r)->counters();
   g_responder = nullptr;
-  weft::log().info("responder: answered {}, follow-ups {}, malformed {}, tcp accepted {}", c.answered, c.followups,
-                   c.malformed, c.tcp_accepted);
+  weft::log().info("responder: answered {}, follow-ups {}, without follow-up (behind) {}, malformed {}, tcp accepted {}",
+                   c.answered, c.followups, c.shed, c.malformed, c.tcp_accepted);
   if (!st) {
     weft::log().error("{}", st.error().message);
     return 1;

@@ -35,6 +35,7 @@ namespace {
 constexpr int kBatch = 64;
 constexpr size_t kRecvBytes = 128;
 constexpr size_t kTxRing = 8192;  // replies whose send timestamps may still come back
+constexpr int kBacklog = 512;     // probes found waiting in one read that mean "behind"
 
 constexpr uint64_t kKindShift = 56;
 enum Kind : uint64_t { kWake = 1, kUdp = 2, kListen = 3, kConn = 4 };
@@ -92,6 +93,7 @@ size_t write_source(const SourceInfo& s, char* buf, size_t cap) {
 struct TxEntry {
   uint32_t id = 0;
   bool reply = false;  // false: a follow-up (its own send time is of no use)
+  bool stamped = true;  // a reply whose kernel send time is wanted (for its follow-up)
   bool valid = false;
   wire::Packet packet;
   net::KernelTime rx;
@@ -117,7 +119,7 @@ struct Responder::Impl {
   std::vector<TxEntry> tx_ring;
   std::unordered_map<int, std::unique_ptr<Conn>> conns;
   std::atomic<bool> stop_flag{false};
-  std::atomic<uint64_t> answered{0}, malformed{0}, tcp_accepted{0}, followups{0};
+  std::atomic<uint64_t> answered{0}, malformed{0}, tcp_accepted{0}, followups{0}, shed{0};
 
   mmsghdr rmsg[kBatch];
   iovec riov[kBatch];
@@ -132,6 +134,7 @@ struct Responder::Impl {
   TxEntry staged[kBatch];  // datagrams queued for the next sendmmsg
   bool followups_skip_ids = false;
   bool followups_on = true;  // and the socket has transmit timestamps
+  bool backlog = false;      // the last read found at least kBacklog probes waiting
   int n_send = 0;
 
   void prepare_recv(bool with_name) {
@@ -153,6 +156,7 @@ struct Responder::Impl {
   TxEntry& queue(bool reply) {
     TxEntry& e = staged[n_send++];
     e.reply = reply;
+    e.stamped = true;
     e.valid = false;
     return e;
   }
@@ -176,7 +180,8 @@ struct Responder::Impl {
       smsg[i].msg_hdr.msg_iov = &siov[i];
       smsg[i].msg_hdr.msg_iovlen = 1;
       size_t clen = write_source(e.source, sctrl[i], sizeof sctrl[i]);
-      if (!e.reply && followups_skip_ids) clen += net::write_no_tx_timestamp(sctrl[i] + clen, sizeof sctrl[i] - clen);
+      const bool no_stamp = followups_skip_ids && (!e.reply || !e.stamped);
+      if (no_stamp) clen += net::write_no_tx_timestamp(sctrl[i] + clen, sizeof sctrl[i] - clen);
       smsg[i].msg_hdr.msg_control = clen ? sctrl[i] : nullptr;
       smsg[i].msg_hdr.msg_controllen = clen;
     }
@@ -191,7 +196,8 @@ struct Responder::Impl {
         TxEntry& e = staged[i];
         if (e.reply) inc(answered);
         else inc(followups);
-        if (!e.reply && followups_skip_ids) continue;
+        if (e.reply && !e.stamped) inc(shed);
+        if (followups_skip_ids && (!e.reply || !e.stamped)) continue;  // took no OPT_ID number
         TxEntry& slot = tx_ring[tx_counter % kTxRing];
         slot = e;
         slot.id = tx_counter++;
@@ -202,6 +208,12 @@ struct Responder::Impl {
   }
 
   void udp_readable() {
+    // Overload: when the last read found a backlog, answer without follow-ups (and without
+    // transmit stamps) until it is gone, so that probes are answered rather than dropped; those
+    // replies carry the user-space send time and the prober reports them as such. Only where
+    // the kernel lets single datagrams go unstamped without taking an OPT_ID number.
+    const bool shedding = followups_on && followups_skip_ids && backlog;
+    int read_total = 0;
     for (int rounds = 0; rounds < 16; ++rounds) {
       prepare_recv(true);
       int r = recvmmsg(udp.get(), rmsg, kBatch, MSG_DONTWAIT, nullptr);
@@ -222,16 +234,19 @@ struct Responder::Impl {
         e.rx = rx;
         e.packet = p;
         e.packet.type = wire::Type::reply;
+        e.stamped = !shedding;
         e.packet.flags = static_cast<uint8_t>((rx.software_ns ? wire::kRxKernel : 0) |
-                                              (followups_on ? wire::kFollowupComing : 0));
+                                              (followups_on && !shedding ? wire::kFollowupComing : 0));
         e.packet.responder_rx_ns = rx.software_ns ? rx.software_ns : rx_user;
         e.to = net::SocketAddress::from_sockaddr(reinterpret_cast<const sockaddr*>(&raddr[i]), h.msg_namelen);
         read_source(h, e.source);
         if (n_send == kBatch) flush(true);
       }
       flush(true);
+      read_total += r;
       if (r < kBatch) break;
     }
+    backlog = read_total >= kBacklog;
     if (followups_on) drain_errqueue();
   }
 
@@ -438,7 +453,7 @@ void Responder::stop() {
 
 ResponderCounters Responder::counters() const {
   auto l = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
-  return {l(impl_->answered), l(impl_->malformed), l(impl_->tcp_accepted), l(impl_->followups)};
+  return {l(impl_->answered), l(impl_->malformed), l(impl_->tcp_accepted), l(impl_->followups), l(impl_->shed)};
 }
 
 uint16_t Responder::udp_port() const { return impl_->udp_port; }

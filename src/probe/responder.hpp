@@ -33,6 +33,7 @@ struct ResponderCounters {
   uint64_t malformed = 0;  // datagrams / frames that did not parse
   uint64_t tcp_accepted = 0;
   uint64_t followups = 0;  // follow-ups sent with the kernel TX timestamp
+  uint64_t shed = 0;       // replies sent without a follow-up because the responder was behind
 };
 
 class Responder {
