@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Host test (label unit): without an RDMA device `weft rdma responder` says
+# Host test (label unit): without an RDMA device `weft ping rdma` and `weft rdma responder` say
 # "no RDMA device: ..." and exit 1, without a crash. Skipped (77) on a host that has a device.
 set -u
 WEFT=${1:?usage: no_device_cli_test.sh WEFT}
@@ -14,4 +14,9 @@ check() {  # check NAME EXPECTED_RC ARGS...
   echo "ok $name: $err"
 }
 check responder 1 rdma responder --duration 1 --discovery none
+check ping-gid 1 ping rdma rxe0:::ffff:10.9.0.1 --qpn 17 -c 1
+check ping-host 1 ping rdma rxe0:127.0.0.1 -c 1 --json
+# Bad arguments are still bad arguments (2), whatever the host has.
+err=$(timeout 20 "$WEFT" ping rdma rxe0:lid:0 --qpn 1 -c 1 2>&1 >/dev/null); rc=$?
+if [[ $rc -ne 2 || $err != *"bad LID"* ]]; then echo "FAIL bad-lid: exit $rc: $err"; fail=1; else echo "ok bad-lid: $err"; fi
 exit $fail
