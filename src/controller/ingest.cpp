@@ -54,6 +54,8 @@ Status validate_report(const agent::Report& r, const Config& cfg, int64_t now_ns
     if (!valid_host_name(w.target)) return fail("windows[{}].target: '{}' is not a valid host name", i, w.target.substr(0, 64));
     if (w.target == r.agent) return fail("windows[{}].target: an agent does not probe itself", i);
     if (w.target_address.size() > agent::kMaxNameLength) return fail("windows[{}].target_address too long", i);
+    // Checked first so that end - start below cannot overflow.
+    if (w.start_unix_ns <= 0) return fail("windows[{}]: start_unix_ns must be a positive Unix time", i);
     if (w.end_unix_ns <= w.start_unix_ns) return fail("windows[{}]: end_unix_ns must be after start_unix_ns", i);
     if (w.end_unix_ns - w.start_unix_ns > kMaxWindowNs) return fail("windows[{}]: longer than one hour", i);
     if (w.end_unix_ns > now_ns + kClockSkewNs) return fail("windows[{}]: ends in the future (check the agent's clock)", i);

@@ -131,6 +131,7 @@ TEST_F(Fixture, InvalidRequestsAreRejectedWhole) {
   std::vector<std::pair<const char*, std::function<void(weft::probe::WindowStats&)>>> cases = {
       {"future", [&](auto& w) { w.end_unix_ns = now_ns() + 3600'000'000'000; w.start_unix_ns = w.end_unix_ns - 1; }},
       {"reversed", [](auto& w) { w.end_unix_ns = w.start_unix_ns - 1; }},
+      {"overflowing span", [](auto& w) { w.start_unix_ns = INT64_MIN + 1; }},
       {"percentiles", [](auto& w) { w.network_rtt.p50_ns = w.network_rtt.max_ns + 1; }},
       {"negative rtt", [](auto& w) { w.network_rtt.min_ns = -5; }},
       {"late>lost", [](auto& w) { w.late = 1; }},
