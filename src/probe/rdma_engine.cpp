@@ -459,7 +459,10 @@ struct RdmaEngine::Impl {
       }
       while (due <= now && (!cfg.count || t.sends < cfg.count)) {
         // Keep half of the send queue for the responder's PONGs and follow-ups.
-        if (outstanding() >= send_depth / 2) return now;
+        if (outstanding() >= send_depth / 2) {
+          flush_sends();
+          return now;
+        }
         w::Message m;
         m.type = w::Type::ping;
         m.session = session;
@@ -476,6 +479,7 @@ struct RdmaEngine::Impl {
                          now_unix + (post_mono - now) + cfg.timeout.count());
         if (!post(SendKind::ping, m, t.ah->raw(), t.target.qpn, t.target.qkey)) {
           in_flight->on_send_failed(m.seq);
+          flush_sends();
           return now;
         }
         inc(c.sent);
