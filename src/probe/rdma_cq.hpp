@@ -5,11 +5,12 @@
 // left the rest, so its responder stalled after 16 pings.) Every completion also gets the
 // CLOCK_MONOTONIC time at which it was read: the software stamp when there is no NIC clock.
 //
-// Soft-RoCE (rxe) quirk: its provider advances the consumer index both when ibv_next_poll finds
-// the queue empty and again in ibv_end_poll, so the documented start/next.../end sequence skips
-// past the producer and later reads stale completions (seen as send completions with an unknown
-// wr_id in the guest). On rxe each pass therefore reads one completion (start_poll, end_poll) and
-// the drain loop simply starts the next pass; other providers use ibv_next_poll.
+// Soft-RoCE (rxe) quirk: with the documented start/next.../end sequence the engine read stale
+// completions on rxe (send completions for wr_ids that had completed already). The likely cause
+// (inferred from that symptom) is that rxe's provider advances its consumer index both when
+// ibv_next_poll finds the queue empty and again in ibv_end_poll. On rxe each pass therefore reads
+// one completion (start_poll, end_poll) and the drain loop starts the next pass; other providers
+// use ibv_next_poll.
 //
 // src/rdma's CompletionQueue only makes extended CQs when timestamps exist (on rxe it polls with
 // ibv_poll_cq), so the probe engine keeps its own, and adopts its QP into rdma::QueuePair.
