@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WEFT=${WEFT:-build/weft}
-exec "$WEFT" --log-level warn bench ingest --agents 1000 --targets 300 --rounds 10 --json
+exec "$WEFT" --log-level warn bench ingest --agents 1000 --targets 300 --rounds 10 --connections 8 --http-threads 10 --json
