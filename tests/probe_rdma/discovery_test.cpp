@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include <sys/socket.h>
 
 #include "net/socket.hpp"
@@ -75,6 +78,9 @@ TEST(RdmaDiscovery, ServerAnswersOnLoopbackAndIgnoresGarbage) {
   auto a = d::query("127.0.0.1", (*srv)->port(), std::chrono::milliseconds(3000));
   ASSERT_TRUE(a) << a.error().message;
   EXPECT_EQ(a->qpn, 0x123456u);
+  // The server counts a reply after sendto() returns, so the client can hold the answer a moment
+  // before the counter moves: wait for it (bounded) instead of racing the server thread.
+  for (int i = 0; i < 200 && (*srv)->answered() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_EQ((*srv)->answered(), 1u);
   EXPECT_EQ((*srv)->rejected(), 1u);
 }
