@@ -21,6 +21,7 @@
 #include "base/log.hpp"
 #include "base/signals.hpp"
 #include "cli/command_registry.hpp"
+#include "cli/ping_report.hpp"
 #include "net/address.hpp"
 #include "probe/prober.hpp"
 #include "probe/rtt.hpp"
@@ -34,6 +35,12 @@ int run_ping_rdma(const CLI::App& ping);
 namespace {
 
 using namespace weft;
+using cli::bad_args;
+using cli::latency_json;
+using cli::ms;
+using cli::summary_json;
+using cli::summary_text;
+using cli::us;
 
 struct PingArgs {
   std::string protocol;
@@ -58,34 +65,6 @@ struct TargetSummary {
 
 probe::Prober* g_prober = nullptr;
 
-double ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
-double us(int64_t ns) { return std::round(static_cast<double>(ns) / 10.0) / 100.0; }
-
-nlohmann::json summary_json(const LogHistogram& h) {
-  return {{"count", h.count()},
-          {"min", us(h.min())},
-          {"mean", us(h.mean())},
-          {"p50", us(h.percentile(0.50))},
-          {"p90", us(h.percentile(0.90))},
-          {"p99", us(h.percentile(0.99))},
-          {"max", us(h.max())}};
-}
-
-nlohmann::json latency_json(const probe::LatencySummary& s) {
-  return {{"count", s.count}, {"min", us(s.min_ns)}, {"mean", us(s.mean_ns)}, {"p50", us(s.p50_ns)},
-          {"p90", us(s.p90_ns)}, {"p99", us(s.p99_ns)}, {"p999", us(s.p999_ns)}, {"max", us(s.max_ns)}};
-}
-
-std::string summary_text(const char* what, const LogHistogram& h) {
-  if (h.count() == 0) return "";
-  return fmt::format("{} min/p50/p99/max = {:.3f}/{:.3f}/{:.3f}/{:.3f} ms\n", what, ms(h.min()), ms(h.percentile(0.5)),
-                     ms(h.percentile(0.99)), ms(h.max()));
-}
-
-int bad_args(const std::string& msg) {
-  fmt::print(stderr, "weft ping: {}\n", msg);
-  return 2;
-}
 
 int run_ping(const PingArgs& a) {
   probe::ProberConfig cfg;
@@ -183,24 +162,7 @@ int run_ping(const PingArgs& a) {
       it->second.malformed += w.malformed;
     }
     if (a.window_s <= 0) return;
-    nlohmann::json j = {{"type", "window"},
-                        {"protocol", probe::to_string(w.protocol)},
-                        {"target", w.target},
-                        {"address", w.target_address},
-                        {"start_unix_ns", w.start_unix_ns},
-                        {"end_unix_ns", w.end_unix_ns},
-                        {"sent", w.sent},
-                        {"received", w.received},
-                        {"lost", w.lost},
-                        {"late", w.late},
-                        {"duplicate", w.duplicate},
-                        {"malformed", w.malformed},
-                        {"weird", w.weird},
-                        {"timestamp_source", probe::to_string(w.timestamp_source)},
-                        {"rtt_us", latency_json(w.rtt)},
-                        {"network_rtt_us", latency_json(w.network_rtt)},
-                        {"responder_delay_us", latency_json(w.responder_delay)}};
-    fmt::print("{}\n", j.dump());
+    fmt::print("{}\n", cli::window_json(w).dump());
     std::fflush(stdout);
   });
   g_prober = nullptr;

@@ -21,6 +21,7 @@
 #include "base/histogram.hpp"
 #include "base/signals.hpp"
 #include "cli/command_registry.hpp"
+#include "cli/ping_report.hpp"
 #include "net/address.hpp"
 #include "probe/rdma_discovery.hpp"
 #include "probe/rdma_engine.hpp"
@@ -36,6 +37,12 @@ int run_ping_rdma(const CLI::App& ping);
 namespace {
 
 using namespace weft;
+using cli::bad_args;
+using cli::latency_json;
+using cli::ms;
+using cli::summary_json;
+using cli::summary_text;
+using cli::us;
 
 // Options only the rdma mode has (on `weft ping`) and the responder's.
 struct RdmaOpts {
@@ -54,31 +61,6 @@ struct RdmaOpts {
 RdmaOpts g_ping_opts;
 probe::RdmaEngine* g_engine = nullptr;
 
-double ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
-double us(int64_t ns) { return std::round(static_cast<double>(ns) / 10.0) / 100.0; }
-
-int bad_args(const std::string& msg) {
-  fmt::print(stderr, "weft ping: {}\n", msg);
-  return 2;
-}
-
-nlohmann::json summary_json(const LogHistogram& h) {
-  return {{"count", h.count()},          {"min", us(h.min())},
-          {"mean", us(h.mean())},        {"p50", us(h.percentile(0.50))},
-          {"p90", us(h.percentile(0.90))}, {"p99", us(h.percentile(0.99))},
-          {"max", us(h.max())}};
-}
-
-nlohmann::json latency_json(const probe::LatencySummary& s) {
-  return {{"count", s.count}, {"min", us(s.min_ns)}, {"mean", us(s.mean_ns)}, {"p50", us(s.p50_ns)},
-          {"p90", us(s.p90_ns)}, {"p99", us(s.p99_ns)}, {"p999", us(s.p999_ns)}, {"max", us(s.max_ns)}};
-}
-
-std::string summary_text(const char* what, const LogHistogram& h) {
-  if (h.count() == 0) return "";
-  return fmt::format("{} min/p50/p99/max = {:.3f}/{:.3f}/{:.3f}/{:.3f} ms\n", what, ms(h.min()), ms(h.percentile(0.5)),
-                     ms(h.percentile(0.99)), ms(h.max()));
-}
 
 // Traffic class from --tclass or --dscp (DSCP in the upper six bits, ECN bits 0).
 Result<uint8_t> traffic_class(const RdmaOpts& o) {
@@ -313,21 +295,7 @@ int run_ping_rdma(const CLI::App& ping) {
   });
   auto st = e->run([&](probe::WindowStats&& w) {
     if (window_s <= 0) return;
-    nlohmann::json j = {{"window", true},
-                        {"protocol", probe::to_string(w.protocol)},
-                        {"target", w.target},
-                        {"address", w.target_address},
-                        {"start_unix_ns", w.start_unix_ns},
-                        {"end_unix_ns", w.end_unix_ns},
-                        {"sent", w.sent},
-                        {"received", w.received},
-                        {"lost", w.lost},
-                        {"weird", w.weird},
-                        {"timestamp_source", probe::to_string(w.timestamp_source)},
-                        {"rtt_us", latency_json(w.rtt)},
-                        {"network_rtt_us", latency_json(w.network_rtt)},
-                        {"responder_delay_us", latency_json(w.responder_delay)}};
-    fmt::print("{}\n", j.dump());
+    fmt::print("{}\n", cli::window_json(w).dump());
     std::fflush(stdout);
   });
   g_engine = nullptr;
