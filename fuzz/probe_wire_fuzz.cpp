@@ -1,5 +1,5 @@
-// Fuzzes the probe packet parser: it must never crash, read out of bounds or accept something
-// that does not survive an encode/decode round trip unchanged.
+// Fuzzes the probe packet parsers (the 48-byte packet and the follow-ups message): they must never
+// crash, read out of bounds or accept something that does not survive a round trip unchanged.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -8,8 +8,25 @@
 #include "probe/wire.hpp"
 
 #ifndef WEFT_FUZZ_SEEDGEN
+namespace {
+// The follow-ups message: accepted means it re-encodes to exactly the same bytes.
+int check_followups(const uint8_t* data, size_t size) {
+  using namespace weft::probe::wire;
+  static Followups f;
+  if (decode_followups(std::span<const uint8_t>(data, size), f) != ParseError::ok) return 0;
+  if (f.count == 0 || f.count > kMaxFollowups || f.session == 0) std::abort();
+  if (size != kFollowupsHeader + f.count * kFollowupsEntry) std::abort();
+  uint8_t again[kMaxFollowupsSize];
+  if (encode_followups(f, again) != size || std::memcmp(again, data, size) != 0) std::abort();
+  for (size_t i = 0; i < f.count; ++i)
+    if (f.entries[i].seq == 0 || f.entries[i].responder_rx_ns <= 0 || f.entries[i].responder_tx_ns <= 0) std::abort();
+  return 0;
+}
+}  // namespace
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace weft::probe::wire;
+  if (is_followups(std::span<const uint8_t>(data, size))) return check_followups(data, size);
   Packet p;
   if (decode(std::span<const uint8_t>(data, size), p) != ParseError::ok) return 0;
   // Accepted: it is exactly one packet, and re-encoding gives back the same bytes.

@@ -35,6 +35,16 @@ int main(int argc, char** argv) {
   add(followup);
   followup.flags = kRxHardware | kTxHardware;
   add(followup);
+  Followups batch;
+  batch.flags = kRxKernel | kTxKernel;
+  batch.session = 0x1122334455667788ULL;
+  for (size_t n : {size_t{1}, size_t{3}, kMaxFollowups}) {
+    batch.count = static_cast<uint8_t>(n);
+    for (size_t i = 0; i < n; ++i) batch.entries[i] = {i + 1, 1'700'000'000'000'001'000, 1'700'000'000'000'002'000};
+    std::vector<uint8_t> b(kMaxFollowupsSize);
+    b.resize(encode_followups(batch, b));
+    seeds.push_back(b);
+  }
   auto broken = seeds[1];
   broken[7] = 1;  // reserved byte set
   seeds.push_back(broken);

@@ -42,6 +42,7 @@ struct BenchArgs {
   bool keep_open = false;
   bool no_followups = false;
   int64_t coalesce_us = 1000;
+  int64_t max_coalesce_us = 5000;
 };
 
 int64_t self_cpu_ns() {
@@ -83,6 +84,8 @@ int run_bench(const BenchArgs& a) {
   if (a.no_followups) argv.push_back(const_cast<char*>("--no-followups"));
   std::string coalesce_arg = "--coalesce-us=" + std::to_string(a.coalesce_us);
   argv.push_back(coalesce_arg.data());
+  std::string max_coalesce_arg = "--max-coalesce-us=" + std::to_string(a.max_coalesce_us);
+  argv.push_back(max_coalesce_arg.data());
   argv.push_back(nullptr);
   pid_t child = 0;
   if (int rc = posix_spawn(&child, "/proc/self/exe", nullptr, nullptr, argv.data(), environ); rc != 0) {
@@ -102,7 +105,7 @@ int run_bench(const BenchArgs& a) {
   cfg.interval = std::chrono::nanoseconds(static_cast<int64_t>(1e9 * a.targets / a.rate));
   cfg.window = std::chrono::seconds(1);
   cfg.coalesce = std::chrono::microseconds(a.coalesce_us);
-  cfg.batch_slack = std::max(cfg.batch_slack, std::chrono::nanoseconds(cfg.coalesce));
+  cfg.max_coalesce = std::chrono::microseconds(a.max_coalesce_us);
   auto prober = probe::Prober::create(cfg);
   if (!prober) {
     stop_child();
@@ -143,6 +146,7 @@ int run_bench(const BenchArgs& a) {
                       {"keep_open", a.keep_open},
                       {"followups", !a.no_followups},
                       {"coalesce_us", a.coalesce_us},
+                      {"max_coalesce_us", a.max_coalesce_us},
                       {"rate_requested", a.rate},
                       {"targets", a.targets},
                       {"duration_s", a.duration_s},
@@ -181,7 +185,9 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
   sub->add_flag("--json", a->json, "One-line JSON");
   sub->add_flag("--keep-open", a->keep_open, "tcp: echo on kept-open connections instead of connects");
   sub->add_flag("--no-followups", a->no_followups, "Responder sends no follow-ups (see weft responder)");
-  sub->add_option("--coalesce-us", a->coalesce_us, "Wake-up coalescing of prober and responder (us)")
+  sub->add_option("--coalesce-us", a->coalesce_us, "Shortest wake-up coalescing of prober and responder (us)")
+      ->capture_default_str();
+  sub->add_option("--max-coalesce-us", a->max_coalesce_us, "Longest wake-up coalescing under load (us)")
       ->capture_default_str();
   sub->callback([a] { weft::cli::set_exit_code(run_bench(*a)); });
 }};

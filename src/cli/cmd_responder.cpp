@@ -53,8 +53,15 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
                   "Microseconds to wait after a wake-up before the next (batches work under load; 0 = off)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{100'000}));
-  sub->callback([cfg, coalesce_us] {
+  auto max_coalesce_us = std::make_shared<int64_t>(cfg->max_coalesce.count() / 1000);
+  sub->add_option("--max-coalesce-us", *max_coalesce_us,
+                  "Longest wait between wake-ups that a busy responder grows to (kernel timestamps keep it "
+                  "out of the network RTT)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{100'000}));
+  sub->callback([cfg, coalesce_us, max_coalesce_us] {
     cfg->coalesce = std::chrono::microseconds(*coalesce_us);
+    cfg->max_coalesce = std::chrono::microseconds(*max_coalesce_us);
     weft::cli::set_exit_code(run_responder(*cfg));
   });
 }};

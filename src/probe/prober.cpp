@@ -24,6 +24,7 @@
 #include "net/timestamping.hpp"
 #include "probe/accumulator.hpp"
 #include "probe/in_flight.hpp"
+#include "probe/wake_coalescer.hpp"
 #include "probe/wire.hpp"
 
 namespace weft::probe {
@@ -31,7 +32,7 @@ namespace weft::probe {
 namespace {
 
 constexpr int kBatch = 64;
-constexpr size_t kRecvBytes = 128;  // larger than a probe so that oversized datagrams are seen as such
+constexpr size_t kRecvBytes = 1024;  // larger than any message (wire::kMaxFollowupsSize) so oversized ones are seen as such
 
 // epoll data: kind in the top byte, a value below.
 constexpr uint64_t kKindShift = 56;
@@ -103,6 +104,7 @@ struct Prober::Impl {
   int64_t window_ns = 0, interval_ns = 0, timeout_ns = 0;
   int64_t offset_rt = 0;      // realtime - monotonic, fixed when run() starts
   int64_t next_flush_mono = 0;
+  int64_t slack_ns = 0;       // sends due this soon are sent now (see loop())
   uint64_t tcp_open = 0, tcp_cap = 0;
   bool warned_send = false;
 
@@ -120,8 +122,12 @@ struct Prober::Impl {
   uint8_t rdata[kBatch][kRecvBytes];
   alignas(cmsghdr) char rctrl[kBatch][net::kControlBytes];
   sockaddr_storage raddr[kBatch];
-  uint64_t ready[kBatch];
+  // Probes resolved by one recvmmsg batch: a reply or single follow-up resolves at most one, a
+  // follow-ups message up to wire::kMaxFollowups.
+  static constexpr size_t kReadyCap = kBatch * wire::kMaxFollowups;
+  uint64_t ready[kReadyCap];
   size_t n_ready = 0;
+  wire::Followups followups_in;
   // Send buffers.
   mmsghdr smsg[kBatch];
   iovec siov[kBatch];
@@ -523,8 +529,54 @@ struct Prober::Impl {
     if (TargetState* t = target_by_addr(raddr[i], rmsg[i].msg_hdr.msg_namelen)) window_at(*t, mono_ns()).add_malformed();
   }
 
+  // The responder's kernel receive/send pair for one of our probes.
+  void apply_followup(uint64_t seq, uint8_t flags, int64_t responder_rx_ns, int64_t responder_tx_ns, int64_t rx_mono) {
+    Slot* s = table.find(seq);
+    if (!s) return;  // older than the table remembers: far too slow to use
+    if (s->has_followup) {  // a second copy, before or after the probe was resolved
+      Counters::inc(ctr.duplicate);
+      if (TargetState* t = target_of(*s)) window_at(*t, rx_mono).add_duplicate();
+      return;
+    }
+    if (s->state != SlotState::pending && s->state != SlotState::answered) return;  // resolved without it
+    s->has_followup = true;
+    s->timing.responder_rx_ns = responder_rx_ns;
+    s->timing.responder_tx_ns = responder_tx_ns;
+    s->timing.responder_flags = flags;
+    if (s->state == SlotState::answered) ready[n_ready++] = seq;
+  }
+
+  void udp_followups(int i, int64_t rx_mono) {
+    const auto& h = rmsg[i].msg_hdr;
+    wire::Followups& f = followups_in;
+    if ((h.msg_flags & MSG_TRUNC) ||
+        wire::decode_followups(std::span<const uint8_t>(rdata[i], rmsg[i].msg_len), f) != wire::ParseError::ok) {
+      udp_malformed(i);
+      return;
+    }
+    if (f.session != session) {
+      Counters::inc(ctr.unknown_session);
+      if (TargetState* t = target_by_addr(raddr[i], h.msg_namelen)) window_at(*t, rx_mono).add_malformed();
+      return;
+    }
+    for (size_t k = 0; k < f.count; ++k) {
+      const wire::FollowupEntry& e = f.entries[k];
+      if (e.seq >= next_seq) {  // one bad entry spoils the message: it cannot be ours
+        Counters::inc(ctr.unknown_probe);
+        if (TargetState* t = target_by_addr(raddr[i], h.msg_namelen)) window_at(*t, rx_mono).add_malformed();
+        return;
+      }
+    }
+    for (size_t k = 0; k < f.count; ++k)
+      apply_followup(f.entries[k].seq, f.flags, f.entries[k].responder_rx_ns, f.entries[k].responder_tx_ns, rx_mono);
+  }
+
   void udp_datagram(int i, int64_t rx_mono) {
     const auto& h = rmsg[i].msg_hdr;
+    if (wire::is_followups(std::span<const uint8_t>(rdata[i], rmsg[i].msg_len))) {
+      udp_followups(i, rx_mono);
+      return;
+    }
     wire::Packet p;
     if ((h.msg_flags & MSG_TRUNC) ||
         wire::decode(std::span<const uint8_t>(rdata[i], rmsg[i].msg_len), p) != wire::ParseError::ok ||
@@ -580,20 +632,9 @@ struct Prober::Impl {
       }
       return;
     }
-    // Follow-up: the responder's kernel receive/send pair for this probe.
-    if (s->state == SlotState::pending || s->state == SlotState::answered) {
-      if (s->has_followup) {
-        Counters::inc(ctr.duplicate);
-        if (t) window_at(*t, rx_mono).add_duplicate();
-        return;
-      }
-      s->has_followup = true;
-      s->timing.responder_rx_ns = p.responder_rx_ns;
-      s->timing.responder_tx_ns = p.responder_tx_ns;
-      s->timing.responder_flags = p.flags;
-      if (s->state == SlotState::answered) ready[n_ready++] = p.seq;
-    }
-    // A follow-up after the probe was resolved is just too slow to use.
+    // Follow-up: the responder's kernel receive/send pair for this probe. One after the probe was
+    // resolved is just too slow to use.
+    apply_followup(p.seq, p.flags, p.responder_rx_ns, p.responder_tx_ns, rx_mono);
   }
 
   void udp_readable(int sidx, uint32_t events) {
@@ -619,7 +660,7 @@ struct Prober::Impl {
       if (n_ready > 0) {
         // The probes' own send timestamps were queued before their answers could exist.
         const size_t n = n_ready;
-        uint64_t seqs[kBatch];
+        uint64_t seqs[kReadyCap];
         std::copy(ready, ready + n, seqs);
         bool missing = false;
         for (size_t j = 0; j < n; ++j) {
@@ -794,7 +835,7 @@ struct Prober::Impl {
 
   // ---- sending schedule ----------------------------------------------------------------------
   void send_due(int64_t now) {
-    const int64_t limit = now + cfg.batch_slack.count();
+    const int64_t limit = now + slack_ns;
     while (!heap.empty() && heap.front().t <= limit) {
       std::pop_heap(heap.begin(), heap.end(), std::greater<>());
       HeapEntry e = heap.back();
@@ -858,9 +899,15 @@ struct Prober::Impl {
     epoll_event events[kBatch];
     offset_rt = realtime_ns() - mono_ns();
     next_flush_mono = 0;
-    const int64_t coalesce = cfg.protocol == Protocol::tcp && cfg.tcp_keep_open ? 0 : cfg.coalesce.count();
+    // Kept-open TCP uses user-space send times: a wait there would show, so it never coalesces.
+    const bool coalescing = !(cfg.protocol == Protocol::tcp && cfg.tcp_keep_open);
+    WakeCoalescer coalescer(coalescing ? cfg.coalesce.count() : 0, coalescing ? cfg.max_coalesce.count() : 0);
     int64_t last_wake = 0;
+    uint64_t packets_before = 0;
     while (!stop_flag.load(std::memory_order_relaxed)) {
+      const int64_t coalesce = coalescer.period_ns();
+      // Sends due within one coalescing period go out together (slack 0: every send on time).
+      slack_ns = cfg.batch_slack.count() == 0 ? 0 : std::max<int64_t>(cfg.batch_slack.count(), coalesce);
       int64_t now = mono_ns();
       if (has_pending.load(std::memory_order_relaxed)) apply_targets(now);
       send_due(now);
@@ -869,7 +916,7 @@ struct Prober::Impl {
       expire(now);
       flush_windows(now);
       int64_t next = now + 100'000'000;  // stop() is noticed within this
-      if (!heap.empty()) next = std::min(next, heap.front().t - cfg.batch_slack.count() / 2);
+      if (!heap.empty()) next = std::min(next, heap.front().t - slack_ns / 2);
       next = std::min({next, expire_next(), grace_next(), next_flush_mono});
       if (last_wake + coalesce > mono_ns()) sleep_until_mono(std::min(last_wake + coalesce, next));
       auto n = ep.wait(events, kBatch, std::max<int64_t>(0, next - mono_ns()));
@@ -886,6 +933,9 @@ struct Prober::Impl {
           case kTcpConn: keep_open_event(static_cast<uint32_t>(v), events[i].events); break;
         }
       }
+      const uint64_t packets = ctr.sent.load(std::memory_order_relaxed) + ctr.received.load(std::memory_order_relaxed);
+      coalescer.observe(packets - packets_before);
+      packets_before = packets;
     }
     return {};
   }

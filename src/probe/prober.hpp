@@ -43,7 +43,10 @@ struct ProberConfig {
   // packet rate. Answers keep their kernel timestamps, so waiting changes no UDP or TCP-connect
   // measurement; it only delays reading them. (Kept-open TCP uses user-space send times: there
   // the wait would show, so that mode does not coalesce.) 0 = react to every packet at once.
+  // This is the shortest period; under load it grows up to max_coalesce (wake_coalescer.hpp),
+  // and sends due within the current period are batched with the others (see batch_slack).
   std::chrono::nanoseconds coalesce{std::chrono::milliseconds(1)};
+  std::chrono::nanoseconds max_coalesce{std::chrono::milliseconds(5)};
 };
 
 struct ProberCounters {

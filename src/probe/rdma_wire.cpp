@@ -2,20 +2,9 @@
 
 #include <algorithm>
 
-namespace weft::probe::rdma_wire {
+#include "base/big_endian.hpp"
 
-namespace {
-template <typename T>
-void put(uint8_t* p, T v) {
-  for (int i = static_cast<int>(sizeof(T)) - 1; i >= 0; --i, v = static_cast<T>(v >> 8)) p[i] = static_cast<uint8_t>(v);
-}
-template <typename T>
-T get(const uint8_t* p) {
-  T v = 0;
-  for (size_t i = 0; i < sizeof(T); ++i) v = static_cast<T>((v << 8) | p[i]);
-  return v;
-}
-}  // namespace
+namespace weft::probe::rdma_wire {
 
 const char* to_string(ParseError e) {
   switch (e) {
@@ -37,34 +26,34 @@ const char* to_string(ParseError e) {
 void encode(const Message& m, std::span<uint8_t, kSize> out) {
   uint8_t* b = out.data();
   std::fill(b, b + kSize, uint8_t{0});
-  put<uint32_t>(b, kMagic);
+  be::store<uint32_t>(b, kMagic);
   b[4] = kVersion;
   b[5] = static_cast<uint8_t>(m.type);
   b[6] = m.flags;
-  put<uint64_t>(b + 8, m.session);
-  put<uint64_t>(b + 16, m.seq);
+  be::store<uint64_t>(b + 8, m.session);
+  be::store<uint64_t>(b + 16, m.seq);
   std::copy(m.gid.begin(), m.gid.end(), b + 24);
-  put<uint16_t>(b + 40, m.lid);
-  put<uint32_t>(b + 44, m.qkey);
-  put<uint64_t>(b + 48, static_cast<uint64_t>(m.delay_ns));
+  be::store<uint16_t>(b + 40, m.lid);
+  be::store<uint32_t>(b + 44, m.qkey);
+  be::store<uint64_t>(b + 48, static_cast<uint64_t>(m.delay_ns));
 }
 
 ParseError decode(std::span<const uint8_t> in, Message& out) {
   if (in.size() != kSize) return ParseError::size;
   const uint8_t* b = in.data();
-  if (get<uint32_t>(b) != kMagic) return ParseError::magic;
+  if (be::load<uint32_t>(b) != kMagic) return ParseError::magic;
   if (b[4] != kVersion) return ParseError::version;
   if (b[5] < 1 || b[5] > 3) return ParseError::type;
-  if (b[7] != 0 || get<uint16_t>(b + 42) != 0 || get<uint64_t>(b + 56) != 0) return ParseError::reserved;
+  if (b[7] != 0 || be::load<uint16_t>(b + 42) != 0 || be::load<uint64_t>(b + 56) != 0) return ParseError::reserved;
   Message m;
   m.type = static_cast<Type>(b[5]);
   m.flags = b[6];
-  m.session = get<uint64_t>(b + 8);
-  m.seq = get<uint64_t>(b + 16);
+  m.session = be::load<uint64_t>(b + 8);
+  m.seq = be::load<uint64_t>(b + 16);
   std::copy(b + 24, b + 40, m.gid.begin());
-  m.lid = get<uint16_t>(b + 40);
-  m.qkey = get<uint32_t>(b + 44);
-  m.delay_ns = static_cast<int64_t>(get<uint64_t>(b + 48));
+  m.lid = be::load<uint16_t>(b + 40);
+  m.qkey = be::load<uint32_t>(b + 44);
+  m.delay_ns = static_cast<int64_t>(be::load<uint64_t>(b + 48));
   if (m.flags & ~(kGlobal | kHardware)) return ParseError::flags;
   if (m.session == 0) return ParseError::session;
   if (m.seq == 0) return ParseError::seq;

@@ -5,7 +5,9 @@
 // (sendmmsg), from the address the probe was sent to (IP_PKTINFO). The kernel then reports the
 // reply's true send time on the error queue; it goes back to the prober in a follow-up, so the
 // prober can take the responder's whole processing time out of the RTT. Replies and follow-ups
-// are matched to their send timestamps by the socket's OPT_ID counter.
+// are matched to their send timestamps by the socket's OPT_ID counter. The send times of one
+// wake-up's replies to one prober travel together in one follow-ups message (wire.hpp, type 4):
+// a datagram per prober per wake-up, not one per probe.
 // TCP: accept every connection (connect probes close it at once); on kept-open ones echo each
 // 48-byte probe frame as a reply.
 // Garbage is counted and dropped; nothing a peer sends can make the loop block or allocate
@@ -26,6 +28,7 @@
 #include "net/epoll.hpp"
 #include "net/socket.hpp"
 #include "net/timestamping.hpp"
+#include "probe/wake_coalescer.hpp"
 #include "probe/wire.hpp"
 
 namespace weft::probe {
@@ -90,9 +93,23 @@ size_t write_source(const SourceInfo& s, char* buf, size_t cap) {
   return CMSG_SPACE(len);
 }
 
+bool same_source(const SourceInfo& a, const SourceInfo& b) {
+  if (a.level != b.level) return false;
+  if (a.level == IPPROTO_IP) return a.v4.ipi_spec_dst.s_addr == b.v4.ipi_spec_dst.s_addr;
+  if (a.level == IPPROTO_IPV6)
+    return std::memcmp(&a.v6.ipi6_addr, &b.v6.ipi6_addr, sizeof a.v6.ipi6_addr) == 0 &&
+           a.v6.ipi6_ifindex == b.v6.ipi6_ifindex;
+  return true;
+}
+
+bool same_address(const net::SocketAddress& a, const net::SocketAddress& b) {
+  return a.length == b.length && std::memcmp(&a.storage, &b.storage, a.length) == 0;
+}
+
 struct TxEntry {
   uint32_t id = 0;
   bool reply = false;  // false: a follow-up (its own send time is of no use)
+  bool followups = false;  // the follow-ups message staged at the same index (not a Packet)
   bool stamped = true;  // a reply whose kernel send time is wanted (for its follow-up)
   bool valid = false;
   wire::Packet packet;
@@ -100,6 +117,14 @@ struct TxEntry {
   net::SocketAddress to;
   SourceInfo source;
 };
+
+// A follow-ups message being filled during one wake-up for one prober (session and address).
+struct OpenFollowups {
+  wire::Followups msg;
+  net::SocketAddress to;
+  SourceInfo source;
+};
+constexpr int kOpenFollowups = 8;  // probers served at once; more flushes the open ones early
 
 struct Conn {
   net::Fd fd;
@@ -129,9 +154,12 @@ struct Responder::Impl {
 
   mmsghdr smsg[kBatch];
   iovec siov[kBatch];
-  uint8_t sdata[kBatch][wire::kSize];
+  uint8_t sdata[kBatch][wire::kMaxFollowupsSize];
   alignas(cmsghdr) char sctrl[kBatch][128];
   TxEntry staged[kBatch];  // datagrams queued for the next sendmmsg
+  wire::Followups staged_followups[kBatch];  // where staged[i].followups
+  OpenFollowups open_followups[kOpenFollowups];
+  int n_open = 0;
   bool followups_skip_ids = false;
   bool followups_on = true;  // and the socket has transmit timestamps
   bool backlog = false;      // the last read found at least kBacklog probes waiting
@@ -156,9 +184,45 @@ struct Responder::Impl {
   TxEntry& queue(bool reply) {
     TxEntry& e = staged[n_send++];
     e.reply = reply;
+    e.followups = false;
     e.stamped = true;
     e.valid = false;
     return e;
+  }
+
+  // Stages open follow-ups message `i` for sending and closes it.
+  void queue_followups(int i) {
+    OpenFollowups& o = open_followups[i];
+    if (n_send == kBatch) flush(false);
+    const int at = n_send;
+    TxEntry& e = queue(false);
+    e.followups = true;
+    e.to = o.to;
+    e.source = o.source;
+    staged_followups[at] = o.msg;
+    if (i != n_open - 1) std::swap(open_followups[i], open_followups[n_open - 1]);
+    --n_open;
+  }
+
+  // Adds one reply's responder times to the follow-ups message for its prober.
+  void add_followup(const TxEntry& sent, uint8_t flags, int64_t rx_ns, int64_t tx_ns) {
+    int i = 0;
+    while (i < n_open && !(open_followups[i].msg.session == sent.packet.session && open_followups[i].msg.flags == flags &&
+                           same_address(open_followups[i].to, sent.to) && same_source(open_followups[i].source, sent.source)))
+      ++i;
+    if (i == n_open) {
+      if (n_open == kOpenFollowups) queue_followups(0);
+      i = n_open++;
+      OpenFollowups& o = open_followups[i];
+      o.msg.flags = flags;
+      o.msg.count = 0;
+      o.msg.session = sent.packet.session;
+      o.to = sent.to;
+      o.source = sent.source;
+    }
+    OpenFollowups& o = open_followups[i];
+    o.msg.entries[o.msg.count++] = {sent.packet.seq, rx_ns, tx_ns};
+    if (o.msg.count == wire::kMaxFollowups) queue_followups(i);
   }
 
   // Sends the queued datagrams. Replies get their user-space send time written just before.
@@ -172,8 +236,10 @@ struct Responder::Impl {
     for (int i = 0; i < n; ++i) {
       TxEntry& e = staged[i];
       if (stamp_replies && e.reply) e.packet.responder_tx_ns = tx_rt;
-      wire::encode(e.packet, std::span<uint8_t, wire::kSize>(sdata[i], wire::kSize));
-      siov[i] = {sdata[i], wire::kSize};
+      size_t len = wire::kSize;
+      if (e.followups) len = wire::encode_followups(staged_followups[i], sdata[i]);
+      else wire::encode(e.packet, std::span<uint8_t, wire::kSize>(sdata[i], wire::kSize));
+      siov[i] = {sdata[i], len};
       smsg[i] = {};
       smsg[i].msg_hdr.msg_name = e.to.sa();
       smsg[i].msg_hdr.msg_namelen = e.to.length;
@@ -195,7 +261,7 @@ struct Responder::Impl {
       for (int i = done; i < done + r; ++i) {
         TxEntry& e = staged[i];
         if (e.reply) inc(answered);
-        else inc(followups);
+        else if (e.followups) inc(followups, staged_followups[i].count);
         if (e.reply && !e.stamped) inc(shed);
         if (followups_skip_ids && (!e.reply || !e.stamped)) continue;  // took no OPT_ID number
         TxEntry& slot = tx_ring[tx_counter % kTxRing];
@@ -250,7 +316,8 @@ struct Responder::Impl {
     if (followups_on) drain_errqueue();
   }
 
-  // Turns the replies' kernel send times into follow-ups.
+  // Turns the replies' kernel send times into follow-ups: one message per prober, sent when
+  // 40 are in or the error queue is empty.
   void drain_errqueue() {
     for (int rounds = 0; rounds < 16; ++rounds) {
       prepare_recv(false);
@@ -259,33 +326,21 @@ struct Responder::Impl {
       for (int i = 0; i < r; ++i) {
         net::TxTimestamp ts;
         if (!net::parse_tx_timestamp(rmsg[i].msg_hdr, ts)) continue;
-        TxEntry& sent = tx_ring[ts.id % kTxRing];
-        if (!sent.valid || sent.id != ts.id || !sent.reply) continue;
-        sent.valid = false;
-        wire::Packet f = sent.packet;
-        f.type = wire::Type::followup;
-        f.flags = 0;
+        TxEntry& slot = tx_ring[ts.id % kTxRing];
+        if (!slot.valid || slot.id != ts.id || !slot.reply) continue;
+        slot.valid = false;
+        const TxEntry sent = slot;  // a copy: sending may reuse the ring slot
         if (sent.rx.hardware_ns && ts.time.hardware_ns) {  // both NIC times: the NIC's own clock
-          f.flags = wire::kRxHardware | wire::kTxHardware;
-          f.responder_rx_ns = sent.rx.hardware_ns;
-          f.responder_tx_ns = ts.time.hardware_ns;
-        } else if (ts.time.software_ns) {
-          f.flags = wire::kTxKernel | (sent.rx.software_ns ? wire::kRxKernel : 0);
-          f.responder_tx_ns = ts.time.software_ns;  // rx stays what the reply carried
-        } else {
-          continue;
+          add_followup(sent, wire::kRxHardware | wire::kTxHardware, sent.rx.hardware_ns, ts.time.hardware_ns);
+        } else if (ts.time.software_ns) {  // rx stays what the reply carried
+          add_followup(sent, static_cast<uint8_t>(wire::kTxKernel | (sent.rx.software_ns ? wire::kRxKernel : 0)),
+                       sent.packet.responder_rx_ns, ts.time.software_ns);
         }
-        const net::SocketAddress to = sent.to;
-        const SourceInfo source = sent.source;
-        TxEntry& e = queue(false);
-        e.packet = f;
-        e.to = to;
-        e.source = source;
-        if (n_send == kBatch) flush(false);
       }
-      flush(false);
       if (r < kBatch) break;
     }
+    while (n_open > 0) queue_followups(n_open - 1);
+    flush(false);
   }
 
   void close_conn(int fd) {
@@ -361,9 +416,11 @@ struct Responder::Impl {
 
   Status loop() {
     epoll_event events[kBatch];
-    const int64_t coalesce = cfg.coalesce.count();
+    WakeCoalescer coalescer(cfg.coalesce.count(), cfg.max_coalesce.count());
     int64_t last_wake = 0;
+    uint64_t packets_before = 0;
     while (!stop_flag.load(std::memory_order_relaxed)) {
+      const int64_t coalesce = coalescer.period_ns();
       if (last_wake + coalesce > mono_ns()) sleep_until_mono(last_wake + coalesce);
       auto n = ep.wait(events, kBatch, 100'000'000);
       last_wake = mono_ns();
@@ -382,6 +439,9 @@ struct Responder::Impl {
           case kConn: conn_readable(static_cast<int>(v)); break;
         }
       }
+      const uint64_t packets = answered.load(std::memory_order_relaxed);
+      coalescer.observe(2 * (packets - packets_before));  // each answer: a datagram in, one out
+      packets_before = packets;
     }
     return {};
   }

@@ -1,24 +1,17 @@
 #include "probe/wire.hpp"
 
+#include "base/big_endian.hpp"
+
 namespace weft::probe::wire {
 
 namespace {
-void put_u32(uint8_t* p, uint32_t v) {
-  for (int i = 3; i >= 0; --i, v >>= 8) p[i] = static_cast<uint8_t>(v);
-}
-void put_u64(uint8_t* p, uint64_t v) {
-  for (int i = 7; i >= 0; --i, v >>= 8) p[i] = static_cast<uint8_t>(v);
-}
-uint32_t get_u32(const uint8_t* p) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v = (v << 8) | p[i];
-  return v;
-}
-uint64_t get_u64(const uint8_t* p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v = (v << 8) | p[i];
-  return v;
-}
+void put_u32(uint8_t* p, uint32_t v) { be::store(p, v); }
+void put_u64(uint8_t* p, uint64_t v) { be::store(p, v); }
+uint32_t get_u32(const uint8_t* p) { return be::load<uint32_t>(p); }
+uint64_t get_u64(const uint8_t* p) { return be::load<uint64_t>(p); }
+
+// The timestamp sources a follow-up may name, and the one it must name.
+constexpr uint8_t kFollowupFlags = kRxKernel | kRxHardware | kTxKernel | kTxHardware;
 }  // namespace
 
 const char* to_string(ParseError e) {
@@ -56,7 +49,7 @@ ParseError decode(std::span<const uint8_t> in, Packet& out) {
   const uint8_t* b = in.data();
   if (get_u32(b) != kMagic) return ParseError::magic;
   if (b[4] != kVersion) return ParseError::version;
-  if (b[5] < 1 || b[5] > 3) return ParseError::type;
+  if (b[5] < 1 || b[5] > 3) return ParseError::type;  // follow-ups (4) never have this size
   if (b[7] != 0) return ParseError::reserved;
   Packet p;
   p.type = static_cast<Type>(b[5]);
@@ -84,8 +77,61 @@ ParseError decode(std::span<const uint8_t> in, Packet& out) {
       if (p.flags & kFollowupComing) return ParseError::flags;
       if (p.responder_rx_ns <= 0 || p.responder_tx_ns <= 0) return ParseError::times;
       break;
+    case Type::followups: return ParseError::type;  // has its own size and parser
   }
   out = p;
+  return ParseError::ok;
+}
+
+bool is_followups(std::span<const uint8_t> in) {
+  return in.size() >= 6 && get_u32(in.data()) == kMagic && in[5] == static_cast<uint8_t>(Type::followups);
+}
+
+size_t encode_followups(const Followups& f, std::span<uint8_t> out) {
+  const size_t n = f.count;
+  const size_t size = kFollowupsHeader + n * kFollowupsEntry;
+  if (n == 0 || n > kMaxFollowups || out.size() < size) return 0;
+  uint8_t* b = out.data();
+  put_u32(b, kMagic);
+  b[4] = kVersion;
+  b[5] = static_cast<uint8_t>(Type::followups);
+  b[6] = f.flags;
+  b[7] = static_cast<uint8_t>(n);
+  put_u64(b + 8, f.session);
+  for (size_t i = 0; i < n; ++i) {
+    uint8_t* e = b + kFollowupsHeader + i * kFollowupsEntry;
+    put_u64(e, f.entries[i].seq);
+    put_u64(e + 8, static_cast<uint64_t>(f.entries[i].responder_rx_ns));
+    put_u64(e + 16, static_cast<uint64_t>(f.entries[i].responder_tx_ns));
+  }
+  return size;
+}
+
+ParseError decode_followups(std::span<const uint8_t> in, Followups& out) {
+  if (in.size() < kFollowupsHeader + kFollowupsEntry || in.size() > kMaxFollowupsSize) return ParseError::size;
+  const uint8_t* b = in.data();
+  if (get_u32(b) != kMagic) return ParseError::magic;
+  if (b[4] != kVersion) return ParseError::version;
+  if (b[5] != static_cast<uint8_t>(Type::followups)) return ParseError::type;
+  const size_t n = b[7];
+  if (n == 0 || n > kMaxFollowups || in.size() != kFollowupsHeader + n * kFollowupsEntry) return ParseError::size;
+  const uint8_t flags = b[6];
+  if ((flags & ~kFollowupFlags) || !(flags & (kTxKernel | kTxHardware))) return ParseError::flags;
+  const uint64_t session = get_u64(b + 8);
+  if (session == 0) return ParseError::session;
+  for (size_t i = 0; i < n; ++i) {  // validate everything before touching `out`
+    const uint8_t* e = b + kFollowupsHeader + i * kFollowupsEntry;
+    if (get_u64(e) == 0) return ParseError::seq;
+    if (static_cast<int64_t>(get_u64(e + 8)) <= 0 || static_cast<int64_t>(get_u64(e + 16)) <= 0)
+      return ParseError::times;
+  }
+  out.flags = flags;
+  out.count = static_cast<uint8_t>(n);
+  out.session = session;
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t* e = b + kFollowupsHeader + i * kFollowupsEntry;
+    out.entries[i] = {get_u64(e), static_cast<int64_t>(get_u64(e + 8)), static_cast<int64_t>(get_u64(e + 16))};
+  }
   return ParseError::ok;
 }
 
