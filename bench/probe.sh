@@ -2,7 +2,8 @@
 # Probe engine: a prober and a `weft responder` on loopback (docs/BENCHMARKS.md, "Probe").
 # Prints one JSON object per run: UDP at 10,000 probes/s to 100 targets (with and without the
 # responder's follow-ups), UDP at 100,000 probes/s, TCP connect probes at 1,000/s, and the
-# cheapest possible UDP echo in the same shape for calibration (bench/udp_floor.c).
+# cheapest UDP echoes for calibration: per packet (bench/udp_floor.c) and batched with the engine's
+# kernel timestamps and wake-up rate (bench/udp_floor_batched.c).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WEFT=${WEFT:-build/weft}
@@ -16,4 +17,6 @@ if command -v cc >/dev/null; then
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
   cc -O2 -o "$tmp/udp_floor" bench/udp_floor.c && "$tmp/udp_floor" 10000 "$DUR"
+  # The same datagrams, stamps and wake-up rate as the engine at 10,000/s (5 ms), nothing else.
+  cc -O2 -o "$tmp/udp_floor_batched" bench/udp_floor_batched.c && "$tmp/udp_floor_batched" 10000 "$DUR" 5000 2
 fi

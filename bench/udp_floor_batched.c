@@ -1,0 +1,164 @@
+// Calibration for the probe benchmark, batched: the cheapest request/reply on loopback in the
+// shape the probe engine now has (both sides wake every TICK_US, sendmmsg/recvmmsg, kernel
+// timestamps as asked), with no wire format, no matching, no windows and no follow-ups. What the
+// engine costs above this is its own work; what this costs is the kernel's price of the datagrams,
+// stamps and wake-ups on this machine.
+// Usage: udp_floor_batched RATE SECONDS TICK_US STAMPS
+//   STAMPS 0: none; 1: receive stamps; 2: receive stamps and transmit stamps read back from the
+//   error queue (what prober and responder both need).
+// Prints {"floor_batched_rate","tick_us","stamps","cpu_percent_client","cpu_percent_server","replies"}.
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <linux/net_tstamp.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BATCH 256
+
+static char bufs[BATCH][64], ctl[BATCH][256];
+static struct sockaddr_in from[BATCH];
+static struct mmsghdr msgs[BATCH];
+static struct iovec iovs[BATCH];
+
+static double seconds(const struct timeval* t) { return (double)t->tv_sec + (double)t->tv_usec / 1e6; }
+
+static void sleep_tick(struct timespec* t, long us) {
+  t->tv_nsec += us * 1000;
+  while (t->tv_nsec >= 1000000000L) {
+    t->tv_nsec -= 1000000000L;
+    t->tv_sec++;
+  }
+  clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, t, NULL);
+}
+
+static void enable_stamps(int fd, int level) {
+  if (level == 0) return;
+  unsigned f = SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE;
+  if (level > 1) f |= SOF_TIMESTAMPING_TX_SOFTWARE | SOF_TIMESTAMPING_OPT_ID | SOF_TIMESTAMPING_OPT_TSONLY;
+  setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING, &f, sizeof f);
+}
+
+// Reads everything waiting (data or error queue); returns how many messages.
+static int drain(int fd, int flags, int with_name) {
+  int total = 0;
+  for (;;) {
+    for (int i = 0; i < BATCH; i++) {
+      iovs[i].iov_base = bufs[i];
+      iovs[i].iov_len = sizeof bufs[i];
+      memset(&msgs[i].msg_hdr, 0, sizeof msgs[i].msg_hdr);
+      if (with_name) {
+        msgs[i].msg_hdr.msg_name = &from[i];
+        msgs[i].msg_hdr.msg_namelen = sizeof from[i];
+      }
+      msgs[i].msg_hdr.msg_iov = &iovs[i];
+      msgs[i].msg_hdr.msg_iovlen = 1;
+      msgs[i].msg_hdr.msg_control = ctl[i];
+      msgs[i].msg_hdr.msg_controllen = sizeof ctl[i];
+    }
+    int n = recvmmsg(fd, msgs, BATCH, flags | MSG_DONTWAIT, NULL);
+    if (n <= 0) return total;
+    total += n;
+    if (!(flags & MSG_ERRQUEUE) && with_name) {  // echo them back, in one call
+      for (int i = 0; i < n; i++) {
+        iovs[i].iov_len = msgs[i].msg_len;
+        msgs[i].msg_hdr.msg_control = NULL;
+        msgs[i].msg_hdr.msg_controllen = 0;
+      }
+      sendmmsg(fd, msgs, (unsigned)n, 0);
+    }
+    if (n < BATCH) return total;
+  }
+}
+
+static void proc_cpu(pid_t pid, unsigned long* ticks) {
+  char path[64], buf[1024] = {0};
+  snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  FILE* f = fopen(path, "r");
+  if (!f) return;
+  size_t got = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[got] = 0;
+  unsigned long u = 0, s = 0;
+  sscanf(strrchr(buf, ')') + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &u, &s);
+  *ticks = u + s;
+}
+
+int main(int argc, char** argv) {
+  if (argc != 5) {
+    fprintf(stderr, "usage: %s RATE SECONDS TICK_US STAMPS(0|1|2)\n", argv[0]);
+    return 2;
+  }
+  const int rate = atoi(argv[1]), secs = atoi(argv[2]), tick_us = atoi(argv[3]), stamps = atoi(argv[4]);
+  if (rate <= 0 || secs <= 0 || tick_us <= 0 || stamps < 0 || stamps > 2) return 2;
+  int per_tick = (int)((long)rate * tick_us / 1000000);
+  if (per_tick < 1) per_tick = 1;
+  if (per_tick > BATCH) per_tick = BATCH;
+  int server = socket(AF_INET, SOCK_DGRAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET};
+  inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+  socklen_t alen = sizeof a;
+  if (bind(server, (struct sockaddr*)&a, sizeof a) != 0 || getsockname(server, (struct sockaddr*)&a, &alen) != 0) {
+    perror("bind");
+    return 1;
+  }
+  pid_t pid = fork();
+  if (pid == 0) {  // the echo side: wake every tick, answer everything, read its own tx stamps
+    enable_stamps(server, stamps);
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    for (;;) {
+      sleep_tick(&t, tick_us);
+      drain(server, 0, 1);
+      if (stamps > 1) drain(server, MSG_ERRQUEUE, 0);
+    }
+  }
+  close(server);
+  int c = socket(AF_INET, SOCK_DGRAM, 0);
+  enable_stamps(c, stamps);
+  static struct mmsghdr sm[BATCH];
+  static struct iovec siov[BATCH];
+  static char sb[BATCH][48];
+  for (int i = 0; i < BATCH; i++) {
+    siov[i].iov_base = sb[i];
+    siov[i].iov_len = sizeof sb[i];
+    sm[i].msg_hdr.msg_name = &a;
+    sm[i].msg_hdr.msg_namelen = sizeof a;
+    sm[i].msg_hdr.msg_iov = &siov[i];
+    sm[i].msg_hdr.msg_iovlen = 1;
+  }
+  long replies = 0;
+  struct rusage r0, r1;
+  unsigned long s0 = 0, s1 = 0;
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  const long warmup = 1000000L / tick_us, ticks = (long)(secs + 1) * 1000000L / tick_us;
+  for (long k = 0; k < ticks; k++) {
+    if (k == warmup) {  // one second of warm-up, then measure
+      getrusage(RUSAGE_SELF, &r0);
+      proc_cpu(pid, &s0);
+      replies = 0;
+    }
+    sendmmsg(c, sm, (unsigned)per_tick, 0);
+    sleep_tick(&t, tick_us);
+    replies += drain(c, 0, 0);
+    if (stamps > 1) drain(c, MSG_ERRQUEUE, 0);
+  }
+  getrusage(RUSAGE_SELF, &r1);
+  proc_cpu(pid, &s1);
+  kill(pid, SIGKILL);
+  waitpid(pid, NULL, 0);
+  const double client = seconds(&r1.ru_utime) + seconds(&r1.ru_stime) - seconds(&r0.ru_utime) - seconds(&r0.ru_stime);
+  const double server_s = (double)(s1 - s0) / (double)sysconf(_SC_CLK_TCK);
+  printf("{\"floor_batched_rate\":%ld,\"tick_us\":%d,\"stamps\":%d,\"cpu_percent_client\":%.1f,"
+         "\"cpu_percent_server\":%.1f,\"replies\":%ld}\n",
+         (long)per_tick * 1000000L / tick_us, tick_us, stamps, 100.0 * client / secs, 100.0 * server_s / secs, replies);
+  return 0;
+}
