@@ -20,6 +20,7 @@
 #include "base/random.hpp"
 #include "net/address.hpp"
 #include "net/epoll.hpp"
+#include "net/frame_reader.hpp"
 #include "net/socket.hpp"
 #include "net/timestamping.hpp"
 #include "probe/accumulator.hpp"
@@ -773,64 +774,43 @@ struct Prober::Impl {
       (void)ep.modify(t.conn.get(), EPOLLIN, tag(kTcpConn, tindex));
     }
     if (!(events & (EPOLLIN | EPOLLERR | EPOLLHUP))) return;
-    for (;;) {
-      iovec iov{t.rbuf + t.rlen, sizeof t.rbuf - t.rlen};
-      alignas(cmsghdr) char ctrl[net::kControlBytes];
-      msghdr mh{};
-      mh.msg_iov = &iov;
-      mh.msg_iovlen = 1;
-      mh.msg_control = ctrl;
-      mh.msg_controllen = sizeof ctrl;
-      ssize_t n = ::recvmsg(t.conn.get(), &mh, MSG_DONTWAIT);
-      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-        close_conn(t);
-        return;
-      }
-      if (n < 0) return;
-      const int64_t rx_mono = mono_ns();
-      net::KernelTime kt;
-      net::parse_rx_time(mh, kt);
-      t.rlen += static_cast<size_t>(n);
-      size_t off = 0;
-      while (t.rlen - off >= wire::kSize) {
-        wire::Packet p;
-        if (wire::decode(std::span<const uint8_t>(t.rbuf + off, wire::kSize), p) != wire::ParseError::ok ||
-            p.type != wire::Type::reply) {
-          Counters::inc(ctr.malformed);
-          window_at(t, rx_mono).add_malformed();
-          close_conn(t);
-          return;
-        }
-        off += wire::kSize;
-        if (p.session != session) {
-          Counters::inc(ctr.unknown_session);
-          continue;
-        }
-        Slot* s = p.seq < next_seq ? table.find(p.seq) : nullptr;
-        if (!s) {
-          Counters::inc(p.seq < next_seq ? ctr.late : ctr.unknown_probe);
-          continue;
-        }
-        if (s->state == SlotState::pending) {
-          s->timing.rx_kernel = kt;
-          s->timing.rx_user_mono = rx_mono;
-          s->timing.has_responder = true;
-          s->timing.responder_rx_ns = p.responder_rx_ns;
-          s->timing.responder_tx_ns = p.responder_tx_ns;
-          s->timing.responder_flags = p.flags;
-          s->state = SlotState::answered;
-          finalize(*s);
-        } else if (s->state == SlotState::expired) {
-          Counters::inc(ctr.late);
-          window_at(t, rx_mono).add_late();
-        } else {
-          Counters::inc(ctr.duplicate);
-          window_at(t, rx_mono).add_duplicate();
-        }
-      }
-      std::memmove(t.rbuf, t.rbuf + off, t.rlen - off);
-      t.rlen -= off;
-    }
+    const bool open = net::read_frames<wire::kSize>(
+        t.conn.get(), t.rbuf, sizeof t.rbuf, t.rlen, [&](std::span<const uint8_t, wire::kSize> frame, const net::KernelTime& kt) {
+          const int64_t rx_mono = mono_ns();
+          wire::Packet p;
+          if (wire::decode(frame, p) != wire::ParseError::ok || p.type != wire::Type::reply) {
+            Counters::inc(ctr.malformed);
+            window_at(t, rx_mono).add_malformed();
+            return false;  // a stream out of step cannot be trusted any more
+          }
+          if (p.session != session) {
+            Counters::inc(ctr.unknown_session);
+            return true;
+          }
+          Slot* s = p.seq < next_seq ? table.find(p.seq) : nullptr;
+          if (!s) {
+            Counters::inc(p.seq < next_seq ? ctr.late : ctr.unknown_probe);
+            return true;
+          }
+          if (s->state == SlotState::pending) {
+            s->timing.rx_kernel = kt;
+            s->timing.rx_user_mono = rx_mono;
+            s->timing.has_responder = true;
+            s->timing.responder_rx_ns = p.responder_rx_ns;
+            s->timing.responder_tx_ns = p.responder_tx_ns;
+            s->timing.responder_flags = p.flags;
+            s->state = SlotState::answered;
+            finalize(*s);
+          } else if (s->state == SlotState::expired) {
+            Counters::inc(ctr.late);
+            window_at(t, rx_mono).add_late();
+          } else {
+            Counters::inc(ctr.duplicate);
+            window_at(t, rx_mono).add_duplicate();
+          }
+          return true;
+        });
+    if (!open) close_conn(t);
   }
 
   // ---- sending schedule ----------------------------------------------------------------------

@@ -26,6 +26,7 @@
 #include "base/log.hpp"
 #include "net/address.hpp"
 #include "net/epoll.hpp"
+#include "net/frame_reader.hpp"
 #include "net/socket.hpp"
 #include "net/timestamping.hpp"
 #include "probe/wake_coalescer.hpp"
@@ -369,49 +370,24 @@ struct Responder::Impl {
     auto it = conns.find(fd);
     if (it == conns.end()) return;
     Conn& c = *it->second;
-    for (;;) {
-      iovec iov{c.buf + c.len, sizeof c.buf - c.len};
-      alignas(cmsghdr) char ctrl[net::kControlBytes];
-      msghdr mh{};
-      mh.msg_iov = &iov;
-      mh.msg_iovlen = 1;
-      mh.msg_control = ctrl;
-      mh.msg_controllen = sizeof ctrl;
-      ssize_t n = ::recvmsg(fd, &mh, MSG_DONTWAIT);
-      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-        close_conn(fd);
-        return;
-      }
-      if (n < 0) return;
-      const int64_t rx_user = realtime_ns();
-      net::KernelTime rx;
-      net::parse_rx_time(mh, rx);
-      c.len += static_cast<size_t>(n);
-      size_t off = 0;
-      while (c.len - off >= wire::kSize) {
-        wire::Packet p;
-        if (wire::decode(std::span<const uint8_t>(c.buf + off, wire::kSize), p) != wire::ParseError::ok ||
-            p.type != wire::Type::probe) {
-          inc(malformed);  // a stream out of step cannot be trusted any more
-          close_conn(fd);
-          return;
-        }
-        off += wire::kSize;
-        p.type = wire::Type::reply;
-        p.flags = rx.software_ns ? wire::kRxKernel : 0;
-        p.responder_rx_ns = rx.software_ns ? rx.software_ns : rx_user;
-        p.responder_tx_ns = realtime_ns();
-        uint8_t out[wire::kSize];
-        wire::encode(p, std::span<uint8_t, wire::kSize>(out, wire::kSize));
-        if (::send(fd, out, sizeof out, MSG_NOSIGNAL | MSG_DONTWAIT) != static_cast<ssize_t>(sizeof out)) {
-          close_conn(fd);
-          return;
-        }
-        inc(answered);
-      }
-      std::memmove(c.buf, c.buf + off, c.len - off);
-      c.len -= off;
-    }
+    const bool open = net::read_frames<wire::kSize>(
+        fd, c.buf, sizeof c.buf, c.len, [&](std::span<const uint8_t, wire::kSize> frame, const net::KernelTime& rx) {
+          wire::Packet p;
+          if (wire::decode(frame, p) != wire::ParseError::ok || p.type != wire::Type::probe) {
+            inc(malformed);  // a stream out of step cannot be trusted any more
+            return false;
+          }
+          p.type = wire::Type::reply;
+          p.flags = rx.software_ns ? wire::kRxKernel : 0;
+          p.responder_rx_ns = rx.software_ns ? rx.software_ns : realtime_ns();
+          p.responder_tx_ns = realtime_ns();
+          uint8_t out[wire::kSize];
+          wire::encode(p, std::span<uint8_t, wire::kSize>(out, wire::kSize));
+          if (::send(fd, out, sizeof out, MSG_NOSIGNAL | MSG_DONTWAIT) != static_cast<ssize_t>(sizeof out)) return false;
+          inc(answered);
+          return true;
+        });
+    if (!open) close_conn(fd);
   }
 
   Status loop() {
