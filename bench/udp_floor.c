@@ -26,7 +26,8 @@ int main(int argc, char** argv) {
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
   inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
   socklen_t alen = sizeof a;
-  if (bind(server, (struct sockaddr*)&a, sizeof a) != 0 || getsockname(server, (struct sockaddr*)&a, &alen) != 0) {
+  if (bind(server, (struct sockaddr*)&a, sizeof a) != 0 ||
+      getsockname(server, (struct sockaddr*)&a, &alen) != 0) {
     perror("bind");
     return 1;
   }
@@ -55,7 +56,10 @@ int main(int argc, char** argv) {
       getrusage(RUSAGE_SELF, &r0);
       FILE* f = fopen(path, "r");
       char buf[1024] = {0};
-      if (f) { fread(buf, 1, sizeof buf - 1, f); fclose(f); }
+      if (f) {
+        fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+      }
       sscanf(strrchr(buf, ')') + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &su0, &ss0);
     }
     for (int i = 0; i < per_ms; i++) sendto(c, b, sizeof b, 0, (struct sockaddr*)&a, sizeof a);
@@ -67,13 +71,17 @@ int main(int argc, char** argv) {
   getrusage(RUSAGE_SELF, &r1);
   FILE* f = fopen(path, "r");
   char buf[1024] = {0};
-  if (f) { fread(buf, 1, sizeof buf - 1, f); fclose(f); }
+  if (f) {
+    fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+  }
   sscanf(strrchr(buf, ')') + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &su1, &ss1);
   kill(pid, SIGKILL);
   waitpid(pid, NULL, 0);
-  const double client = seconds(&r1.ru_utime) + seconds(&r1.ru_stime) - seconds(&r0.ru_utime) - seconds(&r0.ru_stime);
+  const double client =
+      seconds(&r1.ru_utime) + seconds(&r1.ru_stime) - seconds(&r0.ru_utime) - seconds(&r0.ru_stime);
   const double server_s = (double)(su1 + ss1 - su0 - ss0) / (double)sysconf(_SC_CLK_TCK);
-  printf("{\"floor_rate\":%d,\"cpu_percent_client\":%.1f,\"cpu_percent_server\":%.1f,\"replies\":%ld}\n", per_ms * 1000,
-         100.0 * client / secs, 100.0 * server_s / secs, replies);
+  printf("{\"floor_rate\":%d,\"cpu_percent_client\":%.1f,\"cpu_percent_server\":%.1f,\"replies\":%ld}\n",
+         per_ms * 1000, 100.0 * client / secs, 100.0 * server_s / secs, replies);
   return 0;
 }

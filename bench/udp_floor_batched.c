@@ -105,7 +105,8 @@ int main(int argc, char** argv) {
   struct sockaddr_in a = {.sin_family = AF_INET};
   inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
   socklen_t alen = sizeof a;
-  if (bind(server, (struct sockaddr*)&a, sizeof a) != 0 || getsockname(server, (struct sockaddr*)&a, &alen) != 0) {
+  if (bind(server, (struct sockaddr*)&a, sizeof a) != 0 ||
+      getsockname(server, (struct sockaddr*)&a, &alen) != 0) {
     perror("bind");
     return 1;
   }
@@ -155,10 +156,13 @@ int main(int argc, char** argv) {
   proc_cpu(pid, &s1);
   kill(pid, SIGKILL);
   waitpid(pid, NULL, 0);
-  const double client = seconds(&r1.ru_utime) + seconds(&r1.ru_stime) - seconds(&r0.ru_utime) - seconds(&r0.ru_stime);
+  const double client =
+      seconds(&r1.ru_utime) + seconds(&r1.ru_stime) - seconds(&r0.ru_utime) - seconds(&r0.ru_stime);
   const double server_s = (double)(s1 - s0) / (double)sysconf(_SC_CLK_TCK);
-  printf("{\"floor_batched_rate\":%ld,\"tick_us\":%d,\"stamps\":%d,\"cpu_percent_client\":%.1f,"
-         "\"cpu_percent_server\":%.1f,\"replies\":%ld}\n",
-         (long)per_tick * 1000000L / tick_us, tick_us, stamps, 100.0 * client / secs, 100.0 * server_s / secs, replies);
+  printf(
+      "{\"floor_batched_rate\":%ld,\"tick_us\":%d,\"stamps\":%d,\"cpu_percent_client\":%.1f,"
+      "\"cpu_percent_server\":%.1f,\"replies\":%ld}\n",
+      (long)per_tick * 1000000L / tick_us, tick_us, stamps, 100.0 * client / secs, 100.0 * server_s / secs,
+      replies);
   return 0;
 }

@@ -19,7 +19,8 @@ int check_followups(const uint8_t* data, size_t size) {
   uint8_t again[kMaxFollowupsSize];
   if (encode_followups(f, again) != size || std::memcmp(again, data, size) != 0) std::abort();
   for (size_t i = 0; i < f.count; ++i)
-    if (f.entries[i].seq == 0 || f.entries[i].responder_rx_ns <= 0 || f.entries[i].responder_tx_ns <= 0) std::abort();
+    if (f.entries[i].seq == 0 || f.entries[i].responder_rx_ns <= 0 || f.entries[i].responder_tx_ns <= 0)
+      std::abort();
   return 0;
 }
 }  // namespace

@@ -1,7 +1,8 @@
 // Writes the seed corpus for fuzz_probe_wire: one valid packet of each type and some near misses.
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <string>
-#include <sys/stat.h>
 #include <vector>
 
 #include "probe/wire.hpp"
@@ -40,7 +41,8 @@ int main(int argc, char** argv) {
   batch.session = 0x1122334455667788ULL;
   for (size_t n : {size_t{1}, size_t{3}, kMaxFollowups}) {
     batch.count = static_cast<uint8_t>(n);
-    for (size_t i = 0; i < n; ++i) batch.entries[i] = {i + 1, 1'700'000'000'000'001'000, 1'700'000'000'000'002'000};
+    for (size_t i = 0; i < n; ++i)
+      batch.entries[i] = {i + 1, 1'700'000'000'000'001'000, 1'700'000'000'000'002'000};
     std::vector<uint8_t> b(kMaxFollowupsSize);
     b.resize(encode_followups(batch, b));
     seeds.push_back(b);

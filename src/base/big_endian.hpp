@@ -9,13 +9,13 @@
 namespace weft::be {
 
 template <typename T>
-  requires std::is_unsigned_v<T>
+requires std::is_unsigned_v<T>
 constexpr void store(uint8_t* p, T v) {
   for (size_t i = sizeof(T); i-- > 0; v = static_cast<T>(v >> 8)) p[i] = static_cast<uint8_t>(v);
 }
 
 template <typename T>
-  requires std::is_unsigned_v<T>
+requires std::is_unsigned_v<T>
 constexpr T load(const uint8_t* p) {
   T v = 0;
   for (size_t i = 0; i < sizeof(T); ++i) v = static_cast<T>((v << 8) | p[i]);

@@ -21,7 +21,8 @@ ProcStats read_proc_stats(pid_t pid) {
       unsigned long long utime = 0, stime = 0;
       if (std::sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) == 2) {
         const long hz = sysconf(_SC_CLK_TCK);
-        s.cpu_ns = static_cast<int64_t>((utime + stime) * (1'000'000'000ULL / static_cast<unsigned long long>(hz)));
+        s.cpu_ns =
+            static_cast<int64_t>((utime + stime) * (1'000'000'000ULL / static_cast<unsigned long long>(hz)));
         s.ok = true;
       }
     }

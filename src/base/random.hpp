@@ -28,7 +28,9 @@ class Rng {
     return result;
   }
   // Uniform in [0, n) for n > 0 (Lemire's multiply-shift; the tiny bias does not matter here).
-  uint64_t below(uint64_t n) { return static_cast<uint64_t>((static_cast<unsigned __int128>(next()) * n) >> 64); }
+  uint64_t below(uint64_t n) {
+    return static_cast<uint64_t>((static_cast<unsigned __int128>(next()) * n) >> 64);
+  }
   // Uniform in [-a, a].
   int64_t symmetric(int64_t a) {
     if (a <= 0) return 0;

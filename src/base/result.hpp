@@ -1,13 +1,13 @@
 #pragma once
 // Results instead of exceptions: every fallible call across a module boundary
 // returns Result<T>, whose error carries a message that names what failed.
+#include <fmt/format.h>
+
 #include <cerrno>
 #include <cstring>
 #include <expected>
 #include <string>
 #include <utility>
-
-#include <fmt/format.h>
 
 namespace weft {
 

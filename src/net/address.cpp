@@ -46,8 +46,10 @@ std::string SocketAddress::to_string() const {
 }
 
 bool SocketAddress::is_unspecified() const {
-  if (family() == AF_INET) return reinterpret_cast<const sockaddr_in*>(&storage)->sin_addr.s_addr == INADDR_ANY;
-  if (family() == AF_INET6) return IN6_IS_ADDR_UNSPECIFIED(&reinterpret_cast<const sockaddr_in6*>(&storage)->sin6_addr);
+  if (family() == AF_INET)
+    return reinterpret_cast<const sockaddr_in*>(&storage)->sin_addr.s_addr == INADDR_ANY;
+  if (family() == AF_INET6)
+    return IN6_IS_ADDR_UNSPECIFIED(&reinterpret_cast<const sockaddr_in6*>(&storage)->sin6_addr);
   return false;
 }
 
@@ -133,7 +135,8 @@ Result<std::pair<std::string, uint16_t>> split_host_port(std::string_view text, 
       port_text = rest.substr(1);
       if (port_text.empty()) return fail("'{}': empty port", text);
     }
-  } else if (auto colon = text.find(':'); colon != std::string_view::npos && text.find(':', colon + 1) == std::string_view::npos) {
+  } else if (auto colon = text.find(':');
+             colon != std::string_view::npos && text.find(':', colon + 1) == std::string_view::npos) {
     host = text.substr(0, colon);  // exactly one ':' -> HOST:PORT; several -> a bare IPv6 literal
     port_text = text.substr(colon + 1);
     if (port_text.empty()) return fail("'{}': empty port", text);

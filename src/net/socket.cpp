@@ -12,7 +12,8 @@ namespace {
 void try_buffer(int fd, int opt, int force_opt, int bytes) {
   // Best effort: with CAP_NET_ADMIN the FORCE variant may exceed net.core.{r,w}mem_max; without
   // it the kernel caps the plain one there.
-  if (setsockopt(fd, SOL_SOCKET, force_opt, &bytes, sizeof bytes) != 0) setsockopt(fd, SOL_SOCKET, opt, &bytes, sizeof bytes);
+  if (setsockopt(fd, SOL_SOCKET, force_opt, &bytes, sizeof bytes) != 0)
+    setsockopt(fd, SOL_SOCKET, opt, &bytes, sizeof bytes);
 }
 }  // namespace
 
@@ -62,7 +63,8 @@ Result<Fd> tcp_connect_start(const SocketAddress& bind, const SocketAddress& to)
 Status enable_pktinfo(int fd, int family) {
   int one = 1;
   if (family == AF_INET) {
-    if (setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof one) != 0) return fail_errno("setsockopt(IP_PKTINFO)");
+    if (setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof one) != 0)
+      return fail_errno("setsockopt(IP_PKTINFO)");
   } else {
     if (setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof one) != 0)
       return fail_errno("setsockopt(IPV6_RECVPKTINFO)");

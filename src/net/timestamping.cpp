@@ -3,7 +3,6 @@
 #include <linux/errqueue.h>
 #include <linux/net_tstamp.h>
 #include <netinet/in.h>
-
 #include <unistd.h>
 
 #include <cstring>
@@ -60,7 +59,8 @@ bool parse_tx_timestamp(const msghdr& msg, TxTimestamp& out) {
     if (err && c->cmsg_len >= CMSG_LEN(sizeof(sock_extended_err))) {
       sock_extended_err ee;
       std::memcpy(&ee, CMSG_DATA(c), sizeof ee);
-      if (ee.ee_errno == ENOMSG && ee.ee_origin == SO_EE_ORIGIN_TIMESTAMPING && ee.ee_info == SCM_TSTAMP_SND) {
+      if (ee.ee_errno == ENOMSG && ee.ee_origin == SO_EE_ORIGIN_TIMESTAMPING &&
+          ee.ee_info == SCM_TSTAMP_SND) {
         out.id = ee.ee_data;
         have_id = true;
       }

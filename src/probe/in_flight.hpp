@@ -24,17 +24,20 @@ struct Slot {
   SlotState state = SlotState::empty;
   bool has_followup = false;  // the responder's kernel send time is in timing
   bool tx_id_valid = false;
-  uint8_t sock = 0;           // which UDP socket sent it
-  uint32_t tx_id = 0;         // SO_TIMESTAMPING OPT_ID of the datagram
-  uint32_t target = 0;        // index and generation of the target (targets may be removed)
+  uint8_t sock = 0;     // which UDP socket sent it
+  uint32_t tx_id = 0;   // SO_TIMESTAMPING OPT_ID of the datagram
+  uint32_t target = 0;  // index and generation of the target (targets may be removed)
   uint32_t target_gen = 0;
-  int fd = -1;                // TCP connect probe: its socket while connecting
-  ProbeTiming timing;         // deadline = tx_user_mono + timeout; answered at rx_user_mono
+  int fd = -1;         // TCP connect probe: its socket while connecting
+  ProbeTiming timing;  // deadline = tx_user_mono + timeout; answered at rx_user_mono
 };
 
 class InFlightTable {
  public:
-  explicit InFlightTable(size_t min_size) { slots_.resize(round_up(min_size)); mask_ = slots_.size() - 1; }
+  explicit InFlightTable(size_t min_size) {
+    slots_.resize(round_up(min_size));
+    mask_ = slots_.size() - 1;
+  }
   static size_t round_up(size_t n) {
     size_t r = 1024;
     while (r < n) r <<= 1;

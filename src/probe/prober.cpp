@@ -33,7 +33,8 @@ namespace weft::probe {
 namespace {
 
 constexpr int kBatch = 64;
-constexpr size_t kRecvBytes = 1024;  // larger than any message (wire::kMaxFollowupsSize) so oversized ones are seen as such
+constexpr size_t kRecvBytes =
+    1024;  // larger than any message (wire::kMaxFollowupsSize) so oversized ones are seen as such
 
 // epoll data: kind in the top byte, a value below.
 constexpr uint64_t kKindShift = 56;
@@ -41,9 +42,11 @@ enum Kind : uint64_t { kWake = 1, kUdp = 2, kTcpConnect = 3, kTcpConn = 4 };
 uint64_t tag(Kind k, uint64_t v) { return (static_cast<uint64_t>(k) << kKindShift) | v; }
 
 struct Counters {
-  std::atomic<uint64_t> sent{0}, received{0}, lost{0}, late{0}, duplicate{0}, malformed{0}, unknown_session{0},
-      unknown_probe{0}, evicted{0}, send_errors{0}, weird{0};
-  static void inc(std::atomic<uint64_t>& c, uint64_t n = 1) { c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
+  std::atomic<uint64_t> sent{0}, received{0}, lost{0}, late{0}, duplicate{0}, malformed{0},
+      unknown_session{0}, unknown_probe{0}, evicted{0}, send_errors{0}, weird{0};
+  static void inc(std::atomic<uint64_t>& c, uint64_t n = 1) {
+    c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
 };
 
 struct TargetState {
@@ -77,7 +80,7 @@ struct HeapEntry {
 struct UdpSock {
   net::Fd fd;
   int family = 0;
-  uint32_t tx_counter = 0;  // OPT_ID of the next datagram
+  uint32_t tx_counter = 0;      // OPT_ID of the next datagram
   std::vector<uint64_t> txmap;  // OPT_ID & mask -> seq
 };
 
@@ -103,9 +106,9 @@ struct Prober::Impl {
   std::vector<HeapEntry> heap;
   size_t n_windows = 2;
   int64_t window_ns = 0, interval_ns = 0, timeout_ns = 0;
-  int64_t offset_rt = 0;      // realtime - monotonic, fixed when run() starts
+  int64_t offset_rt = 0;  // realtime - monotonic, fixed when run() starts
   int64_t next_flush_mono = 0;
-  int64_t slack_ns = 0;       // sends due this soon are sent now (see loop())
+  int64_t slack_ns = 0;  // sends due this soon are sent now (see loop())
   uint64_t tcp_open = 0, tcp_cap = 0;
   bool warned_send = false;
 
@@ -166,7 +169,8 @@ struct Prober::Impl {
     std::unordered_map<std::string, uint32_t> existing;
     for (uint32_t i = 0; i < targets.size(); ++i) {
       auto& t = targets[i];
-      if (t && !t->retired) existing.emplace(t->target.name + '\n' + t->target.host + '\n' + std::to_string(t->target.port), i);
+      if (t && !t->retired)
+        existing.emplace(t->target.name + '\n' + t->target.host + '\n' + std::to_string(t->target.port), i);
     }
     std::vector<uint32_t> fresh;
     for (auto& tg : next) {
@@ -210,7 +214,8 @@ struct Prober::Impl {
     for (auto& t : targets) active += (t && !t->retired) ? 1 : 0;
     // Each target has at most timeout/interval + 1 probes unresolved; room for twice that.
     const double per_target = static_cast<double>(timeout_ns) / static_cast<double>(interval_ns) + 2.0;
-    grow_table(std::min(cfg.max_in_flight, static_cast<size_t>(2.0 * per_target * static_cast<double>(active))));
+    grow_table(
+        std::min(cfg.max_in_flight, static_cast<size_t>(2.0 * per_target * static_cast<double>(active))));
     // Spread new targets evenly over one interval, each with a random offset within its share.
     const size_t m = fresh.size();
     for (size_t j = 0; j < m; ++j) {
@@ -371,8 +376,10 @@ struct Prober::Impl {
       Slot& s = table.at(expire_cursor);
       if (s.seq == expire_cursor && (s.state == SlotState::pending || s.state == SlotState::answered)) {
         if (deadline(s) > now) break;
-        if (s.state == SlotState::pending) lose(s);
-        else finalize(s);
+        if (s.state == SlotState::pending)
+          lose(s);
+        else
+          finalize(s);
       }
       ++expire_cursor;
     }
@@ -476,7 +483,8 @@ struct Prober::Impl {
       if (r <= 0) {
         // This datagram failed (buffer full, no route...): it stays pending and will count as lost.
         if (!warned_send) {
-          log().warn("prober: send to {} failed: {}", targets[table.at(sseq[done]).target]->addr_text, std::strerror(errno));
+          log().warn("prober: send to {} failed: {}", targets[table.at(sseq[done]).target]->addr_text,
+                     std::strerror(errno));
           warned_send = true;
         }
         Counters::inc(ctr.send_errors);
@@ -527,13 +535,15 @@ struct Prober::Impl {
 
   void udp_malformed(int i) {
     Counters::inc(ctr.malformed);
-    if (TargetState* t = target_by_addr(raddr[i], rmsg[i].msg_hdr.msg_namelen)) window_at(*t, mono_ns()).add_malformed();
+    if (TargetState* t = target_by_addr(raddr[i], rmsg[i].msg_hdr.msg_namelen))
+      window_at(*t, mono_ns()).add_malformed();
   }
 
   // The responder's kernel receive/send pair for one of our probes.
-  void apply_followup(uint64_t seq, uint8_t flags, int64_t responder_rx_ns, int64_t responder_tx_ns, int64_t rx_mono) {
+  void apply_followup(uint64_t seq, uint8_t flags, int64_t responder_rx_ns, int64_t responder_tx_ns,
+                      int64_t rx_mono) {
     Slot* s = table.find(seq);
-    if (!s) return;  // older than the table remembers: far too slow to use
+    if (!s) return;         // older than the table remembers: far too slow to use
     if (s->has_followup) {  // a second copy, before or after the probe was resolved
       Counters::inc(ctr.duplicate);
       if (TargetState* t = target_of(*s)) window_at(*t, rx_mono).add_duplicate();
@@ -551,7 +561,8 @@ struct Prober::Impl {
     const auto& h = rmsg[i].msg_hdr;
     wire::Followups& f = followups_in;
     if ((h.msg_flags & MSG_TRUNC) ||
-        wire::decode_followups(std::span<const uint8_t>(rdata[i], rmsg[i].msg_len), f) != wire::ParseError::ok) {
+        wire::decode_followups(std::span<const uint8_t>(rdata[i], rmsg[i].msg_len), f) !=
+            wire::ParseError::ok) {
       udp_malformed(i);
       return;
     }
@@ -569,7 +580,8 @@ struct Prober::Impl {
       }
     }
     for (size_t k = 0; k < f.count; ++k)
-      apply_followup(f.entries[k].seq, f.flags, f.entries[k].responder_rx_ns, f.entries[k].responder_tx_ns, rx_mono);
+      apply_followup(f.entries[k].seq, f.flags, f.entries[k].responder_rx_ns, f.entries[k].responder_tx_ns,
+                     rx_mono);
   }
 
   void udp_datagram(int i, int64_t rx_mono) {
@@ -616,8 +628,10 @@ struct Prober::Impl {
             s->timing.responder_flags = p.flags;
           }
           s->state = SlotState::answered;
-          if (s->has_followup || !(p.flags & wire::kFollowupComing)) ready[n_ready++] = p.seq;
-          else grace_push(p.seq);
+          if (s->has_followup || !(p.flags & wire::kFollowupComing))
+            ready[n_ready++] = p.seq;
+          else
+            grace_push(p.seq);
           break;
         }
         case SlotState::answered:
@@ -629,7 +643,8 @@ struct Prober::Impl {
           Counters::inc(ctr.late);
           if (t) window_at(*t, rx_mono).add_late();
           break;
-        case SlotState::empty: break;
+        case SlotState::empty:
+          break;
       }
       return;
     }
@@ -666,7 +681,8 @@ struct Prober::Impl {
         bool missing = false;
         for (size_t j = 0; j < n; ++j) {
           Slot* s = table.find(seqs[j]);
-          missing |= s && s->tx_id_valid && s->timing.tx_kernel.software_ns == 0 && s->timing.tx_kernel.hardware_ns == 0;
+          missing |= s && s->tx_id_valid && s->timing.tx_kernel.software_ns == 0 &&
+                     s->timing.tx_kernel.hardware_ns == 0;
         }
         if (missing) drain_errqueue(sidx);
         for (size_t j = 0; j < n; ++j) {
@@ -775,7 +791,8 @@ struct Prober::Impl {
     }
     if (!(events & (EPOLLIN | EPOLLERR | EPOLLHUP))) return;
     const bool open = net::read_frames<wire::kSize>(
-        t.conn.get(), t.rbuf, sizeof t.rbuf, t.rlen, [&](std::span<const uint8_t, wire::kSize> frame, const net::KernelTime& kt) {
+        t.conn.get(), t.rbuf, sizeof t.rbuf, t.rlen,
+        [&](std::span<const uint8_t, wire::kSize> frame, const net::KernelTime& kt) {
           const int64_t rx_mono = mono_ns();
           wire::Packet p;
           if (wire::decode(frame, p) != wire::ParseError::ok || p.type != wire::Type::reply) {
@@ -823,9 +840,12 @@ struct Prober::Impl {
       if (e.index >= targets.size() || !targets[e.index]) continue;
       TargetState& t = *targets[e.index];
       if (t.gen != e.gen || t.retired) continue;
-      if (cfg.protocol == Protocol::udp) udp_queue(e.index, t);
-      else if (cfg.tcp_keep_open) keep_open_send(e.index, t, now);
-      else tcp_start(e.index, t);
+      if (cfg.protocol == Protocol::udp)
+        udp_queue(e.index, t);
+      else if (cfg.tcp_keep_open)
+        keep_open_send(e.index, t, now);
+      else
+        tcp_start(e.index, t);
       if (cfg.count != 0 && ++t.sends >= cfg.count) continue;  // done: not rescheduled
       // Next nominal slot plus up to +/-5% jitter. After a stall longer than an interval (and
       // 20 ms), the missed slots are skipped rather than sent in a burst.
@@ -865,7 +885,8 @@ struct Prober::Impl {
         setsockopt(fd->get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
       }
       if (auto st = net::enable_timestamping(fd->get(), true); !st)
-        log().warn("prober: kernel timestamps unavailable ({}), using the user-space clock", st.error().message);
+        log().warn("prober: kernel timestamps unavailable ({}), using the user-space clock",
+                   st.error().message);
       udp[f].fd = std::move(*fd);
       udp[f].family = f ? AF_INET6 : AF_INET;
       udp[f].txmap.assign(table.size(), 0);
@@ -907,13 +928,22 @@ struct Prober::Impl {
         const auto kind = static_cast<Kind>(d >> kKindShift);
         const uint64_t v = d & ((uint64_t{1} << kKindShift) - 1);
         switch (kind) {
-          case kWake: wake.drain(); break;
-          case kUdp: udp_readable(static_cast<int>(v), events[i].events); break;
-          case kTcpConnect: tcp_connected(v); break;
-          case kTcpConn: keep_open_event(static_cast<uint32_t>(v), events[i].events); break;
+          case kWake:
+            wake.drain();
+            break;
+          case kUdp:
+            udp_readable(static_cast<int>(v), events[i].events);
+            break;
+          case kTcpConnect:
+            tcp_connected(v);
+            break;
+          case kTcpConn:
+            keep_open_event(static_cast<uint32_t>(v), events[i].events);
+            break;
         }
       }
-      const uint64_t packets = ctr.sent.load(std::memory_order_relaxed) + ctr.received.load(std::memory_order_relaxed);
+      const uint64_t packets =
+          ctr.sent.load(std::memory_order_relaxed) + ctr.received.load(std::memory_order_relaxed);
       coalescer.observe(packets - packets_before);
       packets_before = packets;
     }
@@ -944,7 +974,8 @@ Result<std::unique_ptr<Prober>> Prober::create(const ProberConfig& config) {
   auto wake = net::EventFd::create();
   if (!wake) return std::unexpected(wake.error());
   impl->wake = std::move(*wake);
-  if (auto st = impl->ep.add(impl->wake.fd(), EPOLLIN, tag(kWake, 0)); !st) return std::unexpected(st.error());
+  if (auto st = impl->ep.add(impl->wake.fd(), EPOLLIN, tag(kWake, 0)); !st)
+    return std::unexpected(st.error());
   impl->session = random_u64() | 1;  // never 0
   impl->tx_mask = impl->table.size() - 1;
   impl->grace_ring.assign(impl->table.size(), 0);
@@ -968,7 +999,9 @@ void Prober::set_targets(std::vector<Target> targets) {
   impl_->wake.signal();
 }
 
-void Prober::set_on_probe(std::function<void(const ProbeResult&)> on_probe) { impl_->on_probe = std::move(on_probe); }
+void Prober::set_on_probe(std::function<void(const ProbeResult&)> on_probe) {
+  impl_->on_probe = std::move(on_probe);
+}
 
 Status Prober::run(std::function<void(WindowStats&&)> on_window) {
   impl_->on_window = std::move(on_window);

@@ -62,7 +62,8 @@ struct SourceInfo {
 bool read_source(const msghdr& h, SourceInfo& out) {
   out.level = 0;
   for (auto* c = CMSG_FIRSTHDR(&h); c; c = CMSG_NXTHDR(const_cast<msghdr*>(&h), c)) {
-    if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO && c->cmsg_len >= CMSG_LEN(sizeof(in_pktinfo))) {
+    if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO &&
+        c->cmsg_len >= CMSG_LEN(sizeof(in_pktinfo))) {
       in_pktinfo pi;
       std::memcpy(&pi, CMSG_DATA(c), sizeof pi);
       out.level = IPPROTO_IP;
@@ -90,7 +91,8 @@ size_t write_source(const SourceInfo& s, char* buf, size_t cap) {
   c->cmsg_level = s.level;
   c->cmsg_type = s.level == IPPROTO_IP ? IP_PKTINFO : IPV6_PKTINFO;
   c->cmsg_len = CMSG_LEN(len);
-  std::memcpy(CMSG_DATA(c), s.level == IPPROTO_IP ? static_cast<const void*>(&s.v4) : static_cast<const void*>(&s.v6), len);
+  std::memcpy(CMSG_DATA(c),
+              s.level == IPPROTO_IP ? static_cast<const void*>(&s.v4) : static_cast<const void*>(&s.v6), len);
   return CMSG_SPACE(len);
 }
 
@@ -109,9 +111,9 @@ bool same_address(const net::SocketAddress& a, const net::SocketAddress& b) {
 
 struct TxEntry {
   uint32_t id = 0;
-  bool reply = false;  // false: a follow-up (its own send time is of no use)
+  bool reply = false;      // false: a follow-up (its own send time is of no use)
   bool followups = false;  // the follow-ups message staged at the same index (not a Packet)
-  bool stamped = true;  // a reply whose kernel send time is wanted (for its follow-up)
+  bool stamped = true;     // a reply whose kernel send time is wanted (for its follow-up)
   bool valid = false;
   wire::Packet packet;
   net::KernelTime rx;
@@ -157,7 +159,7 @@ struct Responder::Impl {
   iovec siov[kBatch];
   uint8_t sdata[kBatch][wire::kMaxFollowupsSize];
   alignas(cmsghdr) char sctrl[kBatch][128];
-  TxEntry staged[kBatch];  // datagrams queued for the next sendmmsg
+  TxEntry staged[kBatch];                    // datagrams queued for the next sendmmsg
   wire::Followups staged_followups[kBatch];  // where staged[i].followups
   OpenFollowups open_followups[kOpenFollowups];
   int n_open = 0;
@@ -208,8 +210,10 @@ struct Responder::Impl {
   // Adds one reply's responder times to the follow-ups message for its prober.
   void add_followup(const TxEntry& sent, uint8_t flags, int64_t rx_ns, int64_t tx_ns) {
     int i = 0;
-    while (i < n_open && !(open_followups[i].msg.session == sent.packet.session && open_followups[i].msg.flags == flags &&
-                           same_address(open_followups[i].to, sent.to) && same_source(open_followups[i].source, sent.source)))
+    while (i < n_open &&
+           !(open_followups[i].msg.session == sent.packet.session && open_followups[i].msg.flags == flags &&
+             same_address(open_followups[i].to, sent.to) &&
+             same_source(open_followups[i].source, sent.source)))
       ++i;
     if (i == n_open) {
       if (n_open == kOpenFollowups) queue_followups(0);
@@ -238,8 +242,10 @@ struct Responder::Impl {
       TxEntry& e = staged[i];
       if (stamp_replies && e.reply) e.packet.responder_tx_ns = tx_rt;
       size_t len = wire::kSize;
-      if (e.followups) len = wire::encode_followups(staged_followups[i], sdata[i]);
-      else wire::encode(e.packet, std::span<uint8_t, wire::kSize>(sdata[i], wire::kSize));
+      if (e.followups)
+        len = wire::encode_followups(staged_followups[i], sdata[i]);
+      else
+        wire::encode(e.packet, std::span<uint8_t, wire::kSize>(sdata[i], wire::kSize));
       siov[i] = {sdata[i], len};
       smsg[i] = {};
       smsg[i].msg_hdr.msg_name = e.to.sa();
@@ -261,8 +267,10 @@ struct Responder::Impl {
       }
       for (int i = done; i < done + r; ++i) {
         TxEntry& e = staged[i];
-        if (e.reply) inc(answered);
-        else if (e.followups) inc(followups, staged_followups[i].count);
+        if (e.reply)
+          inc(answered);
+        else if (e.followups)
+          inc(followups, staged_followups[i].count);
         if (e.reply && !e.stamped) inc(shed);
         if (followups_skip_ids && (!e.reply || !e.stamped)) continue;  // took no OPT_ID number
         TxEntry& slot = tx_ring[tx_counter % kTxRing];
@@ -330,11 +338,12 @@ struct Responder::Impl {
         TxEntry& slot = tx_ring[ts.id % kTxRing];
         if (!slot.valid || slot.id != ts.id || !slot.reply) continue;
         slot.valid = false;
-        const TxEntry sent = slot;  // a copy: sending may reuse the ring slot
+        const TxEntry sent = slot;                         // a copy: sending may reuse the ring slot
         if (sent.rx.hardware_ns && ts.time.hardware_ns) {  // both NIC times: the NIC's own clock
           add_followup(sent, wire::kRxHardware | wire::kTxHardware, sent.rx.hardware_ns, ts.time.hardware_ns);
         } else if (ts.time.software_ns) {  // rx stays what the reply carried
-          add_followup(sent, static_cast<uint8_t>(wire::kTxKernel | (sent.rx.software_ns ? wire::kRxKernel : 0)),
+          add_followup(sent,
+                       static_cast<uint8_t>(wire::kTxKernel | (sent.rx.software_ns ? wire::kRxKernel : 0)),
                        sent.packet.responder_rx_ns, ts.time.software_ns);
         }
       }
@@ -371,7 +380,8 @@ struct Responder::Impl {
     if (it == conns.end()) return;
     Conn& c = *it->second;
     const bool open = net::read_frames<wire::kSize>(
-        fd, c.buf, sizeof c.buf, c.len, [&](std::span<const uint8_t, wire::kSize> frame, const net::KernelTime& rx) {
+        fd, c.buf, sizeof c.buf, c.len,
+        [&](std::span<const uint8_t, wire::kSize> frame, const net::KernelTime& rx) {
           wire::Packet p;
           if (wire::decode(frame, p) != wire::ParseError::ok || p.type != wire::Type::probe) {
             inc(malformed);  // a stream out of step cannot be trusted any more
@@ -383,7 +393,8 @@ struct Responder::Impl {
           p.responder_tx_ns = realtime_ns();
           uint8_t out[wire::kSize];
           wire::encode(p, std::span<uint8_t, wire::kSize>(out, wire::kSize));
-          if (::send(fd, out, sizeof out, MSG_NOSIGNAL | MSG_DONTWAIT) != static_cast<ssize_t>(sizeof out)) return false;
+          if (::send(fd, out, sizeof out, MSG_NOSIGNAL | MSG_DONTWAIT) != static_cast<ssize_t>(sizeof out))
+            return false;
           inc(answered);
           return true;
         });
@@ -406,13 +417,21 @@ struct Responder::Impl {
         const auto kind = static_cast<Kind>(d >> kKindShift);
         const uint64_t v = d & ((uint64_t{1} << kKindShift) - 1);
         switch (kind) {
-          case kWake: wake.drain(); break;
-          case kUdp:
-            if (events[i].events & EPOLLIN) udp_readable();
-            else drain_errqueue();
+          case kWake:
+            wake.drain();
             break;
-          case kListen: accept_all(); break;
-          case kConn: conn_readable(static_cast<int>(v)); break;
+          case kUdp:
+            if (events[i].events & EPOLLIN)
+              udp_readable();
+            else
+              drain_errqueue();
+            break;
+          case kListen:
+            accept_all();
+            break;
+          case kConn:
+            conn_readable(static_cast<int>(v));
+            break;
         }
       }
       const uint64_t packets = answered.load(std::memory_order_relaxed);
@@ -447,7 +466,8 @@ struct Responder::Impl {
           return fail("responder: {}: {}", addr->to_string(), st.error().message);
       }
       if (auto st = net::enable_timestamping(fd->get(), c.followups); !st) {
-        log().warn("responder: kernel timestamps unavailable ({}), using the user-space clock", st.error().message);
+        log().warn("responder: kernel timestamps unavailable ({}), using the user-space clock",
+                   st.error().message);
         followups_on = false;
       }
       udp = std::move(*fd);
@@ -489,7 +509,8 @@ void Responder::stop() {
 
 ResponderCounters Responder::counters() const {
   auto l = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
-  return {l(impl_->answered), l(impl_->malformed), l(impl_->tcp_accepted), l(impl_->followups), l(impl_->shed)};
+  return {l(impl_->answered), l(impl_->malformed), l(impl_->tcp_accepted), l(impl_->followups),
+          l(impl_->shed)};
 }
 
 uint16_t Responder::udp_port() const { return impl_->udp_port; }

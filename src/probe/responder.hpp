@@ -17,7 +17,7 @@ struct ResponderConfig {
   uint16_t tcp_port = 7778;                // 0 = an ephemeral port (see tcp_port())
   bool serve_udp = true;
   bool serve_tcp = true;
-  size_t max_tcp_connections = 4096;       // kept-open connections beyond this are refused
+  size_t max_tcp_connections = 4096;  // kept-open connections beyond this are refused
   // Send each UDP reply's kernel send time in a follow-up, so that the prober can take the
   // responder's full processing time out of the RTT. Off: the reply's user-space send time (read
   // just before the send call) is all the prober gets; the kernel's send path then counts as network.

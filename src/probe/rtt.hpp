@@ -38,7 +38,7 @@ struct RttSample {
   int64_t total_ns = 0;
   int64_t network_ns = 0;
   int64_t responder_delay_ns = 0;
-  bool has_network = false;          // false when the responder delay could not be used
+  bool has_network = false;  // false when the responder delay could not be used
   bool has_responder_delay = false;
   bool weird = false;
   TimestampSource source = TimestampSource::user;

@@ -8,8 +8,8 @@
 // receive and send stamps, or before the prober reads an already-stamped answer), so the period
 // is free to follow the load: it grows while wake-ups find few packets and halves when one finds
 // many, staying within [min, max]. With the defaults (1-5 ms), 10,000 probes/s (20,000 datagrams
-// in and out) settle at 5 ms, 100,000/s at 2.5 ms (250 probes a wake-up). An idle loop still reacts to the first packet at once (the sleep
-// only follows a wake-up).
+// in and out) settle at 5 ms, 100,000/s at 2.5 ms (250 probes a wake-up). An idle loop still reacts to the
+// first packet at once (the sleep only follows a wake-up).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -22,14 +22,17 @@ class WakeCoalescer {
   static constexpr size_t kFew = 128;   // fewer than this: sleep longer
   static constexpr size_t kMany = 512;  // more than this: sleep half as long
 
-  WakeCoalescer(int64_t min_ns, int64_t max_ns) : min_(std::max<int64_t>(min_ns, 0)), max_(std::max(min_, max_ns)), period_(min_) {}
+  WakeCoalescer(int64_t min_ns, int64_t max_ns)
+      : min_(std::max<int64_t>(min_ns, 0)), max_(std::max(min_, max_ns)), period_(min_) {}
 
   int64_t period_ns() const { return period_; }
 
   // `packets`: datagrams the last wake-up read and sent.
   void observe(size_t packets) {
-    if (packets > kMany) period_ = std::max(min_, period_ / 2);
-    else if (packets < kFew) period_ = std::min(max_, period_ + std::max<int64_t>(period_ / 4, 100'000));
+    if (packets > kMany)
+      period_ = std::max(min_, period_ / 2);
+    else if (packets < kFew)
+      period_ = std::min(max_, period_ + std::max<int64_t>(period_ / 4, 100'000));
   }
 
  private:

@@ -16,16 +16,26 @@ constexpr uint8_t kFollowupFlags = kRxKernel | kRxHardware | kTxKernel | kTxHard
 
 const char* to_string(ParseError e) {
   switch (e) {
-    case ParseError::ok: return "ok";
-    case ParseError::size: return "bad size";
-    case ParseError::magic: return "bad magic";
-    case ParseError::version: return "unknown version";
-    case ParseError::type: return "unknown type";
-    case ParseError::flags: return "bad flags";
-    case ParseError::reserved: return "reserved byte set";
-    case ParseError::session: return "zero session";
-    case ParseError::seq: return "zero sequence";
-    case ParseError::times: return "bad times";
+    case ParseError::ok:
+      return "ok";
+    case ParseError::size:
+      return "bad size";
+    case ParseError::magic:
+      return "bad magic";
+    case ParseError::version:
+      return "unknown version";
+    case ParseError::type:
+      return "unknown type";
+    case ParseError::flags:
+      return "bad flags";
+    case ParseError::reserved:
+      return "reserved byte set";
+    case ParseError::session:
+      return "zero session";
+    case ParseError::seq:
+      return "zero sequence";
+    case ParseError::times:
+      return "bad times";
   }
   return "unknown";
 }
@@ -77,7 +87,8 @@ ParseError decode(std::span<const uint8_t> in, Packet& out) {
       if (p.flags & kFollowupComing) return ParseError::flags;
       if (p.responder_rx_ns <= 0 || p.responder_tx_ns <= 0) return ParseError::times;
       break;
-    case Type::followups: return ParseError::type;  // has its own size and parser
+    case Type::followups:
+      return ParseError::type;  // has its own size and parser
   }
   out = p;
   return ParseError::ok;
@@ -108,13 +119,15 @@ size_t encode_followups(const Followups& f, std::span<uint8_t> out) {
 }
 
 ParseError decode_followups(std::span<const uint8_t> in, Followups& out) {
-  if (in.size() < kFollowupsHeader + kFollowupsEntry || in.size() > kMaxFollowupsSize) return ParseError::size;
+  if (in.size() < kFollowupsHeader + kFollowupsEntry || in.size() > kMaxFollowupsSize)
+    return ParseError::size;
   const uint8_t* b = in.data();
   if (get_u32(b) != kMagic) return ParseError::magic;
   if (b[4] != kVersion) return ParseError::version;
   if (b[5] != static_cast<uint8_t>(Type::followups)) return ParseError::type;
   const size_t n = b[7];
-  if (n == 0 || n > kMaxFollowups || in.size() != kFollowupsHeader + n * kFollowupsEntry) return ParseError::size;
+  if (n == 0 || n > kMaxFollowups || in.size() != kFollowupsHeader + n * kFollowupsEntry)
+    return ParseError::size;
   const uint8_t flags = b[6];
   if ((flags & ~kFollowupFlags) || !(flags & (kTxKernel | kTxHardware))) return ParseError::flags;
   const uint64_t session = get_u64(b + 8);
@@ -130,7 +143,8 @@ ParseError decode_followups(std::span<const uint8_t> in, Followups& out) {
   out.session = session;
   for (size_t i = 0; i < n; ++i) {
     const uint8_t* e = b + kFollowupsHeader + i * kFollowupsEntry;
-    out.entries[i] = {get_u64(e), static_cast<int64_t>(get_u64(e + 8)), static_cast<int64_t>(get_u64(e + 16))};
+    out.entries[i] = {get_u64(e), static_cast<int64_t>(get_u64(e + 8)),
+                      static_cast<int64_t>(get_u64(e + 16))};
   }
   return ParseError::ok;
 }

@@ -8,8 +8,9 @@
 //
 // Types: probe (prober -> responder), reply (responder -> prober, carries the responder's kernel
 // receive time and its user-space send time), follow-up (responder -> prober, the responder's
-// kernel send time of that reply, PTP "two-step" style; announced by a flag in the reply). The parser is strict: any size, magic,
-// version, type, flag or field that is not exactly as specified is rejected (and fuzzed).
+// kernel send time of that reply, PTP "two-step" style; announced by a flag in the reply). The parser is
+// strict: any size, magic, version, type, flag or field that is not exactly as specified is rejected (and
+// fuzzed).
 //
 // Follow-ups (type 4), the one variable-size message: the kernel send times of up to 40 replies
 // to one session in one datagram, so a busy responder sends one follow-up datagram per prober
@@ -34,10 +35,10 @@ inline constexpr size_t kSize = 48;
 enum class Type : uint8_t { probe = 1, reply = 2, followup = 3, followups = 4 };
 
 // Where the responder's times came from.
-inline constexpr uint8_t kRxKernel = 0x01;    // responder_rx_ns is a kernel software timestamp
-inline constexpr uint8_t kRxHardware = 0x02;  // ... a NIC hardware timestamp
-inline constexpr uint8_t kTxKernel = 0x04;    // responder_tx_ns is a kernel software timestamp
-inline constexpr uint8_t kTxHardware = 0x08;  // ... a NIC hardware timestamp
+inline constexpr uint8_t kRxKernel = 0x01;        // responder_rx_ns is a kernel software timestamp
+inline constexpr uint8_t kRxHardware = 0x02;      // ... a NIC hardware timestamp
+inline constexpr uint8_t kTxKernel = 0x04;        // responder_tx_ns is a kernel software timestamp
+inline constexpr uint8_t kTxHardware = 0x08;      // ... a NIC hardware timestamp
 inline constexpr uint8_t kFollowupComing = 0x10;  // reply: a follow-up with kernel times follows
 inline constexpr uint8_t kKnownFlags = 0x1f;
 
@@ -53,7 +54,7 @@ struct Packet {
 
 enum class ParseError : uint8_t {
   ok,
-  size,      // not exactly kSize bytes
+  size,  // not exactly kSize bytes
   magic,
   version,
   type,

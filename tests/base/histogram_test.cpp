@@ -1,12 +1,12 @@
 // The log-bucket histogram's percentiles against exact ones (nearest rank on sorted samples).
+#include "base/histogram.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
-
-#include "base/histogram.hpp"
 
 namespace {
 
@@ -24,8 +24,9 @@ void check_accuracy(const std::vector<int64_t>& samples) {
   for (double q : {0.0, 0.001, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 1.0}) {
     const int64_t exact = exact_percentile(samples, q);
     const int64_t approx = h.percentile(q);
-    const double err = exact == 0 ? std::abs(static_cast<double>(approx))
-                                  : std::abs(static_cast<double>(approx - exact)) / static_cast<double>(exact);
+    const double err = exact == 0
+                           ? std::abs(static_cast<double>(approx))
+                           : std::abs(static_cast<double>(approx - exact)) / static_cast<double>(exact);
     EXPECT_LE(err, 0.01) << "q=" << q << " exact=" << exact << " approx=" << approx;
   }
   EXPECT_EQ(h.min(), *std::min_element(samples.begin(), samples.end()));

@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include "net/address.hpp"
+
+#include <gtest/gtest.h>
 
 using weft::net::SocketAddress;
 using weft::net::split_host_port;

@@ -1,5 +1,7 @@
 // Kernel software timestamps on loopback: receive times come with datagrams, send times come back
 // on the error queue numbered by OPT_ID.
+#include "net/timestamping.hpp"
+
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
@@ -9,7 +11,6 @@
 #include "base/clock.hpp"
 #include "net/address.hpp"
 #include "net/socket.hpp"
-#include "net/timestamping.hpp"
 
 using namespace weft;
 

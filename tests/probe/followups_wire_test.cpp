@@ -17,7 +17,8 @@ Followups sample(size_t n) {
   f.count = static_cast<uint8_t>(n);
   f.session = 0x1112131415161718ULL;
   for (size_t i = 0; i < n; ++i)
-    f.entries[i] = {100 + i, 1'700'000'000'000'000'000 + static_cast<int64_t>(i), 1'700'000'000'000'050'000 + static_cast<int64_t>(i)};
+    f.entries[i] = {100 + i, 1'700'000'000'000'000'000 + static_cast<int64_t>(i),
+                    1'700'000'000'000'050'000 + static_cast<int64_t>(i)};
   return f;
 }
 
@@ -96,15 +97,15 @@ TEST(FollowupsWire, RejectsEveryMalformedClass) {
     return b;
   };
   EXPECT_EQ(parse(sized(0)), ParseError::size);
-  EXPECT_EQ(parse(sized(kFollowupsHeader)), ParseError::size);          // no entry
-  EXPECT_EQ(parse(sized(good.size() - 1)), ParseError::size);          // a cut entry
+  EXPECT_EQ(parse(sized(kFollowupsHeader)), ParseError::size);               // no entry
+  EXPECT_EQ(parse(sized(good.size() - 1)), ParseError::size);                // a cut entry
   EXPECT_EQ(parse(sized(good.size() + kFollowupsEntry)), ParseError::size);  // count says 3, 4 there
   EXPECT_EQ(parse(sized(kMaxFollowupsSize + kFollowupsEntry)), ParseError::size);
   EXPECT_EQ(parse(with(0, 'X')), ParseError::magic);
   EXPECT_EQ(parse(with(4, 2)), ParseError::version);
   EXPECT_EQ(parse(with(5, 3)), ParseError::type);
-  EXPECT_EQ(parse(with(7, 0)), ParseError::size);   // count 0
-  EXPECT_EQ(parse(with(7, 41)), ParseError::size);  // more than kMaxFollowups
+  EXPECT_EQ(parse(with(7, 0)), ParseError::size);                             // count 0
+  EXPECT_EQ(parse(with(7, 41)), ParseError::size);                            // more than kMaxFollowups
   EXPECT_EQ(parse(with(6, kRxKernel)), ParseError::flags);                    // no transmit time
   EXPECT_EQ(parse(with(6, kTxKernel | kFollowupComing)), ParseError::flags);  // a reply's flag
   EXPECT_EQ(parse(with(6, kTxKernel | 0x40)), ParseError::flags);             // unknown bit

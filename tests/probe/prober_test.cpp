@@ -1,5 +1,7 @@
 // The prober and responder together on loopback (no root needed): answers, loss, garbage,
 // duplicates, late answers, unknown sessions, TCP, IPv6 and the bounded in-flight table.
+#include "probe/prober.hpp"
+
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -15,7 +17,6 @@
 #include "base/clock.hpp"
 #include "net/address.hpp"
 #include "net/socket.hpp"
-#include "probe/prober.hpp"
 #include "probe/responder.hpp"
 #include "probe/wire.hpp"
 
@@ -85,7 +86,8 @@ ProberCounters run_for(Prober& p, std::chrono::milliseconds d, Collected& c) {
   const auto t0 = std::chrono::steady_clock::now();
   p.stop();
   th.join();
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 500ms);  // stop() is prompt (~100 ms, plus a loaded machine)
+  EXPECT_LT(std::chrono::steady_clock::now() - t0,
+            500ms);  // stop() is prompt (~100 ms, plus a loaded machine)
   return p.counters();
 }
 
@@ -204,10 +206,12 @@ TEST(Prober, CountsDuplicatesLateUnknownAndMalformedApart) {
       uint8_t buf[128];
       sockaddr_storage from{};
       socklen_t flen = sizeof from;
-      ssize_t n = recvfrom(fd->get(), buf, sizeof buf, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&from), &flen);
+      ssize_t n =
+          recvfrom(fd->get(), buf, sizeof buf, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&from), &flen);
       if (n <= 0) continue;
       wire::Packet p;
-      if (wire::decode(std::span<const uint8_t>(buf, static_cast<size_t>(n)), p) != wire::ParseError::ok) continue;
+      if (wire::decode(std::span<const uint8_t>(buf, static_cast<size_t>(n)), p) != wire::ParseError::ok)
+        continue;
       const int k = probes_seen++;
       auto to = net::SocketAddress::from_sockaddr(reinterpret_cast<sockaddr*>(&from), flen);
       p.type = wire::Type::reply;
@@ -220,11 +224,33 @@ TEST(Prober, CountsDuplicatesLateUnknownAndMalformedApart) {
         sendto(fd->get(), out, sizeof out, 0, to.sa(), to.length);
       };
       switch (k % 5) {
-        case 0: send(p); send(p); break;  // a duplicate
-        case 1: held.push_back({p, to, mono_ns() + 150'000'000}); break;  // after the 100 ms timeout
-        case 2: { auto q = p; q.session ^= 1; send(q); send(p); break; }  // wrong session, then good
-        case 3: { auto q = p; q.seq += 1'000'000; send(q); send(p); break; }  // never sent, then good
-        case 4: { uint8_t junk[wire::kSize] = {1, 2, 3}; sendto(fd->get(), junk, sizeof junk, 0, to.sa(), to.length); send(p); break; }
+        case 0:
+          send(p);
+          send(p);
+          break;  // a duplicate
+        case 1:
+          held.push_back({p, to, mono_ns() + 150'000'000});
+          break;  // after the 100 ms timeout
+        case 2: {
+          auto q = p;
+          q.session ^= 1;
+          send(q);
+          send(p);
+          break;
+        }  // wrong session, then good
+        case 3: {
+          auto q = p;
+          q.seq += 1'000'000;
+          send(q);
+          send(p);
+          break;
+        }  // never sent, then good
+        case 4: {
+          uint8_t junk[wire::kSize] = {1, 2, 3};
+          sendto(fd->get(), junk, sizeof junk, 0, to.sa(), to.length);
+          send(p);
+          break;
+        }
       }
     }
   });
@@ -422,9 +448,9 @@ TEST(Prober, BatchedFollowupsGiveTheResponderDelay) {
       const size_t n = wire::encode_followups(batch, out);
       send_bytes(out, n);
       const int k = sent_batches++;
-      if (k % 7 == 3) send_bytes(out, n);                  // the same message twice: duplicates
-      if (k % 7 == 5) send_bytes(out, n - 1);              // cut short: malformed
-      if (k % 7 == 6) {                                    // an entry for a probe never sent
+      if (k % 7 == 3) send_bytes(out, n);      // the same message twice: duplicates
+      if (k % 7 == 5) send_bytes(out, n - 1);  // cut short: malformed
+      if (k % 7 == 6) {                        // an entry for a probe never sent
         wire::Followups bad = batch;
         bad.entries[0].seq += 1'000'000;
         send_bytes(out, wire::encode_followups(bad, out));
@@ -458,10 +484,12 @@ TEST(Prober, BatchedFollowupsGiveTheResponderDelay) {
       uint8_t buf[128];
       sockaddr_storage from{};
       socklen_t flen = sizeof from;
-      ssize_t n = recvfrom(fd->get(), buf, sizeof buf, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&from), &flen);
+      ssize_t n =
+          recvfrom(fd->get(), buf, sizeof buf, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&from), &flen);
       if (n <= 0) continue;
       wire::Packet p;
-      if (wire::decode(std::span<const uint8_t>(buf, static_cast<size_t>(n)), p) != wire::ParseError::ok) continue;
+      if (wire::decode(std::span<const uint8_t>(buf, static_cast<size_t>(n)), p) != wire::ParseError::ok)
+        continue;
       to = net::SocketAddress::from_sockaddr(reinterpret_cast<sockaddr*>(&from), flen);
       p.responder_rx_ns = realtime_ns();
       held.push_back({p, mono_ns() + 2'500'000});

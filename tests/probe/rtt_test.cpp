@@ -1,7 +1,8 @@
 // RTT arithmetic: responder delay taken out, timestamp sources, and clock edge cases.
+#include "probe/rtt.hpp"
+
 #include <gtest/gtest.h>
 
-#include "probe/rtt.hpp"
 #include "probe/wire.hpp"
 
 using namespace weft::probe;

@@ -1,7 +1,7 @@
 // The adaptive wake-up period: where it settles for a given packet rate, and its bounds.
-#include <gtest/gtest.h>
-
 #include "probe/wake_coalescer.hpp"
+
+#include <gtest/gtest.h>
 
 using weft::probe::WakeCoalescer;
 

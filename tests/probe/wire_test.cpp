@@ -1,10 +1,10 @@
 // Wire format: round trips, exact byte layout, and every class of malformed packet rejected.
+#include "probe/wire.hpp"
+
 #include <gtest/gtest.h>
 
 #include <array>
 #include <vector>
-
-#include "probe/wire.hpp"
 
 using namespace weft::probe::wire;
 
@@ -94,10 +94,10 @@ TEST(Wire, RejectsEveryMalformedClass) {
   EXPECT_EQ(parse(with(probe, 5, 4)), ParseError::type);
   EXPECT_EQ(parse(with(probe, 5, 0xff)), ParseError::type);
   EXPECT_EQ(parse(with(probe, 7, 1)), ParseError::reserved);
-  EXPECT_EQ(parse(with(reply, 6, 0x20)), ParseError::flags);                  // unknown bit
-  EXPECT_EQ(parse(with(probe, 6, kRxKernel)), ParseError::flags);             // a probe has none
-  EXPECT_EQ(parse(with(reply, 6, kTxKernel)), ParseError::flags);             // reply tx is user time
-  EXPECT_EQ(parse(with(followup, 6, kRxKernel)), ParseError::flags);          // follow-up without tx
+  EXPECT_EQ(parse(with(reply, 6, 0x20)), ParseError::flags);          // unknown bit
+  EXPECT_EQ(parse(with(probe, 6, kRxKernel)), ParseError::flags);     // a probe has none
+  EXPECT_EQ(parse(with(reply, 6, kTxKernel)), ParseError::flags);     // reply tx is user time
+  EXPECT_EQ(parse(with(followup, 6, kRxKernel)), ParseError::flags);  // follow-up without tx
   EXPECT_EQ(parse(with(followup, 6, kTxKernel | kFollowupComing)), ParseError::flags);
   auto zero = [](std::array<uint8_t, kSize> b, size_t off) {
     for (size_t i = 0; i < 8; ++i) b[off + i] = 0;
@@ -105,7 +105,7 @@ TEST(Wire, RejectsEveryMalformedClass) {
   };
   EXPECT_EQ(parse(zero(probe, 8)), ParseError::session);
   EXPECT_EQ(parse(zero(probe, 16)), ParseError::seq);
-  EXPECT_EQ(parse(zero(probe, 24)), ParseError::times);   // no prober send time
+  EXPECT_EQ(parse(zero(probe, 24)), ParseError::times);        // no prober send time
   EXPECT_EQ(parse(with(probe, 24, 0x80)), ParseError::times);  // negative send time
   EXPECT_EQ(parse(with(probe, 39, 1)), ParseError::times);     // a probe carries no responder times
   EXPECT_EQ(parse(zero(reply, 32)), ParseError::times);
