@@ -4,12 +4,15 @@
 // A wake-up costs far more than a datagram on a virtual machine (timer, context switch, epoll),
 // so a busy prober or responder should handle many packets per wake-up; but sleeping too long
 // lets a high rate overflow the socket buffers and makes the responder shed follow-ups. Kernel
-// timestamps make the wait invisible to every UDP measurement (it falls between the responder's
-// receive and send stamps, or before the prober reads an already-stamped answer), so the period
-// is free to follow the load: it grows while wake-ups find few packets and halves when one finds
-// many, staying within [min, max]. With the defaults (1-5 ms), 10,000 probes/s (20,000 datagrams
-// in and out) settle at 5 ms, 100,000/s at 2.5 ms (250 probes a wake-up). An idle loop still reacts to the
-// first packet at once (the sleep only follows a wake-up).
+// timestamps keep the wait out of every network RTT (it falls between the responder's receive and
+// send stamps, or before the prober reads an already-stamped answer); it does show in the
+// responder delay and so in the total RTT. Hence the period only grows where batching pays:
+//  - a wake-up that handles fewer than kBusy datagrams: back towards min (light load: answer soon);
+//  - kBusy..kFew: a little longer (a real stream: batch it);
+//  - more than kMany: half as long (the buffers must not fill).
+// With the defaults (1-5 ms), 10,000 probes/s (20,000 datagrams in and out) settle at 5 ms, 100,000/s
+// at about 2.5 ms, and a prober or responder handling up to ~2,000 datagrams/s stays at 1 ms. An idle
+// loop still reacts to the first packet at once (the sleep only follows a wake-up).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -18,9 +21,10 @@ namespace weft::probe {
 
 class WakeCoalescer {
  public:
-  // Datagrams in and out per wake-up. The period settles where a wake-up handles kFew..kMany.
-  static constexpr size_t kFew = 128;   // fewer than this: sleep longer
-  static constexpr size_t kMany = 512;  // more than this: sleep half as long
+  // Datagrams read and sent per wake-up.
+  static constexpr size_t kBusy = 8;    // fewer: light load, shorten
+  static constexpr size_t kFew = 128;   // kBusy..kFew: lengthen
+  static constexpr size_t kMany = 512;  // more: halve
 
   WakeCoalescer(int64_t min_ns, int64_t max_ns)
       : min_(std::max<int64_t>(min_ns, 0)), max_(std::max(min_, max_ns)), period_(min_) {}
@@ -29,7 +33,7 @@ class WakeCoalescer {
 
   // `packets`: datagrams the last wake-up read and sent.
   void observe(size_t packets) {
-    if (packets > kMany)
+    if (packets > kMany || packets < kBusy)
       period_ = std::max(min_, period_ / 2);
     else if (packets < kFew)
       period_ = std::min(max_, period_ + std::max<int64_t>(period_ / 4, 100'000));

@@ -21,11 +21,21 @@ TEST(WakeCoalescer, StartsAtTheShortestPeriod) {
   EXPECT_EQ(c.period_ns(), 1 * kMs);
 }
 
-TEST(WakeCoalescer, LightLoadGrowsToTheLongest) {
+TEST(WakeCoalescer, AStreamGrowsToTheLongest) {
   WakeCoalescer c(1 * kMs, 5 * kMs);
   EXPECT_EQ(settle(c, 20'000), 5 * kMs);  // 10,000 probes/s: 100 datagrams a wake-up at 5 ms
+}
+
+TEST(WakeCoalescer, LightLoadAndIdleStayAtTheShortest) {
+  // Few datagrams a wake-up: batching would save little and only delay answers.
+  WakeCoalescer light(1 * kMs, 5 * kMs);
+  EXPECT_EQ(settle(light, 1'000), 1 * kMs);
   WakeCoalescer idle(1 * kMs, 5 * kMs);
-  EXPECT_EQ(settle(idle, 0), 5 * kMs);
+  EXPECT_EQ(settle(idle, 0), 1 * kMs);
+  // A stream that stops: back to the shortest.
+  WakeCoalescer c(1 * kMs, 5 * kMs);
+  ASSERT_EQ(settle(c, 20'000), 5 * kMs);
+  EXPECT_EQ(settle(c, 0, 10), 1 * kMs);
 }
 
 TEST(WakeCoalescer, HeavyLoadKeepsEachWakeUpWithinBounds) {
@@ -39,7 +49,7 @@ TEST(WakeCoalescer, HeavyLoadKeepsEachWakeUpWithinBounds) {
 
 TEST(WakeCoalescer, ABurstHalvesThePeriodAtOnce) {
   WakeCoalescer c(1 * kMs, 8 * kMs);
-  settle(c, 1'000);
+  settle(c, 10'000);  // 80 datagrams a wake-up at 8 ms
   ASSERT_EQ(c.period_ns(), 8 * kMs);
   c.observe(WakeCoalescer::kMany + 1);
   EXPECT_EQ(c.period_ns(), 4 * kMs);
@@ -52,6 +62,6 @@ TEST(WakeCoalescer, ZeroMeansReactAtOnce) {
   settle(c, 0);
   EXPECT_EQ(c.period_ns(), 0);
   WakeCoalescer inverted(3 * kMs, 1 * kMs);  // a max below the min is the min
-  settle(inverted, 0);
+  settle(inverted, 100'000);
   EXPECT_EQ(inverted.period_ns(), 3 * kMs);
 }
