@@ -9,6 +9,15 @@
 
 namespace weft::net {
 
+// epoll_event.data.u64 as (kind, value): an event loop's small enum in the top byte, an index or
+// file descriptor below it.
+inline constexpr uint64_t kEventKindShift = 56;
+constexpr uint64_t event_tag(uint8_t kind, uint64_t value) {
+  return (uint64_t{kind} << kEventKindShift) | value;
+}
+constexpr uint8_t event_kind(uint64_t tag) { return static_cast<uint8_t>(tag >> kEventKindShift); }
+constexpr uint64_t event_value(uint64_t tag) { return tag & ((uint64_t{1} << kEventKindShift) - 1); }
+
 class Epoll {
  public:
   static Result<Epoll> create();

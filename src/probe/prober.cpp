@@ -37,9 +37,8 @@ constexpr size_t kRecvBytes =
     1024;  // larger than any message (wire::kMaxFollowupsSize) so oversized ones are seen as such
 
 // epoll data: kind in the top byte, a value below.
-constexpr uint64_t kKindShift = 56;
 enum Kind : uint64_t { kWake = 1, kUdp = 2, kTcpConnect = 3, kTcpConn = 4 };
-uint64_t tag(Kind k, uint64_t v) { return (static_cast<uint64_t>(k) << kKindShift) | v; }
+uint64_t tag(Kind k, uint64_t v) { return net::event_tag(static_cast<uint8_t>(k), v); }
 
 struct Counters {
   std::atomic<uint64_t> sent{0}, received{0}, lost{0}, late{0}, duplicate{0}, malformed{0},
@@ -902,11 +901,9 @@ struct Prober::Impl {
     next_flush_mono = 0;
     // Kept-open TCP uses user-space send times: a wait there would show, so it never coalesces.
     const bool coalescing = !(cfg.protocol == Protocol::tcp && cfg.tcp_keep_open);
-    WakeCoalescer coalescer(coalescing ? cfg.coalesce.count() : 0, coalescing ? cfg.max_coalesce.count() : 0);
-    int64_t last_wake = 0;
-    uint64_t packets_before = 0;
+    CoalescingWait waiter(coalescing ? cfg.coalesce.count() : 0, coalescing ? cfg.max_coalesce.count() : 0);
     while (!stop_flag.load(std::memory_order_relaxed)) {
-      const int64_t coalesce = coalescer.period_ns();
+      const int64_t coalesce = waiter.period_ns();
       // Sends due within one coalescing period go out together (slack 0: every send on time).
       slack_ns = cfg.batch_slack.count() == 0 ? 0 : std::max<int64_t>(cfg.batch_slack.count(), coalesce);
       int64_t now = mono_ns();
@@ -919,14 +916,12 @@ struct Prober::Impl {
       int64_t next = now + 100'000'000;  // stop() is noticed within this
       if (!heap.empty()) next = std::min(next, heap.front().t - slack_ns / 2);
       next = std::min({next, expire_next(), grace_next(), next_flush_mono});
-      if (last_wake + coalesce > mono_ns()) sleep_until_mono(std::min(last_wake + coalesce, next));
-      auto n = ep.wait(events, kBatch, std::max<int64_t>(0, next - mono_ns()));
-      last_wake = mono_ns();
+      auto n = waiter.wait(ep, events, kBatch, next);
       if (!n) return std::unexpected(n.error());
       for (int i = 0; i < *n; ++i) {
         const uint64_t d = events[i].data.u64;
-        const auto kind = static_cast<Kind>(d >> kKindShift);
-        const uint64_t v = d & ((uint64_t{1} << kKindShift) - 1);
+        const auto kind = static_cast<Kind>(net::event_kind(d));
+        const uint64_t v = net::event_value(d);
         switch (kind) {
           case kWake:
             wake.drain();
@@ -942,10 +937,7 @@ struct Prober::Impl {
             break;
         }
       }
-      const uint64_t packets =
-          ctr.sent.load(std::memory_order_relaxed) + ctr.received.load(std::memory_order_relaxed);
-      coalescer.observe(packets - packets_before);
-      packets_before = packets;
+      waiter.handled(ctr.sent.load(std::memory_order_relaxed) + ctr.received.load(std::memory_order_relaxed));
     }
     return {};
   }

@@ -41,9 +41,8 @@ constexpr size_t kRecvBytes = 128;
 constexpr size_t kTxRing = 8192;  // replies whose send timestamps may still come back
 constexpr int kBacklog = 512;     // probes found waiting in one read that mean "behind"
 
-constexpr uint64_t kKindShift = 56;
 enum Kind : uint64_t { kWake = 1, kUdp = 2, kListen = 3, kConn = 4 };
-uint64_t tag(Kind k, uint64_t v) { return (static_cast<uint64_t>(k) << kKindShift) | v; }
+uint64_t tag(Kind k, uint64_t v) { return net::event_tag(static_cast<uint8_t>(k), v); }
 
 void inc(std::atomic<uint64_t>& c, uint64_t n = 1) {
   c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
@@ -403,19 +402,14 @@ struct Responder::Impl {
 
   Status loop() {
     epoll_event events[kBatch];
-    WakeCoalescer coalescer(cfg.coalesce.count(), cfg.max_coalesce.count());
-    int64_t last_wake = 0;
-    uint64_t packets_before = 0;
+    CoalescingWait waiter(cfg.coalesce.count(), cfg.max_coalesce.count());
     while (!stop_flag.load(std::memory_order_relaxed)) {
-      const int64_t coalesce = coalescer.period_ns();
-      if (last_wake + coalesce > mono_ns()) sleep_until_mono(last_wake + coalesce);
-      auto n = ep.wait(events, kBatch, 100'000'000);
-      last_wake = mono_ns();
+      auto n = waiter.wait(ep, events, kBatch, mono_ns() + 100'000'000);  // stop() is noticed within this
       if (!n) return std::unexpected(n.error());
       for (int i = 0; i < *n; ++i) {
         const uint64_t d = events[i].data.u64;
-        const auto kind = static_cast<Kind>(d >> kKindShift);
-        const uint64_t v = d & ((uint64_t{1} << kKindShift) - 1);
+        const auto kind = static_cast<Kind>(net::event_kind(d));
+        const uint64_t v = net::event_value(d);
         switch (kind) {
           case kWake:
             wake.drain();
@@ -434,9 +428,7 @@ struct Responder::Impl {
             break;
         }
       }
-      const uint64_t packets = answered.load(std::memory_order_relaxed);
-      coalescer.observe(2 * (packets - packets_before));  // each answer: a datagram in, one out
-      packets_before = packets;
+      waiter.handled(2 * answered.load(std::memory_order_relaxed));  // each answer: a datagram in, one out
     }
     return {};
   }

@@ -17,6 +17,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "base/clock.hpp"
+#include "base/result.hpp"
+#include "net/epoll.hpp"
+
 namespace weft::probe {
 
 class WakeCoalescer {
@@ -41,6 +45,36 @@ class WakeCoalescer {
 
  private:
   int64_t min_, max_, period_;
+};
+
+// The wait at the top of a coalescing event loop (prober, responder): sleep out the rest of the
+// current period since the last wake-up (never past `deadline_mono`), then wait for events until
+// `deadline_mono`. handled() after the events were dealt with adapts the period.
+class CoalescingWait {
+ public:
+  CoalescingWait(int64_t min_ns, int64_t max_ns) : coalescer_(min_ns, max_ns) {}
+
+  int64_t period_ns() const { return coalescer_.period_ns(); }
+
+  Result<int> wait(net::Epoll& ep, epoll_event* events, int max_events, int64_t deadline_mono) {
+    const int64_t until = std::min(last_wake_ + coalescer_.period_ns(), deadline_mono);
+    if (until > mono_ns()) sleep_until_mono(until);
+    auto n = ep.wait(events, max_events, std::max<int64_t>(0, deadline_mono - mono_ns()));
+    last_wake_ = mono_ns();
+    return n;
+  }
+
+  // `datagrams_total`: a running count of datagrams read and sent; the growth since the last call
+  // is what this wake-up handled.
+  void handled(uint64_t datagrams_total) {
+    coalescer_.observe(static_cast<size_t>(datagrams_total - before_));
+    before_ = datagrams_total;
+  }
+
+ private:
+  WakeCoalescer coalescer_;
+  int64_t last_wake_ = 0;
+  uint64_t before_ = 0;
 };
 
 }  // namespace weft::probe
