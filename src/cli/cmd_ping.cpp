@@ -23,6 +23,7 @@
 #include "cli/command_registry.hpp"
 #include "cli/ping_report.hpp"
 #include "net/address.hpp"
+#include "net/nic_timestamping.hpp"
 #include "probe/prober.hpp"
 #include "probe/rtt.hpp"
 
@@ -53,6 +54,7 @@ struct PingArgs {
   bool keep_open = false;
   bool quiet = false;
   std::string bind;
+  std::string hw_interface;  // switch this NIC's hardware timestamps on first
 };
 
 struct TargetSummary {
@@ -74,6 +76,14 @@ int run_ping(const PingArgs& a) {
   if (!(a.interval_s > 0) || a.interval_s > 3600) return bad_args("interval must be > 0 and <= 3600 seconds");
   if (!(a.timeout_s > 0) || a.timeout_s > 60) return bad_args("timeout must be > 0 and <= 60 seconds");
   if (a.window_s < 0 || a.window_s > 86400) return bad_args("window must be >= 0 and <= 86400 seconds");
+  if (!a.hw_interface.empty()) {
+    auto hw = net::enable_nic_timestamping(a.hw_interface);
+    if (!hw) {
+      fmt::print(stderr, "weft ping: {}\n", hw.error().message);
+      return 1;
+    }
+    log().info("{}: hardware timestamps {}", a.hw_interface, net::to_string(*hw));
+  }
   if (a.keep_open && cfg.protocol != probe::Protocol::tcp) return bad_args("--keep-open is for tcp");
   const bool echo = cfg.protocol == probe::Protocol::udp || a.keep_open;  // a responder answers
   const uint16_t default_port = cfg.protocol == probe::Protocol::udp ? 7777 : 7778;
@@ -222,6 +232,8 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
   sub->add_flag("-q,--quiet", a->quiet, "No per-probe lines");
   sub->add_flag("--keep-open", a->keep_open, "tcp: request/echo RTT on one kept-open connection");
   sub->add_option("--bind", a->bind, "Source address to probe from");
+  sub->add_option("--hw-timestamps", a->hw_interface,
+                  "udp/tcp: switch this interface's NIC hardware timestamps on first (root; left alone if already on)");
   weft::cli::add_ping_rdma_options(sub);
   sub->callback([a, sub] {
     weft::cli::set_exit_code(a->protocol == "rdma" ? weft::cli::run_ping_rdma(*sub) : run_ping(*a));

@@ -7,13 +7,22 @@
 #include "base/log.hpp"
 #include "base/signals.hpp"
 #include "cli/command_registry.hpp"
+#include "net/nic_timestamping.hpp"
 #include "probe/responder.hpp"
 
 namespace {
 
 weft::probe::Responder* g_responder = nullptr;
 
-int run_responder(const weft::probe::ResponderConfig& cfg) {
+int run_responder(const weft::probe::ResponderConfig& cfg, const std::string& hw_interface) {
+  if (!hw_interface.empty()) {
+    auto hw = weft::net::enable_nic_timestamping(hw_interface);
+    if (!hw) {
+      weft::log().error("{}", hw.error().message);
+      return 1;
+    }
+    weft::log().info("{}: hardware timestamps {}", hw_interface, weft::net::to_string(*hw));
+  }
   auto r = weft::probe::Responder::create(cfg);
   if (!r) {
     weft::log().error("{}", r.error().message);
@@ -28,8 +37,9 @@ int run_responder(const weft::probe::ResponderConfig& cfg) {
   auto st = (*r)->run();
   const auto c = (*r)->counters();
   g_responder = nullptr;
-  weft::log().info("responder: answered {}, follow-ups {}, without follow-up (behind) {}, malformed {}, tcp accepted {}",
-                   c.answered, c.followups, c.shed, c.malformed, c.tcp_accepted);
+  weft::log().info(
+      "responder: answered {}, follow-ups {}, without follow-up (behind) {}, malformed {}, tcp accepted {}",
+      c.answered, c.followups, c.shed, c.malformed, c.tcp_accepted);
   if (!st) {
     weft::log().error("{}", st.error().message);
     return 1;
@@ -42,8 +52,12 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
   auto* sub = root.app.add_subcommand("responder", "Answer UDP and TCP probes (runs until Ctrl-C)");
   sub->add_option("--listen", cfg->listen_address, "Address to listen on (IPv4 or IPv6; :: serves both)")
       ->capture_default_str();
-  sub->add_option("--udp-port", cfg->udp_port, "UDP port")->capture_default_str()->check(CLI::Range(0, 65535));
-  sub->add_option("--tcp-port", cfg->tcp_port, "TCP port")->capture_default_str()->check(CLI::Range(0, 65535));
+  sub->add_option("--udp-port", cfg->udp_port, "UDP port")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
+  sub->add_option("--tcp-port", cfg->tcp_port, "TCP port")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
   sub->add_flag("--no-udp{false}", cfg->serve_udp, "Do not serve UDP");
   sub->add_flag("--no-tcp{false}", cfg->serve_tcp, "Do not serve TCP");
   sub->add_flag("--no-followups{false}", cfg->followups,
@@ -59,10 +73,14 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
                   "out of the network RTT)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{100'000}));
-  sub->callback([cfg, coalesce_us, max_coalesce_us] {
+  auto hw_interface = std::make_shared<std::string>();
+  sub->add_option(
+      "--hw-timestamps", *hw_interface,
+      "Switch this interface's NIC hardware timestamps on first (root; left alone if already on)");
+  sub->callback([cfg, coalesce_us, max_coalesce_us, hw_interface] {
     cfg->coalesce = std::chrono::microseconds(*coalesce_us);
     cfg->max_coalesce = std::chrono::microseconds(*max_coalesce_us);
-    weft::cli::set_exit_code(run_responder(*cfg));
+    weft::cli::set_exit_code(run_responder(*cfg, *hw_interface));
   });
 }};
 
