@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/log.hpp"
+#include "controller/blame.hpp"
 #include "controller/controller.hpp"
 #include "controller/metrics_renderer.hpp"
 #include "controller/metrics_text.hpp"
@@ -277,6 +278,41 @@ void Controller::install_routes(httplib::Server& srv) {
                {"window_s", unix_s(cfg->window_ns)},
                {"hosts", hosts},
                {"pairs", std::move(pairs)}});
+  });
+
+  // Which hosts and links the latest mesh blames (controller/blame.hpp, docs/api.md).
+  srv.Get("/api/v1/suspects", [this](const httplib::Request& req, httplib::Response& res) {
+    auto proto = protocol_param(req);
+    if (!proto) return error(res, 400, proto.error().message);
+    BlameOptions opt;
+    if (req.has_param("loss")) {
+      const std::string v = req.get_param_value("loss");
+      double x = -1;
+      auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+      if (ec != std::errc{} || end != v.data() + v.size() || !(x > 0 && x <= 1))
+        return error(res, 400, fmt::format("loss must be a number in (0, 1], not '{}'", v));
+      opt.loss_threshold = x;
+    }
+    std::vector<std::string> down;
+    for (const auto& ag : mesh_->agents())
+      if (ag.state == AgentState::down) down.push_back(ag.name);
+    const Blame b = find_blame(mesh_->latest(*proto), down, now_ns(), mesh_->window_ns(), opt);
+    json hosts = json::array(), links = json::array();
+    for (const auto& h : b.hosts)
+      hosts.push_back({{"host", h.host},
+                       {"direction", h.direction},
+                       {"bad_pairs", h.bad_pairs},
+                       {"pairs", h.pairs},
+                       {"loss_ratio", h.loss_ratio}});
+    for (const auto& l : b.links) links.push_back({{"src", l.src}, {"dst", l.dst}, {"loss_ratio", l.loss_ratio}});
+    reply(res, 200,
+          json{{"protocol", probe::to_string(*proto)},
+               {"loss_threshold", opt.loss_threshold},
+               {"measured_pairs", b.measured_pairs},
+               {"bad_pairs", b.bad_pairs},
+               {"hosts", std::move(hosts)},
+               {"links", std::move(links)},
+               {"down", down}});
   });
 
   srv.Get(R"(/api/v1/pairs/([^/]+)/([^/]+)/history)", [this](const httplib::Request& req, httplib::Response& res) {

@@ -2,7 +2,8 @@
 """The mesh monitor end to end (issue 3): a controller and 4 agents, each in its own network namespace.
 
   1. within 30 s the API shows all 12 ordered pairs for UDP and for TCP, with zero loss;
-  2. 30% loss on the link h1 -> h2 (on the bridge): the h1/h2 pair shows 30% +/- 8 points of UDP loss,
+  2. 30% loss on the link h1 -> h2 (on the bridge): /api/v1/suspects names those links and no host,
+     and the h1/h2 pair shows 30% +/- 8 points of UDP loss,
      every other pair stays clean;
   3. an agent stops: it is marked down and leaves the other agents' pinglists;
   4. the controller restarts on the same store while agents keep probing: history from before is still
@@ -157,7 +158,13 @@ def step_loss(m):
     m.lab.drop(src=1, dst=2, percent=30)
     t_drop = time.time()
     log("step 2: dropping 30% of frames h1 -> h2 on the bridge")
-    time.sleep(WINDOW_S * 5 + 1)
+    # The controller's verdict: the link, both ways (h2's answers to h1 cross it too), and no host.
+    def blamed():
+        v = m.get("/api/v1/suspects?protocol=udp")
+        return not v["hosts"] and {(l["src"], l["dst"]) for l in v["links"]} == {("h1", "h2"), ("h2", "h1")}
+    wait_for(blamed, WINDOW_S * 5, interval=0.5, what="/api/v1/suspects naming the links h1->h2 and h2->h1 only")
+    log(f"   suspects: {m.get('/api/v1/suspects?protocol=udp')['links']}")
+    time.sleep(max(0.0, t_drop + WINDOW_S * 5 + 1 - time.time()))
     m.lab.clear_drops()
     t_clear = time.time()
     names = [f"h{i}" for i in AGENTS]
