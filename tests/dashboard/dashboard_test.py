@@ -85,6 +85,12 @@ def main():
                              what="tooltip")
             check(f"{LOSSY[0]} → {LOSSY[1]}" in tip and "30.0 %" in tip, f"tooltip: {tip!r}")
 
+            # The controller's verdict, under the summary: that link, and no host.
+            sus = b.wait_for("const t = document.getElementById('suspects').textContent; return t && t;",
+                             what="suspects line")
+            check(f"link {LOSSY[0]} → {LOSSY[1]} (30.0 % loss)" in sus and "host " not in sus, f"suspects: {sus!r}")
+            print(f"suspects: {sus}")
+
             # Click: the pair's history (fed 30 past windows plus live ones).
             b.click_at(cx, cy)
             hist = b.wait_for("const h = window.weftDashboard.state().history; return h && h.windows && h;",

@@ -158,6 +158,9 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send(404, {"error": f"no group named '{group}'"})
             return self.send(200, {"protocol": proto, "group": group, "window_s": WINDOW_S,
                                    "hosts": m.hosts, "pairs": m.pairs(proto, m.hosts)})
+        if u.path == "/api/v1/suspects":  # a synthetic mesh has nothing to blame
+            return self.send(200, {"protocol": q.get("protocol"), "loss_threshold": 0.05, "measured_pairs": 0,
+                                   "bad_pairs": 0, "hosts": [], "links": [], "down": []})
         if len(parts) == 6 and parts[:3] == ["api", "v1", "pairs"] and parts[5] == "history":
             src, dst = urllib.parse.unquote(parts[3]), urllib.parse.unquote(parts[4])
             since = int(float(q.get("since", time.time() - 3600)) * 10**9)

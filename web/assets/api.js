@@ -137,6 +137,7 @@ export function normalizeHistory(json) {
 export const api = {
   groups: () => "/api/v1/groups",
   agents: () => "/api/v1/agents",
+  suspects: (protocol) => `/api/v1/suspects?protocol=${encodeURIComponent(protocol)}`,
   mesh: (protocol, group) => `/api/v1/mesh?protocol=${encodeURIComponent(protocol)}` + (group ? `&group=${encodeURIComponent(group)}` : ""),
   history: (protocol, src, dst, sinceMs) =>
     `/api/v1/pairs/${encodeURIComponent(src)}/${encodeURIComponent(dst)}/history?protocol=${encodeURIComponent(protocol)}&since=${Math.floor(sinceMs / 1000)}`,

@@ -5,6 +5,7 @@ import { renderAgents } from "./agents.js";
 import { drawChart } from "./chart.js";
 import { byName, escapeHtml, fmtAge, fmtRatio, fmtUs } from "./format.js";
 import { Heatmap, buildModel } from "./heatmap.js";
+import { renderSuspects } from "./suspects.js";
 import { CELL, METRICS, SPECIAL, rampRGB, staleRGB } from "./scale.js";
 
 const $ = (id) => document.getElementById(id);
@@ -148,8 +149,10 @@ async function refresh() {
   clearTimeout(state.timer);
   const t0 = performance.now();
   try {
-    const [meshR, agentsR, groupsR] = await Promise.all([
-      getJSON(api.mesh(state.protocol, state.group)), getJSON(api.agents()), getJSON(api.groups())]);
+    // The verdict is a bonus: a controller that cannot give one must not stop the heatmap.
+    const [meshR, agentsR, groupsR, suspectsR] = await Promise.all([
+      getJSON(api.mesh(state.protocol, state.group)), getJSON(api.agents()), getJSON(api.groups()),
+      getJSON(api.suspects(state.protocol)).catch(() => null)]);
     const t1 = performance.now();
     // Groups change when the controller reloads its config: rebuild the selectors only then.
     const groups = normalizeGroups(groupsR.json);
@@ -163,6 +166,8 @@ async function refresh() {
     const modelMs = performance.now() - tm;
     const drawMs = drawMesh();
     renderAgents($("agents").querySelector("tbody"), state.agents, mesh.nowMs);
+    state.suspects = suspectsR ? suspectsR.json : null;
+    renderSuspects($("suspects"), state.suspects, state.protocol);
     if (state.history) await loadHistory();
     state.renders++;
     state.error = null;
