@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "controller/blame.hpp"
 #include "controller/metrics_text.hpp"
 
 namespace weft::controller {
@@ -64,7 +65,8 @@ double ratio(uint64_t part, uint64_t whole) {
   return whole == 0 ? 0.0 : static_cast<double>(part) / static_cast<double>(whole);
 }
 
-std::vector<ProtocolData> collect(const MeshView& view, const std::vector<AgentInfo>& agents, int64_t now_ns) {
+std::vector<ProtocolData> collect(const MeshView& view, const std::vector<AgentInfo>& agents,
+                                  int64_t now_ns) {
   const int64_t window_ns = view.window_ns();
   std::vector<ProtocolData> out;
   for (auto proto : kProtocols) {
@@ -121,11 +123,13 @@ void render_controller(PromText& t, const MeshView& view, const std::vector<Agen
   t.sample({{"result", "accepted"}}, static_cast<double>(c.windows_accepted));
   t.sample({{"result", "duplicate"}}, static_cast<double>(c.windows_duplicate));
   t.sample({{"result", "stale"}}, static_cast<double>(c.windows_stale));
-  t.family("weft_controller_ingest_received_bytes_total", PromType::counter, "Bytes of ingest request bodies received.");
+  t.family("weft_controller_ingest_received_bytes_total", PromType::counter,
+           "Bytes of ingest request bodies received.");
   t.sample(static_cast<double>(c.bytes));
 
   const StoreInfo s = view.store_info();
-  t.family("weft_controller_store_up", PromType::gauge, "1 if the result store answers, 0 if its last operation failed.");
+  t.family("weft_controller_store_up", PromType::gauge,
+           "1 if the result store answers, 0 if its last operation failed.");
   t.sample({{"kind", s.kind}}, s.healthy ? 1 : 0);
   t.family("weft_controller_store_pairs", PromType::gauge,
            "Ordered pairs whose latest window the controller holds, by protocol and freshness.");
@@ -141,19 +145,26 @@ void render_agents(PromText& t, const std::vector<AgentInfo>& agents) {
   for (const auto& a : agents) t.sample({{"host", a.name}}, a.state == AgentState::up ? 1 : 0);
   t.family("weft_agent_info", PromType::gauge, "Always 1; the agent's version as a label.");
   for (const auto& a : agents) t.sample({{"host", a.name}, {"version", a.version}}, 1);
-  t.family("weft_agent_last_seen_timestamp_seconds", PromType::gauge, "When the controller last heard from the agent (Unix time).");
-  for (const auto& a : agents) t.sample({{"host", a.name}}, static_cast<double>(a.last_seen_unix_ns) / kNsPerS);
-  t.family("weft_agent_cpu_ratio", PromType::gauge, "CPU the agent used, as a fraction of one core, over its last report interval.");
+  t.family("weft_agent_last_seen_timestamp_seconds", PromType::gauge,
+           "When the controller last heard from the agent (Unix time).");
+  for (const auto& a : agents)
+    t.sample({{"host", a.name}}, static_cast<double>(a.last_seen_unix_ns) / kNsPerS);
+  t.family("weft_agent_cpu_ratio", PromType::gauge,
+           "CPU the agent used, as a fraction of one core, over its last report interval.");
   for (const auto& a : agents) t.sample({{"host", a.name}}, a.health.cpu_percent / 100.0);
   t.family("weft_agent_resident_memory_bytes", PromType::gauge, "Resident set size of the agent process.");
   for (const auto& a : agents) t.sample({{"host", a.name}}, static_cast<double>(a.health.rss_kb) * 1024.0);
-  t.family("weft_agent_probes_per_second", PromType::gauge, "Probes the agent sends per second, all protocols.");
+  t.family("weft_agent_probes_per_second", PromType::gauge,
+           "Probes the agent sends per second, all protocols.");
   for (const auto& a : agents) t.sample({{"host", a.name}}, a.health.probes_per_s);
-  t.family("weft_agent_spooled_windows", PromType::gauge, "Windows waiting in the agent's buffer or disk spool.");
+  t.family("weft_agent_spooled_windows", PromType::gauge,
+           "Windows waiting in the agent's buffer or disk spool.");
   for (const auto& a : agents) t.sample({{"host", a.name}}, static_cast<double>(a.health.spooled_windows));
-  t.family("weft_agent_dropped_windows_total", PromType::counter, "Windows the agent threw away because its spool was full (since the agent started).");
+  t.family("weft_agent_dropped_windows_total", PromType::counter,
+           "Windows the agent threw away because its spool was full (since the agent started).");
   for (const auto& a : agents) t.sample({{"host", a.name}}, static_cast<double>(a.health.dropped_windows));
-  t.family("weft_agent_prober_restarts_total", PromType::counter, "Probers the agent had to restart (since the agent started).");
+  t.family("weft_agent_prober_restarts_total", PromType::counter,
+           "Probers the agent had to restart (since the agent started).");
   for (const auto& a : agents) t.sample({{"host", a.name}}, static_cast<double>(a.health.prober_restarts));
   t.family("weft_agent_alarms", PromType::gauge, "Alarms currently raised for the agent.");
   for (const auto& a : agents) t.sample({{"host", a.name}}, static_cast<double>(a.alarms.size()));
@@ -211,8 +222,10 @@ PairPick pick_pairs(const std::vector<ProtocolData>& data, const MetricsOptions&
   for (const auto& d : data) {
     for (size_t i = 0; i < d.pairs.size(); ++i) {
       if (!d.current[i]) continue;
-      if (pick.pairs.size() < cap) pick.pairs.emplace_back(&d, &d.pairs[i]);
-      else pick.omitted++;
+      if (pick.pairs.size() < cap)
+        pick.pairs.emplace_back(&d, &d.pairs[i]);
+      else
+        pick.omitted++;
     }
   }
   return pick;
@@ -220,7 +233,8 @@ PairPick pick_pairs(const std::vector<ProtocolData>& data, const MetricsOptions&
 
 void render_pairs(PromText& t, const PairPick& pick) {
   auto labels3 = [](const ProtocolData* d, const PairWindow* p) {
-    return std::array<PromLabel, 3>{{{"protocol", probe::to_string(d->protocol)}, {"src", p->src}, {"dst", p->dst}}};
+    return std::array<PromLabel, 3>{
+        {{"protocol", probe::to_string(d->protocol)}, {"src", p->src}, {"dst", p->dst}}};
   };
   t.family("weft_pair_network_rtt_seconds", PromType::gauge,
            "Network RTT of the pair's latest window (responder time taken out), by statistic.");
@@ -233,26 +247,63 @@ void render_pairs(PromText& t, const PairPick& pick) {
     for (const auto& [stat, ns] : stats)
       t.sample({l[0], l[1], l[2], {"stat", stat}}, static_cast<double>(ns) / kNsPerS);
   }
-  t.family("weft_pair_loss_ratio", PromType::gauge, "Probes lost over probes sent in the pair's latest window.");
+  t.family("weft_pair_loss_ratio", PromType::gauge,
+           "Probes lost over probes sent in the pair's latest window.");
   for (const auto& [d, p] : pick.pairs) {
     const auto l = labels3(d, p);
     t.sample({l[0], l[1], l[2]}, ratio(p->window.lost, p->window.sent));
   }
-  t.family("weft_pair_late_ratio", PromType::gauge, "Probes answered after the timeout over probes sent, latest window.");
+  t.family("weft_pair_late_ratio", PromType::gauge,
+           "Probes answered after the timeout over probes sent, latest window.");
   for (const auto& [d, p] : pick.pairs) {
     const auto l = labels3(d, p);
     t.sample({l[0], l[1], l[2]}, ratio(p->window.late, p->window.sent));
   }
-  t.family("weft_pair_duplicate_ratio", PromType::gauge, "Duplicate answers over probes sent, latest window.");
+  t.family("weft_pair_duplicate_ratio", PromType::gauge,
+           "Duplicate answers over probes sent, latest window.");
   for (const auto& [d, p] : pick.pairs) {
     const auto l = labels3(d, p);
     t.sample({l[0], l[1], l[2]}, ratio(p->window.duplicate, p->window.sent));
   }
-  t.family("weft_pair_window_end_timestamp_seconds", PromType::gauge, "End of the pair's latest window (Unix time).");
+  t.family("weft_pair_window_end_timestamp_seconds", PromType::gauge,
+           "End of the pair's latest window (Unix time).");
   for (const auto& [d, p] : pick.pairs) {
     const auto l = labels3(d, p);
     t.sample({l[0], l[1], l[2]}, static_cast<double>(p->window.end_unix_ns) / kNsPerS);
   }
+}
+
+// The controller's verdict (blame.hpp) per protocol, for alerting: counts, one series per blamed
+// host, and one per blamed link up to kMaxSuspectLinks (a mesh with more has a bigger problem).
+constexpr size_t kMaxSuspectLinks = 100;
+
+void render_suspects(PromText& t, const std::vector<ProtocolData>& data, const std::vector<AgentInfo>& agents,
+                     int64_t now_ns, int64_t window_ns) {
+  std::vector<std::string> down;
+  for (const auto& a : agents)
+    if (a.state == AgentState::down) down.push_back(a.name);
+  std::vector<std::pair<const char*, Blame>> verdicts;
+  for (const auto& d : data)
+    verdicts.emplace_back(probe::to_string(d.protocol), find_blame(d.pairs, down, now_ns, window_ns));
+  t.family("weft_suspect_hosts", PromType::gauge,
+           "Hosts the controller blames for bad pairs (GET /api/v1/suspects).");
+  for (const auto& [proto, b] : verdicts)
+    t.sample({{"protocol", proto}}, static_cast<double>(b.hosts.size()));
+  t.family("weft_suspect_links", PromType::gauge, "Bad links (directional pairs) no blamed host explains.");
+  for (const auto& [proto, b] : verdicts)
+    t.sample({{"protocol", proto}}, static_cast<double>(b.links.size()));
+  t.family("weft_suspect_host_bad_pairs", PromType::gauge,
+           "Bad pairs of a blamed host in its blamed direction (in, out or both).");
+  for (const auto& [proto, b] : verdicts)
+    for (const auto& h : b.hosts)
+      t.sample({{"protocol", proto}, {"host", h.host}, {"direction", h.direction}},
+               static_cast<double>(h.bad_pairs));
+  t.family("weft_suspect_link_loss_ratio", PromType::gauge,
+           "Loss ratio of a blamed link's latest window (at most 100 links per protocol).");
+  for (const auto& [proto, b] : verdicts)
+    for (size_t i = 0; i < b.links.size() && i < kMaxSuspectLinks; ++i)
+      t.sample({{"protocol", proto}, {"src", b.links[i].src}, {"dst", b.links[i].dst}},
+               b.links[i].loss_ratio);
 }
 
 }  // namespace
@@ -264,13 +315,15 @@ std::string render_metrics(const MeshView& view, const MetricsOptions& options, 
   render_controller(t, view, agents, data);
   render_agents(t, agents);
   render_hosts(t, data);
+  render_suspects(t, data, agents, now_unix_ns, view.window_ns());
   PairPick pick;
   if (options.per_pair) {
     pick = pick_pairs(data, options);
     render_pairs(t, pick);
   }
-  t.family("weft_controller_metrics_pairs_omitted", PromType::gauge,
-           "Current pairs left out of weft_pair_* series by the series cap (0 when per-pair series are off).");
+  t.family(
+      "weft_controller_metrics_pairs_omitted", PromType::gauge,
+      "Current pairs left out of weft_pair_* series by the series cap (0 when per-pair series are off).");
   t.sample(static_cast<double>(pick.omitted));
   return t.take();
 }

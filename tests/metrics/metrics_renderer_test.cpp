@@ -109,6 +109,19 @@ TEST(MetricsRenderer, HostAggregatesFromCurrentWindowsOnly) {
   for (const auto& [k, _] : m) EXPECT_EQ(k.find("rdma"), std::string::npos) << k;
 }
 
+TEST(MetricsRenderer, SuspectsAsGauges) {
+  // a->b loses 30%: with only two live hosts that is a link, not a host; b->c is all lost but c is
+  // down, so it is no one's verdict.
+  const auto p = parse(render_metrics(sample_view(), {}, kNow));
+  const auto& m = p.samples;
+  EXPECT_DOUBLE_EQ(m.at(S("weft_suspect_links{protocol=\"udp\"}")), 1);
+  EXPECT_DOUBLE_EQ(m.at(S("weft_suspect_hosts{protocol=\"udp\"}")), 0);
+  EXPECT_DOUBLE_EQ(m.at(S("weft_suspect_link_loss_ratio{protocol=\"udp\",src=\"a\",dst=\"b\"}")), 0.3);
+  EXPECT_FALSE(m.contains(S("weft_suspect_link_loss_ratio{protocol=\"udp\",src=\"b\",dst=\"c\"}")));
+  EXPECT_DOUBLE_EQ(m.at(S("weft_suspect_links{protocol=\"tcp\"}")), 0);
+  EXPECT_EQ(p.types.at("weft_suspect_host_bad_pairs"), "gauge");
+}
+
 TEST(MetricsRenderer, MedianOfEvenCountIsMeanOfMiddlePair) {
   FakeMeshView v;
   const int64_t t = kNow - 1'000'000'000;
