@@ -116,6 +116,14 @@ def main():
         expect({400}, call("GET", "/api/v1/pairs/g1/g2/history?protocol=udp&since=yesterday"), "history bad since")
         expect({400}, call("GET", "/api/v1/pairs/g1/g2/history?protocol=udp&limit=0"), "history bad limit")
         expect({404}, call("GET", "/api/v1/nothing"), "unknown path")
+        expect({400}, call("GET", "/api/v1/suspects"), "suspects without protocol")
+        for bad in ("2", "0", "-0.1", "abc", "0.5x", "nan"):
+            expect({400}, call("GET", f"/api/v1/suspects?protocol=udp&loss={bad}"), f"suspects loss={bad}")
+        st, b = call("GET", "/api/v1/suspects?protocol=udp&loss=0.2")
+        expect({200}, (st, b), "suspects")
+        v = json.loads(b)
+        if v["loss_threshold"] != 0.2 or not {"hosts", "links", "down", "measured_pairs", "bad_pairs"} <= set(v):
+            raise SystemExit(f"FAIL suspects answer: {b[:300]!r}")
         expect({400}, call("GET", "/api/v1/pinglist?agent=%00"), "pinglist bad name")
         # Broken HTTP on a raw socket.
         for raw in [b"GARBAGE\r\n\r\n", b"POST /api/v1/report HTTP/1.1\r\nContent-Length: 99999999999\r\n\r\n",
