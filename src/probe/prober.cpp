@@ -42,7 +42,8 @@ uint64_t tag(Kind k, uint64_t v) { return net::event_tag(static_cast<uint8_t>(k)
 
 struct Counters {
   std::atomic<uint64_t> sent{0}, received{0}, lost{0}, late{0}, duplicate{0}, malformed{0},
-      unknown_session{0}, unknown_probe{0}, evicted{0}, send_errors{0}, weird{0};
+      unknown_session{0}, unknown_probe{0}, evicted{0}, send_errors{0}, weird{0}, wakeups{0},
+      streaming_wakeups{0};
   static void inc(std::atomic<uint64_t>& c, uint64_t n = 1) {
     c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
   }
@@ -107,7 +108,9 @@ struct Prober::Impl {
   int64_t window_ns = 0, interval_ns = 0, timeout_ns = 0;
   int64_t offset_rt = 0;  // realtime - monotonic, fixed when run() starts
   int64_t next_flush_mono = 0;
-  int64_t slack_ns = 0;  // sends due this soon are sent now (see loop())
+  int64_t slack_ns = 0;
+  bool udp_polled = false;  // UDP sockets out of the epoll set (see poll_udp)  // sends due this soon are
+                            // sent now (see loop())
   uint64_t tcp_open = 0, tcp_cap = 0;
   bool warned_send = false;
 
@@ -895,6 +898,22 @@ struct Prober::Impl {
     return {};
   }
 
+  // While a stream flows, the UDP sockets leave the epoll set and are read on every wake-up
+  // instead: every datagram and every transmit stamp queued on a socket in an epoll set calls
+  // epoll's callback (a lock and a check), several per probe, and a streaming loop wakes on its
+  // own timer anyway. Back in the set as soon as the load is light, so answers are read at once.
+  void poll_udp(bool on) {
+    if (on == udp_polled) return;
+    udp_polled = on;
+    for (int f = 0; f < 2; ++f) {
+      if (!udp[f].fd.valid()) continue;
+      if (on)
+        ep.remove(udp[f].fd.get());
+      else
+        (void)ep.add(udp[f].fd.get(), EPOLLIN, tag(kUdp, static_cast<uint64_t>(f)));
+    }
+  }
+
   Status loop() {
     epoll_event events[kBatch];
     offset_rt = realtime_ns() - mono_ns();
@@ -916,6 +935,7 @@ struct Prober::Impl {
       int64_t next = now + 100'000'000;  // stop() is noticed within this
       if (!heap.empty()) next = std::min(next, heap.front().t - slack_ns / 2);
       next = std::min({next, expire_next(), grace_next(), next_flush_mono});
+      if (udp_polled) next = std::min(next, waiter.next_wake_ns());
       auto n = waiter.wait(ep, events, kBatch, next);
       if (!n) return std::unexpected(n.error());
       for (int i = 0; i < *n; ++i) {
@@ -937,7 +957,14 @@ struct Prober::Impl {
             break;
         }
       }
+      Counters::inc(ctr.wakeups);
+      if (udp_polled) {
+        Counters::inc(ctr.streaming_wakeups);
+        for (int f = 0; f < 2; ++f)
+          if (udp[f].fd.valid()) udp_readable(f, EPOLLIN | EPOLLERR);
+      }
       waiter.handled(ctr.sent.load(std::memory_order_relaxed) + ctr.received.load(std::memory_order_relaxed));
+      poll_udp(waiter.streaming());
     }
     return {};
   }
@@ -1020,6 +1047,8 @@ ProberCounters Prober::counters() const {
   out.evicted = l(c.evicted);
   out.send_errors = l(c.send_errors);
   out.weird = l(c.weird);
+  out.wakeups = l(c.wakeups);
+  out.streaming_wakeups = l(c.streaming_wakeups);
   return out;
 }
 

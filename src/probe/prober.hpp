@@ -60,7 +60,9 @@ struct ProberCounters {
   uint64_t unknown_probe = 0;  // our session, but a sequence number never sent
   uint64_t evicted = 0;        // declared lost early because the in-flight table was full
   uint64_t send_errors = 0;
-  uint64_t weird = 0;  // timestamps that did not add up (see compute_rtt)
+  uint64_t weird = 0;              // timestamps that did not add up (see compute_rtt)
+  uint64_t wakeups = 0;            // event-loop wake-ups
+  uint64_t streaming_wakeups = 0;  // ... of them with the UDP sockets read without epoll (a stream flowing)
 };
 
 // One finished probe, for `weft ping`-style per-probe output. Times in nanoseconds.

@@ -146,7 +146,8 @@ struct Responder::Impl {
   std::vector<TxEntry> tx_ring;
   std::unordered_map<int, std::unique_ptr<Conn>> conns;
   std::atomic<bool> stop_flag{false};
-  std::atomic<uint64_t> answered{0}, malformed{0}, tcp_accepted{0}, followups{0}, shed{0};
+  std::atomic<uint64_t> answered{0}, malformed{0}, tcp_accepted{0}, followups{0}, shed{0}, wakeups{0},
+      streaming_wakeups{0};
 
   mmsghdr rmsg[kBatch];
   iovec riov[kBatch];
@@ -165,6 +166,7 @@ struct Responder::Impl {
   bool followups_skip_ids = false;
   bool followups_on = true;  // and the socket has transmit timestamps
   bool backlog = false;      // the last read found at least kBacklog probes waiting
+  bool udp_polled = false;   // the UDP socket is out of the epoll set (see poll_udp)
   int n_send = 0;
 
   void prepare_recv(bool with_name) {
@@ -400,11 +402,26 @@ struct Responder::Impl {
     if (!open) close_conn(fd);
   }
 
+  // While a stream flows, the UDP socket leaves the epoll set and is read on every wake-up instead
+  // (each datagram and transmit stamp on a socket in an epoll set costs a callback; the loop
+  // wakes on its own timer anyway). Back in the set when the load is light.
+  void poll_udp(bool on) {
+    if (on == udp_polled || !udp.valid()) return;
+    udp_polled = on;
+    if (on)
+      ep.remove(udp.get());
+    else
+      (void)ep.add(udp.get(), EPOLLIN, tag(kUdp, 0));
+  }
+
   Status loop() {
     epoll_event events[kBatch];
     CoalescingWait waiter(cfg.coalesce.count(), cfg.max_coalesce.count());
     while (!stop_flag.load(std::memory_order_relaxed)) {
-      auto n = waiter.wait(ep, events, kBatch, mono_ns() + 100'000'000);  // stop() is noticed within this
+      // stop() is noticed within 100 ms; a polled UDP socket is read at the end of each period.
+      const int64_t deadline = mono_ns() + 100'000'000;
+      auto n =
+          waiter.wait(ep, events, kBatch, udp_polled ? std::min(deadline, waiter.next_wake_ns()) : deadline);
       if (!n) return std::unexpected(n.error());
       for (int i = 0; i < *n; ++i) {
         const uint64_t d = events[i].data.u64;
@@ -428,7 +445,13 @@ struct Responder::Impl {
             break;
         }
       }
+      inc(wakeups);
+      if (udp_polled) {
+        inc(streaming_wakeups);
+        udp_readable();  // drains the error queue too
+      }
       waiter.handled(2 * answered.load(std::memory_order_relaxed));  // each answer: a datagram in, one out
+      poll_udp(waiter.streaming());
     }
     return {};
   }
@@ -501,8 +524,8 @@ void Responder::stop() {
 
 ResponderCounters Responder::counters() const {
   auto l = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
-  return {l(impl_->answered), l(impl_->malformed), l(impl_->tcp_accepted), l(impl_->followups),
-          l(impl_->shed)};
+  return {l(impl_->answered), l(impl_->malformed), l(impl_->tcp_accepted),     l(impl_->followups),
+          l(impl_->shed),     l(impl_->wakeups),   l(impl_->streaming_wakeups)};
 }
 
 uint16_t Responder::udp_port() const { return impl_->udp_port; }

@@ -34,8 +34,10 @@ struct ResponderCounters {
   uint64_t answered = 0;   // UDP replies and TCP echoes sent
   uint64_t malformed = 0;  // datagrams / frames that did not parse
   uint64_t tcp_accepted = 0;
-  uint64_t followups = 0;  // follow-ups sent with the kernel TX timestamp
-  uint64_t shed = 0;       // replies sent without a follow-up because the responder was behind
+  uint64_t followups = 0;          // follow-ups sent with the kernel TX timestamp
+  uint64_t shed = 0;               // replies sent without a follow-up because the responder was behind
+  uint64_t wakeups = 0;            // event-loop wake-ups
+  uint64_t streaming_wakeups = 0;  // ... of them with the UDP socket read without epoll (a stream flowing)
 };
 
 class Responder {

@@ -34,6 +34,8 @@ class WakeCoalescer {
       : min_(std::max<int64_t>(min_ns, 0)), max_(std::max(min_, max_ns)), period_(min_) {}
 
   int64_t period_ns() const { return period_; }
+  // Above the shortest period: a stream is flowing and every wake-up will find packets.
+  bool streaming() const { return period_ > min_; }
 
   // `packets`: datagrams the last wake-up read and sent.
   void observe(size_t packets) {
@@ -55,6 +57,9 @@ class CoalescingWait {
   CoalescingWait(int64_t min_ns, int64_t max_ns) : coalescer_(min_ns, max_ns) {}
 
   int64_t period_ns() const { return coalescer_.period_ns(); }
+  bool streaming() const { return coalescer_.streaming(); }
+  // When the current period since the last wake-up ends.
+  int64_t next_wake_ns() const { return last_wake_ + coalescer_.period_ns(); }
 
   Result<int> wait(net::Epoll& ep, epoll_event* events, int max_events, int64_t deadline_mono) {
     const int64_t until = std::min(last_wake_ + coalescer_.period_ns(), deadline_mono);
