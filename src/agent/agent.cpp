@@ -11,10 +11,14 @@
 #include <sstream>
 #include <fstream>
 #include <map>
+#include <optional>
+#include <utility>
 #include <random>
 
 #include <nlohmann/json.hpp>
 
+#include "agent/rdma_pinglist.hpp"
+#include "agent/registration.hpp"
 #include "base/log.hpp"
 #include "probe/prober.hpp"
 #include "probe/responder.hpp"
@@ -126,6 +130,20 @@ struct ProberRun {
   uint64_t sent_base = 0;            // probes sent by earlier incarnations
 };
 
+// One RDMA engine (one rail), run by its own thread and re-created when it dies.
+struct RdmaRun {
+  size_t rail = 0;
+  probe::RdmaEngineConfig config;
+  std::thread thread;
+  std::mutex mu;
+  std::unique_ptr<probe::RdmaEngine> ready;    // made by start(), not yet run
+  probe::RdmaEngine* current = nullptr;        // while run() is active
+  std::optional<RdmaEndpoint> endpoint;        // its address while it runs (registered)
+  std::optional<probe::RdmaSchedule> schedule;  // from the pinglist
+  std::vector<probe::RdmaTarget> targets;      // from the pinglist
+  uint64_t sent_base = 0;                      // probes sent by earlier engines
+};
+
 struct Agent::Impl {
   AgentConfig cfg;
   Url url;
@@ -144,6 +162,9 @@ struct Agent::Impl {
   std::map<probe::Protocol, std::unique_ptr<ProberRun>> probers;
   std::mutex probers_mu;
 
+  std::vector<std::unique_ptr<RdmaRun>> rdma_runs;  // fixed after start(), by rail
+  bool reregister = false;  // (under mu) an RDMA address changed: tell the controller
+
   std::mutex collect_mu;  // windows finished by probers, not yet batched
   std::vector<probe::WindowStats> collected;
   std::vector<AlarmEvent> alarms;  // not yet reported
@@ -160,6 +181,14 @@ struct Agent::Impl {
   uint64_t last_probes = 0;
 
   explicit Impl(AgentConfig c) : cfg(std::move(c)), outbox(cfg.outbox) {}
+
+  void addresses_changed() {
+    {
+      std::lock_guard lk(mu);
+      reregister = true;
+    }
+    cv.notify_all();
+  }
 
   bool sleep_for(std::chrono::nanoseconds d) {
     std::unique_lock lk(mu);
@@ -251,10 +280,114 @@ struct Agent::Impl {
     }
   }
 
+  // ---- RDMA engines ----
+  void rdma_loop(RdmaRun& r) {
+    // A device that is not there stays away for a while: retry less and less often (2 s .. 1 min)
+    // rather than raise an alarm every two seconds.
+    auto retry = std::chrono::seconds(2);
+    while (!is_stopping()) {
+      std::unique_ptr<probe::RdmaEngine> e;
+      {
+        std::lock_guard lk(r.mu);
+        e = std::move(r.ready);
+      }
+      if (!e) {
+        auto made = probe::RdmaEngine::create(r.config);
+        if (!made) {
+          alarm("rdma_engine_failed", fmt::format("rdma rail {} ({}): {}", r.rail, r.config.device, made.error().message));
+          restarts++;
+          if (!sleep_for(retry)) break;
+          retry = std::min<std::chrono::seconds>(retry * 2, std::chrono::seconds(60));
+          continue;
+        }
+        e = std::move(*made);
+      }
+      retry = std::chrono::seconds(2);
+      bool changed;
+      {
+        std::lock_guard lk(r.mu);
+        if (r.schedule) (void)e->set_schedule(*r.schedule);
+        e->set_targets(r.targets);
+        auto ep = endpoint_of(e->address());
+        changed = r.endpoint != ep;  // start() already registered the engine it made
+        r.endpoint = ep;
+        r.current = e.get();
+      }
+      log().info("rdma rail {}: engine on {}, timestamps {}{}", r.rail, e->address().to_string(),
+                 probe::to_string(e->timestamp_source()), e->timestamp_note().empty() ? "" : " (" + e->timestamp_note() + ")");
+      if (changed) addresses_changed();
+      // Agent::stop() sets stopping, then stops r.current. Either it saw this engine as current,
+      // or stopping was set before this check; the engine keeps a stop() made before run().
+      if (is_stopping()) e->stop();
+      auto st = e->run([this](probe::WindowStats&& w) {
+        windows_made++;
+        std::lock_guard lk(collect_mu);
+        collected.push_back(std::move(w));
+      });
+      {
+        std::lock_guard lk(r.mu);
+        r.current = nullptr;
+        r.endpoint.reset();
+        r.sent_base += e->counters().sent;
+      }
+      if (is_stopping()) break;
+      e.reset();  // the QP goes; its successor gets a new QPN, which peers learn from the pinglist
+      restarts++;
+      alarm("rdma_engine_restarted", fmt::format("rdma rail {} ({}) stopped: {}", r.rail, r.config.device,
+                                                 st ? std::string("run() returned") : st.error().message));
+      addresses_changed();
+      if (!sleep_for(std::chrono::seconds(1))) break;
+    }
+  }
+
+  // The running engines' addresses, rail 0 first. Rails are positions, so the list ends at the
+  // first rail whose engine is not running (the ones after it are registered once it is back).
+  std::vector<RdmaEndpoint> rdma_endpoints() {
+    std::vector<RdmaEndpoint> out;
+    for (auto& r : rdma_runs) {
+      std::lock_guard lk(r->mu);
+      if (!r->endpoint) break;
+      out.push_back(*r->endpoint);
+    }
+    return out;
+  }
+
+  void apply_rdma_pinglist(const json* pj, int64_t window_ns) {
+    std::vector<std::vector<probe::RdmaTarget>> by_rail(rdma_runs.size());
+    std::optional<probe::RdmaSchedule> schedule;
+    if (pj) {
+      auto t = rdma_targets_by_rail(pj->at("targets"), rdma_runs.size());
+      if (!t) {
+        log().error("pinglist: rdma targets not applied: {}", t.error().message);
+        return;
+      }
+      by_rail = std::move(*t);
+      schedule = probe::RdmaSchedule{std::chrono::microseconds(pj->at("interval_us").get<int64_t>()),
+                                     std::chrono::microseconds(pj->at("timeout_us").get<int64_t>()),
+                                     std::chrono::nanoseconds(window_ns)};
+    }
+    for (auto& r : rdma_runs) {
+      std::lock_guard lk(r->mu);
+      r->targets = by_rail[r->rail];
+      if (schedule) r->schedule = schedule;
+      if (!r->current) continue;
+      if (schedule)
+        if (auto st = r->current->set_schedule(*schedule); !st) log().error("pinglist: rdma: {}", st.error().message);
+      r->current->set_targets(r->targets);
+    }
+    for (auto& r : rdma_runs) log().info("rdma rail {} pinglist: {} targets", r->rail, by_rail[r->rail].size());
+  }
+
   uint64_t probes_sent() {
     uint64_t n = 0;
-    std::lock_guard lk(probers_mu);
-    for (auto& [p, r] : probers) {
+    {
+      std::lock_guard lk(probers_mu);
+      for (auto& [p, r] : probers) {
+        std::lock_guard rl(r->mu);
+        n += r->sent_base + (r->current ? r->current->counters().sent : 0);
+      }
+    }
+    for (auto& r : rdma_runs) {
       std::lock_guard rl(r->mu);
       n += r->sent_base + (r->current ? r->current->counters().sent : 0);
     }
@@ -266,10 +399,14 @@ struct Agent::Impl {
     report_interval_ns = std::max<int64_t>(100'000'000, j.value("report_interval_ms", int64_t{1000}) * 1'000'000);
     sync_interval_ns = std::max<int64_t>(500'000'000, j.value("sync_interval_ms", int64_t{10000}) * 1'000'000);
     std::map<probe::Protocol, std::pair<probe::ProberConfig, std::vector<probe::Target>>> wanted;
+    const json* rdma_plan = nullptr;
     for (const auto& pj : j.at("protocols")) {
       auto proto = parse_protocol(pj.at("protocol").get<std::string>());
       if (!proto || std::find(cfg.protocols.begin(), cfg.protocols.end(), *proto) == cfg.protocols.end()) continue;
-      if (*proto == probe::Protocol::rdma) continue;  // not driven by this agent yet
+      if (*proto == probe::Protocol::rdma) {  // the engines, not a Prober
+        rdma_plan = &pj;
+        continue;
+      }
       probe::ProberConfig pc;
       pc.protocol = *proto;
       pc.bind_address = cfg.address;
@@ -281,6 +418,7 @@ struct Agent::Impl {
         targets.push_back({t.at("name").get<std::string>(), t.at("host").get<std::string>(), t.at("port").get<uint16_t>()});
       wanted[*proto] = {pc, std::move(targets)};
     }
+    if (!rdma_runs.empty()) apply_rdma_pinglist(rdma_plan, window_ns);
     std::lock_guard lk(probers_mu);
     for (auto& [proto, run] : probers)
       if (!wanted.contains(proto)) {  // no longer asked for: keep the thread, probe nobody
@@ -322,14 +460,12 @@ struct Agent::Impl {
 
   // ---- controller conversation ----
   bool do_register() {
-    json body{{"name", cfg.name},
-              {"addresses", {cfg.address}},
-              {"version", WEFT_VERSION},
-              {"udp_port", cfg.udp_port},
-              {"tcp_port", cfg.tcp_port}};
-    body["protocols"] = json::array();
-    for (auto p : cfg.protocols) body["protocols"].push_back(probe::to_string(p));
-    auto res = http->Post("/api/v1/register", headers, body.dump(), "application/json");
+    {
+      std::lock_guard lk(mu);
+      reregister = false;  // this registration carries the addresses as they are now
+    }
+    Registration reg{cfg.name, {cfg.address}, cfg.protocols, WEFT_VERSION, cfg.udp_port, cfg.tcp_port, rdma_endpoints()};
+    auto res = http->Post("/api/v1/register", headers, registration_json(reg), "application/json");
     if (!res) {
       log().warn("register: controller unreachable ({})", httplib::to_string(res.error()));
       return false;
@@ -343,7 +479,8 @@ struct Agent::Impl {
       report_interval_ns = std::max<int64_t>(100'000'000, j.value("report_interval_ms", int64_t{1000}) * 1'000'000);
       sync_interval_ns = std::max<int64_t>(500'000'000, j.value("sync_interval_ms", int64_t{10000}) * 1'000'000);
     }
-    log().info("registered with {} as {} ({})", cfg.controller_url, cfg.name, cfg.address);
+    log().info("registered with {} as {} ({}{})", cfg.controller_url, cfg.name, cfg.address,
+               reg.rdma.empty() ? "" : fmt::format(", {} rdma rails", reg.rdma.size()));
     registered = true;
     return true;
   }
@@ -470,11 +607,17 @@ struct Agent::Impl {
       auto next_report = Clock::now() + std::chrono::nanoseconds(report_interval_ns);
       while (registered && !is_stopping()) {
         auto wake = std::min(next_sync, next_report);
+        bool again = false;
         {
           std::unique_lock lk(mu);
-          cv.wait_until(lk, wake, [&] { return stopping; });
+          cv.wait_until(lk, wake, [&] { return stopping || reregister; });
+          again = std::exchange(reregister, false);
         }
         if (is_stopping()) break;
+        if (again) {  // an RDMA engine came or went: register its new address
+          registered = false;
+          break;
+        }
         auto now = Clock::now();
         bool changed = false;
         if (now >= next_report) {
@@ -515,6 +658,25 @@ Status Agent::start() {
   I.http->set_tcp_nodelay(true);  // headers and body go out in two writes: no Nagle delay
   if (!I.cfg.token.empty()) I.headers.emplace("Authorization", "Bearer " + I.cfg.token);
   I.last_cpu = process_cpu_seconds();
+  if (!I.cfg.rdma.empty() &&
+      std::find(I.cfg.protocols.begin(), I.cfg.protocols.end(), probe::Protocol::rdma) == I.cfg.protocols.end())
+    I.cfg.protocols.push_back(probe::Protocol::rdma);
+  for (size_t i = 0; i < I.cfg.rdma.size(); ++i) {
+    auto run = std::make_unique<RdmaRun>();
+    run->rail = i;
+    run->config = I.cfg.rdma[i];
+    // Made here so that the first registration already carries the address; one that fails is
+    // retried by its thread (with an alarm), like a prober that cannot start.
+    auto e = probe::RdmaEngine::create(run->config);
+    if (e) run->ready = std::move(*e);
+    else I.alarm("rdma_engine_failed", fmt::format("rdma rail {} ({}): {}", i, run->config.device, e.error().message));
+    if (run->ready) run->endpoint = endpoint_of(run->ready->address());
+    I.rdma_runs.push_back(std::move(run));
+  }
+  for (auto& r : I.rdma_runs) {
+    RdmaRun* raw = r.get();
+    r->thread = std::thread([&I, raw] { I.rdma_loop(*raw); });
+  }
   I.responder_thread = std::thread([&I] { I.responder_loop(); });
   I.control = std::thread([&I] { I.control_loop(); });
   return {};
@@ -539,9 +701,15 @@ void Agent::stop() {
       if (r->current) r->current->stop();
     }
   }
+  for (auto& r : I.rdma_runs) {
+    std::lock_guard rl(r->mu);
+    if (r->current) r->current->stop();
+  }
   if (I.control.joinable()) I.control.join();
   if (I.responder_thread.joinable()) I.responder_thread.join();
   for (auto& [p, r] : I.probers)
+    if (r->thread.joinable()) r->thread.join();
+  for (auto& r : I.rdma_runs)
     if (r->thread.joinable()) r->thread.join();
   // Whatever was not delivered goes to the spool, so a restarted agent sends it later.
   I.flush_collected();

@@ -1,7 +1,8 @@
 #pragma once
 // The agent process: registers with the controller, keeps its pinglist in sync (with jitter, so a
 // thousand agents do not ask at the same instant), runs the responder and one prober per protocol
-// (restarting any that dies, with an alarm), and delivers finished windows in order through the
+// (restarting any that dies, with an alarm), one RDMA engine per configured device (supervised
+// the same way; a restarted engine has a new address, so the agent registers again), and delivers finished windows in order through the
 // outbox, which buffers and spools while the controller is unreachable.
 #include <atomic>
 #include <condition_variable>
@@ -14,6 +15,7 @@
 #include "agent/outbox.hpp"
 #include "agent/wire.hpp"
 #include "base/result.hpp"
+#include "probe/rdma_engine.hpp"
 #include "probe/window.hpp"
 
 namespace weft::agent {
@@ -26,6 +28,10 @@ struct AgentConfig {
   uint16_t udp_port = 7777;
   uint16_t tcp_port = 7778;
   std::vector<probe::Protocol> protocols{probe::Protocol::udp, probe::Protocol::tcp};
+  // One RDMA probe engine per entry (device/port/GID), rail 0, 1, ... in this order; each probes
+  // the same rail of its peers and answers them. Non-empty adds protocol rdma. Interval, timeout
+  // and window come from the pinglist (the values here are used until it arrives).
+  std::vector<probe::RdmaEngineConfig> rdma{};
   OutboxLimits outbox;
 };
 

@@ -1,4 +1,5 @@
-// `weft agent --controller URL --token T [--name N]`: the mesh monitor's agent (docs/controller.md).
+// `weft agent --controller URL --token T [--name N] [--rdma DEVICE[:IP]]...`: the mesh monitor's
+// agent (docs/controller.md, docs/rdma-probes.md).
 #include <signal.h>
 
 #include <fmt/format.h>
@@ -13,7 +14,22 @@ struct Options {
   weft::agent::AgentConfig cfg;
   std::vector<std::string> protocols{"udp", "tcp"};
   std::string token_file;
+  std::vector<std::string> rdma;  // DEVICE[:IPV4], one engine each
+  unsigned rdma_tclass = 0;
+  unsigned rdma_sl = 0;
 };
+
+// "DEVICE" or "DEVICE:IPV4" (the address whose RoCE v2 GID the engine uses; without it the first
+// IPv4 GID of the device, or GID 0 on InfiniBand).
+bool parse_rdma_option(const std::string& text, const Options& o, weft::probe::RdmaEngineConfig& out) {
+  auto colon = text.find(':');
+  out.device = text.substr(0, colon);
+  if (colon != std::string::npos) out.address = text.substr(colon + 1);
+  if (out.device.empty() || (colon != std::string::npos && out.address.empty())) return false;
+  out.traffic_class = static_cast<uint8_t>(o.rdma_tclass);
+  out.sl = static_cast<uint8_t>(o.rdma_sl);
+  return true;
+}
 
 int run_agent(Options o) {
   if (!o.token_file.empty()) {
@@ -36,6 +52,14 @@ int run_agent(Options o) {
       return 2;
     }
     o.cfg.protocols.push_back(*pp);
+  }
+  for (const auto& r : o.rdma) {
+    weft::probe::RdmaEngineConfig ec;
+    if (!parse_rdma_option(r, o, ec)) {
+      fmt::print(stderr, "weft agent: --rdma '{}': expected DEVICE or DEVICE:IPV4 (e.g. mlx5_0:10.0.0.1)\n", r);
+      return 2;
+    }
+    o.cfg.rdma.push_back(std::move(ec));
   }
   sigset_t set;
   sigemptyset(&set);
@@ -69,6 +93,11 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
   sub->add_option("--udp-port", o->cfg.udp_port, "UDP responder port")->capture_default_str();
   sub->add_option("--tcp-port", o->cfg.tcp_port, "TCP responder port")->capture_default_str();
   sub->add_option("--protocols", o->protocols, "Protocols to probe and answer")->capture_default_str();
+  sub->add_option("--rdma", o->rdma,
+                  "Run an RDMA probe engine on DEVICE[:IPV4] (repeatable: rail 0, 1, ...; adds protocol rdma)");
+  sub->add_option("--rdma-tclass", o->rdma_tclass, "RDMA: GRH traffic class of every send (DSCP << 2)")
+      ->check(CLI::Range(0, 255))->capture_default_str();
+  sub->add_option("--rdma-sl", o->rdma_sl, "RDMA: service level")->check(CLI::Range(0, 15))->capture_default_str();
   sub->add_option("--spool-dir", o->cfg.outbox.spool_dir, "Spool undelivered windows here (default: memory only)");
   sub->add_option("--memory-windows", o->cfg.outbox.memory_windows, "Windows kept in memory before spooling")
       ->capture_default_str();

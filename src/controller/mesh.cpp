@@ -204,15 +204,18 @@ void Mesh::register_agent(const Registration& r, int64_t now_ns) {
   rec.info.name = r.name;
   rec.info.addresses = r.addresses;
   rec.info.protocols = r.protocols;
+  rec.info.rdma = r.rdma;
   rec.info.version = r.version;
   rec.info.registered_unix_ns = now_ns;
   rec.info.last_seen_unix_ns = now_ns;
   bool was_down = rec.info.state == AgentState::down;
   rec.info.state = AgentState::up;
   std::erase_if(rec.info.alarms, [](const Alarm& a) { return a.kind == "agent_down"; });
-  Peer p{r.name, r.addresses.empty() ? std::string() : r.addresses.front(), r.protocols, r.udp_port, r.tcp_port, true};
+  Peer p{r.name, r.addresses.empty() ? std::string() : r.addresses.front(), r.protocols, r.udp_port, r.tcp_port, true,
+         r.rdma};
+  // A restarted RDMA engine has a new QPN: peers' pinglists must change with it.
   bool changed = was_new || was_down || p.address != rec.peer.address || p.protocols != rec.peer.protocols ||
-                 p.udp_port != rec.peer.udp_port || p.tcp_port != rec.peer.tcp_port;
+                 p.udp_port != rec.peer.udp_port || p.tcp_port != rec.peer.tcp_port || p.rdma != rec.peer.rdma;
   rec.peer = std::move(p);
   if (changed) ++generation_;
 }

@@ -16,6 +16,7 @@
 #include <span>
 #include <unordered_map>
 
+#include "agent/registration.hpp"
 #include "agent/wire.hpp"
 #include "controller/config.hpp"
 #include "controller/mesh_state.hpp"
@@ -23,14 +24,7 @@
 
 namespace weft::controller {
 
-struct Registration {
-  std::string name;
-  std::vector<std::string> addresses;  // the first is the one peers probe
-  std::vector<probe::Protocol> protocols;
-  std::string version;
-  uint16_t udp_port = 0;
-  uint16_t tcp_port = 0;
-};
+using Registration = agent::Registration;
 
 // How one window of a report was classified.
 enum class WindowFate : uint8_t { accepted, duplicate, stale };

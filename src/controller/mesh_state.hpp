@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/rdma_endpoint.hpp"
 #include "probe/window.hpp"
 
 namespace weft::controller {
@@ -57,6 +58,7 @@ struct AgentInfo {
   std::string name;
   std::vector<std::string> addresses;     // as registered
   std::vector<probe::Protocol> protocols;  // protocols it can probe and answer
+  std::vector<agent::RdmaEndpoint> rdma{};  // its RDMA probe engines' addresses (rails), as registered
   std::string version;
   AgentState state = AgentState::up;
   int64_t registered_unix_ns = 0;

@@ -39,7 +39,14 @@ nlohmann::json body_json(const Pinglist& p) {
   nlohmann::json protos = nlohmann::json::array();
   for (const auto& pp : p.protocols) {
     nlohmann::json targets = nlohmann::json::array();
-    for (const auto& t : pp.targets) targets.push_back({{"name", t.name}, {"host", t.host}, {"port", t.port}});
+    for (const auto& t : pp.targets) {
+      nlohmann::json tj{{"name", t.name}, {"host", t.host}, {"port", t.port}};
+      if (t.rdma) {
+        tj["rail"] = t.rail;
+        tj["rdma"] = agent::rdma_endpoint_json(*t.rdma);
+      }
+      targets.push_back(std::move(tj));
+    }
     protos.push_back({{"protocol", probe::to_string(pp.protocol)},
                       {"interval_us", pp.interval_ns / 1000},
                       {"timeout_us", pp.timeout_ns / 1000},
@@ -78,10 +85,20 @@ Pinglist compute_pinglist(const Config& cfg, const std::string& agent, const std
       ProtocolPinglist pl{plan.protocol, plan.interval_ns, plan.timeout_ns, {}};
       for (const auto& peer : peers) {  // peers are sorted by name, so targets are too
         if (peer.name == agent || !peer.up || !wanted.contains(peer.name) || !has(peer.protocols, plan.protocol)) continue;
+        if (plan.protocol == probe::Protocol::rdma) {
+          const size_t rails = std::min(self->rdma.size(), peer.rdma.size());
+          for (size_t i = 0; i < rails; ++i) {
+            std::string name = i == 0 ? peer.name : peer.name + ":" + peer.rdma[i].device;
+            pl.targets.push_back({std::move(name), peer.address, 0, static_cast<uint32_t>(i), peer.rdma[i]});
+          }
+          continue;
+        }
         uint16_t port = port_of(peer, plan.protocol);
         if (port == 0 || peer.address.empty()) continue;  // it does not answer this protocol
         pl.targets.push_back({peer.name, peer.address, port});
       }
+      // Rail names ("h1:mlx5_1") do not sort like host names ("h10"): keep the promised order.
+      std::sort(pl.targets.begin(), pl.targets.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
       out.protocols.push_back(std::move(pl));
     }
   }

@@ -147,6 +147,7 @@ struct RdmaEngine::Impl {
   uint32_t next_gen = 1;
   std::mutex targets_mu;
   std::optional<std::vector<RdmaTarget>> new_targets;
+  std::optional<RdmaSchedule> new_schedule;
 
   uint64_t session = 0, next_seq = 0;
   std::optional<RdmaInFlight> in_flight;
@@ -402,12 +403,30 @@ struct RdmaEngine::Impl {
     if (on_probe && t) on_probe(r);
   }
 
+  void apply_schedule(const RdmaSchedule& s) {
+    if (s.interval == cfg.interval && s.timeout == cfg.timeout && s.window == cfg.window) return;
+    // Window bounds depend on the window length: finish the open ones under the old length.
+    for (auto& t : targets)
+      if (!t->retired) t->windows.close_all(emitter(t.get()));
+    cfg.interval = s.interval;
+    cfg.timeout = s.timeout;
+    cfg.window = s.window;
+    const int64_t now = mono_ns();
+    for (auto& t : targets) {
+      t->phase_mono = now + static_cast<int64_t>(rng.below(static_cast<uint64_t>(cfg.interval.count()) / 4 + 1));
+      t->k = 0;
+    }
+  }
+
   void apply_targets() {
     std::optional<std::vector<RdmaTarget>> list;
+    std::optional<RdmaSchedule> schedule;
     {
       std::lock_guard lk(targets_mu);
       list.swap(new_targets);
+      schedule.swap(new_schedule);
     }
+    if (schedule) apply_schedule(*schedule);
     if (!list) return;
     std::vector<bool> keep(targets.size(), false);
     const int64_t now = mono_ns();
@@ -704,13 +723,26 @@ void RdmaEngine::set_targets(std::vector<RdmaTarget> targets) {
   [[maybe_unused]] auto r = write(impl_->wake_fd, &one, sizeof one);
 }
 
+Status RdmaEngine::set_schedule(const RdmaSchedule& schedule) {
+  if (schedule.interval.count() <= 0 || schedule.timeout.count() <= 0 || schedule.window.count() <= 0)
+    return fail("rdma probe: interval, timeout and window must be positive");
+  {
+    std::lock_guard lk(impl_->targets_mu);
+    impl_->new_schedule = schedule;
+  }
+  uint64_t one = 1;
+  [[maybe_unused]] auto r = write(impl_->wake_fd, &one, sizeof one);
+  return {};
+}
+
 void RdmaEngine::set_on_probe(std::function<void(const RdmaProbeResult&)> on_probe) {
   impl_->on_probe = std::move(on_probe);
 }
 
 Status RdmaEngine::run(std::function<void(WindowStats&&)> on_window) {
   impl_->on_window = std::move(on_window);
-  impl_->stopping.store(false);
+  // stopping is not cleared here: a stop() that comes before run() starts must not be lost (the
+  // agent stops engines from another thread at any moment). An engine runs once.
   return impl_->run();
 }
 

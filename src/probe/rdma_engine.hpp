@@ -74,6 +74,16 @@ struct RdmaEngineConfig {
   size_t max_peers = 16384;       // responder: address handles kept for distinct probers
 };
 
+// How often targets are probed, when a probe is lost and how long windows are. The agent learns
+// them from its pinglist after the engine already runs (its address went out at registration, so
+// a new engine with a new QPN is not an option).
+struct RdmaSchedule {
+  std::chrono::nanoseconds interval{std::chrono::milliseconds(100)};
+  std::chrono::nanoseconds timeout{std::chrono::seconds(1)};
+  std::chrono::nanoseconds window{std::chrono::seconds(10)};
+  bool operator==(const RdmaSchedule&) const = default;
+};
+
 struct RdmaCounters {
   uint64_t sent = 0;
   uint64_t received = 0;
@@ -116,10 +126,15 @@ class RdmaEngine {
   // Thread-safe; applied at the next loop turn. Targets are identified by (name, address): ones
   // that stay keep their schedule and open windows.
   void set_targets(std::vector<RdmaTarget> targets);
+  // Thread-safe; applied at the next loop turn (before targets given with it). When it differs
+  // from the current one, every open window is finished early (its counts stay true) and the
+  // targets' send phases start over; probes in flight keep their deadlines.
+  Status set_schedule(const RdmaSchedule& schedule);
   // Optional, before run(): called from the run() thread for every resolved probe.
   void set_on_probe(std::function<void(const RdmaProbeResult&)> on_probe);
 
-  // Runs until stop(); on_window gets every finished window (protocol rdma) of every target.
+  // Runs until stop() (also one called before run()); on_window gets every finished window
+  // (protocol rdma) of every target. An engine is run once.
   Status run(std::function<void(WindowStats&&)> on_window);
   void stop();
   RdmaCounters counters() const;

@@ -109,6 +109,22 @@ def main():
                                {"name": "x", "addresses": ["1.2.3.4"], "protocols": ["udp"], "udp_port": 70000},
                                {"name": "a b", "addresses": ["1.2.3.4"], "protocols": ["udp"]}]):
             expect(range(400, 500), call("POST", "/api/v1/register", json.dumps(r)), f"bad register #{i}")
+        # A malformed RDMA address: 400 naming the field, and the registration is not taken.
+        ep = {"device": "rxe0", "port": 1, "gid": "::ffff:10.9.0.1", "gid_index": 1, "lid": 0, "qpn": 17, "qkey": 7}
+        rreg = {"name": "r1", "addresses": ["127.0.0.1"], "protocols": ["udp", "rdma"], "udp_port": 18092}
+        for i, (bad, msg) in enumerate([(dict(ep, qpn=0), "rdma[0]: qpn: 0 is out of range [2, 16777215]"),
+                                        (dict(ep, gid="fe80::zz"), "rdma[0]: gid: required, an IPv6 address text"),
+                                        ("rxe0", "rdma[0]: expected an object")]):
+            got = call("POST", "/api/v1/register", json.dumps(dict(rreg, rdma=[bad])))
+            expect({400}, got, f"bad rdma register #{i}")
+            if not json.loads(got[1])["error"].startswith(msg):
+                raise SystemExit(f"FAIL bad rdma register #{i}: {got[1]!r} does not say {msg!r}")
+        expect({404}, call("GET", "/api/v1/pinglists/r1"), "agent with a bad rdma address not registered")
+        expect({200}, call("POST", "/api/v1/register", json.dumps(dict(rreg, rdma=[ep]))), "register with rdma")
+        st, b = call("GET", "/api/v1/agents")
+        if [a["rdma"] for a in json.loads(b)["agents"] if a["name"] == "r1"] != [[dict(ep, link_layer="ethernet")]]:
+            raise SystemExit(f"FAIL agents does not show r1's rdma address: {b[:400]!r}")
+        print("ok   agents shows the rdma address")
         expect({409}, call("POST", "/api/v1/report", json.dumps(dict(good, agent="nobody"))), "unregistered agent")
         expect({400}, call("GET", "/api/v1/mesh"), "mesh without protocol")
         expect({400}, call("GET", "/api/v1/mesh?protocol=smtp"), "mesh bad protocol")

@@ -122,6 +122,25 @@ TEST(MetricsRenderer, SuspectsAsGauges) {
   EXPECT_EQ(p.types.at("weft_suspect_host_bad_pairs"), "gauge");
 }
 
+// RDMA windows (what agents with --rdma report) get the same host and pair series, labelled
+// protocol="rdma" and kept apart from UDP's.
+TEST(MetricsRenderer, RdmaPairsHaveTheirOwnSeries) {
+  FakeMeshView v;
+  v.agent_list = {agent("a", AgentState::up, {Protocol::udp, Protocol::rdma}),
+                  agent("b", AgentState::up, {Protocol::udp, Protocol::rdma})};
+  const int64_t t = kNow - 1'000'000'000;
+  v.pairs = {pair(Protocol::rdma, "a", "b", t, 100, 0, 8 * kUs, 20 * kUs),
+             pair(Protocol::rdma, "b", "a", t, 100, 100, 0, 0),  // a's engine is gone
+             pair(Protocol::udp, "a", "b", t, 100, 0, 50 * kUs, 90 * kUs)};
+  const auto m = parse(render_metrics(v, {.per_pair = true}, kNow)).samples;
+  EXPECT_DOUBLE_EQ(m.at(S("weft_host_peer_rtt_median_seconds{host=\"a\",protocol=\"rdma\",direction=\"src\"}")), 8e-6);
+  EXPECT_DOUBLE_EQ(m.at(S("weft_host_peer_rtt_median_seconds{host=\"a\",protocol=\"udp\",direction=\"src\"}")), 50e-6);
+  EXPECT_DOUBLE_EQ(m.at(S("weft_host_peers_unreachable{host=\"a\",protocol=\"rdma\",direction=\"dst\"}")), 1);
+  EXPECT_DOUBLE_EQ(m.at(S("weft_host_loss_ratio{host=\"b\",protocol=\"rdma\",direction=\"src\"}")), 1.0);
+  EXPECT_DOUBLE_EQ(m.at(S("weft_pair_network_rtt_seconds{protocol=\"rdma\",src=\"a\",dst=\"b\",stat=\"p99\"}")), 20e-6);
+  EXPECT_DOUBLE_EQ(m.at(S("weft_pair_loss_ratio{protocol=\"rdma\",src=\"b\",dst=\"a\"}")), 1.0);
+}
+
 TEST(MetricsRenderer, MedianOfEvenCountIsMeanOfMiddlePair) {
   FakeMeshView v;
   const int64_t t = kNow - 1'000'000'000;

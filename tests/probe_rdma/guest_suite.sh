@@ -1,7 +1,8 @@
 #!/bin/sh
 # Runs inside the Soft-RoCE guest (see run_guest.sh): the engine tests on rxe0, the CLI pair
-# (weft rdma responder + weft ping rdma with discovery), and the netem check across a veth link
-# between two more rxe devices. Exit 0 if all passed. Names: wrp*, addresses 10.9.1.0/24.
+# (weft rdma responder + weft ping rdma with discovery), the netem check across a veth link
+# between two more rxe devices, and the mesh monitor on that link: a controller and two agents,
+# each with its own rxe device. Exit 0 if all passed. Names: wrp*/wrm*, addresses 10.9.1.0/24.
 set -u
 ip=${WRD_IP:-10.9.0.1}
 # The guest's busybox sh runs its own ip/tc applets before anything on PATH, and they know neither
@@ -78,8 +79,86 @@ netem_check() {
     exit ok ? 0 : 1 }'
 }
 
+# The mesh monitor with RDMA: a controller on loopback (sqlite store in /tmp) and two agents, wrma
+# on rxe device wrpxa (10.9.1.1) and wrmb on wrpxb (10.9.1.2), each with --rdma. Both RDMA pairs
+# must reach /api/v1/mesh?protocol=rdma with zero loss in two successive windows; then wrmb is
+# stopped: wrma's pair to it goes to 100% loss, wrmb is marked down, wrma keeps running.
+WRM_URL=http://127.0.0.1:7790
+mesh_lines() { weft mesh --controller $WRM_URL --protocol rdma --agents >/tmp/wrm-mesh.txt 2>&1; }
+# Field NAME of the pair line "pair SRC DST ...": pair_field SRC DST NAME
+pair_field() {
+  awk -v s="$1" -v d="$2" -v k="$3" '$1 == "pair" && $2 == s && $3 == d {
+    for (i = 4; i <= NF; i++) { split($i, kv, "="); if (kv[1] == k) print kv[2] } }' /tmp/wrm-mesh.txt
+}
+agent_state() { awk -v n="$1" '$1 == "agent" && $2 == n { sub("state=", "", $3); print $3 }' /tmp/wrm-mesh.txt; }
+# Waits (at most $1 tenths of a second) until the shell condition $2 holds on a fresh mesh_lines.
+wait_for() {
+  n=0
+  while [ $n -lt "$1" ]; do
+    mesh_lines && eval "$2" && return 0
+    sleep 0.5; n=$((n + 5))
+  done
+  return 1
+}
+# Both pairs have a latest window that starts after $1 (Unix seconds), with probes and no loss.
+both_clean_after() {
+  for sd in "wrma wrmb" "wrmb wrma"; do
+    set -- "$1" $sd
+    st=$(pair_field "$2" "$3" window_start); sent=$(pair_field "$2" "$3" sent); lost=$(pair_field "$2" "$3" lost)
+    [ -n "$st" ] && [ "${sent:-0}" -gt 0 ] && [ "$lost" = 0 ] && awk -v a="$st" -v b="$1" 'BEGIN { exit !(a > b) }' || return 1
+  done
+}
+newest_start() { { pair_field wrma wrmb window_start; pair_field wrmb wrma window_start; } | sort -n | tail -n 1; }
+
+agents_mesh() {
+  [ -e /sys/class/infiniband/wrpxa ] || veth_lab || { echo "veth lab set-up failed"; return 1; }
+  printf '%s\n' 'listen: [127.0.0.1:7790]' 'store: sqlite:/tmp/wrm-history.db' 'window: 2s' 'report_interval: 500ms' \
+    'pinglist_sync: 1s' 'agent_down_after: 4s' 'protocols:' '  rdma: {interval: 20ms, timeout: 500ms}' 'groups:' \
+    "  - {name: rdma-mesh, protocols: [rdma], members: ['*']}" >/tmp/wrm.yaml
+  t0=$(date +%s)
+  weft --log-level warn controller -c /tmp/wrm.yaml >/tmp/wrm-ctl.out 2>&1 &
+  cpid=$!
+  wait_for 100 true || { echo "controller did not answer"; cat /tmp/wrm-ctl.out; kill $cpid; wait $cpid; return 1; }
+  weft agent --controller $WRM_URL --name wrma --address 10.9.1.1 --protocols rdma --rdma wrpxa:10.9.1.1 >/tmp/wrma.out 2>&1 &
+  apid=$!
+  weft agent --controller $WRM_URL --name wrmb --address 10.9.1.2 --protocols rdma --rdma wrpxb:10.9.1.2 >/tmp/wrmb.out 2>&1 &
+  bpid=$!
+  rc=0
+  if wait_for 300 'both_clean_after 0'; then
+    first=$(newest_start)
+    echo "both RDMA pairs in the mesh after $(( $(date +%s) - t0 )) s:"; grep '^pair' /tmp/wrm-mesh.txt
+    # The following windows too: no loss while both agents run.
+    wait_for 150 "both_clean_after $first" || { echo "no later loss-free windows of both pairs:"; rc=1; }
+    grep -E '^(pair|agent)' /tmp/wrm-mesh.txt
+  else
+    echo "the RDMA pairs did not both appear with zero loss:"; cat /tmp/wrm-mesh.txt; rc=1
+  fi
+  if [ $rc -eq 0 ]; then
+    kill -TERM $bpid; wait $bpid
+    t1=$(date +%s)
+    # wrma -> wrmb: every probe lost; wrmb down (no report for agent_down_after); wrma still up.
+    if wait_for 300 '[ "$(pair_field wrma wrmb loss)" = 1.0000 ] && [ "$(agent_state wrmb)" = down ] && [ "$(agent_state wrma)" = up ]'; then
+      echo "wrmb stopped: its pair at 100% loss and it is marked down after $(( $(date +%s) - t1 )) s"
+    else
+      echo "after stopping wrmb:"; rc=1
+    fi
+    grep -E '^(pair|agent)' /tmp/wrm-mesh.txt
+    kill -0 $apid 2>/dev/null || { echo "wrma is gone"; rc=1; }
+  fi
+  kill -TERM $apid $bpid 2>/dev/null; wait $apid 2>/dev/null; wait $bpid 2>/dev/null
+  kill -TERM $cpid; wait $cpid
+  if [ $rc -ne 0 ]; then
+    for f in wrma wrmb wrm-ctl; do echo "--- $f"; tail -n 30 /tmp/$f.out; done
+  else
+    grep -h -E 'rdma rail|registered|alarm' /tmp/wrma.out /tmp/wrmb.out | head -n 12
+  fi
+  echo "mesh step: $(( $(date +%s) - t0 )) s"
+  return $rc
+}
+
 step engine probe_rdma_guest_tests --gtest_brief=1
 step cli-pair cli_pair
 step netem netem_check
+step agents-mesh agents_mesh
 if [ -n "$failed" ]; then echo "probe_rdma guest suite FAILED:$failed"; exit 1; fi
 echo "probe_rdma guest suite passed"

@@ -46,7 +46,7 @@ function fillSelect(sel, options, value) {
 }
 
 function fillSelectors() {
-  const protos = state.groups.protocols.length ? state.groups.protocols : ["udp", "tcp"];
+  const protos = state.groups.protocols.length ? state.groups.protocols : ["udp", "tcp", "rdma"];
   state.protocol = fillSelect($("protocol"), protos.map((p) => [p, p.toUpperCase()]), state.protocol ?? protos[0]);
   const groups = state.groups.groups.filter((g) => !g.protocols.length || g.protocols.includes(state.protocol));
   const opts = groups.map((g) => [g.name, `${g.name} (${g.members.length})`]);
