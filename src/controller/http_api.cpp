@@ -13,6 +13,7 @@
 #include "controller/controller.hpp"
 #include "controller/metrics_renderer.hpp"
 #include "controller/metrics_text.hpp"
+#include "controller/registration.hpp"
 
 // Defined by src/controller/CMakeLists.txt when web/ (the dashboard) is part of the build.
 #ifdef WEFT_WEB_ASSETS
@@ -160,40 +161,17 @@ void Controller::install_routes(httplib::Server& srv) {
   srv.Post("/api/v1/register", [this](const httplib::Request& req, httplib::Response& res) {
     auto cfg = mesh_->config();
     if (!token_ok(*cfg, req)) return error(res, 401, "missing or wrong token (Authorization: Bearer ...)");
-    json j = json::parse(req.body, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) return error(res, 400, "body must be a JSON object");
-    Registration r;
-    auto str = [&](const char* k, std::string& out) -> bool {
-      auto it = j.find(k);
-      if (it == j.end() || !it->is_string()) return false;
-      out = it->get<std::string>();
-      return true;
-    };
-    if (!str("name", r.name) || !valid_host_name(r.name)) return error(res, 400, "name: required, a host name");
-    if (j.contains("version") && (!str("version", r.version) || r.version.size() > 64))
-      return error(res, 400, "version: a string of at most 64 bytes");
-    auto addrs = j.find("addresses");
-    if (addrs == j.end() || !addrs->is_array() || addrs->empty() || addrs->size() > 16)
-      return error(res, 400, "addresses: required, a list of 1 to 16 addresses");
-    for (const auto& a : *addrs) {
-      if (!a.is_string() || !valid_host_name(a.get<std::string>())) return error(res, 400, "addresses: each must be an IP address");
-      r.addresses.push_back(a.get<std::string>());
+    auto parsed = parse_registration(req.body);
+    if (!parsed) return error(res, 400, parsed.error().message);
+    const Registration& r = *parsed;
+    int64_t now = now_ns();
+    // Kept as received, before the agent is told it is registered: a restarted controller replays
+    // it through parse_registration and still lists the agent (docs/controller.md).
+    if (auto st = store_->save_registration(r.name, req.body, now); !st) {
+      log().error("register {}: store failed: {}", r.name, st.error().message);
+      return error(res, 503, "store unavailable, retry later: " + st.error().message);
     }
-    auto protos = j.find("protocols");
-    if (protos == j.end() || !protos->is_array() || protos->size() > 3) return error(res, 400, "protocols: required, a list");
-    for (const auto& p : *protos) {
-      if (!p.is_string()) return error(res, 400, "protocols: each must be a string");
-      auto pp = agent::parse_protocol(p.get<std::string>());
-      if (!pp) return error(res, 400, "protocols: " + pp.error().message);
-      r.protocols.push_back(*pp);
-    }
-    for (auto [key, port] : {std::pair{"udp_port", &r.udp_port}, std::pair{"tcp_port", &r.tcp_port}}) {
-      auto it = j.find(key);
-      if (it == j.end()) continue;
-      if (!it->is_number_unsigned() || it->get<uint64_t>() > 65535) return error(res, 400, fmt::format("{}: 0..65535", key));
-      *port = static_cast<uint16_t>(it->get<uint64_t>());
-    }
-    mesh_->register_agent(r, now_ns());
+    mesh_->register_agent(r, now);
     log().info("agent {} registered ({} {}, version {})", r.name, r.addresses.front(),
                protocols_json(r.protocols).dump(), r.version);
     auto pl = mesh_->pinglist_for(r.name);

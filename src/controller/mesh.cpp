@@ -126,6 +126,9 @@ void Mesh::restore(const std::string& src, std::span<const probe::WindowStats> w
       if (txn.classify(w) == WindowFate::accepted) acc.push_back(w);
     txn.commit(acc, received_ns);
   });
+  std::lock_guard lk(reg_mu_);
+  if (auto it = agents_.find(src); it != agents_.end() && it->second.info.state == AgentState::down)
+    it->second.info.last_seen_unix_ns = std::max(it->second.info.last_seen_unix_ns, received_ns);
 }
 
 size_t Mesh::pair_count() const {
@@ -215,6 +218,22 @@ void Mesh::register_agent(const Registration& r, int64_t now_ns) {
                  p.udp_port != rec.peer.udp_port || p.tcp_port != rec.peer.tcp_port;
   rec.peer = std::move(p);
   if (changed) ++generation_;
+}
+
+void Mesh::restore_agent(const Registration& r, int64_t registered_ns, int64_t now_ns) {
+  std::lock_guard lk(reg_mu_);
+  if (agents_.contains(r.name)) return;
+  AgentRecord& rec = agents_[r.name];
+  rec.info.name = r.name;
+  rec.info.addresses = r.addresses;
+  rec.info.protocols = r.protocols;
+  rec.info.version = r.version;
+  rec.info.registered_unix_ns = registered_ns;
+  rec.info.last_seen_unix_ns = registered_ns;
+  rec.info.state = AgentState::down;
+  rec.info.alarms.push_back({"agent_down", "no report since the controller restarted", now_ns});
+  rec.peer = Peer{r.name, r.addresses.empty() ? std::string() : r.addresses.front(), r.protocols, r.udp_port, r.tcp_port, false};
+  ++generation_;
 }
 
 bool Mesh::is_registered(const std::string& name) const {

@@ -47,6 +47,9 @@ class Mesh final : public MeshView {
 
   // --- registry ---
   void register_agent(const Registration& r, int64_t now_ns);
+  // An agent known from before a controller restart (its registration replayed from the store):
+  // listed, but down and in no pinglist until it reports or registers again. No-op if already known.
+  void restore_agent(const Registration& r, int64_t registered_ns, int64_t now_ns);
   bool is_registered(const std::string& name) const;
   // Marks agents without a report for `down_after` as down; returns the names that went down.
   std::vector<std::string> sweep(int64_t now_ns);
@@ -95,7 +98,8 @@ class Mesh final : public MeshView {
   };
   void with_source(const std::string& src, const std::function<void(SourceTxn&)>& fn);
 
-  // Restores state from stored windows (controller restart): latest and dedup rings.
+  // Restores state from stored windows (controller restart): latest and dedup rings, and the
+  // last-seen time of a restored agent (`received_ns`, when the store kept it).
   void restore(const std::string& src, std::span<const probe::WindowStats> windows, int64_t received_ns);
 
   // --- counters (ingest updates them) ---

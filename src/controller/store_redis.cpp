@@ -3,6 +3,8 @@
 //   weft:latest:<proto>:<src>          HASH  dst -> window JSON (newest start seen, never moves back)
 //   weft:latest_start:<proto>:<src>    HASH  dst -> that window's start, 20 digits (for the compare)
 //   weft:hist:<proto>:<src>:<dst>      ZSET  score = window start (ns), member = window JSON
+//   weft:agents                        HASH  agent name -> its registration body as received
+//   weft:agents_registered             HASH  agent name -> when it registered (Unix ns)
 // A batch is written in one MULTI/EXEC, so it is stored entirely or not at all. The window JSON
 // contains its start, so a resent window is the same member and cannot be counted twice even by
 // another controller sharing the Redis.
@@ -140,6 +142,35 @@ class RedisStore final : public Store {
     return {};
   }
 
+  Status save_registration(const std::string& name, std::string_view registration, int64_t received_ns) override {
+    std::lock_guard lk(mu_);
+    auto st = save_registration_locked(name, registration, received_ns);
+    if (!st && ctx_ && ctx_->err) {  // connection trouble: one reconnect, then one more try
+      if (connect()) st = save_registration_locked(name, registration, received_ns);
+    }
+    return st;
+  }
+
+  Status load_registrations(const RegistrationFn& fn) override {
+    std::lock_guard lk(mu_);
+    if (auto st = ensure(); !st) return st;
+    Reply regs(static_cast<redisReply*>(redisCommand(ctx_, "HGETALL weft:agents")));
+    if (!regs || regs->type != REDIS_REPLY_ARRAY) return fail("redis load: HGETALL weft:agents failed");
+    Reply times(static_cast<redisReply*>(redisCommand(ctx_, "HGETALL weft:agents_registered")));
+    if (!times || times->type != REDIS_REPLY_ARRAY) return fail("redis load: HGETALL weft:agents_registered failed");
+    std::map<std::string, int64_t, std::less<>> registered;
+    for (size_t i = 0; i + 1 < times->elements; i += 2) {
+      int64_t ns = 0;
+      std::from_chars(times->element[i + 1]->str, times->element[i + 1]->str + times->element[i + 1]->len, ns);
+      registered[std::string(times->element[i]->str, times->element[i]->len)] = ns;
+    }
+    for (size_t i = 0; i + 1 < regs->elements; i += 2) {
+      auto it = registered.find(std::string_view(regs->element[i]->str, regs->element[i]->len));
+      fn(std::string_view(regs->element[i + 1]->str, regs->element[i + 1]->len), it == registered.end() ? 0 : it->second);
+    }
+    return {};
+  }
+
   Status apply_retention(int64_t before_ns) override {
     std::lock_guard lk(mu_);
     if (auto st = ensure(); !st) return st;
@@ -166,6 +197,26 @@ class RedisStore final : public Store {
   Status ensure() {
     if (ctx_ && !ctx_->err) return {};
     return connect();
+  }
+
+  // Both hashes in one MULTI/EXEC: the registration and its time are kept together or not at all.
+  Status save_registration_locked(const std::string& name, std::string_view registration, int64_t received_ns) {
+    if (auto st = ensure(); !st) return st;
+    std::string ns = std::to_string(received_ns);
+    redisAppendCommand(ctx_, "MULTI");
+    redisAppendCommand(ctx_, "HSET weft:agents %b %b", name.data(), name.size(), registration.data(), registration.size());
+    redisAppendCommand(ctx_, "HSET weft:agents_registered %b %b", name.data(), name.size(), ns.data(), ns.size());
+    redisAppendCommand(ctx_, "EXEC");
+    std::string err;
+    for (int i = 0; i < 4; ++i) {
+      redisReply* raw = nullptr;
+      if (redisGetReply(ctx_, reinterpret_cast<void**>(&raw)) != REDIS_OK) return fail("redis register: {}", ctx_->errstr);
+      Reply r(raw);
+      if (r->type == REDIS_REPLY_ERROR && err.empty()) err = std::string(r->str, r->len);
+      if (i == 3 && r->type != REDIS_REPLY_ARRAY && err.empty()) err = "transaction aborted";
+    }
+    if (!err.empty()) return fail("redis register: {}", err);
+    return {};
   }
 
   Status append_locked(const std::string& src, std::span<const probe::WindowStats> windows) {

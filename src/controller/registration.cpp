@@ -1,0 +1,47 @@
+#include "controller/registration.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "controller/ingest.hpp"
+
+namespace weft::controller {
+
+Result<Registration> parse_registration(std::string_view body) {
+  using nlohmann::json;
+  json j = json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return fail("body must be a JSON object");
+  Registration r;
+  auto str = [&](const char* k, std::string& out) -> bool {
+    auto it = j.find(k);
+    if (it == j.end() || !it->is_string()) return false;
+    out = it->get<std::string>();
+    return true;
+  };
+  if (!str("name", r.name) || !valid_host_name(r.name)) return fail("name: required, a host name");
+  if (j.contains("version") && (!str("version", r.version) || r.version.size() > 64))
+    return fail("version: a string of at most 64 bytes");
+  auto addrs = j.find("addresses");
+  if (addrs == j.end() || !addrs->is_array() || addrs->empty() || addrs->size() > 16)
+    return fail("addresses: required, a list of 1 to 16 addresses");
+  for (const auto& a : *addrs) {
+    if (!a.is_string() || !valid_host_name(a.get<std::string>())) return fail("addresses: each must be an IP address");
+    r.addresses.push_back(a.get<std::string>());
+  }
+  auto protos = j.find("protocols");
+  if (protos == j.end() || !protos->is_array() || protos->size() > 3) return fail("protocols: required, a list");
+  for (const auto& p : *protos) {
+    if (!p.is_string()) return fail("protocols: each must be a string");
+    auto pp = agent::parse_protocol(p.get<std::string>());
+    if (!pp) return fail("protocols: {}", pp.error().message);
+    r.protocols.push_back(*pp);
+  }
+  for (auto [key, port] : {std::pair{"udp_port", &r.udp_port}, std::pair{"tcp_port", &r.tcp_port}}) {
+    auto it = j.find(key);
+    if (it == j.end()) continue;
+    if (!it->is_number_unsigned() || it->get<uint64_t>() > 65535) return fail("{}: 0..65535", key);
+    *port = static_cast<uint16_t>(it->get<uint64_t>());
+  }
+  return r;
+}
+
+}  // namespace weft::controller
