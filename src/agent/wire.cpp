@@ -64,7 +64,24 @@ struct Reader {
     if (!error) error = why;
     p = end;
   }
-  uint64_t varint() {
+  // Hot: a report of 300 windows is ~12,000 varints. When at least 10 bytes (the longest varint)
+  // are left, no byte needs its own bounds check.
+  [[gnu::always_inline]] uint64_t varint() {
+    if (end - p >= 10) [[likely]] {
+      uint64_t b = *p++;
+      if (b < 0x80) return b;
+      uint64_t v = b & 0x7f;
+      for (int shift = 7; shift < 64; shift += 7) {
+        b = *p++;
+        v |= (b & 0x7f) << shift;
+        if (b < 0x80) return v;
+      }
+      bad("varint longer than 10 bytes");
+      return 0;
+    }
+    return varint_checked();
+  }
+  [[gnu::noinline]] uint64_t varint_checked() {
     uint64_t v = 0;
     for (int shift = 0; shift < 64; shift += 7) {
       if (p >= end) {
@@ -78,7 +95,7 @@ struct Reader {
     bad("varint longer than 10 bytes");
     return 0;
   }
-  int64_t signed_() {
+  [[gnu::always_inline]] int64_t signed_() {
     uint64_t z = varint();
     return static_cast<int64_t>((z >> 1) ^ (~(z & 1) + 1));
   }
@@ -136,7 +153,8 @@ Status read_window_list(Reader& r, std::vector<probe::WindowStats>& out) {
   if (n > static_cast<uint64_t>(r.end - r.p)) return fail("window list: window count {} exceeds body", n);
   out.reserve(out.size() + n);
   for (uint64_t i = 0; i < n; ++i) {
-    probe::WindowStats w;
+    // Decoded in place (no temporary to move); on an error the caller drops the whole list.
+    probe::WindowStats& w = out.emplace_back();
     uint64_t ti = r.varint(), ai = r.varint();
     if (!r.ok()) break;
     if (ti >= names.size() || ai >= names.size()) return fail("window {}: name index out of range", i);
@@ -160,7 +178,6 @@ Status read_window_list(Reader& r, std::vector<probe::WindowStats>& out) {
     w.network_rtt = get_summary(r);
     w.responder_delay = get_summary(r);
     if (!r.ok()) break;
-    out.push_back(std::move(w));
   }
   if (!r.ok()) return fail("window list: {}", r.error);
   return {};
