@@ -50,10 +50,27 @@ std::string Mesh::name_of(uint32_t id) const {
 
 // ---- windows --------------------------------------------------------------------------------------
 
-WindowFate Mesh::SourceTxn::classify(const probe::WindowStats& w) {
+Mesh::SourceTxn::Slot* Mesh::SourceTxn::slot_for(const probe::WindowStats& w) {
+  size_t pos = position_++;
+  auto& guesses = src_.by_position;
+  if (pos < guesses.size() && guesses[pos].protocol == w.protocol && guesses[pos].target == w.target)
+    return guesses[pos].slot;
   uint32_t dst = mesh_.intern(w.target);
-  if (dst == UINT32_MAX) return WindowFate::stale;  // name table full: refuse, never grow unbounded
-  Slot& s = src_.pairs[pair_key(w.protocol, dst)];
+  if (dst == UINT32_MAX) return nullptr;  // name table full: refuse, never grow unbounded
+  Slot* slot = &src_.pairs[pair_key(w.protocol, dst)];
+  if (pos < kMaxGuessedPositions) {
+    if (pos >= guesses.size()) guesses.resize(pos + 1);
+    guesses[pos].slot = slot;
+    guesses[pos].protocol = w.protocol;
+    guesses[pos].target = w.target;
+  }
+  return slot;
+}
+
+WindowFate Mesh::SourceTxn::classify(const probe::WindowStats& w) {
+  Slot* slot = slot_for(w);
+  if (!slot) return WindowFate::stale;
+  Slot& s = *slot;
   if (s.txn_mark != src_.txn_serial) {
     undo_.emplace_back(&s, s.ring);
     s.txn_mark = src_.txn_serial;

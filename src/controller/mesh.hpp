@@ -14,7 +14,9 @@
 #include <mutex>
 #include <shared_mutex>
 #include <span>
+#include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "agent/wire.hpp"
 #include "controller/config.hpp"
@@ -85,14 +87,28 @@ class Mesh final : public MeshView {
       Ring ring;
       probe::WindowStats latest;  // .target is left empty: the dst id is the key
     };
+    // The i-th window of an agent's report is almost always for the same (protocol, target) as the
+    // i-th window of its previous report (agents report in pinglist order), so its slot is
+    // remembered by position: a hit costs one short string compare instead of interning the name
+    // and a hash lookup. A miss falls back to both and updates the guess. Slots are never erased,
+    // so the pointers stay valid.
+    struct PositionGuess {
+      Slot* slot = nullptr;
+      probe::Protocol protocol{};
+      std::string target;
+    };
+    static constexpr size_t kMaxGuessedPositions = 65536;
     struct Source {
       std::mutex mu;
       uint32_t txn_serial = 0;
       std::unordered_map<uint64_t, Slot> pairs;  // key = protocol << 32 | dst id
+      std::vector<PositionGuess> by_position;    // see PositionGuess
     };
     SourceTxn(Mesh& m, Source& s) : mesh_(m), src_(s) {}
+    Slot* slot_for(const probe::WindowStats& w);
     Mesh& mesh_;
     Source& src_;
+    size_t position_ = 0;  // how many windows classify() has seen in this txn
     std::vector<std::pair<Slot*, Ring>> undo_;
     std::vector<Slot*> accepted_;  // in classify order, for commit()
   };
