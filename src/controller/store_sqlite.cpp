@@ -111,8 +111,13 @@ class SqliteStore final : public Store {
       job->max_start = std::max(job->max_start, w.start_unix_ns);
       job->max_end = std::max(job->max_end, w.end_unix_ns);
     }
-    if (!encoded.empty()) job->blob.assign(encoded);  // the agent's own bytes: no second encoding
-    else agent::append_window_list(job->blob, windows);
+    // The agent's own bytes, not even copied: submit() returns only after the commit, and the
+    // caller's body outlives that. Otherwise (some windows were duplicates) encode the rest.
+    if (encoded.empty()) {
+      agent::append_window_list(job->blob, windows);
+      encoded = job->blob;
+    }
+    job->data = encoded;
     return submit(job);
   }
 
@@ -121,7 +126,7 @@ class SqliteStore final : public Store {
     job->kind = Job::Kind::registration;
     job->src = name;
     job->received = received_ns;
-    job->blob.assign(registration);
+    job->data = registration;  // outlives the commit: submit() waits for it
     return submit(job);
   }
 
@@ -204,7 +209,8 @@ class SqliteStore final : public Store {
     std::string src;  // the reporting agent, or the registered one
     int64_t received = 0, min_start = 0, max_start = 0, max_end = 0;
     size_t n = 0;
-    std::string blob;
+    std::string blob;       // the encoded windows when the caller had none
+    std::string_view data;  // what is written: the caller's bytes or `blob`
     bool done = false;
     std::string error;
   };
@@ -237,7 +243,7 @@ class SqliteStore final : public Store {
         sqlite3_stmt* s = upsert_agent_.get();
         sqlite3_reset(s);
         sqlite3_bind_text(s, 1, j->src.data(), static_cast<int>(j->src.size()), SQLITE_STATIC);
-        sqlite3_bind_blob(s, 2, j->blob.data(), static_cast<int>(j->blob.size()), SQLITE_STATIC);
+        sqlite3_bind_blob(s, 2, j->data.data(), static_cast<int>(j->data.size()), SQLITE_STATIC);
         sqlite3_bind_int64(s, 3, j->received);
         if (sqlite3_step(s) != SQLITE_DONE) {
           std::string e = sqlite3_errmsg(db_);
@@ -256,7 +262,7 @@ class SqliteStore final : public Store {
       sqlite3_bind_int64(s, 4, j->max_end);
       sqlite3_bind_int64(s, 5, j->received);
       sqlite3_bind_int64(s, 6, static_cast<int64_t>(j->n));
-      sqlite3_bind_blob(s, 7, j->blob.data(), static_cast<int>(j->blob.size()), SQLITE_STATIC);
+      sqlite3_bind_blob(s, 7, j->data.data(), static_cast<int>(j->data.size()), SQLITE_STATIC);
       if (sqlite3_step(s) != SQLITE_DONE) {
         std::string e = sqlite3_errmsg(db_);
         sqlite3_reset(s);
