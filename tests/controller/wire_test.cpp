@@ -48,7 +48,8 @@ TEST(Wire, VarintsOfEveryLengthRoundTrip) {
   Report r;
   r.agent = "h";
   for (size_t i = 0; i < values.size(); ++i) {
-    auto w = window("p", static_cast<int64_t>(values[i] >> 1));
+    auto w = window("p", 0);
+    w.start_unix_ns = static_cast<int64_t>(values[i] >> 1);
     w.end_unix_ns = static_cast<int64_t>(values[(i + 1) % values.size()]);
     w.sent = values[i];
     w.lost = values[(i + 3) % values.size()];
