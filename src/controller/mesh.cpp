@@ -58,7 +58,8 @@ Mesh::SourceTxn::Slot* Mesh::SourceTxn::slot_for(const probe::WindowStats& w) {
   uint32_t dst = mesh_.intern(w.target);
   if (dst == UINT32_MAX) return nullptr;  // name table full: refuse, never grow unbounded
   Slot* slot = &src_.pairs[pair_key(w.protocol, dst)];
-  if (pos < kMaxGuessedPositions) {
+  // No more guesses than pairs: a backlog report (many windows per pair) must not grow memory.
+  if (pos < src_.pairs.size() && pos < kMaxGuessedPositions) {
     if (pos >= guesses.size()) guesses.resize(pos + 1);
     guesses[pos].slot = slot;
     guesses[pos].protocol = w.protocol;

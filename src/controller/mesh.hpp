@@ -91,7 +91,7 @@ class Mesh final : public MeshView {
     // i-th window of its previous report (agents report in pinglist order), so its slot is
     // remembered by position: a hit costs one short string compare instead of interning the name
     // and a hash lookup. A miss falls back to both and updates the guess. Slots are never erased,
-    // so the pointers stay valid.
+    // so the pointers stay valid. At most one guess per pair of the source (bounded memory).
     struct PositionGuess {
       Slot* slot = nullptr;
       probe::Protocol protocol{};
