@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "base/log.hpp"
+#include "controller/registration.hpp"
 
 namespace weft::controller {
 namespace {
@@ -40,8 +41,22 @@ Status Controller::start(Config cfg) {
   mesh_->set_store_info(store_->info());
   ingest_ = std::make_unique<Ingest>(*mesh_, *store_);
 
-  // A restarted controller picks up where it stopped: latest windows and dedup state come back
-  // from the store, so an agent resending what was already stored is not counted twice.
+  // A restarted controller picks up where it stopped. The agents it knew come back first (as down
+  // until they report), replayed through the same parser as POST /api/v1/register; then latest
+  // windows and dedup state, so an agent resending what was already stored is not counted twice.
+  size_t agents = 0;
+  int64_t start_ns = now_ns();
+  auto ast = store_->load_registrations([&](std::string_view body, int64_t registered_ns) {
+    auto r = parse_registration(body);
+    if (!r) {
+      log().warn("ignoring a stored registration that no longer parses: {}", r.error().message);
+      return;
+    }
+    mesh_->restore_agent(*r, registered_ns, start_ns);
+    ++agents;
+  });
+  if (!ast) return fail("restoring agents from the store: {}", ast.error().message);
+  if (agents) log().info("restored {} agents from the store (down until they report)", agents);
   size_t restored = 0;
   auto st = store_->load_recent(now_ns() - kRestoreWindowNs,
                                 [&](const std::string& src, std::span<const probe::WindowStats> ws, int64_t rx) {

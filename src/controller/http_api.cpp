@@ -165,7 +165,14 @@ void Controller::install_routes(httplib::Server& srv) {
     auto parsed = parse_registration(req.body);
     if (!parsed) return error(res, 400, parsed.error().message);
     const Registration& r = *parsed;
-    mesh_->register_agent(r, now_ns());
+    int64_t now = now_ns();
+    // Kept as received, before the agent is told it is registered: a restarted controller replays
+    // it through parse_registration and still lists the agent (docs/controller.md).
+    if (auto st = store_->save_registration(r.name, req.body, now); !st) {
+      log().error("register {}: store failed: {}", r.name, st.error().message);
+      return error(res, 503, "store unavailable, retry later: " + st.error().message);
+    }
+    mesh_->register_agent(r, now);
     std::string rdma;
     for (const auto& e : r.rdma) rdma += fmt::format(", rdma {} gid {} qpn {}", e.device, e.gid_text(), e.qpn);
     log().info("agent {} registered ({} {}, version {}{})", r.name, r.addresses.front(),

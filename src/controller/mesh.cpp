@@ -50,10 +50,28 @@ std::string Mesh::name_of(uint32_t id) const {
 
 // ---- windows --------------------------------------------------------------------------------------
 
-WindowFate Mesh::SourceTxn::classify(const probe::WindowStats& w) {
+Mesh::SourceTxn::Slot* Mesh::SourceTxn::slot_for(const probe::WindowStats& w) {
+  size_t pos = position_++;
+  auto& guesses = src_.by_position;
+  if (pos < guesses.size() && guesses[pos].protocol == w.protocol && guesses[pos].target == w.target)
+    return guesses[pos].slot;
   uint32_t dst = mesh_.intern(w.target);
-  if (dst == UINT32_MAX) return WindowFate::stale;  // name table full: refuse, never grow unbounded
-  Slot& s = src_.pairs[pair_key(w.protocol, dst)];
+  if (dst == UINT32_MAX) return nullptr;  // name table full: refuse, never grow unbounded
+  Slot* slot = &src_.pairs[pair_key(w.protocol, dst)];
+  // No more guesses than pairs: a backlog report (many windows per pair) must not grow memory.
+  if (pos < src_.pairs.size() && pos < kMaxGuessedPositions) {
+    if (pos >= guesses.size()) guesses.resize(pos + 1);
+    guesses[pos].slot = slot;
+    guesses[pos].protocol = w.protocol;
+    guesses[pos].target = w.target;
+  }
+  return slot;
+}
+
+WindowFate Mesh::SourceTxn::classify(const probe::WindowStats& w) {
+  Slot* slot = slot_for(w);
+  if (!slot) return WindowFate::stale;
+  Slot& s = *slot;
   if (s.txn_mark != src_.txn_serial) {
     undo_.emplace_back(&s, s.ring);
     s.txn_mark = src_.txn_serial;
@@ -126,6 +144,9 @@ void Mesh::restore(const std::string& src, std::span<const probe::WindowStats> w
       if (txn.classify(w) == WindowFate::accepted) acc.push_back(w);
     txn.commit(acc, received_ns);
   });
+  std::lock_guard lk(reg_mu_);
+  if (auto it = agents_.find(src); it != agents_.end() && it->second.info.state == AgentState::down)
+    it->second.info.last_seen_unix_ns = std::max(it->second.info.last_seen_unix_ns, received_ns);
 }
 
 size_t Mesh::pair_count() const {
@@ -218,6 +239,22 @@ void Mesh::register_agent(const Registration& r, int64_t now_ns) {
                  p.udp_port != rec.peer.udp_port || p.tcp_port != rec.peer.tcp_port || p.rdma != rec.peer.rdma;
   rec.peer = std::move(p);
   if (changed) ++generation_;
+}
+
+void Mesh::restore_agent(const Registration& r, int64_t registered_ns, int64_t now_ns) {
+  std::lock_guard lk(reg_mu_);
+  if (agents_.contains(r.name)) return;
+  AgentRecord& rec = agents_[r.name];
+  rec.info.name = r.name;
+  rec.info.addresses = r.addresses;
+  rec.info.protocols = r.protocols;
+  rec.info.version = r.version;
+  rec.info.registered_unix_ns = registered_ns;
+  rec.info.last_seen_unix_ns = registered_ns;
+  rec.info.state = AgentState::down;
+  rec.info.alarms.push_back({"agent_down", "no report since the controller restarted", now_ns});
+  rec.peer = Peer{r.name, r.addresses.empty() ? std::string() : r.addresses.front(), r.protocols, r.udp_port, r.tcp_port, false};
+  ++generation_;
 }
 
 bool Mesh::is_registered(const std::string& name) const {

@@ -14,7 +14,9 @@
 #include <mutex>
 #include <shared_mutex>
 #include <span>
+#include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "agent/registration.hpp"
 #include "agent/wire.hpp"
@@ -41,6 +43,9 @@ class Mesh final : public MeshView {
 
   // --- registry ---
   void register_agent(const Registration& r, int64_t now_ns);
+  // An agent known from before a controller restart (its registration replayed from the store):
+  // listed, but down and in no pinglist until it reports or registers again. No-op if already known.
+  void restore_agent(const Registration& r, int64_t registered_ns, int64_t now_ns);
   bool is_registered(const std::string& name) const;
   // Marks agents without a report for `down_after` as down; returns the names that went down.
   std::vector<std::string> sweep(int64_t now_ns);
@@ -76,20 +81,35 @@ class Mesh final : public MeshView {
       Ring ring;
       probe::WindowStats latest;  // .target is left empty: the dst id is the key
     };
+    // The i-th window of an agent's report is almost always for the same (protocol, target) as the
+    // i-th window of its previous report (agents report in pinglist order), so its slot is
+    // remembered by position: a hit costs one short string compare instead of interning the name
+    // and a hash lookup. A miss falls back to both and updates the guess. Slots are never erased,
+    // so the pointers stay valid. At most one guess per pair of the source (bounded memory).
+    struct PositionGuess {
+      Slot* slot = nullptr;
+      probe::Protocol protocol{};
+      std::string target;
+    };
+    static constexpr size_t kMaxGuessedPositions = 65536;
     struct Source {
       std::mutex mu;
       uint32_t txn_serial = 0;
       std::unordered_map<uint64_t, Slot> pairs;  // key = protocol << 32 | dst id
+      std::vector<PositionGuess> by_position;    // see PositionGuess
     };
     SourceTxn(Mesh& m, Source& s) : mesh_(m), src_(s) {}
+    Slot* slot_for(const probe::WindowStats& w);
     Mesh& mesh_;
     Source& src_;
+    size_t position_ = 0;  // how many windows classify() has seen in this txn
     std::vector<std::pair<Slot*, Ring>> undo_;
     std::vector<Slot*> accepted_;  // in classify order, for commit()
   };
   void with_source(const std::string& src, const std::function<void(SourceTxn&)>& fn);
 
-  // Restores state from stored windows (controller restart): latest and dedup rings.
+  // Restores state from stored windows (controller restart): latest and dedup rings, and the
+  // last-seen time of a restored agent (`received_ns`, when the store kept it).
   void restore(const std::string& src, std::span<const probe::WindowStats> windows, int64_t received_ns);
 
   // --- counters (ingest updates them) ---

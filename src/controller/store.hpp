@@ -3,6 +3,7 @@
 //  - SqliteStore (default, no service needed): history in a local SQLite file (WAL, group commit,
 //    one row per report and source with the windows packed in a blob, retention by age).
 //  - RedisStore: latest per pair in hashes, history in sorted sets (keys in docs/store-redis.md).
+// Both also keep the agents' registrations, so a restarted controller still lists every agent.
 //
 // The in-memory latest mesh and dedup state live in Mesh; a store only has to make an accepted
 // batch durable, answer history queries, and give back recent windows after a restart.
@@ -11,6 +12,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/result.hpp"
@@ -38,6 +40,13 @@ class Store {
   // order it was stored (used to rebuild the latest mesh and dedup state after a restart).
   using RestoreFn = std::function<void(const std::string&, std::span<const probe::WindowStats>, int64_t)>;
   virtual Status load_recent(int64_t since_ns, const RestoreFn& fn) = 0;
+
+  // Keeps an agent's registration as it was received (the POST /api/v1/register body, opaque to the
+  // store), replacing an earlier one of the same name. Durable when it returns, like append().
+  virtual Status save_registration(const std::string& name, std::string_view registration, int64_t received_ns) = 0;
+  // Calls fn(registration, received_ns) for every agent's last saved registration.
+  using RegistrationFn = std::function<void(std::string_view, int64_t)>;
+  virtual Status load_registrations(const RegistrationFn& fn) = 0;
 
   // Deletes history whose window ended before `before_ns`.
   virtual Status apply_retention(int64_t before_ns) = 0;

@@ -1,7 +1,10 @@
 // The Redis store (keys documented in docs/store-redis.md):
 //   weft:pairs                         SET   "proto|src|dst" of every pair ever stored
-//   weft:latest:<proto>:<src>          HASH  dst -> window JSON (newest start of the batch)
+//   weft:latest:<proto>:<src>          HASH  dst -> window JSON (newest start seen, never moves back)
+//   weft:latest_start:<proto>:<src>    HASH  dst -> that window's start, 20 digits (for the compare)
 //   weft:hist:<proto>:<src>:<dst>      ZSET  score = window start (ns), member = window JSON
+//   weft:agents                        HASH  agent name -> its registration body as received
+//   weft:agents_registered             HASH  agent name -> when it registered (Unix ns)
 // A batch is written in one MULTI/EXEC, so it is stored entirely or not at all. The window JSON
 // contains its start, so a resent window is the same member and cannot be counted twice even by
 // another controller sharing the Redis.
@@ -10,6 +13,9 @@
 #include <charconv>
 #include <map>
 #include <mutex>
+#include <span>
+#include <string_view>
+#include <vector>
 
 #include "agent/wire.hpp"
 #include "base/log.hpp"
@@ -17,6 +23,21 @@
 
 namespace weft::controller {
 namespace {
+
+// Sets weft:latest (KEYS[1]) field DST to a window only if its start is not older than the one
+// stored in weft:latest_start (KEYS[2]). ARGV = DST, START, JSON, DST, START, JSON, ... with START
+// zero-padded to 20 digits, so string order is number order (Lua numbers are doubles and would
+// round nanosecond timestamps).
+constexpr std::string_view kLatestScript = R"lua(
+for i = 1, #ARGV, 3 do
+  local cur = redis.call('HGET', KEYS[2], ARGV[i])
+  if (not cur) or cur <= ARGV[i + 1] then
+    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 2])
+    redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
+  end
+end
+return 0
+)lua";
 
 struct ReplyDeleter {
   void operator()(redisReply* r) const { freeReplyObject(r); }
@@ -121,6 +142,35 @@ class RedisStore final : public Store {
     return {};
   }
 
+  Status save_registration(const std::string& name, std::string_view registration, int64_t received_ns) override {
+    std::lock_guard lk(mu_);
+    auto st = save_registration_locked(name, registration, received_ns);
+    if (!st && ctx_ && ctx_->err) {  // connection trouble: one reconnect, then one more try
+      if (connect()) st = save_registration_locked(name, registration, received_ns);
+    }
+    return st;
+  }
+
+  Status load_registrations(const RegistrationFn& fn) override {
+    std::lock_guard lk(mu_);
+    if (auto st = ensure(); !st) return st;
+    Reply regs(static_cast<redisReply*>(redisCommand(ctx_, "HGETALL weft:agents")));
+    if (!regs || regs->type != REDIS_REPLY_ARRAY) return fail("redis load: HGETALL weft:agents failed");
+    Reply times(static_cast<redisReply*>(redisCommand(ctx_, "HGETALL weft:agents_registered")));
+    if (!times || times->type != REDIS_REPLY_ARRAY) return fail("redis load: HGETALL weft:agents_registered failed");
+    std::map<std::string, int64_t, std::less<>> registered;
+    for (size_t i = 0; i + 1 < times->elements; i += 2) {
+      int64_t ns = 0;
+      std::from_chars(times->element[i + 1]->str, times->element[i + 1]->str + times->element[i + 1]->len, ns);
+      registered[std::string(times->element[i]->str, times->element[i]->len)] = ns;
+    }
+    for (size_t i = 0; i + 1 < regs->elements; i += 2) {
+      auto it = registered.find(std::string_view(regs->element[i]->str, regs->element[i]->len));
+      fn(std::string_view(regs->element[i + 1]->str, regs->element[i + 1]->len), it == registered.end() ? 0 : it->second);
+    }
+    return {};
+  }
+
   Status apply_retention(int64_t before_ns) override {
     std::lock_guard lk(mu_);
     if (auto st = ensure(); !st) return st;
@@ -149,10 +199,30 @@ class RedisStore final : public Store {
     return connect();
   }
 
+  // Both hashes in one MULTI/EXEC: the registration and its time are kept together or not at all.
+  Status save_registration_locked(const std::string& name, std::string_view registration, int64_t received_ns) {
+    if (auto st = ensure(); !st) return st;
+    std::string ns = std::to_string(received_ns);
+    redisAppendCommand(ctx_, "MULTI");
+    redisAppendCommand(ctx_, "HSET weft:agents %b %b", name.data(), name.size(), registration.data(), registration.size());
+    redisAppendCommand(ctx_, "HSET weft:agents_registered %b %b", name.data(), name.size(), ns.data(), ns.size());
+    redisAppendCommand(ctx_, "EXEC");
+    std::string err;
+    for (int i = 0; i < 4; ++i) {
+      redisReply* raw = nullptr;
+      if (redisGetReply(ctx_, reinterpret_cast<void**>(&raw)) != REDIS_OK) return fail("redis register: {}", ctx_->errstr);
+      Reply r(raw);
+      if (r->type == REDIS_REPLY_ERROR && err.empty()) err = std::string(r->str, r->len);
+      if (i == 3 && r->type != REDIS_REPLY_ARRAY && err.empty()) err = "transaction aborted";
+    }
+    if (!err.empty()) return fail("redis register: {}", err);
+    return {};
+  }
+
   Status append_locked(const std::string& src, std::span<const probe::WindowStats> windows) {
     if (auto st = ensure(); !st) return st;
     size_t queued = 0;
-    auto cmd = [&](std::initializer_list<std::string_view> args) {
+    auto cmd_argv = [&](std::span<const std::string_view> args) {
       std::vector<const char*> argv;
       std::vector<size_t> lens;
       for (auto a : args) {
@@ -162,6 +232,7 @@ class RedisStore final : public Store {
       redisAppendCommandArgv(ctx_, static_cast<int>(argv.size()), argv.data(), lens.data());
       ++queued;
     };
+    auto cmd = [&](std::initializer_list<std::string_view> args) { cmd_argv(std::span(args.begin(), args.size())); };
     cmd({"MULTI"});
     std::map<std::pair<int, std::string>, const probe::WindowStats*> newest;  // (proto, dst) -> window
     for (const auto& w : windows) {
@@ -174,9 +245,24 @@ class RedisStore final : public Store {
       auto& n = newest[{static_cast<int>(w.protocol), w.target}];
       if (!n || w.start_unix_ns > n->start_unix_ns) n = &w;
     }
-    for (const auto& [k, w] : newest) {
-      std::string key = fmt::format("weft:latest:{}:{}", probe::to_string(w->protocol), src);
-      cmd({"HSET", key, w->target, agent::window_json(*w)});
+    // weft:latest only moves forward: a late out-of-order window (or a second controller writing an
+    // older one) must not replace a newer one, so the compare happens inside Redis (one script call
+    // per protocol, inside the same MULTI).
+    std::vector<std::string> args;  // owns the strings the argv below points into
+    for (auto proto : {probe::Protocol::udp, probe::Protocol::tcp, probe::Protocol::rdma}) {
+      args.clear();
+      for (const auto& [k, w] : newest) {
+        if (w->protocol != proto) continue;
+        args.push_back(w->target);
+        args.push_back(fmt::format("{:020d}", w->start_unix_ns));  // fixed width: compares as a string
+        args.push_back(agent::window_json(*w));
+      }
+      if (args.empty()) continue;
+      std::string latest = fmt::format("weft:latest:{}:{}", probe::to_string(proto), src);
+      std::string starts = fmt::format("weft:latest_start:{}:{}", probe::to_string(proto), src);
+      std::vector<std::string_view> argv{"EVAL", kLatestScript, "2", latest, starts};
+      argv.insert(argv.end(), args.begin(), args.end());
+      cmd_argv(argv);
     }
     cmd({"EXEC"});
     std::string err;
@@ -184,8 +270,10 @@ class RedisStore final : public Store {
       redisReply* raw = nullptr;
       if (redisGetReply(ctx_, reinterpret_cast<void**>(&raw)) != REDIS_OK) return fail("redis append: {}", ctx_->errstr);
       Reply r(raw);
-      if (i + 1 == queued) {  // EXEC: nil (aborted) or an array of results
+      if (i + 1 == queued) {  // EXEC: nil (aborted) or an array of results, which may hold errors
         if (r->type != REDIS_REPLY_ARRAY) err = err.empty() ? "transaction aborted" : err;
+        for (size_t k = 0; r->type == REDIS_REPLY_ARRAY && k < r->elements && err.empty(); ++k)
+          if (r->element[k]->type == REDIS_REPLY_ERROR) err = std::string(r->element[k]->str, r->element[k]->len);
       } else if (r->type == REDIS_REPLY_ERROR && err.empty()) {
         err = std::string(r->str, r->len);
       }

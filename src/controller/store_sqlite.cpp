@@ -51,6 +51,7 @@ class SqliteStore final : public Store {
     cv_.notify_all();
     if (writer_.joinable()) writer_.join();
     insert_ = Stmt();
+    upsert_agent_ = Stmt();
     if (db_) sqlite3_close(db_);
     if (rdb_) sqlite3_close(rdb_);
   }
@@ -76,10 +77,17 @@ class SqliteStore final : public Store {
         "  n INTEGER NOT NULL,"
         "  data BLOB NOT NULL);"
         "CREATE INDEX IF NOT EXISTS batches_src ON batches(src, max_start);"
-        "CREATE INDEX IF NOT EXISTS batches_end ON batches(max_end);";
+        "CREATE INDEX IF NOT EXISTS batches_end ON batches(max_end);"
+        // The agents' registrations as received (replayed through the register parser at start).
+        "CREATE TABLE IF NOT EXISTS agents("
+        "  name TEXT PRIMARY KEY,"
+        "  registration BLOB NOT NULL,"
+        "  received INTEGER NOT NULL);";
     if (auto st = exec(db_, ddl); !st) return st;
     insert_ = Stmt(db_, "INSERT INTO batches(src,min_start,max_start,max_end,received,n,data) VALUES(?,?,?,?,?,?,?)");
     if (!insert_.ok()) return fail("sqlite store {}: prepare insert: {}", path, sqlite3_errmsg(db_));
+    upsert_agent_ = Stmt(db_, "INSERT OR REPLACE INTO agents(name,registration,received) VALUES(?,?,?)");
+    if (!upsert_agent_.ok()) return fail("sqlite store {}: prepare agent insert: {}", path, sqlite3_errmsg(db_));
     // Readers get their own connection: WAL lets them read while the writer commits.
     if (sqlite3_open_v2(path.c_str(), &rdb_, SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK)
       return fail("sqlite store {}: open reader: {}", path, rdb_ ? sqlite3_errmsg(rdb_) : "out of memory");
@@ -103,14 +111,36 @@ class SqliteStore final : public Store {
       job->max_start = std::max(job->max_start, w.start_unix_ns);
       job->max_end = std::max(job->max_end, w.end_unix_ns);
     }
-    if (!encoded.empty()) job->blob.assign(encoded);  // the agent's own bytes: no second encoding
-    else agent::append_window_list(job->blob, windows);
-    std::unique_lock lk(mu_);
-    if (stopping_) return fail("sqlite store is closing");
-    queue_.push_back(job);
-    cv_.notify_all();
-    done_cv_.wait(lk, [&] { return job->done; });
-    if (!job->error.empty()) return fail("sqlite store {}: {}", path_, job->error);
+    // The agent's own bytes, not even copied: submit() returns only after the commit, and the
+    // caller's body outlives that. Otherwise (some windows were duplicates) encode the rest.
+    if (encoded.empty()) {
+      agent::append_window_list(job->blob, windows);
+      encoded = job->blob;
+    }
+    job->data = encoded;
+    return submit(job);
+  }
+
+  Status save_registration(const std::string& name, std::string_view registration, int64_t received_ns) override {
+    auto job = std::make_shared<Job>();
+    job->kind = Job::Kind::registration;
+    job->src = name;
+    job->received = received_ns;
+    job->data = registration;  // outlives the commit: submit() waits for it
+    return submit(job);
+  }
+
+  Status load_registrations(const RegistrationFn& fn) override {
+    std::lock_guard lk(read_mu_);
+    Stmt q(rdb_, "SELECT registration, received FROM agents ORDER BY name");
+    if (!q.ok()) return fail("sqlite load agents: {}", sqlite3_errmsg(rdb_));
+    int rc;
+    while ((rc = sqlite3_step(q.get())) == SQLITE_ROW) {
+      auto* p = static_cast<const char*>(sqlite3_column_blob(q.get(), 0));
+      int n = sqlite3_column_bytes(q.get(), 0);
+      fn(std::string_view(p ? p : "", static_cast<size_t>(n)), sqlite3_column_int64(q.get(), 1));
+    }
+    if (rc != SQLITE_DONE) return fail("sqlite load agents: {}", sqlite3_errmsg(rdb_));
     return {};
   }
 
@@ -175,13 +205,26 @@ class SqliteStore final : public Store {
 
  private:
   struct Job {
-    std::string src;
+    enum class Kind : uint8_t { batch, registration } kind = Kind::batch;
+    std::string src;  // the reporting agent, or the registered one
     int64_t received = 0, min_start = 0, max_start = 0, max_end = 0;
     size_t n = 0;
-    std::string blob;
+    std::string blob;       // the encoded windows when the caller had none
+    std::string_view data;  // what is written: the caller's bytes or `blob`
     bool done = false;
     std::string error;
   };
+
+  // Queues a write for the writer thread and waits until its transaction has committed.
+  Status submit(const std::shared_ptr<Job>& job) {
+    std::unique_lock lk(mu_);
+    if (stopping_) return fail("sqlite store is closing");
+    queue_.push_back(job);
+    cv_.notify_all();
+    done_cv_.wait(lk, [&] { return job->done; });
+    if (!job->error.empty()) return fail("sqlite store {}: {}", path_, job->error);
+    return {};
+  }
 
   static Status exec(sqlite3* db, const char* sql) {
     char* err = nullptr;
@@ -196,6 +239,21 @@ class SqliteStore final : public Store {
   std::string commit(std::deque<std::shared_ptr<Job>>& jobs) {
     if (auto st = exec(db_, "BEGIN"); !st) return st.error().message;
     for (auto& j : jobs) {
+      if (j->kind == Job::Kind::registration) {
+        sqlite3_stmt* s = upsert_agent_.get();
+        sqlite3_reset(s);
+        sqlite3_bind_text(s, 1, j->src.data(), static_cast<int>(j->src.size()), SQLITE_STATIC);
+        sqlite3_bind_blob(s, 2, j->data.data(), static_cast<int>(j->data.size()), SQLITE_STATIC);
+        sqlite3_bind_int64(s, 3, j->received);
+        if (sqlite3_step(s) != SQLITE_DONE) {
+          std::string e = sqlite3_errmsg(db_);
+          sqlite3_reset(s);
+          (void)exec(db_, "ROLLBACK");
+          return e;
+        }
+        sqlite3_reset(s);
+        continue;
+      }
       sqlite3_stmt* s = insert_.get();
       sqlite3_reset(s);
       sqlite3_bind_text(s, 1, j->src.data(), static_cast<int>(j->src.size()), SQLITE_STATIC);
@@ -204,7 +262,7 @@ class SqliteStore final : public Store {
       sqlite3_bind_int64(s, 4, j->max_end);
       sqlite3_bind_int64(s, 5, j->received);
       sqlite3_bind_int64(s, 6, static_cast<int64_t>(j->n));
-      sqlite3_bind_blob(s, 7, j->blob.data(), static_cast<int>(j->blob.size()), SQLITE_STATIC);
+      sqlite3_bind_blob(s, 7, j->data.data(), static_cast<int>(j->data.size()), SQLITE_STATIC);
       if (sqlite3_step(s) != SQLITE_DONE) {
         std::string e = sqlite3_errmsg(db_);
         sqlite3_reset(s);
@@ -259,7 +317,7 @@ class SqliteStore final : public Store {
   std::string path_;
   sqlite3* db_ = nullptr;   // writer thread only (after open)
   sqlite3* rdb_ = nullptr;  // readers, under read_mu_
-  Stmt insert_;
+  Stmt insert_, upsert_agent_;
   std::mutex read_mu_;
   mutable std::mutex mu_;
   std::condition_variable cv_, done_cv_;

@@ -48,6 +48,8 @@ class FlakyStore final : public Store {
     return stored;
   }
   weft::Status load_recent(int64_t, const RestoreFn&) override { return {}; }
+  weft::Status save_registration(const std::string&, std::string_view, int64_t) override { return {}; }
+  weft::Status load_registrations(const RegistrationFn&) override { return {}; }
   weft::Status apply_retention(int64_t) override { return {}; }
   StoreInfo info() const override { return {"flaky", "", !failing, ""}; }
 };
@@ -99,6 +101,29 @@ TEST_F(Fixture, ResendIsNotCountedTwice) {
   auto twice = ingest->handle_report(report("h1", {window("h2", t + 5'000'000'000), window("h2", t + 5'000'000'000)}), now_ns());
   EXPECT_EQ(body(twice)["accepted"], 1);
   EXPECT_EQ(body(twice)["duplicate"], 1);
+}
+
+// The mesh guesses a window's pair from its position in the agent's previous report; reports in
+// another order, or with another protocol at a position, must land on the right pairs all the same.
+TEST_F(Fixture, PairsAreRightWhateverTheWindowOrder) {
+  register_all(*mesh, {"h1", "h2", "h3"});
+  int64_t t = now_ns() - 100'000'000'000;
+  auto sec = [&](int i) { return t + i * 1'000'000'000LL; };
+  ASSERT_EQ(ingest->handle_report(report("h1", {window("h2", sec(0), 100, 2), window("h3", sec(0), 100, 3)}), now_ns()).status, 200);
+  auto swapped = ingest->handle_report(
+      report("h1", {window("h3", sec(1), 100, 13), window("h2", sec(1), 100, 12), window("h2", sec(1), 100, 22, Protocol::tcp)}),
+      now_ns());
+  EXPECT_EQ(body(swapped)["accepted"], 3);
+  // The first report again, in the first order: all duplicates (the dedup state followed the pairs).
+  auto again = ingest->handle_report(
+      report("h1", {window("h3", sec(0), 100, 3), window("h2", sec(0), 100, 2), window("h2", sec(1), 100, 22, Protocol::tcp)}),
+      now_ns());
+  EXPECT_EQ(body(again)["duplicate"], 3);
+  EXPECT_EQ(mesh->latest_pair(Protocol::udp, "h1", "h2")->window.lost, 12u);
+  EXPECT_EQ(mesh->latest_pair(Protocol::udp, "h1", "h3")->window.lost, 13u);
+  EXPECT_EQ(mesh->latest_pair(Protocol::tcp, "h1", "h2")->window.lost, 22u);
+  EXPECT_FALSE(mesh->latest_pair(Protocol::tcp, "h1", "h3"));
+  EXPECT_EQ(mesh->pair_count(), 3u);
 }
 
 TEST_F(Fixture, OutOfOrderWindowsAreKeptButLatestStaysNewest) {

@@ -2,6 +2,8 @@
 // WEFT_TEST_REDIS). Without it these tests skip.
 #include <gtest/gtest.h>
 
+#include <hiredis/hiredis.h>
+
 #include <cstdlib>
 
 #include <nlohmann/json.hpp>
@@ -18,7 +20,48 @@ std::string redis_url() {
   const char* u = std::getenv("WEFT_TEST_REDIS");
   return u ? u : "";
 }
+// HGET through a connection of our own, to see what other readers of the Redis see.
+std::string redis_hget(const std::string& key, const std::string& field) {
+  std::string hp = redis_url().substr(8);  // with_redis.sh gives redis://127.0.0.1:PORT
+  redisContext* c = redisConnect(hp.substr(0, hp.rfind(':')).c_str(), std::stoi(hp.substr(hp.rfind(':') + 1)));
+  if (!c || c->err) {
+    if (c) redisFree(c);
+    return "<no connection>";
+  }
+  auto* r = static_cast<redisReply*>(redisCommand(c, "HGET %s %s", key.c_str(), field.c_str()));
+  std::string out = r && r->type == REDIS_REPLY_STRING ? std::string(r->str, r->len) : "<nil>";
+  if (r) freeReplyObject(r);
+  redisFree(c);
+  return out;
+}
+
 }  // namespace
+
+TEST(RedisStore, LatestOnlyMovesForward) {
+  if (redis_url().empty()) GTEST_SKIP() << "WEFT_TEST_REDIS not set (run through with_redis.sh)";
+  auto s = open_store(redis_url());
+  ASSERT_TRUE(s) << s.error().message;
+  int64_t t = now_ns() - 60'000'000'000;
+  auto newer = window("fwd2", t + 3'000'000'000, 100, 7);
+  auto older = window("fwd2", t + 1'000'000'000, 100, 2);
+  ASSERT_TRUE((*s)->append("fwd1", std::span(&newer, 1), now_ns()));
+  // A late window arrives after a newer one (e.g. a resend after a timeout): history gets it,
+  // the latest stays the newer window.
+  ASSERT_TRUE((*s)->append("fwd1", std::span(&older, 1), now_ns()));
+  auto latest = nlohmann::json::parse(redis_hget("weft:latest:udp:fwd1", "fwd2"), nullptr, false);
+  ASSERT_TRUE(latest.is_object()) << redis_hget("weft:latest:udp:fwd1", "fwd2");
+  EXPECT_EQ(latest["start_unix_ns"].get<int64_t>(), newer.start_unix_ns);
+  EXPECT_EQ(latest["lost"].get<uint64_t>(), 7u);
+  EXPECT_EQ((*s)->history(Protocol::udp, "fwd1", "fwd2", 0, INT64_MAX, 100)->size(), 2u);
+  // A newer one still replaces it, and within one batch the newest of the pair wins.
+  auto newest = window("fwd2", t + 5'000'000'000, 100, 9);
+  std::vector<weft::probe::WindowStats> batch{newest, window("fwd2", t + 4'000'000'000, 100, 1)};
+  ASSERT_TRUE((*s)->append("fwd1", batch, now_ns()));
+  latest = nlohmann::json::parse(redis_hget("weft:latest:udp:fwd1", "fwd2"), nullptr, false);
+  ASSERT_TRUE(latest.is_object());
+  EXPECT_EQ(latest["start_unix_ns"].get<int64_t>(), newest.start_unix_ns);
+  EXPECT_EQ(latest["lost"].get<uint64_t>(), 9u);
+}
 
 TEST(RedisStore, AppendHistoryRestartAndDedup) {
   if (redis_url().empty()) GTEST_SKIP() << "WEFT_TEST_REDIS not set (run through with_redis.sh)";

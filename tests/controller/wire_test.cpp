@@ -37,6 +37,45 @@ TEST(Wire, BinaryRoundTrip) {
   EXPECT_EQ(j->windows[5].rtt.p90_ns, r.windows[5].rtt.p90_ns);
 }
 
+// Every varint length from 1 to 10 bytes, at both ends of each length, in every position of a
+// window (the decoder reads up to 8 bytes at once and must stop exactly at the varint's end).
+TEST(Wire, VarintsOfEveryLengthRoundTrip) {
+  std::vector<uint64_t> values{0, 1, UINT64_MAX, UINT64_MAX - 1};
+  for (int bits = 7; bits < 64; bits += 7) {
+    values.push_back((uint64_t{1} << bits) - 1);
+    values.push_back(uint64_t{1} << bits);
+  }
+  Report r;
+  r.agent = "h";
+  for (size_t i = 0; i < values.size(); ++i) {
+    auto w = window("p", 0);
+    w.start_unix_ns = static_cast<int64_t>(values[i] >> 1);
+    w.end_unix_ns = static_cast<int64_t>(values[(i + 1) % values.size()]);
+    w.sent = values[i];
+    w.lost = values[(i + 3) % values.size()];
+    w.weird = values[(i + 5) % values.size()];
+    w.rtt.count = values[(i + 7) % values.size()] | 1;  // 0 would mean "no samples": nothing encoded
+    w.rtt.min_ns = -static_cast<int64_t>(values[i] >> 1);
+    w.rtt.max_ns = static_cast<int64_t>(values[(i + 2) % values.size()]);
+    r.windows.push_back(w);
+  }
+  auto d = decode_binary(encode_binary(r));
+  ASSERT_TRUE(d) << d.error().message;
+  ASSERT_EQ(d->windows.size(), r.windows.size());
+  for (size_t i = 0; i < r.windows.size(); ++i) {
+    const auto &a = r.windows[i], &b = d->windows[i];
+    EXPECT_EQ(b.start_unix_ns, a.start_unix_ns) << i;
+    EXPECT_EQ(b.end_unix_ns, a.end_unix_ns) << i;
+    EXPECT_EQ(b.sent, a.sent) << i;
+    EXPECT_EQ(b.lost, a.lost) << i;
+    EXPECT_EQ(b.weird, a.weird) << i;
+    EXPECT_EQ(b.rtt.count, a.rtt.count) << i;
+    EXPECT_EQ(b.rtt.min_ns, a.rtt.min_ns) << i;
+    EXPECT_EQ(b.rtt.max_ns, a.rtt.max_ns) << i;
+    EXPECT_EQ(b.rtt.p99_ns, a.rtt.p99_ns) << i;
+  }
+}
+
 TEST(Wire, TruncationsAndRandomBytesAreErrorsNotCrashes) {
   Report r;
   r.agent = "h";

@@ -7,7 +7,8 @@
      every other pair stays clean;
   3. an agent stops: it is marked down and leaves the other agents' pinglists;
   4. the controller restarts on the same store while agents keep probing: history from before is still
-     there, and every window of the downtime arrives exactly once (no gap, no duplicate).
+     there, every window of the downtime arrives exactly once (no gap, no duplicate), and the agent list
+     is kept (the stopped h4 is still listed, down, and in no pinglist).
 
 Usage: lab_mesh_test.py WEFT [--store sqlite|redis]. Needs root; exits 77 (skip) otherwise.
 """
@@ -208,6 +209,10 @@ def step_controller_restart(m):
     time.sleep(8)
     m.start_controller()
     log("   controller restarted on the same store")
+    # The agent list came back from the store: h4 (stopped in step 3, never back) is still listed, down.
+    agents = {a["name"]: a for a in m.get("/api/v1/agents")["agents"]}
+    assert set(agents) == {"h1", "h2", "h3", "h4"}, sorted(agents)
+    assert agents["h4"]["state"] == "down", agents["h4"]
     time.sleep(WINDOW_S * 3)
 
     def caught_up():
@@ -227,6 +232,14 @@ def step_controller_restart(m):
         tail = [s for s in starts if s >= start - 10 * WINDOW_S]
         gaps = [(a, b) for a, b in zip(tail, tail[1:]) if b - a > WINDOW_S * 1.01]
         assert not gaps, f"{pair}: windows missing around the restart: {gaps}"
+    agents = {a["name"]: a for a in m.get("/api/v1/agents")["agents"]}
+    assert set(agents) == {"h1", "h2", "h3", "h4"}, sorted(agents)
+    assert [agents[n]["state"] for n in names] == ["up"] * 3 and agents["h4"]["state"] == "down", agents
+    for n in names:
+        pl = m.get(f"/api/v1/pinglists/{n}")
+        targets = {t["name"] for p in pl["protocols"] for t in p["targets"]}
+        assert targets == set(names) - {n}, (n, targets)
+    log("   agent list kept: h4 still listed (down) and in no pinglist, h1..h3 up")
     ing = m.get("/healthz")
     log(f"   history kept, downtime windows delivered once and in order ({ing})")
 

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Instructions per window of `weft bench ingest`, counted by callgrind: repeatable on a loaded
+# machine, unlike seconds (docs/BENCHMARKS.md, "Ingest"). Runs 200 agents x 300 targets for 1 and
+# for 3 rounds and divides the difference by the 120,000 extra windows, so set-up (registration,
+# pinglists, encoding the reports) cancels out. Counts user-space instructions only: system calls
+# (loopback TCP, SQLite's WAL writes) are not in them. Takes a few minutes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+WEFT=${WEFT:-build/weft}
+command -v valgrind >/dev/null || { echo "valgrind is not installed" >&2; exit 1; }
+DIR=$(mktemp -d /tmp/wms-cg-XXXXXX)
+trap 'rm -rf "$DIR"' EXIT
+total() {  # total instructions of the controller (the process with the SQLite writer) and of the client
+  local ctl=0 cli=0
+  for f in "$DIR"/r$1.*; do
+    n=$(grep -m1 '^summary:' "$f" | awk '{print $2}')
+    if grep -q 'write_loop' "$f"; then ctl=$n; else cli=$n; fi
+  done
+  echo "$ctl $cli"
+}
+for r in 1 3; do
+  valgrind --tool=callgrind --callgrind-out-file="$DIR/r$r.%p" "$WEFT" --log-level warn bench ingest \
+    --agents 200 --targets 300 --rounds $r --connections 2 --http-threads 2 --port 18195 --json >/dev/null 2>"$DIR/log$r"
+done
+read -r c1 k1 <<<"$(total 1)"
+read -r c3 k3 <<<"$(total 3)"
+# The client's difference includes encoding the extra reports (before its clock starts).
+echo "{\"controller_instructions_per_window\": $(( (c3 - c1) / 120000 )), \"client_instructions_per_window_incl_encoding\": $(( (k3 - k1) / 120000 ))}"

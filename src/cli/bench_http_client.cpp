@@ -1,0 +1,101 @@
+#include "cli/bench_http_client.hpp"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace weft::cli {
+
+std::string build_post_request(std::string_view path, std::string_view content_type, std::string_view body) {
+  std::string r = fmt::format("POST {} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: {}\r\nContent-Length: {}\r\n"
+                              "Connection: keep-alive\r\n\r\n",
+                              path, content_type, body.size());
+  r.append(body);
+  return r;
+}
+
+BenchHttpConnection::~BenchHttpConnection() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status BenchHttpConnection::connect_loopback(uint16_t port) {
+  port_ = port;
+  if (fd_ >= 0) ::close(fd_);
+  in_.clear();
+  fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd_ < 0) return fail("socket: {}", std::strerror(errno));
+  int one = 1;
+  ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // else Nagle + delayed ACK add 40 ms
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    int e = errno;
+    ::close(fd_);
+    fd_ = -1;
+    return fail("connect 127.0.0.1:{}: {}", port, std::strerror(e));
+  }
+  return {};
+}
+
+Status BenchHttpConnection::read_more() {
+  char buf[16384];
+  ssize_t n;
+  do n = ::recv(fd_, buf, sizeof buf, 0);
+  while (n < 0 && errno == EINTR);
+  if (n < 0) return fail("recv: {}", std::strerror(errno));
+  if (n == 0) return fail("the controller closed the connection");
+  in_.append(buf, static_cast<size_t>(n));
+  return {};
+}
+
+Result<BenchHttpConnection::Answer> BenchHttpConnection::exchange(std::string_view request) {
+  auto broken = [&](Error e) -> Result<Answer> {
+    ::close(fd_);
+    fd_ = -1;
+    return std::unexpected(std::move(e));
+  };
+  if (fd_ < 0)
+    if (auto st = connect_loopback(port_); !st) return std::unexpected(st.error());
+  for (size_t sent = 0; sent < request.size();) {
+    ssize_t n = ::send(fd_, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return broken(Error{fmt::format("send: {}", std::strerror(errno))});
+    sent += static_cast<size_t>(n);
+  }
+  size_t head_end;
+  while ((head_end = in_.find("\r\n\r\n")) == std::string::npos)
+    if (auto st = read_more(); !st) return broken(st.error());
+  std::string_view head(in_.data(), head_end);
+  Answer a;
+  if (!head.starts_with("HTTP/1.1 ") || head.size() < 12) return broken(Error{"not an HTTP/1.1 answer"});
+  std::from_chars(head.data() + 9, head.data() + 12, a.status);
+  size_t length = 0;
+  bool has_length = false;
+  for (size_t pos = head.find("\r\n"); pos != std::string_view::npos; pos = head.find("\r\n", pos + 2)) {
+    std::string_view line = head.substr(pos + 2, head.find("\r\n", pos + 2) - (pos + 2));
+    constexpr std::string_view kLength = "content-length:";
+    if (line.size() > kLength.size() &&
+        std::equal(kLength.begin(), kLength.end(), line.begin(), [](char x, char y) { return x == (y | 0x20); })) {
+      std::string_view v = line.substr(kLength.size());
+      while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
+      has_length = std::from_chars(v.data(), v.data() + v.size(), length).ec == std::errc{};
+    }
+  }
+  if (!has_length) return broken(Error{"answer without Content-Length"});
+  while (in_.size() < head_end + 4 + length)
+    if (auto st = read_more(); !st) return broken(st.error());
+  a.body = in_.substr(head_end + 4, length);
+  in_.erase(0, head_end + 4 + length);
+  return a;
+}
+
+}  // namespace weft::cli

@@ -1,0 +1,43 @@
+#pragma once
+// A minimal HTTP/1.1 keep-alive client for `weft bench ingest`: it sends requests that were built
+// completely (request line, headers and body in one buffer) before the clock started, in one
+// send() each, and reads just the status and body of the answer. The benchmark's client shares
+// the two cores with the controller it measures, so its own cost per request has to be small
+// (cpp-httplib's client copies the body, writes headers and body separately and polls before
+// every read).
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "base/result.hpp"
+
+namespace weft::cli {
+
+// "POST PATH HTTP/1.1" with Host, Content-Type, Content-Length and keep-alive, then the body.
+std::string build_post_request(std::string_view path, std::string_view content_type, std::string_view body);
+
+class BenchHttpConnection {
+ public:
+  BenchHttpConnection() = default;
+  ~BenchHttpConnection();
+  BenchHttpConnection(const BenchHttpConnection&) = delete;
+  BenchHttpConnection& operator=(const BenchHttpConnection&) = delete;
+
+  Status connect_loopback(uint16_t port);
+
+  struct Answer {
+    int status = 0;
+    std::string body;
+  };
+  // Sends one prebuilt request and reads its answer (which must carry Content-Length, as the
+  // controller's do). Any error closes the connection; the next call reconnects.
+  Result<Answer> exchange(std::string_view request);
+
+ private:
+  Status read_more();
+  int fd_ = -1;
+  uint16_t port_ = 0;
+  std::string in_;  // bytes received and not yet consumed
+};
+
+}  // namespace weft::cli

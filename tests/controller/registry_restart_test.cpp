@@ -1,0 +1,144 @@
+// The agent list survives a controller restart: a registration is kept in the store as received and
+// replayed through the register parser at start, so an agent that never comes back is still listed
+// (down, out of every pinglist), and one that reports again is up without registering again.
+// Real controllers on 127.0.0.1 (port 0), with the SQLite store here and Redis in RedisStore* below
+// (with_redis.sh runs those against a redis-server it starts).
+#include <gtest/gtest.h>
+
+#include <httplib.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include <nlohmann/json.hpp>
+
+#include "controller/controller.hpp"
+#include "test_util.hpp"
+
+using namespace weft::controller;
+using namespace weft::controller::testing;
+using nlohmann::json;
+
+namespace {
+
+// A loopback port nobody listens on right now (the config wants a fixed one).
+int free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  close(fd);
+  return port;
+}
+
+std::unique_ptr<Controller> start_controller(const std::string& store) {
+  auto cfg = parse_config(fmt::format("listen: 127.0.0.1:{}\nstore: {}\ntokens: [t0k-restart-test]\nagent_down_after: 1h\n"
+                                      "groups:\n  - {{name: all, protocols: [udp], members: ['*']}}\n",
+                                      free_port(), store),
+                          "<test>");
+  EXPECT_TRUE(cfg) << cfg.error().message;
+  if (!cfg) return nullptr;
+  auto c = std::make_unique<Controller>();
+  auto st = c->start(*cfg);
+  EXPECT_TRUE(st) << st.error().message;
+  return st ? std::move(c) : nullptr;
+}
+
+httplib::Result post(Controller& c, const std::string& path, const std::string& body, const std::string& type) {
+  httplib::Client cli("127.0.0.1", c.bound_ports().at(0));
+  return cli.Post(path, httplib::Headers{{"Authorization", "Bearer t0k-restart-test"}}, body, type);
+}
+
+json get(Controller& c, const std::string& path) {
+  httplib::Client cli("127.0.0.1", c.bound_ports().at(0));
+  auto res = cli.Get(path, httplib::Headers{{"Authorization", "Bearer t0k-restart-test"}});
+  return res && res->status == 200 ? json::parse(res->body) : json{{"status", res ? res->status : -1}};
+}
+
+std::string registration(const std::string& name, int i) {
+  return json{{"name", name}, {"addresses", {fmt::format("10.9.0.{}", i)}}, {"protocols", {"udp"}}, {"version", "v-test"},
+              {"udp_port", 7000 + i}}
+      .dump();
+}
+
+std::map<std::string, json> agents_by_name(Controller& c) {
+  std::map<std::string, json> out;
+  json all = get(c, "/api/v1/agents");
+  for (auto& a : all["agents"]) out[a["name"].get<std::string>()] = a;
+  return out;
+}
+
+std::set<std::string> pinglist_targets(Controller& c, const std::string& name) {
+  std::set<std::string> out;
+  json list = get(c, "/api/v1/pinglists/" + name);
+  for (auto& p : list["protocols"])
+    for (auto& t : p["targets"]) out.insert(t["name"].get<std::string>());
+  return out;
+}
+
+void agents_survive_a_restart(const std::string& store) {
+  {
+    auto c = start_controller(store);
+    ASSERT_TRUE(c);
+    for (int i = 1; i <= 3; ++i) {
+      auto res = post(*c, "/api/v1/register", registration(fmt::format("keep{}", i), i), "application/json");
+      ASSERT_TRUE(res && res->status == 200) << (res ? res->body : "no answer");
+    }
+    // A registration that fails to parse is refused and not kept.
+    auto bad = post(*c, "/api/v1/register", R"({"name":"keep9","addresses":[],"protocols":["udp"]})", "application/json");
+    ASSERT_TRUE(bad);
+    EXPECT_EQ(bad->status, 400);
+    EXPECT_EQ(pinglist_targets(*c, "keep1"), (std::set<std::string>{"keep2", "keep3"}));
+    c->stop();
+  }
+  auto c = start_controller(store);
+  ASSERT_TRUE(c);
+  auto agents = agents_by_name(*c);
+  ASSERT_EQ(agents.size(), 3u) << get(*c, "/api/v1/agents").dump();
+  for (int i = 1; i <= 3; ++i) {
+    auto& a = agents[fmt::format("keep{}", i)];
+    EXPECT_EQ(a["state"], "down") << a.dump();
+    EXPECT_EQ(a["version"], "v-test");
+    EXPECT_EQ(a["addresses"], json::array({fmt::format("10.9.0.{}", i)}));
+  }
+  // keep1 reports again without registering: accepted, and it is up; the others stay down and out
+  // of its pinglist until they report too.
+  weft::agent::Report rep;
+  rep.agent = "keep1";
+  rep.windows.push_back(window("keep2", now_ns() - 20'000'000'000));
+  auto res = post(*c, "/api/v1/report", weft::agent::encode_binary(rep), std::string(weft::agent::kBinaryContentType));
+  ASSERT_TRUE(res && res->status == 200) << (res ? res->body : "no answer");
+  agents = agents_by_name(*c);
+  EXPECT_EQ(agents["keep1"]["state"], "up");
+  EXPECT_EQ(agents["keep2"]["state"], "down");
+  EXPECT_TRUE(pinglist_targets(*c, "keep1").empty());
+  auto res3 = post(*c, "/api/v1/report", [] {
+    weft::agent::Report r;
+    r.agent = "keep3";
+    r.windows.push_back(window("keep1", now_ns() - 20'000'000'000));
+    return weft::agent::encode_binary(r);
+  }(), std::string(weft::agent::kBinaryContentType));
+  ASSERT_TRUE(res3 && res3->status == 200) << (res3 ? res3->body : "no answer");
+  EXPECT_EQ(pinglist_targets(*c, "keep1"), (std::set<std::string>{"keep3"}));
+}
+
+}  // namespace
+
+TEST(RegistryRestart, SqliteKeepsEveryAgent) {
+  TempDir dir;
+  agents_survive_a_restart("sqlite:" + dir.file("reg.db"));
+}
+
+TEST(RedisStoreRegistryRestart, KeepsEveryAgent) {
+  const char* url = std::getenv("WEFT_TEST_REDIS");
+  if (!url) GTEST_SKIP() << "WEFT_TEST_REDIS not set (run through with_redis.sh)";
+  agents_survive_a_restart(url);
+}
