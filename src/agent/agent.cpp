@@ -8,14 +8,13 @@
 
 #include <charconv>
 #include <chrono>
-#include <sstream>
 #include <fstream>
 #include <map>
-#include <optional>
-#include <utility>
-#include <random>
-
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <utility>
 
 #include "agent/rdma_pinglist.hpp"
 #include "agent/registration.hpp"
@@ -34,7 +33,9 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 int64_t unix_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 struct Url {
@@ -44,8 +45,10 @@ struct Url {
 
 Result<Url> parse_url(const std::string& url) {
   std::string rest = url;
-  if (rest.starts_with("http://")) rest = rest.substr(7);
-  else if (rest.find("://") != std::string::npos) return fail("controller URL '{}': only http:// is supported", url);
+  if (rest.starts_with("http://"))
+    rest = rest.substr(7);
+  else if (rest.find("://") != std::string::npos)
+    return fail("controller URL '{}': only http:// is supported", url);
   if (auto slash = rest.find('/'); slash != std::string::npos) rest.resize(slash);
   Url u;
   auto bracket = rest.find(']');
@@ -53,12 +56,14 @@ Result<Url> parse_url(const std::string& url) {
   if (colon != std::string::npos && (bracket == std::string::npos || colon > bracket)) {
     u.host = rest.substr(0, colon);
     auto [p, ec] = std::from_chars(rest.data() + colon + 1, rest.data() + rest.size(), u.port);
-    if (ec != std::errc{} || p != rest.data() + rest.size()) return fail("controller URL '{}': bad port", url);
+    if (ec != std::errc{} || p != rest.data() + rest.size())
+      return fail("controller URL '{}': bad port", url);
   } else {
     u.host = rest;
   }
   if (u.host.size() > 2 && u.host.front() == '[') u.host = u.host.substr(1, u.host.size() - 2);
-  if (u.host.empty() || u.port <= 0 || u.port > 65535) return fail("controller URL '{}': expected http://HOST:PORT", url);
+  if (u.host.empty() || u.port <= 0 || u.port > 65535)
+    return fail("controller URL '{}': expected http://HOST:PORT", url);
   return u;
 }
 
@@ -73,13 +78,15 @@ Result<std::string> route_source_address(const Url& u) {
   if (fd < 0) return fail_errno("socket");
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;
-  bool ok = ::connect(fd, res->ai_addr, res->ai_addrlen) == 0 && ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0;
+  bool ok = ::connect(fd, res->ai_addr, res->ai_addrlen) == 0 &&
+            ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0;
   int err = errno;
   ::close(fd);
   if (!ok) return fail_errno(fmt::format("find the local address towards {}", u.host), err);
   char buf[INET6_ADDRSTRLEN] = {};
-  const void* a = ss.ss_family == AF_INET ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&ss)->sin_addr)
-                                          : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&ss)->sin6_addr);
+  const void* a = ss.ss_family == AF_INET
+                      ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&ss)->sin_addr)
+                      : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&ss)->sin6_addr);
   inet_ntop(ss.ss_family, a, buf, sizeof buf);
   return std::string(buf);
 }
@@ -136,12 +143,12 @@ struct RdmaRun {
   probe::RdmaEngineConfig config;
   std::thread thread;
   std::mutex mu;
-  std::unique_ptr<probe::RdmaEngine> ready;    // made by start(), not yet run
-  probe::RdmaEngine* current = nullptr;        // while run() is active
-  std::optional<RdmaEndpoint> endpoint;        // its address while it runs (registered)
+  std::unique_ptr<probe::RdmaEngine> ready;     // made by start(), not yet run
+  probe::RdmaEngine* current = nullptr;         // while run() is active
+  std::optional<RdmaEndpoint> endpoint;         // its address while it runs (registered)
   std::optional<probe::RdmaSchedule> schedule;  // from the pinglist
-  std::vector<probe::RdmaTarget> targets;      // from the pinglist
-  uint64_t sent_base = 0;                      // probes sent by earlier engines
+  std::vector<probe::RdmaTarget> targets;       // from the pinglist
+  uint64_t sent_base = 0;                       // probes sent by earlier engines
 };
 
 struct Agent::Impl {
@@ -163,13 +170,14 @@ struct Agent::Impl {
   std::mutex probers_mu;
 
   std::vector<std::unique_ptr<RdmaRun>> rdma_runs;  // fixed after start(), by rail
-  bool reregister = false;  // (under mu) an RDMA address changed: tell the controller
+  bool reregister = false;                          // (under mu) an RDMA address changed: tell the controller
 
   std::mutex collect_mu;  // windows finished by probers, not yet batched
   std::vector<probe::WindowStats> collected;
   std::vector<AlarmEvent> alarms;  // not yet reported
 
-  std::atomic<uint64_t> windows_made{0}, windows_delivered{0}, reports_sent{0}, report_failures{0}, restarts{0};
+  std::atomic<uint64_t> windows_made{0}, windows_delivered{0}, reports_sent{0}, report_failures{0},
+      restarts{0};
   std::atomic<uint64_t> pl_version{0};
   uint64_t seq = 0;
   int64_t report_interval_ns = 1'000'000'000, sync_interval_ns = 10'000'000'000;
@@ -294,7 +302,8 @@ struct Agent::Impl {
       if (!e) {
         auto made = probe::RdmaEngine::create(r.config);
         if (!made) {
-          alarm("rdma_engine_failed", fmt::format("rdma rail {} ({}): {}", r.rail, r.config.device, made.error().message));
+          alarm("rdma_engine_failed",
+                fmt::format("rdma rail {} ({}): {}", r.rail, r.config.device, made.error().message));
           restarts++;
           if (!sleep_for(retry)) break;
           retry = std::min<std::chrono::seconds>(retry * 2, std::chrono::seconds(60));
@@ -314,7 +323,8 @@ struct Agent::Impl {
         r.current = e.get();
       }
       log().info("rdma rail {}: engine on {}, timestamps {}{}", r.rail, e->address().to_string(),
-                 probe::to_string(e->timestamp_source()), e->timestamp_note().empty() ? "" : " (" + e->timestamp_note() + ")");
+                 probe::to_string(e->timestamp_source()),
+                 e->timestamp_note().empty() ? "" : " (" + e->timestamp_note() + ")");
       if (changed) addresses_changed();
       // Agent::stop() sets stopping, then stops r.current. Either it saw this engine as current,
       // or stopping was set before this check; the engine keeps a stop() made before run().
@@ -372,10 +382,12 @@ struct Agent::Impl {
       if (schedule) r->schedule = schedule;
       if (!r->current) continue;
       if (schedule)
-        if (auto st = r->current->set_schedule(*schedule); !st) log().error("pinglist: rdma: {}", st.error().message);
+        if (auto st = r->current->set_schedule(*schedule); !st)
+          log().error("pinglist: rdma: {}", st.error().message);
       r->current->set_targets(r->targets);
     }
-    for (auto& r : rdma_runs) log().info("rdma rail {} pinglist: {} targets", r->rail, by_rail[r->rail].size());
+    for (auto& r : rdma_runs)
+      log().info("rdma rail {} pinglist: {} targets", r->rail, by_rail[r->rail].size());
   }
 
   uint64_t probes_sent() {
@@ -396,13 +408,16 @@ struct Agent::Impl {
 
   void apply_pinglist(const json& j) {
     int64_t window_ns = j.value("window_ms", int64_t{10000}) * 1'000'000;
-    report_interval_ns = std::max<int64_t>(100'000'000, j.value("report_interval_ms", int64_t{1000}) * 1'000'000);
-    sync_interval_ns = std::max<int64_t>(500'000'000, j.value("sync_interval_ms", int64_t{10000}) * 1'000'000);
+    report_interval_ns =
+        std::max<int64_t>(100'000'000, j.value("report_interval_ms", int64_t{1000}) * 1'000'000);
+    sync_interval_ns =
+        std::max<int64_t>(500'000'000, j.value("sync_interval_ms", int64_t{10000}) * 1'000'000);
     std::map<probe::Protocol, std::pair<probe::ProberConfig, std::vector<probe::Target>>> wanted;
     const json* rdma_plan = nullptr;
     for (const auto& pj : j.at("protocols")) {
       auto proto = parse_protocol(pj.at("protocol").get<std::string>());
-      if (!proto || std::find(cfg.protocols.begin(), cfg.protocols.end(), *proto) == cfg.protocols.end()) continue;
+      if (!proto || std::find(cfg.protocols.begin(), cfg.protocols.end(), *proto) == cfg.protocols.end())
+        continue;
       if (*proto == probe::Protocol::rdma) {  // the engines, not a Prober
         rdma_plan = &pj;
         continue;
@@ -415,7 +430,8 @@ struct Agent::Impl {
       pc.window = std::chrono::nanoseconds(window_ns);
       std::vector<probe::Target> targets;
       for (const auto& t : pj.at("targets"))
-        targets.push_back({t.at("name").get<std::string>(), t.at("host").get<std::string>(), t.at("port").get<uint16_t>()});
+        targets.push_back(
+            {t.at("name").get<std::string>(), t.at("host").get<std::string>(), t.at("port").get<uint16_t>()});
       wanted[*proto] = {pc, std::move(targets)};
     }
     if (!rdma_runs.empty()) apply_rdma_pinglist(rdma_plan, window_ns);
@@ -442,8 +458,8 @@ struct Agent::Impl {
       }
       ProberRun& run = *it->second;
       std::lock_guard rl(run.mu);
-      bool same = run.config.interval == pc.interval && run.config.timeout == pc.timeout && run.config.window == pc.window &&
-                  run.config.bind_address == pc.bind_address;
+      bool same = run.config.interval == pc.interval && run.config.timeout == pc.timeout &&
+                  run.config.window == pc.window && run.config.bind_address == pc.bind_address;
       run.targets = targets;
       if (!same) {
         run.config = pc;
@@ -464,7 +480,8 @@ struct Agent::Impl {
       std::lock_guard lk(mu);
       reregister = false;  // this registration carries the addresses as they are now
     }
-    Registration reg{cfg.name, {cfg.address}, cfg.protocols, WEFT_VERSION, cfg.udp_port, cfg.tcp_port, rdma_endpoints()};
+    Registration reg{cfg.name,     {cfg.address}, cfg.protocols,   WEFT_VERSION,
+                     cfg.udp_port, cfg.tcp_port,  rdma_endpoints()};
     auto res = http->Post("/api/v1/register", headers, registration_json(reg), "application/json");
     if (!res) {
       log().warn("register: controller unreachable ({})", httplib::to_string(res.error()));
@@ -476,8 +493,10 @@ struct Agent::Impl {
     }
     json j = json::parse(res->body, nullptr, false);
     if (j.is_object()) {
-      report_interval_ns = std::max<int64_t>(100'000'000, j.value("report_interval_ms", int64_t{1000}) * 1'000'000);
-      sync_interval_ns = std::max<int64_t>(500'000'000, j.value("sync_interval_ms", int64_t{10000}) * 1'000'000);
+      report_interval_ns =
+          std::max<int64_t>(100'000'000, j.value("report_interval_ms", int64_t{1000}) * 1'000'000);
+      sync_interval_ns =
+          std::max<int64_t>(500'000'000, j.value("sync_interval_ms", int64_t{10000}) * 1'000'000);
     }
     log().info("registered with {} as {} ({}{})", cfg.controller_url, cfg.name, cfg.address,
                reg.rdma.empty() ? "" : fmt::format(", {} rdma rails", reg.rdma.size()));
@@ -486,7 +505,8 @@ struct Agent::Impl {
   }
 
   void sync_pinglist() {
-    auto res = http->Get(fmt::format("/api/v1/pinglist?agent={}&version={}", cfg.name, pl_version.load()), headers);
+    auto res =
+        http->Get(fmt::format("/api/v1/pinglist?agent={}&version={}", cfg.name, pl_version.load()), headers);
     if (!res) return;
     if (res->status == 409) {
       registered = false;
@@ -539,14 +559,17 @@ struct Agent::Impl {
         std::lock_guard lk(collect_mu);
         rep.alarms = alarms;
       }
-      if (batch) rep.windows = std::move(batch->windows);
-      else if (sent > 0) return;  // a heartbeat only when nothing else went out this tick
+      if (batch)
+        rep.windows = std::move(batch->windows);
+      else if (sent > 0)
+        return;  // a heartbeat only when nothing else went out this tick
       auto res = http->Post("/api/v1/report", headers, encode_binary(rep), std::string(kBinaryContentType));
       if (!res || res->status >= 500) {
         report_failures++;
         if (report_failures % 10 == 1)
           log().warn("report: controller unavailable ({}); {} windows waiting",
-                     res ? fmt::format("HTTP {}", res->status) : httplib::to_string(res.error()), outbox.pending_windows());
+                     res ? fmt::format("HTTP {}", res->status) : httplib::to_string(res.error()),
+                     outbox.pending_windows());
         return;
       }
       if (res->status == 409) {  // the controller forgot us (restart): register and resend
@@ -562,7 +585,8 @@ struct Agent::Impl {
       reports_sent++;
       {
         std::lock_guard lk(collect_mu);
-        alarms.erase(alarms.begin(), alarms.begin() + static_cast<ptrdiff_t>(std::min(alarms.size(), rep.alarms.size())));
+        alarms.erase(alarms.begin(),
+                     alarms.begin() + static_cast<ptrdiff_t>(std::min(alarms.size(), rep.alarms.size())));
       }
       if (batch) {
         windows_delivered += rep.windows.size();
@@ -658,8 +682,8 @@ Status Agent::start() {
   I.http->set_tcp_nodelay(true);  // headers and body go out in two writes: no Nagle delay
   if (!I.cfg.token.empty()) I.headers.emplace("Authorization", "Bearer " + I.cfg.token);
   I.last_cpu = process_cpu_seconds();
-  if (!I.cfg.rdma.empty() &&
-      std::find(I.cfg.protocols.begin(), I.cfg.protocols.end(), probe::Protocol::rdma) == I.cfg.protocols.end())
+  if (!I.cfg.rdma.empty() && std::find(I.cfg.protocols.begin(), I.cfg.protocols.end(),
+                                       probe::Protocol::rdma) == I.cfg.protocols.end())
     I.cfg.protocols.push_back(probe::Protocol::rdma);
   for (size_t i = 0; i < I.cfg.rdma.size(); ++i) {
     auto run = std::make_unique<RdmaRun>();
@@ -668,8 +692,11 @@ Status Agent::start() {
     // Made here so that the first registration already carries the address; one that fails is
     // retried by its thread (with an alarm), like a prober that cannot start.
     auto e = probe::RdmaEngine::create(run->config);
-    if (e) run->ready = std::move(*e);
-    else I.alarm("rdma_engine_failed", fmt::format("rdma rail {} ({}): {}", i, run->config.device, e.error().message));
+    if (e)
+      run->ready = std::move(*e);
+    else
+      I.alarm("rdma_engine_failed",
+              fmt::format("rdma rail {} ({}): {}", i, run->config.device, e.error().message));
     if (run->ready) run->endpoint = endpoint_of(run->ready->address());
     I.rdma_runs.push_back(std::move(run));
   }
@@ -718,8 +745,8 @@ void Agent::stop() {
 
 AgentStats Agent::stats() const {
   auto& I = *impl_;
-  return {I.windows_made.load(),   I.windows_delivered.load(), I.reports_sent.load(),
-          I.report_failures.load(), I.restarts.load(),          I.pl_version.load(),
+  return {I.windows_made.load(),      I.windows_delivered.load(), I.reports_sent.load(),
+          I.report_failures.load(),   I.restarts.load(),          I.pl_version.load(),
           I.outbox.pending_windows(), I.outbox.dropped_windows()};
 }
 

@@ -2,8 +2,8 @@
 // The agent process: registers with the controller, keeps its pinglist in sync (with jitter, so a
 // thousand agents do not ask at the same instant), runs the responder and one prober per protocol
 // (restarting any that dies, with an alarm), one RDMA engine per configured device (supervised
-// the same way; a restarted engine has a new address, so the agent registers again), and delivers finished windows in order through the
-// outbox, which buffers and spools while the controller is unreachable.
+// the same way; a restarted engine has a new address, so the agent registers again), and delivers finished
+// windows in order through the outbox, which buffers and spools while the controller is unreachable.
 #include <atomic>
 #include <condition_variable>
 #include <memory>
@@ -23,8 +23,9 @@ namespace weft::agent {
 struct AgentConfig {
   std::string controller_url;  // http://HOST:PORT
   std::string token;
-  std::string name;     // default: the host name
-  std::string address;  // the address to probe from and answer on; default: the one that routes to the controller
+  std::string name;  // default: the host name
+  std::string
+      address;  // the address to probe from and answer on; default: the one that routes to the controller
   uint16_t udp_port = 7777;
   uint16_t tcp_port = 7778;
   std::vector<probe::Protocol> protocols{probe::Protocol::udp, probe::Protocol::tcp};

@@ -54,7 +54,8 @@ Status Outbox::open() {
     disk_windows_ += d.windows;
     next_seq_ = std::max(next_seq_, d.seq + 1);
   }
-  if (!found.empty()) log().info("spool: {} batches ({} windows) from a previous run to deliver", found.size(), disk_windows_);
+  if (!found.empty())
+    log().info("spool: {} batches ({} windows) from a previous run to deliver", found.size(), disk_windows_);
   return {};
 }
 
@@ -112,7 +113,8 @@ void Outbox::spill_locked(uint64_t keep_in_memory) {
       disk_bytes_ -= old.bytes;
       disk_windows_ -= old.windows;
       dropped_ += old.windows;
-      log().warn("spool full ({} bytes): dropped the oldest batch ({} windows)", lim_.spool_max_bytes, old.windows);
+      log().warn("spool full ({} bytes): dropped the oldest batch ({} windows)", lim_.spool_max_bytes,
+                 old.windows);
     }
   }
 }

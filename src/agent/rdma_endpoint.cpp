@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstring>
-
 #include <nlohmann/json.hpp>
 
 namespace weft::agent {
@@ -17,8 +16,8 @@ constexpr uint32_t kMaxQpn = 0xFFFFFF;  // QPNs are 24 bits; 0 and 1 are the spe
 bool valid_device_name(const std::string& s) {
   if (s.empty() || s.size() > 64) return false;
   return std::all_of(s.begin(), s.end(), [](char ch) {
-    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '-' ||
-           ch == '.';
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
+           ch == '-' || ch == '.';
   });
 }
 
@@ -55,9 +54,11 @@ json rdma_endpoint_json(const RdmaEndpoint& e) {
 Result<RdmaEndpoint> parse_rdma_endpoint(const json& j) {
   if (!j.is_object()) return fail("expected an object {{device, port, gid, gid_index, lid, qpn, qkey}}");
   for (const auto& [k, v] : j.items()) {
-    static constexpr const char* kKeys[] = {"device", "port", "link_layer", "gid", "gid_index", "lid", "qpn", "qkey"};
+    static constexpr const char* kKeys[] = {"device",    "port", "link_layer", "gid",
+                                            "gid_index", "lid",  "qpn",        "qkey"};
     if (std::none_of(std::begin(kKeys), std::end(kKeys), [&](const char* a) { return k == a; }))
-      return fail("unknown key '{}' (allowed: device, port, link_layer, gid, gid_index, lid, qpn, qkey)", k.substr(0, 64));
+      return fail("unknown key '{}' (allowed: device, port, link_layer, gid, gid_index, lid, qpn, qkey)",
+                  k.substr(0, 64));
   }
   RdmaEndpoint e;
   auto dev = j.find("device");
@@ -73,7 +74,8 @@ Result<RdmaEndpoint> parse_rdma_endpoint(const json& j) {
   if (!port) return std::unexpected(port.error());
   e.port = static_cast<uint8_t>(*port);
   auto gid = j.find("gid");
-  if (gid == j.end() || !gid->is_string() || inet_pton(AF_INET6, gid->get<std::string>().c_str(), e.gid.data()) != 1)
+  if (gid == j.end() || !gid->is_string() ||
+      inet_pton(AF_INET6, gid->get<std::string>().c_str(), e.gid.data()) != 1)
     return fail("gid: required, an IPv6 address text (e.g. ::ffff:10.0.0.1)");
   auto gid_index = unsigned_field(j, "gid_index", 0, 65535);
   if (!gid_index) return std::unexpected(gid_index.error());

@@ -6,9 +6,8 @@
 // Plain data (no verbs types), so the controller can keep and compare it without libibverbs.
 #include <array>
 #include <cstdint>
-#include <string>
-
 #include <nlohmann/json_fwd.hpp>
+#include <string>
 
 #include "base/result.hpp"
 #include "probe/rdma_engine.hpp"

@@ -7,7 +7,8 @@
 
 namespace weft::agent {
 
-Result<std::vector<std::vector<probe::RdmaTarget>>> rdma_targets_by_rail(const nlohmann::json& targets, size_t rails) {
+Result<std::vector<std::vector<probe::RdmaTarget>>> rdma_targets_by_rail(const nlohmann::json& targets,
+                                                                         size_t rails) {
   if (!targets.is_array()) return fail("rdma targets: expected a list");
   std::vector<std::vector<probe::RdmaTarget>> out(rails);
   for (size_t i = 0; i < targets.size(); ++i) {

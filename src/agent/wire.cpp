@@ -2,10 +2,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <unordered_map>
-
-#include <nlohmann/json.hpp>
 
 namespace weft::agent {
 namespace {
@@ -13,8 +12,12 @@ namespace {
 constexpr char kMagic[4] = {'W', 'F', 'T', '1'};
 
 // Deltas wrap instead of overflowing: garbage in a report must not be undefined behaviour.
-int64_t wsub(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b)); }
-int64_t wadd(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b)); }
+int64_t wsub(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+}
+int64_t wadd(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
 
 // ---- writer -------------------------------------------------------------------------------------
 void put_varint(std::string& out, uint64_t v) {
@@ -183,8 +186,10 @@ template <typename R>
   w.target = names[ti];
   w.target_address = names[ai];
   uint8_t proto = r.byte(), ts = r.byte();
-  if (proto > static_cast<uint8_t>(probe::Protocol::rdma)) return fail("window {}: unknown protocol {}", i, proto);
-  if (ts > static_cast<uint8_t>(probe::TimestampSource::user)) return fail("window {}: unknown timestamp source {}", i, ts);
+  if (proto > static_cast<uint8_t>(probe::Protocol::rdma))
+    return fail("window {}: unknown protocol {}", i, proto);
+  if (ts > static_cast<uint8_t>(probe::TimestampSource::user))
+    return fail("window {}: unknown timestamp source {}", i, ts);
   w.protocol = static_cast<probe::Protocol>(proto);
   w.timestamp_source = static_cast<probe::TimestampSource>(ts);
   w.start_unix_ns = r.signed_();
@@ -206,13 +211,15 @@ Status read_window_list(Reader& r, std::vector<probe::WindowStats>& out) {
   uint64_t n_names = r.varint();
   if (!r.ok()) return fail("window list: {}", r.error);
   // Each name needs at least one byte: a count larger than the rest of the body is a lie.
-  if (n_names > static_cast<uint64_t>(r.end - r.p)) return fail("window list: name count {} exceeds body", n_names);
+  if (n_names > static_cast<uint64_t>(r.end - r.p))
+    return fail("window list: name count {} exceeds body", n_names);
   std::vector<std::string_view> names;
   names.reserve(n_names);
   for (uint64_t i = 0; i < n_names && r.ok(); ++i) names.push_back(r.string(kMaxNameLength));
   uint64_t n = r.varint();
   if (!r.ok()) return fail("window list: {}", r.error);
-  if (n > kMaxWindowsPerReport) return fail("window list: {} windows, at most {} allowed", n, kMaxWindowsPerReport);
+  if (n > kMaxWindowsPerReport)
+    return fail("window list: {} windows, at most {} allowed", n, kMaxWindowsPerReport);
   if (n > static_cast<uint64_t>(r.end - r.p)) return fail("window list: window count {} exceeds body", n);
   out.reserve(out.size() + n);
   for (uint64_t i = 0; i < n && r.ok(); ++i) {
@@ -236,9 +243,9 @@ Status read_window_list(Reader& r, std::vector<probe::WindowStats>& out) {
 using nlohmann::json;
 
 json summary_json(const probe::LatencySummary& s) {
-  return json{{"count", s.count}, {"min_ns", s.min_ns}, {"mean_ns", s.mean_ns}, {"p50_ns", s.p50_ns},
-              {"p90_ns", s.p90_ns}, {"p95_ns", s.p95_ns}, {"p99_ns", s.p99_ns}, {"p999_ns", s.p999_ns},
-              {"max_ns", s.max_ns}};
+  return json{{"count", s.count},   {"min_ns", s.min_ns},   {"mean_ns", s.mean_ns},
+              {"p50_ns", s.p50_ns}, {"p90_ns", s.p90_ns},   {"p95_ns", s.p95_ns},
+              {"p99_ns", s.p99_ns}, {"p999_ns", s.p999_ns}, {"max_ns", s.max_ns}};
 }
 
 // Reads obj[key] with strict typing; absent -> default unless required.
@@ -416,7 +423,8 @@ void append_window_list(std::string& out, std::span<const probe::WindowStats> wi
     body.push_back(static_cast<char>(w.timestamp_source));
     put_signed(body, w.start_unix_ns);
     put_signed(body, wsub(w.end_unix_ns, w.start_unix_ns));
-    for (uint64_t v : {w.sent, w.received, w.lost, w.late, w.duplicate, w.malformed, w.weird}) put_varint(body, v);
+    for (uint64_t v : {w.sent, w.received, w.lost, w.late, w.duplicate, w.malformed, w.weird})
+      put_varint(body, v);
     put_summary(body, w.rtt);
     put_summary(body, w.network_rtt);
     put_summary(body, w.responder_delay);
@@ -472,7 +480,8 @@ Result<Report> decode_binary(std::string_view bytes) {
   rep.health.prober_restarts = r.varint();
   uint64_t n_alarms = r.varint();
   if (!r.ok()) return fail("binary report header: {}", r.error);
-  if (n_alarms > kMaxAlarmsPerReport) return fail("binary report: {} alarms, at most {}", n_alarms, kMaxAlarmsPerReport);
+  if (n_alarms > kMaxAlarmsPerReport)
+    return fail("binary report: {} alarms, at most {}", n_alarms, kMaxAlarmsPerReport);
   for (uint64_t i = 0; i < n_alarms && r.ok(); ++i) {
     AlarmEvent a;
     a.kind = r.string(kMaxNameLength);
@@ -484,7 +493,8 @@ Result<Report> decode_binary(std::string_view bytes) {
   const char* list_begin = reinterpret_cast<const char*>(r.p);
   if (auto st = read_window_list(r, rep.windows); !st) return std::unexpected(st.error());
   if (r.p != r.end) return fail("binary report: {} trailing bytes", r.end - r.p);
-  rep.encoded_windows = std::string_view(list_begin, static_cast<size_t>(bytes.data() + bytes.size() - list_begin));
+  rep.encoded_windows =
+      std::string_view(list_begin, static_cast<size_t>(bytes.data() + bytes.size() - list_begin));
   return rep;
 }
 
@@ -492,11 +502,13 @@ std::string encode_json(const Report& r) {
   json j;
   j["agent"] = r.agent;
   j["seq"] = r.seq;
-  j["health"] = {{"cpu_percent", r.health.cpu_percent},     {"rss_kb", r.health.rss_kb},
-                 {"probes_per_s", r.health.probes_per_s},   {"dropped_windows", r.health.dropped_windows},
-                 {"spooled_windows", r.health.spooled_windows}, {"prober_restarts", r.health.prober_restarts}};
+  j["health"] = {
+      {"cpu_percent", r.health.cpu_percent},         {"rss_kb", r.health.rss_kb},
+      {"probes_per_s", r.health.probes_per_s},       {"dropped_windows", r.health.dropped_windows},
+      {"spooled_windows", r.health.spooled_windows}, {"prober_restarts", r.health.prober_restarts}};
   j["alarms"] = json::array();
-  for (const auto& a : r.alarms) j["alarms"].push_back({{"kind", a.kind}, {"message", a.message}, {"unix_ns", a.unix_ns}});
+  for (const auto& a : r.alarms)
+    j["alarms"].push_back({{"kind", a.kind}, {"message", a.message}, {"unix_ns", a.unix_ns}});
   j["windows"] = json::array();
   for (const auto& w : r.windows) {
     j["windows"].push_back(window_to_json(w));
@@ -523,18 +535,20 @@ Result<Report> decode_json(std::string_view text) {
   }
   if (auto it = j.find("alarms"); it != j.end()) {
     if (!it->is_array()) return fail("report.alarms: expected an array");
-    if (it->size() > kMaxAlarmsPerReport) return fail("report.alarms: more than {} alarms", kMaxAlarmsPerReport);
+    if (it->size() > kMaxAlarmsPerReport)
+      return fail("report.alarms: more than {} alarms", kMaxAlarmsPerReport);
     for (size_t i = 0; i < it->size(); ++i) {
       const json& a = (*it)[i];
       std::string where = fmt::format("alarms[{}]", i);
       if (!a.is_object()) return fail("{}: expected an object", where);
-      r.alarms.push_back({jr.str(a, "kind", where, kMaxNameLength, true), jr.str(a, "message", where, kMaxTextLength, false),
-                          jr.i64(a, "unix_ns", where)});
+      r.alarms.push_back({jr.str(a, "kind", where, kMaxNameLength, true),
+                          jr.str(a, "message", where, kMaxTextLength, false), jr.i64(a, "unix_ns", where)});
     }
   }
   auto it = j.find("windows");
   if (it == j.end() || !it->is_array()) return fail("report.windows: expected an array");
-  if (it->size() > kMaxWindowsPerReport) return fail("report.windows: more than {} windows", kMaxWindowsPerReport);
+  if (it->size() > kMaxWindowsPerReport)
+    return fail("report.windows: more than {} windows", kMaxWindowsPerReport);
   r.windows.reserve(it->size());
   for (size_t i = 0; i < it->size() && jr.error.empty(); ++i) {
     const json& o = (*it)[i];

@@ -22,8 +22,8 @@
 namespace weft::agent {
 
 inline constexpr std::string_view kBinaryContentType = "application/x-weft-report";
-inline constexpr size_t kMaxNameLength = 128;    // host and target names, addresses
-inline constexpr size_t kMaxTextLength = 1024;   // alarm messages
+inline constexpr size_t kMaxNameLength = 128;   // host and target names, addresses
+inline constexpr size_t kMaxTextLength = 1024;  // alarm messages
 inline constexpr size_t kMaxWindowsPerReport = 1'000'000;
 inline constexpr size_t kMaxAlarmsPerReport = 256;
 

@@ -1,5 +1,6 @@
 #include "cli/bench_http_client.hpp"
 
+#include <fmt/format.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -9,14 +10,13 @@
 #include <charconv>
 #include <cstring>
 
-#include <fmt/format.h>
-
 namespace weft::cli {
 
 std::string build_post_request(std::string_view path, std::string_view content_type, std::string_view body) {
-  std::string r = fmt::format("POST {} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: {}\r\nContent-Length: {}\r\n"
-                              "Connection: keep-alive\r\n\r\n",
-                              path, content_type, body.size());
+  std::string r = fmt::format(
+      "POST {} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: {}\r\nContent-Length: {}\r\n"
+      "Connection: keep-alive\r\n\r\n",
+      path, content_type, body.size());
   r.append(body);
   return r;
 }
@@ -83,8 +83,8 @@ Result<BenchHttpConnection::Answer> BenchHttpConnection::exchange(std::string_vi
   for (size_t pos = head.find("\r\n"); pos != std::string_view::npos; pos = head.find("\r\n", pos + 2)) {
     std::string_view line = head.substr(pos + 2, head.find("\r\n", pos + 2) - (pos + 2));
     constexpr std::string_view kLength = "content-length:";
-    if (line.size() > kLength.size() &&
-        std::equal(kLength.begin(), kLength.end(), line.begin(), [](char x, char y) { return x == (y | 0x20); })) {
+    if (line.size() > kLength.size() && std::equal(kLength.begin(), kLength.end(), line.begin(),
+                                                   [](char x, char y) { return x == (y | 0x20); })) {
       std::string_view v = line.substr(kLength.size());
       while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
       has_length = std::from_chars(v.data(), v.data() + v.size(), length).ec == std::errc{};

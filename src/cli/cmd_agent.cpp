@@ -1,8 +1,7 @@
 // `weft agent --controller URL --token T [--name N] [--rdma DEVICE[:IP]]...`: the mesh monitor's
 // agent (docs/controller.md, docs/rdma-probes.md).
-#include <signal.h>
-
 #include <fmt/format.h>
+#include <signal.h>
 
 #include "agent/agent.hpp"
 #include "base/log.hpp"
@@ -42,7 +41,8 @@ int run_agent(Options o) {
     size_t n = fread(buf, 1, sizeof buf - 1, f);
     fclose(f);
     o.cfg.token.assign(buf, n);
-    while (!o.cfg.token.empty() && isspace(static_cast<unsigned char>(o.cfg.token.back()))) o.cfg.token.pop_back();
+    while (!o.cfg.token.empty() && isspace(static_cast<unsigned char>(o.cfg.token.back())))
+      o.cfg.token.pop_back();
   }
   o.cfg.protocols.clear();
   for (const auto& p : o.protocols) {
@@ -56,7 +56,8 @@ int run_agent(Options o) {
   for (const auto& r : o.rdma) {
     weft::probe::RdmaEngineConfig ec;
     if (!parse_rdma_option(r, o, ec)) {
-      fmt::print(stderr, "weft agent: --rdma '{}': expected DEVICE or DEVICE:IPV4 (e.g. mlx5_0:10.0.0.1)\n", r);
+      fmt::print(stderr, "weft agent: --rdma '{}': expected DEVICE or DEVICE:IPV4 (e.g. mlx5_0:10.0.0.1)\n",
+                 r);
       return 2;
     }
     o.cfg.rdma.push_back(std::move(ec));
@@ -76,13 +77,14 @@ int run_agent(Options o) {
   weft::log().info("signal {}: stopping", sig);
   agent.stop();
   auto s = agent.stats();
-  weft::log().info("agent stopped: {} windows made, {} delivered, {} waiting (spooled), {} dropped", s.windows_made,
-                   s.windows_delivered, s.pending_windows, s.dropped_windows);
+  weft::log().info("agent stopped: {} windows made, {} delivered, {} waiting (spooled), {} dropped",
+                   s.windows_made, s.windows_delivered, s.pending_windows, s.dropped_windows);
   return 0;
 }
 
 weft::cli::Registrar reg{[](weft::cli::Root& root) {
-  auto* sub = root.app.add_subcommand("agent", "Run the mesh monitor's agent (probes its pinglist, reports windows)");
+  auto* sub =
+      root.app.add_subcommand("agent", "Run the mesh monitor's agent (probes its pinglist, reports windows)");
   auto o = std::make_shared<Options>();
   sub->add_option("--controller", o->cfg.controller_url, "Controller URL, http://HOST:PORT")->required();
   sub->add_option("--token", o->cfg.token, "Agent token (see the controller's 'tokens')");
@@ -93,15 +95,21 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
   sub->add_option("--udp-port", o->cfg.udp_port, "UDP responder port")->capture_default_str();
   sub->add_option("--tcp-port", o->cfg.tcp_port, "TCP responder port")->capture_default_str();
   sub->add_option("--protocols", o->protocols, "Protocols to probe and answer")->capture_default_str();
-  sub->add_option("--rdma", o->rdma,
-                  "Run an RDMA probe engine on DEVICE[:IPV4] (repeatable: rail 0, 1, ...; adds protocol rdma)");
+  sub->add_option(
+      "--rdma", o->rdma,
+      "Run an RDMA probe engine on DEVICE[:IPV4] (repeatable: rail 0, 1, ...; adds protocol rdma)");
   sub->add_option("--rdma-tclass", o->rdma_tclass, "RDMA: GRH traffic class of every send (DSCP << 2)")
-      ->check(CLI::Range(0, 255))->capture_default_str();
-  sub->add_option("--rdma-sl", o->rdma_sl, "RDMA: service level")->check(CLI::Range(0, 15))->capture_default_str();
-  sub->add_option("--spool-dir", o->cfg.outbox.spool_dir, "Spool undelivered windows here (default: memory only)");
+      ->check(CLI::Range(0, 255))
+      ->capture_default_str();
+  sub->add_option("--rdma-sl", o->rdma_sl, "RDMA: service level")
+      ->check(CLI::Range(0, 15))
+      ->capture_default_str();
+  sub->add_option("--spool-dir", o->cfg.outbox.spool_dir,
+                  "Spool undelivered windows here (default: memory only)");
   sub->add_option("--memory-windows", o->cfg.outbox.memory_windows, "Windows kept in memory before spooling")
       ->capture_default_str();
-  sub->add_option("--spool-max-bytes", o->cfg.outbox.spool_max_bytes, "Spool size cap; the oldest batches go first")
+  sub->add_option("--spool-max-bytes", o->cfg.outbox.spool_max_bytes,
+                  "Spool size cap; the oldest batches go first")
       ->capture_default_str();
   sub->callback([o] { weft::cli::set_exit_code(run_agent(*o)); });
 }};

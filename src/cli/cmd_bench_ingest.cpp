@@ -6,6 +6,7 @@
 // the parent plays the agents: it pre-encodes every report (one report = one agent's windows for
 // all its targets, as agents batch them) as a complete HTTP request and then sends them over
 // several keep-alive connections (bench_http_client.hpp: one send() per request).
+#include <fmt/format.h>
 #include <httplib.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -16,10 +17,8 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <thread>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "agent/wire.hpp"
 #include "base/log.hpp"
@@ -43,7 +42,9 @@ struct Options {
 };
 
 int64_t unix_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 struct ProcStat {
@@ -80,7 +81,9 @@ ProcStat proc_stat(pid_t pid) {
 double self_cpu_s() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
-  auto s = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6; };
+  auto s = [](const timeval& tv) {
+    return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6;
+  };
   return s(ru.ru_utime) + s(ru.ru_stime);
 }
 
@@ -90,11 +93,12 @@ double self_cpu_s() {
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  auto cfg = weft::controller::parse_config(fmt::format("listen: 127.0.0.1:{}\nstore: sqlite:{}/bench.db\nwindow: 10s\n"
-                                                        "agent_down_after: 1h\nhttp_threads: {}\nmax_body_bytes: 67108864\n"
-                                                        "groups:\n  - {{name: all, protocols: [udp], members: ['*']}}\n",
-                                                        o.port, dir, o.http_threads),
-                                            "<bench>");
+  auto cfg = weft::controller::parse_config(
+      fmt::format("listen: 127.0.0.1:{}\nstore: sqlite:{}/bench.db\nwindow: 10s\n"
+                  "agent_down_after: 1h\nhttp_threads: {}\nmax_body_bytes: 67108864\n"
+                  "groups:\n  - {{name: all, protocols: [udp], members: ['*']}}\n",
+                  o.port, dir, o.http_threads),
+      "<bench>");
   char ok = 0;
   if (!cfg) {
     fmt::print(stderr, "bench: {}\n", cfg.error().message);
@@ -109,8 +113,12 @@ double self_cpu_s() {
   }
   // Agents register as they would (the registry is part of what a controller holds).
   for (size_t a = 0; a < o.agents; ++a)
-    c.mesh().register_agent({fmt::format("agent-{:05d}", a), {fmt::format("10.{}.{}.{}", a >> 16 & 255, a >> 8 & 255, a & 255)},
-                             {weft::probe::Protocol::udp}, "bench", 7777, 0},
+    c.mesh().register_agent({fmt::format("agent-{:05d}", a),
+                             {fmt::format("10.{}.{}.{}", a >> 16 & 255, a >> 8 & 255, a & 255)},
+                             {weft::probe::Protocol::udp},
+                             "bench",
+                             7777,
+                             0},
                             unix_ns());
   // ... and fetch their pinglists once, as real agents do right after registering.
   for (size_t a = 0; a < o.agents; ++a) (void)c.mesh().pinglist_for(fmt::format("agent-{:05d}", a));
@@ -192,11 +200,13 @@ int run_bench(const Options& o) {
       for (size_t t = 0; t < o.targets; ++t) {
         std::string tgt = fmt::format("agent-{:05d}", (a + t + 1) % (o.agents + o.targets));
         if (tgt == rep.agent) tgt = "elsewhere";
-        rep.windows.push_back(sample_window(tgt, base + static_cast<int64_t>(r) * 10'000'000'000, a * 31 + t));
+        rep.windows.push_back(
+            sample_window(tgt, base + static_cast<int64_t>(r) * 10'000'000'000, a * 31 + t));
       }
       std::string body = weft::agent::encode_binary(rep);
       body_bytes += body.size();
-      bodies.push_back(weft::cli::build_post_request("/api/v1/report", weft::agent::kBinaryContentType, body));
+      bodies.push_back(
+          weft::cli::build_post_request("/api/v1/report", weft::agent::kBinaryContentType, body));
     }
   ProcStat before = proc_stat(child);
   double client_before = self_cpu_s();
@@ -215,7 +225,8 @@ int run_bench(const Options& o) {
         if (!res || res->status != 200) {
           errors++;
           std::lock_guard lk(err_mu);
-          if (first_error.empty()) first_error = res ? fmt::format("HTTP {}: {}", res->status, res->body) : res.error().message;
+          if (first_error.empty())
+            first_error = res ? fmt::format("HTTP {}: {}", res->status, res->body) : res.error().message;
           continue;
         }
         auto j = nlohmann::json::parse(res->body, nullptr, false);
@@ -238,43 +249,51 @@ int run_bench(const Options& o) {
   cleanup();
 
   size_t windows = o.agents * o.targets * o.rounds;
-  nlohmann::json out{{"windows_per_s", static_cast<double>(accepted.load()) / secs},
-                     {"cpu_percent", (after.cpu_s - before.cpu_s) / secs * 100.0},
-                     {"rss_kb", after.rss_kb},
-                     {"agents", o.agents},
-                     {"targets", o.targets},
-                     {"rounds", o.rounds},
-                     {"windows_sent", windows},
-                     {"windows_accepted", accepted.load()},
-                     {"request_errors", errors.load()},
-                     {"seconds", secs},
-                     // Controller CPU time per window: the figure that does not depend on what else
-                     // the machine is running (windows_per_s does).
-                     {"cpu_us_per_window", accepted.load() ? (after.cpu_s - before.cpu_s) * 1e6 / static_cast<double>(accepted.load()) : 0.0},
-                     // The simulated agents' CPU time per window (this process): they share the
-                     // machine with the controller, so they have to be cheap.
-                     {"client_cpu_us_per_window", accepted.load() ? client_cpu * 1e6 / static_cast<double>(accepted.load()) : 0.0},
-                     {"bytes_per_window", static_cast<double>(body_bytes) / static_cast<double>(windows)},
-                     {"pairs_held", pairs},
-                     {"rss_growth_per_pair_bytes",
-                      pairs ? static_cast<double>(after.rss_kb - std::min(after.rss_kb, before.rss_kb)) * 1024.0 / static_cast<double>(pairs) : 0.0}};
+  nlohmann::json out{
+      {"windows_per_s", static_cast<double>(accepted.load()) / secs},
+      {"cpu_percent", (after.cpu_s - before.cpu_s) / secs * 100.0},
+      {"rss_kb", after.rss_kb},
+      {"agents", o.agents},
+      {"targets", o.targets},
+      {"rounds", o.rounds},
+      {"windows_sent", windows},
+      {"windows_accepted", accepted.load()},
+      {"request_errors", errors.load()},
+      {"seconds", secs},
+      // Controller CPU time per window: the figure that does not depend on what else
+      // the machine is running (windows_per_s does).
+      {"cpu_us_per_window",
+       accepted.load() ? (after.cpu_s - before.cpu_s) * 1e6 / static_cast<double>(accepted.load()) : 0.0},
+      // The simulated agents' CPU time per window (this process): they share the
+      // machine with the controller, so they have to be cheap.
+      {"client_cpu_us_per_window",
+       accepted.load() ? client_cpu * 1e6 / static_cast<double>(accepted.load()) : 0.0},
+      {"bytes_per_window", static_cast<double>(body_bytes) / static_cast<double>(windows)},
+      {"pairs_held", pairs},
+      {"rss_growth_per_pair_bytes",
+       pairs ? static_cast<double>(after.rss_kb - std::min(after.rss_kb, before.rss_kb)) * 1024.0 /
+                   static_cast<double>(pairs)
+             : 0.0}};
   if (!first_error.empty()) out["first_error"] = first_error;
   if (o.json) {
     fmt::print("{}\n", out.dump());
   } else {
-    fmt::print("ingest: {:.0f} pair-windows/s ({} agents x {} targets x {} rounds in {:.2f} s), controller CPU {:.0f}% "
-               "({:.2f} us per window), "
-               "RSS {} MB, {:.0f} bytes of RSS growth per pair held ({} pairs), {} request errors\n",
-               out["windows_per_s"].get<double>(), o.agents, o.targets, o.rounds, secs, out["cpu_percent"].get<double>(),
-               out["cpu_us_per_window"].get<double>(),
-               after.rss_kb / 1024, out["rss_growth_per_pair_bytes"].get<double>(), pairs, errors.load());
+    fmt::print(
+        "ingest: {:.0f} pair-windows/s ({} agents x {} targets x {} rounds in {:.2f} s), controller CPU "
+        "{:.0f}% "
+        "({:.2f} us per window), "
+        "RSS {} MB, {:.0f} bytes of RSS growth per pair held ({} pairs), {} request errors\n",
+        out["windows_per_s"].get<double>(), o.agents, o.targets, o.rounds, secs,
+        out["cpu_percent"].get<double>(), out["cpu_us_per_window"].get<double>(), after.rss_kb / 1024,
+        out["rss_growth_per_pair_bytes"].get<double>(), pairs, errors.load());
     if (!first_error.empty()) fmt::print("first error: {}\n", first_error);
   }
   return errors.load() == 0 && accepted.load() == windows ? 0 : 1;
 }
 
 weft::cli::Registrar reg{[](weft::cli::Root& root) {
-  auto* sub = root.bench->add_subcommand("ingest", "Controller ingest throughput with simulated agents over HTTP");
+  auto* sub =
+      root.bench->add_subcommand("ingest", "Controller ingest throughput with simulated agents over HTTP");
   auto o = std::make_shared<Options>();
   sub->add_option("--agents", o->agents, "Simulated agents")->capture_default_str();
   sub->add_option("--targets", o->targets, "Targets per agent (windows per report)")->capture_default_str();

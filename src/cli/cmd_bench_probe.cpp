@@ -48,7 +48,9 @@ struct BenchArgs {
 int64_t self_cpu_ns() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
-  auto tv = [](const timeval& t) { return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_usec * 1000; };
+  auto tv = [](const timeval& t) {
+    return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_usec * 1000;
+  };
   return tv(ru.ru_utime) + tv(ru.ru_stime);
 }
 
@@ -77,8 +79,8 @@ int run_bench(const BenchArgs& a) {
     return 1;
   }
   const std::string uport = std::to_string(*up), tport = std::to_string(*tp);
-  std::vector<std::string> argv_s = {"weft",       "--log-level", "warn",  "responder", "--listen",
-                                     "127.0.0.1", "--udp-port",  uport,   "--tcp-port", tport};
+  std::vector<std::string> argv_s = {"weft",      "--log-level", "warn", "responder",  "--listen",
+                                     "127.0.0.1", "--udp-port",  uport,  "--tcp-port", tport};
   std::vector<char*> argv;
   for (auto& s : argv_s) argv.push_back(s.data());
   if (a.no_followups) argv.push_back(const_cast<char*>("--no-followups"));
@@ -141,7 +143,9 @@ int run_bench(const BenchArgs& a) {
   stop_child();
 
   const double secs = static_cast<double>(t1 - t0) / 1e9;
-  auto pct = [&](int64_t cpu) { return std::round(1000.0 * static_cast<double>(cpu) / static_cast<double>(t1 - t0)) / 10.0; };
+  auto pct = [&](int64_t cpu) {
+    return std::round(1000.0 * static_cast<double>(cpu) / static_cast<double>(t1 - t0)) / 10.0;
+  };
   nlohmann::json j = {{"protocol", a.protocol},
                       {"keep_open", a.keep_open},
                       {"followups", !a.no_followups},
@@ -178,10 +182,14 @@ int run_bench(const BenchArgs& a) {
 weft::cli::Registrar reg{[](weft::cli::Root& root) {
   auto a = std::make_shared<BenchArgs>();
   auto* sub = root.bench->add_subcommand("probe", "Prober + responder on loopback: rate, loss, CPU and RSS");
-  sub->add_option("--protocol", a->protocol, "udp or tcp")->capture_default_str()->check(CLI::IsMember({"udp", "tcp"}));
+  sub->add_option("--protocol", a->protocol, "udp or tcp")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"udp", "tcp"}));
   sub->add_option("--rate", a->rate, "Total probes per second")->capture_default_str();
-  sub->add_option("--targets", a->targets, "Number of targets the rate is spread over")->capture_default_str();
-  sub->add_option("--duration", a->duration_s, "Measured seconds (after 1 s of warm-up)")->capture_default_str();
+  sub->add_option("--targets", a->targets, "Number of targets the rate is spread over")
+      ->capture_default_str();
+  sub->add_option("--duration", a->duration_s, "Measured seconds (after 1 s of warm-up)")
+      ->capture_default_str();
   sub->add_flag("--json", a->json, "One-line JSON");
   sub->add_flag("--keep-open", a->keep_open, "tcp: echo on kept-open connections instead of connects");
   sub->add_flag("--no-followups", a->no_followups, "Responder sends no follow-ups (see weft responder)");

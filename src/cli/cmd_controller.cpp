@@ -1,8 +1,7 @@
 // `weft controller --config weft.yaml`: the mesh monitor's controller (docs/controller.md).
 // SIGHUP reloads the config (so does editing the file); SIGINT/SIGTERM stop it cleanly.
-#include <signal.h>
-
 #include <fmt/format.h>
+#include <signal.h>
 
 #include "base/log.hpp"
 #include "cli/command_registry.hpp"
@@ -46,7 +45,8 @@ int run_controller(const std::string& path, const std::vector<std::string>& list
 }
 
 weft::cli::Registrar reg{[](weft::cli::Root& root) {
-  auto* sub = root.app.add_subcommand("controller", "Run the mesh monitor's controller (API, ingest, pinglists)");
+  auto* sub =
+      root.app.add_subcommand("controller", "Run the mesh monitor's controller (API, ingest, pinglists)");
   auto path = std::make_shared<std::string>();
   auto listen = std::make_shared<std::vector<std::string>>();
   sub->add_option("--config,-c", *path, "YAML config file (see deploy/weft.yaml)")->required();

@@ -7,6 +7,8 @@
 // the controller's address (10.78.0.254) so agents reach the controller in the root namespace; no
 // traffic leaves the machine.
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,9 +18,6 @@
 #include <fstream>
 #include <random>
 #include <thread>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "base/log.hpp"
 #include "cli/command_registry.hpp"
@@ -72,14 +71,17 @@ void remove_netns(int n) {
 bool make_netns(int n) {
   remove_netns(std::max(n, 16));  // leftovers of a killed demo
   std::string br = fmt::format("{}-br", kPrefix);
-  if (!run({"ip", "link", "add", br, "type", "bridge"}) || !run({"ip", "addr", "add", fmt::format("{}.254/24", kNet), "dev", br}) ||
+  if (!run({"ip", "link", "add", br, "type", "bridge"}) ||
+      !run({"ip", "addr", "add", fmt::format("{}.254/24", kNet), "dev", br}) ||
       !run({"ip", "link", "set", br, "up"}))
     return false;
   for (int i = 1; i <= n; ++i) {
     std::string ns = ns_name(i), v = fmt::format("{}-v{}", kPrefix, i);
-    if (!run({"ip", "netns", "add", ns}) || !run({"ip", "link", "add", v, "type", "veth", "peer", "name", "eth0", "netns", ns}) ||
+    if (!run({"ip", "netns", "add", ns}) ||
+        !run({"ip", "link", "add", v, "type", "veth", "peer", "name", "eth0", "netns", ns}) ||
         !run({"ip", "link", "set", v, "master", br}) || !run({"ip", "link", "set", v, "up"}) ||
-        !run({"ip", "netns", "exec", ns, "ip", "addr", "add", fmt::format("{}.{}/24", kNet, i), "dev", "eth0"}) ||
+        !run({"ip", "netns", "exec", ns, "ip", "addr", "add", fmt::format("{}.{}/24", kNet, i), "dev",
+              "eth0"}) ||
         !run({"ip", "netns", "exec", ns, "ip", "link", "set", "eth0", "up"}) ||
         !run({"ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up"}))
       return false;
@@ -156,7 +158,8 @@ int run_demo(const Options& o) {
       listen.push_back(fmt::format("{}.254:{}", kNet, o.port));
     }
     std::string yaml = fmt::format(
-        "listen: [{}]\ntokens: [{}]\nstore: sqlite:{}/history.db\nretention: 1d\nwindow: 5s\nagent_down_after: 10s\n"
+        "listen: [{}]\ntokens: [{}]\nstore: sqlite:{}/history.db\nretention: 1d\nwindow: "
+        "5s\nagent_down_after: 10s\n"
         "report_interval: 1s\npinglist_sync: 5s\nprotocols:\n  udp: {{interval: 100ms, timeout: 1s}}\n"
         "  tcp: {{interval: 200ms, timeout: 1s}}\ngroups:\n  - name: demo\n    protocols: [udp, tcp]\n"
         "    members: ['host*']\n",
@@ -181,8 +184,9 @@ int run_demo(const Options& o) {
         } else {
           ctl_url = fmt::format("http://127.0.0.1:{}", o.port);
         }
-        argv.insert(argv.end(), {self, "--log-level", "info", "agent", "--controller", ctl_url, "--token", token, "--name",
-                                 fmt::format("host{}", i), "--spool-dir", fmt::format("{}/spool-host{}", dir, i)});
+        argv.insert(argv.end(), {self, "--log-level", "info", "agent", "--controller", ctl_url, "--token",
+                                 token, "--name", fmt::format("host{}", i), "--spool-dir",
+                                 fmt::format("{}/spool-host{}", dir, i)});
         if (!netns) argv.insert(argv.end(), {"--address", fmt::format("127.0.0.{}", 10 + i)});
         children.push_back(spawn(argv, fmt::format("{}/agent-host{}.log", dir, i)));
       }
@@ -191,12 +195,14 @@ int run_demo(const Options& o) {
                  netns ? fmt::format("each in a network namespace {}-h1..h{}", kPrefix, o.agents)
                        : std::string("on loopback addresses 127.0.0.11.."));
       fmt::print("  dashboard  http://{}:{}/\n", host, o.port);
-      fmt::print("  API        http://{}:{}/api/v1/mesh?protocol=udp   (also /api/v1/agents, /metrics)\n", host, o.port);
+      fmt::print("  API        http://{}:{}/api/v1/mesh?protocol=udp   (also /api/v1/agents, /metrics)\n",
+                 host, o.port);
       fmt::print("  logs       {}\n", dir);
       fmt::print("Press Ctrl-C to stop; everything the demo made is removed.\n");
       std::fflush(stdout);
       if (o.duration_s > 0) {
-        timespec ts{static_cast<time_t>(o.duration_s), static_cast<long>((o.duration_s - static_cast<time_t>(o.duration_s)) * 1e9)};
+        timespec ts{static_cast<time_t>(o.duration_s),
+                    static_cast<long>((o.duration_s - static_cast<time_t>(o.duration_s)) * 1e9)};
         sigtimedwait(&set, nullptr, &ts);
       } else {
         int sig;

@@ -4,11 +4,10 @@
 //
 //   pair SRC DST sent=N received=N lost=N loss=R p50_us=X window_start=S age_s=A
 //   agent NAME state=up|down protocols=udp,rdma rdma_rails=N last_seen_age_s=A
+#include <fmt/format.h>
 #include <httplib.h>
 
 #include <charconv>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/command_registry.hpp"
@@ -87,15 +86,18 @@ int run_mesh(const Options& o) {
   if (int rc = get(c, "/api/v1/agents", agents)) return rc;
   for (const auto& a : agents.value("agents", json::array())) {
     std::string protos;
-    for (const auto& p : a.value("protocols", json::array())) protos += (protos.empty() ? "" : ",") + p.get<std::string>();
+    for (const auto& p : a.value("protocols", json::array()))
+      protos += (protos.empty() ? "" : ",") + p.get<std::string>();
     fmt::print("agent {} state={} protocols={} rdma_rails={} last_seen_age_s={}\n", a.value("name", "?"),
-               a.value("state", "?"), protos, a.value("rdma", json::array()).size(), num(a, "last_seen_age_s", "{:.1f}"));
+               a.value("state", "?"), protos, a.value("rdma", json::array()).size(),
+               num(a, "last_seen_age_s", "{:.1f}"));
   }
   return 0;
 }
 
 weft::cli::Registrar reg{[](weft::cli::Root& root) {
-  auto* sub = root.app.add_subcommand("mesh", "Print the controller's latest mesh (one line per pair) and its agents");
+  auto* sub = root.app.add_subcommand(
+      "mesh", "Print the controller's latest mesh (one line per pair) and its agents");
   auto o = std::make_shared<Options>();
   sub->add_option("--controller", o->controller, "Controller URL, http://HOST:PORT")->capture_default_str();
   sub->add_option("--protocol,-p", o->protocol, "udp, tcp or rdma")->capture_default_str();

@@ -1,10 +1,9 @@
-// `weft ping udp|tcp HOST[:PORT]...` (and `weft ping rdma`, see cmd_ping_rdma.cpp): ping-like probing of weft responders (or, for tcp, any
-// listening TCP port). A line per probe and a summary, or one JSON object per target with --json.
-// Several targets are probed by one prober (as an agent does); --window S also prints every
-// finished window as a JSON line, which is what the lab tests read.
-// Exit status: 0 when at least one answer came back, 1 when none did, 2 for bad arguments.
+// `weft ping udp|tcp HOST[:PORT]...` (and `weft ping rdma`, see cmd_ping_rdma.cpp): ping-like probing of weft
+// responders (or, for tcp, any listening TCP port). A line per probe and a summary, or one JSON object per
+// target with --json. Several targets are probed by one prober (as an agent does); --window S also prints
+// every finished window as a JSON line, which is what the lab tests read. Exit status: 0 when at least one
+// answer came back, 1 when none did, 2 for bad arguments.
 #include <fmt/format.h>
-
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -67,12 +66,14 @@ struct TargetSummary {
 
 probe::Prober* g_prober = nullptr;
 
-
 int run_ping(const PingArgs& a) {
   probe::ProberConfig cfg;
-  if (a.protocol == "udp") cfg.protocol = probe::Protocol::udp;
-  else if (a.protocol == "tcp") cfg.protocol = probe::Protocol::tcp;
-  else return bad_args(fmt::format("unknown protocol '{}' (udp or tcp)", a.protocol));
+  if (a.protocol == "udp")
+    cfg.protocol = probe::Protocol::udp;
+  else if (a.protocol == "tcp")
+    cfg.protocol = probe::Protocol::tcp;
+  else
+    return bad_args(fmt::format("unknown protocol '{}' (udp or tcp)", a.protocol));
   if (!(a.interval_s > 0) || a.interval_s > 3600) return bad_args("interval must be > 0 and <= 3600 seconds");
   if (!(a.timeout_s > 0) || a.timeout_s > 60) return bad_args("timeout must be > 0 and <= 60 seconds");
   if (a.window_s < 0 || a.window_s > 86400) return bad_args("window must be >= 0 and <= 86400 seconds");
@@ -113,7 +114,8 @@ int run_ping(const PingArgs& a) {
   cfg.interval = std::chrono::nanoseconds(static_cast<int64_t>(a.interval_s * 1e9));
   cfg.timeout = std::chrono::nanoseconds(static_cast<int64_t>(a.timeout_s * 1e9));
   // Without --window the summary comes from the probes themselves: windows are not needed.
-  cfg.window = a.window_s > 0 ? std::chrono::nanoseconds(static_cast<int64_t>(a.window_s * 1e9)) : std::chrono::hours(24);
+  cfg.window = a.window_s > 0 ? std::chrono::nanoseconds(static_cast<int64_t>(a.window_s * 1e9))
+                              : std::chrono::hours(24);
   cfg.count = a.count;
   if (!multi) cfg.batch_slack = std::chrono::nanoseconds(0);  // one target: send on time
   auto prober = probe::Prober::create(cfg);
@@ -140,7 +142,8 @@ int run_ping(const PingArgs& a) {
       if (r.answered) {
         ++s.answered;
         s.rtt.add(r.rtt_ns);
-        if (r.weird) ++s.weird;
+        if (r.weird)
+          ++s.weird;
         else {
           s.network.add(r.network_rtt_ns);
           if (echo) s.delay.add(r.responder_delay_ns);
@@ -151,11 +154,15 @@ int run_ping(const PingArgs& a) {
     }
     if (lines) {
       const std::string who = multi ? fmt::format("{} ", r.target) : "";
-      if (!r.answered) fmt::print("{}seq={} timeout\n", who, r.seq);
+      if (!r.answered)
+        fmt::print("{}seq={} timeout\n", who, r.seq);
       else if (echo)
-        fmt::print("{}seq={} rtt={:.3f} ms network={:.3f} ms responder={:.1f} us time={}{}\n", who, r.seq, ms(r.rtt_ns),
-                   ms(r.network_rtt_ns), us(r.responder_delay_ns), probe::to_string(r.source), r.weird ? " weird" : "");
-      else fmt::print("{}seq={} connect={:.3f} ms time={}\n", who, r.seq, ms(r.rtt_ns), probe::to_string(r.source));
+        fmt::print("{}seq={} rtt={:.3f} ms network={:.3f} ms responder={:.1f} us time={}{}\n", who, r.seq,
+                   ms(r.rtt_ns), ms(r.network_rtt_ns), us(r.responder_delay_ns), probe::to_string(r.source),
+                   r.weird ? " weird" : "");
+      else
+        fmt::print("{}seq={} connect={:.3f} ms time={}\n", who, r.seq, ms(r.rtt_ns),
+                   probe::to_string(r.source));
       std::fflush(stdout);
     }
     if (a.count != 0 && resolved_all >= total_expected) g_prober->stop();
@@ -192,26 +199,29 @@ int run_ping(const PingArgs& a) {
     const uint64_t late = multi ? s.late : c.late;
     const uint64_t dup = multi ? s.duplicate : c.duplicate;
     if (a.json) {
-      nlohmann::json j = {{"protocol", a.protocol},
-                          {"target", t.name},
-                          {"address", s.address},
-                          {"sent", s.resolved},
-                          {"received", s.answered},
-                          {"lost", lost},
-                          {"late", late},
-                          {"duplicate", dup},
-                          {"malformed", multi ? s.malformed : c.malformed + c.unknown_session + c.unknown_probe},
-                          {"weird", s.weird},
-                          {"timestamp_source", src},
-                          {"rtt_us", summary_json(s.rtt)},
-                          {"network_rtt_us", summary_json(s.network)},
-                          {"responder_delay_us", summary_json(s.delay)}};
+      nlohmann::json j = {
+          {"protocol", a.protocol},
+          {"target", t.name},
+          {"address", s.address},
+          {"sent", s.resolved},
+          {"received", s.answered},
+          {"lost", lost},
+          {"late", late},
+          {"duplicate", dup},
+          {"malformed", multi ? s.malformed : c.malformed + c.unknown_session + c.unknown_probe},
+          {"weird", s.weird},
+          {"timestamp_source", src},
+          {"rtt_us", summary_json(s.rtt)},
+          {"network_rtt_us", summary_json(s.network)},
+          {"responder_delay_us", summary_json(s.delay)}};
       if (a.window_s > 0) j["type"] = "summary";
       fmt::print("{}\n", j.dump());
     } else {
       fmt::print("--- {} {} ping statistics ---\n", t.name, a.protocol);
-      fmt::print("{} sent, {} received, {:.1f}% loss, {} late, {} duplicate, timestamps: {}\n", s.resolved, s.answered,
-                 s.resolved ? 100.0 * static_cast<double>(lost) / static_cast<double>(s.resolved) : 0.0, late, dup, src);
+      fmt::print("{} sent, {} received, {:.1f}% loss, {} late, {} duplicate, timestamps: {}\n", s.resolved,
+                 s.answered,
+                 s.resolved ? 100.0 * static_cast<double>(lost) / static_cast<double>(s.resolved) : 0.0, late,
+                 dup, src);
       fmt::print("{}{}{}", summary_text("rtt", s.rtt), summary_text("network rtt", s.network),
                  summary_text("responder delay", s.delay));
     }
@@ -221,19 +231,26 @@ int run_ping(const PingArgs& a) {
 
 weft::cli::Registrar reg{[](weft::cli::Root& root) {
   auto a = std::make_shared<PingArgs>();
-  auto* sub = root.app.add_subcommand("ping", "Probe responders like ping (exit 0: answered, 1: none, 2: bad args)");
-  sub->add_option("protocol", a->protocol, "udp, tcp or rdma")->required()->check(CLI::IsMember({"udp", "tcp", "rdma"}));
-  sub->add_option("target", a->targets, "HOST[:PORT]... (default port 7777 udp, 7778 tcp; [IPv6]:PORT)")->required();
+  auto* sub =
+      root.app.add_subcommand("ping", "Probe responders like ping (exit 0: answered, 1: none, 2: bad args)");
+  sub->add_option("protocol", a->protocol, "udp, tcp or rdma")
+      ->required()
+      ->check(CLI::IsMember({"udp", "tcp", "rdma"}));
+  sub->add_option("target", a->targets, "HOST[:PORT]... (default port 7777 udp, 7778 tcp; [IPv6]:PORT)")
+      ->required();
   sub->add_option("-c,--count", a->count, "Stop after this many probes per target (default: until Ctrl-C)");
-  sub->add_option("-i,--interval", a->interval_s, "Seconds between probes to a target")->capture_default_str();
+  sub->add_option("-i,--interval", a->interval_s, "Seconds between probes to a target")
+      ->capture_default_str();
   sub->add_option("--timeout", a->timeout_s, "Seconds before a probe counts as lost")->capture_default_str();
-  sub->add_option("--window", a->window_s, "Also print every finished window of this many seconds as a JSON line");
+  sub->add_option("--window", a->window_s,
+                  "Also print every finished window of this many seconds as a JSON line");
   sub->add_flag("--json", a->json, "Print one JSON object per target at the end instead of lines");
   sub->add_flag("-q,--quiet", a->quiet, "No per-probe lines");
   sub->add_flag("--keep-open", a->keep_open, "tcp: request/echo RTT on one kept-open connection");
   sub->add_option("--bind", a->bind, "Source address to probe from");
-  sub->add_option("--hw-timestamps", a->hw_interface,
-                  "udp/tcp: switch this interface's NIC hardware timestamps on first (root; left alone if already on)");
+  sub->add_option(
+      "--hw-timestamps", a->hw_interface,
+      "udp/tcp: switch this interface's NIC hardware timestamps on first (root; left alone if already on)");
   weft::cli::add_ping_rdma_options(sub);
   sub->callback([a, sub] {
     weft::cli::set_exit_code(a->protocol == "rdma" ? weft::cli::run_ping_rdma(*sub) : run_ping(*a));

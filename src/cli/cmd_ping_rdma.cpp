@@ -61,7 +61,6 @@ struct RdmaOpts {
 RdmaOpts g_ping_opts;
 probe::RdmaEngine* g_engine = nullptr;
 
-
 // Traffic class from --tclass or --dscp (DSCP in the upper six bits, ECN bits 0).
 Result<uint8_t> traffic_class(const RdmaOpts& o) {
   if (o.tclass && o.dscp) return fail("--tclass and --dscp are exclusive");
@@ -76,7 +75,8 @@ Result<uint8_t> traffic_class(const RdmaOpts& o) {
   return uint8_t{0};
 }
 
-Result<probe::RdmaEngineConfig> engine_config(const RdmaOpts& o, const std::string& device, const std::string& bind) {
+Result<probe::RdmaEngineConfig> engine_config(const RdmaOpts& o, const std::string& device,
+                                              const std::string& bind) {
   probe::RdmaEngineConfig c;
   c.device = device;
   if (o.ib_port < 1 || o.ib_port > 255) return fail("--ib-port must be 1-255");
@@ -97,20 +97,24 @@ void add_rdma_options(CLI::App* app, RdmaOpts& o, bool ping) {
   const char* g = "RDMA";
   if (ping) {
     app->add_option("--qpn", o.qpn, "rdma: the target's QP number (else asked by discovery)")->group(g);
-    app->add_option("--qkey", o.qkey, "rdma: the target's qkey (default 0x11111111, or discovered)")->group(g);
+    app->add_option("--qkey", o.qkey, "rdma: the target's qkey (default 0x11111111, or discovered)")
+        ->group(g);
     app->add_option("--discovery-port", o.discovery_port, "rdma: UDP port of the responder's discovery")
         ->capture_default_str()
         ->group(g);
   } else {
     app->add_option("--qkey", o.qkey, "qkey of the QP (default 0x11111111)")->group(g);
   }
-  app->add_option("--gid-index", o.gid_index, "rdma: source GID index (default: the RoCE v2 GID of --bind/--address)")
+  app->add_option("--gid-index", o.gid_index,
+                  "rdma: source GID index (default: the RoCE v2 GID of --bind/--address)")
       ->group(g);
   app->add_option("--ib-port", o.ib_port, "rdma: device port")->capture_default_str()->group(g);
-  app->add_option("--tclass", o.tclass, "rdma: GRH traffic class 0-255 (the seed used 106 for RoCE)")->group(g);
+  app->add_option("--tclass", o.tclass, "rdma: GRH traffic class 0-255 (the seed used 106 for RoCE)")
+      ->group(g);
   app->add_option("--dscp", o.dscp, "rdma: DSCP 0-63 (traffic class = DSCP << 2)")->group(g);
   app->add_option("--sl", o.sl, "rdma: service level 0-15")->group(g);
-  app->add_flag("--busy-poll", o.busy_poll, "rdma: spin on the completion queue (lowest latency, one core)")->group(g);
+  app->add_flag("--busy-poll", o.busy_poll, "rdma: spin on the completion queue (lowest latency, one core)")
+      ->group(g);
   app->add_flag("--software-timestamps", o.software_timestamps,
                 "rdma: never use NIC completion timestamps, even when the device has them")
       ->group(g);
@@ -166,7 +170,8 @@ Result<probe::RdmaTarget> resolve_target(const std::string& text, const probe::R
       if (o.qpn) {
         auto addr = net::resolve(s.host, 0);
         if (!addr) return std::unexpected(addr.error());
-        if (addr->family() != AF_INET) return fail("{}: a host with --qpn must have an IPv4 address (RoCE v2 GID)", text);
+        if (addr->family() != AF_INET)
+          return fail("{}: a host with --qpn must have an IPv4 address (RoCE v2 GID)", text);
         in_addr a{};
         inet_pton(AF_INET, addr->ip_string().c_str(), &a);
         std::memcpy(t.gid.raw + 10, "\xff\xff", 2);
@@ -219,7 +224,8 @@ int run_ping_rdma(const CLI::App& ping) {
     auto s = probe::parse_rdma_target(t);
     if (!s) return bad_args(s.error().message);
     if (!specs.empty() && s->device != specs[0].device)
-      return bad_args(fmt::format("all targets must use one local device ({} and {})", specs[0].device, s->device));
+      return bad_args(
+          fmt::format("all targets must use one local device ({} and {})", specs[0].device, s->device));
     specs.push_back(*s);
   }
   auto cfg = engine_config(o, specs[0].device == "any" ? "" : specs[0].device, bind);
@@ -246,11 +252,14 @@ int run_ping_rdma(const CLI::App& ping) {
       fmt::print(stderr, "weft ping: {}\n", t.error().message);
       return 1;
     }
-    sums[t->name].address = t->global ? fmt::format("gid {} qpn {}", [&] {
-      char b[INET6_ADDRSTRLEN] = {};
-      inet_ntop(AF_INET6, t->gid.raw, b, sizeof b);
-      return std::string(b);
-    }(), t->qpn)
+    sums[t->name].address = t->global ? fmt::format(
+                                            "gid {} qpn {}",
+                                            [&] {
+                                              char b[INET6_ADDRSTRLEN] = {};
+                                              inet_ntop(AF_INET6, t->gid.raw, b, sizeof b);
+                                              return std::string(b);
+                                            }(),
+                                            t->qpn)
                                       : fmt::format("lid {} qpn {}", t->lid, t->qpn);
     list.push_back(*t);
   }
@@ -277,11 +286,12 @@ int run_ping_rdma(const CLI::App& ping) {
       if (r.sample.has_network) s.network.add(r.sample.network_ns);
       if (r.sample.has_responder_delay) s.delay.add(r.sample.responder_delay_ns);
       if (!json && !quiet)
-        fmt::print("{}seq={} rtt={:.3f} ms network={} responder={} time={}{}\n", prefix(r.target), r.seq,
-                   ms(r.sample.total_ns),
-                   r.sample.has_network ? fmt::format("{:.3f} ms", ms(r.sample.network_ns)) : "-",
-                   r.sample.has_responder_delay ? fmt::format("{:.1f} us", us(r.sample.responder_delay_ns)) : "-",
-                   probe::to_string(r.sample.source), r.sample.weird ? " weird" : "");
+        fmt::print(
+            "{}seq={} rtt={:.3f} ms network={} responder={} time={}{}\n", prefix(r.target), r.seq,
+            ms(r.sample.total_ns),
+            r.sample.has_network ? fmt::format("{:.3f} ms", ms(r.sample.network_ns)) : "-",
+            r.sample.has_responder_delay ? fmt::format("{:.1f} us", us(r.sample.responder_delay_ns)) : "-",
+            probe::to_string(r.sample.source), r.sample.weird ? " weird" : "");
     } else if (!json && !quiet) {
       fmt::print("{}seq={} timeout\n", prefix(r.target), r.seq);
     }
@@ -331,8 +341,8 @@ int run_ping_rdma(const CLI::App& ping) {
     } else {
       fmt::print("--- {} rdma ping statistics ---\n", t.name);
       fmt::print("{} sent, {} received, {:.1f}% loss, {} weird, timestamps: {}{}\n", s.resolved, s.answered,
-                 s.resolved ? 100.0 * static_cast<double>(lost) / static_cast<double>(s.resolved) : 0.0, s.weird, src,
-                 e->timestamp_note().empty() ? "" : " (" + e->timestamp_note() + ")");
+                 s.resolved ? 100.0 * static_cast<double>(lost) / static_cast<double>(s.resolved) : 0.0,
+                 s.weird, src, e->timestamp_note().empty() ? "" : " (" + e->timestamp_note() + ")");
       fmt::print("{}{}{}", summary_text("rtt", s.rtt), summary_text("network rtt", s.network),
                  summary_text("responder delay", s.delay));
     }
@@ -393,7 +403,8 @@ int run_responder(const ResponderArgs& a) {
   if (a.duration_s > 0)
     timer = std::thread([&] {
       const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(a.duration_s);
-      while (!done && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      while (!done && std::chrono::steady_clock::now() < end)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
       (*engine)->stop();
     });
   auto st = (*engine)->run([](probe::WindowStats&&) {});
@@ -402,14 +413,17 @@ int run_responder(const ResponderArgs& a) {
   g_engine = nullptr;
   const auto c = (*engine)->counters();
   if (a.json) {
-    nlohmann::json j = {{"pings_received", c.pings_received}, {"pongs_sent", c.pongs_sent},
-                        {"followups_sent", c.followups_sent}, {"responder_drops", c.responder_drops},
-                        {"garbage", c.garbage},               {"recv_errors", c.recv_errors},
+    nlohmann::json j = {{"pings_received", c.pings_received},
+                        {"pongs_sent", c.pongs_sent},
+                        {"followups_sent", c.followups_sent},
+                        {"responder_drops", c.responder_drops},
+                        {"garbage", c.garbage},
+                        {"recv_errors", c.recv_errors},
                         {"send_errors", c.send_errors}};
     fmt::print("{}\n", j.dump());
   } else {
-    fmt::print("{} pings answered ({} follow-ups), {} dropped, {} garbage datagrams\n", c.pongs_sent, c.followups_sent,
-               c.responder_drops, c.garbage);
+    fmt::print("{} pings answered ({} follow-ups), {} dropped, {} garbage datagrams\n", c.pongs_sent,
+               c.followups_sent, c.responder_drops, c.garbage);
   }
   if (!st) {
     fmt::print(stderr, "weft rdma responder: {}\n", st.error().message);
@@ -420,7 +434,8 @@ int run_responder(const ResponderArgs& a) {
 
 weft::cli::Registrar reg{[](weft::cli::Root& root) {
   auto a = std::make_shared<ResponderArgs>();
-  auto* sub = root.rdma->add_subcommand("responder", "Answer RDMA probes (UD) on one device; prints its address");
+  auto* sub =
+      root.rdma->add_subcommand("responder", "Answer RDMA probes (UD) on one device; prints its address");
   sub->add_option("-d,--device", a->device, "RDMA device (default: the first)");
   sub->add_option("--address", a->address, "IPv4 address whose RoCE v2 GID to use");
   sub->add_option("--discovery", a->discovery, "UDP IP:PORT that tells probers the QPN/qkey/GID, or 'none'")

@@ -8,7 +8,6 @@
 //
 // `root.bench` and `root.rdma` are the parent commands for `weft bench X` and `weft rdma X`.
 #include <CLI/CLI.hpp>
-
 #include <functional>
 
 namespace weft::cli {

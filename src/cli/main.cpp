@@ -1,6 +1,5 @@
 // weft: one executable, many subcommands (see command_registry.hpp).
 #include <CLI/CLI.hpp>
-
 #include <string>
 
 #include "base/log.hpp"

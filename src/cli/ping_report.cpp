@@ -21,7 +21,7 @@ nlohmann::json summary_json(const LogHistogram& h) {
 }
 
 nlohmann::json latency_json(const probe::LatencySummary& s) {
-  return {{"count", s.count}, {"min", us(s.min_ns)}, {"mean", us(s.mean_ns)}, {"p50", us(s.p50_ns)},
+  return {{"count", s.count},    {"min", us(s.min_ns)}, {"mean", us(s.mean_ns)}, {"p50", us(s.p50_ns)},
           {"p90", us(s.p90_ns)}, {"p99", us(s.p99_ns)}, {"p999", us(s.p999_ns)}, {"max", us(s.max_ns)}};
 }
 

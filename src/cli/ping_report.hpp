@@ -1,9 +1,8 @@
 #pragma once
 // What `weft ping` prints, shared by its udp/tcp mode (cmd_ping.cpp) and its rdma mode
 // (cmd_ping_rdma.cpp) so both speak the same JSON and text.
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "base/histogram.hpp"

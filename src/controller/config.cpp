@@ -27,9 +27,12 @@ struct Ctx {
   }
 };
 
-std::string join_path(const std::string& base, const std::string& key) { return base.empty() ? key : base + "." + key; }
+std::string join_path(const std::string& base, const std::string& key) {
+  return base.empty() ? key : base + "." + key;
+}
 
-void check_keys(Ctx& c, const YAML::Node& map, const std::string& path, std::initializer_list<const char*> allowed) {
+void check_keys(Ctx& c, const YAML::Node& map, const std::string& path,
+                std::initializer_list<const char*> allowed) {
   for (auto it = map.begin(); it != map.end(); ++it) {
     std::string k = it->first.Scalar();
     bool ok = false;
@@ -74,7 +77,8 @@ uint64_t integer(Ctx& c, const YAML::Node& n, const std::string& field, uint64_t
   return v;
 }
 
-std::vector<std::string> string_list(Ctx& c, const YAML::Node& n, const std::string& field, bool allow_single) {
+std::vector<std::string> string_list(Ctx& c, const YAML::Node& n, const std::string& field,
+                                     bool allow_single) {
   std::vector<std::string> out;
   if (allow_single && n.IsScalar()) {
     out.push_back(n.Scalar());
@@ -117,7 +121,8 @@ bool valid_name(std::string_view s) {
 bool valid_pattern(std::string_view s) {
   if (s.empty() || s.size() > agent::kMaxNameLength) return false;
   for (char ch : s)
-    if (!(isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.' || ch == '*' || ch == '?'))
+    if (!(isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.' || ch == '*' ||
+          ch == '?'))
       return false;
   return true;
 }
@@ -151,13 +156,20 @@ Result<int64_t> parse_duration(std::string_view t) {
   if (ec != std::errc{} || p != t.data() + i) return fail("'{}' is out of range", t);
   std::string_view unit = t.substr(i);
   int64_t mul = 0;
-  if (unit == "us") mul = 1'000;
-  else if (unit == "ms") mul = 1'000'000;
-  else if (unit == "s") mul = 1'000'000'000;
-  else if (unit == "m") mul = 60'000'000'000;
-  else if (unit == "h") mul = 3'600'000'000'000;
-  else if (unit == "d") mul = 86'400'000'000'000;
-  else return fail("'{}' has no valid unit (us, ms, s, m, h, d)", t);
+  if (unit == "us")
+    mul = 1'000;
+  else if (unit == "ms")
+    mul = 1'000'000;
+  else if (unit == "s")
+    mul = 1'000'000'000;
+  else if (unit == "m")
+    mul = 60'000'000'000;
+  else if (unit == "h")
+    mul = 3'600'000'000'000;
+  else if (unit == "d")
+    mul = 86'400'000'000'000;
+  else
+    return fail("'{}' has no valid unit (us, ms, s, m, h, d)", t);
   if (v > INT64_MAX / mul) return fail("'{}' is out of range", t);
   return v * mul;
 }
@@ -203,31 +215,40 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
       cfg.listen = string_list(c, root["listen"], "listen", true);
       for (size_t i = 0; i < cfg.listen.size(); ++i)
         if (!valid_listen(cfg.listen[i]))
-          c.bad(root["listen"], fmt::format("listen[{}]", i), fmt::format("'{}' is not HOST:PORT", cfg.listen[i]));
+          c.bad(root["listen"], fmt::format("listen[{}]", i),
+                fmt::format("'{}' is not HOST:PORT", cfg.listen[i]));
     } else {
       cfg.listen = {"127.0.0.1:8080"};
     }
     if (root["tokens"]) {
       cfg.tokens = string_list(c, root["tokens"], "tokens", false);
       for (size_t i = 0; i < cfg.tokens.size(); ++i)
-        if (cfg.tokens[i].size() < 8) c.bad(root["tokens"][i], fmt::format("tokens[{}]", i), "a token needs at least 8 characters");
+        if (cfg.tokens[i].size() < 8)
+          c.bad(root["tokens"][i], fmt::format("tokens[{}]", i), "a token needs at least 8 characters");
     }
     if (root["store"]) {
       cfg.store = scalar(c, root["store"], "store");
-      if (!cfg.store.starts_with("sqlite:") && !cfg.store.starts_with("redis://") && !cfg.store.starts_with("redis+unix://"))
-        c.bad(root["store"], "store", fmt::format("'{}': expected sqlite:PATH, redis://HOST:PORT or redis+unix:///PATH", cfg.store));
+      if (!cfg.store.starts_with("sqlite:") && !cfg.store.starts_with("redis://") &&
+          !cfg.store.starts_with("redis+unix://"))
+        c.bad(root["store"], "store",
+              fmt::format("'{}': expected sqlite:PATH, redis://HOST:PORT or redis+unix:///PATH", cfg.store));
     }
     if (root["retention"]) cfg.retention_ns = duration(c, root["retention"], "retention", 60'000'000'000);
     if (root["window"]) cfg.window_ns = duration(c, root["window"], "window", 100'000'000);
-    if (root["agent_down_after"]) cfg.agent_down_after_ns = duration(c, root["agent_down_after"], "agent_down_after", 1'000'000'000);
-    if (root["report_interval"]) cfg.report_interval_ns = duration(c, root["report_interval"], "report_interval", 100'000'000);
-    if (root["pinglist_sync"]) cfg.pinglist_sync_ns = duration(c, root["pinglist_sync"], "pinglist_sync", 500'000'000);
+    if (root["agent_down_after"])
+      cfg.agent_down_after_ns = duration(c, root["agent_down_after"], "agent_down_after", 1'000'000'000);
+    if (root["report_interval"])
+      cfg.report_interval_ns = duration(c, root["report_interval"], "report_interval", 100'000'000);
+    if (root["pinglist_sync"])
+      cfg.pinglist_sync_ns = duration(c, root["pinglist_sync"], "pinglist_sync", 500'000'000);
     if (root["http_threads"]) cfg.http_threads = integer(c, root["http_threads"], "http_threads", 1, 256);
-    if (root["max_body_bytes"]) cfg.max_body_bytes = integer(c, root["max_body_bytes"], "max_body_bytes", 1024, 1ull << 30);
+    if (root["max_body_bytes"])
+      cfg.max_body_bytes = integer(c, root["max_body_bytes"], "max_body_bytes", 1024, 1ull << 30);
 
     const YAML::Node protos = root["protocols"];
     if (protos) {
-      if (!protos.IsMap()) c.bad(protos, "protocols", "expected a mapping of protocol name -> settings");
+      if (!protos.IsMap())
+        c.bad(protos, "protocols", "expected a mapping of protocol name -> settings");
       else
         for (auto it = protos.begin(); it != protos.end() && !c.failed(); ++it) {
           std::string name = it->first.Scalar();
@@ -268,14 +289,22 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
         }
         check_keys(c, g, field, {"name", "protocols", "members"});
         GroupRule r;
-        if (!g["name"]) c.bad(g, field + ".name", "missing");
-        else r.name = scalar(c, g["name"], field + ".name");
-        if (!c.failed() && !valid_name(r.name)) c.bad(g["name"], field + ".name", fmt::format("'{}' is not a valid name", r.name));
-        if (!c.failed() && !names.insert(r.name).second) c.bad(g["name"], field + ".name", fmt::format("'{}' is used twice", r.name));
-        if (!g["protocols"]) c.bad(g, field + ".protocols", "missing");
-        else r.protocols = protocol_list(c, g["protocols"], field + ".protocols");
-        if (!g["members"]) c.bad(g, field + ".members", "missing");
-        else r.members = patterns(c, g["members"], field + ".members");
+        if (!g["name"])
+          c.bad(g, field + ".name", "missing");
+        else
+          r.name = scalar(c, g["name"], field + ".name");
+        if (!c.failed() && !valid_name(r.name))
+          c.bad(g["name"], field + ".name", fmt::format("'{}' is not a valid name", r.name));
+        if (!c.failed() && !names.insert(r.name).second)
+          c.bad(g["name"], field + ".name", fmt::format("'{}' is used twice", r.name));
+        if (!g["protocols"])
+          c.bad(g, field + ".protocols", "missing");
+        else
+          r.protocols = protocol_list(c, g["protocols"], field + ".protocols");
+        if (!g["members"])
+          c.bad(g, field + ".members", "missing");
+        else
+          r.members = patterns(c, g["members"], field + ".members");
         cfg.groups.push_back(std::move(r));
       }
     }
@@ -291,16 +320,26 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
         }
         check_keys(c, a, field, {"name", "protocols", "from", "to"});
         ArrowRule r;
-        if (a["name"]) r.name = scalar(c, a["name"], field + ".name");
-        else r.name = fmt::format("arrow{}", i);
-        if (!c.failed() && !valid_name(r.name)) c.bad(a["name"], field + ".name", fmt::format("'{}' is not a valid name", r.name));
-        if (!c.failed() && !names.insert(r.name).second) c.bad(a["name"], field + ".name", fmt::format("'{}' is used twice", r.name));
-        if (!a["protocols"]) c.bad(a, field + ".protocols", "missing");
-        else r.protocols = protocol_list(c, a["protocols"], field + ".protocols");
-        if (!a["from"]) c.bad(a, field + ".from", "missing");
-        else r.from = patterns(c, a["from"], field + ".from");
-        if (!a["to"]) c.bad(a, field + ".to", "missing");
-        else r.to = patterns(c, a["to"], field + ".to");
+        if (a["name"])
+          r.name = scalar(c, a["name"], field + ".name");
+        else
+          r.name = fmt::format("arrow{}", i);
+        if (!c.failed() && !valid_name(r.name))
+          c.bad(a["name"], field + ".name", fmt::format("'{}' is not a valid name", r.name));
+        if (!c.failed() && !names.insert(r.name).second)
+          c.bad(a["name"], field + ".name", fmt::format("'{}' is used twice", r.name));
+        if (!a["protocols"])
+          c.bad(a, field + ".protocols", "missing");
+        else
+          r.protocols = protocol_list(c, a["protocols"], field + ".protocols");
+        if (!a["from"])
+          c.bad(a, field + ".from", "missing");
+        else
+          r.from = patterns(c, a["from"], field + ".from");
+        if (!a["to"])
+          c.bad(a, field + ".to", "missing");
+        else
+          r.to = patterns(c, a["to"], field + ".to");
         cfg.arrows.push_back(std::move(r));
       }
     }

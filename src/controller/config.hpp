@@ -15,7 +15,7 @@ namespace weft::controller {
 
 struct ProtocolPlan {
   probe::Protocol protocol = probe::Protocol::udp;
-  int64_t interval_ns = 100'000'000;  // between probes to one target
+  int64_t interval_ns = 100'000'000;   // between probes to one target
   int64_t timeout_ns = 1'000'000'000;  // a probe unanswered this long is lost
 };
 
@@ -36,12 +36,12 @@ struct ArrowRule {
 };
 
 struct Config {
-  std::string path;                 // where it was read from ("" when parsed from a string)
-  std::vector<std::string> listen;  // "HOST:PORT", at least one
-  std::vector<std::string> tokens;  // agent tokens; empty list = agent endpoints need no token
+  std::string path;                              // where it was read from ("" when parsed from a string)
+  std::vector<std::string> listen;               // "HOST:PORT", at least one
+  std::vector<std::string> tokens;               // agent tokens; empty list = agent endpoints need no token
   std::string store = "sqlite:weft-history.db";  // sqlite:PATH | redis://HOST:PORT | redis+unix:///PATH
   int64_t retention_ns = 7LL * 24 * 3600 * 1'000'000'000;
-  int64_t window_ns = 10'000'000'000;           // the agents' window length
+  int64_t window_ns = 10'000'000'000;            // the agents' window length
   int64_t agent_down_after_ns = 30'000'000'000;  // no report this long -> down
   int64_t report_interval_ns = 1'000'000'000;    // how often agents send what they have
   int64_t pinglist_sync_ns = 10'000'000'000;     // how often agents re-check their pinglist

@@ -12,7 +12,9 @@ namespace weft::controller {
 namespace {
 
 int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 int64_t file_mtime_ns(const std::string& path) {
@@ -58,13 +60,15 @@ Status Controller::start(Config cfg) {
   if (!ast) return fail("restoring agents from the store: {}", ast.error().message);
   if (agents) log().info("restored {} agents from the store (down until they report)", agents);
   size_t restored = 0;
-  auto st = store_->load_recent(now_ns() - kRestoreWindowNs,
-                                [&](const std::string& src, std::span<const probe::WindowStats> ws, int64_t rx) {
-                                  mesh_->restore(src, ws, rx);
-                                  restored += ws.size();
-                                });
+  auto st =
+      store_->load_recent(now_ns() - kRestoreWindowNs,
+                          [&](const std::string& src, std::span<const probe::WindowStats> ws, int64_t rx) {
+                            mesh_->restore(src, ws, rx);
+                            restored += ws.size();
+                          });
   if (!st) return fail("restoring from the store: {}", st.error().message);
-  if (restored) log().info("restored {} recent windows ({} pairs) from the store", restored, mesh_->pair_count());
+  if (restored)
+    log().info("restored {} recent windows ({} pairs) from the store", restored, mesh_->pair_count());
 
   if (auto s = start_http(*shared); !s) return s;
   threads_.emplace_back([this] { chores(); });
@@ -122,7 +126,8 @@ void Controller::chores() {
     auto cfg = mesh_->config();
     if (now - last_retention > 60'000'000'000) {
       last_retention = now;
-      if (auto st = store_->apply_retention(now - cfg->retention_ns); !st) log().warn("retention: {}", st.error().message);
+      if (auto st = store_->apply_retention(now - cfg->retention_ns); !st)
+        log().warn("retention: {}", st.error().message);
     }
     mesh_->set_store_info(store_->info());
     lk.lock();

@@ -44,7 +44,7 @@ class Controller {
   std::vector<int> bound_ports() const { return ports_; }
 
  private:
-  Status start_http(const Config& cfg);     // http_api.cpp
+  Status start_http(const Config& cfg);       // http_api.cpp
   void install_routes(httplib::Server& srv);  // http_api.cpp
   void chores();
 

@@ -6,7 +6,6 @@
 
 #include <charconv>
 #include <cmath>
-
 #include <nlohmann/json.hpp>
 
 #include "base/log.hpp"
@@ -33,7 +32,9 @@ using nlohmann::json;
 constexpr const char* kJson = "application/json; charset=utf-8";
 
 int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 std::string dumps(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
@@ -42,16 +43,19 @@ void reply(httplib::Response& res, int status, const json& j) {
   res.status = status;
   res.set_content(dumps(j), kJson);
 }
-void error(httplib::Response& res, int status, std::string_view msg) { reply(res, status, json{{"error", msg}}); }
+void error(httplib::Response& res, int status, std::string_view msg) {
+  reply(res, status, json{{"error", msg}});
+}
 
 double unix_s(int64_t ns) { return static_cast<double>(ns) / 1e9; }
 double us(int64_t ns) { return static_cast<double>(ns) / 1e3; }
 
 json summary_us(const probe::LatencySummary& s) {
-  if (s.count == 0) return json{{"count", 0}, {"p50", nullptr}, {"p90", nullptr}, {"p99", nullptr}, {"max", nullptr}};
-  return json{{"count", s.count}, {"min", us(s.min_ns)}, {"mean", us(s.mean_ns)}, {"p50", us(s.p50_ns)},
-              {"p90", us(s.p90_ns)}, {"p95", us(s.p95_ns)}, {"p99", us(s.p99_ns)}, {"p999", us(s.p999_ns)},
-              {"max", us(s.max_ns)}};
+  if (s.count == 0)
+    return json{{"count", 0}, {"p50", nullptr}, {"p90", nullptr}, {"p99", nullptr}, {"max", nullptr}};
+  return json{{"count", s.count},    {"min", us(s.min_ns)},   {"mean", us(s.mean_ns)},
+              {"p50", us(s.p50_ns)}, {"p90", us(s.p90_ns)},   {"p95", us(s.p95_ns)},
+              {"p99", us(s.p99_ns)}, {"p999", us(s.p999_ns)}, {"max", us(s.max_ns)}};
 }
 
 json window_api_json(const probe::WindowStats& w) {
@@ -97,7 +101,8 @@ bool token_ok(const Config& cfg, const httplib::Request& req) {
   for (const auto& tok : cfg.tokens) {
     // Compare every byte regardless of where they differ: no timing hint about the token.
     unsigned diff = tok.size() ^ t.size();
-    for (size_t i = 0; i < tok.size(); ++i) diff |= static_cast<unsigned char>(tok[i]) ^ (i < t.size() ? static_cast<unsigned char>(t[i]) : 0);
+    for (size_t i = 0; i < tok.size(); ++i)
+      diff |= static_cast<unsigned char>(tok[i]) ^ (i < t.size() ? static_cast<unsigned char>(t[i]) : 0);
     ok |= diff == 0;
   }
   return ok;
@@ -126,8 +131,10 @@ Status Controller::start_http(const Config& cfg) {
     if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
     int port = std::stoi(addr.substr(colon + 1));
     int bound = port;
-    if (port == 0) bound = srv->bind_to_any_port(host);
-    else if (!srv->bind_to_port(host, port)) bound = -1;
+    if (port == 0)
+      bound = srv->bind_to_any_port(host);
+    else if (!srv->bind_to_port(host, port))
+      bound = -1;
     if (bound <= 0) return fail("cannot listen on {} (address in use or not local?)", addr);
     ports_.push_back(bound);
     log().info("controller listening on http://{}:{}/", host, bound);
@@ -144,16 +151,23 @@ void Controller::install_routes(httplib::Server& srv) {
   });
   srv.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;  // a handler already wrote its error
-    if (res.status == 404) error(res, 404, fmt::format("no such endpoint: {} {}", req.method, req.path));
-    else if (res.status == 413) error(res, 413, "request body too large");
-    else error(res, res.status, fmt::format("HTTP status {}", res.status));
+    if (res.status == 404)
+      error(res, 404, fmt::format("no such endpoint: {} {}", req.method, req.path));
+    else if (res.status == 413)
+      error(res, 413, "request body too large");
+    else
+      error(res, res.status, fmt::format("HTTP status {}", res.status));
   });
 
   srv.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
     auto si = mesh_->store_info();
     reply(res, si.healthy ? 200 : 503,
           json{{"status", si.healthy ? "ok" : "degraded"},
-               {"store", {{"kind", si.kind}, {"location", si.location}, {"healthy", si.healthy}, {"error", si.last_error}}},
+               {"store",
+                {{"kind", si.kind},
+                 {"location", si.location},
+                 {"healthy", si.healthy},
+                 {"error", si.last_error}}},
                {"agents", mesh_->agents().size()},
                {"pairs", mesh_->pair_count()}});
   });
@@ -174,7 +188,8 @@ void Controller::install_routes(httplib::Server& srv) {
     }
     mesh_->register_agent(r, now);
     std::string rdma;
-    for (const auto& e : r.rdma) rdma += fmt::format(", rdma {} gid {} qpn {}", e.device, e.gid_text(), e.qpn);
+    for (const auto& e : r.rdma)
+      rdma += fmt::format(", rdma {} gid {} qpn {}", e.device, e.gid_text(), e.qpn);
     log().info("agent {} registered ({} {}, version {}{})", r.name, r.addresses.front(),
                protocols_json(r.protocols).dump(), r.version, rdma);
     auto pl = mesh_->pinglist_for(r.name);
@@ -190,7 +205,8 @@ void Controller::install_routes(httplib::Server& srv) {
     if (!token_ok(*cfg, req)) return error(res, 401, "missing or wrong token (Authorization: Bearer ...)");
     std::string name = req.get_param_value("agent");
     if (!valid_host_name(name)) return error(res, 400, "agent: required, a host name");
-    if (!mesh_->is_registered(name)) return error(res, 409, fmt::format("agent '{}' is not registered", name));
+    if (!mesh_->is_registered(name))
+      return error(res, 409, fmt::format("agent '{}' is not registered", name));
     auto pl = mesh_->pinglist_for(name);
     mesh_->record_pinglist_sent(name, pl);
     uint64_t have = 0;
@@ -218,7 +234,9 @@ void Controller::install_routes(httplib::Server& srv) {
     auto proto = protocol_param(req);
     if (!proto) return error(res, 400, proto.error().message);
     std::vector<std::string> hosts;
-    std::function<bool(const std::string&, const std::string&)> keep = [](const auto&, const auto&) { return true; };
+    std::function<bool(const std::string&, const std::string&)> keep = [](const auto&, const auto&) {
+      return true;
+    };
     std::string group = req.get_param_value("group");
     auto cfg = mesh_->config();
     if (!group.empty()) {
@@ -234,13 +252,20 @@ void Controller::install_routes(httplib::Server& srv) {
           if (glob_match(p, n)) return true;
         return false;
       };
-      if (g) keep = [g, any](const std::string& s, const std::string& d) { return any(g->members, s) && any(g->members, d); };
-      else keep = [a, any](const std::string& s, const std::string& d) { return any(a->from, s) && any(a->to, d); };
+      if (g)
+        keep = [g, any](const std::string& s, const std::string& d) {
+          return any(g->members, s) && any(g->members, d);
+        };
+      else
+        keep = [a, any](const std::string& s, const std::string& d) {
+          return any(a->from, s) && any(a->to, d);
+        };
       for (const auto& gi : mesh_->groups())
         if (gi.name == group) hosts = gi.members;
     } else {
       for (const auto& ag : mesh_->agents())
-        if (std::find(ag.protocols.begin(), ag.protocols.end(), *proto) != ag.protocols.end()) hosts.push_back(ag.name);
+        if (std::find(ag.protocols.begin(), ag.protocols.end(), *proto) != ag.protocols.end())
+          hosts.push_back(ag.name);
     }
     json pairs = json::array();
     int64_t now = now_ns();
@@ -284,7 +309,8 @@ void Controller::install_routes(httplib::Server& srv) {
                        {"bad_pairs", h.bad_pairs},
                        {"pairs", h.pairs},
                        {"loss_ratio", h.loss_ratio}});
-    for (const auto& l : b.links) links.push_back({{"src", l.src}, {"dst", l.dst}, {"loss_ratio", l.loss_ratio}});
+    for (const auto& l : b.links)
+      links.push_back({{"src", l.src}, {"dst", l.dst}, {"loss_ratio", l.loss_ratio}});
     reply(res, 200,
           json{{"protocol", probe::to_string(*proto)},
                {"loss_threshold", opt.loss_threshold},
@@ -295,39 +321,45 @@ void Controller::install_routes(httplib::Server& srv) {
                {"down", down}});
   });
 
-  srv.Get(R"(/api/v1/pairs/([^/]+)/([^/]+)/history)", [this](const httplib::Request& req, httplib::Response& res) {
-    std::string src = req.matches[1], dst = req.matches[2];
-    if (!valid_host_name(src) || !valid_host_name(dst)) return error(res, 400, "src and dst must be host names");
-    auto proto = protocol_param(req);
-    if (!proto) return error(res, 400, proto.error().message);
-    int64_t now = now_ns();
-    int64_t since = now - 3600LL * 1'000'000'000, until = now + 3600LL * 1'000'000'000;
-    if (req.has_param("since") && !parse_time(req.get_param_value("since"), since))
-      return error(res, 400, "since: Unix seconds (e.g. 1763700000.5) or Unix nanoseconds");
-    if (req.has_param("until") && !parse_time(req.get_param_value("until"), until))
-      return error(res, 400, "until: Unix seconds or Unix nanoseconds");
-    size_t limit = 10000;
-    if (req.has_param("limit")) {
-      std::string l = req.get_param_value("limit");
-      auto [p, ec] = std::from_chars(l.data(), l.data() + l.size(), limit);
-      if (ec != std::errc{} || p != l.data() + l.size() || limit == 0 || limit > 100000)
-        return error(res, 400, "limit: 1..100000");
-    }
-    auto h = store_->history(*proto, src, dst, since, until, limit);
-    if (!h) return error(res, 503, "history unavailable: " + h.error().message);
-    json windows = json::array();
-    for (const auto& w : *h) windows.push_back(window_api_json(w));
-    reply(res, 200,
-          json{{"protocol", probe::to_string(*proto)}, {"src", src}, {"dst", dst}, {"since", unix_s(since)},
-               {"windows", std::move(windows)}});
-  });
+  srv.Get(R"(/api/v1/pairs/([^/]+)/([^/]+)/history)",
+          [this](const httplib::Request& req, httplib::Response& res) {
+            std::string src = req.matches[1], dst = req.matches[2];
+            if (!valid_host_name(src) || !valid_host_name(dst))
+              return error(res, 400, "src and dst must be host names");
+            auto proto = protocol_param(req);
+            if (!proto) return error(res, 400, proto.error().message);
+            int64_t now = now_ns();
+            int64_t since = now - 3600LL * 1'000'000'000, until = now + 3600LL * 1'000'000'000;
+            if (req.has_param("since") && !parse_time(req.get_param_value("since"), since))
+              return error(res, 400, "since: Unix seconds (e.g. 1763700000.5) or Unix nanoseconds");
+            if (req.has_param("until") && !parse_time(req.get_param_value("until"), until))
+              return error(res, 400, "until: Unix seconds or Unix nanoseconds");
+            size_t limit = 10000;
+            if (req.has_param("limit")) {
+              std::string l = req.get_param_value("limit");
+              auto [p, ec] = std::from_chars(l.data(), l.data() + l.size(), limit);
+              if (ec != std::errc{} || p != l.data() + l.size() || limit == 0 || limit > 100000)
+                return error(res, 400, "limit: 1..100000");
+            }
+            auto h = store_->history(*proto, src, dst, since, until, limit);
+            if (!h) return error(res, 503, "history unavailable: " + h.error().message);
+            json windows = json::array();
+            for (const auto& w : *h) windows.push_back(window_api_json(w));
+            reply(res, 200,
+                  json{{"protocol", probe::to_string(*proto)},
+                       {"src", src},
+                       {"dst", dst},
+                       {"since", unix_s(since)},
+                       {"windows", std::move(windows)}});
+          });
 
   srv.Get("/api/v1/agents", [this](const httplib::Request&, httplib::Response& res) {
     json agents = json::array();
     int64_t now = now_ns();
     for (const auto& a : mesh_->agents()) {
       json alarms = json::array();
-      for (const auto& al : a.alarms) alarms.push_back({{"kind", al.kind}, {"message", al.message}, {"since", unix_s(al.since_unix_ns)}});
+      for (const auto& al : a.alarms)
+        alarms.push_back({{"kind", al.kind}, {"message", al.message}, {"since", unix_s(al.since_unix_ns)}});
       json rdma = json::array();
       for (const auto& e : a.rdma) rdma.push_back(agent::rdma_endpoint_json(e));
       agents.push_back({{"name", a.name},
@@ -359,7 +391,8 @@ void Controller::install_routes(httplib::Server& srv) {
     for (const auto& p : cfg->protocols) protos.push_back(probe::to_string(p.protocol));
     json groups = json::array();
     for (const auto& g : mesh_->groups())
-      groups.push_back({{"name", g.name}, {"protocols", protocols_json(g.protocols)}, {"members", g.members}});
+      groups.push_back(
+          {{"name", g.name}, {"protocols", protocols_json(g.protocols)}, {"members", g.members}});
     reply(res, 200, json{{"protocols", std::move(protos)}, {"groups", std::move(groups)}});
   });
 
@@ -367,7 +400,8 @@ void Controller::install_routes(httplib::Server& srv) {
     // Read-only view of what an agent is told to probe (for operators and tests).
     std::string name = req.matches[1];
     if (!valid_host_name(name)) return error(res, 400, "not a host name");
-    if (!mesh_->is_registered(name)) return error(res, 404, fmt::format("agent '{}' is not registered", name));
+    if (!mesh_->is_registered(name))
+      return error(res, 404, fmt::format("agent '{}' is not registered", name));
     res.status = 200;
     res.set_content(pinglist_json(mesh_->pinglist_for(name)), kJson);
   });

@@ -1,7 +1,6 @@
 #include "controller/ingest.hpp"
 
 #include <array>
-
 #include <nlohmann/json.hpp>
 
 #include "base/log.hpp"
@@ -20,12 +19,16 @@ Status check_summary(const probe::LatencySummary& s, const char* what, uint64_t 
       return fail("windows[{}].{}: count is 0 but values are set", i, what);
     return {};
   }
-  if (s.count > max_count) return fail("windows[{}].{}.count {} exceeds the probes answered ({})", i, what, s.count, max_count);
-  if (s.min_ns < 0 || s.max_ns > kMaxLatencyNs) return fail("windows[{}].{}: values must be within [0, 1 h]", i, what);
+  if (s.count > max_count)
+    return fail("windows[{}].{}.count {} exceeds the probes answered ({})", i, what, s.count, max_count);
+  if (s.min_ns < 0 || s.max_ns > kMaxLatencyNs)
+    return fail("windows[{}].{}: values must be within [0, 1 h]", i, what);
   if (!(s.min_ns <= s.p50_ns && s.p50_ns <= s.p90_ns && s.p90_ns <= s.p95_ns && s.p95_ns <= s.p99_ns &&
         s.p99_ns <= s.p999_ns && s.p999_ns <= s.max_ns))
-    return fail("windows[{}].{}: percentiles must be ordered min <= p50 <= p90 <= p95 <= p99 <= p999 <= max", i, what);
-  if (s.mean_ns < s.min_ns || s.mean_ns > s.max_ns) return fail("windows[{}].{}: mean outside [min, max]", i, what);
+    return fail("windows[{}].{}: percentiles must be ordered min <= p50 <= p90 <= p95 <= p99 <= p999 <= max",
+                i, what);
+  if (s.mean_ns < s.min_ns || s.mean_ns > s.max_ns)
+    return fail("windows[{}].{}: mean outside [min, max]", i, what);
   return {};
 }
 
@@ -39,8 +42,8 @@ namespace {
 constexpr std::array<bool, 256> kHostNameChars = [] {
   std::array<bool, 256> t{};
   for (int c = 0; c < 256; ++c)
-    t[c] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' ||
-           c == ':' || c == '[' || c == ']';
+    t[c] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '_' || c == '.' || c == ':' || c == '[' || c == ']';
   return t;
 }();
 }  // namespace
@@ -48,27 +51,34 @@ constexpr std::array<bool, 256> kHostNameChars = [] {
 bool valid_host_name(std::string_view s) {
   if (s.empty() || s.size() > agent::kMaxNameLength) return false;
   bool ok = true;
-  for (char ch : s) ok &= kHostNameChars[static_cast<unsigned char>(ch)];  // no early exit: no branch per byte
+  for (char ch : s)
+    ok &= kHostNameChars[static_cast<unsigned char>(ch)];  // no early exit: no branch per byte
   return ok;
 }
 
 Status validate_report(const agent::Report& r, const Config& cfg, int64_t now_ns) {
   if (!valid_host_name(r.agent)) return fail("agent: '{}' is not a valid host name", r.agent.substr(0, 64));
-  if (!(r.health.cpu_percent >= 0 && r.health.cpu_percent <= 1e5)) return fail("health.cpu_percent out of range");
-  if (!(r.health.probes_per_s >= 0 && r.health.probes_per_s <= 1e9)) return fail("health.probes_per_s out of range");
+  if (!(r.health.cpu_percent >= 0 && r.health.cpu_percent <= 1e5))
+    return fail("health.cpu_percent out of range");
+  if (!(r.health.probes_per_s >= 0 && r.health.probes_per_s <= 1e9))
+    return fail("health.probes_per_s out of range");
   for (size_t i = 0; i < r.alarms.size(); ++i)
     if (!valid_host_name(r.alarms[i].kind)) return fail("alarms[{}].kind: not a valid identifier", i);
   int64_t oldest = now_ns - cfg.retention_ns;
   for (size_t i = 0; i < r.windows.size(); ++i) {
     const auto& w = r.windows[i];
-    if (!valid_host_name(w.target)) return fail("windows[{}].target: '{}' is not a valid host name", i, w.target.substr(0, 64));
+    if (!valid_host_name(w.target))
+      return fail("windows[{}].target: '{}' is not a valid host name", i, w.target.substr(0, 64));
     if (w.target == r.agent) return fail("windows[{}].target: an agent does not probe itself", i);
-    if (w.target_address.size() > agent::kMaxNameLength) return fail("windows[{}].target_address too long", i);
+    if (w.target_address.size() > agent::kMaxNameLength)
+      return fail("windows[{}].target_address too long", i);
     // Checked first so that end - start below cannot overflow.
     if (w.start_unix_ns <= 0) return fail("windows[{}]: start_unix_ns must be a positive Unix time", i);
-    if (w.end_unix_ns <= w.start_unix_ns) return fail("windows[{}]: end_unix_ns must be after start_unix_ns", i);
+    if (w.end_unix_ns <= w.start_unix_ns)
+      return fail("windows[{}]: end_unix_ns must be after start_unix_ns", i);
     if (w.end_unix_ns - w.start_unix_ns > kMaxWindowNs) return fail("windows[{}]: longer than one hour", i);
-    if (w.end_unix_ns > now_ns + kClockSkewNs) return fail("windows[{}]: ends in the future (check the agent's clock)", i);
+    if (w.end_unix_ns > now_ns + kClockSkewNs)
+      return fail("windows[{}]: ends in the future (check the agent's clock)", i);
     if (w.end_unix_ns < oldest) return fail("windows[{}]: older than the retention period", i);
     if (w.sent > kMaxCount) return fail("windows[{}].sent: implausibly large", i);
     if (w.received > w.sent || w.lost > w.sent || w.received + w.lost > w.sent)
@@ -92,15 +102,19 @@ IngestReply Ingest::handle(std::string_view content_type, std::string_view body,
   auto& c = mesh_.counters();
   c.requests++;
   c.bytes += body.size();
-  Result<agent::Report> rep = content_type.starts_with(agent::kBinaryContentType) ? agent::decode_binary(body)
-                              : content_type.starts_with("application/json")
-                                  ? agent::decode_json(body)
-                                  : Result<agent::Report>(fail("unsupported Content-Type '{}' (use application/json or {})",
-                                                               content_type.substr(0, 64), agent::kBinaryContentType));
+  Result<agent::Report> rep =
+      content_type.starts_with(agent::kBinaryContentType) ? agent::decode_binary(body)
+      : content_type.starts_with("application/json")
+          ? agent::decode_json(body)
+          : Result<agent::Report>(fail("unsupported Content-Type '{}' (use application/json or {})",
+                                       content_type.substr(0, 64), agent::kBinaryContentType));
   if (!rep) {
     mesh_.counters().requests_rejected++;
-    return {content_type.starts_with("application/json") || content_type.starts_with(agent::kBinaryContentType) ? 400 : 415,
-            error_json(rep.error().message)};
+    return {
+        content_type.starts_with("application/json") || content_type.starts_with(agent::kBinaryContentType)
+            ? 400
+            : 415,
+        error_json(rep.error().message)};
   }
   c.requests--;  // handle_report counts it
   return handle_report(*rep, now_ns);
@@ -122,9 +136,15 @@ IngestReply Ingest::handle_report(const agent::Report& r, int64_t now_ns) {
     std::vector<uint8_t> keep(r.windows.size());
     for (size_t i = 0; i < r.windows.size(); ++i) {
       switch (txn.classify(r.windows[i])) {
-        case WindowFate::accepted: keep[i] = 1; break;
-        case WindowFate::duplicate: ++duplicate; break;
-        case WindowFate::stale: ++stale; break;
+        case WindowFate::accepted:
+          keep[i] = 1;
+          break;
+        case WindowFate::duplicate:
+          ++duplicate;
+          break;
+        case WindowFate::stale:
+          ++stale;
+          break;
       }
     }
     std::vector<probe::WindowStats> some;

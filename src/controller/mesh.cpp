@@ -232,11 +232,14 @@ void Mesh::register_agent(const Registration& r, int64_t now_ns) {
   bool was_down = rec.info.state == AgentState::down;
   rec.info.state = AgentState::up;
   std::erase_if(rec.info.alarms, [](const Alarm& a) { return a.kind == "agent_down"; });
-  Peer p{r.name, r.addresses.empty() ? std::string() : r.addresses.front(), r.protocols, r.udp_port, r.tcp_port, true,
+  Peer p{r.name,      r.addresses.empty() ? std::string() : r.addresses.front(),
+         r.protocols, r.udp_port,
+         r.tcp_port,  true,
          r.rdma};
   // A restarted RDMA engine has a new QPN: peers' pinglists must change with it.
   bool changed = was_new || was_down || p.address != rec.peer.address || p.protocols != rec.peer.protocols ||
-                 p.udp_port != rec.peer.udp_port || p.tcp_port != rec.peer.tcp_port || p.rdma != rec.peer.rdma;
+                 p.udp_port != rec.peer.udp_port || p.tcp_port != rec.peer.tcp_port ||
+                 p.rdma != rec.peer.rdma;
   rec.peer = std::move(p);
   if (changed) ++generation_;
 }
@@ -253,7 +256,9 @@ void Mesh::restore_agent(const Registration& r, int64_t registered_ns, int64_t n
   rec.info.last_seen_unix_ns = registered_ns;
   rec.info.state = AgentState::down;
   rec.info.alarms.push_back({"agent_down", "no report since the controller restarted", now_ns});
-  rec.peer = Peer{r.name, r.addresses.empty() ? std::string() : r.addresses.front(), r.protocols, r.udp_port, r.tcp_port, false};
+  rec.peer = Peer{r.name,      r.addresses.empty() ? std::string() : r.addresses.front(),
+                  r.protocols, r.udp_port,
+                  r.tcp_port,  false};
   ++generation_;
 }
 
@@ -270,9 +275,9 @@ std::vector<std::string> Mesh::sweep(int64_t now_ns) {
     if (rec.info.state == AgentState::up && now_ns - rec.info.last_seen_unix_ns > down_after) {
       rec.info.state = AgentState::down;
       rec.peer.up = false;
-      rec.info.alarms.push_back({"agent_down",
-                                 fmt::format("no report for {} s", (now_ns - rec.info.last_seen_unix_ns) / 1'000'000'000),
-                                 now_ns});
+      rec.info.alarms.push_back(
+          {"agent_down",
+           fmt::format("no report for {} s", (now_ns - rec.info.last_seen_unix_ns) / 1'000'000'000), now_ns});
       gone.push_back(name);
     }
   }
@@ -335,7 +340,8 @@ void Mesh::touch(const std::string& name, const agent::Health& h, std::span<cons
     std::erase_if(a.alarms, [](const Alarm& al) { return al.kind == "agent_down"; });
     ++generation_;
   }
-  a.health = AgentHealth{h.cpu_percent, h.rss_kb, h.probes_per_s, h.dropped_windows, h.spooled_windows, h.prober_restarts};
+  a.health = AgentHealth{h.cpu_percent,     h.rss_kb,          h.probes_per_s,
+                         h.dropped_windows, h.spooled_windows, h.prober_restarts};
   for (const auto& e : alarms) a.alarms.push_back({e.kind, e.message, e.unix_ns});
   if (a.alarms.size() > kMaxAlarmsKept) a.alarms.erase(a.alarms.begin(), a.alarms.end() - kMaxAlarmsKept);
 }
@@ -378,8 +384,12 @@ std::vector<GroupInfo> Mesh::groups() const {
 }
 
 IngestCounters Mesh::ingest_counters() const {
-  return {counters_.requests.load(),         counters_.requests_rejected.load(), counters_.windows_accepted.load(),
-          counters_.windows_duplicate.load(), counters_.windows_stale.load(),     counters_.store_errors.load(),
+  return {counters_.requests.load(),
+          counters_.requests_rejected.load(),
+          counters_.windows_accepted.load(),
+          counters_.windows_duplicate.load(),
+          counters_.windows_stale.load(),
+          counters_.store_errors.load(),
           counters_.bytes.load()};
 }
 

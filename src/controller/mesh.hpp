@@ -53,7 +53,8 @@ class Mesh final : public MeshView {
   Pinglist pinglist_for(const std::string& name);
   void record_pinglist_sent(const std::string& name, const Pinglist& p);
   // A report came in: last seen, health, alarms, and back to "up" if it was down.
-  void touch(const std::string& name, const agent::Health& h, std::span<const agent::AlarmEvent> alarms, int64_t now_ns);
+  void touch(const std::string& name, const agent::Health& h, std::span<const agent::AlarmEvent> alarms,
+             int64_t now_ns);
   uint64_t pinglist_version(const std::string& name);
 
   // --- windows ---

@@ -26,7 +26,7 @@ namespace weft::controller {
 struct PairWindow {
   std::string src;
   std::string dst;
-  probe::WindowStats window;  // window.protocol, window.target == dst
+  probe::WindowStats window;     // window.protocol, window.target == dst
   int64_t received_unix_ns = 0;  // when the controller took it in
 
   double loss_ratio() const {
@@ -39,7 +39,7 @@ inline const char* to_string(AgentState s) { return s == AgentState::up ? "up" :
 
 // What an agent says about its own cost (sent with every report).
 struct AgentHealth {
-  double cpu_percent = 0;        // of one core, averaged since the previous report
+  double cpu_percent = 0;  // of one core, averaged since the previous report
   uint64_t rss_kb = 0;
   double probes_per_s = 0;       // probes sent per second, all protocols
   uint64_t dropped_windows = 0;  // windows it had to throw away (spool full), since start
@@ -56,8 +56,8 @@ struct Alarm {
 
 struct AgentInfo {
   std::string name;
-  std::vector<std::string> addresses;     // as registered
-  std::vector<probe::Protocol> protocols;  // protocols it can probe and answer
+  std::vector<std::string> addresses;       // as registered
+  std::vector<probe::Protocol> protocols;   // protocols it can probe and answer
   std::vector<agent::RdmaEndpoint> rdma{};  // its RDMA probe engines' addresses (rails), as registered
   std::string version;
   AgentState state = AgentState::up;
@@ -78,13 +78,13 @@ struct GroupInfo {
 
 // Counters of the ingest path since the controller started (monotonic).
 struct IngestCounters {
-  uint64_t requests = 0;             // ingest requests received
-  uint64_t requests_rejected = 0;    // answered 4xx (bad body, bad token, unknown agent ...)
-  uint64_t windows_accepted = 0;     // stored
-  uint64_t windows_duplicate = 0;    // already held (resends): not counted twice
-  uint64_t windows_stale = 0;        // older than what dedup can still tell apart: dropped
-  uint64_t store_errors = 0;         // requests answered 5xx because the store failed
-  uint64_t bytes = 0;                // request bodies received
+  uint64_t requests = 0;           // ingest requests received
+  uint64_t requests_rejected = 0;  // answered 4xx (bad body, bad token, unknown agent ...)
+  uint64_t windows_accepted = 0;   // stored
+  uint64_t windows_duplicate = 0;  // already held (resends): not counted twice
+  uint64_t windows_stale = 0;      // older than what dedup can still tell apart: dropped
+  uint64_t store_errors = 0;       // requests answered 5xx because the store failed
+  uint64_t bytes = 0;              // request bodies received
 };
 
 struct StoreInfo {

@@ -26,7 +26,8 @@ inline constexpr size_t kSeriesPerPair = 8;
 
 // Renders the whole exposition. `now_unix_ns` decides which windows are current: a window whose
 // end is older than two window lengths is stale and left out of host aggregates and pair series.
-[[nodiscard]] std::string render_metrics(const MeshView& view, const MetricsOptions& options, int64_t now_unix_ns);
+[[nodiscard]] std::string render_metrics(const MeshView& view, const MetricsOptions& options,
+                                         int64_t now_unix_ns);
 // The same at the current wall-clock time (what GET /metrics serves).
 [[nodiscard]] std::string render_metrics(const MeshView& view, const MetricsOptions& options = {});
 

@@ -1,8 +1,8 @@
 #include "controller/metrics_text.hpp"
 
-#include <cmath>
-
 #include <fmt/format.h>
+
+#include <cmath>
 
 namespace weft::controller {
 
@@ -30,10 +30,17 @@ bool valid_label_name(std::string_view name) { return valid_name(name, false) &&
 void append_escaped_label_value(std::string& out, std::string_view v) {
   for (char c : v) {
     switch (c) {
-      case '\\': out += "\\\\"; break;
-      case '"': out += "\\\""; break;
-      case '\n': out += "\\n"; break;
-      default: out += c;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      default:
+        out += c;
     }
   }
 }
@@ -41,9 +48,14 @@ void append_escaped_label_value(std::string& out, std::string_view v) {
 void append_escaped_help(std::string& out, std::string_view v) {
   for (char c : v) {
     switch (c) {
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      default: out += c;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      default:
+        out += c;
     }
   }
 }

@@ -1,9 +1,8 @@
 #include "controller/pinglist.hpp"
 
 #include <algorithm>
-#include <set>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 namespace weft::controller {
 namespace {
@@ -14,13 +13,18 @@ bool matches_any(const std::vector<std::string>& patterns, const std::string& na
   return false;
 }
 
-bool has(const std::vector<probe::Protocol>& v, probe::Protocol p) { return std::find(v.begin(), v.end(), p) != v.end(); }
+bool has(const std::vector<probe::Protocol>& v, probe::Protocol p) {
+  return std::find(v.begin(), v.end(), p) != v.end();
+}
 
 uint16_t port_of(const Peer& peer, probe::Protocol p) {
   switch (p) {
-    case probe::Protocol::udp: return peer.udp_port;
-    case probe::Protocol::tcp: return peer.tcp_port;
-    case probe::Protocol::rdma: return 0;
+    case probe::Protocol::udp:
+      return peer.udp_port;
+    case probe::Protocol::tcp:
+      return peer.tcp_port;
+    case probe::Protocol::rdma:
+      return 0;
   }
   return 0;
 }
@@ -84,7 +88,9 @@ Pinglist compute_pinglist(const Config& cfg, const std::string& agent, const std
       }
       ProtocolPinglist pl{plan.protocol, plan.interval_ns, plan.timeout_ns, {}};
       for (const auto& peer : peers) {  // peers are sorted by name, so targets are too
-        if (peer.name == agent || !peer.up || !wanted.contains(peer.name) || !has(peer.protocols, plan.protocol)) continue;
+        if (peer.name == agent || !peer.up || !wanted.contains(peer.name) ||
+            !has(peer.protocols, plan.protocol))
+          continue;
         if (plan.protocol == probe::Protocol::rdma) {
           const size_t rails = std::min(self->rdma.size(), peer.rdma.size());
           for (size_t i = 0; i < rails; ++i) {
@@ -98,7 +104,8 @@ Pinglist compute_pinglist(const Config& cfg, const std::string& agent, const std
         pl.targets.push_back({peer.name, peer.address, port});
       }
       // Rail names ("h1:mlx5_1") do not sort like host names ("h10"): keep the promised order.
-      std::sort(pl.targets.begin(), pl.targets.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+      std::sort(pl.targets.begin(), pl.targets.end(),
+                [](const auto& a, const auto& b) { return a.name < b.name; });
       out.protocols.push_back(std::move(pl));
     }
   }

@@ -1,7 +1,6 @@
 #include "controller/registration.hpp"
 
 #include <algorithm>
-
 #include <nlohmann/json.hpp>
 
 #include "agent/wire.hpp"
@@ -27,11 +26,13 @@ Result<agent::Registration> parse_registration(std::string_view body) {
   if (addrs == j.end() || !addrs->is_array() || addrs->empty() || addrs->size() > 16)
     return fail("addresses: required, a list of 1 to 16 addresses");
   for (const auto& a : *addrs) {
-    if (!a.is_string() || !valid_host_name(a.get<std::string>())) return fail("addresses: each must be an IP address");
+    if (!a.is_string() || !valid_host_name(a.get<std::string>()))
+      return fail("addresses: each must be an IP address");
     r.addresses.push_back(a.get<std::string>());
   }
   auto protos = j.find("protocols");
-  if (protos == j.end() || !protos->is_array() || protos->size() > 3) return fail("protocols: required, a list");
+  if (protos == j.end() || !protos->is_array() || protos->size() > 3)
+    return fail("protocols: required, a list");
   for (const auto& p : *protos) {
     if (!p.is_string()) return fail("protocols: each must be a string");
     auto pp = agent::parse_protocol(p.get<std::string>());
@@ -46,9 +47,11 @@ Result<agent::Registration> parse_registration(std::string_view body) {
   }
   if (auto rd = j.find("rdma"); rd != j.end()) {
     if (!rd->is_array() || rd->size() > agent::kMaxRdmaEndpoints)
-      return fail("rdma: a list of at most {} RDMA addresses {{device, port, gid, gid_index, lid, qpn, qkey}}",
-                  agent::kMaxRdmaEndpoints);
-    if (!rd->empty() && std::find(r.protocols.begin(), r.protocols.end(), probe::Protocol::rdma) == r.protocols.end())
+      return fail(
+          "rdma: a list of at most {} RDMA addresses {{device, port, gid, gid_index, lid, qpn, qkey}}",
+          agent::kMaxRdmaEndpoints);
+    if (!rd->empty() &&
+        std::find(r.protocols.begin(), r.protocols.end(), probe::Protocol::rdma) == r.protocols.end())
       return fail("rdma: RDMA addresses given, but 'rdma' is not among the protocols");
     for (size_t i = 0; i < rd->size(); ++i) {
       auto e = agent::parse_rdma_endpoint((*rd)[i]);

@@ -28,8 +28,8 @@ class Store {
   // Makes all of `windows` (all from `src`) durable, or none of them. Thread-safe; may block until
   // the data is committed (the ingest acknowledges only after this returns). `encoded`, if not
   // empty, is exactly these windows in the wire's window-list encoding (a store may keep it as is).
-  virtual Status append(const std::string& src, std::span<const probe::WindowStats> windows, int64_t received_ns,
-                        std::string_view encoded = {}) = 0;
+  virtual Status append(const std::string& src, std::span<const probe::WindowStats> windows,
+                        int64_t received_ns, std::string_view encoded = {}) = 0;
 
   // Windows of one pair with start >= since_ns and start < until_ns, oldest first, at most `limit`.
   virtual Result<std::vector<probe::WindowStats>> history(probe::Protocol protocol, const std::string& src,
@@ -43,7 +43,8 @@ class Store {
 
   // Keeps an agent's registration as it was received (the POST /api/v1/register body, opaque to the
   // store), replacing an earlier one of the same name. Durable when it returns, like append().
-  virtual Status save_registration(const std::string& name, std::string_view registration, int64_t received_ns) = 0;
+  virtual Status save_registration(const std::string& name, std::string_view registration,
+                                   int64_t received_ns) = 0;
   // Calls fn(registration, received_ns) for every agent's last saved registration.
   using RegistrationFn = std::function<void(std::string_view, int64_t)>;
   virtual Status load_registrations(const RegistrationFn& fn) = 0;

@@ -78,11 +78,13 @@ class RedisStore final : public Store {
     }
     redisSetTimeout(ctx_, timeval{5, 0});
     Reply r(static_cast<redisReply*>(redisCommand(ctx_, "PING")));
-    if (!r || r->type == REDIS_REPLY_ERROR) return fail("redis store {}: PING failed: {}", spec_, r ? r->str : ctx_->errstr);
+    if (!r || r->type == REDIS_REPLY_ERROR)
+      return fail("redis store {}: PING failed: {}", spec_, r ? r->str : ctx_->errstr);
     return {};
   }
 
-  Status append(const std::string& src, std::span<const probe::WindowStats> windows, int64_t, std::string_view) override {
+  Status append(const std::string& src, std::span<const probe::WindowStats> windows, int64_t,
+                std::string_view) override {
     if (windows.empty()) return {};
     std::lock_guard lk(mu_);
     auto st = append_locked(src, windows);
@@ -101,10 +103,11 @@ class RedisStore final : public Store {
     std::string key = fmt::format("weft:hist:{}:{}:{}", probe::to_string(protocol), src, dst);
     std::string lo = std::to_string(since_ns), hi = "(" + std::to_string(until_ns);
     // Newest `limit` in the range: reverse range with a limit, then put back in order.
-    Reply r(static_cast<redisReply*>(redisCommand(ctx_, "ZREVRANGEBYSCORE %b %b %b LIMIT 0 %lld", key.data(), key.size(),
-                                                  hi.data(), hi.size(), lo.data(), lo.size(),
+    Reply r(static_cast<redisReply*>(redisCommand(ctx_, "ZREVRANGEBYSCORE %b %b %b LIMIT 0 %lld", key.data(),
+                                                  key.size(), hi.data(), hi.size(), lo.data(), lo.size(),
                                                   static_cast<long long>(limit))));
-    if (!r || r->type != REDIS_REPLY_ARRAY) return fail("redis history: {}", r ? (r->str ? r->str : "bad reply") : ctx_->errstr);
+    if (!r || r->type != REDIS_REPLY_ARRAY)
+      return fail("redis history: {}", r ? (r->str ? r->str : "bad reply") : ctx_->errstr);
     std::vector<probe::WindowStats> out;
     for (size_t i = r->elements; i-- > 0;) {
       auto w = agent::parse_window_json(std::string_view(r->element[i]->str, r->element[i]->len));
@@ -125,7 +128,8 @@ class RedisStore final : public Store {
       std::string p(pairs->element[i]->str, pairs->element[i]->len);
       auto a = p.find('|'), b = p.rfind('|');
       if (a == std::string::npos || a == b) continue;
-      std::string key = fmt::format("weft:hist:{}:{}:{}", p.substr(0, a), p.substr(a + 1, b - a - 1), p.substr(b + 1));
+      std::string key =
+          fmt::format("weft:hist:{}:{}:{}", p.substr(0, a), p.substr(a + 1, b - a - 1), p.substr(b + 1));
       Reply r(static_cast<redisReply*>(
           redisCommand(ctx_, "ZRANGEBYSCORE %b %b +inf", key.data(), key.size(), lo.data(), lo.size())));
       if (!r || r->type != REDIS_REPLY_ARRAY) return fail("redis load: ZRANGEBYSCORE {} failed", key);
@@ -136,13 +140,15 @@ class RedisStore final : public Store {
       }
     }
     for (auto& [src, ws] : by_src) {
-      std::stable_sort(ws.begin(), ws.end(), [](const auto& x, const auto& y) { return x.start_unix_ns < y.start_unix_ns; });
+      std::stable_sort(ws.begin(), ws.end(),
+                       [](const auto& x, const auto& y) { return x.start_unix_ns < y.start_unix_ns; });
       fn(src, ws, 0);
     }
     return {};
   }
 
-  Status save_registration(const std::string& name, std::string_view registration, int64_t received_ns) override {
+  Status save_registration(const std::string& name, std::string_view registration,
+                           int64_t received_ns) override {
     std::lock_guard lk(mu_);
     auto st = save_registration_locked(name, registration, received_ns);
     if (!st && ctx_ && ctx_->err) {  // connection trouble: one reconnect, then one more try
@@ -157,16 +163,19 @@ class RedisStore final : public Store {
     Reply regs(static_cast<redisReply*>(redisCommand(ctx_, "HGETALL weft:agents")));
     if (!regs || regs->type != REDIS_REPLY_ARRAY) return fail("redis load: HGETALL weft:agents failed");
     Reply times(static_cast<redisReply*>(redisCommand(ctx_, "HGETALL weft:agents_registered")));
-    if (!times || times->type != REDIS_REPLY_ARRAY) return fail("redis load: HGETALL weft:agents_registered failed");
+    if (!times || times->type != REDIS_REPLY_ARRAY)
+      return fail("redis load: HGETALL weft:agents_registered failed");
     std::map<std::string, int64_t, std::less<>> registered;
     for (size_t i = 0; i + 1 < times->elements; i += 2) {
       int64_t ns = 0;
-      std::from_chars(times->element[i + 1]->str, times->element[i + 1]->str + times->element[i + 1]->len, ns);
+      std::from_chars(times->element[i + 1]->str, times->element[i + 1]->str + times->element[i + 1]->len,
+                      ns);
       registered[std::string(times->element[i]->str, times->element[i]->len)] = ns;
     }
     for (size_t i = 0; i + 1 < regs->elements; i += 2) {
       auto it = registered.find(std::string_view(regs->element[i]->str, regs->element[i]->len));
-      fn(std::string_view(regs->element[i + 1]->str, regs->element[i + 1]->len), it == registered.end() ? 0 : it->second);
+      fn(std::string_view(regs->element[i + 1]->str, regs->element[i + 1]->len),
+         it == registered.end() ? 0 : it->second);
     }
     return {};
   }
@@ -181,8 +190,10 @@ class RedisStore final : public Store {
       std::string p(pairs->element[i]->str, pairs->element[i]->len);
       auto a = p.find('|'), b = p.rfind('|');
       if (a == std::string::npos || a == b) continue;
-      std::string key = fmt::format("weft:hist:{}:{}:{}", p.substr(0, a), p.substr(a + 1, b - a - 1), p.substr(b + 1));
-      Reply r(static_cast<redisReply*>(redisCommand(ctx_, "ZREMRANGEBYSCORE %b -inf %b", key.data(), key.size(), hi.data(), hi.size())));
+      std::string key =
+          fmt::format("weft:hist:{}:{}:{}", p.substr(0, a), p.substr(a + 1, b - a - 1), p.substr(b + 1));
+      Reply r(static_cast<redisReply*>(
+          redisCommand(ctx_, "ZREMRANGEBYSCORE %b -inf %b", key.data(), key.size(), hi.data(), hi.size())));
       if (!r) return fail("redis retention: {}", ctx_->errstr);
     }
     return {};
@@ -200,17 +211,21 @@ class RedisStore final : public Store {
   }
 
   // Both hashes in one MULTI/EXEC: the registration and its time are kept together or not at all.
-  Status save_registration_locked(const std::string& name, std::string_view registration, int64_t received_ns) {
+  Status save_registration_locked(const std::string& name, std::string_view registration,
+                                  int64_t received_ns) {
     if (auto st = ensure(); !st) return st;
     std::string ns = std::to_string(received_ns);
     redisAppendCommand(ctx_, "MULTI");
-    redisAppendCommand(ctx_, "HSET weft:agents %b %b", name.data(), name.size(), registration.data(), registration.size());
-    redisAppendCommand(ctx_, "HSET weft:agents_registered %b %b", name.data(), name.size(), ns.data(), ns.size());
+    redisAppendCommand(ctx_, "HSET weft:agents %b %b", name.data(), name.size(), registration.data(),
+                       registration.size());
+    redisAppendCommand(ctx_, "HSET weft:agents_registered %b %b", name.data(), name.size(), ns.data(),
+                       ns.size());
     redisAppendCommand(ctx_, "EXEC");
     std::string err;
     for (int i = 0; i < 4; ++i) {
       redisReply* raw = nullptr;
-      if (redisGetReply(ctx_, reinterpret_cast<void**>(&raw)) != REDIS_OK) return fail("redis register: {}", ctx_->errstr);
+      if (redisGetReply(ctx_, reinterpret_cast<void**>(&raw)) != REDIS_OK)
+        return fail("redis register: {}", ctx_->errstr);
       Reply r(raw);
       if (r->type == REDIS_REPLY_ERROR && err.empty()) err = std::string(r->str, r->len);
       if (i == 3 && r->type != REDIS_REPLY_ARRAY && err.empty()) err = "transaction aborted";
@@ -232,7 +247,9 @@ class RedisStore final : public Store {
       redisAppendCommandArgv(ctx_, static_cast<int>(argv.size()), argv.data(), lens.data());
       ++queued;
     };
-    auto cmd = [&](std::initializer_list<std::string_view> args) { cmd_argv(std::span(args.begin(), args.size())); };
+    auto cmd = [&](std::initializer_list<std::string_view> args) {
+      cmd_argv(std::span(args.begin(), args.size()));
+    };
     cmd({"MULTI"});
     std::map<std::pair<int, std::string>, const probe::WindowStats*> newest;  // (proto, dst) -> window
     for (const auto& w : windows) {
@@ -268,12 +285,14 @@ class RedisStore final : public Store {
     std::string err;
     for (size_t i = 0; i < queued; ++i) {
       redisReply* raw = nullptr;
-      if (redisGetReply(ctx_, reinterpret_cast<void**>(&raw)) != REDIS_OK) return fail("redis append: {}", ctx_->errstr);
+      if (redisGetReply(ctx_, reinterpret_cast<void**>(&raw)) != REDIS_OK)
+        return fail("redis append: {}", ctx_->errstr);
       Reply r(raw);
       if (i + 1 == queued) {  // EXEC: nil (aborted) or an array of results, which may hold errors
         if (r->type != REDIS_REPLY_ARRAY) err = err.empty() ? "transaction aborted" : err;
         for (size_t k = 0; r->type == REDIS_REPLY_ARRAY && k < r->elements && err.empty(); ++k)
-          if (r->element[k]->type == REDIS_REPLY_ERROR) err = std::string(r->element[k]->str, r->element[k]->len);
+          if (r->element[k]->type == REDIS_REPLY_ERROR)
+            err = std::string(r->element[k]->str, r->element[k]->len);
       } else if (r->type == REDIS_REPLY_ERROR && err.empty()) {
         err = std::string(r->str, r->len);
       }

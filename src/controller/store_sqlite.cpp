@@ -58,7 +58,8 @@ class SqliteStore final : public Store {
 
   Status open(const std::string& path) {
     path_ = path;
-    if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK)
+    if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                        nullptr) != SQLITE_OK)
       return fail("sqlite store {}: {}", path, db_ ? sqlite3_errmsg(db_) : "out of memory");
     // 64 KiB pages (only takes effect on a new file): a report's blob (~15-30 KB for 300 targets)
     // fits in one page instead of a chain of overflow pages.
@@ -84,12 +85,15 @@ class SqliteStore final : public Store {
         "  registration BLOB NOT NULL,"
         "  received INTEGER NOT NULL);";
     if (auto st = exec(db_, ddl); !st) return st;
-    insert_ = Stmt(db_, "INSERT INTO batches(src,min_start,max_start,max_end,received,n,data) VALUES(?,?,?,?,?,?,?)");
+    insert_ = Stmt(
+        db_, "INSERT INTO batches(src,min_start,max_start,max_end,received,n,data) VALUES(?,?,?,?,?,?,?)");
     if (!insert_.ok()) return fail("sqlite store {}: prepare insert: {}", path, sqlite3_errmsg(db_));
     upsert_agent_ = Stmt(db_, "INSERT OR REPLACE INTO agents(name,registration,received) VALUES(?,?,?)");
-    if (!upsert_agent_.ok()) return fail("sqlite store {}: prepare agent insert: {}", path, sqlite3_errmsg(db_));
+    if (!upsert_agent_.ok())
+      return fail("sqlite store {}: prepare agent insert: {}", path, sqlite3_errmsg(db_));
     // Readers get their own connection: WAL lets them read while the writer commits.
-    if (sqlite3_open_v2(path.c_str(), &rdb_, SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK)
+    if (sqlite3_open_v2(path.c_str(), &rdb_, SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX, nullptr) !=
+        SQLITE_OK)
       return fail("sqlite store {}: open reader: {}", path, rdb_ ? sqlite3_errmsg(rdb_) : "out of memory");
     sqlite3_busy_timeout(rdb_, 5000);
     writer_ = std::thread([this] { write_loop(); });
@@ -121,7 +125,8 @@ class SqliteStore final : public Store {
     return submit(job);
   }
 
-  Status save_registration(const std::string& name, std::string_view registration, int64_t received_ns) override {
+  Status save_registration(const std::string& name, std::string_view registration,
+                           int64_t received_ns) override {
     auto job = std::make_shared<Job>();
     job->kind = Job::Kind::registration;
     job->src = name;
@@ -148,7 +153,8 @@ class SqliteStore final : public Store {
                                                   const std::string& dst, int64_t since_ns, int64_t until_ns,
                                                   size_t limit) override {
     std::lock_guard lk(read_mu_);
-    Stmt q(rdb_, "SELECT data FROM batches WHERE src=? AND max_start>=? AND min_start<? ORDER BY min_start, id");
+    Stmt q(rdb_,
+           "SELECT data FROM batches WHERE src=? AND max_start>=? AND min_start<? ORDER BY min_start, id");
     if (!q.ok()) return fail("sqlite history: {}", sqlite3_errmsg(rdb_));
     sqlite3_bind_text(q.get(), 1, src.data(), static_cast<int>(src.size()), SQLITE_TRANSIENT);
     sqlite3_bind_int64(q.get(), 2, since_ns);
@@ -161,7 +167,8 @@ class SqliteStore final : public Store {
       auto ws = agent::decode_window_list(std::string_view(p, static_cast<size_t>(n)));
       if (!ws) return fail("sqlite history: corrupt row: {}", ws.error().message);
       for (auto& w : *ws)
-        if (w.protocol == protocol && w.target == dst && w.start_unix_ns >= since_ns && w.start_unix_ns < until_ns)
+        if (w.protocol == protocol && w.target == dst && w.start_unix_ns >= since_ns &&
+            w.start_unix_ns < until_ns)
           out.push_back(std::move(w));
     }
     if (rc != SQLITE_DONE) return fail("sqlite history: {}", sqlite3_errmsg(rdb_));
@@ -304,8 +311,10 @@ class SqliteStore final : public Store {
         Stmt del(db_, "DELETE FROM batches WHERE max_end<?");
         if (del.ok()) {
           sqlite3_bind_int64(del.get(), 1, before);
-          if (sqlite3_step(del.get()) != SQLITE_DONE) log().warn("sqlite retention: {}", sqlite3_errmsg(db_));
-          else if (int n = sqlite3_changes(db_); n > 0) log().info("sqlite retention: deleted {} old batches", n);
+          if (sqlite3_step(del.get()) != SQLITE_DONE)
+            log().warn("sqlite retention: {}", sqlite3_errmsg(db_));
+          else if (int n = sqlite3_changes(db_); n > 0)
+            log().info("sqlite retention: deleted {} old batches", n);
         }
         lk.lock();
         continue;

@@ -1,8 +1,8 @@
 #include "controller/web_assets.hpp"
 
-#include "controller/web_assets_table.hpp"
-
 #include <span>
+
+#include "controller/web_assets_table.hpp"
 
 namespace weft::controller {
 

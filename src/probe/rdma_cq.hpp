@@ -21,9 +21,9 @@
 #include <span>
 
 #include "base/result.hpp"
+#include "probe/rdma_rtt.hpp"
 #include "rdma/completion_channel.hpp"
 #include "rdma/device.hpp"
-#include "probe/rdma_rtt.hpp"
 
 namespace weft::probe {
 
@@ -56,7 +56,8 @@ class RdmaCq {
   Status arm();
 
  private:
-  RdmaCq(std::shared_ptr<rdma::CompletionChannel> ch, std::shared_ptr<ibv_cq_ex> ex, bool ts, int depth, bool single)
+  RdmaCq(std::shared_ptr<rdma::CompletionChannel> ch, std::shared_ptr<ibv_cq_ex> ex, bool ts, int depth,
+         bool single)
       : channel_(std::move(ch)), ex_(std::move(ex)), timestamps_(ts), single_step_(single), depth_(depth) {}
   std::shared_ptr<rdma::CompletionChannel> channel_;  // first: destroyed after the CQ
   std::shared_ptr<ibv_cq_ex> ex_;

@@ -24,7 +24,9 @@ void put16(uint8_t* p, uint16_t v) {
   p[0] = static_cast<uint8_t>(v >> 8);
   p[1] = static_cast<uint8_t>(v);
 }
-uint32_t get32(const uint8_t* p) { return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3]; }
+uint32_t get32(const uint8_t* p) {
+  return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3];
+}
 uint16_t get16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
 }  // namespace
 
@@ -36,8 +38,8 @@ std::array<uint8_t, kRequestSize> encode_request() {
 }
 
 bool is_request(std::span<const uint8_t> in) {
-  return in.size() == kRequestSize && std::memcmp(in.data(), kReq, 4) == 0 && in[4] == kVersion && in[5] == 0 &&
-         in[6] == 0 && in[7] == 0;
+  return in.size() == kRequestSize && std::memcmp(in.data(), kReq, 4) == 0 && in[4] == kVersion &&
+         in[5] == 0 && in[6] == 0 && in[7] == 0;
 }
 
 std::array<uint8_t, kReplySize> encode_reply(const RdmaAddress& a) {
@@ -55,7 +57,8 @@ std::array<uint8_t, kReplySize> encode_reply(const RdmaAddress& a) {
 }
 
 std::optional<RdmaAddress> decode_reply(std::span<const uint8_t> in) {
-  if (in.size() != kReplySize || std::memcmp(in.data(), kRep, 4) != 0 || in[4] != kVersion) return std::nullopt;
+  if (in.size() != kReplySize || std::memcmp(in.data(), kRep, 4) != 0 || in[4] != kVersion)
+    return std::nullopt;
   if ((in[5] & ~0x01) != 0 || in[6] == 0 || in[7] != 0 || get32(in.data() + 20) != 0) return std::nullopt;
   RdmaAddress a;
   a.ethernet = in[5] & 0x01;
@@ -94,7 +97,8 @@ Result<RdmaAddress> query(const std::string& host, uint16_t port, std::chrono::m
       socklen_t fl = sizeof from;
       ssize_t n = recvfrom(fd->get(), buf, sizeof buf, 0, reinterpret_cast<sockaddr*>(&from), &fl);
       if (n <= 0) continue;
-      if (!net::SocketAddress::from_sockaddr(reinterpret_cast<sockaddr*>(&from), fl).same_endpoint(*to)) continue;
+      if (!net::SocketAddress::from_sockaddr(reinterpret_cast<sockaddr*>(&from), fl).same_endpoint(*to))
+        continue;
       if (auto a = decode_reply(std::span<const uint8_t>(buf, static_cast<size_t>(n)))) return *a;
     }
   }
@@ -102,7 +106,8 @@ Result<RdmaAddress> query(const std::string& host, uint16_t port, std::chrono::m
               to->to_string(), timeout.count());
 }
 
-Result<std::unique_ptr<Server>> Server::start(const std::string& ip, uint16_t port, const RdmaAddress& address) {
+Result<std::unique_ptr<Server>> Server::start(const std::string& ip, uint16_t port,
+                                              const RdmaAddress& address) {
   auto at = net::SocketAddress::parse_ip(ip, port);
   if (!at) return std::unexpected(at.error());
   auto fd = net::udp_socket(*at);
@@ -136,8 +141,8 @@ void Server::loop() {
         ++rejected_;
         continue;
       }
-      if (sendto(fd_.get(), reply_.data(), reply_.size(), MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&from), fl) ==
-          static_cast<ssize_t>(reply_.size()))
+      if (sendto(fd_.get(), reply_.data(), reply_.size(), MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&from),
+                 fl) == static_cast<ssize_t>(reply_.size()))
         ++answered_;
     }
   }

@@ -42,7 +42,8 @@ Result<RdmaAddress> query(const std::string& host, uint16_t port, std::chrono::m
 class Server {
  public:
   // ip: an IPv4/IPv6 literal to bind ("0.0.0.0", "::"); port 0 = ephemeral.
-  static Result<std::unique_ptr<Server>> start(const std::string& ip, uint16_t port, const RdmaAddress& address);
+  static Result<std::unique_ptr<Server>> start(const std::string& ip, uint16_t port,
+                                               const RdmaAddress& address);
   ~Server();
   uint16_t port() const { return port_; }
   uint64_t answered() const { return answered_.load(); }

@@ -103,11 +103,13 @@ std::string target_text(const RdmaTarget& t) {
 }
 
 bool same_target(const RdmaTarget& a, const RdmaTarget& b) {
-  return a.name == b.name && a.global == b.global && std::memcmp(a.gid.raw, b.gid.raw, 16) == 0 && a.lid == b.lid &&
-         a.qpn == b.qpn && a.qkey == b.qkey;
+  return a.name == b.name && a.global == b.global && std::memcmp(a.gid.raw, b.gid.raw, 16) == 0 &&
+         a.lid == b.lid && a.qpn == b.qpn && a.qkey == b.qkey;
 }
 
-void inc(std::atomic<uint64_t>& c, uint64_t n = 1) { c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
+void inc(std::atomic<uint64_t>& c, uint64_t n = 1) {
+  c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
 
 }  // namespace
 
@@ -160,15 +162,20 @@ struct RdmaEngine::Impl {
   Rng rng;
 
   struct {
-    std::atomic<uint64_t> sent{0}, received{0}, lost{0}, late{0}, duplicate{0}, evicted{0}, weird{0}, garbage{0},
-        unknown_session{0}, unknown_probe{0}, send_errors{0}, recv_errors{0}, pings_received{0}, pongs_sent{0},
-        followups_sent{0}, responder_drops{0}, recv_posted{0};
+    std::atomic<uint64_t> sent{0}, received{0}, lost{0}, late{0}, duplicate{0}, evicted{0}, weird{0},
+        garbage{0}, unknown_session{0}, unknown_probe{0}, send_errors{0}, recv_errors{0}, pings_received{0},
+        pongs_sent{0}, followups_sent{0}, responder_drops{0}, recv_posted{0};
   } c;
 
-  Impl(RdmaEngineConfig config, rdma::Device d, rdma::ProtectionDomain p, std::shared_ptr<rdma::CompletionChannel> ch,
-       RdmaCq q, rdma::QueuePair qpair, rdma::MemoryRegion m)
-      : cfg(std::move(config)), dev(std::move(d)), pd(std::move(p)), channel(std::move(ch)), cq(std::move(q)),
-        qp(std::move(qpair)), mr(std::move(m)) {}
+  Impl(RdmaEngineConfig config, rdma::Device d, rdma::ProtectionDomain p,
+       std::shared_ptr<rdma::CompletionChannel> ch, RdmaCq q, rdma::QueuePair qpair, rdma::MemoryRegion m)
+      : cfg(std::move(config)),
+        dev(std::move(d)),
+        pd(std::move(p)),
+        channel(std::move(ch)),
+        cq(std::move(q)),
+        qp(std::move(qpair)),
+        mr(std::move(m)) {}
   ~Impl() {
     if (wake_fd >= 0) close(wake_fd);
   }
@@ -291,18 +298,24 @@ struct RdmaEngine::Impl {
       return {};
     }
     switch (m.type) {
-      case w::Type::ping: on_ping(m, cpl); break;
+      case w::Type::ping:
+        on_ping(m, cpl);
+        break;
       case w::Type::pong:
       case w::Type::followup: {
         if (m.session != session) {
           inc(c.unknown_session);
           break;
         }
-        RdmaMatch r = m.type == w::Type::pong ? in_flight->on_pong(m.seq, cpl.stamp)
-                                               : in_flight->on_followup(m.seq, m.delay_ns, m.flags & w::kHardware);
-        if (r == RdmaMatch::unknown) inc(c.unknown_probe);
-        else if (r == RdmaMatch::late) inc(c.late);
-        else if (r == RdmaMatch::duplicate) inc(c.duplicate);
+        RdmaMatch r = m.type == w::Type::pong
+                          ? in_flight->on_pong(m.seq, cpl.stamp)
+                          : in_flight->on_followup(m.seq, m.delay_ns, m.flags & w::kHardware);
+        if (r == RdmaMatch::unknown)
+          inc(c.unknown_probe);
+        else if (r == RdmaMatch::late)
+          inc(c.late);
+        else if (r == RdmaMatch::duplicate)
+          inc(c.duplicate);
         break;
       }
     }
@@ -311,8 +324,8 @@ struct RdmaEngine::Impl {
 
   Status on_send(const RdmaCompletion& cpl) {
     if (cpl.wr_id >= send_depth || tail == head)
-      return fail("rdma probe: send completion with unknown wr_id {} ({} {}, {} sends outstanding)", cpl.wr_id,
-                  rdma::wc_opcode_name(cpl.opcode), rdma::wc_status_name(cpl.status), head - tail);
+      return fail("rdma probe: send completion with unknown wr_id {} ({} {}, {} sends outstanding)",
+                  cpl.wr_id, rdma::wc_opcode_name(cpl.opcode), rdma::wc_status_name(cpl.status), head - tail);
     const SendCtx s = sends[cpl.wr_id];
     ++tail;
     if (cpl.status == IBV_WC_WR_FLUSH_ERR)
@@ -321,8 +334,10 @@ struct RdmaEngine::Impl {
     if (!ok) inc(c.send_errors);
     switch (s.kind) {
       case SendKind::ping:
-        if (ok) in_flight->on_tx(s.seq, cpl.stamp);
-        else in_flight->on_send_failed(s.seq);
+        if (ok)
+          in_flight->on_tx(s.seq, cpl.stamp);
+        else
+          in_flight->on_send_failed(s.seq);
         break;
       case SendKind::pong: {
         if (!ok) break;
@@ -413,7 +428,8 @@ struct RdmaEngine::Impl {
     cfg.window = s.window;
     const int64_t now = mono_ns();
     for (auto& t : targets) {
-      t->phase_mono = now + static_cast<int64_t>(rng.below(static_cast<uint64_t>(cfg.interval.count()) / 4 + 1));
+      t->phase_mono =
+          now + static_cast<int64_t>(rng.below(static_cast<uint64_t>(cfg.interval.count()) / 4 + 1));
       t->k = 0;
     }
   }
@@ -451,7 +467,8 @@ struct RdmaEngine::Impl {
       t->ah.emplace(std::move(*ah));
       t->gen = next_gen++;
       // Spread the first sends over one interval so that targets do not go out in lockstep.
-      t->phase_mono = now + static_cast<int64_t>(rng.below(static_cast<uint64_t>(cfg.interval.count()) / 4 + 1));
+      t->phase_mono =
+          now + static_cast<int64_t>(rng.below(static_cast<uint64_t>(cfg.interval.count()) / 4 + 1));
       targets.push_back(std::move(t));
       keep.push_back(true);
     }
@@ -582,7 +599,8 @@ Result<std::unique_ptr<RdmaEngine>> RdmaEngine::create(const RdmaEngineConfig& c
   if (!dev) return std::unexpected(dev.error());
   auto port = dev->port(config.port);
   if (!port) return std::unexpected(port.error());
-  if (!port->active()) return fail("{} port {} is not active (state {})", dev->name(), config.port, int(port->state));
+  if (!port->active())
+    return fail("{} port {} is not active (state {})", dev->name(), config.port, int(port->state));
   auto caps = dev->caps();
   if (!caps) return std::unexpected(caps.error());
 
@@ -604,7 +622,8 @@ Result<std::unique_ptr<RdmaEngine>> RdmaEngine::create(const RdmaEngineConfig& c
     const int idx = config.gid_index < 0 ? 0 : config.gid_index;
     auto table = dev->gid_table(config.port);
     if (!table) return std::unexpected(table.error());
-    auto it = std::find_if(table->begin(), table->end(), [&](const rdma::GidEntry& g) { return int(g.index) == idx; });
+    auto it = std::find_if(table->begin(), table->end(),
+                           [&](const rdma::GidEntry& g) { return int(g.index) == idx; });
     if (it == table->end()) return fail("{} port {} has no GID at index {}", dev->name(), config.port, idx);
     addr.gid = it->gid;
     addr.gid_index = idx;
@@ -613,7 +632,8 @@ Result<std::unique_ptr<RdmaEngine>> RdmaEngine::create(const RdmaEngineConfig& c
   StampChoice clock;
   if (config.hardware_timestamps) {
     auto clk = dev->clock();
-    clock = choose_stamp_clock(true, clk ? std::optional(*clk) : std::nullopt, clk ? "" : clk.error().message);
+    clock =
+        choose_stamp_clock(true, clk ? std::optional(*clk) : std::nullopt, clk ? "" : clk.error().message);
   } else {
     clock = choose_stamp_clock(false, std::nullopt, "");
   }
@@ -652,9 +672,9 @@ Result<std::unique_ptr<RdmaEngine>> RdmaEngine::create(const RdmaEngineConfig& c
   errno = 0;
   ibv_qp* raw_qp = ibv_create_qp(pd->raw(), &qa);
   if (!raw_qp)
-    return rdma::verb_error(fmt::format("ibv_create_qp ud send_wr {} recv_wr {} on {}", send_depth, recv_depth,
-                                        dev->name()),
-                            errno ? errno : EINVAL);
+    return rdma::verb_error(
+        fmt::format("ibv_create_qp ud send_wr {} recv_wr {} on {}", send_depth, recv_depth, dev->name()),
+        errno ? errno : EINVAL);
   auto keep = std::make_pair(pd->shared(), cq->shared());
   auto qp = rdma::QueuePair::adopt(raw_qp, rdma::QpType::ud, 0, [keep](ibv_qp* q) {
     if (int rc = ibv_destroy_qp(q)) log().warn("ibv_destroy_qp: errno {}", rc);
@@ -678,8 +698,8 @@ Result<std::unique_ptr<RdmaEngine>> RdmaEngine::create(const RdmaEngineConfig& c
   auto mr = rdma::MemoryRegion::allocate(*pd, send_base + size_t{send_depth} * kMsgSlot, rdma::access::local);
   if (!mr) return std::unexpected(mr.error());
 
-  auto impl = std::make_unique<Impl>(config, std::move(*dev), std::move(*pd), std::move(channel), std::move(*cq),
-                                     std::move(qp), std::move(*mr));
+  auto impl = std::make_unique<Impl>(config, std::move(*dev), std::move(*pd), std::move(channel),
+                                     std::move(*cq), std::move(qp), std::move(*mr));
   impl->addr = addr;
   impl->clock = clock;
   impl->opts = opts;

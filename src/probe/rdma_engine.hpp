@@ -38,8 +38,8 @@ struct RdmaAddress {
 };
 
 struct RdmaTarget {
-  std::string name;     // how the target is reported (pinglist name, or what the user typed)
-  bool global = true;   // address by GID (RoCE; InfiniBand across subnets) or by LID
+  std::string name;    // how the target is reported (pinglist name, or what the user typed)
+  bool global = true;  // address by GID (RoCE; InfiniBand across subnets) or by LID
   ibv_gid gid{};
   uint16_t lid = 0;
   uint32_t qpn = 0;
@@ -47,10 +47,10 @@ struct RdmaTarget {
 };
 
 struct RdmaEngineConfig {
-  std::string device;        // "" = the first device
+  std::string device;  // "" = the first device
   uint8_t port = 1;
-  int gid_index = -1;        // -1: the RoCE v2 GID of `address` (or the first IPv4 one); IB: 0
-  std::string address;       // IPv4 address whose RoCE v2 GID to use
+  int gid_index = -1;   // -1: the RoCE v2 GID of `address` (or the first IPv4 one); IB: 0
+  std::string address;  // IPv4 address whose RoCE v2 GID to use
   uint32_t qkey = kDefaultRdmaQkey;
   uint8_t traffic_class = 0;  // GRH traffic class (DSCP << 2 | ECN) of every send
   uint8_t sl = 0;             // service level (InfiniBand; PFC priority on some RoCE set-ups)
@@ -60,18 +60,18 @@ struct RdmaEngineConfig {
   // After posting, poll this long for the send completions before sleeping, so that a PONG's
   // follow-up is not late by a wake-up (timing does not depend on it: see rdma_rtt.hpp).
   std::chrono::nanoseconds send_spin{std::chrono::microseconds(100)};
-  bool respond = true;              // answer PINGs (the responder half)
+  bool respond = true;                                                // answer PINGs (the responder half)
   std::chrono::nanoseconds interval{std::chrono::milliseconds(100)};  // per target
   std::chrono::nanoseconds timeout{std::chrono::seconds(1)};
   std::chrono::nanoseconds window{std::chrono::seconds(10)};
   // How long an answered probe waits for the responder's follow-up before only its total RTT is
   // recorded.
   std::chrono::nanoseconds followup_grace{std::chrono::milliseconds(250)};
-  uint64_t count = 0;             // probes per target, then it stops sending; 0 = no limit
-  uint32_t recv_depth = 16384;    // receive buffers always posted (clamped to the device)
-  uint32_t send_depth = 2048;     // send queue depth (clamped to the device)
+  uint64_t count = 0;           // probes per target, then it stops sending; 0 = no limit
+  uint32_t recv_depth = 16384;  // receive buffers always posted (clamped to the device)
+  uint32_t send_depth = 2048;   // send queue depth (clamped to the device)
   size_t max_in_flight = 65536;
-  size_t max_peers = 16384;       // responder: address handles kept for distinct probers
+  size_t max_peers = 16384;  // responder: address handles kept for distinct probers
 };
 
 // How often targets are probed, when a probe is lost and how long windows are. The agent learns
@@ -92,16 +92,16 @@ struct RdmaCounters {
   uint64_t duplicate = 0;
   uint64_t evicted = 0;
   uint64_t weird = 0;
-  uint64_t garbage = 0;           // datagrams that did not parse (counted and dropped)
-  uint64_t unknown_session = 0;   // PONG/follow-up for another prober session
-  uint64_t unknown_probe = 0;     // our session, a seq not in flight
-  uint64_t send_errors = 0;       // posts or send completions that failed
-  uint64_t recv_errors = 0;       // receive completions in error
-  uint64_t pings_received = 0;    // responder
-  uint64_t pongs_sent = 0;        // responder (send completed)
-  uint64_t followups_sent = 0;    // responder
-  uint64_t responder_drops = 0;   // PINGs not answered: reply backlog full or too many peers
-  uint64_t recv_posted = 0;       // receive buffers posted now (always recv_depth when healthy)
+  uint64_t garbage = 0;          // datagrams that did not parse (counted and dropped)
+  uint64_t unknown_session = 0;  // PONG/follow-up for another prober session
+  uint64_t unknown_probe = 0;    // our session, a seq not in flight
+  uint64_t send_errors = 0;      // posts or send completions that failed
+  uint64_t recv_errors = 0;      // receive completions in error
+  uint64_t pings_received = 0;   // responder
+  uint64_t pongs_sent = 0;       // responder (send completed)
+  uint64_t followups_sent = 0;   // responder
+  uint64_t responder_drops = 0;  // PINGs not answered: reply backlog full or too many peers
+  uint64_t recv_posted = 0;      // receive buffers posted now (always recv_depth when healthy)
 };
 
 struct RdmaProbeResult {

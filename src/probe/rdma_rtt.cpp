@@ -2,7 +2,8 @@
 
 namespace weft::probe {
 
-std::optional<int64_t> StampClock::interval_ns(const CompletionStamp& earlier, const CompletionStamp& later) const {
+std::optional<int64_t> StampClock::interval_ns(const CompletionStamp& earlier,
+                                               const CompletionStamp& later) const {
   if (!hardware()) {
     const int64_t d = later.poll_mono_ns - earlier.poll_mono_ns;
     if (d < 0) return std::nullopt;
@@ -61,8 +62,8 @@ RttSample compute_rdma_rtt(const StampClock& clock, const RdmaProbeTiming& t) {
   return s;
 }
 
-ResponderDelay responder_delay(const StampClock& clock, const CompletionStamp& ping_rx, const CompletionStamp& pong_tx,
-                               int64_t pong_post_mono_ns) {
+ResponderDelay responder_delay(const StampClock& clock, const CompletionStamp& ping_rx,
+                               const CompletionStamp& pong_tx, int64_t pong_post_mono_ns) {
   if (clock.hardware())
     if (auto d = clock.interval_ns(ping_rx, pong_tx)) return {*d, true};
   const int64_t sw = pong_post_mono_ns - ping_rx.poll_mono_ns;

@@ -26,9 +26,9 @@
 #include <optional>
 #include <string>
 
-#include "rdma/clock.hpp"
 #include "probe/rtt.hpp"
 #include "probe/window.hpp"
+#include "rdma/clock.hpp"
 
 namespace weft::probe {
 
@@ -84,7 +84,7 @@ struct ResponderDelay {
   bool hardware = false;
 };
 // pong_post_mono_ns: when the PONG was posted (the software send time).
-ResponderDelay responder_delay(const StampClock& clock, const CompletionStamp& ping_rx, const CompletionStamp& pong_tx,
-                               int64_t pong_post_mono_ns);
+ResponderDelay responder_delay(const StampClock& clock, const CompletionStamp& ping_rx,
+                               const CompletionStamp& pong_tx, int64_t pong_post_mono_ns);
 
 }  // namespace weft::probe

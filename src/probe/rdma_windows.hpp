@@ -25,8 +25,10 @@ class RdmaWindows {
     WindowAccumulator* oldest = nullptr;
     for (auto& a : acc_) {
       if (a.open() && a.index() == idx) return a;
-      if (!a.open()) free_slot = free_slot ? free_slot : &a;
-      else if (!oldest || a.index() < oldest->index()) oldest = &a;
+      if (!a.open())
+        free_slot = free_slot ? free_slot : &a;
+      else if (!oldest || a.index() < oldest->index())
+        oldest = &a;
     }
     if (!free_slot) {
       emit(*oldest);
@@ -42,7 +44,8 @@ class RdmaWindows {
     for (;;) {
       WindowAccumulator* oldest = nullptr;
       for (auto& a : acc_)
-        if (a.open() && window_start(a.index() + 1, window_ns) <= t_unix_ns && (!oldest || a.index() < oldest->index()))
+        if (a.open() && window_start(a.index() + 1, window_ns) <= t_unix_ns &&
+            (!oldest || a.index() < oldest->index()))
           oldest = &a;
       if (!oldest) return;
       emit(*oldest);

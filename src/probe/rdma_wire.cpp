@@ -8,17 +8,28 @@ namespace weft::probe::rdma_wire {
 
 const char* to_string(ParseError e) {
   switch (e) {
-    case ParseError::ok: return "ok";
-    case ParseError::size: return "bad size";
-    case ParseError::magic: return "bad magic";
-    case ParseError::version: return "unknown version";
-    case ParseError::type: return "unknown type";
-    case ParseError::flags: return "bad flags";
-    case ParseError::reserved: return "reserved field set";
-    case ParseError::session: return "zero session";
-    case ParseError::seq: return "zero sequence";
-    case ParseError::address: return "bad address";
-    case ParseError::delay: return "bad delay";
+    case ParseError::ok:
+      return "ok";
+    case ParseError::size:
+      return "bad size";
+    case ParseError::magic:
+      return "bad magic";
+    case ParseError::version:
+      return "unknown version";
+    case ParseError::type:
+      return "unknown type";
+    case ParseError::flags:
+      return "bad flags";
+    case ParseError::reserved:
+      return "reserved field set";
+    case ParseError::session:
+      return "zero session";
+    case ParseError::seq:
+      return "zero sequence";
+    case ParseError::address:
+      return "bad address";
+    case ParseError::delay:
+      return "bad delay";
   }
   return "unknown";
 }
@@ -44,7 +55,8 @@ ParseError decode(std::span<const uint8_t> in, Message& out) {
   if (be::load<uint32_t>(b) != kMagic) return ParseError::magic;
   if (b[4] != kVersion) return ParseError::version;
   if (b[5] < 1 || b[5] > 3) return ParseError::type;
-  if (b[7] != 0 || be::load<uint16_t>(b + 42) != 0 || be::load<uint64_t>(b + 56) != 0) return ParseError::reserved;
+  if (b[7] != 0 || be::load<uint16_t>(b + 42) != 0 || be::load<uint64_t>(b + 56) != 0)
+    return ParseError::reserved;
   Message m;
   m.type = static_cast<Type>(b[5]);
   m.flags = b[6];

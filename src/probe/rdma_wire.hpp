@@ -49,7 +49,7 @@ struct Message {
 
 enum class ParseError : uint8_t {
   ok,
-  size,      // not exactly kSize bytes
+  size,  // not exactly kSize bytes
   magic,
   version,
   type,

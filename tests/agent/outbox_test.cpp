@@ -1,7 +1,8 @@
 // The agent's outbox: order, spooling, the cap, and pick-up after a restart.
+#include "agent/outbox.hpp"
+
 #include <gtest/gtest.h>
 
-#include "agent/outbox.hpp"
 #include "test_util.hpp"
 
 using namespace weft::agent;

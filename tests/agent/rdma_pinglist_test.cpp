@@ -1,10 +1,10 @@
 // The agent's side of rdma pinglist entries: a malformed entry fails the whole list with a
 // message saying which entry and field, so that a half-understood pinglist is never probed.
+#include "agent/rdma_pinglist.hpp"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
-
-#include "agent/rdma_pinglist.hpp"
 
 using nlohmann::json;
 using weft::agent::rdma_targets_by_rail;
@@ -12,9 +12,18 @@ using weft::agent::rdma_targets_by_rail;
 namespace {
 
 json entry(const std::string& name, uint32_t rail, uint32_t qpn) {
-  return json{{"name", name}, {"host", "10.9.0.2"}, {"port", 0}, {"rail", rail},
-              {"rdma", {{"device", "rxe0"}, {"port", 1}, {"gid", "::ffff:10.9.0.2"}, {"gid_index", 1}, {"lid", 0},
-                        {"qpn", qpn}, {"qkey", 7}}}};
+  return json{{"name", name},
+              {"host", "10.9.0.2"},
+              {"port", 0},
+              {"rail", rail},
+              {"rdma",
+               {{"device", "rxe0"},
+                {"port", 1},
+                {"gid", "::ffff:10.9.0.2"},
+                {"gid_index", 1},
+                {"lid", 0},
+                {"qpn", qpn},
+                {"qkey", 7}}}};
 }
 
 std::string error_of(const json& targets) {
@@ -26,7 +35,8 @@ std::string error_of(const json& targets) {
 }  // namespace
 
 TEST(AgentRdmaPinglist, GoodEntriesByRail) {
-  auto r = rdma_targets_by_rail(json::array({entry("h2", 0, 17), entry("h2:rxe1", 1, 18), entry("h3", 0, 19)}), 2);
+  auto r =
+      rdma_targets_by_rail(json::array({entry("h2", 0, 17), entry("h2:rxe1", 1, 18), entry("h3", 0, 19)}), 2);
   ASSERT_TRUE(r) << r.error().message;
   ASSERT_EQ(r->size(), 2u);
   ASSERT_EQ((*r)[0].size(), 2u);

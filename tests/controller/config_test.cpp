@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include "controller/config.hpp"
+
+#include <gtest/gtest.h>
 
 using namespace weft::controller;
 
@@ -24,7 +24,8 @@ arrows:
     protocols: [udp]
     from: web-*
     to: [db-1, db-2]
-)", "t.yaml");
+)",
+                        "t.yaml");
   ASSERT_TRUE(c) << c.error().message;
   EXPECT_EQ(c->listen.size(), 2u);
   EXPECT_EQ(c->retention_ns, 2LL * 86400 * 1'000'000'000);
@@ -40,7 +41,8 @@ arrows:
 }
 
 TEST(Config, ErrorNamesFileLineAndField) {
-  auto c = parse_config("window: 10s\ngroups:\n  - name: g\n    protocols: [udp, udpp]\n    members: ['*']\n", "weft.yaml");
+  auto c = parse_config("window: 10s\ngroups:\n  - name: g\n    protocols: [udp, udpp]\n    members: ['*']\n",
+                        "weft.yaml");
   ASSERT_FALSE(c);
   EXPECT_NE(c.error().message.find("weft.yaml:4:"), std::string::npos) << c.error().message;
   EXPECT_NE(c.error().message.find("groups[0].protocols[1]"), std::string::npos) << c.error().message;
@@ -55,10 +57,12 @@ TEST(Config, UnknownKeyIsAnError) {
 }
 
 TEST(Config, BadValues) {
-  for (const char* bad : {"window: 10 seconds\n", "window: 10\n", "listen: nohostport\n", "tokens: [short]\n",
-                          "store: mysql://x\n", "groups: {a: 1}\n", "groups:\n  - name: a\n    protocols: [udp]\n",
-                          "protocols:\n  udp: {timeout: 20s}\n", "http_threads: -3\n",
-                          "groups:\n  - {name: a, protocols: [udp], members: [x]}\n  - {name: a, protocols: [udp], members: [y]}\n"}) {
+  for (const char* bad :
+       {"window: 10 seconds\n", "window: 10\n", "listen: nohostport\n", "tokens: [short]\n",
+        "store: mysql://x\n", "groups: {a: 1}\n", "groups:\n  - name: a\n    protocols: [udp]\n",
+        "protocols:\n  udp: {timeout: 20s}\n", "http_threads: -3\n",
+        "groups:\n  - {name: a, protocols: [udp], members: [x]}\n  - {name: a, protocols: [udp], members: "
+        "[y]}\n"}) {
     auto c = parse_config(bad, "b.yaml");
     EXPECT_FALSE(c) << "accepted: " << bad;
     if (!c) {

@@ -1,9 +1,10 @@
 // Ingest: validation, all-or-nothing, dedup of resends, and the SQLite store across a restart.
+#include "controller/ingest.hpp"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-#include "controller/ingest.hpp"
 #include "test_util.hpp"
 
 using namespace weft::controller;
@@ -20,7 +21,8 @@ std::shared_ptr<const Config> test_config() {
 void register_all(Mesh& m, std::initializer_list<const char*> names) {
   int i = 1;
   for (const char* n : names)
-    m.register_agent({n, {"10.0.0." + std::to_string(i++)}, {Protocol::udp, Protocol::tcp}, "test", 7777, 7778}, now_ns());
+    m.register_agent(
+        {n, {"10.0.0." + std::to_string(i++)}, {Protocol::udp, Protocol::tcp}, "test", 7777, 7778}, now_ns());
 }
 
 weft::agent::Report report(const std::string& agent, std::vector<weft::probe::WindowStats> ws) {
@@ -43,8 +45,9 @@ class FlakyStore final : public Store {
     stored.insert(stored.end(), ws.begin(), ws.end());
     return {};
   }
-  weft::Result<std::vector<weft::probe::WindowStats>> history(Protocol, const std::string&, const std::string&, int64_t,
-                                                              int64_t, size_t) override {
+  weft::Result<std::vector<weft::probe::WindowStats>> history(Protocol, const std::string&,
+                                                              const std::string&, int64_t, int64_t,
+                                                              size_t) override {
     return stored;
   }
   weft::Status load_recent(int64_t, const RestoreFn&) override { return {}; }
@@ -98,7 +101,8 @@ TEST_F(Fixture, ResendIsNotCountedTwice) {
   ASSERT_TRUE(h);
   EXPECT_EQ(h->size(), 2u);
   // The same window twice inside one request is also caught.
-  auto twice = ingest->handle_report(report("h1", {window("h2", t + 5'000'000'000), window("h2", t + 5'000'000'000)}), now_ns());
+  auto twice = ingest->handle_report(
+      report("h1", {window("h2", t + 5'000'000'000), window("h2", t + 5'000'000'000)}), now_ns());
   EXPECT_EQ(body(twice)["accepted"], 1);
   EXPECT_EQ(body(twice)["duplicate"], 1);
 }
@@ -109,15 +113,20 @@ TEST_F(Fixture, PairsAreRightWhateverTheWindowOrder) {
   register_all(*mesh, {"h1", "h2", "h3"});
   int64_t t = now_ns() - 100'000'000'000;
   auto sec = [&](int i) { return t + i * 1'000'000'000LL; };
-  ASSERT_EQ(ingest->handle_report(report("h1", {window("h2", sec(0), 100, 2), window("h3", sec(0), 100, 3)}), now_ns()).status, 200);
-  auto swapped = ingest->handle_report(
-      report("h1", {window("h3", sec(1), 100, 13), window("h2", sec(1), 100, 12), window("h2", sec(1), 100, 22, Protocol::tcp)}),
-      now_ns());
+  ASSERT_EQ(ingest
+                ->handle_report(report("h1", {window("h2", sec(0), 100, 2), window("h3", sec(0), 100, 3)}),
+                                now_ns())
+                .status,
+            200);
+  auto swapped =
+      ingest->handle_report(report("h1", {window("h3", sec(1), 100, 13), window("h2", sec(1), 100, 12),
+                                          window("h2", sec(1), 100, 22, Protocol::tcp)}),
+                            now_ns());
   EXPECT_EQ(body(swapped)["accepted"], 3);
   // The first report again, in the first order: all duplicates (the dedup state followed the pairs).
-  auto again = ingest->handle_report(
-      report("h1", {window("h3", sec(0), 100, 3), window("h2", sec(0), 100, 2), window("h2", sec(1), 100, 22, Protocol::tcp)}),
-      now_ns());
+  auto again = ingest->handle_report(report("h1", {window("h3", sec(0), 100, 3), window("h2", sec(0), 100, 2),
+                                                   window("h2", sec(1), 100, 22, Protocol::tcp)}),
+                                     now_ns());
   EXPECT_EQ(body(again)["duplicate"], 3);
   EXPECT_EQ(mesh->latest_pair(Protocol::udp, "h1", "h2")->window.lost, 12u);
   EXPECT_EQ(mesh->latest_pair(Protocol::udp, "h1", "h3")->window.lost, 13u);
@@ -154,7 +163,11 @@ TEST_F(Fixture, InvalidRequestsAreRejectedWhole) {
   EXPECT_TRUE(store->history(Protocol::udp, "h1", "h2", 0, INT64_MAX, 10)->empty());
 
   std::vector<std::pair<const char*, std::function<void(weft::probe::WindowStats&)>>> cases = {
-      {"future", [&](auto& w) { w.end_unix_ns = now_ns() + 3600'000'000'000; w.start_unix_ns = w.end_unix_ns - 1; }},
+      {"future",
+       [&](auto& w) {
+         w.end_unix_ns = now_ns() + 3600'000'000'000;
+         w.start_unix_ns = w.end_unix_ns - 1;
+       }},
       {"reversed", [](auto& w) { w.end_unix_ns = w.start_unix_ns - 1; }},
       {"overflowing span", [](auto& w) { w.start_unix_ns = INT64_MIN + 1; }},
       {"percentiles", [](auto& w) { w.network_rtt.p50_ns = w.network_rtt.max_ns + 1; }},
@@ -183,7 +196,8 @@ TEST_F(Fixture, DecodesBothEncodingsTheSame) {
   ASSERT_EQ(j.status, 200) << j.body;
   rep.windows[0].start_unix_ns += 1'000'000'000;
   rep.windows[0].end_unix_ns += 1'000'000'000;
-  auto b = ingest->handle(std::string(weft::agent::kBinaryContentType), weft::agent::encode_binary(rep), now_ns());
+  auto b =
+      ingest->handle(std::string(weft::agent::kBinaryContentType), weft::agent::encode_binary(rep), now_ns());
   ASSERT_EQ(b.status, 200) << b.body;
   auto h = store->history(Protocol::tcp, "h1", "h2", 0, INT64_MAX, 10);
   ASSERT_EQ(h->size(), 2u);
@@ -194,15 +208,19 @@ TEST_F(Fixture, DecodesBothEncodingsTheSame) {
   ASSERT_EQ(agents[0].alarms.size(), 2u);  // sent twice, reported twice: alarms are events
   EXPECT_EQ(ingest->handle("text/plain", "x", now_ns()).status, 415);
   EXPECT_EQ(ingest->handle("application/json", "{\"agent\":", now_ns()).status, 400);
-  EXPECT_EQ(ingest->handle("application/json", "{\"agent\":\"h1\",\"windows\":[{\"protocol\":7}]}", now_ns()).status, 400);
-  EXPECT_EQ(ingest->handle(std::string(weft::agent::kBinaryContentType), "WFT1\xff\xff", now_ns()).status, 400);
+  EXPECT_EQ(ingest->handle("application/json", "{\"agent\":\"h1\",\"windows\":[{\"protocol\":7}]}", now_ns())
+                .status,
+            400);
+  EXPECT_EQ(ingest->handle(std::string(weft::agent::kBinaryContentType), "WFT1\xff\xff", now_ns()).status,
+            400);
 }
 
 TEST_F(Fixture, SqliteHistoryAndDedupSurviveARestart) {
   register_all(*mesh, {"h1", "h2", "h3"});
   int64_t t = now_ns() - 60'000'000'000;
   std::vector<weft::probe::WindowStats> sent;
-  for (int i = 0; i < 5; ++i) sent.push_back(window("h2", t + i * 1'000'000'000LL, 100, static_cast<uint64_t>(i)));
+  for (int i = 0; i < 5; ++i)
+    sent.push_back(window("h2", t + i * 1'000'000'000LL, 100, static_cast<uint64_t>(i)));
   ASSERT_EQ(ingest->handle_report(report("h1", sent), now_ns()).status, 200);
   ASSERT_EQ(ingest->handle_report(report("h3", {window("h1", t)}), now_ns()).status, 200);
 
@@ -210,7 +228,8 @@ TEST_F(Fixture, SqliteHistoryAndDedupSurviveARestart) {
   mesh.reset();
   store.reset();  // the controller stops
   open();         // and starts again on the same file
-  ASSERT_TRUE(store->load_recent(t - 1, [&](const std::string& src, auto ws, int64_t rx) { mesh->restore(src, ws, rx); }));
+  ASSERT_TRUE(store->load_recent(
+      t - 1, [&](const std::string& src, auto ws, int64_t rx) { mesh->restore(src, ws, rx); }));
   auto l = mesh->latest_pair(Protocol::udp, "h1", "h2");
   ASSERT_TRUE(l);
   EXPECT_EQ(l->window.lost, 4u);
@@ -224,7 +243,8 @@ TEST_F(Fixture, SqliteHistoryAndDedupSurviveARestart) {
   EXPECT_EQ(store->history(Protocol::udp, "h1", "h2", 0, INT64_MAX, 100)->size(), 5u);
   // since/limit
   EXPECT_EQ(store->history(Protocol::udp, "h1", "h2", t + 2'000'000'000, INT64_MAX, 100)->size(), 3u);
-  EXPECT_EQ(store->history(Protocol::udp, "h1", "h2", 0, INT64_MAX, 2)->back().start_unix_ns, t + 4'000'000'000);
+  EXPECT_EQ(store->history(Protocol::udp, "h1", "h2", 0, INT64_MAX, 2)->back().start_unix_ns,
+            t + 4'000'000'000);
 }
 
 TEST(IngestStoreFailure, NothingIsKeptAndTheRetryCounts) {
@@ -244,10 +264,12 @@ TEST(IngestStoreFailure, NothingIsKeptAndTheRetryCounts) {
 }
 
 TEST(MeshRegistry, SilentAgentsGoDownAndComeBack) {
-  auto cfg = parse_config("agent_down_after: 2s\ngroups:\n  - {name: all, protocols: [udp], members: ['*']}\n", "<t>");
+  auto cfg = parse_config(
+      "agent_down_after: 2s\ngroups:\n  - {name: all, protocols: [udp], members: ['*']}\n", "<t>");
   Mesh mesh(std::make_shared<const Config>(*cfg));
   int64_t t0 = now_ns();
-  for (const char* n : {"h1", "h2", "h3"}) mesh.register_agent({n, {"10.0.0.9"}, {Protocol::udp}, "", 7777, 0}, t0);
+  for (const char* n : {"h1", "h2", "h3"})
+    mesh.register_agent({n, {"10.0.0.9"}, {Protocol::udp}, "", 7777, 0}, t0);
   EXPECT_EQ(mesh.pinglist_for("h1").target_count(), 2u);
   weft::agent::Health h;
   mesh.touch("h1", h, {}, t0 + 3'000'000'000);

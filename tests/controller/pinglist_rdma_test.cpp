@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-
 #include <nlohmann/json.hpp>
 
 #include "agent/rdma_pinglist.hpp"
@@ -38,7 +37,12 @@ agent::RdmaEndpoint endpoint(int host, uint32_t qpn, const std::string& device =
 std::vector<Peer> peers(int n) {
   std::vector<Peer> out;
   for (int i = 1; i <= n; ++i)
-    out.push_back({"h" + std::to_string(i), "10.9.0." + std::to_string(i), {Protocol::udp, Protocol::rdma}, 7777, 0, true,
+    out.push_back({"h" + std::to_string(i),
+                   "10.9.0." + std::to_string(i),
+                   {Protocol::udp, Protocol::rdma},
+                   7777,
+                   0,
+                   true,
                    {endpoint(i, 100 + static_cast<uint32_t>(i))}});
   return out;
 }
@@ -49,7 +53,9 @@ const ProtocolPinglist* of(const Pinglist& p, Protocol proto) {
   return nullptr;
 }
 
-const char* kMesh = "groups:\n  - {name: all, protocols: [udp, rdma], members: ['*']}\nprotocols:\n  rdma: {interval: 20ms, timeout: 500ms}\n";
+const char* kMesh =
+    "groups:\n  - {name: all, protocols: [udp, rdma], members: ['*']}\nprotocols:\n  rdma: {interval: 20ms, "
+    "timeout: 500ms}\n";
 
 }  // namespace
 
@@ -82,8 +88,8 @@ TEST(PinglistRdma, EntriesCarryThePeersAddress) {
 TEST(PinglistRdma, AgentsWithoutEnginesAreNeitherGivenNorTargets) {
   auto cfg = plan(kMesh);
   auto ps = peers(4);
-  ps[2].rdma.clear();                      // h3: speaks rdma, but its engine is not running
-  ps[3].protocols = {Protocol::udp};       // h4: no rdma at all
+  ps[2].rdma.clear();                 // h3: speaks rdma, but its engine is not running
+  ps[3].protocols = {Protocol::udp};  // h4: no rdma at all
   ps[3].rdma.clear();
   auto names = [&](const std::string& self) {
     std::vector<std::string> out;
@@ -139,7 +145,8 @@ TEST(PinglistRdma, VersionChangesWithAPeersQpnOrGid) {
 TEST(PinglistRdma, MeshRegistrationWithANewQpnChangesPeersPinglists) {
   Mesh mesh(std::make_shared<Config>(plan(kMesh)));
   auto reg = [&](const std::string& name, int host, uint32_t qpn) {
-    agent::Registration r{name, {"10.9.0." + std::to_string(host)}, {Protocol::udp, Protocol::rdma}, "", 7777, 0};
+    agent::Registration r{name, {"10.9.0." + std::to_string(host)}, {Protocol::udp, Protocol::rdma}, "", 7777,
+                          0};
     r.rdma = {endpoint(host, qpn)};
     mesh.register_agent(r, 1'000'000'000);
   };

@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include "controller/pinglist.hpp"
+
+#include <gtest/gtest.h>
 
 using namespace weft::controller;
 using weft::probe::Protocol;
@@ -61,13 +61,15 @@ TEST(Pinglist, DownAgentsAndUnsupportedProtocolsAreLeftOut) {
 TEST(Pinglist, ArrowsAreOneWay) {
   auto cfg = plan("arrows:\n  - {name: web-db, protocols: [udp], from: 'web-*', to: 'db-*'}\n");
   auto ps = peers({"db-1", "db-2", "web-1", "web-2"});
-  EXPECT_EQ(names(compute_pinglist(cfg, "web-1", ps), Protocol::udp), (std::vector<std::string>{"db-1", "db-2"}));
+  EXPECT_EQ(names(compute_pinglist(cfg, "web-1", ps), Protocol::udp),
+            (std::vector<std::string>{"db-1", "db-2"}));
   EXPECT_TRUE(names(compute_pinglist(cfg, "db-1", ps), Protocol::udp).empty());
 }
 
 TEST(Pinglist, GroupsOnlyMeshTheirMembers) {
   auto cfg = plan(
-      "groups:\n  - {name: r1, protocols: [udp], members: ['r1-*']}\n  - {name: r2, protocols: [tcp], members: ['r2-*']}\n");
+      "groups:\n  - {name: r1, protocols: [udp], members: ['r1-*']}\n  - {name: r2, protocols: [tcp], "
+      "members: ['r2-*']}\n");
   auto ps = peers({"r1-a", "r1-b", "r2-a", "r2-b"});
   auto pl = compute_pinglist(cfg, "r1-a", ps);
   EXPECT_EQ(names(pl, Protocol::udp), std::vector<std::string>{"r1-b"});

@@ -34,13 +34,15 @@ TEST(RdmaWindows, ReachLatestAndHistory) {
   ASSERT_TRUE(cfg) << cfg.error().message;
   Mesh mesh(std::make_shared<const Config>(*cfg));
   Ingest ingest(mesh, **store);
-  for (const char* n : {"h1", "h2"}) mesh.register_agent({n, {"10.9.1.1"}, {Protocol::udp, Protocol::rdma}, "", 7777, 0}, now_ns());
+  for (const char* n : {"h1", "h2"})
+    mesh.register_agent({n, {"10.9.1.1"}, {Protocol::udp, Protocol::rdma}, "", 7777, 0}, now_ns());
 
   const int64_t t = now_ns() - 20'000'000'000;
   weft::agent::Report rep;
   rep.agent = "h1";
   rep.windows = {rdma_window("h2", t), rdma_window("h2", t + 1'000'000'000), window("h2", t)};
-  auto r = ingest.handle(std::string(weft::agent::kBinaryContentType), weft::agent::encode_binary(rep), now_ns());
+  auto r =
+      ingest.handle(std::string(weft::agent::kBinaryContentType), weft::agent::encode_binary(rep), now_ns());
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(nlohmann::json::parse(r.body)["accepted"], 3);
 

@@ -1,11 +1,9 @@
 // The Redis store against a real redis-server (with_redis.sh starts one on loopback and sets
 // WEFT_TEST_REDIS). Without it these tests skip.
 #include <gtest/gtest.h>
-
 #include <hiredis/hiredis.h>
 
 #include <cstdlib>
-
 #include <nlohmann/json.hpp>
 
 #include "controller/ingest.hpp"
@@ -23,7 +21,8 @@ std::string redis_url() {
 // HGET through a connection of our own, to see what other readers of the Redis see.
 std::string redis_hget(const std::string& key, const std::string& field) {
   std::string hp = redis_url().substr(8);  // with_redis.sh gives redis://127.0.0.1:PORT
-  redisContext* c = redisConnect(hp.substr(0, hp.rfind(':')).c_str(), std::stoi(hp.substr(hp.rfind(':') + 1)));
+  redisContext* c =
+      redisConnect(hp.substr(0, hp.rfind(':')).c_str(), std::stoi(hp.substr(hp.rfind(':') + 1)));
   if (!c || c->err) {
     if (c) redisFree(c);
     return "<no connection>";
@@ -65,10 +64,12 @@ TEST(RedisStore, LatestOnlyMovesForward) {
 
 TEST(RedisStore, AppendHistoryRestartAndDedup) {
   if (redis_url().empty()) GTEST_SKIP() << "WEFT_TEST_REDIS not set (run through with_redis.sh)";
-  auto cfg = std::make_shared<const Config>(*parse_config("groups:\n  - {name: all, protocols: [udp], members: ['*']}\n", "<t>"));
+  auto cfg = std::make_shared<const Config>(
+      *parse_config("groups:\n  - {name: all, protocols: [udp], members: ['*']}\n", "<t>"));
   int64_t t = now_ns() - 30'000'000'000;
   std::vector<weft::probe::WindowStats> ws;
-  for (int i = 0; i < 4; ++i) ws.push_back(window("r2", t + i * 1'000'000'000LL, 100, static_cast<uint64_t>(i * 10)));
+  for (int i = 0; i < 4; ++i)
+    ws.push_back(window("r2", t + i * 1'000'000'000LL, 100, static_cast<uint64_t>(i * 10)));
   weft::agent::Report rep;
   rep.agent = "r1";
   rep.windows = ws;
@@ -90,7 +91,8 @@ TEST(RedisStore, AppendHistoryRestartAndDedup) {
   auto s = open_store(redis_url());
   ASSERT_TRUE(s);
   Mesh mesh(cfg);
-  ASSERT_TRUE((*s)->load_recent(t - 1, [&](const std::string& src, auto w, int64_t rx) { mesh.restore(src, w, rx); }));
+  ASSERT_TRUE((*s)->load_recent(
+      t - 1, [&](const std::string& src, auto w, int64_t rx) { mesh.restore(src, w, rx); }));
   auto l = mesh.latest_pair(Protocol::udp, "r1", "r2");
   ASSERT_TRUE(l);
   EXPECT_EQ(l->window.lost, 30u);

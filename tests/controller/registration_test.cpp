@@ -1,15 +1,15 @@
 // POST /api/v1/register bodies: the agent's encoding decodes to the same registration (with its
 // RDMA addresses), and malformed RDMA addresses are refused with a message naming the field.
+#include "controller/registration.hpp"
+
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-#include "controller/registration.hpp"
-
 using namespace weft;
-using weft::probe::Protocol;
 using nlohmann::json;
+using weft::probe::Protocol;
 
 namespace {
 
@@ -25,7 +25,8 @@ agent::RdmaEndpoint endpoint(const char* gid, uint32_t qpn, const char* device =
 }
 
 agent::Registration sample() {
-  agent::Registration r{"h1", {"10.9.0.1"}, {Protocol::udp, Protocol::tcp, Protocol::rdma}, "1.2.3", 7777, 7778};
+  agent::Registration r{"h1",    {"10.9.0.1"}, {Protocol::udp, Protocol::tcp, Protocol::rdma},
+                        "1.2.3", 7777,         7778};
   r.rdma = {endpoint("::ffff:10.9.0.1", 17), endpoint("::ffff:10.9.1.1", 0xFFFFFF, "mlx5_1")};
   r.rdma[1].port = 2;
   r.rdma[1].gid_index = 3;
@@ -36,8 +37,10 @@ agent::Registration sample() {
 // The sample's JSON with one field of rdma[0] changed (or removed, when value is discarded).
 std::string with_rdma0(const std::string& key, const json& value) {
   json j = json::parse(agent::registration_json(sample()));
-  if (value.is_discarded()) j["rdma"][0].erase(key);
-  else j["rdma"][0][key] = value;
+  if (value.is_discarded())
+    j["rdma"][0].erase(key);
+  else
+    j["rdma"][0][key] = value;
   return j.dump();
 }
 
@@ -86,7 +89,8 @@ TEST(Registration, WithoutRdmaIsTheOldFormat) {
   ASSERT_TRUE(out) << out.error().message;
   EXPECT_TRUE(out->rdma.empty());
   // The body an agent without RDMA sent before this field existed.
-  auto old = controller::parse_registration(R"({"name":"h3","addresses":["10.0.0.3"],"protocols":["udp","tcp"]})");
+  auto old =
+      controller::parse_registration(R"({"name":"h3","addresses":["10.0.0.3"],"protocols":["udp","tcp"]})");
   ASSERT_TRUE(old) << old.error().message;
   EXPECT_TRUE(old->rdma.empty());
 }
@@ -101,14 +105,17 @@ TEST(Registration, MalformedRdmaAddressesAreRefusedByField) {
   EXPECT_EQ(error_of(with_rdma0("port", 0)), "rdma[0]: port: 0 is out of range [1, 255]");
   EXPECT_EQ(error_of(with_rdma0("lid", 70000)), "rdma[0]: lid: 70000 is out of range [0, 65535]");
   EXPECT_EQ(error_of(with_rdma0("gid_index", json::value_t::discarded)), "rdma[0]: gid_index: missing");
-  EXPECT_EQ(error_of(with_rdma0("gid", "10.9.0.1")), "rdma[0]: gid: required, an IPv6 address text (e.g. ::ffff:10.0.0.1)");
+  EXPECT_EQ(error_of(with_rdma0("gid", "10.9.0.1")),
+            "rdma[0]: gid: required, an IPv6 address text (e.g. ::ffff:10.0.0.1)");
   EXPECT_EQ(error_of(with_rdma0("gid", "::")), "rdma[0]: gid: a RoCE endpoint needs a non-zero GID");
   EXPECT_EQ(error_of(with_rdma0("device", "rxe 0")),
             "rdma[0]: device: required, a device name of 1 to 64 letters, digits, '_', '-' or '.'");
   EXPECT_EQ(error_of(with_rdma0("device", std::string(65, 'x'))),
             "rdma[0]: device: required, a device name of 1 to 64 letters, digits, '_', '-' or '.'");
-  EXPECT_EQ(error_of(with_rdma0("link_layer", "roce")), "rdma[0]: link_layer: 'ethernet' (RoCE) or 'infiniband'");
-  EXPECT_EQ(error_of(with_rdma0("link_layer", "infiniband")), "rdma[0]: lid: an InfiniBand endpoint needs a LID (1..65535)");
+  EXPECT_EQ(error_of(with_rdma0("link_layer", "roce")),
+            "rdma[0]: link_layer: 'ethernet' (RoCE) or 'infiniband'");
+  EXPECT_EQ(error_of(with_rdma0("link_layer", "infiniband")),
+            "rdma[0]: lid: an InfiniBand endpoint needs a LID (1..65535)");
   EXPECT_EQ(error_of(with_rdma0("qp", 17)),
             "rdma[0]: unknown key 'qp' (allowed: device, port, link_layer, gid, gid_index, lid, qpn, qkey)");
 
@@ -116,10 +123,13 @@ TEST(Registration, MalformedRdmaAddressesAreRefusedByField) {
   j["rdma"][1] = "rxe1";
   EXPECT_EQ(error_of(j.dump()), "rdma[1]: expected an object {device, port, gid, gid_index, lid, qpn, qkey}");
   j["rdma"] = json::object();
-  EXPECT_EQ(error_of(j.dump()), "rdma: a list of at most 16 RDMA addresses {device, port, gid, gid_index, lid, qpn, qkey}");
+  EXPECT_EQ(error_of(j.dump()),
+            "rdma: a list of at most 16 RDMA addresses {device, port, gid, gid_index, lid, qpn, qkey}");
   j["rdma"] = json::array();
-  for (int i = 0; i < 17; ++i) j["rdma"].push_back(agent::rdma_endpoint_json(endpoint("::ffff:10.9.0.1", 17)));
-  EXPECT_EQ(error_of(j.dump()), "rdma: a list of at most 16 RDMA addresses {device, port, gid, gid_index, lid, qpn, qkey}");
+  for (int i = 0; i < 17; ++i)
+    j["rdma"].push_back(agent::rdma_endpoint_json(endpoint("::ffff:10.9.0.1", 17)));
+  EXPECT_EQ(error_of(j.dump()),
+            "rdma: a list of at most 16 RDMA addresses {device, port, gid, gid_index, lid, qpn, qkey}");
   j = json::parse(agent::registration_json(sample()));
   j["protocols"] = {"udp"};
   EXPECT_EQ(error_of(j.dump()), "rdma: RDMA addresses given, but 'rdma' is not among the protocols");
@@ -128,8 +138,10 @@ TEST(Registration, MalformedRdmaAddressesAreRefusedByField) {
 TEST(Registration, OtherFieldsKeepTheirMessages) {
   EXPECT_EQ(error_of("[]"), "body must be a JSON object");
   EXPECT_EQ(error_of(R"({"addresses":["10.0.0.1"],"protocols":[]})"), "name: required, a host name");
-  EXPECT_EQ(error_of(R"({"name":"h","addresses":[],"protocols":[]})"), "addresses: required, a list of 1 to 16 addresses");
+  EXPECT_EQ(error_of(R"({"name":"h","addresses":[],"protocols":[]})"),
+            "addresses: required, a list of 1 to 16 addresses");
   EXPECT_EQ(error_of(R"({"name":"h","addresses":["a"],"protocols":["icmp"]})"),
             "protocols: unknown protocol 'icmp' (expected udp, tcp or rdma)");
-  EXPECT_EQ(error_of(R"({"name":"h","addresses":["a"],"protocols":[],"udp_port":70000})"), "udp_port: 0..65535");
+  EXPECT_EQ(error_of(R"({"name":"h","addresses":["a"],"protocols":[],"udp_port":70000})"),
+            "udp_port: 0..65535");
 }

@@ -3,17 +3,14 @@
 // (down, out of every pinglist), and one that reports again is up without registering again.
 // Real controllers on 127.0.0.1 (port 0), with the SQLite store here and Redis in RedisStore* below
 // (with_redis.sh runs those against a redis-server it starts).
-#include <gtest/gtest.h>
-
-#include <httplib.h>
-
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdlib>
-
 #include <nlohmann/json.hpp>
 
 #include "controller/controller.hpp"
@@ -33,17 +30,19 @@ int free_port() {
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof a;
   int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
     port = ntohs(a.sin_port);
   close(fd);
   return port;
 }
 
 std::unique_ptr<Controller> start_controller(const std::string& store) {
-  auto cfg = parse_config(fmt::format("listen: 127.0.0.1:{}\nstore: {}\ntokens: [t0k-restart-test]\nagent_down_after: 1h\n"
-                                      "groups:\n  - {{name: all, protocols: [udp], members: ['*']}}\n",
-                                      free_port(), store),
-                          "<test>");
+  auto cfg = parse_config(
+      fmt::format("listen: 127.0.0.1:{}\nstore: {}\ntokens: [t0k-restart-test]\nagent_down_after: 1h\n"
+                  "groups:\n  - {{name: all, protocols: [udp], members: ['*']}}\n",
+                  free_port(), store),
+      "<test>");
   EXPECT_TRUE(cfg) << cfg.error().message;
   if (!cfg) return nullptr;
   auto c = std::make_unique<Controller>();
@@ -52,7 +51,8 @@ std::unique_ptr<Controller> start_controller(const std::string& store) {
   return st ? std::move(c) : nullptr;
 }
 
-httplib::Result post(Controller& c, const std::string& path, const std::string& body, const std::string& type) {
+httplib::Result post(Controller& c, const std::string& path, const std::string& body,
+                     const std::string& type) {
   httplib::Client cli("127.0.0.1", c.bound_ports().at(0));
   return cli.Post(path, httplib::Headers{{"Authorization", "Bearer t0k-restart-test"}}, body, type);
 }
@@ -64,7 +64,10 @@ json get(Controller& c, const std::string& path) {
 }
 
 std::string registration(const std::string& name, int i) {
-  return json{{"name", name}, {"addresses", {fmt::format("10.9.0.{}", i)}}, {"protocols", {"udp"}}, {"version", "v-test"},
+  return json{{"name", name},
+              {"addresses", {fmt::format("10.9.0.{}", i)}},
+              {"protocols", {"udp"}},
+              {"version", "v-test"},
               {"udp_port", 7000 + i}}
       .dump();
 }
@@ -93,7 +96,8 @@ void agents_survive_a_restart(const std::string& store) {
       ASSERT_TRUE(res && res->status == 200) << (res ? res->body : "no answer");
     }
     // A registration that fails to parse is refused and not kept.
-    auto bad = post(*c, "/api/v1/register", R"({"name":"keep9","addresses":[],"protocols":["udp"]})", "application/json");
+    auto bad = post(*c, "/api/v1/register", R"({"name":"keep9","addresses":[],"protocols":["udp"]})",
+                    "application/json");
     ASSERT_TRUE(bad);
     EXPECT_EQ(bad->status, 400);
     EXPECT_EQ(pinglist_targets(*c, "keep1"), (std::set<std::string>{"keep2", "keep3"}));
@@ -114,18 +118,22 @@ void agents_survive_a_restart(const std::string& store) {
   weft::agent::Report rep;
   rep.agent = "keep1";
   rep.windows.push_back(window("keep2", now_ns() - 20'000'000'000));
-  auto res = post(*c, "/api/v1/report", weft::agent::encode_binary(rep), std::string(weft::agent::kBinaryContentType));
+  auto res = post(*c, "/api/v1/report", weft::agent::encode_binary(rep),
+                  std::string(weft::agent::kBinaryContentType));
   ASSERT_TRUE(res && res->status == 200) << (res ? res->body : "no answer");
   agents = agents_by_name(*c);
   EXPECT_EQ(agents["keep1"]["state"], "up");
   EXPECT_EQ(agents["keep2"]["state"], "down");
   EXPECT_TRUE(pinglist_targets(*c, "keep1").empty());
-  auto res3 = post(*c, "/api/v1/report", [] {
-    weft::agent::Report r;
-    r.agent = "keep3";
-    r.windows.push_back(window("keep1", now_ns() - 20'000'000'000));
-    return weft::agent::encode_binary(r);
-  }(), std::string(weft::agent::kBinaryContentType));
+  auto res3 = post(
+      *c, "/api/v1/report",
+      [] {
+        weft::agent::Report r;
+        r.agent = "keep3";
+        r.windows.push_back(window("keep1", now_ns() - 20'000'000'000));
+        return weft::agent::encode_binary(r);
+      }(),
+      std::string(weft::agent::kBinaryContentType));
   ASSERT_TRUE(res3 && res3->status == 200) << (res3 ? res3->body : "no answer");
   EXPECT_EQ(pinglist_targets(*c, "keep1"), (std::set<std::string>{"keep3"}));
 }

@@ -9,11 +9,13 @@
 namespace weft::controller::testing {
 
 inline int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
-inline probe::WindowStats window(const std::string& target, int64_t start_ns, uint64_t sent = 100, uint64_t lost = 0,
-                                 probe::Protocol p = probe::Protocol::udp) {
+inline probe::WindowStats window(const std::string& target, int64_t start_ns, uint64_t sent = 100,
+                                 uint64_t lost = 0, probe::Protocol p = probe::Protocol::udp) {
   probe::WindowStats w;
   w.protocol = p;
   w.target = target;

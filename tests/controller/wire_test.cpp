@@ -1,9 +1,10 @@
 // The report codec: round trips, and garbage never crashes or over-reads.
+#include "agent/wire.hpp"
+
 #include <gtest/gtest.h>
 
 #include <random>
 
-#include "agent/wire.hpp"
 #include "test_util.hpp"
 
 using namespace weft::agent;
@@ -15,7 +16,8 @@ TEST(Wire, BinaryRoundTrip) {
   r.seq = 42;
   r.health = {3.25, 12345, 1000.5, 7, 8, 9};
   r.alarms.push_back({"prober_restarted", "x", 123});
-  for (int i = 0; i < 50; ++i) r.windows.push_back(window("peer-" + std::to_string(i % 7), 1'700'000'000'000'000'000LL + i));
+  for (int i = 0; i < 50; ++i)
+    r.windows.push_back(window("peer-" + std::to_string(i % 7), 1'700'000'000'000'000'000LL + i));
   r.windows[3].network_rtt.min_ns = 0;
   auto bytes = encode_binary(r);
   EXPECT_LT(bytes.size(), r.windows.size() * 80);  // compact: the point of the format
@@ -97,8 +99,12 @@ TEST(Wire, TruncationsAndRandomBytesAreErrorsNotCrashes) {
 TEST(Wire, JsonTypesAreStrict) {
   EXPECT_FALSE(decode_json(R"({"agent":1,"windows":[]})"));
   EXPECT_FALSE(decode_json(R"({"agent":"a","windows":{}})"));
-  EXPECT_FALSE(decode_json(R"({"agent":"a","windows":[{"protocol":"udp","target":"b","start_unix_ns":"1","end_unix_ns":2,"sent":1,"received":1,"lost":0}]})"));
-  EXPECT_FALSE(decode_json(R"({"agent":"a","windows":[{"protocol":"udp","target":"b","start_unix_ns":1,"end_unix_ns":2,"sent":-1,"received":1,"lost":0}]})"));
-  EXPECT_FALSE(decode_json(R"({"agent":"a","windows":[{"protocol":"icmp","target":"b","start_unix_ns":1,"end_unix_ns":2,"sent":1,"received":1,"lost":0}]})"));
-  EXPECT_TRUE(decode_json(R"({"agent":"a","windows":[{"protocol":"udp","target":"b","start_unix_ns":1,"end_unix_ns":2,"sent":1,"received":1,"lost":0}]})"));
+  EXPECT_FALSE(decode_json(
+      R"({"agent":"a","windows":[{"protocol":"udp","target":"b","start_unix_ns":"1","end_unix_ns":2,"sent":1,"received":1,"lost":0}]})"));
+  EXPECT_FALSE(decode_json(
+      R"({"agent":"a","windows":[{"protocol":"udp","target":"b","start_unix_ns":1,"end_unix_ns":2,"sent":-1,"received":1,"lost":0}]})"));
+  EXPECT_FALSE(decode_json(
+      R"({"agent":"a","windows":[{"protocol":"icmp","target":"b","start_unix_ns":1,"end_unix_ns":2,"sent":1,"received":1,"lost":0}]})"));
+  EXPECT_TRUE(decode_json(
+      R"({"agent":"a","windows":[{"protocol":"udp","target":"b","start_unix_ns":1,"end_unix_ns":2,"sent":1,"received":1,"lost":0}]})"));
 }

@@ -1,11 +1,11 @@
 #include "controller/web_assets.hpp"
 
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
-
-#include <gtest/gtest.h>
 
 namespace weft::controller {
 namespace {
@@ -48,8 +48,9 @@ TEST(WebAssets, RootIsThePageWithContentTypes) {
 }
 
 TEST(WebAssets, UnknownAndTraversalPathsAreNotFound) {
-  for (const char* p : {"/nope", "/assets/nope.js", "/assets/../index.html", "/../web/index.html", "/CMakeLists.txt",
-                        "/embed_assets.cmake", "/assets/", "/index.html?x=1", "//index.html", "assets/app.js"}) {
+  for (const char* p :
+       {"/nope", "/assets/nope.js", "/assets/../index.html", "/../web/index.html", "/CMakeLists.txt",
+        "/embed_assets.cmake", "/assets/", "/index.html?x=1", "//index.html", "assets/app.js"}) {
     EXPECT_FALSE(find_web_asset(p).has_value()) << p;
   }
 }
@@ -71,7 +72,8 @@ TEST(WebAssets, EveryReferenceResolves) {
     if (e.path().extension() != ".js") continue;
     const std::string js(find_web_asset("/assets/" + e.path().filename().string())->body);
     for (std::sregex_iterator it(js.begin(), js.end(), js_import), end; it != end; ++it) {
-      EXPECT_TRUE(find_web_asset("/assets/" + (*it)[1].str()).has_value()) << e.path() << " imports " << (*it)[1];
+      EXPECT_TRUE(find_web_asset("/assets/" + (*it)[1].str()).has_value())
+          << e.path() << " imports " << (*it)[1];
     }
   }
 }

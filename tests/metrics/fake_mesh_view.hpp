@@ -1,8 +1,8 @@
 #pragma once
 // A MeshView over plain vectors, for the renderer's tests: the renderer only ever reads the view.
 #include <algorithm>
-#include <tuple>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "controller/mesh_state.hpp"
@@ -55,7 +55,8 @@ class FakeMeshView final : public MeshView {
     std::vector<PairWindow> out;
     for (const auto& p : pairs)
       if (p.window.protocol == protocol) out.push_back(p);
-    std::ranges::sort(out, [](const auto& a, const auto& b) { return std::tie(a.src, a.dst) < std::tie(b.src, b.dst); });
+    std::ranges::sort(
+        out, [](const auto& a, const auto& b) { return std::tie(a.src, a.dst) < std::tie(b.src, b.dst); });
     return out;
   }
   std::optional<PairWindow> latest_pair(probe::Protocol protocol, const std::string& src,

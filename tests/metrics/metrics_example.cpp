@@ -11,17 +11,19 @@ using weft::probe::Protocol;
 
 int main() {
   const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                          std::chrono::system_clock::now().time_since_epoch()).count();
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
   testing::FakeMeshView v;
   v.agent_list = {testing::agent("host-1", AgentState::up, {Protocol::udp, Protocol::tcp}),
                   testing::agent("host-2", AgentState::up, {Protocol::udp, Protocol::tcp}),
                   testing::agent("host \"3\"", AgentState::down, {Protocol::udp})};
   v.agent_list[2].alarms = {{"agent_down", "no report for 60 s", now}};
   const int64_t t = now - 2'000'000'000;
-  v.pairs = {testing::pair(Protocol::udp, "host-1", "host-2", t, 100, 30, 80'000, 250'000),
-             testing::pair(Protocol::udp, "host-2", "host-1", t, 100, 0, 90'000, 200'000),
-             testing::pair(Protocol::udp, "host-2", "host \"3\"", now - 60'000'000'000, 100, 0, 90'000, 200'000),
-             testing::pair(Protocol::tcp, "host-1", "host-2", t, 100, 0, 120'000, 300'000)};
+  v.pairs = {
+      testing::pair(Protocol::udp, "host-1", "host-2", t, 100, 30, 80'000, 250'000),
+      testing::pair(Protocol::udp, "host-2", "host-1", t, 100, 0, 90'000, 200'000),
+      testing::pair(Protocol::udp, "host-2", "host \"3\"", now - 60'000'000'000, 100, 0, 90'000, 200'000),
+      testing::pair(Protocol::tcp, "host-1", "host-2", t, 100, 0, 120'000, 300'000)};
   const std::string text = render_metrics(v, {.per_pair = true}, now);
   std::fwrite(text.data(), 1, text.size(), stdout);
   return 0;

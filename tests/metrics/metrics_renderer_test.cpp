@@ -1,10 +1,10 @@
 #include "controller/metrics_renderer.hpp"
 
+#include <gtest/gtest.h>
+
 #include <map>
 #include <set>
 #include <sstream>
-
-#include <gtest/gtest.h>
 
 #include "controller/metrics_text.hpp"
 #include "fake_mesh_view.hpp"
@@ -23,8 +23,8 @@ constexpr int64_t kUs = 1000;
 // Reads an exposition back and checks its structure as Prometheus would: every sample belongs to
 // the family whose HELP/TYPE came just before it, families appear once, series are unique.
 struct Parsed {
-  std::map<std::string, double> samples;       // "name{labels}" -> value
-  std::map<std::string, std::string> types;    // family -> gauge/counter
+  std::map<std::string, double> samples;     // "name{labels}" -> value
+  std::map<std::string, std::string> types;  // family -> gauge/counter
 };
 
 Parsed parse(const std::string& text) {
@@ -51,7 +51,8 @@ Parsed parse(const std::string& text) {
     const std::string series = line.substr(0, sp);
     const std::string name = series.substr(0, series.find('{'));
     EXPECT_EQ(name, family) << "sample outside its family: " << line;
-    EXPECT_TRUE(p.samples.emplace(series, std::stod(line.substr(sp + 1))).second) << "duplicate series " << series;
+    EXPECT_TRUE(p.samples.emplace(series, std::stod(line.substr(sp + 1))).second)
+        << "duplicate series " << series;
   }
   return p;
 }
@@ -72,8 +73,13 @@ FakeMeshView sample_view() {
       pair(Protocol::udp, "b", "c", fresh, 50, 50, 0, 0),  // every probe lost
       pair(Protocol::tcp, "a", "b", fresh, 10, 0, 70 * kUs, 90 * kUs),
   };
-  v.counters = {.requests = 40, .requests_rejected = 3, .windows_accepted = 200, .windows_duplicate = 7,
-                .windows_stale = 1, .store_errors = 2, .bytes = 123456};
+  v.counters = {.requests = 40,
+                .requests_rejected = 3,
+                .windows_accepted = 200,
+                .windows_duplicate = 7,
+                .windows_stale = 1,
+                .store_errors = 2,
+                .bytes = 123456};
   return v;
 }
 
@@ -86,24 +92,31 @@ TEST(MetricsRenderer, HostAggregatesFromCurrentWindowsOnly) {
   // a as prober: only a->b is current (a->c is 40 s old with 10 s windows).
   EXPECT_DOUBLE_EQ(m.at(S("weft_host_loss_ratio{host=\"a\",protocol=\"udp\",direction=\"src\"}")), 0.3);
   EXPECT_DOUBLE_EQ(m.at(S("weft_host_peers{host=\"a\",protocol=\"udp\",direction=\"src\"}")), 1);
-  EXPECT_DOUBLE_EQ(m.at(S("weft_host_peer_rtt_median_seconds{host=\"a\",protocol=\"udp\",direction=\"src\"}")), 100e-6);
-  EXPECT_DOUBLE_EQ(m.at(S("weft_host_peer_rtt_worst_seconds{host=\"a\",protocol=\"udp\",direction=\"src\"}")), 300e-6);
+  EXPECT_DOUBLE_EQ(
+      m.at(S("weft_host_peer_rtt_median_seconds{host=\"a\",protocol=\"udp\",direction=\"src\"}")), 100e-6);
+  EXPECT_DOUBLE_EQ(m.at(S("weft_host_peer_rtt_worst_seconds{host=\"a\",protocol=\"udp\",direction=\"src\"}")),
+                   300e-6);
   // b as prober: b->a fine, b->c all lost.
   EXPECT_DOUBLE_EQ(m.at(S("weft_host_peers{host=\"b\",protocol=\"udp\",direction=\"src\"}")), 2);
   EXPECT_DOUBLE_EQ(m.at(S("weft_host_peers_unreachable{host=\"b\",protocol=\"udp\",direction=\"src\"}")), 1);
-  EXPECT_DOUBLE_EQ(m.at(S("weft_host_loss_ratio{host=\"b\",protocol=\"udp\",direction=\"src\"}")), 50.0 / 150.0);
+  EXPECT_DOUBLE_EQ(m.at(S("weft_host_loss_ratio{host=\"b\",protocol=\"udp\",direction=\"src\"}")),
+                   50.0 / 150.0);
   // The all-lost pair has no RTT samples, so b's median is b->a's alone.
-  EXPECT_DOUBLE_EQ(m.at(S("weft_host_peer_rtt_median_seconds{host=\"b\",protocol=\"udp\",direction=\"src\"}")), 200e-6);
+  EXPECT_DOUBLE_EQ(
+      m.at(S("weft_host_peer_rtt_median_seconds{host=\"b\",protocol=\"udp\",direction=\"src\"}")), 200e-6);
   // As target: a is probed by b only; c by b (all lost).
-  EXPECT_DOUBLE_EQ(m.at(S("weft_host_peer_rtt_median_seconds{host=\"a\",protocol=\"udp\",direction=\"dst\"}")), 200e-6);
+  EXPECT_DOUBLE_EQ(
+      m.at(S("weft_host_peer_rtt_median_seconds{host=\"a\",protocol=\"udp\",direction=\"dst\"}")), 200e-6);
   EXPECT_DOUBLE_EQ(m.at(S("weft_host_peers_unreachable{host=\"c\",protocol=\"udp\",direction=\"dst\"}")), 1);
   EXPECT_DOUBLE_EQ(m.at(S("weft_host_loss_ratio{host=\"c\",protocol=\"udp\",direction=\"dst\"}")), 1.0);
   // c probes nothing current: 0 peers, and no made-up ratio or RTT.
   EXPECT_DOUBLE_EQ(m.at(S("weft_host_peers{host=\"c\",protocol=\"udp\",direction=\"src\"}")), 0);
   EXPECT_FALSE(m.contains(S("weft_host_loss_ratio{host=\"c\",protocol=\"udp\",direction=\"src\"}")));
-  EXPECT_FALSE(m.contains(S("weft_host_peer_rtt_worst_seconds{host=\"c\",protocol=\"udp\",direction=\"src\"}")));
+  EXPECT_FALSE(
+      m.contains(S("weft_host_peer_rtt_worst_seconds{host=\"c\",protocol=\"udp\",direction=\"src\"}")));
   // Protocols are kept apart; c does not speak TCP so has no TCP series.
-  EXPECT_DOUBLE_EQ(m.at(S("weft_host_peer_rtt_median_seconds{host=\"a\",protocol=\"tcp\",direction=\"src\"}")), 70e-6);
+  EXPECT_DOUBLE_EQ(
+      m.at(S("weft_host_peer_rtt_median_seconds{host=\"a\",protocol=\"tcp\",direction=\"src\"}")), 70e-6);
   EXPECT_FALSE(m.contains(S("weft_host_peers{host=\"c\",protocol=\"tcp\",direction=\"src\"}")));
   // No RDMA data, no RDMA-speaking agent: no RDMA series at all.
   for (const auto& [k, _] : m) EXPECT_EQ(k.find("rdma"), std::string::npos) << k;
@@ -133,11 +146,14 @@ TEST(MetricsRenderer, RdmaPairsHaveTheirOwnSeries) {
              pair(Protocol::rdma, "b", "a", t, 100, 100, 0, 0),  // a's engine is gone
              pair(Protocol::udp, "a", "b", t, 100, 0, 50 * kUs, 90 * kUs)};
   const auto m = parse(render_metrics(v, {.per_pair = true}, kNow)).samples;
-  EXPECT_DOUBLE_EQ(m.at(S("weft_host_peer_rtt_median_seconds{host=\"a\",protocol=\"rdma\",direction=\"src\"}")), 8e-6);
-  EXPECT_DOUBLE_EQ(m.at(S("weft_host_peer_rtt_median_seconds{host=\"a\",protocol=\"udp\",direction=\"src\"}")), 50e-6);
+  EXPECT_DOUBLE_EQ(
+      m.at(S("weft_host_peer_rtt_median_seconds{host=\"a\",protocol=\"rdma\",direction=\"src\"}")), 8e-6);
+  EXPECT_DOUBLE_EQ(
+      m.at(S("weft_host_peer_rtt_median_seconds{host=\"a\",protocol=\"udp\",direction=\"src\"}")), 50e-6);
   EXPECT_DOUBLE_EQ(m.at(S("weft_host_peers_unreachable{host=\"a\",protocol=\"rdma\",direction=\"dst\"}")), 1);
   EXPECT_DOUBLE_EQ(m.at(S("weft_host_loss_ratio{host=\"b\",protocol=\"rdma\",direction=\"src\"}")), 1.0);
-  EXPECT_DOUBLE_EQ(m.at(S("weft_pair_network_rtt_seconds{protocol=\"rdma\",src=\"a\",dst=\"b\",stat=\"p99\"}")), 20e-6);
+  EXPECT_DOUBLE_EQ(
+      m.at(S("weft_pair_network_rtt_seconds{protocol=\"rdma\",src=\"a\",dst=\"b\",stat=\"p99\"}")), 20e-6);
   EXPECT_DOUBLE_EQ(m.at(S("weft_pair_loss_ratio{protocol=\"rdma\",src=\"b\",dst=\"a\"}")), 1.0);
 }
 
@@ -149,8 +165,10 @@ TEST(MetricsRenderer, MedianOfEvenCountIsMeanOfMiddlePair) {
              pair(Protocol::udp, "a", "d", t, 10, 0, 50 * kUs, 50 * kUs),
              pair(Protocol::udp, "a", "e", t, 10, 0, 1000 * kUs, 1000 * kUs)};
   const auto m = parse(render_metrics(v, {}, kNow)).samples;
-  EXPECT_DOUBLE_EQ(m.at(S("weft_host_peer_rtt_median_seconds{host=\"a\",protocol=\"udp\",direction=\"src\"}")), 40e-6);
-  EXPECT_DOUBLE_EQ(m.at(S("weft_host_peer_rtt_worst_seconds{host=\"a\",protocol=\"udp\",direction=\"src\"}")), 1000e-6);
+  EXPECT_DOUBLE_EQ(
+      m.at(S("weft_host_peer_rtt_median_seconds{host=\"a\",protocol=\"udp\",direction=\"src\"}")), 40e-6);
+  EXPECT_DOUBLE_EQ(m.at(S("weft_host_peer_rtt_worst_seconds{host=\"a\",protocol=\"udp\",direction=\"src\"}")),
+                   1000e-6);
 }
 
 TEST(MetricsRenderer, ControllerAndAgentHealth) {
@@ -178,7 +196,8 @@ TEST(MetricsRenderer, ControllerAndAgentHealth) {
   EXPECT_DOUBLE_EQ(m.at(S("weft_agent_dropped_windows_total{host=\"a\"}")), 1);
   EXPECT_DOUBLE_EQ(m.at(S("weft_agent_spooled_windows{host=\"a\"}")), 4);
   EXPECT_DOUBLE_EQ(m.at(S("weft_agent_prober_restarts_total{host=\"a\"}")), 2);
-  EXPECT_DOUBLE_EQ(m.at(S("weft_agent_last_seen_timestamp_seconds{host=\"a\"}")), (kNow - 3'000'000'000) / 1e9);
+  EXPECT_DOUBLE_EQ(m.at(S("weft_agent_last_seen_timestamp_seconds{host=\"a\"}")),
+                   (kNow - 3'000'000'000) / 1e9);
   EXPECT_DOUBLE_EQ(m.at(S("weft_agent_alarms{host=\"c\"}")), 1);
 }
 
@@ -202,17 +221,21 @@ TEST(MetricsRenderer, PerPairSeriesAreOptInAndCapped) {
 
   // 4 current pairs (udp a->b, b->a, b->c; tcp a->b); the stale udp a->c is never exported.
   auto all = parse(render_metrics(v, {.per_pair = true}, kNow)).samples;
-  EXPECT_DOUBLE_EQ(all.at(S("weft_pair_network_rtt_seconds{protocol=\"udp\",src=\"a\",dst=\"b\",stat=\"p99\"}")), 300e-6);
-  EXPECT_DOUBLE_EQ(all.at(S("weft_pair_network_rtt_seconds{protocol=\"udp\",src=\"a\",dst=\"b\",stat=\"p50\"}")), 100e-6);
+  EXPECT_DOUBLE_EQ(
+      all.at(S("weft_pair_network_rtt_seconds{protocol=\"udp\",src=\"a\",dst=\"b\",stat=\"p99\"}")), 300e-6);
+  EXPECT_DOUBLE_EQ(
+      all.at(S("weft_pair_network_rtt_seconds{protocol=\"udp\",src=\"a\",dst=\"b\",stat=\"p50\"}")), 100e-6);
   EXPECT_DOUBLE_EQ(all.at(S("weft_pair_loss_ratio{protocol=\"udp\",src=\"a\",dst=\"b\"}")), 0.3);
   EXPECT_DOUBLE_EQ(all.at(S("weft_pair_loss_ratio{protocol=\"udp\",src=\"b\",dst=\"c\"}")), 1.0);
-  EXPECT_FALSE(all.contains(S("weft_pair_network_rtt_seconds{protocol=\"udp\",src=\"b\",dst=\"c\",stat=\"p50\"}")));
+  EXPECT_FALSE(
+      all.contains(S("weft_pair_network_rtt_seconds{protocol=\"udp\",src=\"b\",dst=\"c\",stat=\"p50\"}")));
   EXPECT_FALSE(all.contains(S("weft_pair_loss_ratio{protocol=\"udp\",src=\"a\",dst=\"c\"}")));
   EXPECT_DOUBLE_EQ(all.at(S("weft_pair_loss_ratio{protocol=\"tcp\",src=\"a\",dst=\"b\"}")), 0);
   EXPECT_DOUBLE_EQ(all.at("weft_controller_metrics_pairs_omitted"), 0);
 
   // A cap of 2 pairs' worth of series keeps the first two in (protocol, src, dst) order.
-  auto capped = parse(render_metrics(v, {.per_pair = true, .max_pair_series = 2 * kSeriesPerPair}, kNow)).samples;
+  auto capped =
+      parse(render_metrics(v, {.per_pair = true, .max_pair_series = 2 * kSeriesPerPair}, kNow)).samples;
   size_t pair_series = 0;
   std::set<std::string> exported;
   for (const auto& [k, _] : capped) {

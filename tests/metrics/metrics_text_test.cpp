@@ -1,9 +1,9 @@
 #include "controller/metrics_text.hpp"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <limits>
-
-#include <gtest/gtest.h>
 
 namespace weft::controller {
 namespace {

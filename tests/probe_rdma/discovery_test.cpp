@@ -1,13 +1,11 @@
-#include "probe/rdma_discovery.hpp"
-
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <thread>
 
-#include <sys/socket.h>
-
 #include "net/socket.hpp"
+#include "probe/rdma_discovery.hpp"
 
 using namespace weft;
 using namespace weft::probe;
@@ -80,7 +78,8 @@ TEST(RdmaDiscovery, ServerAnswersOnLoopbackAndIgnoresGarbage) {
   EXPECT_EQ(a->qpn, 0x123456u);
   // The server counts a reply after sendto() returns, so the client can hold the answer a moment
   // before the counter moves: wait for it (bounded) instead of racing the server thread.
-  for (int i = 0; i < 200 && (*srv)->answered() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  for (int i = 0; i < 200 && (*srv)->answered() == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_EQ((*srv)->answered(), 1u);
   EXPECT_EQ((*srv)->rejected(), 1u);
 }

@@ -1,6 +1,6 @@
-#include "probe/rdma_rtt.hpp"
-
 #include <gtest/gtest.h>
+
+#include "probe/rdma_rtt.hpp"
 
 using namespace weft::probe;
 using weft::rdma::NicClock;
@@ -117,7 +117,8 @@ TEST(RdmaRtt, ResponderDelayOnBothClocks) {
   auto sw = responder_delay(StampClock::software(), rx, tx, 58'000);
   EXPECT_EQ(sw.ns, 8'000);  // software: PONG posted - PING polled
   EXPECT_FALSE(sw.hardware);
-  auto hw = responder_delay(StampClock::hardware(NicClock(250'000, 0xffffffff)), rx, tx, 58'000);  // 4 ns/tick
+  auto hw =
+      responder_delay(StampClock::hardware(NicClock(250'000, 0xffffffff)), rx, tx, 58'000);  // 4 ns/tick
   EXPECT_EQ(hw.ns, 10'000);
   EXPECT_TRUE(hw.hardware);
   // NIC stamps going backwards: the software interval instead, flagged as such.

@@ -1,6 +1,6 @@
-#include "probe/rdma_target_spec.hpp"
-
 #include <gtest/gtest.h>
+
+#include "probe/rdma_target_spec.hpp"
 
 using namespace weft::probe;
 
@@ -32,8 +32,8 @@ TEST(RdmaTargetSpec, ParsesGidLidAndHost) {
 }
 
 TEST(RdmaTargetSpec, RejectsMalformed) {
-  for (const char* bad : {"", "rxe0", ":::1", "rxe0:", "rx e0:10.0.0.1", "rxe0:lid:0", "rxe0:lid:49152", "rxe0:lid:x",
-                          "rxe0:lid:", "rxe0:zz::zz::1", "rxe0:lid:5x"}) {
+  for (const char* bad : {"", "rxe0", ":::1", "rxe0:", "rx e0:10.0.0.1", "rxe0:lid:0", "rxe0:lid:49152",
+                          "rxe0:lid:x", "rxe0:lid:", "rxe0:zz::zz::1", "rxe0:lid:5x"}) {
     auto r = parse_rdma_target(bad);
     EXPECT_FALSE(r) << bad;
     if (!r) {

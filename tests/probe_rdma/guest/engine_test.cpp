@@ -1,7 +1,5 @@
 // RDMA probe engine on a real verbs device (rxe in the Soft-RoCE guest; see ../guest_suite.sh).
 // Device and address come from WRP_DEVICE / WRP_IP (default rxe0, 10.9.0.1).
-#include "probe/rdma_engine.hpp"
-
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 
@@ -14,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "probe/rdma_engine.hpp"
 #include "probe/rdma_wire.hpp"
 #include "rdma/address_handle.hpp"
 #include "rdma/completion_queue.hpp"
@@ -194,8 +193,9 @@ TEST(RdmaEngineGuest, BurstOfTenThousandPingsFromManyPeersLosesNone) {
     EXPECT_EQ(c.received, kEach);
     EXPECT_EQ(c.lost, 0u);
   }
-  std::printf("[burst] %lu pings from %d peers answered in %.2f s (%.0f pings/s with PONG and follow-up each)\n",
-              (unsigned long)rcnt.pings_received, kPeers, secs, static_cast<double>(rcnt.pings_received) / secs);
+  std::printf(
+      "[burst] %lu pings from %d peers answered in %.2f s (%.0f pings/s with PONG and follow-up each)\n",
+      (unsigned long)rcnt.pings_received, kPeers, secs, static_cast<double>(rcnt.pings_received) / secs);
 }
 
 TEST(RdmaEngineGuest, StoppedResponderIsFullLossWhileOthersAreStillProbed) {
@@ -387,14 +387,17 @@ TEST(RdmaEngineGuest, PairAcrossTwoDevices) {
     std::sort(v.begin(), v.end());
     return static_cast<long>(v[v.size() / 2]);
   };
-  auto mn = [](const std::vector<int64_t>& v) -> long { return v.empty() ? -1 : *std::min_element(v.begin(), v.end()); };
+  auto mn = [](const std::vector<int64_t>& v) -> long {
+    return v.empty() ? -1 : *std::min_element(v.begin(), v.end());
+  };
   EXPECT_EQ(answered[0], total[0]);
   EXPECT_EQ(answered[1], total[1]);
   EXPECT_GE(net[0].size(), 50u);
   EXPECT_GE(net[1].size(), 50u);
   std::printf("PAIR_SAMPLES_OFF=%zu\nPAIR_SAMPLES_ON=%zu\nPAIR_LOST=%lu\n", net[0].size(), net[1].size(),
               (unsigned long)(total[0] + total[1] - answered[0] - answered[1]));
-  std::printf("PAIR_P50_NETWORK_OFF_NS=%ld\nPAIR_P50_NETWORK_ON_NS=%ld\nPAIR_MIN_NETWORK_OFF_NS=%ld\n"
-              "PAIR_MIN_NETWORK_ON_NS=%ld\nPAIR_P50_DELAY_OFF_NS=%ld\nPAIR_P50_DELAY_ON_NS=%ld\n",
-              p50(net[0]), p50(net[1]), mn(net[0]), mn(net[1]), p50(delay[0]), p50(delay[1]));
+  std::printf(
+      "PAIR_P50_NETWORK_OFF_NS=%ld\nPAIR_P50_NETWORK_ON_NS=%ld\nPAIR_MIN_NETWORK_OFF_NS=%ld\n"
+      "PAIR_MIN_NETWORK_ON_NS=%ld\nPAIR_P50_DELAY_OFF_NS=%ld\nPAIR_P50_DELAY_ON_NS=%ld\n",
+      p50(net[0]), p50(net[1]), mn(net[0]), mn(net[1]), p50(delay[0]), p50(delay[1]));
 }
