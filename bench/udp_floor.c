@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static double seconds(const struct timeval* t) { return (double)t->tv_sec + (double)t->tv_usec / 1e6; }
+#include "cpu_time.h"
 
 int main(int argc, char** argv) {
   const int rate = argc > 1 ? atoi(argv[1]) : 10000;
@@ -47,20 +47,11 @@ int main(int argc, char** argv) {
   long replies = 0;
   struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  char path[64];
-  snprintf(path, sizeof path, "/proc/%d/stat", pid);
-  unsigned long su0 = 0, ss0 = 0, su1 = 0, ss1 = 0;
-  struct rusage r0, r1;
+  double self0 = 0, child0 = 0;
   for (int tick = 0; tick < (secs + 1) * 1000; tick++) {
     if (tick == 1000) {  // one second of warm-up, then measure
-      getrusage(RUSAGE_SELF, &r0);
-      FILE* f = fopen(path, "r");
-      char buf[1024] = {0};
-      if (f) {
-        fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-      }
-      sscanf(strrchr(buf, ')') + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &su0, &ss0);
+      self0 = self_cpu_seconds();
+      child0 = proc_cpu_seconds(pid);
     }
     for (int i = 0; i < per_ms; i++) sendto(c, b, sizeof b, 0, (struct sockaddr*)&a, sizeof a);
     long ns = t0.tv_nsec + (long)(tick + 1) * 1000000L;
@@ -68,19 +59,10 @@ int main(int argc, char** argv) {
     clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL);
     while (recv(c, b, sizeof b, MSG_DONTWAIT) > 0) replies++;
   }
-  getrusage(RUSAGE_SELF, &r1);
-  FILE* f = fopen(path, "r");
-  char buf[1024] = {0};
-  if (f) {
-    fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-  }
-  sscanf(strrchr(buf, ')') + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &su1, &ss1);
+  const double client = self_cpu_seconds() - self0;
+  const double server_s = proc_cpu_seconds(pid) - child0;
   kill(pid, SIGKILL);
   waitpid(pid, NULL, 0);
-  const double client =
-      seconds(&r1.ru_utime) + seconds(&r1.ru_stime) - seconds(&r0.ru_utime) - seconds(&r0.ru_stime);
-  const double server_s = (double)(su1 + ss1 - su0 - ss0) / (double)sysconf(_SC_CLK_TCK);
   printf("{\"floor_rate\":%d,\"cpu_percent_client\":%.1f,\"cpu_percent_server\":%.1f,\"replies\":%ld}\n",
          per_ms * 1000, 100.0 * client / secs, 100.0 * server_s / secs, replies);
   return 0;

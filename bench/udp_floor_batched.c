@@ -21,14 +21,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cpu_time.h"
+
 #define BATCH 256
 
 static char bufs[BATCH][64], ctl[BATCH][256];
 static struct sockaddr_in from[BATCH];
 static struct mmsghdr msgs[BATCH];
 static struct iovec iovs[BATCH];
-
-static double seconds(const struct timeval* t) { return (double)t->tv_sec + (double)t->tv_usec / 1e6; }
 
 static void sleep_tick(struct timespec* t, long us) {
   t->tv_nsec += us * 1000;
@@ -78,19 +78,6 @@ static int drain(int fd, int flags, int with_name) {
   }
 }
 
-static void proc_cpu(pid_t pid, unsigned long* ticks) {
-  char path[64], buf[1024] = {0};
-  snprintf(path, sizeof path, "/proc/%d/stat", pid);
-  FILE* f = fopen(path, "r");
-  if (!f) return;
-  size_t got = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[got] = 0;
-  unsigned long u = 0, s = 0;
-  sscanf(strrchr(buf, ')') + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &u, &s);
-  *ticks = u + s;
-}
-
 int main(int argc, char** argv) {
   if (argc != 5) {
     fprintf(stderr, "usage: %s RATE SECONDS TICK_US STAMPS(0|1|2)\n", argv[0]);
@@ -136,15 +123,14 @@ int main(int argc, char** argv) {
     sm[i].msg_hdr.msg_iovlen = 1;
   }
   long replies = 0;
-  struct rusage r0, r1;
-  unsigned long s0 = 0, s1 = 0;
+  double self0 = 0, child0 = 0;
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   const long warmup = 1000000L / tick_us, ticks = (long)(secs + 1) * 1000000L / tick_us;
   for (long k = 0; k < ticks; k++) {
     if (k == warmup) {  // one second of warm-up, then measure
-      getrusage(RUSAGE_SELF, &r0);
-      proc_cpu(pid, &s0);
+      self0 = self_cpu_seconds();
+      child0 = proc_cpu_seconds(pid);
       replies = 0;
     }
     sendmmsg(c, sm, (unsigned)per_tick, 0);
@@ -152,13 +138,10 @@ int main(int argc, char** argv) {
     replies += drain(c, 0, 0);
     if (stamps > 1) drain(c, MSG_ERRQUEUE, 0);
   }
-  getrusage(RUSAGE_SELF, &r1);
-  proc_cpu(pid, &s1);
+  const double client = self_cpu_seconds() - self0;
+  const double server_s = proc_cpu_seconds(pid) - child0;
   kill(pid, SIGKILL);
   waitpid(pid, NULL, 0);
-  const double client =
-      seconds(&r1.ru_utime) + seconds(&r1.ru_stime) - seconds(&r0.ru_utime) - seconds(&r0.ru_stime);
-  const double server_s = (double)(s1 - s0) / (double)sysconf(_SC_CLK_TCK);
   printf(
       "{\"floor_batched_rate\":%ld,\"tick_us\":%d,\"stamps\":%d,\"cpu_percent_client\":%.1f,"
       "\"cpu_percent_server\":%.1f,\"replies\":%ld}\n",

@@ -107,6 +107,19 @@ net::Fd black_hole(uint16_t& port) {
   return std::move(*fd);
 }
 
+// For the fake responders: one waiting datagram that parses as a wire packet, and who sent it.
+bool recv_probe(int fd, wire::Packet& p, net::SocketAddress& from) {
+  uint8_t buf[128];
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  const ssize_t n = recvfrom(fd, buf, sizeof buf, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&addr), &len);
+  if (n <= 0 ||
+      wire::decode(std::span<const uint8_t>(buf, static_cast<size_t>(n)), p) != wire::ParseError::ok)
+    return false;
+  from = net::SocketAddress::from_sockaddr(reinterpret_cast<sockaddr*>(&addr), len);
+  return true;
+}
+
 }  // namespace
 
 TEST(Prober, AnswersAndLossPerTarget) {
@@ -203,17 +216,10 @@ TEST(Prober, CountsDuplicatesLateUnknownAndMalformedApart) {
           ++it;
         }
       }
-      uint8_t buf[128];
-      sockaddr_storage from{};
-      socklen_t flen = sizeof from;
-      ssize_t n =
-          recvfrom(fd->get(), buf, sizeof buf, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&from), &flen);
-      if (n <= 0) continue;
       wire::Packet p;
-      if (wire::decode(std::span<const uint8_t>(buf, static_cast<size_t>(n)), p) != wire::ParseError::ok)
-        continue;
+      net::SocketAddress to;
+      if (!recv_probe(fd->get(), p, to)) continue;
       const int k = probes_seen++;
-      auto to = net::SocketAddress::from_sockaddr(reinterpret_cast<sockaddr*>(&from), flen);
       p.type = wire::Type::reply;
       p.flags = 0;  // no follow-up coming: user-space times
       p.responder_rx_ns = realtime_ns();
@@ -481,16 +487,8 @@ TEST(Prober, BatchedFollowupsGiveTheResponderDelay) {
         it = held.erase(it);
       }
       if (held.empty()) flush();
-      uint8_t buf[128];
-      sockaddr_storage from{};
-      socklen_t flen = sizeof from;
-      ssize_t n =
-          recvfrom(fd->get(), buf, sizeof buf, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&from), &flen);
-      if (n <= 0) continue;
       wire::Packet p;
-      if (wire::decode(std::span<const uint8_t>(buf, static_cast<size_t>(n)), p) != wire::ParseError::ok)
-        continue;
-      to = net::SocketAddress::from_sockaddr(reinterpret_cast<sockaddr*>(&from), flen);
+      if (!recv_probe(fd->get(), p, to)) continue;
       p.responder_rx_ns = realtime_ns();
       held.push_back({p, mono_ns() + 2'500'000});
     }
