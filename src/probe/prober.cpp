@@ -82,6 +82,8 @@ struct UdpSock {
   int family = 0;
   uint32_t tx_counter = 0;      // OPT_ID of the next datagram
   std::vector<uint64_t> txmap;  // OPT_ID & mask -> seq
+  size_t targets = 0;           // targets probed from it (retired ones until released)
+  bool polled = false;          // out of the epoll set, read on every wake-up (see poll_udp)
 };
 
 }  // namespace
@@ -108,9 +110,8 @@ struct Prober::Impl {
   int64_t window_ns = 0, interval_ns = 0, timeout_ns = 0;
   int64_t offset_rt = 0;  // realtime - monotonic, fixed when run() starts
   int64_t next_flush_mono = 0;
-  int64_t slack_ns = 0;
-  bool udp_polled = false;  // UDP sockets out of the epoll set (see poll_udp)  // sends due this soon are
-                            // sent now (see loop())
+  int64_t slack_ns = 0;     // sends due this soon are sent now (see loop())
+  bool udp_polled = false;  // some UDP socket is out of the epoll set and read on every wake-up
   uint64_t tcp_open = 0, tcp_cap = 0;
   bool warned_send = false;
 
@@ -212,6 +213,7 @@ struct Prober::Impl {
       if (cfg.protocol == Protocol::tcp && cfg.tcp_keep_open) keep_open_connect(idx, *targets[idx], now);
     }
     for (auto& [key, idx] : existing) targets[idx]->retired = true;  // no longer in the list
+    count_socket_targets();
     size_t active = 0;
     for (auto& t : targets) active += (t && !t->retired) ? 1 : 0;
     // Each target has at most timeout/interval + 1 probes unresolved; room for twice that.
@@ -258,6 +260,13 @@ struct Prober::Impl {
     t.rlen = 0;
   }
 
+  // How many targets each UDP socket serves: one with none is never polled (see poll_udp).
+  void count_socket_targets() {
+    for (auto& u : udp) u.targets = 0;
+    for (auto& t : targets)
+      if (t) ++udp[t->sock].targets;
+  }
+
   void release_retired() {
     for (uint32_t i = 0; i < targets.size(); ++i) {
       auto& t = targets[i];
@@ -266,6 +275,7 @@ struct Prober::Impl {
       for (auto& w : t->windows) open |= w.open();
       if (open) continue;
       close_conn(*t);
+      --udp[t->sock].targets;
       t.reset();
       free_ids.push_back(i);
     }
@@ -902,15 +912,21 @@ struct Prober::Impl {
   // instead: every datagram and every transmit stamp queued on a socket in an epoll set calls
   // epoll's callback (a lock and a check), several per probe, and a streaming loop wakes on its
   // own timer anyway. Back in the set as soon as the load is light, so answers are read at once.
-  void poll_udp(bool on) {
-    if (on == udp_polled) return;
-    udp_polled = on;
+  // A socket without targets stays in the set (nothing of ours arrives there; it costs no reads).
+  void poll_udp(bool streaming) {
+    udp_polled = false;
     for (int f = 0; f < 2; ++f) {
-      if (!udp[f].fd.valid()) continue;
-      if (on)
-        ep.remove(udp[f].fd.get());
-      else
-        (void)ep.add(udp[f].fd.get(), EPOLLIN, tag(kUdp, static_cast<uint64_t>(f)));
+      UdpSock& u = udp[f];
+      if (!u.fd.valid()) continue;
+      const bool want = streaming && u.targets > 0;
+      if (want != u.polled) {
+        if (want)
+          ep.remove(u.fd.get());
+        else
+          (void)ep.add(u.fd.get(), EPOLLIN, tag(kUdp, static_cast<uint64_t>(f)));
+        u.polled = want;
+      }
+      udp_polled |= want;
     }
   }
 
@@ -961,7 +977,7 @@ struct Prober::Impl {
       if (udp_polled) {
         Counters::inc(ctr.streaming_wakeups);
         for (int f = 0; f < 2; ++f)
-          if (udp[f].fd.valid()) udp_readable(f, EPOLLIN | EPOLLERR);
+          if (udp[f].polled) udp_readable(f, EPOLLIN | EPOLLERR);
       }
       waiter.handled(ctr.sent.load(std::memory_order_relaxed) + ctr.received.load(std::memory_order_relaxed));
       poll_udp(waiter.streaming());
