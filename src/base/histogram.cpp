@@ -40,15 +40,21 @@ void LogHistogram::add(int64_t value) {
 
 void LogHistogram::merge(const LogHistogram& other) {
   if (other.count_ == 0) return;
-  for (size_t i = 0; i < counts_.size(); ++i) counts_[i] += other.counts_[i];
+  for (int b = bucket_of(other.min_), last = bucket_of(other.max_); b <= last; ++b)
+    counts_[static_cast<size_t>(b)] += other.counts_[static_cast<size_t>(b)];
   if (count_ == 0 || other.min_ < min_) min_ = other.min_;
   if (count_ == 0 || other.max_ > max_) max_ = other.max_;
   count_ += other.count_;
   sum_ += other.sum_;
 }
 
+// Every counted value lies in [min, max], so only the buckets between theirs can be non-zero: a
+// window's few hundred bytes are cleared and scanned instead of the whole 9 KB.
 void LogHistogram::reset() {
-  counts_.fill(0);
+  if (count_ != 0) {
+    const int first = bucket_of(min_), last = bucket_of(max_);
+    std::fill(counts_.begin() + first, counts_.begin() + last + 1, 0u);
+  }
   count_ = 0;
   sum_ = 0;
   min_ = max_ = 0;
@@ -60,7 +66,7 @@ int64_t LogHistogram::percentile(double q) const {
   auto rank = static_cast<uint64_t>(std::ceil(q * static_cast<double>(count_)));
   rank = std::clamp<uint64_t>(rank, 1, count_);
   uint64_t seen = 0;
-  for (int b = 0; b < kBuckets; ++b) {
+  for (int b = bucket_of(min_), last = bucket_of(max_); b <= last; ++b) {
     seen += counts_[static_cast<size_t>(b)];
     if (seen >= rank) {
       if (b == kBuckets - 1 && max_ >= bucket_high(b)) return max_;  // the overflow bucket

@@ -43,6 +43,7 @@ struct BenchArgs {
   bool no_followups = false;
   int64_t coalesce_us = 1000;
   int64_t max_coalesce_us = 5000;
+  double window_s = 10;  // the prober's default: what an agent runs with
 };
 
 int64_t self_cpu_ns() {
@@ -89,8 +90,14 @@ int run_bench(const BenchArgs& a) {
   std::string max_coalesce_arg = "--max-coalesce-us=" + std::to_string(a.max_coalesce_us);
   argv.push_back(max_coalesce_arg.data());
   argv.push_back(nullptr);
+  // Our own executable by name: valgrind answers this readlink with the program it runs, whereas
+  // exec of /proc/self/exe itself would start valgrind's tool binary.
+  char self_exe[4096];
+  const ssize_t self_len = readlink("/proc/self/exe", self_exe, sizeof self_exe - 1);
+  self_exe[self_len > 0 ? self_len : 0] = '\0';
+  const char* exe = self_len > 0 ? self_exe : "/proc/self/exe";
   pid_t child = 0;
-  if (int rc = posix_spawn(&child, "/proc/self/exe", nullptr, nullptr, argv.data(), environ); rc != 0) {
+  if (int rc = posix_spawn(&child, exe, nullptr, nullptr, argv.data(), environ); rc != 0) {
     fmt::print(stderr, "weft bench probe: cannot start the responder: {}\n", std::strerror(rc));
     return 1;
   }
@@ -105,7 +112,7 @@ int run_bench(const BenchArgs& a) {
   cfg.protocol = a.protocol == "udp" ? probe::Protocol::udp : probe::Protocol::tcp;
   cfg.tcp_keep_open = a.keep_open;
   cfg.interval = std::chrono::nanoseconds(static_cast<int64_t>(1e9 * a.targets / a.rate));
-  cfg.window = std::chrono::seconds(1);
+  cfg.window = std::chrono::nanoseconds(static_cast<int64_t>(a.window_s * 1e9));
   cfg.coalesce = std::chrono::microseconds(a.coalesce_us);
   cfg.max_coalesce = std::chrono::microseconds(a.max_coalesce_us);
   auto prober = probe::Prober::create(cfg);
@@ -165,6 +172,7 @@ int run_bench(const BenchArgs& a) {
                       {"weird", cend.weird},
                       {"malformed", cend.malformed + cend.unknown_session + cend.unknown_probe},
                       {"windows", windows},
+                      {"window_s", a.window_s},
                       {"cpu_percent_prober", pct(p1 - p0)},
                       {"cpu_percent_responder", r0.ok && r1.ok ? pct(r1.cpu_ns - r0.cpu_ns) : -1.0},
                       {"rss_kb_prober", self.rss_kb},
@@ -197,6 +205,9 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
       ->capture_default_str();
   sub->add_option("--max-coalesce-us", a->max_coalesce_us, "Longest wake-up coalescing under load (us)")
       ->capture_default_str();
+  sub->add_option("--window", a->window_s, "Prober window length (s); 1 closes 10x as many windows")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
   sub->callback([a] { weft::cli::set_exit_code(run_bench(*a)); });
 }};
 

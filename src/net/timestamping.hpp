@@ -28,6 +28,8 @@ Status enable_timestamping(int fd, bool tx);
 
 // Room for every control message we ask for (timestamps, extended errors, packet info).
 inline constexpr size_t kControlBytes = 512;
+// Room for an error-queue transmit stamp: SCM_TIMESTAMPING (64 bytes) and IP(V6)_RECVERR (<= 64).
+inline constexpr size_t kErrQueueControlBytes = 256;
 
 // Reads an SCM_TIMESTAMPING receive time from a received message; false when there is none.
 bool parse_rx_time(const msghdr& msg, KernelTime& out);

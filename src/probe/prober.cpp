@@ -21,6 +21,7 @@
 #include "net/address.hpp"
 #include "net/epoll.hpp"
 #include "net/frame_reader.hpp"
+#include "net/recv_batch.hpp"
 #include "net/socket.hpp"
 #include "net/timestamping.hpp"
 #include "probe/accumulator.hpp"
@@ -124,11 +125,8 @@ struct Prober::Impl {
   std::function<void(WindowStats&&)> on_window;
 
   // Receive buffers.
-  mmsghdr rmsg[kBatch];
-  iovec riov[kBatch];
-  uint8_t rdata[kBatch][kRecvBytes];
-  alignas(cmsghdr) char rctrl[kBatch][net::kControlBytes];
-  sockaddr_storage raddr[kBatch];
+  net::RecvBatch<kBatch, kRecvBytes, net::kControlBytes> udp_in;
+  net::RecvBatch<kBatch, 0, net::kErrQueueControlBytes> tx_stamps;
   // Probes resolved by one recvmmsg batch: a reply or single follow-up resolves at most one, a
   // follow-ups message up to wire::kMaxFollowups.
   static constexpr size_t kReadyCap = kBatch * wire::kMaxFollowups;
@@ -524,19 +522,11 @@ struct Prober::Impl {
   void drain_errqueue(int sidx) {
     UdpSock& u = udp[sidx];
     for (;;) {
-      for (int i = 0; i < kBatch; ++i) {
-        riov[i] = {rdata[i], kRecvBytes};
-        rmsg[i] = {};
-        rmsg[i].msg_hdr.msg_iov = &riov[i];
-        rmsg[i].msg_hdr.msg_iovlen = 1;
-        rmsg[i].msg_hdr.msg_control = rctrl[i];
-        rmsg[i].msg_hdr.msg_controllen = net::kControlBytes;
-      }
-      int r = recvmmsg(u.fd.get(), rmsg, kBatch, MSG_ERRQUEUE | MSG_DONTWAIT, nullptr);
-      if (r <= 0) return;
+      const int r = tx_stamps.read(u.fd.get(), MSG_ERRQUEUE);
+      if (r == 0) return;
       for (int i = 0; i < r; ++i) {
         net::TxTimestamp ts;
-        if (!net::parse_tx_timestamp(rmsg[i].msg_hdr, ts)) continue;
+        if (!net::parse_tx_timestamp(tx_stamps.header(static_cast<size_t>(i)), ts)) continue;
         const uint64_t seq = u.txmap[ts.id & tx_mask];
         Slot* s = table.find(seq);
         if (s && s->tx_id_valid && s->tx_id == ts.id && s->sock == sidx) s->timing.tx_kernel = ts.time;
@@ -547,7 +537,7 @@ struct Prober::Impl {
 
   void udp_malformed(int i) {
     Counters::inc(ctr.malformed);
-    if (TargetState* t = target_by_addr(raddr[i], rmsg[i].msg_hdr.msg_namelen))
+    if (TargetState* t = target_by_addr(udp_in.sender(i), udp_in.sender_length(i)))
       window_at(*t, mono_ns()).add_malformed();
   }
 
@@ -570,24 +560,24 @@ struct Prober::Impl {
   }
 
   void udp_followups(int i, int64_t rx_mono) {
-    const auto& h = rmsg[i].msg_hdr;
+    const auto& h = udp_in.header(i);
     wire::Followups& f = followups_in;
-    if ((h.msg_flags & MSG_TRUNC) ||
-        wire::decode_followups(std::span<const uint8_t>(rdata[i], rmsg[i].msg_len), f) !=
-            wire::ParseError::ok) {
+    if ((h.msg_flags & MSG_TRUNC) || wire::decode_followups(udp_in.data(i), f) != wire::ParseError::ok) {
       udp_malformed(i);
       return;
     }
     if (f.session != session) {
       Counters::inc(ctr.unknown_session);
-      if (TargetState* t = target_by_addr(raddr[i], h.msg_namelen)) window_at(*t, rx_mono).add_malformed();
+      if (TargetState* t = target_by_addr(udp_in.sender(i), udp_in.sender_length(i)))
+        window_at(*t, rx_mono).add_malformed();
       return;
     }
     for (size_t k = 0; k < f.count; ++k) {
       const wire::FollowupEntry& e = f.entries[k];
       if (e.seq >= next_seq) {  // one bad entry spoils the message: it cannot be ours
         Counters::inc(ctr.unknown_probe);
-        if (TargetState* t = target_by_addr(raddr[i], h.msg_namelen)) window_at(*t, rx_mono).add_malformed();
+        if (TargetState* t = target_by_addr(udp_in.sender(i), udp_in.sender_length(i)))
+          window_at(*t, rx_mono).add_malformed();
         return;
       }
     }
@@ -597,33 +587,35 @@ struct Prober::Impl {
   }
 
   void udp_datagram(int i, int64_t rx_mono) {
-    const auto& h = rmsg[i].msg_hdr;
-    if (wire::is_followups(std::span<const uint8_t>(rdata[i], rmsg[i].msg_len))) {
+    const auto& h = udp_in.header(i);
+    if (wire::is_followups(udp_in.data(i))) {
       udp_followups(i, rx_mono);
       return;
     }
     wire::Packet p;
-    if ((h.msg_flags & MSG_TRUNC) ||
-        wire::decode(std::span<const uint8_t>(rdata[i], rmsg[i].msg_len), p) != wire::ParseError::ok ||
+    if ((h.msg_flags & MSG_TRUNC) || wire::decode(udp_in.data(i), p) != wire::ParseError::ok ||
         p.type == wire::Type::probe) {
       udp_malformed(i);
       return;
     }
     if (p.session != session) {
       Counters::inc(ctr.unknown_session);
-      if (TargetState* t = target_by_addr(raddr[i], h.msg_namelen)) window_at(*t, rx_mono).add_malformed();
+      if (TargetState* t = target_by_addr(udp_in.sender(i), udp_in.sender_length(i)))
+        window_at(*t, rx_mono).add_malformed();
       return;
     }
     if (p.seq >= next_seq) {
       Counters::inc(ctr.unknown_probe);
-      if (TargetState* t = target_by_addr(raddr[i], h.msg_namelen)) window_at(*t, rx_mono).add_malformed();
+      if (TargetState* t = target_by_addr(udp_in.sender(i), udp_in.sender_length(i)))
+        window_at(*t, rx_mono).add_malformed();
       return;
     }
     Slot* s = table.find(p.seq);
     if (!s) {  // older than the table remembers: it can only be late
       if (p.type == wire::Type::reply) {
         Counters::inc(ctr.late);
-        if (TargetState* t = target_by_addr(raddr[i], h.msg_namelen)) window_at(*t, rx_mono).add_late();
+        if (TargetState* t = target_by_addr(udp_in.sender(i), udp_in.sender_length(i)))
+          window_at(*t, rx_mono).add_late();
       }
       return;
     }
@@ -670,18 +662,8 @@ struct Prober::Impl {
     if (events & EPOLLERR) drain_errqueue(sidx);
     if (!(events & EPOLLIN)) return;
     for (int rounds = 0; rounds < 16; ++rounds) {
-      for (int i = 0; i < kBatch; ++i) {
-        riov[i] = {rdata[i], kRecvBytes};
-        rmsg[i] = {};
-        rmsg[i].msg_hdr.msg_name = &raddr[i];
-        rmsg[i].msg_hdr.msg_namelen = sizeof(sockaddr_storage);
-        rmsg[i].msg_hdr.msg_iov = &riov[i];
-        rmsg[i].msg_hdr.msg_iovlen = 1;
-        rmsg[i].msg_hdr.msg_control = rctrl[i];
-        rmsg[i].msg_hdr.msg_controllen = net::kControlBytes;
-      }
-      int r = recvmmsg(u.fd.get(), rmsg, kBatch, MSG_DONTWAIT, nullptr);
-      if (r <= 0) return;
+      const int r = udp_in.read(u.fd.get());
+      if (r == 0) return;
       const int64_t rx_mono = mono_ns();
       n_ready = 0;
       for (int i = 0; i < r; ++i) udp_datagram(i, rx_mono);
@@ -843,22 +825,51 @@ struct Prober::Impl {
   }
 
   // ---- sending schedule ----------------------------------------------------------------------
+  // Restores the heap after the earliest entry's time moved later: one pass down the tree,
+  // instead of a pop and a push for every send.
+  void heap_sift_down_top() {
+    const size_t n = heap.size();
+    size_t i = 0;
+    const HeapEntry moving = heap[0];
+    for (;;) {
+      size_t c = 2 * i + 1;
+      if (c >= n) break;
+      if (c + 1 < n && heap[c + 1].t < heap[c].t) ++c;
+      if (!(heap[c].t < moving.t)) break;
+      heap[i] = heap[c];
+      i = c;
+    }
+    heap[i] = moving;
+  }
+
+  void heap_pop_top() {
+    std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+    heap.pop_back();
+  }
+
   void send_due(int64_t now) {
     const int64_t limit = now + slack_ns;
     while (!heap.empty() && heap.front().t <= limit) {
-      std::pop_heap(heap.begin(), heap.end(), std::greater<>());
-      HeapEntry e = heap.back();
-      heap.pop_back();
-      if (e.index >= targets.size() || !targets[e.index]) continue;
+      const HeapEntry e = heap.front();
+      if (e.index >= targets.size() || !targets[e.index]) {
+        heap_pop_top();
+        continue;
+      }
       TargetState& t = *targets[e.index];
-      if (t.gen != e.gen || t.retired) continue;
+      if (t.gen != e.gen || t.retired) {
+        heap_pop_top();
+        continue;
+      }
       if (cfg.protocol == Protocol::udp)
         udp_queue(e.index, t);
       else if (cfg.tcp_keep_open)
         keep_open_send(e.index, t, now);
       else
         tcp_start(e.index, t);
-      if (cfg.count != 0 && ++t.sends >= cfg.count) continue;  // done: not rescheduled
+      if (cfg.count != 0 && ++t.sends >= cfg.count) {  // done: not rescheduled
+        heap_pop_top();
+        continue;
+      }
       // Next nominal slot plus up to +/-5% jitter. After a stall longer than an interval (and
       // 20 ms), the missed slots are skipped rather than sent in a burst.
       ++t.k;
@@ -867,8 +878,8 @@ struct Prober::Impl {
         t.k = static_cast<uint64_t>((now - t.phase_mono) / interval_ns) + 1;
         nominal = t.phase_mono + static_cast<int64_t>(t.k) * interval_ns;
       }
-      heap.push_back({nominal + rng.symmetric(interval_ns / 20), e.index, e.gen});
-      std::push_heap(heap.begin(), heap.end(), std::greater<>());
+      heap.front().t = nominal + rng.symmetric(interval_ns / 20);
+      heap_sift_down_top();
     }
     udp_flush_batch();
   }

@@ -27,6 +27,7 @@
 #include "net/address.hpp"
 #include "net/epoll.hpp"
 #include "net/frame_reader.hpp"
+#include "net/recv_batch.hpp"
 #include "net/socket.hpp"
 #include "net/timestamping.hpp"
 #include "probe/wake_coalescer.hpp"
@@ -149,11 +150,8 @@ struct Responder::Impl {
   std::atomic<uint64_t> answered{0}, malformed{0}, tcp_accepted{0}, followups{0}, shed{0}, wakeups{0},
       streaming_wakeups{0};
 
-  mmsghdr rmsg[kBatch];
-  iovec riov[kBatch];
-  uint8_t rdata[kBatch][kRecvBytes];
-  alignas(cmsghdr) char rctrl[kBatch][net::kControlBytes];
-  sockaddr_storage raddr[kBatch];
+  net::RecvBatch<kBatch, kRecvBytes, net::kControlBytes> udp_in;
+  net::RecvBatch<kBatch, 0, net::kErrQueueControlBytes> tx_stamps;
 
   mmsghdr smsg[kBatch];
   iovec siov[kBatch];
@@ -168,21 +166,6 @@ struct Responder::Impl {
   bool backlog = false;      // the last read found at least kBacklog probes waiting
   bool udp_polled = false;   // the UDP socket is out of the epoll set (see poll_udp)
   int n_send = 0;
-
-  void prepare_recv(bool with_name) {
-    for (int i = 0; i < kBatch; ++i) {
-      riov[i] = {rdata[i], kRecvBytes};
-      rmsg[i] = {};
-      if (with_name) {
-        rmsg[i].msg_hdr.msg_name = &raddr[i];
-        rmsg[i].msg_hdr.msg_namelen = sizeof(sockaddr_storage);
-      }
-      rmsg[i].msg_hdr.msg_iov = &riov[i];
-      rmsg[i].msg_hdr.msg_iovlen = 1;
-      rmsg[i].msg_hdr.msg_control = rctrl[i];
-      rmsg[i].msg_hdr.msg_controllen = net::kControlBytes;
-    }
-  }
 
   // Queues a datagram for the next sendmmsg.
   TxEntry& queue(bool reply) {
@@ -291,15 +274,14 @@ struct Responder::Impl {
     const bool shedding = followups_on && followups_skip_ids && backlog;
     int read_total = 0;
     for (int rounds = 0; rounds < 16; ++rounds) {
-      prepare_recv(true);
-      int r = recvmmsg(udp.get(), rmsg, kBatch, MSG_DONTWAIT, nullptr);
-      if (r <= 0) break;
+      const int r = udp_in.read(udp.get());
+      if (r == 0) break;
       const int64_t rx_user = realtime_ns();
       for (int i = 0; i < r; ++i) {
-        const auto& h = rmsg[i].msg_hdr;
+        const auto& h = udp_in.header(static_cast<size_t>(i));
         wire::Packet p;
         if ((h.msg_flags & MSG_TRUNC) ||
-            wire::decode(std::span<const uint8_t>(rdata[i], rmsg[i].msg_len), p) != wire::ParseError::ok ||
+            wire::decode(udp_in.data(static_cast<size_t>(i)), p) != wire::ParseError::ok ||
             p.type != wire::Type::probe) {
           inc(malformed);
           continue;
@@ -314,7 +296,8 @@ struct Responder::Impl {
         e.packet.flags = static_cast<uint8_t>((rx.software_ns ? wire::kRxKernel : 0) |
                                               (followups_on && !shedding ? wire::kFollowupComing : 0));
         e.packet.responder_rx_ns = rx.software_ns ? rx.software_ns : rx_user;
-        e.to = net::SocketAddress::from_sockaddr(reinterpret_cast<const sockaddr*>(&raddr[i]), h.msg_namelen);
+        e.to = net::SocketAddress::from_sockaddr(
+            reinterpret_cast<const sockaddr*>(&udp_in.sender(static_cast<size_t>(i))), h.msg_namelen);
         read_source(h, e.source);
         if (n_send == kBatch) flush(true);
       }
@@ -330,12 +313,11 @@ struct Responder::Impl {
   // 40 are in or the error queue is empty.
   void drain_errqueue() {
     for (int rounds = 0; rounds < 16; ++rounds) {
-      prepare_recv(false);
-      int r = recvmmsg(udp.get(), rmsg, kBatch, MSG_ERRQUEUE | MSG_DONTWAIT, nullptr);
+      const int r = tx_stamps.read(udp.get(), MSG_ERRQUEUE);
       if (r <= 0) break;
       for (int i = 0; i < r; ++i) {
         net::TxTimestamp ts;
-        if (!net::parse_tx_timestamp(rmsg[i].msg_hdr, ts)) continue;
+        if (!net::parse_tx_timestamp(tx_stamps.header(static_cast<size_t>(i)), ts)) continue;
         TxEntry& slot = tx_ring[ts.id % kTxRing];
         if (!slot.valid || slot.id != ts.id || !slot.reply) continue;
         slot.valid = false;

@@ -93,4 +93,40 @@ TEST(LogHistogram, EmptyNegativeHugeAndMerge) {
   EXPECT_EQ(a.count(), 0u);
 }
 
+// reset() clears only the buckets between min and max, and percentiles scan only those: a
+// histogram reused after values across its whole range must forget them all.
+TEST(LogHistogram, ResetForgetsEverythingAndReuseIsExact) {
+  weft::LogHistogram h;
+  for (int b = 0; b < weft::LogHistogram::kBuckets; ++b)
+    h.add(weft::LogHistogram::bucket_low(b));  // every bucket
+  h.reset();
+  EXPECT_EQ(h.count(), 0u);
+  EXPECT_EQ(h.percentile(0.5), 0);
+  h.add(100);
+  h.add(1'000'000);  // the highest rank lies in its bucket only if every bucket between was cleared
+  EXPECT_EQ(h.percentile(0.5), 100);
+  EXPECT_EQ(h.percentile(1.0), 1'000'000);
+  h.reset();
+  std::vector<int64_t> second;
+  for (int i = 0; i < 1000; ++i) second.push_back(50'000 + i * 7);
+  for (auto v : second) h.add(v);
+  for (double q : {0.0, 0.5, 0.99, 1.0}) {
+    const double exact = static_cast<double>(exact_percentile(second, q));
+    EXPECT_LE(std::abs(static_cast<double>(h.percentile(q)) - exact) / exact, 0.01) << q;
+  }
+  // A merge brings the other's range only; the merged percentiles see both.
+  weft::LogHistogram low, high;
+  low.add(10);
+  high.add(1'000'000);
+  high.add(2'000'000);
+  low.merge(high);
+  EXPECT_EQ(low.percentile(0.0), 10);
+  EXPECT_NEAR(static_cast<double>(low.percentile(0.5)), 1'000'000.0, 10'000.0);
+  EXPECT_EQ(low.percentile(1.0), 2'000'000);
+  low.reset();
+  low.add(20);
+  EXPECT_EQ(low.percentile(1.0), 20);  // nothing of the merged range is left
+  EXPECT_EQ(low.count(), 1u);
+}
+
 }  // namespace
