@@ -12,9 +12,10 @@ constexpr unsigned kOptIdTcp = 1u << 16;
 }  // namespace
 
 Status enable_stream_timestamping(int fd) {
-  const unsigned flags = SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_RX_HARDWARE | SOF_TIMESTAMPING_SOFTWARE |
-                         SOF_TIMESTAMPING_RAW_HARDWARE | SOF_TIMESTAMPING_TX_SOFTWARE |
-                         SOF_TIMESTAMPING_TX_HARDWARE | SOF_TIMESTAMPING_OPT_ID | SOF_TIMESTAMPING_OPT_TSONLY;
+  const unsigned flags = SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_RX_HARDWARE |
+                         SOF_TIMESTAMPING_SOFTWARE | SOF_TIMESTAMPING_RAW_HARDWARE |
+                         SOF_TIMESTAMPING_TX_SOFTWARE | SOF_TIMESTAMPING_TX_HARDWARE |
+                         SOF_TIMESTAMPING_OPT_ID | SOF_TIMESTAMPING_OPT_TSONLY;
   const unsigned with_tcp = flags | kOptIdTcp;
   if (setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING, &with_tcp, sizeof with_tcp) == 0) return {};
   if (setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING, &flags, sizeof flags) == 0) return {};

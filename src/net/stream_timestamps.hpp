@@ -8,7 +8,8 @@
 //  - The counter starts at snd_una, or at write_seq with SOF_TIMESTAMPING_OPT_ID_TCP (Linux 6.2+);
 //    the two agree while nothing is unsent or unacknowledged, which is when weft enables it.
 //  - One stamp per packet: a send that the kernel merges into a packet still waiting in the send
-//    queue replaces that packet's request (Nagle, cork); TCP_NODELAY keeps each frame its own.
+//    queue replaces that packet's request (Nagle, cork, autocork). TCP_NODELAY and MSG_EOR on every
+//    frame (no later write may join its packet) keep each frame its own.
 // Receive stamps need nothing more than SO_TIMESTAMPING's RX flags, but a stream has one stamp per
 // recvmsg (see frame_reader.hpp).
 #include <sys/socket.h>

@@ -574,7 +574,8 @@ struct Prober::Impl {
       if (TargetState* t = target_of(*s)) window_at(*t, rx_mono).add_duplicate();
       return false;
     }
-    if (s->state != SlotState::pending && s->state != SlotState::answered) return false;  // resolved without it
+    if (s->state != SlotState::pending && s->state != SlotState::answered)
+      return false;  // resolved without it
     s->has_followup = true;
     s->timing.responder_rx_ns = responder_rx_ns;
     s->timing.responder_tx_ns = responder_tx_ns;
@@ -605,8 +606,8 @@ struct Prober::Impl {
       }
     }
     for (size_t k = 0; k < f.count; ++k)
-      if (apply_followup(f.entries[k].seq, f.flags, f.entries[k].responder_rx_ns, f.entries[k].responder_tx_ns,
-                         rx_mono))
+      if (apply_followup(f.entries[k].seq, f.flags, f.entries[k].responder_rx_ns,
+                         f.entries[k].responder_tx_ns, rx_mono))
         ready[n_ready++] = f.entries[k].seq;
   }
 
@@ -676,7 +677,8 @@ struct Prober::Impl {
     }
     // Follow-up: the responder's kernel receive/send pair for this probe. One after the probe was
     // resolved is just too slow to use.
-    if (apply_followup(p.seq, p.flags, p.responder_rx_ns, p.responder_tx_ns, rx_mono)) ready[n_ready++] = p.seq;
+    if (apply_followup(p.seq, p.flags, p.responder_rx_ns, p.responder_tx_ns, rx_mono))
+      ready[n_ready++] = p.seq;
   }
 
   void udp_readable(int sidx, uint32_t events) {
@@ -802,7 +804,8 @@ struct Prober::Impl {
     uint8_t buf[wire::kSize];
     wire::encode(p, std::span<uint8_t, wire::kSize>(buf, wire::kSize));
     const uint32_t key = t.keys.next_key();
-    ssize_t n = ::send(t.conn.get(), buf, sizeof buf, MSG_NOSIGNAL | MSG_DONTWAIT);
+    // MSG_EOR: no later write joins this probe's packet (which carries one transmit stamp).
+    ssize_t n = ::send(t.conn.get(), buf, sizeof buf, MSG_NOSIGNAL | MSG_DONTWAIT | MSG_EOR);
     if (n != static_cast<ssize_t>(sizeof buf)) {
       Counters::inc(ctr.send_errors);
       close_conn(t);  // a partial frame would desynchronise the stream

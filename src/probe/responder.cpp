@@ -430,12 +430,15 @@ struct Responder::Impl {
       mh.msg_control = ctrl;
       mh.msg_controllen = net::write_no_tx_timestamp(ctrl, sizeof ctrl);
     }
-    ssize_t n = ::sendmsg(c.fd.get(), &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+    // MSG_EOR: nothing written later joins this frame's packet (autocorking would merge a burst
+    // of frames, and a packet carries one transmit stamp, the last request's).
+    constexpr int kFlags = MSG_NOSIGNAL | MSG_DONTWAIT | MSG_EOR;
+    ssize_t n = ::sendmsg(c.fd.get(), &mh, kFlags);
     if (n < 0 && errno == EINVAL && mh.msg_controllen != 0) {  // a kernel without per-send flags on TCP
       stream_nostamp_ok = false;
       mh.msg_control = nullptr;
       mh.msg_controllen = 0;
-      n = ::sendmsg(c.fd.get(), &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+      n = ::sendmsg(c.fd.get(), &mh, kFlags);
     }
     if (n != static_cast<ssize_t>(sizeof out)) return false;
     c.keys.wrote_frame();  // every byte moves the OPT_ID counter, stamped or not
@@ -452,7 +455,8 @@ struct Responder::Impl {
       next_stream_followup = std::min(next_stream_followup, c.echoes.next_due());
     }
     // EPOLLERR with no stamp waiting is a real error: reading reports it and closes.
-    if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP)) || ((events & EPOLLERR) && stamps == 0)) conn_readable(c);
+    if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP)) || ((events & EPOLLERR) && stamps == 0))
+      conn_readable(c);
   }
 
   size_t read_stream_stamps(Conn& c) {
@@ -462,6 +466,7 @@ struct Responder::Impl {
 
   void conn_readable(Conn& c) {
     const int fd = c.fd.get();
+    bool echoed = false;
     const bool open = net::read_frames<wire::kSize>(
         fd, c.buf, sizeof c.buf, c.len,
         [&](std::span<const uint8_t, wire::kSize> frame, const net::KernelTime& rx) {
@@ -477,6 +482,8 @@ struct Responder::Impl {
           p.flags = static_cast<uint8_t>((rx.software_ns ? wire::kRxKernel : 0) |
                                          (two_step ? wire::kFollowupComing : 0));
           p.responder_rx_ns = rx.software_ns ? rx.software_ns : realtime_ns();
+          // Waiting follow-ups go before this reply, never right after it (stream_followups.hpp).
+          if (!c.echoes.empty() && !send_followups(c, mono_ns(), true)) return false;
           const uint32_t key = c.keys.next_key();
           p.responder_tx_ns = realtime_ns();
           if (!send_frame(c, p, two_step)) return false;
@@ -491,15 +498,44 @@ struct Responder::Impl {
             e.reply_rx_ns = p.responder_rx_ns;
             e.sent_mono = mono_ns();
             c.echoes.push(e);
-            if (!c.listed) {
-              c.listed = true;
-              echo_conns.push_back(fd);
-            }
-            next_stream_followup = std::min(next_stream_followup, c.echoes.next_due());
+            echoed = true;
           }
           return true;
         });
-    if (!open) close_conn(fd);
+    if (!open) {
+      close_conn(fd);
+      return;
+    }
+    if (echoed) {
+      // The kernel usually has the replies' send stamps already (a driver stamps as it takes the
+      // packet): reading them now times the follow-ups from the replies, not from a later wake-up.
+      read_stream_stamps(c);
+      if (!c.listed) {
+        c.listed = true;
+        echo_conns.push_back(fd);
+      }
+    }
+    if (c.listed) next_stream_followup = std::min(next_stream_followup, c.echoes.next_due());
+  }
+
+  // Sends the follow-ups due on one connection (see StreamEchoes::due); false when the connection
+  // failed (the caller closes it).
+  bool send_followups(Conn& c, int64_t now, bool before_reply) {
+    if (c.echoes.waiting_for_stamp()) read_stream_stamps(c);
+    while (const StreamEcho* e = c.echoes.due(now, before_reply)) {
+      wire::Packet f;
+      f.type = wire::Type::followup;
+      f.session = e->session;
+      f.seq = e->seq;
+      f.prober_tx_ns = e->prober_tx_ns;
+      const bool have =
+          followup_times(e->rx, e->reply_rx_ns, e->tx, f.flags, f.responder_rx_ns, f.responder_tx_ns);
+      c.echoes.pop();
+      if (!have) continue;  // no send stamp came: nothing to tell
+      if (!send_frame(c, f, false)) return false;
+      inc(followups);
+    }
+    return true;
   }
 
   // Sends the follow-ups that are due on every connection with echoes waiting, and drops echoes
@@ -510,23 +546,7 @@ struct Responder::Impl {
     for (size_t i = 0; i < echo_conns.size();) {
       const int fd = echo_conns[i];
       Conn& c = *conns.find(fd)->second;
-      bool ok = true;
-      if (c.echoes.waiting_for_stamp()) read_stream_stamps(c);
-      while (ok) {
-        const StreamEcho* e = c.echoes.due(now);
-        if (!e) break;
-        wire::Packet f;
-        f.type = wire::Type::followup;
-        f.session = e->session;
-        f.seq = e->seq;
-        f.prober_tx_ns = e->prober_tx_ns;
-        const bool have = followup_times(e->rx, e->reply_rx_ns, e->tx, f.flags, f.responder_rx_ns, f.responder_tx_ns);
-        c.echoes.pop();
-        if (!have) continue;
-        ok = send_frame(c, f, false);
-        if (ok) inc(followups);
-      }
-      if (!ok) {
+      if (!send_followups(c, now, false)) {
         close_conn(fd);  // takes it off echo_conns: look at index i again
         continue;
       }

@@ -10,7 +10,9 @@
 // read the reply, both would be read together, and the reply, which the prober needs the arrival
 // time of, would have no kernel time. Holding it 1 ms lets the prober (which reads kept-open
 // streams at once, without coalescing) read the reply alone; it is still well inside the prober's
-// follow-up grace (20 ms).
+// follow-up grace (20 ms). For the same reason a follow-up never goes right after a newer reply:
+// when the next probe comes first, the waiting follow-ups go out just before its reply, hold or
+// not (the reply then ends whatever the prober reads and keeps its stamp).
 #include <cstddef>
 #include <cstdint>
 
@@ -63,11 +65,13 @@ class StreamEchoes {
 
   bool waiting_for_stamp() const { return count_ > 0 && !ring_[head_].has_tx; }
 
-  // The oldest echo when it is due: stamped and held kHoldNs, or unstamped for kStampWaitNs (the
-  // caller then sends nothing for it). Follow-ups go in reply order.
-  const StreamEcho* due(int64_t now_mono) const {
+  // The oldest echo when it is due: stamped and held kHoldNs (or stamped at all, when a new reply
+  // is about to go: `before_reply`), or unstamped for kStampWaitNs (the caller then sends nothing
+  // for it). Follow-ups go in reply order.
+  const StreamEcho* due(int64_t now_mono, bool before_reply = false) const {
     if (count_ == 0) return nullptr;
     const StreamEcho& e = ring_[head_];
+    if (e.has_tx && before_reply) return &e;
     return now_mono >= e.sent_mono + (e.has_tx ? kHoldNs : kStampWaitNs) ? &e : nullptr;
   }
   void pop() {

@@ -49,7 +49,9 @@ inline constexpr uint8_t kKnownFlags = 0x1f;
 // the lowest bit of the session says it: every older prober set it (its sessions are odd); a
 // prober that reads follow-up frames on its streams uses even sessions. On UDP it means nothing.
 inline constexpr uint64_t kSessionNoStreamFollowups = 1;
-inline constexpr bool stream_followups_ok(uint64_t session) { return (session & kSessionNoStreamFollowups) == 0; }
+inline constexpr bool stream_followups_ok(uint64_t session) {
+  return (session & kSessionNoStreamFollowups) == 0;
+}
 
 struct Packet {
   Type type = Type::probe;

@@ -80,7 +80,8 @@ class FakeEcho {
     c.buf.insert(c.buf.end(), tmp, tmp + n);
     while (c.buf.size() >= wire::kSize) {
       wire::Packet p;
-      if (wire::decode(std::span<const uint8_t>(c.buf.data(), wire::kSize), p) != wire::ParseError::ok) return false;
+      if (wire::decode(std::span<const uint8_t>(c.buf.data(), wire::kSize), p) != wire::ParseError::ok)
+        return false;
       c.buf.erase(c.buf.begin(), c.buf.begin() + wire::kSize);
       probes++;
       if (!wire::stream_followups_ok(p.session)) odd_sessions++;

@@ -26,7 +26,6 @@ using namespace weft::probe;
 using namespace std::chrono_literals;
 using namespace probe_test;
 
-
 TEST(Prober, AnswersAndLossPerTarget) {
   RunningResponder resp;
   uint16_t dead_port = 0;

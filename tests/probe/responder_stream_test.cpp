@@ -1,8 +1,8 @@
 // The responder's kept-open TCP echo seen from a raw client on loopback: a prober that reads
 // follow-up frames (even session) gets two-step replies and a follow-up with kernel times per
-// probe, held back ~1 ms; an older prober (odd session) gets final replies and nothing else; the
-// number of echoes waiting for follow-ups per connection is bounded; garbage closes only that
-// connection.
+// probe, held back ~1 ms, also for every reply of a burst; an older prober (odd session) gets
+// final replies and nothing else; garbage closes only that connection. (The bound on echoes
+// waiting per connection is tested in stream_followups_test.cpp: on loopback stamps come soon.)
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -44,7 +44,8 @@ void send_probes(int fd, uint64_t session, uint64_t first_seq, int n) {
     p.session = session;
     p.seq = first_seq + static_cast<uint64_t>(i);
     p.prober_tx_ns = realtime_ns();
-    wire::encode(p, std::span<uint8_t, wire::kSize>(out.data() + wire::kSize * static_cast<size_t>(i), wire::kSize));
+    wire::encode(
+        p, std::span<uint8_t, wire::kSize>(out.data() + wire::kSize * static_cast<size_t>(i), wire::kSize));
   }
   ASSERT_EQ(send(fd, out.data(), out.size(), MSG_NOSIGNAL), static_cast<ssize_t>(out.size()));
 }
@@ -128,25 +129,35 @@ TEST(ResponderStream, NoFollowupsWhenTurnedOff) {
   EXPECT_FALSE(read_frame(fd.get(), more, 50));
 }
 
-TEST(ResponderStream, EchoesWaitingForFollowupsAreBounded) {
+TEST(ResponderStream, EveryReplyOfABurstGetsItsFollowup) {
   RunningResponder resp;
   auto fd = connect_to(resp.r->tcp_port());
-  const int n = static_cast<int>(StreamEchoes::kCap) + 8;
+  const int n = 40;
   send_probes(fd.get(), kEven, 1, n);  // one write: read and answered in one go
-  int two_step = 0, final_replies = 0, followups = 0;
-  for (int i = 0; i < n + static_cast<int>(StreamEchoes::kCap); ++i) {
+  // Each frame is its own packet (MSG_EOR): merged into one, replies would share one transmit
+  // stamp and the others' follow-ups would never come. Each follow-up comes after its reply.
+  std::vector<int> reply_at(n + 1, -1), followup_at(n + 1, -1);
+  for (int i = 0; i < 2 * n; ++i) {
     wire::Packet p;
     if (!read_frame(fd.get(), p)) break;
-    if (p.type == wire::Type::followup)
-      ++followups;
-    else if (p.flags & wire::kFollowupComing)
-      ++two_step;
-    else
-      ++final_replies;
+    ASSERT_GE(p.seq, 1u);
+    ASSERT_LE(p.seq, static_cast<uint64_t>(n));
+    if (p.type == wire::Type::reply) {
+      EXPECT_TRUE(p.flags & wire::kFollowupComing) << p.seq;
+      EXPECT_EQ(reply_at[p.seq], -1);
+      reply_at[p.seq] = i;
+    } else {
+      EXPECT_EQ(p.type, wire::Type::followup);
+      EXPECT_EQ(followup_at[p.seq], -1);
+      followup_at[p.seq] = i;
+    }
   }
-  EXPECT_EQ(two_step, static_cast<int>(StreamEchoes::kCap));
-  EXPECT_EQ(final_replies, 8);
-  EXPECT_EQ(followups, static_cast<int>(StreamEchoes::kCap));
+  for (int k = 1; k <= n; ++k) {
+    EXPECT_GE(reply_at[k], 0) << k;
+    EXPECT_GT(followup_at[k], reply_at[k]) << k;
+  }
+  wire::Packet more;
+  EXPECT_FALSE(read_frame(fd.get(), more, 50));
 }
 
 TEST(ResponderStream, GarbageClosesThatConnectionOnly) {

@@ -28,9 +28,9 @@ TEST(StreamEchoes, FollowupsAreHeldThenGoInReplyOrder) {
   r.push(echo(2, 95, 2000));
   EXPECT_TRUE(r.waiting_for_stamp());
   EXPECT_EQ(r.next_due(), 1000 + StreamEchoes::kStampWaitNs);  // no stamp yet
-  EXPECT_FALSE(r.stamped(143, at(5)));                          // a follow-up's own: no echo
-  EXPECT_TRUE(r.stamped(95, at(7)));                            // out of order is fine
-  EXPECT_TRUE(r.waiting_for_stamp());                           // the oldest still waits
+  EXPECT_FALSE(r.stamped(143, at(5)));                         // a follow-up's own: no echo
+  EXPECT_TRUE(r.stamped(95, at(7)));                           // out of order is fine
+  EXPECT_TRUE(r.waiting_for_stamp());                          // the oldest still waits
   EXPECT_TRUE(r.stamped(47, at(6)));
   EXPECT_FALSE(r.stamped(47, at(9)));  // a second stamp for the same key changes nothing
   EXPECT_EQ(r.next_due(), 1000 + StreamEchoes::kHoldNs);
@@ -50,7 +50,8 @@ TEST(StreamEchoes, FollowupsAreHeldThenGoInReplyOrder) {
 
 TEST(StreamEchoes, AnEchoWithoutStampIsGivenUpAndTheRingIsBounded) {
   StreamEchoes r;
-  for (uint64_t i = 0; i < StreamEchoes::kCap; ++i) r.push(echo(i + 1, static_cast<uint32_t>(48 * i + 47), 0));
+  for (uint64_t i = 0; i < StreamEchoes::kCap; ++i)
+    r.push(echo(i + 1, static_cast<uint32_t>(48 * i + 47), 0));
   EXPECT_TRUE(r.full());
   EXPECT_EQ(r.size(), StreamEchoes::kCap);
   EXPECT_EQ(r.due(StreamEchoes::kStampWaitNs - 1), nullptr);
