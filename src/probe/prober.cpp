@@ -250,7 +250,8 @@ struct Prober::Impl {
     }
     for (uint64_t seq = next_seq > table.size() ? next_seq - table.size() : 1; seq < next_seq; ++seq) {
       Slot* s = table.find(seq);
-      if (s && s->tx_id_valid) udp[s->sock].txmap[s->tx_id & tx_mask] = seq;
+      // Only UDP keys live here; a kept-open TCP probe's key is its connection's (TargetState).
+      if (cfg.protocol == Protocol::udp && s && s->tx_id_valid) udp[s->sock].txmap[s->tx_id & tx_mask] = seq;
     }
     std::vector<uint64_t> ring(table.size());
     for (size_t i = 0; i < grace_count; ++i) ring[i] = grace_ring[(grace_head + i) % grace_ring.size()];

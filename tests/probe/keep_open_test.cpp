@@ -211,3 +211,31 @@ TEST(KeepOpen, GarbageOnTheStreamIsCountedAndTheConnectionReopened) {
   for (auto& r : c.probes) after += r.answered && r.seq > 20 ? 1 : 0;
   EXPECT_GT(after, 60);
 }
+
+// The in-flight table grows when targets are added while kept-open probes (with send-stamp keys)
+// are in flight; their keys are per connection and must not be filed with the UDP sockets' ones.
+TEST(KeepOpen, TableGrowsWhileProbesAreInFlight) {
+  RunningResponder resp;
+  auto p = Prober::create(keep_open_config());
+  ASSERT_TRUE(p);
+  (*p)->set_targets({{"t0", "127.0.0.1", resp.r->tcp_port()}});
+  std::vector<Target> many;
+  for (int i = 0; i < 100; ++i) many.push_back({"t" + std::to_string(i), "127.0.0.1", resp.r->tcp_port()});
+  std::thread grow([&] {
+    std::this_thread::sleep_for(300ms);
+    (*p)->set_targets(many);  // 100 targets x (300 ms / 10 ms + 2) x 2: the table grows past 1024
+  });
+  Collected c;
+  auto ctr = run_for(**p, 1500ms, c);
+  grow.join();
+  EXPECT_GT(c.totals["t0"].received, 60u);
+  EXPECT_GT(c.totals.size(), 90u);
+  int kernel = 0, answered = 0;
+  for (auto& r : c.probes) {
+    answered += r.answered ? 1 : 0;
+    kernel += r.answered && r.source == TimestampSource::kernel ? 1 : 0;
+  }
+  EXPECT_GT(answered, 2000);
+  EXPECT_GT(kernel, answered / 2);
+  EXPECT_EQ(ctr.malformed, 0u);
+}
