@@ -139,6 +139,7 @@ struct Conn {
   net::Fd fd;
   uint8_t buf[wire::kSize * 32];
   size_t len = 0;
+  bool kept_open = false;  // a probe frame came: set up for echoing (see stream_setup)
   bool tx_stamps = false;  // transmit stamps (OPT_ID by byte) are on
   bool listed = false;     // in Impl::echo_conns (has echoes waiting for their follow-ups)
   net::FrameTxKeys<wire::kSize> keys;
@@ -402,13 +403,9 @@ struct Responder::Impl {
       }
       auto c = std::make_unique<Conn>();
       c->fd.reset(fd);
-      // Each frame its own packet: Nagle would hold a follow-up until the reply is acknowledged
-      // (the prober's delayed ACK: tens of ms) and merge frames, which share one transmit stamp.
-      int one = 1;
-      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-      // Nothing has been written yet: the OPT_ID byte counter starts at the first reply.
-      c->tx_stamps = cfg.followups && net::enable_stream_timestamping(fd).has_value();
-      if (!c->tx_stamps) (void)net::enable_timestamping(fd, false);
+      // Receive stamps before any data can come; the rest only once it is a kept-open connection
+      // (connect probes are reset at once and cost no more system calls than that).
+      (void)net::enable_timestamping(fd, false);
       if (!ep.add(fd, EPOLLIN | EPOLLRDHUP, tag(kConn, static_cast<uint64_t>(fd)))) continue;
       conns.emplace(fd, std::move(c));
     }
@@ -464,6 +461,17 @@ struct Responder::Impl {
                                    [&](const net::TxTimestamp& ts) { c.echoes.stamped(ts.id, ts.time); });
   }
 
+  // The first probe frame on a connection: it is a kept-open one.
+  void stream_setup(Conn& c) {
+    c.kept_open = true;
+    // Each frame its own packet: Nagle would hold a follow-up until the reply is acknowledged
+    // (the prober's delayed ACK: tens of ms) and merge frames, which share one transmit stamp.
+    int one = 1;
+    setsockopt(c.fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    // Nothing has been written yet: the OPT_ID byte counter starts at the first reply.
+    c.tx_stamps = cfg.followups && net::enable_stream_timestamping(c.fd.get()).has_value();
+  }
+
   void conn_readable(Conn& c) {
     const int fd = c.fd.get();
     bool echoed = false;
@@ -475,6 +483,7 @@ struct Responder::Impl {
             inc(malformed);  // a stream out of step cannot be trusted any more
             return false;
           }
+          if (!c.kept_open) stream_setup(c);
           // Two-step only for a prober that reads follow-up frames, and while there is room to
           // remember the echo (bounded); otherwise the reply is final, with its user send time.
           const bool two_step = c.tx_stamps && wire::stream_followups_ok(p.session) && !c.echoes.full();
