@@ -1,11 +1,12 @@
-// `weft agent --controller URL --token T [--name N] [--rdma DEVICE[:IP]]...`: the mesh monitor's
-// agent (docs/controller.md, docs/rdma-probes.md).
+// `weft agent --controller URL --token T [--name N] [--rdma DEVICE[:IP]]... [--hw-timestamps IFACE]...`:
+// the mesh monitor's agent (docs/controller.md, docs/rdma-probes.md, docs/probe.md).
 #include <fmt/format.h>
 #include <signal.h>
 
 #include "agent/agent.hpp"
 #include "base/log.hpp"
 #include "cli/command_registry.hpp"
+#include "net/nic_timestamping.hpp"
 
 namespace {
 
@@ -16,6 +17,7 @@ struct Options {
   std::vector<std::string> rdma;  // DEVICE[:IPV4], one engine each
   unsigned rdma_tclass = 0;
   unsigned rdma_sl = 0;
+  std::vector<std::string> hw_interfaces;  // NICs whose hardware timestamps are switched on first
 };
 
 // "DEVICE" or "DEVICE:IPV4" (the address whose RoCE v2 GID the engine uses; without it the first
@@ -62,6 +64,16 @@ int run_agent(Options o) {
     }
     o.cfg.rdma.push_back(std::move(ec));
   }
+  // Before anything starts: the probers' and responders' sockets then get the NIC's stamps from
+  // their first packet. A NIC that cannot stamp is an error, as in `weft ping` and `weft responder`.
+  for (const auto& ifname : o.hw_interfaces) {
+    auto hw = weft::net::enable_nic_timestamping(ifname);
+    if (!hw) {
+      fmt::print(stderr, "weft agent: {}\n", hw.error().message);
+      return 1;
+    }
+    weft::log().info("{}: hardware timestamps {}", ifname, weft::net::to_string(*hw));
+  }
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
@@ -104,6 +116,9 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
   sub->add_option("--rdma-sl", o->rdma_sl, "RDMA: service level")
       ->check(CLI::Range(0, 15))
       ->capture_default_str();
+  sub->add_option("--hw-timestamps", o->hw_interfaces,
+                  "Switch this interface's NIC hardware timestamps on first (root; left alone if already on; "
+                  "repeatable for several NICs)");
   sub->add_option("--spool-dir", o->cfg.outbox.spool_dir,
                   "Spool undelivered windows here (default: memory only)");
   sub->add_option("--memory-windows", o->cfg.outbox.memory_windows, "Windows kept in memory before spooling")

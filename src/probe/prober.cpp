@@ -23,6 +23,7 @@
 #include "net/frame_reader.hpp"
 #include "net/recv_batch.hpp"
 #include "net/socket.hpp"
+#include "net/stream_timestamps.hpp"
 #include "net/timestamping.hpp"
 #include "probe/accumulator.hpp"
 #include "probe/in_flight.hpp"
@@ -69,6 +70,12 @@ struct TargetState {
   int64_t reconnect_after_mono = 0;
   uint8_t rbuf[wire::kSize * 32];
   size_t rlen = 0;
+  // Its transmit stamps: OPT_ID counts bytes, so a probe's key is the stream offset of its last
+  // byte; the sequence numbers of the last kTxFrames probes written, by frame number.
+  static constexpr size_t kTxFrames = 64;
+  bool tx_stamps = false;
+  net::FrameTxKeys<wire::kSize> keys;
+  uint64_t tx_seq[kTxFrames];
 };
 
 struct HeapEntry {
@@ -241,7 +248,8 @@ struct Prober::Impl {
     }
     for (uint64_t seq = next_seq > table.size() ? next_seq - table.size() : 1; seq < next_seq; ++seq) {
       Slot* s = table.find(seq);
-      if (s && s->tx_id_valid) udp[s->sock].txmap[s->tx_id & tx_mask] = seq;
+      // Only UDP keys live here; a kept-open TCP probe's key is its connection's (TargetState).
+      if (cfg.protocol == Protocol::udp && s && s->tx_id_valid) udp[s->sock].txmap[s->tx_id & tx_mask] = seq;
     }
     std::vector<uint64_t> ring(table.size());
     for (size_t i = 0; i < grace_count; ++i) ring[i] = grace_ring[(grace_head + i) % grace_ring.size()];
@@ -256,6 +264,8 @@ struct Prober::Impl {
     }
     t.connected = false;
     t.rlen = 0;
+    t.tx_stamps = false;
+    t.keys = {};
   }
 
   // How many targets each UDP socket serves: one with none is never polled (see poll_udp).
@@ -357,6 +367,9 @@ struct Prober::Impl {
 
   void finalize(Slot& s) {
     close_probe_fd(s);
+    if (cfg.protocol == Protocol::tcp && cfg.tcp_keep_open && s.tx_id_valid &&
+        !s.timing.tx_kernel.software_ns && !s.timing.tx_kernel.hardware_ns)
+      keep_open_tx_stamps(s.target);  // its send stamp may be waiting on the error queue
     const RttSample r = compute_rtt(s.timing);
     TargetState* t = target_of(s);
     if (r.total_ns > timeout_ns) {  // read late by a busy loop, but it truly came too late
@@ -541,22 +554,24 @@ struct Prober::Impl {
       window_at(*t, mono_ns()).add_malformed();
   }
 
-  // The responder's kernel receive/send pair for one of our probes.
-  void apply_followup(uint64_t seq, uint8_t flags, int64_t responder_rx_ns, int64_t responder_tx_ns,
+  // The responder's kernel receive/send pair for one of our probes (UDP and kept-open TCP).
+  // Returns true when it completes an answered probe, which the caller then resolves.
+  bool apply_followup(uint64_t seq, uint8_t flags, int64_t responder_rx_ns, int64_t responder_tx_ns,
                       int64_t rx_mono) {
     Slot* s = table.find(seq);
-    if (!s) return;         // older than the table remembers: far too slow to use
+    if (!s) return false;   // older than the table remembers: far too slow to use
     if (s->has_followup) {  // a second copy, before or after the probe was resolved
       Counters::inc(ctr.duplicate);
       if (TargetState* t = target_of(*s)) window_at(*t, rx_mono).add_duplicate();
-      return;
+      return false;
     }
-    if (s->state != SlotState::pending && s->state != SlotState::answered) return;  // resolved without it
+    if (s->state != SlotState::pending && s->state != SlotState::answered)
+      return false;  // resolved without it
     s->has_followup = true;
     s->timing.responder_rx_ns = responder_rx_ns;
     s->timing.responder_tx_ns = responder_tx_ns;
     s->timing.responder_flags = flags;
-    if (s->state == SlotState::answered) ready[n_ready++] = seq;
+    return s->state == SlotState::answered;
   }
 
   void udp_followups(int i, int64_t rx_mono) {
@@ -582,8 +597,9 @@ struct Prober::Impl {
       }
     }
     for (size_t k = 0; k < f.count; ++k)
-      apply_followup(f.entries[k].seq, f.flags, f.entries[k].responder_rx_ns, f.entries[k].responder_tx_ns,
-                     rx_mono);
+      if (apply_followup(f.entries[k].seq, f.flags, f.entries[k].responder_rx_ns,
+                         f.entries[k].responder_tx_ns, rx_mono))
+        ready[n_ready++] = f.entries[k].seq;
   }
 
   void udp_datagram(int i, int64_t rx_mono) {
@@ -654,7 +670,8 @@ struct Prober::Impl {
     }
     // Follow-up: the responder's kernel receive/send pair for this probe. One after the probe was
     // resolved is just too slow to use.
-    apply_followup(p.seq, p.flags, p.responder_rx_ns, p.responder_tx_ns, rx_mono);
+    if (apply_followup(p.seq, p.flags, p.responder_rx_ns, p.responder_tx_ns, rx_mono))
+      ready[n_ready++] = p.seq;
   }
 
   void udp_readable(int sidx, uint32_t events) {
@@ -731,12 +748,17 @@ struct Prober::Impl {
   }
 
   // ---- TCP kept-open connections -------------------------------------------------------------
+  // Request/echo on one connection per target, timed like UDP: the probe's kernel send stamp
+  // comes back on the connection's error queue under its byte offset (stream_timestamps.hpp), the
+  // answer's receive stamp with the read (one per read: frame_reader.hpp), and a responder that
+  // knows how sends its kernel times in a follow-up frame after the reply (two-step, as on UDP).
   void keep_open_connect(uint32_t tindex, TargetState& t, int64_t now) {
     auto fd = net::tcp_connect_start(bind_addr[t.sock], t.addr);
     t.reconnect_after_mono = now + std::max<int64_t>(interval_ns, 100'000'000);
     if (!fd) return;
     linger lg{0, 0};  // a kept-open connection closes normally
     setsockopt(fd->get(), SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    // Receive stamps from the start; transmit stamps once connected (OPT_ID needs a connection).
     (void)net::enable_timestamping(fd->get(), false);
     t.conn = std::move(*fd);
     t.connected = false;
@@ -764,11 +786,36 @@ struct Prober::Impl {
     p.prober_tx_ns = tx_rt;
     uint8_t buf[wire::kSize];
     wire::encode(p, std::span<uint8_t, wire::kSize>(buf, wire::kSize));
-    ssize_t n = ::send(t.conn.get(), buf, sizeof buf, MSG_NOSIGNAL | MSG_DONTWAIT);
+    const uint32_t key = t.keys.next_key();
+    // MSG_EOR: no later write joins this probe's packet (which carries one transmit stamp).
+    ssize_t n = ::send(t.conn.get(), buf, sizeof buf, MSG_NOSIGNAL | MSG_DONTWAIT | MSG_EOR);
     if (n != static_cast<ssize_t>(sizeof buf)) {
       Counters::inc(ctr.send_errors);
       close_conn(t);  // a partial frame would desynchronise the stream
+      return;
     }
+    if (t.tx_stamps) {
+      t.tx_seq[t.keys.frames() % TargetState::kTxFrames] = s.seq;
+      s.tx_id = key;
+      s.tx_id_valid = true;
+    }
+    t.keys.wrote_frame();
+  }
+
+  // Reads the send stamps waiting on a kept-open connection into their probes' slots.
+  size_t keep_open_tx_stamps(uint32_t tindex) {
+    if (tindex >= targets.size() || !targets[tindex]) return 0;
+    TargetState& t = *targets[tindex];
+    if (!t.conn.valid() || !t.tx_stamps) return 0;
+    return net::read_tx_timestamps(t.conn.get(), [&](const net::TxTimestamp& ts) {
+      const int64_t frame = t.keys.frame_of(ts.id, TargetState::kTxFrames);
+      if (frame < 0) return;
+      Slot* s = table.find(t.tx_seq[static_cast<uint64_t>(frame) % TargetState::kTxFrames]);
+      // The first stamp is when the probe left; a retransmission may stamp the same bytes again.
+      if (s && s->tx_id_valid && s->tx_id == ts.id && s->target == tindex && s->target_gen == t.gen &&
+          !s->timing.tx_kernel.software_ns && !s->timing.tx_kernel.hardware_ns)
+        s->timing.tx_kernel = ts.time;
+    });
   }
 
   void keep_open_event(uint32_t tindex, uint32_t events) {
@@ -781,47 +828,85 @@ struct Prober::Impl {
         return;
       }
       t.connected = true;
+      // Nothing written yet: the byte counter starts at the first probe.
+      t.tx_stamps = net::enable_stream_timestamping(t.conn.get()).has_value();
+      t.keys = {};
       (void)ep.modify(t.conn.get(), EPOLLIN, tag(kTcpConn, tindex));
     }
-    if (!(events & (EPOLLIN | EPOLLERR | EPOLLHUP))) return;
+    size_t stamps = 0;
+    if (events & EPOLLERR) stamps = keep_open_tx_stamps(tindex);
+    // EPOLLERR with no stamp waiting is a real error: reading reports it and closes.
+    if (!(events & (EPOLLIN | EPOLLHUP)) && !((events & EPOLLERR) && stamps == 0)) return;
     const bool open = net::read_frames<wire::kSize>(
         t.conn.get(), t.rbuf, sizeof t.rbuf, t.rlen,
         [&](std::span<const uint8_t, wire::kSize> frame, const net::KernelTime& kt) {
-          const int64_t rx_mono = mono_ns();
-          wire::Packet p;
-          if (wire::decode(frame, p) != wire::ParseError::ok || p.type != wire::Type::reply) {
-            Counters::inc(ctr.malformed);
-            window_at(t, rx_mono).add_malformed();
-            return false;  // a stream out of step cannot be trusted any more
-          }
-          if (p.session != session) {
-            Counters::inc(ctr.unknown_session);
-            return true;
-          }
-          Slot* s = p.seq < next_seq ? table.find(p.seq) : nullptr;
-          if (!s) {
-            Counters::inc(p.seq < next_seq ? ctr.late : ctr.unknown_probe);
-            return true;
-          }
-          if (s->state == SlotState::pending) {
-            s->timing.rx_kernel = kt;
-            s->timing.rx_user_mono = rx_mono;
-            s->timing.has_responder = true;
-            s->timing.responder_rx_ns = p.responder_rx_ns;
-            s->timing.responder_tx_ns = p.responder_tx_ns;
-            s->timing.responder_flags = p.flags;
-            s->state = SlotState::answered;
-            finalize(*s);
-          } else if (s->state == SlotState::expired) {
-            Counters::inc(ctr.late);
-            window_at(t, rx_mono).add_late();
-          } else {
-            Counters::inc(ctr.duplicate);
-            window_at(t, rx_mono).add_duplicate();
-          }
-          return true;
+          return keep_open_frame(tindex, t, frame, kt);
         });
     if (!open) close_conn(t);
+  }
+
+  // One frame from a kept-open connection; false when the stream cannot be trusted any more.
+  bool keep_open_frame(uint32_t tindex, TargetState& t, std::span<const uint8_t, wire::kSize> frame,
+                       const net::KernelTime& kt) {
+    const int64_t rx_mono = mono_ns();
+    wire::Packet p;
+    if (wire::decode(frame, p) != wire::ParseError::ok || p.type == wire::Type::probe) {
+      Counters::inc(ctr.malformed);
+      window_at(t, rx_mono).add_malformed();
+      return false;  // a stream out of step cannot be trusted any more
+    }
+    if (p.session != session) {
+      Counters::inc(ctr.unknown_session);
+      return true;
+    }
+    Slot* s = p.seq < next_seq ? table.find(p.seq) : nullptr;
+    if (p.seq >= next_seq || (s && (s->target != tindex || s->target_gen != t.gen))) {
+      Counters::inc(ctr.unknown_probe);  // never sent, or sent to another target
+      return true;
+    }
+    if (!s) {  // older than the table remembers: a reply can only be late, a follow-up is useless
+      if (p.type == wire::Type::reply) {
+        Counters::inc(ctr.late);
+        window_at(t, rx_mono).add_late();
+      }
+      return true;
+    }
+    if (p.type == wire::Type::followup) {
+      if (apply_followup(p.seq, p.flags, p.responder_rx_ns, p.responder_tx_ns, rx_mono)) finalize(*s);
+      return true;
+    }
+    switch (s->state) {
+      case SlotState::pending:
+        // kt is empty when this reply was read together with a later frame (frame_reader.hpp):
+        // its arrival time is then not known to the kernel's precision, and the RTT is user time.
+        s->timing.rx_kernel = kt;
+        s->timing.rx_user_mono = rx_mono;
+        s->timing.has_responder = true;
+        if (!s->has_followup) {
+          s->timing.responder_rx_ns = p.responder_rx_ns;
+          s->timing.responder_tx_ns = p.responder_tx_ns;
+          s->timing.responder_flags = p.flags;
+        }
+        s->state = SlotState::answered;
+        // A reply without "follow-up coming" (an older responder, or one out of room) is final.
+        if (s->has_followup || !(p.flags & wire::kFollowupComing))
+          finalize(*s);
+        else
+          grace_push(p.seq);
+        break;
+      case SlotState::expired:
+        Counters::inc(ctr.late);
+        window_at(t, rx_mono).add_late();
+        break;
+      case SlotState::answered:
+      case SlotState::done:
+        Counters::inc(ctr.duplicate);
+        window_at(t, rx_mono).add_duplicate();
+        break;
+      case SlotState::empty:
+        break;
+    }
+    return true;
   }
 
   // ---- sending schedule ----------------------------------------------------------------------
@@ -945,7 +1030,8 @@ struct Prober::Impl {
     epoll_event events[kBatch];
     offset_rt = realtime_ns() - mono_ns();
     next_flush_mono = 0;
-    // Kept-open TCP uses user-space send times: a wait there would show, so it never coalesces.
+    // Kept-open TCP reads each answer as it comes: a stream has one receive stamp per read, so an
+    // answer read together with a later frame loses its own (frame_reader.hpp). It never coalesces.
     const bool coalescing = !(cfg.protocol == Protocol::tcp && cfg.tcp_keep_open);
     CoalescingWait waiter(coalescing ? cfg.coalesce.count() : 0, coalescing ? cfg.max_coalesce.count() : 0);
     while (!stop_flag.load(std::memory_order_relaxed)) {
@@ -1022,7 +1108,9 @@ Result<std::unique_ptr<Prober>> Prober::create(const ProberConfig& config) {
   impl->wake = std::move(*wake);
   if (auto st = impl->ep.add(impl->wake.fd(), EPOLLIN, tag(kWake, 0)); !st)
     return std::unexpected(st.error());
-  impl->session = random_u64() | 1;  // never 0
+  // Even: this prober reads follow-up frames on kept-open streams (wire::stream_followups_ok).
+  impl->session = random_u64() & ~wire::kSessionNoStreamFollowups;
+  if (impl->session == 0) impl->session = 2;
   impl->tx_mask = impl->table.size() - 1;
   impl->grace_ring.assign(impl->table.size(), 0);
   impl->interval_ns = config.interval.count();

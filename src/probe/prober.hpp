@@ -35,14 +35,15 @@ struct ProberConfig {
   uint64_t count = 0;  // probes per target, then that target stops sending; 0 = no limit
   // Sends due within this slack are batched into one sendmmsg (and may go out that much early).
   std::chrono::nanoseconds batch_slack{std::chrono::milliseconds(1)};
-  // How long an answered UDP probe waits for the responder's follow-up (its kernel TX timestamp)
-  // before the responder's user-space send time is used instead.
+  // How long an answered UDP or kept-open TCP probe waits for the responder's follow-up (its
+  // kernel TX timestamp) before the responder's user-space send time is used instead.
   std::chrono::nanoseconds followup_grace{std::chrono::milliseconds(20)};
   // Wake-up coalescing: after a wake-up the loop sleeps at least this long before it looks at
   // its sockets again, so a busy prober wakes at most 1/coalesce times a second whatever the
   // packet rate. Answers keep their kernel timestamps, so waiting changes no UDP or TCP-connect
-  // measurement; it only delays reading them. (Kept-open TCP uses user-space send times: there
-  // the wait would show, so that mode does not coalesce.) 0 = react to every packet at once.
+  // measurement; it only delays reading them. (Kept-open TCP does not coalesce: a stream gives one
+  // receive stamp per read, so an answer read together with a later frame would lose its own.)
+  // 0 = react to every packet at once.
   // This is the shortest period; under load it grows up to max_coalesce (wake_coalescer.hpp),
   // and sends due within the current period are batched with the others (see batch_slack).
   std::chrono::nanoseconds coalesce{std::chrono::milliseconds(1)};

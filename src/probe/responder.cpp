@@ -9,14 +9,19 @@
 // wake-up's replies to one prober travel together in one follow-ups message (wire.hpp, type 4):
 // a datagram per prober per wake-up, not one per probe.
 // TCP: accept every connection (connect probes close it at once); on kept-open ones echo each
-// 48-byte probe frame as a reply.
+// 48-byte probe frame as a reply, in the same two steps as UDP for probers that read follow-ups
+// (wire::stream_followups_ok): the reply carries the probe's kernel receive time and the
+// user-space send time, and a follow-up frame with the reply's kernel send time comes later on
+// the same connection (stream_followups.hpp explains why it waits).
 // Garbage is counted and dropped; nothing a peer sends can make the loop block or allocate
 // per packet.
 #include "probe/responder.hpp"
 
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <unordered_map>
@@ -29,7 +34,9 @@
 #include "net/frame_reader.hpp"
 #include "net/recv_batch.hpp"
 #include "net/socket.hpp"
+#include "net/stream_timestamps.hpp"
 #include "net/timestamping.hpp"
+#include "probe/stream_followups.hpp"
 #include "probe/wake_coalescer.hpp"
 #include "probe/wire.hpp"
 
@@ -133,7 +140,30 @@ struct Conn {
   net::Fd fd;
   uint8_t buf[wire::kSize * 32];
   size_t len = 0;
+  bool kept_open = false;  // a probe frame came: set up for echoing (see stream_setup)
+  bool tx_stamps = false;  // transmit stamps (OPT_ID by byte) are on
+  bool listed = false;     // in Impl::echo_conns (has echoes waiting for their follow-ups)
+  net::FrameTxKeys<wire::kSize> keys;
+  StreamEchoes echoes;
 };
+
+// The responder's send times for one echo, as a follow-up carries them: the NIC's pair when both
+// ends have one, else the kernel send time with the receive time the reply carried. False when
+// the kernel gave no send time. Shared by UDP and kept-open TCP.
+bool followup_times(const net::KernelTime& rx, int64_t reply_rx_ns, const net::KernelTime& tx, uint8_t& flags,
+                    int64_t& rx_ns, int64_t& tx_ns) {
+  if (rx.hardware_ns && tx.hardware_ns) {  // both NIC times: the NIC's own clock
+    flags = wire::kRxHardware | wire::kTxHardware;
+    rx_ns = rx.hardware_ns;
+    tx_ns = tx.hardware_ns;
+    return true;
+  }
+  if (!tx.software_ns) return false;
+  flags = static_cast<uint8_t>(wire::kTxKernel | (rx.software_ns ? wire::kRxKernel : 0));
+  rx_ns = reply_rx_ns;  // the receive time stays what the reply carried
+  tx_ns = tx.software_ns;
+  return true;
+}
 
 }  // namespace
 
@@ -146,6 +176,9 @@ struct Responder::Impl {
   uint32_t tx_counter = 0;
   std::vector<TxEntry> tx_ring;
   std::unordered_map<int, std::unique_ptr<Conn>> conns;
+  std::vector<int> echo_conns;  // connections with echoes waiting for follow-ups (reserved: no allocation)
+  int64_t next_stream_followup = INT64_MAX;  // when stream_followups() has work
+  bool stream_nostamp_ok = true;             // per-send "no transmit stamp" works on TCP here
   std::atomic<bool> stop_flag{false};
   std::atomic<uint64_t> answered{0}, malformed{0}, tcp_accepted{0}, followups{0}, shed{0}, wakeups{0},
       streaming_wakeups{0};
@@ -321,14 +354,11 @@ struct Responder::Impl {
         TxEntry& slot = tx_ring[ts.id % kTxRing];
         if (!slot.valid || slot.id != ts.id || !slot.reply) continue;
         slot.valid = false;
-        const TxEntry sent = slot;                         // a copy: sending may reuse the ring slot
-        if (sent.rx.hardware_ns && ts.time.hardware_ns) {  // both NIC times: the NIC's own clock
-          add_followup(sent, wire::kRxHardware | wire::kTxHardware, sent.rx.hardware_ns, ts.time.hardware_ns);
-        } else if (ts.time.software_ns) {  // rx stays what the reply carried
-          add_followup(sent,
-                       static_cast<uint8_t>(wire::kTxKernel | (sent.rx.software_ns ? wire::kRxKernel : 0)),
-                       sent.packet.responder_rx_ns, ts.time.software_ns);
-        }
+        const TxEntry sent = slot;  // a copy: sending may reuse the ring slot
+        uint8_t flags = 0;
+        int64_t rx_ns = 0, tx_ns = 0;
+        if (followup_times(sent.rx, sent.packet.responder_rx_ns, ts.time, flags, rx_ns, tx_ns))
+          add_followup(sent, flags, rx_ns, tx_ns);
       }
       if (r < kBatch) break;
     }
@@ -338,6 +368,9 @@ struct Responder::Impl {
 
   void close_conn(int fd) {
     ep.remove(fd);
+    auto it = conns.find(fd);
+    if (it != conns.end() && it->second->listed)
+      echo_conns.erase(std::find(echo_conns.begin(), echo_conns.end(), fd));
     conns.erase(fd);  // closes it
   }
 
@@ -352,16 +385,78 @@ struct Responder::Impl {
       }
       auto c = std::make_unique<Conn>();
       c->fd.reset(fd);
+      // Receive stamps before any data can come; the rest only once it is a kept-open connection
+      // (connect probes are reset at once and cost no more system calls than that).
       (void)net::enable_timestamping(fd, false);
       if (!ep.add(fd, EPOLLIN | EPOLLRDHUP, tag(kConn, static_cast<uint64_t>(fd)))) continue;
       conns.emplace(fd, std::move(c));
     }
   }
 
-  void conn_readable(int fd) {
+  // Writes one whole frame on a kept-open connection; a frame written in part (or not at all)
+  // leaves the stream out of step, so the caller closes it. A frame whose send time nobody needs
+  // (a follow-up, a final reply) asks for no transmit stamp: it would only cost an error-queue read
+  // and a wake-up.
+  bool send_frame(Conn& c, const wire::Packet& p, bool stamp) {
+    uint8_t out[wire::kSize];
+    wire::encode(p, std::span<uint8_t, wire::kSize>(out, wire::kSize));
+    iovec iov{out, sizeof out};
+    msghdr mh{};
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    alignas(cmsghdr) char ctrl[64];
+    if (!stamp && c.tx_stamps && stream_nostamp_ok) {
+      mh.msg_control = ctrl;
+      mh.msg_controllen = net::write_no_tx_timestamp(ctrl, sizeof ctrl);
+    }
+    // MSG_EOR: nothing written later joins this frame's packet (autocorking would merge a burst
+    // of frames, and a packet carries one transmit stamp, the last request's).
+    constexpr int kFlags = MSG_NOSIGNAL | MSG_DONTWAIT | MSG_EOR;
+    ssize_t n = ::sendmsg(c.fd.get(), &mh, kFlags);
+    if (n < 0 && errno == EINVAL && mh.msg_controllen != 0) {  // a kernel without per-send flags on TCP
+      stream_nostamp_ok = false;
+      mh.msg_control = nullptr;
+      mh.msg_controllen = 0;
+      n = ::sendmsg(c.fd.get(), &mh, kFlags);
+    }
+    if (n != static_cast<ssize_t>(sizeof out)) return false;
+    c.keys.wrote_frame();  // every byte moves the OPT_ID counter, stamped or not
+    return true;
+  }
+
+  void conn_event(int fd, uint32_t events) {
     auto it = conns.find(fd);
     if (it == conns.end()) return;
     Conn& c = *it->second;
+    size_t stamps = 0;
+    if ((events & EPOLLERR) && c.tx_stamps) {
+      stamps = read_stream_stamps(c);
+      next_stream_followup = std::min(next_stream_followup, c.echoes.next_due());
+    }
+    // EPOLLERR with no stamp waiting is a real error: reading reports it and closes.
+    if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP)) || ((events & EPOLLERR) && stamps == 0))
+      conn_readable(c);
+  }
+
+  size_t read_stream_stamps(Conn& c) {
+    return net::read_tx_timestamps(c.fd.get(),
+                                   [&](const net::TxTimestamp& ts) { c.echoes.stamped(ts.id, ts.time); });
+  }
+
+  // The first probe frame on a connection: it is a kept-open one.
+  void stream_setup(Conn& c) {
+    c.kept_open = true;
+    // Each frame its own packet: Nagle would hold a follow-up until the reply is acknowledged
+    // (the prober's delayed ACK: tens of ms) and merge frames, which share one transmit stamp.
+    int one = 1;
+    setsockopt(c.fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    // Nothing has been written yet: the OPT_ID byte counter starts at the first reply.
+    c.tx_stamps = cfg.followups && net::enable_stream_timestamping(c.fd.get()).has_value();
+  }
+
+  void conn_readable(Conn& c) {
+    const int fd = c.fd.get();
+    bool echoed = false;
     const bool open = net::read_frames<wire::kSize>(
         fd, c.buf, sizeof c.buf, c.len,
         [&](std::span<const uint8_t, wire::kSize> frame, const net::KernelTime& rx) {
@@ -370,18 +465,91 @@ struct Responder::Impl {
             inc(malformed);  // a stream out of step cannot be trusted any more
             return false;
           }
+          if (!c.kept_open) stream_setup(c);
+          // Two-step only for a prober that reads follow-up frames, and while there is room to
+          // remember the echo (bounded); otherwise the reply is final, with its user send time.
+          const bool two_step = c.tx_stamps && wire::stream_followups_ok(p.session) && !c.echoes.full();
           p.type = wire::Type::reply;
-          p.flags = rx.software_ns ? wire::kRxKernel : 0;
+          p.flags = static_cast<uint8_t>((rx.software_ns ? wire::kRxKernel : 0) |
+                                         (two_step ? wire::kFollowupComing : 0));
           p.responder_rx_ns = rx.software_ns ? rx.software_ns : realtime_ns();
+          // Waiting follow-ups go before this reply, never right after it (stream_followups.hpp).
+          if (!c.echoes.empty() && !send_followups(c, mono_ns(), true)) return false;
+          const uint32_t key = c.keys.next_key();
           p.responder_tx_ns = realtime_ns();
-          uint8_t out[wire::kSize];
-          wire::encode(p, std::span<uint8_t, wire::kSize>(out, wire::kSize));
-          if (::send(fd, out, sizeof out, MSG_NOSIGNAL | MSG_DONTWAIT) != static_cast<ssize_t>(sizeof out))
-            return false;
+          if (!send_frame(c, p, two_step)) return false;
           inc(answered);
+          if (two_step) {
+            StreamEcho e;
+            e.key = key;
+            e.session = p.session;
+            e.seq = p.seq;
+            e.prober_tx_ns = p.prober_tx_ns;
+            e.rx = rx;
+            e.reply_rx_ns = p.responder_rx_ns;
+            e.sent_mono = mono_ns();
+            c.echoes.push(e);
+            echoed = true;
+          }
           return true;
         });
-    if (!open) close_conn(fd);
+    if (!open) {
+      close_conn(fd);
+      return;
+    }
+    if (echoed) {
+      // The kernel usually has the replies' send stamps already (a driver stamps as it takes the
+      // packet): reading them now times the follow-ups from the replies, not from a later wake-up.
+      read_stream_stamps(c);
+      if (!c.listed) {
+        c.listed = true;
+        echo_conns.push_back(fd);
+      }
+    }
+    if (c.listed) next_stream_followup = std::min(next_stream_followup, c.echoes.next_due());
+  }
+
+  // Sends the follow-ups due on one connection (see StreamEchoes::due); false when the connection
+  // failed (the caller closes it).
+  bool send_followups(Conn& c, int64_t now, bool before_reply) {
+    if (c.echoes.waiting_for_stamp()) read_stream_stamps(c);
+    while (const StreamEcho* e = c.echoes.due(now, before_reply)) {
+      wire::Packet f;
+      f.type = wire::Type::followup;
+      f.session = e->session;
+      f.seq = e->seq;
+      f.prober_tx_ns = e->prober_tx_ns;
+      const bool have =
+          followup_times(e->rx, e->reply_rx_ns, e->tx, f.flags, f.responder_rx_ns, f.responder_tx_ns);
+      c.echoes.pop();
+      if (!have) continue;  // no send stamp came: nothing to tell
+      if (!send_frame(c, f, false)) return false;
+      inc(followups);
+    }
+    return true;
+  }
+
+  // Sends the follow-ups that are due on every connection with echoes waiting, and drops echoes
+  // whose stamp never came (the prober has given up on them by then).
+  void stream_followups(int64_t now) {
+    if (now < next_stream_followup) return;
+    next_stream_followup = INT64_MAX;
+    for (size_t i = 0; i < echo_conns.size();) {
+      const int fd = echo_conns[i];
+      Conn& c = *conns.find(fd)->second;
+      if (!send_followups(c, now, false)) {
+        close_conn(fd);  // takes it off echo_conns: look at index i again
+        continue;
+      }
+      if (c.echoes.empty()) {
+        c.listed = false;
+        echo_conns[i] = echo_conns.back();
+        echo_conns.pop_back();
+        continue;
+      }
+      next_stream_followup = std::min(next_stream_followup, c.echoes.next_due());
+      ++i;
+    }
   }
 
   // While a stream flows, the UDP socket leaves the epoll set and is read on every wake-up instead
@@ -401,7 +569,7 @@ struct Responder::Impl {
     CoalescingWait waiter(cfg.coalesce.count(), cfg.max_coalesce.count());
     while (!stop_flag.load(std::memory_order_relaxed)) {
       // stop() is noticed within 100 ms; a polled UDP socket is read at the end of each period.
-      const int64_t deadline = mono_ns() + 100'000'000;
+      const int64_t deadline = std::min(mono_ns() + 100'000'000, next_stream_followup);
       auto n =
           waiter.wait(ep, events, kBatch, udp_polled ? std::min(deadline, waiter.next_wake_ns()) : deadline);
       if (!n) return std::unexpected(n.error());
@@ -423,10 +591,11 @@ struct Responder::Impl {
             accept_all();
             break;
           case kConn:
-            conn_readable(static_cast<int>(v));
+            conn_event(static_cast<int>(v), events[i].events);
             break;
         }
       }
+      stream_followups(mono_ns());
       inc(wakeups);
       if (udp_polled) {
         inc(streaming_wakeups);
@@ -441,6 +610,7 @@ struct Responder::Impl {
   Status open(const ResponderConfig& c) {
     cfg = c;
     tx_ring.resize(kTxRing);
+    echo_conns.reserve(c.max_tcp_connections);
     followups_skip_ids = net::untimestamped_sends_skip_ids();
     followups_on = c.followups;
     log().debug("responder: follow-ups are sent {} a transmit timestamp of their own",

@@ -1,6 +1,7 @@
 #pragma once
 // The responder: answers UDP probes (with its kernel receive time, then a follow-up carrying its
-// kernel send time) and accepts TCP connections (connect probes, and echo on kept-open ones).
+// kernel send time) and accepts TCP connections (connect probes, and echo on kept-open ones, two-step
+// like UDP for probers that read follow-up frames).
 // One thread calls run(); stop() and counters() are thread-safe.
 #include <chrono>
 #include <cstdint>
@@ -18,9 +19,10 @@ struct ResponderConfig {
   bool serve_udp = true;
   bool serve_tcp = true;
   size_t max_tcp_connections = 4096;  // kept-open connections beyond this are refused
-  // Send each UDP reply's kernel send time in a follow-up, so that the prober can take the
-  // responder's full processing time out of the RTT. Off: the reply's user-space send time (read
-  // just before the send call) is all the prober gets; the kernel's send path then counts as network.
+  // Send each reply's kernel send time in a follow-up (UDP, and kept-open TCP to probers that read
+  // them), so that the prober can take the responder's full processing time out of the RTT. Off:
+  // the reply's user-space send time (read just before the send call) is all the prober gets; the
+  // kernel's send path then counts as network.
   bool followups = true;
   // Wake-up coalescing (see ProberConfig::coalesce): the time a probe waits here is between its
   // kernel receive and send timestamps, so it is taken out of the network RTT like any other
@@ -34,7 +36,7 @@ struct ResponderCounters {
   uint64_t answered = 0;   // UDP replies and TCP echoes sent
   uint64_t malformed = 0;  // datagrams / frames that did not parse
   uint64_t tcp_accepted = 0;
-  uint64_t followups = 0;          // follow-ups sent with the kernel TX timestamp
+  uint64_t followups = 0;          // follow-ups sent with the kernel TX timestamp (UDP entries, TCP frames)
   uint64_t shed = 0;               // replies sent without a follow-up because the responder was behind
   uint64_t wakeups = 0;            // event-loop wake-ups
   uint64_t streaming_wakeups = 0;  // ... of them with the UDP socket read without epoll (a stream flowing)

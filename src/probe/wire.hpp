@@ -8,7 +8,8 @@
 //
 // Types: probe (prober -> responder), reply (responder -> prober, carries the responder's kernel
 // receive time and its user-space send time), follow-up (responder -> prober, the responder's
-// kernel send time of that reply, PTP "two-step" style; announced by a flag in the reply). The parser is
+// kernel send time of that reply, PTP "two-step" style; announced by a flag in the reply; on
+// kept-open TCP only to probers that said they read them, see stream_followups_ok). The parser is
 // strict: any size, magic, version, type, flag or field that is not exactly as specified is rejected (and
 // fuzzed).
 //
@@ -41,6 +42,16 @@ inline constexpr uint8_t kTxKernel = 0x04;        // responder_tx_ns is a kernel
 inline constexpr uint8_t kTxHardware = 0x08;      // ... a NIC hardware timestamp
 inline constexpr uint8_t kFollowupComing = 0x10;  // reply: a follow-up with kernel times follows
 inline constexpr uint8_t kKnownFlags = 0x1f;
+
+// Kept-open TCP: a responder may send a follow-up frame (type 3) on the stream after a reply
+// flagged kFollowupComing, but a prober from before that treats any frame but a reply as garbage
+// and drops the connection, and a probe has no room for a flag (older responders reject any). So
+// the lowest bit of the session says it: every older prober set it (its sessions are odd); a
+// prober that reads follow-up frames on its streams uses even sessions. On UDP it means nothing.
+inline constexpr uint64_t kSessionNoStreamFollowups = 1;
+inline constexpr bool stream_followups_ok(uint64_t session) {
+  return (session & kSessionNoStreamFollowups) == 0;
+}
 
 struct Packet {
   Type type = Type::probe;

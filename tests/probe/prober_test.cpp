@@ -19,108 +19,12 @@
 #include "net/socket.hpp"
 #include "probe/responder.hpp"
 #include "probe/wire.hpp"
+#include "prober_harness.hpp"
 
 using namespace weft;
 using namespace weft::probe;
 using namespace std::chrono_literals;
-
-namespace {
-
-struct RunningResponder {
-  std::unique_ptr<Responder> r;
-  std::thread th;
-  explicit RunningResponder(const char* listen = "127.0.0.1") {
-    ResponderConfig c;
-    c.listen_address = listen;
-    c.udp_port = 0;
-    c.tcp_port = 0;
-    auto made = Responder::create(c);
-    if (!made) throw std::runtime_error(made.error().message);
-    r = std::move(*made);
-    th = std::thread([this] { (void)r->run(); });
-  }
-  ~RunningResponder() {
-    r->stop();
-    th.join();
-  }
-};
-
-struct Collected {
-  std::mutex mu;
-  std::map<std::string, WindowStats> totals;  // windows summed per target
-  std::map<std::string, int> windows;
-  std::vector<ProbeResult> probes;
-  std::vector<std::string> probe_targets;
-};
-
-// Runs the prober for `d`, then stops it; windows and probes are collected.
-ProberCounters run_for(Prober& p, std::chrono::milliseconds d, Collected& c) {
-  p.set_on_probe([&](const ProbeResult& r) {
-    std::lock_guard lk(c.mu);
-    c.probes.push_back(r);
-    c.probe_targets.emplace_back(r.target);
-  });
-  std::thread th([&] {
-    auto st = p.run([&](WindowStats&& w) {
-      std::lock_guard lk(c.mu);
-      auto& t = c.totals[w.target];
-      t.target = w.target;
-      t.target_address = w.target_address;
-      t.sent += w.sent;
-      t.received += w.received;
-      t.lost += w.lost;
-      t.late += w.late;
-      t.duplicate += w.duplicate;
-      t.malformed += w.malformed;
-      t.timestamp_source = w.timestamp_source;
-      t.network_rtt = w.network_rtt;
-      t.rtt = w.rtt;
-      t.responder_delay = w.responder_delay;
-      c.windows[w.target]++;
-      EXPECT_EQ(w.end_unix_ns - w.start_unix_ns, 200'000'000);
-      EXPECT_EQ(w.start_unix_ns % 200'000'000, 0);
-    });
-    EXPECT_TRUE(st) << (st ? "" : st.error().message);
-  });
-  std::this_thread::sleep_for(d);
-  const auto t0 = std::chrono::steady_clock::now();
-  p.stop();
-  th.join();
-  EXPECT_LT(std::chrono::steady_clock::now() - t0,
-            500ms);  // stop() is prompt (~100 ms, plus a loaded machine)
-  return p.counters();
-}
-
-ProberConfig fast_config(Protocol proto = Protocol::udp) {
-  ProberConfig c;
-  c.protocol = proto;
-  c.interval = 10ms;
-  c.timeout = 300ms;  // generous: these tests also run under ASan on a busy 2-core machine
-  c.window = 200ms;
-  return c;
-}
-
-// A UDP socket that swallows everything: a target that never answers.
-net::Fd black_hole(uint16_t& port) {
-  auto fd = net::udp_socket(*net::SocketAddress::parse_ip("127.0.0.1", 0));
-  port = net::local_address(fd->get())->port();
-  return std::move(*fd);
-}
-
-// For the fake responders: one waiting datagram that parses as a wire packet, and who sent it.
-bool recv_probe(int fd, wire::Packet& p, net::SocketAddress& from) {
-  uint8_t buf[128];
-  sockaddr_storage addr{};
-  socklen_t len = sizeof addr;
-  const ssize_t n = recvfrom(fd, buf, sizeof buf, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&addr), &len);
-  if (n <= 0 ||
-      wire::decode(std::span<const uint8_t>(buf, static_cast<size_t>(n)), p) != wire::ParseError::ok)
-    return false;
-  from = net::SocketAddress::from_sockaddr(reinterpret_cast<sockaddr*>(&addr), len);
-  return true;
-}
-
-}  // namespace
+using namespace probe_test;
 
 TEST(Prober, AnswersAndLossPerTarget) {
   RunningResponder resp;
