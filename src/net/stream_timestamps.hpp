@@ -63,7 +63,7 @@ template <typename OnStamp>
 size_t read_tx_timestamps(int fd, OnStamp&& on_stamp, size_t max = 256) {
   size_t got = 0;
   for (size_t i = 0; i < max; ++i) {
-    char data[64];  // OPT_TSONLY: no payload comes back, but the call needs a buffer
+    char data[64];  // OPT_TSONLY: no payload comes back; room for one should a kernel ignore it
     alignas(cmsghdr) char ctrl[kControlBytes];
     iovec iov{data, sizeof data};
     msghdr mh{};
