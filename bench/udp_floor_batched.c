@@ -46,27 +46,47 @@ static void enable_stamps(int fd, int level) {
   setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING, &f, sizeof f);
 }
 
+// Headers are wired once; after a call only the entries it filled (or the echo changed) are
+// re-armed, and error-queue reads pass no data buffer (OPT_TSONLY stamps carry none): the same
+// receive work as the engine's net::RecvBatch, so the floor is not inflated by its own setup.
+static struct mmsghdr emsgs[BATCH];
+static char ectl[BATCH][256];
+
+static void arm(int i, int with_name) {
+  iovs[i].iov_base = bufs[i];
+  iovs[i].iov_len = sizeof bufs[i];
+  msgs[i].msg_hdr.msg_name = with_name ? &from[i] : NULL;
+  msgs[i].msg_hdr.msg_namelen = with_name ? sizeof from[i] : 0;
+  msgs[i].msg_hdr.msg_iov = &iovs[i];
+  msgs[i].msg_hdr.msg_iovlen = 1;
+  msgs[i].msg_hdr.msg_control = ctl[i];
+  msgs[i].msg_hdr.msg_controllen = sizeof ctl[i];
+}
+
 // Reads everything waiting (data or error queue); returns how many messages.
 static int drain(int fd, int flags, int with_name) {
+  static int wired = 0, used = 0, eused = BATCH;
+  if (!wired) {
+    for (int i = 0; i < BATCH; i++) arm(i, with_name);
+    for (int i = 0; i < BATCH; i++) emsgs[i].msg_hdr.msg_control = ectl[i];
+    wired = 1;
+  }
+  const int errq = flags & MSG_ERRQUEUE;
   int total = 0;
   for (;;) {
-    for (int i = 0; i < BATCH; i++) {
-      iovs[i].iov_base = bufs[i];
-      iovs[i].iov_len = sizeof bufs[i];
-      memset(&msgs[i].msg_hdr, 0, sizeof msgs[i].msg_hdr);
-      if (with_name) {
-        msgs[i].msg_hdr.msg_name = &from[i];
-        msgs[i].msg_hdr.msg_namelen = sizeof from[i];
-      }
-      msgs[i].msg_hdr.msg_iov = &iovs[i];
-      msgs[i].msg_hdr.msg_iovlen = 1;
-      msgs[i].msg_hdr.msg_control = ctl[i];
-      msgs[i].msg_hdr.msg_controllen = sizeof ctl[i];
+    if (errq) {
+      for (int i = 0; i < eused; i++) emsgs[i].msg_hdr.msg_controllen = sizeof ectl[i];
+    } else {
+      for (int i = 0; i < used; i++) arm(i, with_name);
     }
-    int n = recvmmsg(fd, msgs, BATCH, flags | MSG_DONTWAIT, NULL);
+    int n = recvmmsg(fd, errq ? emsgs : msgs, BATCH, flags | MSG_DONTWAIT, NULL);
+    if (errq)
+      eused = n > 0 ? n : 0;
+    else
+      used = n > 0 ? n : 0;
     if (n <= 0) return total;
     total += n;
-    if (!(flags & MSG_ERRQUEUE) && with_name) {  // echo them back, in one call
+    if (!errq && with_name) {  // echo them back, in one call
       for (int i = 0; i < n; i++) {
         iovs[i].iov_len = msgs[i].msg_len;
         msgs[i].msg_hdr.msg_control = NULL;
