@@ -218,24 +218,35 @@ std::optional<PairWindow> Mesh::latest_pair(probe::Protocol protocol, const std:
 
 // ---- registry -------------------------------------------------------------------------------------
 
+namespace {
+// What a registration says of an agent, the same whether it just came or was replayed at start.
+void fill_info(AgentInfo& info, const Registration& r, int64_t registered_ns) {
+  info.name = r.name;
+  info.addresses = r.addresses;
+  info.protocols = r.protocols;
+  info.rdma = r.rdma;
+  info.version = r.version;
+  info.registered_unix_ns = registered_ns;
+  info.last_seen_unix_ns = registered_ns;
+}
+
+Peer peer_of(const Registration& r, bool up) {
+  return Peer{r.name,      r.addresses.empty() ? std::string() : r.addresses.front(),
+              r.protocols, r.udp_port,
+              r.tcp_port,  up,
+              r.rdma};
+}
+}  // namespace
+
 void Mesh::register_agent(const Registration& r, int64_t now_ns) {
   std::lock_guard lk(reg_mu_);
   AgentRecord& rec = agents_[r.name];
   bool was_new = rec.info.name.empty();
-  rec.info.name = r.name;
-  rec.info.addresses = r.addresses;
-  rec.info.protocols = r.protocols;
-  rec.info.rdma = r.rdma;
-  rec.info.version = r.version;
-  rec.info.registered_unix_ns = now_ns;
-  rec.info.last_seen_unix_ns = now_ns;
+  fill_info(rec.info, r, now_ns);
   bool was_down = rec.info.state == AgentState::down;
   rec.info.state = AgentState::up;
   std::erase_if(rec.info.alarms, [](const Alarm& a) { return a.kind == "agent_down"; });
-  Peer p{r.name,      r.addresses.empty() ? std::string() : r.addresses.front(),
-         r.protocols, r.udp_port,
-         r.tcp_port,  true,
-         r.rdma};
+  Peer p = peer_of(r, true);
   // A restarted RDMA engine has a new QPN: peers' pinglists must change with it.
   bool changed = was_new || was_down || p.address != rec.peer.address || p.protocols != rec.peer.protocols ||
                  p.udp_port != rec.peer.udp_port || p.tcp_port != rec.peer.tcp_port ||
@@ -244,21 +255,16 @@ void Mesh::register_agent(const Registration& r, int64_t now_ns) {
   if (changed) ++generation_;
 }
 
+// A registration replayed from the store at start: listed, down until it reports, and with all it
+// registered (its RDMA engines too: an agent that kept running keeps their addresses).
 void Mesh::restore_agent(const Registration& r, int64_t registered_ns, int64_t now_ns) {
   std::lock_guard lk(reg_mu_);
   if (agents_.contains(r.name)) return;
   AgentRecord& rec = agents_[r.name];
-  rec.info.name = r.name;
-  rec.info.addresses = r.addresses;
-  rec.info.protocols = r.protocols;
-  rec.info.version = r.version;
-  rec.info.registered_unix_ns = registered_ns;
-  rec.info.last_seen_unix_ns = registered_ns;
+  fill_info(rec.info, r, registered_ns);
   rec.info.state = AgentState::down;
   rec.info.alarms.push_back({"agent_down", "no report since the controller restarted", now_ns});
-  rec.peer = Peer{r.name,      r.addresses.empty() ? std::string() : r.addresses.front(),
-                  r.protocols, r.udp_port,
-                  r.tcp_port,  false};
+  rec.peer = peer_of(r, false);
   ++generation_;
 }
 

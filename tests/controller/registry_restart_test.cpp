@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "agent/registration.hpp"
 #include "controller/controller.hpp"
 #include "test_util.hpp"
 
@@ -40,7 +41,7 @@ int free_port() {
 std::unique_ptr<Controller> start_controller(const std::string& store) {
   auto cfg = parse_config(
       fmt::format("listen: 127.0.0.1:{}\nstore: {}\ntokens: [t0k-restart-test]\nagent_down_after: 1h\n"
-                  "groups:\n  - {{name: all, protocols: [udp], members: ['*']}}\n",
+                  "groups:\n  - {{name: all, protocols: [udp, rdma], members: ['*']}}\n",
                   free_port(), store),
       "<test>");
   EXPECT_TRUE(cfg) << cfg.error().message;
@@ -63,13 +64,20 @@ json get(Controller& c, const std::string& path) {
   return res && res->status == 200 ? json::parse(res->body) : json{{"status", res ? res->status : -1}};
 }
 
+// UDP and one RDMA engine (rail 0), whose address must survive the restart as well.
 std::string registration(const std::string& name, int i) {
-  return json{{"name", name},
-              {"addresses", {fmt::format("10.9.0.{}", i)}},
-              {"protocols", {"udp"}},
-              {"version", "v-test"},
-              {"udp_port", 7000 + i}}
-      .dump();
+  weft::agent::Registration r{
+      name,     {fmt::format("10.9.0.{}", i)},   {weft::probe::Protocol::udp, weft::probe::Protocol::rdma},
+      "v-test", static_cast<uint16_t>(7000 + i), 0};
+  weft::agent::RdmaEndpoint e;
+  e.device = "rxe0";
+  e.port = 1;
+  inet_pton(AF_INET6, fmt::format("::ffff:10.9.0.{}", i).c_str(), e.gid.data());
+  e.gid_index = 1;
+  e.qpn = static_cast<uint32_t>(100 + i);
+  e.qkey = 0x11111111;
+  r.rdma = {e};
+  return weft::agent::registration_json(r);
 }
 
 std::map<std::string, json> agents_by_name(Controller& c) {
@@ -79,11 +87,13 @@ std::map<std::string, json> agents_by_name(Controller& c) {
   return out;
 }
 
-std::set<std::string> pinglist_targets(Controller& c, const std::string& name) {
+// Target names of one protocol in an agent's pinglist.
+std::set<std::string> pinglist_targets(Controller& c, const std::string& name, const char* protocol = "udp") {
   std::set<std::string> out;
   json list = get(c, "/api/v1/pinglists/" + name);
   for (auto& p : list["protocols"])
-    for (auto& t : p["targets"]) out.insert(t["name"].get<std::string>());
+    if (p["protocol"] == protocol)
+      for (auto& t : p["targets"]) out.insert(t["name"].get<std::string>());
   return out;
 }
 
@@ -101,6 +111,7 @@ void agents_survive_a_restart(const std::string& store) {
     ASSERT_TRUE(bad);
     EXPECT_EQ(bad->status, 400);
     EXPECT_EQ(pinglist_targets(*c, "keep1"), (std::set<std::string>{"keep2", "keep3"}));
+    EXPECT_EQ(pinglist_targets(*c, "keep1", "rdma"), (std::set<std::string>{"keep2", "keep3"}));
     c->stop();
   }
   auto c = start_controller(store);
@@ -112,6 +123,8 @@ void agents_survive_a_restart(const std::string& store) {
     EXPECT_EQ(a["state"], "down") << a.dump();
     EXPECT_EQ(a["version"], "v-test");
     EXPECT_EQ(a["addresses"], json::array({fmt::format("10.9.0.{}", i)}));
+    ASSERT_EQ(a["rdma"].size(), 1u) << a.dump();  // the engine's address came back with the rest
+    EXPECT_EQ(a["rdma"][0]["qpn"], 100 + i);
   }
   // keep1 reports again without registering: accepted, and it is up; the others stay down and out
   // of its pinglist until they report too.
@@ -136,6 +149,8 @@ void agents_survive_a_restart(const std::string& store) {
       std::string(weft::agent::kBinaryContentType));
   ASSERT_TRUE(res3 && res3->status == 200) << (res3 ? res3->body : "no answer");
   EXPECT_EQ(pinglist_targets(*c, "keep1"), (std::set<std::string>{"keep3"}));
+  // RDMA probing resumes too, with no agent registering again.
+  EXPECT_EQ(pinglist_targets(*c, "keep1", "rdma"), (std::set<std::string>{"keep3"}));
 }
 
 }  // namespace
