@@ -58,6 +58,25 @@ void put_summary(std::string& out, const probe::LatencySummary& s) {
 }
 
 // ---- reader -------------------------------------------------------------------------------------
+// A varint with no bounds check, for callers that know 10 bytes (the longest varint) are there.
+// Sets `overlong` (and returns 0) for one longer than that.
+[[gnu::always_inline]] inline uint64_t varint_unchecked(const unsigned char*& p, bool& overlong) {
+  uint64_t b = *p++;
+  if (b < 0x80) return b;
+  uint64_t v = b & 0x7f;
+  for (int shift = 7; shift < 64; shift += 7) {
+    b = *p++;
+    v |= (b & 0x7f) << shift;
+    if (b < 0x80) return v;
+  }
+  overlong = true;
+  return 0;
+}
+
+[[gnu::always_inline]] inline int64_t unzigzag(uint64_t z) {
+  return static_cast<int64_t>((z >> 1) ^ (~(z & 1) + 1));
+}
+
 struct Reader {
   const unsigned char* p;
   const unsigned char* end;
@@ -72,16 +91,10 @@ struct Reader {
   // are left, no byte needs its own bounds check.
   [[gnu::always_inline]] uint64_t varint() {
     if (end - p >= 10) [[likely]] {
-      uint64_t b = *p++;
-      if (b < 0x80) return b;
-      uint64_t v = b & 0x7f;
-      for (int shift = 7; shift < 64; shift += 7) {
-        b = *p++;
-        v |= (b & 0x7f) << shift;
-        if (b < 0x80) return v;
-      }
-      bad("varint longer than 10 bytes");
-      return 0;
+      bool overlong = false;
+      const uint64_t v = varint_unchecked(p, overlong);
+      if (overlong) bad("varint longer than 10 bytes");
+      return v;
     }
     return varint_checked();
   }
@@ -99,10 +112,7 @@ struct Reader {
     bad("varint longer than 10 bytes");
     return 0;
   }
-  [[gnu::always_inline]] int64_t signed_() {
-    uint64_t z = varint();
-    return static_cast<int64_t>((z >> 1) ^ (~(z & 1) + 1));
-  }
+  [[gnu::always_inline]] int64_t signed_() { return unzigzag(varint()); }
   uint8_t byte() {
     if (p >= end) {
       bad("truncated");
@@ -137,22 +147,8 @@ struct UncheckedReader {
   bool overlong = false;
 
   bool ok() const { return !overlong; }
-  [[gnu::always_inline]] uint64_t varint() {
-    uint64_t b = *p++;
-    if (b < 0x80) return b;
-    uint64_t v = b & 0x7f;
-    for (int shift = 7; shift < 64; shift += 7) {
-      b = *p++;
-      v |= (b & 0x7f) << shift;
-      if (b < 0x80) return v;
-    }
-    overlong = true;
-    return 0;
-  }
-  [[gnu::always_inline]] int64_t signed_() {
-    uint64_t z = varint();
-    return static_cast<int64_t>((z >> 1) ^ (~(z & 1) + 1));
-  }
+  [[gnu::always_inline]] uint64_t varint() { return varint_unchecked(p, overlong); }
+  [[gnu::always_inline]] int64_t signed_() { return unzigzag(varint()); }
   uint8_t byte() { return *p++; }
 };
 

@@ -1,7 +1,5 @@
 #include "net/stream_timestamps.hpp"
 
-#include <linux/net_tstamp.h>
-
 namespace weft::net {
 
 namespace {
@@ -12,14 +10,8 @@ constexpr unsigned kOptIdTcp = 1u << 16;
 }  // namespace
 
 Status enable_stream_timestamping(int fd) {
-  const unsigned flags = SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_RX_HARDWARE |
-                         SOF_TIMESTAMPING_SOFTWARE | SOF_TIMESTAMPING_RAW_HARDWARE |
-                         SOF_TIMESTAMPING_TX_SOFTWARE | SOF_TIMESTAMPING_TX_HARDWARE |
-                         SOF_TIMESTAMPING_OPT_ID | SOF_TIMESTAMPING_OPT_TSONLY;
-  const unsigned with_tcp = flags | kOptIdTcp;
-  if (setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING, &with_tcp, sizeof with_tcp) == 0) return {};
-  if (setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING, &flags, sizeof flags) == 0) return {};
-  return fail_errno("setsockopt(SO_TIMESTAMPING, stream)");
+  if (enable_timestamping(fd, true, kOptIdTcp)) return {};
+  return enable_timestamping(fd, true);
 }
 
 }  // namespace weft::net

@@ -13,13 +13,14 @@
 
 namespace weft::net {
 
-Status enable_timestamping(int fd, bool tx) {
+Status enable_timestamping(int fd, bool tx, unsigned extra) {
   unsigned flags = SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_RX_HARDWARE | SOF_TIMESTAMPING_SOFTWARE |
                    SOF_TIMESTAMPING_RAW_HARDWARE;
   if (tx) {
     flags |= SOF_TIMESTAMPING_TX_SOFTWARE | SOF_TIMESTAMPING_TX_HARDWARE | SOF_TIMESTAMPING_OPT_ID |
              SOF_TIMESTAMPING_OPT_TSONLY;
   }
+  flags |= extra;
   if (setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING, &flags, sizeof flags) != 0)
     return fail_errno("setsockopt(SO_TIMESTAMPING)");
   return {};

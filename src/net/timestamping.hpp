@@ -24,7 +24,8 @@ struct KernelTime {
 
 // Asks for receive timestamps and, when tx is true, transmit timestamps with OPT_ID counting.
 // Hardware timestamps are requested too; the NIC only provides them when configured for it.
-Status enable_timestamping(int fd, bool tx);
+// `extra` adds SOF_TIMESTAMPING_* flags (streams: see stream_timestamps.hpp).
+Status enable_timestamping(int fd, bool tx, unsigned extra = 0);
 
 // Room for every control message we ask for (timestamps, extended errors, packet info).
 inline constexpr size_t kControlBytes = 512;

@@ -686,18 +686,16 @@ struct Prober::Impl {
       for (int i = 0; i < r; ++i) udp_datagram(i, rx_mono);
       if (n_ready > 0) {
         // The probes' own send timestamps were queued before their answers could exist.
-        const size_t n = n_ready;
-        uint64_t seqs[kReadyCap];
-        std::copy(ready, ready + n, seqs);
+        // (Neither drain_errqueue nor finalize touches `ready`.)
         bool missing = false;
-        for (size_t j = 0; j < n; ++j) {
-          Slot* s = table.find(seqs[j]);
+        for (size_t j = 0; j < n_ready; ++j) {
+          Slot* s = table.find(ready[j]);
           missing |= s && s->tx_id_valid && s->timing.tx_kernel.software_ns == 0 &&
                      s->timing.tx_kernel.hardware_ns == 0;
         }
         if (missing) drain_errqueue(sidx);
-        for (size_t j = 0; j < n; ++j) {
-          Slot* s = table.find(seqs[j]);
+        for (size_t j = 0; j < n_ready; ++j) {
+          Slot* s = table.find(ready[j]);
           if (s && s->state == SlotState::answered) finalize(*s);
         }
       }

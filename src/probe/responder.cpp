@@ -369,9 +369,9 @@ struct Responder::Impl {
   void close_conn(int fd) {
     ep.remove(fd);
     auto it = conns.find(fd);
-    if (it != conns.end() && it->second->listed)
-      echo_conns.erase(std::find(echo_conns.begin(), echo_conns.end(), fd));
-    conns.erase(fd);  // closes it
+    if (it == conns.end()) return;
+    if (it->second->listed) echo_conns.erase(std::find(echo_conns.begin(), echo_conns.end(), fd));
+    conns.erase(it);  // closes it
   }
 
   void accept_all() {
