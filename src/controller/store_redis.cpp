@@ -87,12 +87,7 @@ class RedisStore final : public Store {
                 std::string_view) override {
     if (windows.empty()) return {};
     std::lock_guard lk(mu_);
-    auto st = append_locked(src, windows);
-    if (!st && ctx_ && ctx_->err) {  // connection trouble: one reconnect, then one more try
-      if (connect()) st = append_locked(src, windows);
-    }
-    last_error_ = st ? std::string() : st.error().message;
-    return st;
+    return write_locked([&] { return append_locked(src, windows); });
   }
 
   Result<std::vector<probe::WindowStats>> history(probe::Protocol protocol, const std::string& src,
@@ -150,11 +145,7 @@ class RedisStore final : public Store {
   Status save_registration(const std::string& name, std::string_view registration,
                            int64_t received_ns) override {
     std::lock_guard lk(mu_);
-    auto st = save_registration_locked(name, registration, received_ns);
-    if (!st && ctx_ && ctx_->err) {  // connection trouble: one reconnect, then one more try
-      if (connect()) st = save_registration_locked(name, registration, received_ns);
-    }
-    return st;
+    return write_locked([&] { return save_registration_locked(name, registration, received_ns); });
   }
 
   Status load_registrations(const RegistrationFn& fn) override {
@@ -210,7 +201,44 @@ class RedisStore final : public Store {
     return connect();
   }
 
-  // Both hashes in one MULTI/EXEC: the registration and its time are kept together or not at all.
+  // A write, retried once on a new connection if the connection failed; its outcome is what
+  // /healthz and weft_controller_store_up report.
+  template <typename Write>
+  Status write_locked(Write&& write) {
+    auto st = write();
+    if (!st && ctx_ && ctx_->err) {  // connection trouble: one reconnect, then one more try
+      if (connect()) st = write();
+    }
+    last_error_ = st ? std::string() : st.error().message;
+    return st;
+  }
+
+  // Reads the replies of `queued` pipelined commands that end with MULTI ... EXEC: the first
+  // error of any of them, an aborted transaction (EXEC not an array), or an error inside EXEC's
+  // results (a command that failed when it ran, e.g. WRONGTYPE) fails the write.
+  Status read_transaction(size_t queued, const char* what) {
+    std::string err;
+    for (size_t i = 0; i < queued; ++i) {
+      redisReply* raw = nullptr;
+      if (redisGetReply(ctx_, reinterpret_cast<void**>(&raw)) != REDIS_OK)
+        return fail("redis {}: {}", what, ctx_->errstr);
+      Reply r(raw);
+      if (i + 1 == queued) {
+        if (r->type != REDIS_REPLY_ARRAY) err = err.empty() ? "transaction aborted" : err;
+        for (size_t k = 0; r->type == REDIS_REPLY_ARRAY && k < r->elements && err.empty(); ++k)
+          if (r->element[k]->type == REDIS_REPLY_ERROR)
+            err = std::string(r->element[k]->str, r->element[k]->len);
+      } else if (r->type == REDIS_REPLY_ERROR && err.empty()) {
+        err = std::string(r->str, r->len);
+      }
+    }
+    if (!err.empty()) return fail("redis {}: {}", what, err);
+    return {};
+  }
+
+  // Both hashes in one MULTI/EXEC, so no other client sees one without the other. (Redis does not
+  // roll back: if one fails when EXEC runs it, the write is reported failed, the agent is answered
+  // 503 and registers again.)
   Status save_registration_locked(const std::string& name, std::string_view registration,
                                   int64_t received_ns) {
     if (auto st = ensure(); !st) return st;
@@ -221,17 +249,7 @@ class RedisStore final : public Store {
     redisAppendCommand(ctx_, "HSET weft:agents_registered %b %b", name.data(), name.size(), ns.data(),
                        ns.size());
     redisAppendCommand(ctx_, "EXEC");
-    std::string err;
-    for (int i = 0; i < 4; ++i) {
-      redisReply* raw = nullptr;
-      if (redisGetReply(ctx_, reinterpret_cast<void**>(&raw)) != REDIS_OK)
-        return fail("redis register: {}", ctx_->errstr);
-      Reply r(raw);
-      if (r->type == REDIS_REPLY_ERROR && err.empty()) err = std::string(r->str, r->len);
-      if (i == 3 && r->type != REDIS_REPLY_ARRAY && err.empty()) err = "transaction aborted";
-    }
-    if (!err.empty()) return fail("redis register: {}", err);
-    return {};
+    return read_transaction(4, "register");
   }
 
   Status append_locked(const std::string& src, std::span<const probe::WindowStats> windows) {
@@ -282,23 +300,7 @@ class RedisStore final : public Store {
       cmd_argv(argv);
     }
     cmd({"EXEC"});
-    std::string err;
-    for (size_t i = 0; i < queued; ++i) {
-      redisReply* raw = nullptr;
-      if (redisGetReply(ctx_, reinterpret_cast<void**>(&raw)) != REDIS_OK)
-        return fail("redis append: {}", ctx_->errstr);
-      Reply r(raw);
-      if (i + 1 == queued) {  // EXEC: nil (aborted) or an array of results, which may hold errors
-        if (r->type != REDIS_REPLY_ARRAY) err = err.empty() ? "transaction aborted" : err;
-        for (size_t k = 0; r->type == REDIS_REPLY_ARRAY && k < r->elements && err.empty(); ++k)
-          if (r->element[k]->type == REDIS_REPLY_ERROR)
-            err = std::string(r->element[k]->str, r->element[k]->len);
-      } else if (r->type == REDIS_REPLY_ERROR && err.empty()) {
-        err = std::string(r->str, r->len);
-      }
-    }
-    if (!err.empty()) return fail("redis append: {}", err);
-    return {};
+    return read_transaction(queued, "append");
   }
 
   std::string spec_;

@@ -4,6 +4,8 @@
 #include <hiredis/hiredis.h>
 
 #include <cstdlib>
+#include <string>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "controller/ingest.hpp"
@@ -18,8 +20,9 @@ std::string redis_url() {
   const char* u = std::getenv("WEFT_TEST_REDIS");
   return u ? u : "";
 }
-// HGET through a connection of our own, to see what other readers of the Redis see.
-std::string redis_hget(const std::string& key, const std::string& field) {
+// A command through a connection of our own, to see (or set up) what other clients of the Redis
+// see; the reply's string, or "<nil>".
+std::string redis_run(const std::vector<std::string>& args) {
   std::string hp = redis_url().substr(8);  // with_redis.sh gives redis://127.0.0.1:PORT
   redisContext* c =
       redisConnect(hp.substr(0, hp.rfind(':')).c_str(), std::stoi(hp.substr(hp.rfind(':') + 1)));
@@ -27,11 +30,24 @@ std::string redis_hget(const std::string& key, const std::string& field) {
     if (c) redisFree(c);
     return "<no connection>";
   }
-  auto* r = static_cast<redisReply*>(redisCommand(c, "HGET %s %s", key.c_str(), field.c_str()));
-  std::string out = r && r->type == REDIS_REPLY_STRING ? std::string(r->str, r->len) : "<nil>";
+  std::vector<const char*> argv;
+  std::vector<size_t> lens;
+  for (const auto& a : args) {
+    argv.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  auto* r =
+      static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data()));
+  std::string out = r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS)
+                        ? std::string(r->str, r->len)
+                        : "<nil>";
   if (r) freeReplyObject(r);
   redisFree(c);
   return out;
+}
+
+std::string redis_hget(const std::string& key, const std::string& field) {
+  return redis_run({"HGET", key, field});
 }
 
 }  // namespace
@@ -110,4 +126,25 @@ TEST(RedisStore, UnreachableServerIsAClearError) {
   auto s = open_store("redis://127.0.0.1:1");
   ASSERT_FALSE(s);
   EXPECT_NE(s.error().message.find("127.0.0.1:1"), std::string::npos) << s.error().message;
+}
+
+// MULTI/EXEC queues commands without running them: one that fails when EXEC runs it (here a key of
+// the wrong type) shows only inside EXEC's reply, and the registration must then fail, not be
+// answered as kept.
+TEST(RedisStore, RegistrationFailingInsideTheTransactionIsAnError) {
+  if (redis_url().empty()) GTEST_SKIP() << "WEFT_TEST_REDIS not set (run through with_redis.sh)";
+  auto s = open_store(redis_url());
+  ASSERT_TRUE(s) << s.error().message;
+  ASSERT_EQ(redis_run({"SET", "weft:agents_registered", "not-a-hash"}), "OK");
+  auto st = (*s)->save_registration("wrongtype1", R"({"name":"wrongtype1"})", now_ns());
+  EXPECT_FALSE(st);
+  if (!st) {
+    EXPECT_NE(st.error().message.find("WRONGTYPE"), std::string::npos) << st.error().message;
+  }
+  redis_run({"DEL", "weft:agents_registered"});
+  redis_run({"HDEL", "weft:agents", "wrongtype1"});
+  EXPECT_TRUE((*s)->save_registration("wrongtype2", R"({"name":"wrongtype2"})", now_ns()));
+  EXPECT_EQ(redis_hget("weft:agents", "wrongtype2"), R"({"name":"wrongtype2"})");
+  redis_run({"HDEL", "weft:agents", "wrongtype2"});
+  redis_run({"HDEL", "weft:agents_registered", "wrongtype2"});
 }
