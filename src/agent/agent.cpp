@@ -6,7 +6,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <charconv>
 #include <chrono>
 #include <fstream>
 #include <map>
@@ -16,6 +15,7 @@
 #include <sstream>
 #include <utility>
 
+#include "agent/controller_url.hpp"
 #include "agent/rdma_pinglist.hpp"
 #include "agent/registration.hpp"
 #include "base/log.hpp"
@@ -38,37 +38,8 @@ int64_t unix_ns() {
       .count();
 }
 
-struct Url {
-  std::string host;
-  int port = 80;
-};
-
-Result<Url> parse_url(const std::string& url) {
-  std::string rest = url;
-  if (rest.starts_with("http://"))
-    rest = rest.substr(7);
-  else if (rest.find("://") != std::string::npos)
-    return fail("controller URL '{}': only http:// is supported", url);
-  if (auto slash = rest.find('/'); slash != std::string::npos) rest.resize(slash);
-  Url u;
-  auto bracket = rest.find(']');
-  auto colon = rest.rfind(':');
-  if (colon != std::string::npos && (bracket == std::string::npos || colon > bracket)) {
-    u.host = rest.substr(0, colon);
-    auto [p, ec] = std::from_chars(rest.data() + colon + 1, rest.data() + rest.size(), u.port);
-    if (ec != std::errc{} || p != rest.data() + rest.size())
-      return fail("controller URL '{}': bad port", url);
-  } else {
-    u.host = rest;
-  }
-  if (u.host.size() > 2 && u.host.front() == '[') u.host = u.host.substr(1, u.host.size() - 2);
-  if (u.host.empty() || u.port <= 0 || u.port > 65535)
-    return fail("controller URL '{}': expected http://HOST:PORT", url);
-  return u;
-}
-
 // The local address the kernel would use to reach the controller: what peers should probe.
-Result<std::string> route_source_address(const Url& u) {
+Result<std::string> route_source_address(const ControllerUrl& u) {
   addrinfo hints{}, *res = nullptr;
   hints.ai_socktype = SOCK_DGRAM;
   if (int rc = getaddrinfo(u.host.c_str(), std::to_string(u.port).c_str(), &hints, &res); rc != 0)
@@ -153,7 +124,7 @@ struct RdmaRun {
 
 struct Agent::Impl {
   AgentConfig cfg;
-  Url url;
+  ControllerUrl url;
   Outbox outbox;
   std::unique_ptr<httplib::Client> http;
   httplib::Headers headers;
@@ -664,7 +635,7 @@ Agent::~Agent() { stop(); }
 
 Status Agent::start() {
   auto& I = *impl_;
-  auto url = parse_url(I.cfg.controller_url);
+  auto url = parse_controller_url(I.cfg.controller_url);
   if (!url) return std::unexpected(url.error());
   I.url = *url;
   if (I.cfg.name.empty()) I.cfg.name = host_name();

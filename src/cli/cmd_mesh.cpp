@@ -7,9 +7,9 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
-#include <charconv>
 #include <nlohmann/json.hpp>
 
+#include "agent/controller_url.hpp"
 #include "cli/command_registry.hpp"
 
 namespace {
@@ -22,17 +22,6 @@ struct Options {
   std::string group;
   bool agents = false;
 };
-
-// http://HOST:PORT -> host, port (the read API is plain HTTP on the controller's listen address).
-bool split_url(std::string url, std::string& host, int& port) {
-  if (url.starts_with("http://")) url = url.substr(7);
-  if (auto slash = url.find('/'); slash != std::string::npos) url.resize(slash);
-  auto colon = url.rfind(':');
-  if (colon == std::string::npos || colon == 0) return false;
-  host = url.substr(0, colon);
-  auto [p, ec] = std::from_chars(url.data() + colon + 1, url.data() + url.size(), port);
-  return ec == std::errc{} && p == url.data() + url.size() && port > 0 && port < 65536;
-}
 
 std::string num(const json& j, const char* key, const char* fmt_spec = "{}") {
   auto it = j.find(key);
@@ -61,13 +50,12 @@ int get(httplib::Client& c, const std::string& path, json& out) {
 }
 
 int run_mesh(const Options& o) {
-  std::string host;
-  int port = 0;
-  if (!split_url(o.controller, host, port)) {
-    fmt::print(stderr, "weft mesh: --controller '{}': expected http://HOST:PORT\n", o.controller);
+  auto url = weft::agent::parse_controller_url(o.controller);
+  if (!url) {
+    fmt::print(stderr, "weft mesh: --controller: {}\n", url.error().message);
     return 2;
   }
-  httplib::Client c(host, port);
+  httplib::Client c(url->host, url->port);
   c.set_connection_timeout(3, 0);
   c.set_read_timeout(10, 0);
   json mesh;

@@ -1,0 +1,17 @@
+#pragma once
+// The controller's address as agents and `weft mesh` are given it: http://HOST[:PORT][/...],
+// HOST a name, an IPv4 literal or a bracketed IPv6 literal (brackets removed), PORT 80 if absent.
+#include <string>
+
+#include "base/result.hpp"
+
+namespace weft::agent {
+
+struct ControllerUrl {
+  std::string host;
+  int port = 80;
+};
+
+Result<ControllerUrl> parse_controller_url(const std::string& url);
+
+}  // namespace weft::agent

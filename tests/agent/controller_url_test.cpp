@@ -1,0 +1,46 @@
+// The controller URL as agents and `weft mesh` take it (one parser for both).
+#include "agent/controller_url.hpp"
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using weft::agent::parse_controller_url;
+
+TEST(ControllerUrl, HostPortAndPath) {
+  auto u = parse_controller_url("http://10.0.0.1:8080/api/v1");
+  ASSERT_TRUE(u) << u.error().message;
+  EXPECT_EQ(u->host, "10.0.0.1");
+  EXPECT_EQ(u->port, 8080);
+  u = parse_controller_url("ctrl.example");
+  ASSERT_TRUE(u) << u.error().message;
+  EXPECT_EQ(u->host, "ctrl.example");
+  EXPECT_EQ(u->port, 80);
+}
+
+TEST(ControllerUrl, BracketedIpv6LosesItsBrackets) {
+  auto u = parse_controller_url("http://[::1]:9090");
+  ASSERT_TRUE(u) << u.error().message;
+  EXPECT_EQ(u->host, "::1");
+  EXPECT_EQ(u->port, 9090);
+  u = parse_controller_url("http://[fd00::5]");
+  ASSERT_TRUE(u) << u.error().message;
+  EXPECT_EQ(u->host, "fd00::5");
+  EXPECT_EQ(u->port, 80);
+}
+
+TEST(ControllerUrl, ClearErrors) {
+  auto u = parse_controller_url("https://ctrl:8443");
+  ASSERT_FALSE(u);
+  EXPECT_NE(u.error().message.find("only http://"), std::string::npos) << u.error().message;
+  for (const char* bad :
+       {"http://ctrl:0", "http://ctrl:70000", "http://ctrl:80x", "http://:8080", "http://"}) {
+    auto r = parse_controller_url(bad);
+    EXPECT_FALSE(r) << bad;
+    if (!r) {
+      EXPECT_NE(r.error().message.find(bad), std::string::npos) << r.error().message;
+    }
+  }
+}
+
+}  // namespace
