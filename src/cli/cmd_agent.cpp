@@ -6,7 +6,7 @@
 #include "agent/agent.hpp"
 #include "base/log.hpp"
 #include "cli/command_registry.hpp"
-#include "net/nic_timestamping.hpp"
+#include "cli/hw_timestamps.hpp"
 
 namespace {
 
@@ -66,14 +66,7 @@ int run_agent(Options o) {
   }
   // Before anything starts: the probers' and responders' sockets then get the NIC's stamps from
   // their first packet. A NIC that cannot stamp is an error, as in `weft ping` and `weft responder`.
-  for (const auto& ifname : o.hw_interfaces) {
-    auto hw = weft::net::enable_nic_timestamping(ifname);
-    if (!hw) {
-      fmt::print(stderr, "weft agent: {}\n", hw.error().message);
-      return 1;
-    }
-    weft::log().info("{}: hardware timestamps {}", ifname, weft::net::to_string(*hw));
-  }
+  if (!weft::cli::enable_hw_timestamps(o.hw_interfaces, "agent")) return 1;
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);

@@ -20,9 +20,9 @@
 #include "base/log.hpp"
 #include "base/signals.hpp"
 #include "cli/command_registry.hpp"
+#include "cli/hw_timestamps.hpp"
 #include "cli/ping_report.hpp"
 #include "net/address.hpp"
-#include "net/nic_timestamping.hpp"
 #include "probe/prober.hpp"
 #include "probe/rtt.hpp"
 
@@ -77,14 +77,7 @@ int run_ping(const PingArgs& a) {
   if (!(a.interval_s > 0) || a.interval_s > 3600) return bad_args("interval must be > 0 and <= 3600 seconds");
   if (!(a.timeout_s > 0) || a.timeout_s > 60) return bad_args("timeout must be > 0 and <= 60 seconds");
   if (a.window_s < 0 || a.window_s > 86400) return bad_args("window must be >= 0 and <= 86400 seconds");
-  if (!a.hw_interface.empty()) {
-    auto hw = net::enable_nic_timestamping(a.hw_interface);
-    if (!hw) {
-      fmt::print(stderr, "weft ping: {}\n", hw.error().message);
-      return 1;
-    }
-    log().info("{}: hardware timestamps {}", a.hw_interface, net::to_string(*hw));
-  }
+  if (!a.hw_interface.empty() && !cli::enable_hw_timestamps(std::span(&a.hw_interface, 1), "ping")) return 1;
   if (a.keep_open && cfg.protocol != probe::Protocol::tcp) return bad_args("--keep-open is for tcp");
   const bool echo = cfg.protocol == probe::Protocol::udp || a.keep_open;  // a responder answers
   const uint16_t default_port = cfg.protocol == probe::Protocol::udp ? 7777 : 7778;

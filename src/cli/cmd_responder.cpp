@@ -7,7 +7,7 @@
 #include "base/log.hpp"
 #include "base/signals.hpp"
 #include "cli/command_registry.hpp"
-#include "net/nic_timestamping.hpp"
+#include "cli/hw_timestamps.hpp"
 #include "probe/responder.hpp"
 
 namespace {
@@ -15,14 +15,8 @@ namespace {
 weft::probe::Responder* g_responder = nullptr;
 
 int run_responder(const weft::probe::ResponderConfig& cfg, const std::string& hw_interface) {
-  if (!hw_interface.empty()) {
-    auto hw = weft::net::enable_nic_timestamping(hw_interface);
-    if (!hw) {
-      weft::log().error("{}", hw.error().message);
-      return 1;
-    }
-    weft::log().info("{}: hardware timestamps {}", hw_interface, weft::net::to_string(*hw));
-  }
+  if (!hw_interface.empty() && !weft::cli::enable_hw_timestamps(std::span(&hw_interface, 1), "responder"))
+    return 1;
   auto r = weft::probe::Responder::create(cfg);
   if (!r) {
     weft::log().error("{}", r.error().message);
