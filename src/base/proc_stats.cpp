@@ -1,5 +1,6 @@
 #include "base/proc_stats.hpp"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -37,6 +38,15 @@ ProcStats read_proc_stats(pid_t pid) {
     std::fclose(f);
   }
   return s;
+}
+
+int64_t self_cpu_ns() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  auto ns = [](const timeval& t) {
+    return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_usec * 1000;
+  };
+  return ns(ru.ru_utime) + ns(ru.ru_stime);
 }
 
 }  // namespace weft

@@ -16,4 +16,8 @@ struct ProcStats {
 // pid 0 = this process.
 ProcStats read_proc_stats(pid_t pid = 0);
 
+// This process's CPU time (all threads, user + system) from getrusage: microseconds, where /proc
+// counts clock ticks.
+int64_t self_cpu_ns();
+
 }  // namespace weft

@@ -9,7 +9,6 @@
 #include <fmt/format.h>
 #include <httplib.h>
 #include <signal.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,6 +21,7 @@
 
 #include "agent/wire.hpp"
 #include "base/log.hpp"
+#include "base/proc_stats.hpp"
 #include "cli/bench_http_client.hpp"
 #include "cli/command_registry.hpp"
 #include "controller/controller.hpp"
@@ -77,15 +77,7 @@ ProcStat proc_stat(pid_t pid) {
   return ps;
 }
 
-// This process's CPU time (all threads), user + system.
-double self_cpu_s() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  auto s = [](const timeval& tv) {
-    return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6;
-  };
-  return s(ru.ru_utime) + s(ru.ru_stime);
-}
+double self_cpu_s() { return static_cast<double>(weft::self_cpu_ns()) / 1e9; }
 
 // The child: a controller with the embedded store in a temp dir, until SIGTERM.
 [[noreturn]] void run_controller_child(const Options& o, const std::string& dir, int ready_fd) {

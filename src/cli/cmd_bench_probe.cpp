@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -45,15 +45,6 @@ struct BenchArgs {
   int64_t max_coalesce_us = 5000;
   double window_s = 10;  // the prober's default: what an agent runs with
 };
-
-int64_t self_cpu_ns() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  auto tv = [](const timeval& t) {
-    return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_usec * 1000;
-  };
-  return tv(ru.ru_utime) + tv(ru.ru_stime);
-}
 
 // A port the kernel considers free right now on 127.0.0.1 (for the child responder).
 Result<uint16_t> free_port(bool tcp) {
@@ -92,10 +83,9 @@ int run_bench(const BenchArgs& a) {
   argv.push_back(nullptr);
   // Our own executable by name: valgrind answers this readlink with the program it runs, whereas
   // exec of /proc/self/exe itself would start valgrind's tool binary.
-  char self_exe[4096];
-  const ssize_t self_len = readlink("/proc/self/exe", self_exe, sizeof self_exe - 1);
-  self_exe[self_len > 0 ? self_len : 0] = '\0';
-  const char* exe = self_len > 0 ? self_exe : "/proc/self/exe";
+  std::error_code ec;
+  const std::string self_exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  const char* exe = ec ? "/proc/self/exe" : self_exe.c_str();
   pid_t child = 0;
   if (int rc = posix_spawn(&child, exe, nullptr, nullptr, argv.data(), environ); rc != 0) {
     fmt::print(stderr, "weft bench probe: cannot start the responder: {}\n", std::strerror(rc));
