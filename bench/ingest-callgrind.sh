@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 WEFT=${WEFT:-build/weft}
 command -v valgrind >/dev/null || { echo "valgrind is not installed" >&2; exit 1; }
 DIR=$(mktemp -d /tmp/wms-cg-XXXXXX)
-trap 'rm -rf "$DIR"' EXIT
+# KEEP=1 keeps the callgrind files for callgrind_annotate (the per-part rows in BENCHMARKS.md).
+if [[ -n ${KEEP:-} ]]; then echo "callgrind files kept in $DIR" >&2; else trap 'rm -rf "$DIR"' EXIT; fi
 total() {  # total instructions of the controller (the process with the SQLite writer) and of the client
   local ctl=0 cli=0
   for f in "$DIR"/r$1.*; do
