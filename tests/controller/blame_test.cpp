@@ -92,12 +92,23 @@ TEST(Blame, TwoBadHostsDoNotDragTheirHealthyPeersIn) {
   EXPECT_TRUE(b.links.empty());
 }
 
-TEST(Blame, OneBadPairOfAHostIsALinkNotTheHost) {
-  auto b = find_blame(mesh(6, [](auto& s, auto& d) { return s == "h2" && d == "h5" ? 100 : 0; }), {}, kNow,
-                      kWindow);
-  EXPECT_TRUE(b.hosts.empty());
-  ASSERT_EQ(b.links.size(), 1u);
-  EXPECT_DOUBLE_EQ(b.links[0].loss_ratio, 1.0);
+// The threshold: a host is blamed when at least half (and two) of its pairs in one direction are
+// bad. In a mesh of five, h1 sends to four peers: two bad is the host (outbound), one is a link.
+TEST(Blame, HalfAHostsPairsInOneDirectionIsTheHostOneIsALink) {
+  auto two =
+      find_blame(mesh(5, [](auto& s, auto& d) { return s == "h1" && (d == "h2" || d == "h3") ? 100 : 0; }),
+                 {}, kNow, kWindow);
+  ASSERT_EQ(two.hosts.size(), 1u);
+  EXPECT_EQ(two.hosts[0].host, "h1");
+  EXPECT_EQ(two.hosts[0].direction, "out");
+  EXPECT_EQ(two.hosts[0].bad_pairs, 2u);
+  EXPECT_TRUE(two.links.empty());
+  auto one = find_blame(mesh(5, [](auto& s, auto& d) { return s == "h1" && d == "h2" ? 100 : 0; }), {}, kNow,
+                        kWindow);
+  EXPECT_TRUE(one.hosts.empty());
+  ASSERT_EQ(one.links.size(), 1u);
+  EXPECT_EQ(one.links[0].src, "h1");
+  EXPECT_DOUBLE_EQ(one.links[0].loss_ratio, 1.0);
 }
 
 TEST(Blame, TooFewPeersToTellAHostFromItsLinks) {
