@@ -4,9 +4,9 @@
 #include <hiredis/hiredis.h>
 
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-#include <nlohmann/json.hpp>
 
 #include "controller/ingest.hpp"
 #include "test_util.hpp"
