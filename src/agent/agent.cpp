@@ -151,6 +151,9 @@ struct Agent::Impl {
       restarts{0};
   std::atomic<uint64_t> pl_version{0};
   uint64_t seq = 0;
+  // Consecutive "malformed" answers for the batch at the head of the outbox (see deliver()).
+  static constexpr int kContentRefusalsBeforeSetAside = 5;
+  int content_refusals = 0;
   int64_t report_interval_ns = 1'000'000'000, sync_interval_ns = 10'000'000'000;
   bool registered = false;
 
@@ -512,7 +515,8 @@ struct Agent::Impl {
       last_health_at = now;
     }
     h.rss_kb = process_rss_kb();
-    h.dropped_windows = outbox.dropped_windows();
+    // Windows the controller will not see: dropped by the bounded outbox, or set aside as refused.
+    h.dropped_windows = outbox.dropped_windows() + outbox.refused_windows();
     h.spooled_windows = outbox.pending_windows();
     h.prober_restarts = restarts.load();
     return h;
@@ -535,24 +539,35 @@ struct Agent::Impl {
       else if (sent > 0)
         return;  // a heartbeat only when nothing else went out this tick
       auto res = http->Post("/api/v1/report", headers, encode_binary(rep), std::string(kBinaryContentType));
-      if (!res || res->status >= 500) {
-        report_failures++;
-        if (report_failures % 10 == 1)
-          log().warn("report: controller unavailable ({}); {} windows waiting",
-                     res ? fmt::format("HTTP {}", res->status) : httplib::to_string(res.error()),
-                     outbox.pending_windows());
-        return;
-      }
-      if (res->status == 409) {  // the controller forgot us (restart): register and resend
+      const int status = res ? res->status : 0;
+      if (status == 409) {  // the controller forgot us (restart): register and resend
         registered = false;
         return;
       }
-      if (res->status != 200) {
-        // The controller will never take this batch; keeping it would block everything after it.
-        log().error("report rejected ({}): {}; dropping batch {}", res->status, res->body, rep.seq);
-        if (batch) outbox.pop(batch->seq, /*dropped=*/true);
+      if (status != 200) {
+        report_failures++;
+        // Nothing measured is lost to a refusal (issue 14): a wrong token, an overloaded or
+        // restarting controller, a body limit are the controller's to fix, so the batch stays at
+        // the head of the outbox (which spools and is bounded) and is sent again. Only a batch the
+        // controller calls malformed, five times running, is set aside (kept on disk, counted), since
+        // it would otherwise block every batch behind it for good.
+        const bool malformed = status == 400 || status == 415 || status == 422;
+        if (malformed && batch && ++content_refusals >= kContentRefusalsBeforeSetAside) {
+          content_refusals = 0;
+          std::string kept = outbox.set_aside(batch->seq);
+          log().error("report: batch {} ({} windows) refused as malformed (HTTP {}: {}); {}", rep.seq,
+                      rep.windows.size(), status, res->body.substr(0, 300),
+                      kept.empty() ? "no spool directory: dropped" : "kept in " + kept);
+          return;
+        }
+        if (report_failures % 10 == 1)
+          log().warn("report: {} ({}); keeping {} windows in the outbox and retrying",
+                     res ? fmt::format("refused with HTTP {}", status) : "controller unreachable",
+                     res ? res->body.substr(0, 300) : httplib::to_string(res.error()),
+                     outbox.pending_windows());
         return;
       }
+      content_refusals = 0;
       reports_sent++;
       {
         std::lock_guard lk(collect_mu);
@@ -718,7 +733,7 @@ AgentStats Agent::stats() const {
   auto& I = *impl_;
   return {I.windows_made.load(),      I.windows_delivered.load(), I.reports_sent.load(),
           I.report_failures.load(),   I.restarts.load(),          I.pl_version.load(),
-          I.outbox.pending_windows(), I.outbox.dropped_windows()};
+          I.outbox.pending_windows(), I.outbox.dropped_windows(), I.outbox.refused_windows()};
 }
 
 }  // namespace weft::agent

@@ -45,6 +45,7 @@ struct AgentStats {
   uint64_t pinglist_version = 0;
   uint64_t pending_windows = 0;
   uint64_t dropped_windows = 0;
+  uint64_t refused_windows = 0;  // set aside after the controller refused them as malformed
 };
 
 class Agent {

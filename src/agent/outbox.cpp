@@ -159,6 +159,64 @@ void Outbox::pop(uint64_t seq, bool dropped) {
   }
 }
 
+std::string Outbox::set_aside(uint64_t seq) {
+  std::optional<Batch> b = front();
+  if (!b || b->seq != seq) return "";
+  std::lock_guard lk(mu_);
+  const uint64_t n = b->windows.size();
+  // Take it out of the queue first (mu_ is held, so nothing else moves it meanwhile).
+  bool on_disk = !disk_.empty() && disk_.front().seq == seq;
+  if (on_disk) {
+    disk_bytes_ -= disk_.front().bytes;
+    disk_windows_ -= disk_.front().windows;
+    disk_.pop_front();
+  } else if (!mem_.empty() && mem_.front().seq == seq) {
+    mem_windows_ -= mem_.front().windows.size();
+    mem_.pop_front();
+  } else {
+    return "";  // no longer at the front: someone else took it
+  }
+  std::error_code ec;
+  if (lim_.spool_dir.empty()) {
+    dropped_ += n;
+    return "";
+  }
+  const fs::path dir = fs::path(lim_.spool_dir) / "refused";
+  fs::create_directories(dir, ec);
+  const fs::path dest = dir / fmt::format("{:016d}.wb", seq);
+  std::string data;
+  append_window_list(data, b->windows);
+  {
+    std::ofstream out(dest, std::ios::binary | std::ios::trunc);
+    out.write(data.data(), static_cast<std::streamsize>(data.size()));
+    if (!out) {
+      log().error("spool: cannot keep refused batch {} in {}; dropping {} windows", seq, dest.string(), n);
+      dropped_ += n;
+      fs::remove(dest, ec);
+      if (on_disk) fs::remove(path_of(seq), ec);
+      return "";
+    }
+  }
+  if (on_disk) fs::remove(path_of(seq), ec);
+  refused_ += n;
+  // Bounded: the oldest refused files go first (names sort by sequence).
+  std::vector<std::pair<fs::path, uint64_t>> files;
+  uint64_t total = 0;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    uint64_t sz = e.file_size(ec);
+    files.emplace_back(e.path(), sz);
+    total += sz;
+  }
+  std::sort(files.begin(), files.end());
+  for (size_t i = 0; i < files.size() && total > lim_.spool_max_bytes / 4 && files[i].first != dest; ++i) {
+    log().warn("spool: refused batches over {} bytes: removing {}", lim_.spool_max_bytes / 4,
+               files[i].first.string());
+    fs::remove(files[i].first, ec);
+    total -= files[i].second;
+  }
+  return dest.string();
+}
+
 uint64_t Outbox::pending_windows() const {
   std::lock_guard lk(mu_);
   return mem_windows_ + disk_windows_;
@@ -170,6 +228,10 @@ uint64_t Outbox::spooled_batches() const {
 uint64_t Outbox::dropped_windows() const {
   std::lock_guard lk(mu_);
   return dropped_;
+}
+uint64_t Outbox::refused_windows() const {
+  std::lock_guard lk(mu_);
+  return refused_;
 }
 
 }  // namespace weft::agent

@@ -6,6 +6,10 @@
 // never leaves half a batch), up to `spool_max_bytes`; beyond that the oldest spooled batch is
 // dropped and counted. Spooled batches survive an agent restart. Without a spool directory the
 // oldest in-memory batches are dropped instead.
+//
+// A batch the controller refuses as malformed (it can never take it, and it would block every batch
+// behind it) is set aside: kept in `<spool>/refused/` for an operator to look at, bounded by a
+// quarter of the spool's size, counted, never retried.
 #include <cstdint>
 #include <deque>
 #include <mutex>
@@ -40,6 +44,9 @@ class Outbox {
   std::optional<Batch> front();
   // Removes the batch front() returned (delivered, or undeliverable and counted as dropped).
   void pop(uint64_t seq, bool dropped = false);
+  // Moves the batch front() returned out of the queue into the refused folder; returns the file it
+  // is kept in, or "" when there is no spool directory (then it is counted as dropped).
+  std::string set_aside(uint64_t seq);
 
   // On shutdown: moves every in-memory batch to the spool (no-op without a spool directory).
   void spill_all();
@@ -47,6 +54,7 @@ class Outbox {
   uint64_t pending_windows() const;
   uint64_t spooled_batches() const;
   uint64_t dropped_windows() const;
+  uint64_t refused_windows() const;
 
  private:
   struct OnDisk {
@@ -66,6 +74,7 @@ class Outbox {
   uint64_t disk_windows_ = 0;
   uint64_t next_seq_ = 1;
   uint64_t dropped_ = 0;
+  uint64_t refused_ = 0;
 };
 
 }  // namespace weft::agent

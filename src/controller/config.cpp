@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -195,6 +196,30 @@ bool glob_match(std::string_view pat, std::string_view name) {
   return p == pat.size();
 }
 
+namespace {
+// yaml-cpp keeps both entries of a key given twice and a lookup finds the first, so a second
+// "window: 30s" further down a long file would be ignored without a word. Refuse it, naming both lines.
+Status reject_duplicate_keys(const YAML::Node& node, const std::string& source) {
+  if (node.IsSequence()) {
+    for (const auto& item : node)
+      if (auto st = reject_duplicate_keys(item, source); !st) return st;
+  } else if (node.IsMap()) {
+    std::map<std::string, YAML::Mark> seen;
+    for (const auto& kv : node) {
+      if (kv.first.IsScalar()) {
+        auto [it, fresh] = seen.emplace(kv.first.Scalar(), kv.first.Mark());
+        if (!fresh)
+          return fail("{}:{}:{}: key '{}' is given twice (first on line {})", source,
+                      kv.first.Mark().line + 1, kv.first.Mark().column + 1, kv.first.Scalar(),
+                      it->second.line + 1);
+      }
+      if (auto st = reject_duplicate_keys(kv.second, source); !st) return st;
+    }
+  }
+  return {};
+}
+}  // namespace
+
 Result<Config> parse_config(std::string_view text, const std::string& source) {
   YAML::Node root;
   try {
@@ -207,6 +232,7 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
   Ctx c{source, {}};
   Config cfg;
   if (!root.IsMap()) return fail("{}: the config must be a YAML mapping", source);
+  if (auto st = reject_duplicate_keys(root, source); !st) return std::unexpected(st.error());
   try {
     check_keys(c, root, "",
                {"listen", "tokens", "store", "retention", "window", "agent_down_after", "report_interval",

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <filesystem>
 
 #include "base/log.hpp"
 #include "controller/registration.hpp"
@@ -41,11 +42,15 @@ Status Controller::start(Config cfg) {
   auto shared = std::make_shared<const Config>(std::move(cfg));
   mesh_ = std::make_unique<Mesh>(shared);
   mesh_->set_store_info(store_->info());
+  // Without `store:` the history goes to weft-history.db in the working directory: say where.
+  if (auto si = store_->info(); si.kind == "sqlite")
+    log().info("store: SQLite database {}{}", std::filesystem::absolute(si.location).string(),
+               shared->store == Config{}.store ? " (the default; set store: in the config to choose)" : "");
   ingest_ = std::make_unique<Ingest>(*mesh_, *store_);
 
-  // A restarted controller picks up where it stopped. The agents it knew come back first (as down
-  // until they report), replayed through the same parser as POST /api/v1/register; then latest
-  // windows and dedup state, so an agent resending what was already stored is not counted twice.
+  // A restarted controller picks up where it stopped. The agents it knew come back first, replayed through
+  // the same parser as POST /api/v1/register; then latest windows and dedup state, so an agent resending what
+  // was already stored is not counted twice.
   size_t agents = 0;
   int64_t start_ns = now_ns();
   auto ast = store_->load_registrations([&](std::string_view body, int64_t registered_ns) {
@@ -58,7 +63,6 @@ Status Controller::start(Config cfg) {
     ++agents;
   });
   if (!ast) return fail("restoring agents from the store: {}", ast.error().message);
-  if (agents) log().info("restored {} agents from the store (down until they report)", agents);
   size_t restored = 0;
   auto st =
       store_->load_recent(now_ns() - kRestoreWindowNs,
@@ -69,6 +73,13 @@ Status Controller::start(Config cfg) {
   if (!st) return fail("restoring from the store: {}", st.error().message);
   if (restored)
     log().info("restored {} recent windows ({} pairs) from the store", restored, mesh_->pair_count());
+  // Agents alive just before the restart stay up, so their pinglists do not change (a restart
+  // must not change what agents probe); the others stay down until they report.
+  if (agents) {
+    size_t up = mesh_->settle_restored(now_ns());
+    log().info("restored {} agents from the store: {} alive before the restart, {} down until they report",
+               agents, up, agents - up);
+  }
 
   if (auto s = start_http(*shared); !s) return s;
   threads_.emplace_back([this] { chores(); });

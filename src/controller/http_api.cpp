@@ -180,6 +180,7 @@ void Controller::install_routes(httplib::Server& srv) {
     if (!parsed) return error(res, 400, parsed.error().message);
     const Registration& r = *parsed;
     int64_t now = now_ns();
+    if (auto free = mesh_->check_name_free(r, now); !free) return error(res, 409, free.error().message);
     // Kept as received, before the agent is told it is registered: a restarted controller replays
     // it through parse_registration and still lists the agent (docs/controller.md).
     if (auto st = store_->save_registration(r.name, req.body, now); !st) {
@@ -394,6 +395,27 @@ void Controller::install_routes(httplib::Server& srv) {
       groups.push_back(
           {{"name", g.name}, {"protocols", protocols_json(g.protocols)}, {"members", g.members}});
     reply(res, 200, json{{"protocols", std::move(protos)}, {"groups", std::move(groups)}});
+  });
+
+  // Forgets an agent (a mistyped name, a decommissioned host). A live agent would register again
+  // with its next report, so one still reporting needs ?force=1 (stop it first).
+  srv.Delete("/api/v1/agents/([^/]+)", [this](const httplib::Request& req, httplib::Response& res) {
+    auto cfg = mesh_->config();
+    if (!token_ok(*cfg, req)) return error(res, 401, "missing or wrong token (Authorization: Bearer ...)");
+    std::string name = req.matches[1];
+    if (!valid_host_name(name)) return error(res, 400, "not a host name");
+    if (!mesh_->is_registered(name))
+      return error(res, 404, fmt::format("agent '{}' is not registered", name));
+    if (auto age = mesh_->up_for(name, now_ns()); age && req.get_param_value("force") != "1")
+      return error(res, 409,
+                   fmt::format("agent '{}' is up (last report {:.1f} s ago) and would register again: stop "
+                               "it first, or add ?force=1",
+                               name, *age));
+    if (auto st = store_->remove_registration(name); !st)
+      return error(res, 503, "store unavailable, retry later: " + st.error().message);
+    mesh_->remove_agent(name);
+    log().info("agent {} removed", name);
+    reply(res, 200, json{{"removed", name}});
   });
 
   srv.Get("/api/v1/pinglists/([^/]+)", [this](const httplib::Request& req, httplib::Response& res) {

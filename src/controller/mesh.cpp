@@ -4,6 +4,8 @@
 
 namespace weft::controller {
 namespace {
+// The alarm text a restored agent carries until it is seen alive (settle_restored, a report).
+constexpr std::string_view kRestartedNote = "no report since the controller restarted";
 
 constexpr size_t kMaxAlarmsKept = 20;
 constexpr size_t kMaxNames = 1'000'000;  // bounds memory if agents report garbage target names
@@ -255,17 +257,66 @@ void Mesh::register_agent(const Registration& r, int64_t now_ns) {
   if (changed) ++generation_;
 }
 
-// A registration replayed from the store at start: listed, down until it reports, and with all it
-// registered (its RDMA engines too: an agent that kept running keeps their addresses).
+// A registration replayed from the store at start: listed, down until settle_restored() or a report, and with
+// all it registered (its RDMA engines too: an agent that kept running keeps their addresses).
 void Mesh::restore_agent(const Registration& r, int64_t registered_ns, int64_t now_ns) {
   std::lock_guard lk(reg_mu_);
   if (agents_.contains(r.name)) return;
   AgentRecord& rec = agents_[r.name];
   fill_info(rec.info, r, registered_ns);
   rec.info.state = AgentState::down;
-  rec.info.alarms.push_back({"agent_down", "no report since the controller restarted", now_ns});
+  rec.info.alarms.push_back({"agent_down", std::string(kRestartedNote), now_ns});
   rec.peer = peer_of(r, false);
   ++generation_;
+}
+
+size_t Mesh::settle_restored(int64_t now_ns) {
+  int64_t down_after = config()->agent_down_after_ns;
+  size_t up = 0;
+  std::lock_guard lk(reg_mu_);
+  for (auto& [name, rec] : agents_) {
+    if (rec.info.state != AgentState::down || now_ns - rec.info.last_seen_unix_ns > down_after) continue;
+    const bool restored_only = std::ranges::any_of(rec.info.alarms, [](const Alarm& a) {
+      return a.kind == "agent_down" && a.message == kRestartedNote;
+    });
+    if (!restored_only) continue;
+    rec.info.state = AgentState::up;
+    rec.peer.up = true;
+    std::erase_if(rec.info.alarms, [](const Alarm& a) { return a.kind == "agent_down"; });
+    ++up;
+  }
+  if (up) ++generation_;
+  return up;
+}
+
+Status Mesh::check_name_free(const Registration& r, int64_t now_ns) const {
+  int64_t down_after = config()->agent_down_after_ns;
+  std::lock_guard lk(reg_mu_);
+  auto it = agents_.find(r.name);
+  if (it == agents_.end()) return {};
+  const AgentInfo& have = it->second.info;
+  if (have.state != AgentState::up || now_ns - have.last_seen_unix_ns > down_after) return {};
+  const std::string& old_addr = have.addresses.empty() ? std::string() : have.addresses.front();
+  const std::string& new_addr = r.addresses.empty() ? std::string() : r.addresses.front();
+  if (old_addr == new_addr) return {};
+  return fail(
+      "agent name '{}' is taken by the agent at {} (last seen {} s ago); give this agent (at {}) its own "
+      "name with --name, or stop the other one",
+      r.name, old_addr, (now_ns - have.last_seen_unix_ns) / 1'000'000'000, new_addr);
+}
+
+bool Mesh::remove_agent(const std::string& name) {
+  std::lock_guard lk(reg_mu_);
+  if (agents_.erase(name) == 0) return false;
+  ++generation_;
+  return true;
+}
+
+std::optional<double> Mesh::up_for(const std::string& name, int64_t now_ns) const {
+  std::lock_guard lk(reg_mu_);
+  auto it = agents_.find(name);
+  if (it == agents_.end() || it->second.info.state != AgentState::up) return std::nullopt;
+  return static_cast<double>(now_ns - it->second.info.last_seen_unix_ns) / 1e9;
 }
 
 bool Mesh::is_registered(const std::string& name) const {

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <span>
 #include <string>
@@ -20,6 +21,7 @@
 
 #include "agent/registration.hpp"
 #include "agent/wire.hpp"
+#include "base/result.hpp"
 #include "controller/config.hpp"
 #include "controller/mesh_state.hpp"
 #include "controller/pinglist.hpp"
@@ -44,9 +46,24 @@ class Mesh final : public MeshView {
   // --- registry ---
   void register_agent(const Registration& r, int64_t now_ns);
   // An agent known from before a controller restart (its registration replayed from the store):
-  // listed, but down and in no pinglist until it reports or registers again. No-op if already known.
+  // listed, and down until settle_restored() finds it was alive just before the restart. No-op if
+  // already known.
   void restore_agent(const Registration& r, int64_t registered_ns, int64_t now_ns);
+  // After restore_agent() and restore(): a restored agent whose last sign of life (registration or
+  // stored window) is within `agent_down_after` of `now_ns` is up again, so a restart leaves every
+  // pinglist as it was (agents keep probing what they probed); the sweep takes it down as usual if
+  // it stays silent. Returns how many came back up.
+  size_t settle_restored(int64_t now_ns);
   bool is_registered(const std::string& name) const;
+  // Forgets an agent: out of the agent list and every pinglist. False if it was not known.
+  bool remove_agent(const std::string& name);
+  // Seconds since the agent was last heard from if it is up, nullopt if it is down or unknown.
+  std::optional<double> up_for(const std::string& name, int64_t now_ns) const;
+  // Two hosts may not share a name (the default name is the host name, which network namespaces
+  // and cloned images share): a registration from another address, while the agent of that name
+  // is alive (seen within agent_down_after), is refused with a message naming both. The same
+  // address is the same agent coming back (a restart) and always allowed.
+  Status check_name_free(const Registration& r, int64_t now_ns) const;
   // Marks agents without a report for `down_after` as down; returns the names that went down.
   std::vector<std::string> sweep(int64_t now_ns);
   // The agent's pinglist (cached until membership or config changes).

@@ -1,5 +1,7 @@
 #include "controller/registration.hpp"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
@@ -7,6 +9,14 @@
 #include "controller/ingest.hpp"
 
 namespace weft::controller {
+namespace {
+// Peers probe these addresses as they are: anything but a literal IPv4 or IPv6 address would only
+// fail later, on every peer, as loss.
+bool is_ip_literal(const std::string& s) {
+  unsigned char buf[16];
+  return inet_pton(AF_INET, s.c_str(), buf) == 1 || inet_pton(AF_INET6, s.c_str(), buf) == 1;
+}
+}  // namespace
 
 Result<agent::Registration> parse_registration(std::string_view body) {
   using nlohmann::json;
@@ -25,9 +35,10 @@ Result<agent::Registration> parse_registration(std::string_view body) {
   auto addrs = j.find("addresses");
   if (addrs == j.end() || !addrs->is_array() || addrs->empty() || addrs->size() > 16)
     return fail("addresses: required, a list of 1 to 16 addresses");
-  for (const auto& a : *addrs) {
-    if (!a.is_string() || !valid_host_name(a.get<std::string>()))
-      return fail("addresses: each must be an IP address");
+  for (size_t i = 0; i < addrs->size(); ++i) {
+    const auto& a = (*addrs)[i];
+    if (!a.is_string() || a.get_ref<const std::string&>().size() > 64 || !is_ip_literal(a.get<std::string>()))
+      return fail("addresses[{}]: {} is not an IPv4 or IPv6 address", i, a.dump().substr(0, 66));
     r.addresses.push_back(a.get<std::string>());
   }
   auto protos = j.find("protocols");

@@ -45,6 +45,9 @@ class Store {
   // store), replacing an earlier one of the same name. Durable when it returns, like append().
   virtual Status save_registration(const std::string& name, std::string_view registration,
                                    int64_t received_ns) = 0;
+  // Forgets an agent's registration (DELETE /api/v1/agents/NAME); its history stays until retention.
+  // Durable when it returns. Not an error when there is none.
+  virtual Status remove_registration(const std::string& name) = 0;
   // Calls fn(registration, received_ns) for every agent's last saved registration.
   using RegistrationFn = std::function<void(std::string_view, int64_t)>;
   virtual Status load_registrations(const RegistrationFn& fn) = 0;

@@ -83,11 +83,11 @@ class RedisStore final : public Store {
     return {};
   }
 
-  Status append(const std::string& src, std::span<const probe::WindowStats> windows, int64_t,
+  Status append(const std::string& src, std::span<const probe::WindowStats> windows, int64_t received_ns,
                 std::string_view) override {
     if (windows.empty()) return {};
     std::lock_guard lk(mu_);
-    return write_locked([&] { return append_locked(src, windows); });
+    return write_locked([&] { return append_locked(src, windows, received_ns); });
   }
 
   Result<std::vector<probe::WindowStats>> history(probe::Protocol protocol, const std::string& src,
@@ -134,10 +134,20 @@ class RedisStore final : public Store {
         if (w) v.push_back(std::move(*w));
       }
     }
+    Reply seen(static_cast<redisReply*>(redisCommand(ctx_, "HGETALL weft:agents_seen")));
+    std::map<std::string, int64_t, std::less<>> seen_ns;
+    if (seen && seen->type == REDIS_REPLY_ARRAY)
+      for (size_t i = 0; i + 1 < seen->elements; i += 2) {
+        int64_t v = 0;
+        std::string_view t(seen->element[i + 1]->str, seen->element[i + 1]->len);
+        std::from_chars(t.data(), t.data() + t.size(), v);
+        seen_ns[std::string(seen->element[i]->str, seen->element[i]->len)] = v;
+      }
     for (auto& [src, ws] : by_src) {
       std::stable_sort(ws.begin(), ws.end(),
                        [](const auto& x, const auto& y) { return x.start_unix_ns < y.start_unix_ns; });
-      fn(src, ws, 0);
+      auto it = seen_ns.find(src);
+      fn(src, ws, it == seen_ns.end() ? 0 : it->second);
     }
     return {};
   }
@@ -146,6 +156,18 @@ class RedisStore final : public Store {
                            int64_t received_ns) override {
     std::lock_guard lk(mu_);
     return write_locked([&] { return save_registration_locked(name, registration, received_ns); });
+  }
+
+  Status remove_registration(const std::string& name) override {
+    std::lock_guard lk(mu_);
+    return write_locked([&]() -> Status {
+      if (auto st = ensure(); !st) return st;
+      redisAppendCommand(ctx_, "MULTI");
+      for (const char* h : {"weft:agents", "weft:agents_registered", "weft:agents_seen"})
+        redisAppendCommand(ctx_, "HDEL %s %b", h, name.data(), name.size());
+      redisAppendCommand(ctx_, "EXEC");
+      return read_transaction(5, "unregister");
+    });
   }
 
   Status load_registrations(const RegistrationFn& fn) override {
@@ -252,7 +274,8 @@ class RedisStore final : public Store {
     return read_transaction(4, "register");
   }
 
-  Status append_locked(const std::string& src, std::span<const probe::WindowStats> windows) {
+  Status append_locked(const std::string& src, std::span<const probe::WindowStats> windows,
+                       int64_t received_ns) {
     if (auto st = ensure(); !st) return st;
     size_t queued = 0;
     auto cmd_argv = [&](std::span<const std::string_view> args) {
@@ -299,6 +322,9 @@ class RedisStore final : public Store {
       argv.insert(argv.end(), args.begin(), args.end());
       cmd_argv(argv);
     }
+    // When the agent was last heard from: a restarted controller keeps agents that were alive up
+    // (and their peers' pinglists unchanged) instead of waiting for each to report again.
+    cmd({"HSET", "weft:agents_seen", src, std::to_string(received_ns)});
     cmd({"EXEC"});
     return read_transaction(queued, "append");
   }

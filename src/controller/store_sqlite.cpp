@@ -89,6 +89,7 @@ class SqliteStore final : public Store {
         db_, "INSERT INTO batches(src,min_start,max_start,max_end,received,n,data) VALUES(?,?,?,?,?,?,?)");
     if (!insert_.ok()) return fail("sqlite store {}: prepare insert: {}", path, sqlite3_errmsg(db_));
     upsert_agent_ = Stmt(db_, "INSERT OR REPLACE INTO agents(name,registration,received) VALUES(?,?,?)");
+    delete_agent_ = Stmt(db_, "DELETE FROM agents WHERE name = ?");
     if (!upsert_agent_.ok())
       return fail("sqlite store {}: prepare agent insert: {}", path, sqlite3_errmsg(db_));
     // Readers get their own connection: WAL lets them read while the writer commits.
@@ -132,6 +133,13 @@ class SqliteStore final : public Store {
     job->src = name;
     job->received = received_ns;
     job->data = registration;  // outlives the commit: submit() waits for it
+    return submit(job);
+  }
+
+  Status remove_registration(const std::string& name) override {
+    auto job = std::make_shared<Job>();
+    job->kind = Job::Kind::unregistration;
+    job->src = name;
     return submit(job);
   }
 
@@ -212,7 +220,7 @@ class SqliteStore final : public Store {
 
  private:
   struct Job {
-    enum class Kind : uint8_t { batch, registration } kind = Kind::batch;
+    enum class Kind : uint8_t { batch, registration, unregistration } kind = Kind::batch;
     std::string src;  // the reporting agent, or the registered one
     int64_t received = 0, min_start = 0, max_start = 0, max_end = 0;
     size_t n = 0;
@@ -246,6 +254,19 @@ class SqliteStore final : public Store {
   std::string commit(std::deque<std::shared_ptr<Job>>& jobs) {
     if (auto st = exec(db_, "BEGIN"); !st) return st.error().message;
     for (auto& j : jobs) {
+      if (j->kind == Job::Kind::unregistration) {
+        sqlite3_stmt* s = delete_agent_.get();
+        sqlite3_reset(s);
+        sqlite3_bind_text(s, 1, j->src.data(), static_cast<int>(j->src.size()), SQLITE_STATIC);
+        if (sqlite3_step(s) != SQLITE_DONE) {
+          std::string e = sqlite3_errmsg(db_);
+          sqlite3_reset(s);
+          (void)exec(db_, "ROLLBACK");
+          return e;
+        }
+        sqlite3_reset(s);
+        continue;
+      }
       if (j->kind == Job::Kind::registration) {
         sqlite3_stmt* s = upsert_agent_.get();
         sqlite3_reset(s);
@@ -326,7 +347,7 @@ class SqliteStore final : public Store {
   std::string path_;
   sqlite3* db_ = nullptr;   // writer thread only (after open)
   sqlite3* rdb_ = nullptr;  // readers, under read_mu_
-  Stmt insert_, upsert_agent_;
+  Stmt insert_, upsert_agent_, delete_agent_;
   std::mutex read_mu_;
   mutable std::mutex mu_;
   std::condition_variable cv_, done_cv_;

@@ -71,6 +71,26 @@ TEST(Config, BadValues) {
   }
 }
 
+// Issue 14: a key given twice was accepted and the first won, so a later correction in a long file
+// did nothing. Both places are named, at the top level and inside nested mappings.
+TEST(Config, KeyGivenTwiceIsAnError) {
+  auto c = parse_config("window: 10s\nretention: 1d\nwindow: 30s\n", "d.yaml");
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().message, "d.yaml:3:1: key 'window' is given twice (first on line 1)");
+  c = parse_config("groups:\n  - name: a\n    protocols: [udp]\n    members: ['*']\n    name: b\n", "n.yaml");
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().message, "n.yaml:5:5: key 'name' is given twice (first on line 2)");
+  c = parse_config("protocols:\n  udp: {interval: 10ms, interval: 20ms}\n", "f.yaml");
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().message.find("f.yaml:2:"), std::string::npos) << c.error().message;
+  EXPECT_NE(c.error().message.find("'interval' is given twice"), std::string::npos) << c.error().message;
+  // The same key in two different mappings is fine.
+  EXPECT_TRUE(
+      parse_config("groups:\n  - {name: a, protocols: [udp], members: [x]}\n"
+                   "  - {name: b, protocols: [udp], members: [y]}\n",
+                   "ok.yaml"));
+}
+
 TEST(Config, YamlSyntaxErrorHasALine) {
   auto c = parse_config("listen: [127.0.0.1:1\ngroups: x\n", "s.yaml");
   ASSERT_FALSE(c);

@@ -52,6 +52,7 @@ class FlakyStore final : public Store {
   }
   weft::Status load_recent(int64_t, const RestoreFn&) override { return {}; }
   weft::Status save_registration(const std::string&, std::string_view, int64_t) override { return {}; }
+  weft::Status remove_registration(const std::string&) override { return {}; }
   weft::Status load_registrations(const RegistrationFn&) override { return {}; }
   weft::Status apply_retention(int64_t) override { return {}; }
   StoreInfo info() const override { return {"flaky", "", !failing, ""}; }

@@ -140,8 +140,27 @@ TEST(Registration, OtherFieldsKeepTheirMessages) {
   EXPECT_EQ(error_of(R"({"addresses":["10.0.0.1"],"protocols":[]})"), "name: required, a host name");
   EXPECT_EQ(error_of(R"({"name":"h","addresses":[],"protocols":[]})"),
             "addresses: required, a list of 1 to 16 addresses");
-  EXPECT_EQ(error_of(R"({"name":"h","addresses":["a"],"protocols":["icmp"]})"),
+  EXPECT_EQ(error_of(R"({"name":"h","addresses":["10.0.0.1"],"protocols":["icmp"]})"),
             "protocols: unknown protocol 'icmp' (expected udp, tcp or rdma)");
-  EXPECT_EQ(error_of(R"({"name":"h","addresses":["a"],"protocols":[],"udp_port":70000})"),
+  EXPECT_EQ(error_of(R"({"name":"h","addresses":["10.0.0.1"],"protocols":[],"udp_port":70000})"),
             "udp_port: 0..65535");
+}
+
+// Issue 14: "addresses":["not-an-ip"] was accepted, and every peer then probed a name it could
+// not reach and reported loss.
+TEST(Registration, AddressesMustBeIpLiterals) {
+  EXPECT_EQ(error_of(R"({"name":"h","addresses":["not-an-ip"],"protocols":["udp"]})"),
+            "addresses[0]: \"not-an-ip\" is not an IPv4 or IPv6 address");
+  EXPECT_EQ(error_of(R"({"name":"h","addresses":["10.0.0.1","10.0.0.256"],"protocols":["udp"]})"),
+            "addresses[1]: \"10.0.0.256\" is not an IPv4 or IPv6 address");
+  EXPECT_EQ(error_of(R"({"name":"h","addresses":[7],"protocols":["udp"]})"),
+            "addresses[0]: 7 is not an IPv4 or IPv6 address");
+  EXPECT_EQ(error_of(R"({"name":"h","addresses":["10.0.0.1:7777"],"protocols":["udp"]})"),
+            "addresses[0]: \"10.0.0.1:7777\" is not an IPv4 or IPv6 address");
+  for (const char* ok : {"10.0.0.1", "fd00::2", "::ffff:10.1.2.3"}) {
+    auto r = weft::controller::parse_registration(
+        fmt::format(R"({{"name":"h","addresses":["{}"],"protocols":["udp"]}})", ok));
+    ASSERT_TRUE(r) << ok << ": " << r.error().message;
+    EXPECT_EQ(r->addresses.front(), ok);
+  }
 }
