@@ -194,6 +194,7 @@ struct Agent::Impl {
       rc.listen_address = cfg.address;
       rc.udp_port = cfg.udp_port;
       rc.tcp_port = cfg.tcp_port;
+      rc.tcp_idle_timeout = cfg.tcp_idle_timeout;
       auto r = probe::Responder::create(rc);
       if (!r) {
         alarm("responder_failed", r.error().message);
@@ -240,10 +241,26 @@ struct Agent::Impl {
         (*p)->set_targets(r.targets);
       }
       if (is_stopping()) break;
-      auto st = (*p)->run([this](probe::WindowStats&& w) {
+      probe::Prober* prober = p->get();
+      uint64_t unsent_seen = 0;
+      int64_t unsent_alarm_at = 0;
+      auto st = (*p)->run([&, this](probe::WindowStats&& w) {
         windows_made++;
-        std::lock_guard lk(collect_mu);
-        collected.push_back(std::move(w));
+        {
+          std::lock_guard lk(collect_mu);
+          collected.push_back(std::move(w));
+        }
+        // Probes this host could not send (out of descriptors...) are in no window, so the mesh
+        // does not blame the network for them; the agent says so instead (at most once a minute).
+        const uint64_t unsent = prober->counters().unsent;
+        if (unsent > unsent_seen && unix_ns() - unsent_alarm_at > 60'000'000'000) {
+          unsent_alarm_at = unix_ns();
+          alarm("probe_unsent",
+                fmt::format("{}: {} probes could not leave this host ({}); they count as no "
+                            "loss, and these targets have no data meanwhile",
+                            probe::to_string(r.protocol), unsent - unsent_seen, prober->last_local_error()));
+        }
+        unsent_seen = unsent;
       });
       bool planned;
       {

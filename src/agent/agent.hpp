@@ -5,6 +5,7 @@
 // the same way; a restarted engine has a new address, so the agent registers again), and delivers finished
 // windows in order through the outbox, which buffers and spools while the controller is unreachable.
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -28,6 +29,8 @@ struct AgentConfig {
       address;  // the address to probe from and answer on; default: the one that routes to the controller
   uint16_t udp_port = 7777;
   uint16_t tcp_port = 7778;
+  // The TCP responder closes a connection silent this long (probers keep theirs busy).
+  std::chrono::seconds tcp_idle_timeout{60};
   std::vector<probe::Protocol> protocols{probe::Protocol::udp, probe::Protocol::tcp};
   // One RDMA probe engine per entry (device/port/GID), rail 0, 1, ... in this order; each probes
   // the same rail of its peers and answers them. Non-empty adds protocol rdma. Interval, timeout

@@ -14,6 +14,7 @@ struct Options {
   weft::agent::AgentConfig cfg;
   std::vector<std::string> protocols{"udp", "tcp"};
   std::string token_file;
+  int tcp_idle_s = 60;
   std::vector<std::string> rdma;  // DEVICE[:IPV4], one engine each
   unsigned rdma_tclass = 0;
   unsigned rdma_sl = 0;
@@ -72,6 +73,7 @@ int run_agent(Options o) {
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  o.cfg.tcp_idle_timeout = std::chrono::seconds(o.tcp_idle_s);
   weft::agent::Agent agent(o.cfg);
   if (auto st = agent.start(); !st) {
     fmt::print(stderr, "weft agent: {}\n", st.error().message);
@@ -99,6 +101,10 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
                   "Address to probe from and answer on (default: the one that routes to the controller)");
   sub->add_option("--udp-port", o->cfg.udp_port, "UDP responder port")->capture_default_str();
   sub->add_option("--tcp-port", o->cfg.tcp_port, "TCP responder port")->capture_default_str();
+  sub->add_option("--tcp-idle-timeout", o->tcp_idle_s,
+                  "Seconds a TCP connection to the responder may stay silent before it is closed")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
   sub->add_option("--protocols", o->protocols, "Protocols to probe and answer")->capture_default_str();
   sub->add_option(
       "--rdma", o->rdma,

@@ -24,6 +24,7 @@ struct Slot {
   SlotState state = SlotState::empty;
   bool has_followup = false;  // the responder's kernel send time is in timing
   bool tx_id_valid = false;
+  bool unsent = false;  // never left this host (out of descriptors...): not the network's loss
   uint8_t sock = 0;     // which UDP socket sent it
   uint32_t tx_id = 0;   // SO_TIMESTAMPING OPT_ID of the datagram
   uint32_t target = 0;  // index and generation of the target (targets may be removed)

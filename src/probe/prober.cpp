@@ -44,7 +44,7 @@ uint64_t tag(Kind k, uint64_t v) { return net::event_tag(static_cast<uint8_t>(k)
 
 struct Counters {
   std::atomic<uint64_t> sent{0}, received{0}, lost{0}, late{0}, duplicate{0}, malformed{0},
-      unknown_session{0}, unknown_probe{0}, evicted{0}, send_errors{0}, weird{0}, wakeups{0},
+      unknown_session{0}, unknown_probe{0}, evicted{0}, send_errors{0}, unsent{0}, weird{0}, wakeups{0},
       streaming_wakeups{0};
   static void inc(std::atomic<uint64_t>& c, uint64_t n = 1) {
     c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
@@ -68,6 +68,7 @@ struct TargetState {
   bool connected = false;
   int64_t connect_started_mono = 0;
   int64_t reconnect_after_mono = 0;
+  std::string connect_local_error;  // why the last connect could not even start here ("" = it did)
   uint8_t rbuf[wire::kSize * 32];
   size_t rlen = 0;
   // Its transmit stamps: OPT_ID counts bytes, so a probe's key is the stream offset of its last
@@ -122,6 +123,9 @@ struct Prober::Impl {
   bool udp_polled = false;  // some UDP socket is out of the epoll set and read on every wake-up
   uint64_t tcp_open = 0, tcp_cap = 0;
   bool warned_send = false;
+  mutable std::mutex local_error_mu;  // local_error is read by other threads (last_local_error)
+  std::string local_error;
+  int64_t local_error_at = 0;
 
   std::mutex mu;
   std::optional<std::vector<Target>> pending_targets;
@@ -356,13 +360,32 @@ struct Prober::Impl {
   void lose(Slot& s) {
     close_probe_fd(s);
     s.state = SlotState::expired;
-    Counters::inc(ctr.lost);
     TargetState* t = target_of(s);
-    if (t) {
-      --t->in_flight;
-      window_at(*t, deadline(s)).add_lost();
+    if (t) --t->in_flight;
+    if (s.unsent) {  // this host's failure, not the network's: no window counts it
+      report(t, s, false, nullptr);
+      return;
     }
+    Counters::inc(ctr.lost);
+    if (t) window_at(*t, deadline(s)).add_lost();
     report(t, s, false, nullptr);
+  }
+
+  // A probe that could not leave this host (no descriptor, no buffer, at the connection cap).
+  // Counted apart, with the reason kept (at most once a second) for last_local_error().
+  void mark_unsent(Slot& s, std::string_view why) {
+    s.unsent = true;
+    Counters::inc(ctr.unsent);
+    const int64_t now = mono_ns();
+    if (now - local_error_at < 1'000'000'000 && local_error_at != 0) return;
+    local_error_at = now;
+    std::lock_guard lk(local_error_mu);
+    local_error.assign(why);
+  }
+
+  // Failures of this host rather than of the path to the target.
+  static bool is_local_failure(int err) {
+    return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM || err == EADDRNOTAVAIL;
   }
 
   void finalize(Slot& s) {
@@ -511,6 +534,8 @@ struct Prober::Impl {
           warned_send = true;
         }
         Counters::inc(ctr.send_errors);
+        if (is_local_failure(errno))
+          mark_unsent(table.at(sseq[done]), fmt::format("UDP send: {}", std::strerror(errno)));
         ++done;
         continue;
       }
@@ -709,7 +734,8 @@ struct Prober::Impl {
     Slot& s = new_slot(tindex, t, tx_mono);
     if (tcp_open >= tcp_cap) {
       Counters::inc(ctr.send_errors);
-      return;  // stays pending: lost at its deadline
+      mark_unsent(s, fmt::format("{} TCP connect probes already open (the cap)", tcp_cap));
+      return;  // stays pending until its deadline, counted in no window
     }
     auto fd = net::tcp_connect_start(bind_addr[t.sock], t.addr);
     if (!fd) {
@@ -718,6 +744,7 @@ struct Prober::Impl {
         warned_send = true;
       }
       Counters::inc(ctr.send_errors);
+      if (is_local_failure(fd.error().code)) mark_unsent(s, fd.error().message);
       return;
     }
     s.fd = fd->release();
@@ -753,7 +780,11 @@ struct Prober::Impl {
   void keep_open_connect(uint32_t tindex, TargetState& t, int64_t now) {
     auto fd = net::tcp_connect_start(bind_addr[t.sock], t.addr);
     t.reconnect_after_mono = now + std::max<int64_t>(interval_ns, 100'000'000);
-    if (!fd) return;
+    if (!fd) {
+      if (is_local_failure(fd.error().code)) t.connect_local_error = fd.error().message;
+      return;
+    }
+    t.connect_local_error.clear();
     linger lg{0, 0};  // a kept-open connection closes normally
     setsockopt(fd->get(), SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
     // Receive stamps from the start; transmit stamps once connected (OPT_ID needs a connection).
@@ -775,6 +806,8 @@ struct Prober::Impl {
     Slot& s = new_slot(tindex, t, tx_mono);
     if (!t.connected) {
       Counters::inc(ctr.send_errors);
+      // No connection because this host could not open one: not the network's loss.
+      if (!t.conn.valid() && !t.connect_local_error.empty()) mark_unsent(s, t.connect_local_error);
       return;  // lost at its deadline
     }
     wire::Packet p;
@@ -1145,6 +1178,11 @@ void Prober::stop() {
   impl_->wake.signal();
 }
 
+std::string Prober::last_local_error() const {
+  std::lock_guard lk(impl_->local_error_mu);
+  return impl_->local_error;
+}
+
 ProberCounters Prober::counters() const {
   const auto& c = impl_->ctr;
   auto l = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
@@ -1159,6 +1197,7 @@ ProberCounters Prober::counters() const {
   out.unknown_probe = l(c.unknown_probe);
   out.evicted = l(c.evicted);
   out.send_errors = l(c.send_errors);
+  out.unsent = l(c.unsent);
   out.weird = l(c.weird);
   out.wakeups = l(c.wakeups);
   out.streaming_wakeups = l(c.streaming_wakeups);

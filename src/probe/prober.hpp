@@ -61,6 +61,9 @@ struct ProberCounters {
   uint64_t unknown_probe = 0;  // our session, but a sequence number never sent
   uint64_t evicted = 0;        // declared lost early because the in-flight table was full
   uint64_t send_errors = 0;
+  // Probes that could not leave this host for want of a local resource (file descriptors, socket
+  // buffers, the TCP connection cap): not counted in any window, since the network never saw them.
+  uint64_t unsent = 0;
   uint64_t weird = 0;              // timestamps that did not add up (see compute_rtt)
   uint64_t wakeups = 0;            // event-loop wake-ups
   uint64_t streaming_wakeups = 0;  // ... of them with the UDP sockets read without epoll (a stream flowing)
@@ -97,6 +100,8 @@ class Prober {
   Status run(std::function<void(WindowStats&&)> on_window);
   void stop();                      // thread-safe, run() returns within ~100 ms
   ProberCounters counters() const;  // thread-safe
+  // Why the last probe counted in `unsent` could not be sent ("" if none); thread-safe.
+  std::string last_local_error() const;
 
   struct Impl;
 

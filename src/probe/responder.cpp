@@ -140,9 +140,10 @@ struct Conn {
   net::Fd fd;
   uint8_t buf[wire::kSize * 32];
   size_t len = 0;
-  bool kept_open = false;  // a probe frame came: set up for echoing (see stream_setup)
-  bool tx_stamps = false;  // transmit stamps (OPT_ID by byte) are on
-  bool listed = false;     // in Impl::echo_conns (has echoes waiting for their follow-ups)
+  bool kept_open = false;      // a probe frame came: set up for echoing (see stream_setup)
+  bool tx_stamps = false;      // transmit stamps (OPT_ID by byte) are on
+  bool listed = false;         // in Impl::echo_conns (has echoes waiting for their follow-ups)
+  int64_t last_active_ns = 0;  // accepted, or last read (for the idle timeout)
   net::FrameTxKeys<wire::kSize> keys;
   StreamEchoes echoes;
 };
@@ -180,8 +181,11 @@ struct Responder::Impl {
   int64_t next_stream_followup = INT64_MAX;  // when stream_followups() has work
   bool stream_nostamp_ok = true;             // per-send "no transmit stamp" works on TCP here
   std::atomic<bool> stop_flag{false};
-  std::atomic<uint64_t> answered{0}, malformed{0}, tcp_accepted{0}, followups{0}, shed{0}, wakeups{0},
-      streaming_wakeups{0};
+  std::atomic<uint64_t> answered{0}, malformed{0}, tcp_accepted{0}, tcp_refused{0}, tcp_reaped{0},
+      followups{0}, shed{0}, wakeups{0}, streaming_wakeups{0};
+  size_t conn_cap = 0;  // max_tcp_connections within half the descriptor limit (open())
+  int64_t next_reap_ns = 0;
+  int64_t refused_logged_ns = 0;
 
   net::RecvBatch<kBatch, kRecvBytes, net::kControlBytes> udp_in;
   net::RecvBatch<kBatch, 0, net::kErrQueueControlBytes> tx_stamps;
@@ -374,17 +378,69 @@ struct Responder::Impl {
     conns.erase(it);  // closes it
   }
 
+  // Closes connections idle since before `idle_before` (all of them when `max` is 0, else at
+  // most `max`, the longest idle first). Returns how many.
+  size_t reap_idle(int64_t idle_before, size_t max) {
+    size_t closed = 0;
+    if (max == 0) {
+      for (auto it = conns.begin(); it != conns.end();) {
+        const int fd = it->first;
+        const bool idle = it->second->last_active_ns < idle_before && !it->second->listed;
+        ++it;  // close_conn erases fd's entry
+        if (idle) {
+          close_conn(fd);
+          ++closed;
+        }
+      }
+    } else {
+      for (; closed < max; ++closed) {
+        int oldest = -1;
+        int64_t oldest_ns = idle_before;
+        for (const auto& [fd, c] : conns)
+          if (c->last_active_ns < oldest_ns && !c->listed) {
+            oldest = fd;
+            oldest_ns = c->last_active_ns;
+          }
+        if (oldest < 0) break;
+        close_conn(oldest);
+      }
+    }
+    inc(tcp_reaped, closed);
+    return closed;
+  }
+
   void accept_all() {
+    bool replaced_tried = false;
     for (int i = 0; i < 256; ++i) {
       int fd = accept4(listener.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-      if (fd < 0) return;
+      if (fd < 0) {
+        // Out of descriptors (the cap leaves room, but other parts of the process use them too):
+        // the connection stays in the backlog; nothing to do until one closes.
+        return;
+      }
       inc(tcp_accepted);
-      if (conns.size() >= cfg.max_tcp_connections) {
-        ::close(fd);
-        continue;
+      const int64_t now = mono_ns();
+      if (conns.size() >= conn_cap) {
+        // One scan per accept burst: a flood of connections cannot make each accept cost O(n).
+        if (!replaced_tried) {
+          replaced_tried = true;
+          reap_idle(now - 5'000'000'000, 16);
+        }
+        if (conns.size() >= conn_cap) {
+          ::close(fd);
+          inc(tcp_refused);
+          if (now - refused_logged_ns > 60'000'000'000) {
+            refused_logged_ns = now;
+            log().warn(
+                "responder: {} TCP connections open (the cap) and none idle for 5 s: refusing new ones",
+                conns.size());
+          }
+          continue;
+        }
       }
       auto c = std::make_unique<Conn>();
       c->fd.reset(fd);
+      c->last_active_ns = now;
       // Receive stamps before any data can come; the rest only once it is a kept-open connection
       // (connect probes are reset at once and cost no more system calls than that).
       (void)net::enable_timestamping(fd, false);
@@ -428,6 +484,7 @@ struct Responder::Impl {
     auto it = conns.find(fd);
     if (it == conns.end()) return;
     Conn& c = *it->second;
+    if (events & EPOLLIN) c.last_active_ns = mono_ns();
     size_t stamps = 0;
     if ((events & EPOLLERR) && c.tx_stamps) {
       stamps = read_stream_stamps(c);
@@ -595,7 +652,12 @@ struct Responder::Impl {
             break;
         }
       }
-      stream_followups(mono_ns());
+      const int64_t now = mono_ns();
+      stream_followups(now);
+      if (now >= next_reap_ns && !conns.empty()) {
+        next_reap_ns = now + 1'000'000'000;
+        reap_idle(now - cfg.tcp_idle_timeout.count(), 0);
+      }
       inc(wakeups);
       if (udp_polled) {
         inc(streaming_wakeups);
@@ -610,7 +672,9 @@ struct Responder::Impl {
   Status open(const ResponderConfig& c) {
     cfg = c;
     tx_ring.resize(kTxRing);
-    echo_conns.reserve(c.max_tcp_connections);
+    // Half the descriptors at most, the rest for this host's own probes and everything else.
+    conn_cap = std::max<size_t>(1, std::min<size_t>(c.max_tcp_connections, net::raise_fd_limit() / 2));
+    echo_conns.reserve(conn_cap);
     followups_skip_ids = net::untimestamped_sends_skip_ids();
     followups_on = c.followups;
     log().debug("responder: follow-ups are sent {} a transmit timestamp of their own",
@@ -676,8 +740,17 @@ void Responder::stop() {
 
 ResponderCounters Responder::counters() const {
   auto l = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
-  return {l(impl_->answered), l(impl_->malformed), l(impl_->tcp_accepted),     l(impl_->followups),
-          l(impl_->shed),     l(impl_->wakeups),   l(impl_->streaming_wakeups)};
+  ResponderCounters out;
+  out.answered = l(impl_->answered);
+  out.malformed = l(impl_->malformed);
+  out.tcp_accepted = l(impl_->tcp_accepted);
+  out.tcp_refused = l(impl_->tcp_refused);
+  out.tcp_reaped = l(impl_->tcp_reaped);
+  out.followups = l(impl_->followups);
+  out.shed = l(impl_->shed);
+  out.wakeups = l(impl_->wakeups);
+  out.streaming_wakeups = l(impl_->streaming_wakeups);
+  return out;
 }
 
 uint16_t Responder::udp_port() const { return impl_->udp_port; }

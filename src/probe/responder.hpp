@@ -18,7 +18,12 @@ struct ResponderConfig {
   uint16_t tcp_port = 7778;                // 0 = an ephemeral port (see tcp_port())
   bool serve_udp = true;
   bool serve_tcp = true;
-  size_t max_tcp_connections = 4096;  // kept-open connections beyond this are refused
+  // Open TCP connections at most; the responder also keeps to half of its descriptor limit, so a
+  // flood of connections can never take the descriptors this host's own probes need. At the cap a
+  // new connection replaces the longest-idle one if that has been idle 5 s, else it is closed.
+  size_t max_tcp_connections = 4096;
+  // A connection that sends nothing for this long is closed (probers keep theirs busy).
+  std::chrono::nanoseconds tcp_idle_timeout{std::chrono::seconds(60)};
   // Send each reply's kernel send time in a follow-up (UDP, and kept-open TCP to probers that read
   // them), so that the prober can take the responder's full processing time out of the RTT. Off:
   // the reply's user-space send time (read just before the send call) is all the prober gets; the
@@ -36,6 +41,8 @@ struct ResponderCounters {
   uint64_t answered = 0;   // UDP replies and TCP echoes sent
   uint64_t malformed = 0;  // datagrams / frames that did not parse
   uint64_t tcp_accepted = 0;
+  uint64_t tcp_refused = 0;        // closed at once: at the connection cap with none idle enough to replace
+  uint64_t tcp_reaped = 0;         // closed for idleness (the idle timeout, or replaced at the cap)
   uint64_t followups = 0;          // follow-ups sent with the kernel TX timestamp (UDP entries, TCP frames)
   uint64_t shed = 0;               // replies sent without a follow-up because the responder was behind
   uint64_t wakeups = 0;            // event-loop wake-ups

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -443,5 +445,35 @@ TEST(Prober, AStreamIsReadWithoutEpollAndLosesNothing) {
   for (const auto& [name, w] : c.totals) {
     EXPECT_EQ(w.timestamp_source, TimestampSource::kernel) << name;
     EXPECT_LE(w.network_rtt.p50_ns, w.rtt.p50_ns) << name;
+  }
+}
+
+// Issue 14, defect 3: an agent out of file descriptors reported 100% loss to every TCP target and
+// was blamed as the faulty host. A probe that cannot leave this host is not the network's loss:
+// it is counted apart (unsent, with the reason) and in no window.
+TEST(Prober, ProbesThisHostCannotSendAreNotCountedAsLoss) {
+  for (bool keep_open : {false, true}) {
+    auto cfg = fast_config(Protocol::tcp);
+    cfg.tcp_keep_open = keep_open;
+    auto p = Prober::create(cfg);
+    ASSERT_TRUE(p);
+    (*p)->set_targets({{"t", "127.0.0.1", 9}});
+    // From here on no descriptor can be made: the lowest free number becomes the limit.
+    rlimit old{};
+    ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &old), 0);
+    const int lowest_free = dup(0);
+    ASSERT_GE(lowest_free, 0);
+    close(lowest_free);
+    rlimit low = old;
+    low.rlim_cur = static_cast<rlim_t>(lowest_free);
+    ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+    Collected c;
+    auto ctr = run_for(**p, 800ms, c);
+    ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &old), 0);
+    EXPECT_GT(ctr.unsent, 20u) << keep_open;
+    EXPECT_EQ(c.totals["t"].lost, 0u) << keep_open;
+    EXPECT_EQ(c.totals["t"].sent, 0u) << keep_open;
+    EXPECT_NE((*p)->last_local_error().find("Too many open files"), std::string::npos)
+        << keep_open << ": " << (*p)->last_local_error();
   }
 }
