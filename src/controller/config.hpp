@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/result.hpp"
+#include "controller/glob.hpp"  // glob_match, for the group patterns
 #include "probe/window.hpp"
 
 namespace weft::controller {
@@ -64,8 +65,5 @@ Result<Config> load_config(const std::string& path);
 
 // "250us", "100ms", "10s", "5m", "2h", "7d" -> nanoseconds.
 Result<int64_t> parse_duration(std::string_view text);
-
-// Shell-style glob match of a host name (only * and ? are special).
-bool glob_match(std::string_view pattern, std::string_view name);
 
 }  // namespace weft::controller

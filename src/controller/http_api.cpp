@@ -300,23 +300,33 @@ void Controller::install_routes(httplib::Server& srv) {
       opt.loss_threshold = x;
     }
     std::vector<std::string> down;
-    for (const auto& ag : mesh_->agents())
+    const auto agents = mesh_->agents();
+    for (const auto& ag : agents)
       if (ag.state == AgentState::down) down.push_back(ag.name);
-    const Blame b = find_blame(mesh_->latest(*proto), down, now_ns(), mesh_->window_ns(), opt);
+    const Blame b = find_blame(mesh_->latest(*proto), down, now_ns(), mesh_->window_ns(), opt,
+                               blame_context(*proto, agents, mesh_->groups()));
     json hosts = json::array(), links = json::array();
     for (const auto& h : b.hosts)
       hosts.push_back({{"host", h.host},
                        {"direction", h.direction},
+                       {"reason", h.reason},
                        {"bad_pairs", h.bad_pairs},
                        {"pairs", h.pairs},
                        {"loss_ratio", h.loss_ratio}});
-    for (const auto& l : b.links)
-      links.push_back({{"src", l.src}, {"dst", l.dst}, {"loss_ratio", l.loss_ratio}});
+    for (const auto& l : b.links) {
+      json lj{{"src", l.src}, {"dst", l.dst}, {"reason", l.reason}, {"loss_ratio", l.loss_ratio}};
+      if (l.rtt_ns) lj["rtt_us"] = static_cast<double>(l.rtt_ns) / 1e3;
+      if (l.expected_ns) lj["expected_rtt_us"] = static_cast<double>(l.expected_ns) / 1e3;
+      links.push_back(std::move(lj));
+    }
     reply(res, 200,
           json{{"protocol", probe::to_string(*proto)},
                {"loss_threshold", opt.loss_threshold},
+               {"latency_factor", opt.latency_factor},
+               {"latency_margin_us", static_cast<double>(opt.latency_margin_ns) / 1e3},
                {"measured_pairs", b.measured_pairs},
                {"bad_pairs", b.bad_pairs},
+               {"slow_pairs", b.slow_pairs},
                {"hosts", std::move(hosts)},
                {"links", std::move(links)},
                {"down", down}});

@@ -102,6 +102,13 @@ void Mesh::SourceTxn::commit(std::span<const probe::WindowStats> accepted, int64
     Slot& s = *accepted_[i];
     const auto& w = accepted[i];
     if (!s.has_latest || w.start_unix_ns >= s.latest.start_unix_ns) {
+      // The pair's usual RTT, for blame to see a link that got slower without losing anything.
+      PairWindow as_pair;
+      as_pair.window.network_rtt = w.network_rtt;
+      as_pair.window.rtt = w.rtt;
+      s.baseline_before_ns = s.baseline_ns;
+      if (const int64_t m = as_pair.median_rtt_ns(); m > 0)
+        s.baseline_ns = s.baseline_ns == 0 ? m : s.baseline_ns + (m - s.baseline_ns) / 16;
       s.latest = w;
       s.latest.target.clear();
       s.latest.target.shrink_to_fit();
@@ -190,6 +197,7 @@ std::vector<PairWindow> Mesh::latest(probe::Protocol protocol) const {
       pw.window = slot.latest;
       pw.window.target = pw.dst;
       pw.received_unix_ns = slot.received_ns;
+      pw.baseline_rtt_ns = slot.baseline_before_ns;
       out.push_back(std::move(pw));
     }
   }
@@ -246,6 +254,7 @@ void Mesh::register_agent(const Registration& r, int64_t now_ns) {
   bool was_new = rec.info.name.empty();
   fill_info(rec.info, r, now_ns);
   bool was_down = rec.info.state == AgentState::down;
+  if (was_down && !was_new) rec.info.up_again_unix_ns = now_ns;
   rec.info.state = AgentState::up;
   std::erase_if(rec.info.alarms, [](const Alarm& a) { return a.kind == "agent_down"; });
   Peer p = peer_of(r, true);
@@ -393,6 +402,7 @@ void Mesh::touch(const std::string& name, const agent::Health& h, std::span<cons
   a.last_seen_unix_ns = now_ns;
   if (a.state == AgentState::down) {
     a.state = AgentState::up;
+    a.up_again_unix_ns = now_ns;
     it->second.peer.up = true;
     std::erase_if(a.alarms, [](const Alarm& al) { return al.kind == "agent_down"; });
     ++generation_;

@@ -28,6 +28,15 @@ struct PairWindow {
   std::string dst;
   probe::WindowStats window;     // window.protocol, window.target == dst
   int64_t received_unix_ns = 0;  // when the controller took it in
+  // The pair's usual round trip before this window: a slow moving average (1/16 per window) of
+  // its windows' median network RTT (total RTT where there is none); 0 until it has one.
+  int64_t baseline_rtt_ns = 0;
+
+  // The window's median network RTT (total RTT if it has no network RTT); 0 with no answer.
+  int64_t median_rtt_ns() const {
+    if (window.network_rtt.count) return window.network_rtt.p50_ns;
+    return window.rtt.count ? window.rtt.p50_ns : 0;
+  }
 
   double loss_ratio() const {
     return window.sent == 0 ? 0.0 : static_cast<double>(window.lost) / static_cast<double>(window.sent);
@@ -63,6 +72,7 @@ struct AgentInfo {
   AgentState state = AgentState::up;
   int64_t registered_unix_ns = 0;
   int64_t last_seen_unix_ns = 0;
+  int64_t up_again_unix_ns = 0;   // when it last came back after being down (0: never down)
   uint64_t pinglist_version = 0;  // the version of the pinglist it was last handed
   size_t pinglist_targets = 0;    // how many targets that pinglist has (all protocols)
   AgentHealth health;

@@ -278,13 +278,15 @@ void render_pairs(PromText& t, const PairPick& pick) {
 constexpr size_t kMaxSuspectLinks = 100;
 
 void render_suspects(PromText& t, const std::vector<ProtocolData>& data, const std::vector<AgentInfo>& agents,
-                     int64_t now_ns, int64_t window_ns) {
+                     const std::vector<GroupInfo>& groups, int64_t now_ns, int64_t window_ns) {
   std::vector<std::string> down;
   for (const auto& a : agents)
     if (a.state == AgentState::down) down.push_back(a.name);
   std::vector<std::pair<const char*, Blame>> verdicts;
   for (const auto& d : data)
-    verdicts.emplace_back(probe::to_string(d.protocol), find_blame(d.pairs, down, now_ns, window_ns));
+    verdicts.emplace_back(
+        probe::to_string(d.protocol),
+        find_blame(d.pairs, down, now_ns, window_ns, {}, blame_context(d.protocol, agents, groups)));
   t.family("weft_suspect_hosts", PromType::gauge,
            "Hosts the controller blames for bad pairs (GET /api/v1/suspects).");
   for (const auto& [proto, b] : verdicts)
@@ -315,7 +317,7 @@ std::string render_metrics(const MeshView& view, const MetricsOptions& options, 
   render_controller(t, view, agents, data);
   render_agents(t, agents);
   render_hosts(t, data);
-  render_suspects(t, data, agents, now_unix_ns, view.window_ns());
+  render_suspects(t, data, agents, view.groups(), now_unix_ns, view.window_ns());
   PairPick pick;
   if (options.per_pair) {
     pick = pick_pairs(data, options);

@@ -148,3 +148,118 @@ TEST(Blame, EmptyWindowsCarryNoVerdict) {
   EXPECT_EQ(b.measured_pairs, 0u);
   EXPECT_TRUE(b.hosts.empty() && b.links.empty());
 }
+
+namespace {
+// Every pair answered, 40 us median network RTT, usual RTT 40 us; `slow` pairs take `rtt_ns`.
+template <typename Slow>
+std::vector<PairWindow> timed_mesh(int n, Slow slow, int64_t rtt_ns, int64_t baseline_ns = 40'000) {
+  auto v = mesh(n, [](auto&, auto&) { return 0; });
+  for (auto& p : v) {
+    p.window.network_rtt.count = 100;
+    p.window.network_rtt.p50_ns = slow(p.src, p.dst) ? rtt_ns : 40'000;
+    p.baseline_rtt_ns = baseline_ns;
+  }
+  return v;
+}
+}  // namespace
+
+// Issue 14: blame looked only at loss, so a link 2 ms slower than usual never showed as suspect.
+TEST(Blame, ALinkThatGotSlowerIsALatencySuspect) {
+  auto v = timed_mesh(
+      5, [](auto& s, auto& d) { return s == "h1" && d == "h2"; }, 2'040'000);
+  auto b = find_blame(v, {}, kNow, kWindow);
+  EXPECT_TRUE(b.hosts.empty());
+  ASSERT_EQ(b.links.size(), 1u);
+  EXPECT_EQ(b.links[0].src, "h1");
+  EXPECT_EQ(b.links[0].dst, "h2");
+  EXPECT_EQ(b.links[0].reason, "latency");
+  EXPECT_EQ(b.links[0].rtt_ns, 2'040'000);
+  EXPECT_EQ(b.links[0].expected_ns, 40'000);
+  EXPECT_EQ(b.slow_pairs, 1u);
+  EXPECT_EQ(b.bad_pairs, 1u);
+}
+
+// A pair slow from the start (its own baseline is just as slow) still stands out from its group.
+TEST(Blame, ALinkSlowFromTheStartStandsOutFromItsGroup) {
+  auto v = timed_mesh(
+      5, [](auto& s, auto& d) { return s == "h3" && d == "h4"; }, 3'000'000);
+  for (auto& p : v)
+    if (p.src == "h3" && p.dst == "h4") p.baseline_rtt_ns = 3'000'000;
+  auto b = find_blame(v, {}, kNow, kWindow);
+  ASSERT_EQ(b.links.size(), 1u);
+  EXPECT_EQ(b.links[0].reason, "latency");
+  EXPECT_EQ(b.links[0].expected_ns, 40'000);  // the group's median
+}
+
+// Jitter is not a verdict: twice as slow but within the margin, or +300 us on a 1 ms pair.
+TEST(Blame, SmallLatencyChangesAreNotBad) {
+  EXPECT_EQ(find_blame(timed_mesh(
+                           5, [](auto& s, auto&) { return s == "h1"; }, 90'000),
+                       {}, kNow, kWindow)
+                .bad_pairs,
+            0u);
+  // A mesh whose pairs all take about 1 ms: +300 us on h1's is under twice its usual.
+  auto v = timed_mesh(
+      5, [](auto& s, auto&) { return s == "h1"; }, 1'300'000, 1'000'000);
+  for (auto& p : v)
+    if (p.src != "h1") p.window.network_rtt.p50_ns = 1'000'000;
+  EXPECT_EQ(find_blame(v, {}, kNow, kWindow).bad_pairs, 0u);
+}
+
+// A host slow in every direction is the host, with the reason; loss and latency add up.
+TEST(Blame, ASlowHostIsTheHostAndSaysWhy) {
+  auto v = timed_mesh(
+      5, [](auto& s, auto& d) { return s == "h5" || d == "h5"; }, 5'000'000);
+  auto b = find_blame(v, {}, kNow, kWindow);
+  ASSERT_EQ(b.hosts.size(), 1u);
+  EXPECT_EQ(b.hosts[0].host, "h5");
+  EXPECT_EQ(b.hosts[0].direction, "both");
+  EXPECT_EQ(b.hosts[0].reason, "latency");
+  EXPECT_TRUE(b.links.empty());
+  for (auto& p : v)
+    if (p.dst == "h5") p.window.lost = 30, p.window.received = 70;
+  b = find_blame(v, {}, kNow, kWindow);
+  ASSERT_EQ(b.hosts.size(), 1u);
+  EXPECT_EQ(b.hosts[0].reason, "loss+latency");
+}
+
+// Issue 14: an agent that came back was blamed again for a window or two: its peers' windows
+// toward it covered its downtime. Windows that began before it came back are left out.
+TEST(Blame, AReturnedAgentIsNotBlamedForItsOutage) {
+  auto v = mesh(5, [](auto& s, auto& d) { return s == "h2" || d == "h2" ? 100 : 0; });
+  BlameContext ctx;
+  ctx.up_again_unix_ns["h2"] = kNow - 2'000'000'000;  // after these windows began
+  auto b = find_blame(v, {}, kNow, kWindow, {}, ctx);
+  EXPECT_TRUE(b.hosts.empty());
+  EXPECT_TRUE(b.links.empty());
+  EXPECT_EQ(b.measured_pairs, 12u);  // 20 pairs, 8 of them with h2 left out
+  // Windows that began after it came back count again.
+  ctx.up_again_unix_ns["h2"] = kNow - 20'000'000'000;
+  b = find_blame(v, {}, kNow, kWindow, {}, ctx);
+  ASSERT_EQ(b.hosts.size(), 1u);
+  EXPECT_EQ(b.hosts[0].host, "h2");
+}
+
+TEST(Blame, GroupsAreComparedApart) {
+  // Four hosts 40 us apart in group "a", and b1 in another place: the pairs between them are in
+  // group "wan" and all take 5 ms (their normal: no verdict).
+  std::vector<GroupInfo> groups{{"a", {probe::Protocol::udp}, {"a*"}},
+                                {"b", {probe::Protocol::udp}, {"b*"}},
+                                {"wan", {probe::Protocol::udp}, {"*"}}};
+  std::vector<PairWindow> v;
+  const std::vector<std::string> hosts{"a1", "a2", "a3", "a4", "b1"};
+  for (const auto& s : hosts)
+    for (const auto& d : hosts) {
+      if (s == d) continue;
+      PairWindow p = pair(s, d, 0);
+      p.window.network_rtt.count = 100;
+      p.window.network_rtt.p50_ns = s[0] == d[0] ? 40'000 : 5'000'000;
+      p.baseline_rtt_ns = p.window.network_rtt.p50_ns;
+      v.push_back(p);
+    }
+  auto ctx = blame_context(probe::Protocol::udp, {}, groups);
+  EXPECT_EQ(ctx.group_of(v[0]), "a");
+  EXPECT_EQ(find_blame(v, {}, kNow, kWindow, {}, ctx).bad_pairs, 0u);
+  // Without groups all pairs are one mesh and the 8 pairs to and from b1 would look slow.
+  EXPECT_EQ(find_blame(v, {}, kNow, kWindow).bad_pairs, 8u);
+}
