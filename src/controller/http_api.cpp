@@ -11,6 +11,8 @@
 #include "base/log.hpp"
 #include "controller/blame.hpp"
 #include "controller/controller.hpp"
+#include "controller/gzip.hpp"
+#include "controller/mesh_columns.hpp"
 #include "controller/metrics_renderer.hpp"
 #include "controller/metrics_text.hpp"
 #include "controller/registration.hpp"
@@ -268,8 +270,30 @@ void Controller::install_routes(httplib::Server& srv) {
         if (std::find(ag.protocols.begin(), ag.protocols.end(), *proto) != ag.protocols.end())
           hosts.push_back(ag.name);
     }
-    json pairs = json::array();
     int64_t now = now_ns();
+    const std::string format = req.get_param_value("format");
+    if (!format.empty() && format != "rows" && format != "columns")
+      return error(res, 400,
+                   fmt::format("format: 'rows' (the default) or 'columns', not '{}'", format.substr(0, 32)));
+    if (format == "columns") {
+      std::vector<PairWindow> kept = mesh_->latest(*proto);
+      std::erase_if(kept, [&](const PairWindow& pw) { return !keep(pw.src, pw.dst); });
+      std::string body =
+          mesh_columns_json({probe::to_string(*proto), group, cfg->window_ns, now, std::move(hosts)}, kept);
+      res.status = 200;
+      // Large meshes go gzipped at a fast level when the client takes it (the dashboard does).
+      if (body.size() > 64 * 1024 && accepts_gzip(req.get_header_value("Accept-Encoding"))) {
+        if (auto z = gzip_compress(body); z) {
+          res.set_header("Content-Encoding", "gzip");
+          res.set_header("Vary", "Accept-Encoding");
+          res.set_content(std::move(*z), kJson);
+          return;
+        }
+      }
+      res.set_content(std::move(body), kJson);
+      return;
+    }
+    json pairs = json::array();
     for (const auto& pw : mesh_->latest(*proto)) {
       if (!keep(pw.src, pw.dst)) continue;
       json p = window_api_json(pw.window);

@@ -115,8 +115,8 @@ groups:
     def register_all(self):
         for i, h in enumerate(self.hosts):
             status, _, body = self.request("POST", "/api/v1/register", {
-                "name": h, "version": "0.1.0-test", "addresses": [f"127.0.0.{i + 10}"],
-                "protocols": self.protocols, "udp_port": 7000 + i, "tcp_port": 7000 + i})
+                "name": h, "version": "0.1.0-test", "addresses": [f"127.0.{(i + 10) // 250}.{(i + 10) % 250 + 1}"],
+                "protocols": self.protocols, "udp_port": 7000 + i % 50000, "tcp_port": 7000 + i % 50000})
             assert status == 200, f"register {h}: {status} {body[:300]!r}"
 
     def window(self, proto, src_i, dst_i, end_ns, sent=200):

@@ -86,9 +86,31 @@ export function normalizeWindow(p) {
   };
 }
 
-// /api/v1/mesh -> { protocol, windowMs, nowMs, hosts, pairs }
+// The columnar mesh (format=columns: one array per field, hosts by index) -> pair objects in
+// normalizeWindow's shape. Times come as the controller's "now" and each window's age.
+function columnsToPairs(json) {
+  const c = json.columns ?? {}, hosts = json.hosts ?? [];
+  const n = (c.src ?? []).length, nowMs = toMs(json.now), windowMs = windowMsOf(json);
+  const pairs = new Array(n);
+  for (let k = 0; k < n; k++) {
+    const sent = c.sent[k], lost = c.lost[k], late = c.late[k], dup = c.duplicate[k];
+    const ageMs = c.age_ms[k];
+    const endMs = nowMs == null ? null : nowMs - ageMs;
+    pairs[k] = {
+      src: hosts[c.src[k]], dst: hosts[c.dst[k]],
+      startMs: endMs == null || windowMs == null ? null : endMs - windowMs, endMs, ageMs,
+      sent, received: c.received[k], lost, late, duplicate: dup,
+      loss: sent ? lost / sent : null, lateDup: sent ? (late + dup) / sent : null,
+      p50: c.p50_us[k], p90: c.p90_us[k], p99: c.p99_us[k], max: c.max_us[k],
+      timestampSource: c.source[k],
+    };
+  }
+  return pairs;
+}
+
+// /api/v1/mesh (rows or columns) -> { protocol, windowMs, nowMs, hosts, pairs }
 export function normalizeMesh(json, serverNowMs) {
-  const pairs = (json.pairs ?? []).map(normalizeWindow);
+  const pairs = json.format === "columns" ? columnsToPairs(json) : (json.pairs ?? []).map(normalizeWindow);
   // "Now" on the controller's clock: a window's end plus its age, when the controller says it.
   const aged = pairs.find((p) => p.endMs != null && p.ageMs != null);
   let windowMs = windowMsOf(json);
@@ -138,7 +160,7 @@ export const api = {
   groups: () => "/api/v1/groups",
   agents: () => "/api/v1/agents",
   suspects: (protocol) => `/api/v1/suspects?protocol=${encodeURIComponent(protocol)}`,
-  mesh: (protocol, group) => `/api/v1/mesh?protocol=${encodeURIComponent(protocol)}` + (group ? `&group=${encodeURIComponent(group)}` : ""),
+  mesh: (protocol, group) => `/api/v1/mesh?format=columns&protocol=${encodeURIComponent(protocol)}` + (group ? `&group=${encodeURIComponent(group)}` : ""),
   history: (protocol, src, dst, sinceMs) =>
     `/api/v1/pairs/${encodeURIComponent(src)}/${encodeURIComponent(dst)}/history?protocol=${encodeURIComponent(protocol)}&since=${Math.floor(sinceMs / 1000)}`,
 };
