@@ -1,0 +1,31 @@
+#pragma once
+// Per-connection settings. Defaults follow the RFCs where they are firm and Linux where the RFCs
+// leave room (each says which).
+#include <cstdint>
+
+#include "stack/tcp/rto.hpp"
+
+namespace weft::stack::tcp {
+
+struct Config {
+  uint32_t send_buffer = 256 * 1024;
+  uint32_t recv_buffer = 256 * 1024;
+  uint16_t mss = 1460;                  // advertised: the device MTU minus 40 (RFC 6691)
+  bool nagle = true;                    // RFC 896; off = TCP_NODELAY
+  bool delayed_ack = true;              // RFC 5681 4.2: ACK at least every second full segment
+  int64_t delayed_ack_ns = 40'000'000;  // Linux's minimum; RFC 5681 allows up to 500 ms
+  bool window_scaling = true;           // RFC 7323
+  bool timestamps = true;               // RFC 7323
+  uint32_t initial_cwnd_segments = 10;  // RFC 6928
+  RtoEstimator::Config rto;
+  int syn_retries = 6;              // Linux tcp_syn_retries
+  int max_retransmits = 15;         // Linux tcp_retries2: then the connection times out
+  int64_t msl_ns = 30'000'000'000;  // TIME-WAIT lasts 2 MSL = 60 s, as in Linux
+  int64_t persist_max_ns = 60'000'000'000;
+  bool keepalive = false;
+  int64_t keepalive_idle_ns = 7200'000'000'000;  // RFC 1122 4.2.3.6: at least two hours
+  int64_t keepalive_interval_ns = 75'000'000'000;
+  int keepalive_probes = 9;
+};
+
+}  // namespace weft::stack::tcp

@@ -1,0 +1,762 @@
+#include "stack/tcp/connection.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace weft::stack::tcp {
+
+namespace {
+constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+constexpr uint32_t kMinMss = 88;  // Linux TCP_MIN_MSS: an MSS option of 0 or 1 must not stall us
+constexpr uint32_t kMaxCwnd = 1u << 30;
+using namespace wire::tcpflag;
+}  // namespace
+
+const char* to_string(State s) {
+  switch (s) {
+    case State::closed:
+      return "CLOSED";
+    case State::syn_sent:
+      return "SYN-SENT";
+    case State::syn_received:
+      return "SYN-RECEIVED";
+    case State::established:
+      return "ESTABLISHED";
+    case State::fin_wait_1:
+      return "FIN-WAIT-1";
+    case State::fin_wait_2:
+      return "FIN-WAIT-2";
+    case State::close_wait:
+      return "CLOSE-WAIT";
+    case State::closing:
+      return "CLOSING";
+    case State::last_ack:
+      return "LAST-ACK";
+    case State::time_wait:
+      return "TIME-WAIT";
+  }
+  return "?";
+}
+
+const char* to_string(CloseReason r) {
+  switch (r) {
+    case CloseReason::none:
+      return "none";
+    case CloseReason::refused:
+      return "refused";
+    case CloseReason::reset:
+      return "reset";
+    case CloseReason::timeout:
+      return "timeout";
+    case CloseReason::aborted:
+      return "aborted";
+  }
+  return "?";
+}
+
+Connection::Connection(const Config& cfg, const Clock& clock, SegmentSink& sink, const FourTuple& tuple,
+                       uint32_t iss)
+    : cfg_(cfg),
+      clock_(clock),
+      sink_(sink),
+      tuple_(tuple),
+      iss_(iss),
+      snd_una_(iss),
+      snd_nxt_(iss),
+      snd_max_(iss),
+      snd_ring_(cfg.send_buffer),
+      rcv_ring_(cfg.recv_buffer),
+      ts_offset_(iss * 2654435761u),  // per-connection offset (RFC 7323 5.4), fixed by the ISS
+      recover_(iss),
+      rto_(cfg.rto),
+      rtx_deadline_(kNever),
+      delack_deadline_(kNever),
+      persist_deadline_(kNever),
+      keepalive_deadline_(kNever),
+      time_wait_deadline_(kNever) {
+  if (cfg_.window_scaling)
+    while ((size_t{cfg_.recv_buffer} >> rcv_wscale_) > 65535 && rcv_wscale_ < 14) ++rcv_wscale_;
+}
+
+bool Connection::synchronized() const {
+  return state_ != State::closed && state_ != State::syn_sent && state_ != State::syn_received;
+}
+
+bool Connection::connected() const { return synchronized(); }
+
+uint32_t Connection::now_ts() const { return static_cast<uint32_t>(clock_.now_ns() / kMs) + ts_offset_; }
+
+uint32_t Connection::rcv_window() const {
+  return static_cast<uint32_t>(std::min<size_t>(rcv_ring_.free(), size_t{65535} << rcv_wscale_));
+}
+
+uint16_t Connection::window_field() {
+  uint32_t right = rcv_nxt_ + rcv_window();
+  // Receiver silly-window avoidance (RFC 9293 3.8.6.2.2): move the right edge only by at least
+  // min(buffer / 2, MSS); and never shrink it (RFC 9293 3.8.6).
+  const uint32_t step = std::min<uint32_t>(cfg_.recv_buffer / 2, cfg_.mss);
+  if (seq_le(right, rcv_adv_) || (seq_ge(rcv_adv_, rcv_nxt_) && right - rcv_adv_ < step))
+    right = seq_max(rcv_adv_, rcv_nxt_);
+  const uint32_t win = right - rcv_nxt_;
+  uint32_t field = win >> rcv_wscale_;
+  if (seq_lt(rcv_nxt_ + (field << rcv_wscale_), rcv_adv_))
+    field = (win + (1u << rcv_wscale_) - 1) >> rcv_wscale_;
+  field = std::min<uint32_t>(field, 65535);
+  rcv_adv_ = seq_max(rcv_adv_, rcv_nxt_ + (field << rcv_wscale_));
+  return static_cast<uint16_t>(field);
+}
+
+void Connection::apply_syn_options(const wire::TcpOptions& o) {
+  smss_ = o.has_mss ? std::max<uint32_t>(std::min<uint32_t>(o.mss, cfg_.mss), kMinMss) : 536;
+  if (cfg_.window_scaling && o.has_wscale) {
+    ws_on_ = true;
+    snd_wscale_ = std::min<uint8_t>(o.wscale, 14);  // RFC 7323 2.3
+  } else {
+    snd_wscale_ = 0;
+    rcv_wscale_ = 0;
+  }
+  peer_offered_ts_ = o.has_timestamps;
+  ts_on_ = cfg_.timestamps && o.has_timestamps;
+  if (ts_on_) {
+    ts_recent_ = o.ts_val;
+    smss_ -= 12;  // every segment carries 12 bytes of timestamp option (as Linux's mss_cache)
+  }
+}
+
+void Connection::fill_options(wire::TcpHeader& h, bool syn) {
+  h.options = {};
+  if (syn) {
+    const bool active = state_ == State::syn_sent || state_ == State::closed;
+    h.options.has_mss = true;
+    h.options.mss = cfg_.mss;
+    if (active ? cfg_.window_scaling : ws_on_) {
+      h.options.has_wscale = true;
+      h.options.wscale = rcv_wscale_;
+    }
+    if (active ? cfg_.timestamps : ts_on_) {
+      h.options.has_timestamps = true;
+      h.options.ts_val = now_ts();
+      h.options.ts_ecr = active ? 0 : ts_recent_;
+    }
+    return;
+  }
+  if (ts_on_) {
+    h.options.has_timestamps = true;
+    h.options.ts_val = now_ts();
+    h.options.ts_ecr = ts_recent_;
+  }
+}
+
+void Connection::emit(wire::TcpHeader& h, wire::Bytes p1, wire::Bytes p2) {
+  h.src_port = tuple_.local_port;
+  h.dst_port = tuple_.remote_port;
+  if (h.flags & ack) {
+    h.ack = rcv_nxt_;
+    last_ack_sent_ = rcv_nxt_;
+    delack_deadline_ = kNever;
+    segs_unacked_ = 0;
+    ack_now_ = false;
+  }
+  ++stats_.segments_out;
+  sink_.send_segment(tuple_, h, p1, p2);
+}
+
+void Connection::send_syn(bool with_ack) {
+  wire::TcpHeader h;
+  h.seq = iss_;
+  h.flags = static_cast<uint8_t>(syn | (with_ack ? ack : 0));
+  h.window = static_cast<uint16_t>(std::min<size_t>(rcv_ring_.free(), 65535));  // never scaled in a SYN
+  fill_options(h, true);
+  if (with_ack) rcv_adv_ = rcv_nxt_ + h.window;
+  emit(h, {}, {});
+}
+
+void Connection::send_ack() {
+  wire::TcpHeader h;
+  h.seq = snd_nxt_;
+  h.flags = ack;
+  h.window = window_field();
+  fill_options(h, false);
+  emit(h, {}, {});
+}
+
+void Connection::send_probe() {
+  wire::TcpHeader h;
+  h.seq = snd_una_ - 1;  // already acknowledged: the peer must answer with an ACK
+  h.flags = ack;
+  h.window = window_field();
+  fill_options(h, false);
+  emit(h, {}, {});
+}
+
+void Connection::send_rst(uint32_t seq) {
+  wire::TcpHeader h;
+  h.seq = seq;
+  h.flags = rst;
+  emit(h, {}, {});
+}
+
+void Connection::arm_rtx() { rtx_deadline_ = clock_.now_ns() + rto_.rto_ns(); }
+
+void Connection::terminate(CloseReason why) {
+  state_ = State::closed;
+  reason_ = why;
+  rtx_deadline_ = delack_deadline_ = persist_deadline_ = keepalive_deadline_ = time_wait_deadline_ = kNever;
+}
+
+void Connection::enter_time_wait() {
+  state_ = State::time_wait;
+  rtx_deadline_ = persist_deadline_ = keepalive_deadline_ = kNever;
+  time_wait_deadline_ = clock_.now_ns() + 2 * cfg_.msl_ns;
+}
+
+void Connection::connect() {
+  if (state_ != State::closed || reason_ != CloseReason::none) return;
+  send_syn(false);
+  state_ = State::syn_sent;
+  snd_nxt_ = snd_max_ = iss_ + 1;
+  rtt_active_ = true;
+  rtt_seq_ = iss_;
+  rtt_start_ns_ = clock_.now_ns();
+  arm_rtx();
+}
+
+void Connection::accept_syn(const wire::TcpSegment& s) {
+  irs_ = s.h.seq;
+  rcv_nxt_ = irs_ + 1;
+  apply_syn_options(s.h.options);
+  snd_wnd_ = max_snd_wnd_ = s.h.window;  // a SYN's window is never scaled
+  snd_wl1_ = s.h.seq;
+  snd_wl2_ = iss_;
+  state_ = State::syn_received;
+  send_syn(true);
+  snd_nxt_ = snd_max_ = iss_ + 1;
+  rtt_active_ = true;
+  rtt_seq_ = iss_;
+  rtt_start_ns_ = clock_.now_ns();
+  arm_rtx();
+}
+
+size_t Connection::send(wire::Bytes data) {
+  if (fin_queued_ || !(synchronized() || state_ == State::syn_sent || state_ == State::syn_received) ||
+      state_ == State::time_wait)
+    return 0;
+  const size_t n = snd_ring_.push(data);
+  output();
+  return n;
+}
+
+size_t Connection::recv(wire::MutBytes out) {
+  const uint32_t before = rcv_adv_;
+  const size_t n = rcv_ring_.pop(out);
+  if (n > 0 && synchronized() && !fin_received_) {
+    // Window update when the right edge can move by enough (receiver SWS avoidance).
+    const uint32_t right = rcv_nxt_ + rcv_window();
+    if (seq_gt(right, before) && right - before >= std::min<uint32_t>(cfg_.recv_buffer / 2, cfg_.mss)) {
+      ack_now_ = true;
+      output();
+    }
+  }
+  return n;
+}
+
+void Connection::close() {
+  switch (state_) {
+    case State::syn_sent:
+      terminate(CloseReason::none);
+      return;
+    case State::syn_received:
+      fin_queued_ = true;  // FIN-WAIT-1 once the handshake completes
+      return;
+    case State::established:
+      fin_queued_ = true;
+      state_ = State::fin_wait_1;
+      output();
+      return;
+    case State::close_wait:
+      fin_queued_ = true;
+      state_ = State::last_ack;
+      output();
+      return;
+    default:
+      return;
+  }
+}
+
+void Connection::abort() {
+  if (state_ == State::closed) return;
+  if (state_ != State::syn_sent && state_ != State::time_wait) {
+    wire::TcpHeader h;
+    h.seq = snd_nxt_;
+    h.flags = rst | ack;
+    emit(h, {}, {});
+  }
+  terminate(CloseReason::aborted);
+}
+
+void Connection::output() {
+  if (!synchronized() || state_ == State::time_wait) {
+    if (ack_now_ && state_ == State::time_wait) send_ack();
+    return;
+  }
+  bool sent_any = false;
+  const bool may_send_data = state_ == State::established || state_ == State::close_wait ||
+                             state_ == State::fin_wait_1 || state_ == State::closing ||
+                             state_ == State::last_ack;
+  while (may_send_data) {
+    const uint32_t end = data_end();
+    if (fin_sent_ && seq_gt(snd_nxt_, end)) break;  // everything including the FIN is out
+    const size_t off = snd_nxt_ - snd_una_;
+    const size_t avail = snd_ring_.size() - off;
+    const uint32_t inflight = snd_nxt_ - snd_una_;
+    const uint32_t wnd = std::min(snd_wnd_, cwnd_);
+    const uint32_t usable = wnd > inflight ? wnd - inflight : 0;
+    const size_t len = std::min<size_t>({avail, smss_, usable});
+    const bool fin = fin_queued_ && len == avail;
+    if (len == 0 && !fin) break;
+    if (len < smss_ && !fin) {
+      if (len < avail) {
+        if (inflight > 0) break;  // window-limited: wait for the window to open (sender SWS)
+      } else if (cfg_.nagle && inflight > 0) {
+        break;  // Nagle: one small segment in flight at a time
+      }
+    }
+    const auto [p1, p2] = snd_ring_.peek(off, len);
+    wire::TcpHeader h;
+    h.seq = snd_nxt_;
+    h.flags =
+        static_cast<uint8_t>(ack | (len > 0 && len == avail ? psh : 0) | (fin ? wire::tcpflag::fin : 0));
+    h.window = window_field();
+    fill_options(h, false);
+    if (seq_lt(snd_nxt_, snd_max_)) {
+      ++stats_.retransmits;
+      rtt_active_ = false;  // Karn
+    } else if (!rtt_active_ && len > 0) {
+      rtt_active_ = true;
+      rtt_seq_ = snd_nxt_;
+      rtt_start_ns_ = clock_.now_ns();
+    }
+    emit(h, p1, p2);
+    snd_nxt_ += static_cast<uint32_t>(len) + (fin ? 1 : 0);
+    if (fin) fin_sent_ = true;
+    snd_max_ = seq_max(snd_max_, snd_nxt_);
+    if (rtx_deadline_ == kNever) arm_rtx();
+    sent_any = true;
+  }
+  // Zero window with data waiting and nothing in flight: probe until it opens.
+  if (may_send_data && snd_wnd_ == 0 && snd_nxt_ == snd_una_ && snd_ring_.size() > 0 &&
+      persist_deadline_ == kNever) {
+    persist_backoff_ = 0;
+    persist_deadline_ = clock_.now_ns() + rto_.rto_ns();
+  }
+  if (!sent_any && ack_now_) send_ack();
+}
+
+void Connection::retransmit_head() {
+  const size_t len = std::min<size_t>(snd_ring_.size(), smss_);
+  const bool fin = fin_sent_ && len == snd_ring_.size();
+  if (len == 0 && !fin) return;
+  const auto [p1, p2] = snd_ring_.peek(0, len);
+  wire::TcpHeader h;
+  h.seq = snd_una_;
+  h.flags = static_cast<uint8_t>(ack | (fin ? wire::tcpflag::fin : 0));
+  h.window = window_field();
+  fill_options(h, false);
+  ++stats_.retransmits;
+  rtt_active_ = false;  // Karn
+  emit(h, p1, p2);
+}
+
+void Connection::input_syn_sent(const wire::TcpSegment& s) {
+  const uint8_t f = s.h.flags;
+  if (f & ack) {
+    if (seq_le(s.h.ack, iss_) || seq_gt(s.h.ack, snd_max_)) {
+      if (!(f & rst)) send_rst(s.h.ack);
+      return;
+    }
+  }
+  if (f & rst) {
+    if (f & ack) terminate(CloseReason::refused);
+    return;
+  }
+  if (!(f & syn)) return;
+  irs_ = s.h.seq;
+  rcv_nxt_ = irs_ + 1;
+  apply_syn_options(s.h.options);
+  snd_wnd_ = max_snd_wnd_ = s.h.window;
+  snd_wl1_ = s.h.seq;
+  if (f & ack) {
+    snd_una_ = s.h.ack;
+    snd_wl2_ = s.h.ack;
+    if (rtt_active_) rto_.sample(clock_.now_ns() - rtt_start_ns_);
+    rtt_active_ = false;
+    rtx_deadline_ = kNever;
+    cwnd_ = retries_ > 0 ? smss_  // RFC 5681 3.1: one segment if the SYN was retransmitted
+                         : std::min(cfg_.initial_cwnd_segments * smss_, std::max(2 * smss_, 14600u));
+    retries_ = 0;
+    state_ = State::established;
+    rcv_adv_ = rcv_nxt_;
+    ack_now_ = true;
+    if (cfg_.keepalive) keepalive_deadline_ = clock_.now_ns() + cfg_.keepalive_idle_ns;
+    return;
+  }
+  // Simultaneous open (RFC 9293 figure 8): answer with SYN-ACK from the same ISS.
+  state_ = State::syn_received;
+  send_syn(true);
+}
+
+bool Connection::acceptable(const wire::TcpSegment& s) const {
+  const uint32_t len = s.seg_len();
+  const uint32_t wnd = seq_gt(rcv_adv_, rcv_nxt_) ? rcv_adv_ - rcv_nxt_ : 0;
+  const uint32_t seq = s.h.seq;
+  auto in_window = [&](uint32_t x) { return seq_le(rcv_nxt_, x) && seq_lt(x, rcv_nxt_ + wnd); };
+  if (len == 0) return wnd == 0 ? seq == rcv_nxt_ : in_window(seq);
+  if (wnd == 0) return false;
+  return in_window(seq) || in_window(seq + len - 1);
+}
+
+void Connection::input(const wire::TcpSegment& in) {
+  ++stats_.segments_in;
+  const int64_t now = clock_.now_ns();
+  last_input_ns_ = now;
+  if (state_ == State::closed) return;
+  if (state_ == State::syn_sent) {
+    input_syn_sent(in);
+    output();
+    return;
+  }
+  wire::TcpSegment s = in;
+  if (state_ == State::syn_received && (s.h.flags & syn) && s.h.seq == irs_ && !(s.h.flags & rst)) {
+    // The peer's SYN again (our SYN-ACK was lost), or its SYN-ACK in a simultaneous open.
+    if (!(s.h.flags & ack)) {
+      send_syn(true);
+      return;
+    }
+    s.h.flags &= static_cast<uint8_t>(~syn);
+    s.h.seq = irs_ + 1;
+  }
+  const uint8_t f = s.h.flags;
+  if (cfg_.keepalive && synchronized()) {
+    keepalive_sent_ = 0;
+    keepalive_deadline_ = now + cfg_.keepalive_idle_ns;
+  }
+  // PAWS (RFC 7323 5.3): an older timestamp than the last one is an old duplicate.
+  if (ts_on_ && s.h.options.has_timestamps && !(f & rst) && seq_lt(s.h.options.ts_val, ts_recent_)) {
+    ++stats_.paws_drops;
+    send_ack();
+    return;
+  }
+  if (!acceptable(s)) {
+    if (!(f & rst)) {
+      // In TIME-WAIT a retransmitted FIN (our last ACK was lost) restarts the 2 MSL wait.
+      if (state_ == State::time_wait && (f & wire::tcpflag::fin)) time_wait_deadline_ = now + 2 * cfg_.msl_ns;
+      ack_now_ = true;
+      output();
+    }
+    return;
+  }
+  if (f & rst) {
+    // RFC 5961 3.2: only an RST exactly at rcv_nxt resets; others in the window get a challenge.
+    if (s.h.seq == rcv_nxt_) {
+      terminate(state_ == State::syn_received ? CloseReason::refused : CloseReason::reset);
+    } else {
+      ++stats_.challenge_acks;
+      send_ack();
+    }
+    return;
+  }
+  if (f & syn) {  // RFC 5961 4.2: a SYN in a synchronized connection gets a challenge ACK
+    ++stats_.challenge_acks;
+    send_ack();
+    return;
+  }
+  if (!(f & ack)) return;
+  if (state_ == State::syn_received) {
+    if (!(seq_lt(snd_una_, s.h.ack) && seq_le(s.h.ack, snd_max_))) {
+      send_rst(s.h.ack);
+      return;
+    }
+    snd_una_ = iss_ + 1;
+    snd_wnd_ = static_cast<uint32_t>(s.h.window) << snd_wscale_;
+    max_snd_wnd_ = std::max(max_snd_wnd_, snd_wnd_);
+    snd_wl1_ = s.h.seq;
+    snd_wl2_ = s.h.ack;
+    if (rtt_active_) rto_.sample(now - rtt_start_ns_);
+    rtt_active_ = false;
+    rtx_deadline_ = kNever;
+    cwnd_ = retries_ > 0 ? smss_ : std::min(cfg_.initial_cwnd_segments * smss_, std::max(2 * smss_, 14600u));
+    retries_ = 0;
+    state_ = fin_queued_ ? State::fin_wait_1 : State::established;
+    if (cfg_.keepalive) keepalive_deadline_ = now + cfg_.keepalive_idle_ns;
+  }
+  if (!process_ack(s)) return;
+  if (state_ == State::closed) return;
+  if (ts_on_ && s.h.options.has_timestamps && seq_le(s.h.seq, last_ack_sent_))
+    ts_recent_ = s.h.options.ts_val;  // RFC 7323 4.3
+  if (state_ == State::time_wait) {
+    if (f & wire::tcpflag::fin) {  // the peer's FIN again: our last ACK was lost
+      ack_now_ = true;
+      time_wait_deadline_ = now + 2 * cfg_.msl_ns;
+    }
+  } else if ((!s.payload.empty() || (f & wire::tcpflag::fin)) &&
+             (state_ == State::established || state_ == State::fin_wait_1 || state_ == State::fin_wait_2)) {
+    process_data(s);
+  }
+  output();
+}
+
+bool Connection::process_ack(const wire::TcpSegment& s) {
+  const uint32_t a = s.h.ack;
+  if (seq_gt(a, snd_max_)) {  // acknowledges something not yet sent (RFC 9293, RFC 5961 5.2)
+    send_ack();
+    return false;
+  }
+  if (seq_lt(a, snd_una_ - max_snd_wnd_)) {  // far too old (RFC 5961 5.2)
+    send_ack();
+    return false;
+  }
+  bool window_changed = false;
+  if (seq_le(snd_una_, a) && (seq_lt(snd_wl1_, s.h.seq) || (snd_wl1_ == s.h.seq && seq_le(snd_wl2_, a)))) {
+    const uint32_t wnd = static_cast<uint32_t>(s.h.window) << snd_wscale_;
+    window_changed = wnd != snd_wnd_;
+    snd_wnd_ = wnd;
+    max_snd_wnd_ = std::max(max_snd_wnd_, wnd);
+    snd_wl1_ = s.h.seq;
+    snd_wl2_ = a;
+  }
+  if (seq_gt(a, snd_una_)) {
+    on_new_ack(a, a - snd_una_);
+  } else if (a == snd_una_ && s.payload.empty() && !(s.h.flags & (syn | wire::tcpflag::fin)) &&
+             !window_changed && snd_max_ != snd_una_) {
+    on_dup_ack();  // RFC 5681 section 2's definition of a duplicate ACK
+  }
+  if (snd_wnd_ > 0) {
+    persist_deadline_ = kNever;
+    persist_backoff_ = 0;
+  } else if (persist_deadline_ != kNever) {
+    retries_ = 0;  // the peer answers our probes: it is alive
+  }
+  return true;
+}
+
+void Connection::on_new_ack(uint32_t a, uint32_t acked) {
+  const bool fin_acked = fin_sent_ && a == data_end() + 1;
+  const uint32_t data_acked = std::min<uint32_t>(acked, static_cast<uint32_t>(snd_ring_.size()));
+  snd_ring_.consume(data_acked);
+  snd_una_ = a;
+  if (seq_lt(snd_nxt_, snd_una_)) snd_nxt_ = snd_una_;
+  stats_.bytes_acked += data_acked;
+  retries_ = 0;
+  if (rtt_active_ && seq_gt(a, rtt_seq_)) {
+    rto_.sample(clock_.now_ns() - rtt_start_ns_);
+    rtt_active_ = false;
+  }
+  if (in_recovery_) {
+    if (seq_ge(a, recover_)) {  // full ACK (RFC 6582 3.2 step 3)
+      const uint32_t flight = snd_max_ - snd_una_;
+      cwnd_ = std::min(ssthresh_, std::max(flight, smss_) + smss_);
+      in_recovery_ = false;
+      dupacks_ = 0;
+    } else {  // partial ACK: the next hole is lost too; retransmit it and deflate
+      retransmit_head();
+      cwnd_ = cwnd_ > acked ? cwnd_ - acked : 0;
+      if (acked >= smss_) cwnd_ += smss_;
+      cwnd_ = std::max(cwnd_, smss_);
+    }
+  } else {
+    dupacks_ = 0;
+    if (cwnd_ < ssthresh_) {
+      cwnd_ += std::min(acked, smss_);  // slow start (RFC 5681 eq. 2)
+    } else {
+      ca_acked_ += acked;  // congestion avoidance: one SMSS per cwnd acknowledged
+      if (ca_acked_ >= cwnd_) {
+        ca_acked_ -= cwnd_;
+        cwnd_ += smss_;
+      }
+    }
+    cwnd_ = std::min(cwnd_, kMaxCwnd);
+  }
+  if (snd_una_ == snd_max_)
+    rtx_deadline_ = kNever;
+  else
+    arm_rtx();  // RFC 6298 5.3
+  if (fin_acked) {
+    if (state_ == State::fin_wait_1)
+      state_ = State::fin_wait_2;
+    else if (state_ == State::closing)
+      enter_time_wait();
+    else if (state_ == State::last_ack)
+      terminate(CloseReason::none);
+  }
+}
+
+void Connection::on_dup_ack() {
+  ++stats_.dup_acks;
+  if (in_recovery_) {
+    cwnd_ = std::min(cwnd_ + smss_, kMaxCwnd);  // each dup ACK is a segment that left the network
+    return;
+  }
+  if (++dupacks_ != 3 || !seq_ge(snd_una_, recover_)) return;
+  // Fast retransmit (RFC 5681 3.2, RFC 6582 3.2 step 2).
+  const uint32_t flight = snd_max_ - snd_una_;
+  ssthresh_ = std::max(flight / 2, 2 * smss_);
+  recover_ = snd_max_;
+  in_recovery_ = true;
+  ++stats_.fast_retransmits;
+  retransmit_head();
+  cwnd_ = ssthresh_ + 3 * smss_;
+}
+
+void Connection::process_data(const wire::TcpSegment& s) {
+  uint32_t seq = s.h.seq;
+  wire::Bytes data = s.payload;
+  bool fin = (s.h.flags & wire::tcpflag::fin) != 0;
+  if (seq_lt(seq, rcv_nxt_)) {  // starts with bytes we already have
+    const uint32_t dup = rcv_nxt_ - seq;
+    if (dup > data.size() || (dup == data.size() && !fin)) {  // nothing new: a duplicate
+      ack_now_ = true;
+      return;
+    }
+    data = data.subspan(dup);
+    seq = rcv_nxt_;
+  }
+  const size_t off = seq - rcv_nxt_;
+  const size_t room = rcv_ring_.free();
+  if (off > room || (off == room && !data.empty())) {
+    ack_now_ = true;
+    return;
+  }
+  if (data.size() > room - off) {
+    data = data.first(room - off);
+    fin = false;  // the FIN lies past what we keep
+  }
+  if (off == 0) {
+    const bool filled_hole = !ooo_.empty();
+    rcv_ring_.write_past_tail(0, data);
+    rcv_ring_.commit(data.size());
+    rcv_nxt_ += static_cast<uint32_t>(data.size());
+    stats_.bytes_received += data.size();
+    while (!ooo_.empty() && seq_le(ooo_[0].left, rcv_nxt_)) {
+      const uint32_t right = ooo_.take_contiguous(rcv_nxt_);
+      if (seq_gt(right, rcv_nxt_)) {
+        rcv_ring_.commit(right - rcv_nxt_);
+        stats_.bytes_received += right - rcv_nxt_;
+        rcv_nxt_ = right;
+      }
+    }
+    if (fin && seq + data.size() == rcv_nxt_) {
+      // in order
+    } else if (ooo_fin_ && ooo_fin_seq_ == rcv_nxt_) {
+      fin = true;
+    } else {
+      fin = false;
+    }
+    segs_unacked_ += static_cast<uint32_t>(data.size());
+    if (filled_hole || !cfg_.delayed_ack || segs_unacked_ >= 2u * cfg_.mss) {
+      ack_now_ = true;
+    } else if (!data.empty() && delack_deadline_ == kNever) {
+      delack_deadline_ = clock_.now_ns() + cfg_.delayed_ack_ns;
+    }
+  } else {
+    const size_t n = rcv_ring_.write_past_tail(off, data);
+    ++stats_.out_of_order;
+    if (ooo_.add(seq, seq + static_cast<uint32_t>(n)) && fin && n == data.size()) {
+      ooo_fin_ = true;
+      ooo_fin_seq_ = seq + static_cast<uint32_t>(n);
+    }
+    fin = false;
+    ack_now_ = true;  // RFC 5681 4.2: an out-of-order segment is acknowledged at once
+  }
+  if (!fin) return;
+  rcv_nxt_ += 1;
+  fin_received_ = true;
+  ooo_fin_ = false;
+  ack_now_ = true;
+  if (state_ == State::established)
+    state_ = State::close_wait;
+  else if (state_ == State::fin_wait_1)
+    state_ = State::closing;
+  else if (state_ == State::fin_wait_2)
+    enter_time_wait();
+}
+
+void Connection::on_rtx_timeout() {
+  ++stats_.timeouts;
+  rtt_active_ = false;
+  if (state_ == State::syn_sent || state_ == State::syn_received) {
+    if (++retries_ > cfg_.syn_retries) return terminate(CloseReason::timeout);
+    rto_.back_off();
+    ++stats_.retransmits;
+    send_syn(state_ == State::syn_received);
+    arm_rtx();
+    return;
+  }
+  if (snd_una_ == snd_max_) return;
+  if (++retries_ > cfg_.max_retransmits) return terminate(CloseReason::timeout);
+  if (retries_ == 1) ssthresh_ = std::max((snd_max_ - snd_una_) / 2, 2 * smss_);  // RFC 5681 eq. 4
+  cwnd_ = smss_;                                                                  // loss window
+  ca_acked_ = 0;
+  in_recovery_ = false;
+  dupacks_ = 0;
+  recover_ = snd_max_;  // RFC 6582 4.1: no fast retransmit on dup ACKs from before the timeout
+  rto_.back_off();
+  snd_nxt_ = snd_una_;  // go back: resend from the first unacknowledged byte
+  arm_rtx();
+  output();
+}
+
+void Connection::poll() {
+  const int64_t now = clock_.now_ns();
+  if (rtx_deadline_ <= now) {
+    rtx_deadline_ = kNever;
+    on_rtx_timeout();
+  }
+  if (state_ == State::closed) return;
+  if (delack_deadline_ <= now) {
+    delack_deadline_ = kNever;
+    ack_now_ = true;
+    output();
+  }
+  if (persist_deadline_ <= now) {
+    if (snd_wnd_ == 0 && snd_ring_.size() > snd_nxt_ - snd_una_) {
+      ++stats_.window_probes;
+      send_probe();
+      if (persist_backoff_ < 30) ++persist_backoff_;
+      int64_t wait = rto_.rto_ns();
+      for (int i = 0; i < persist_backoff_ && wait < cfg_.persist_max_ns; ++i) wait *= 2;
+      persist_deadline_ = now + std::min(wait, cfg_.persist_max_ns);
+    } else {
+      persist_deadline_ = kNever;
+    }
+  }
+  if (keepalive_deadline_ <= now) {
+    if (keepalive_sent_ >= cfg_.keepalive_probes) return terminate(CloseReason::timeout);
+    ++keepalive_sent_;
+    send_probe();
+    keepalive_deadline_ = now + cfg_.keepalive_interval_ns;
+  }
+  if (time_wait_deadline_ <= now) terminate(CloseReason::none);
+}
+
+int64_t Connection::next_deadline() const {
+  return std::min(
+      {rtx_deadline_, delack_deadline_, persist_deadline_, keepalive_deadline_, time_wait_deadline_});
+}
+
+bool reset_for(const wire::TcpSegment& s, wire::TcpHeader& out) {
+  if (s.h.flags & rst) return false;
+  out = {};
+  out.src_port = s.h.dst_port;
+  out.dst_port = s.h.src_port;
+  if (s.h.flags & ack) {
+    out.seq = s.h.ack;
+    out.flags = rst;
+  } else {
+    out.seq = 0;
+    out.ack = s.h.seq + s.seg_len();
+    out.flags = rst | ack;
+  }
+  return true;
+}
+
+}  // namespace weft::stack::tcp

@@ -1,0 +1,234 @@
+#pragma once
+// One TCP connection: the RFC 9293 state machine with its send and receive buffers and timers.
+//
+// It knows nothing of IP or devices: segments come in through input() (already parsed and
+// checksummed, addressed to this connection) and go out through a SegmentSink as a header plus
+// up to two payload pieces pointing into the send ring (zero copy up to the sink). Time comes
+// from the stack's Clock; poll() runs whichever timers are due and next_deadline() says when to
+// call it again.
+//
+// What it implements: active and passive open, simultaneous open and close, TIME-WAIT (2 MSL),
+// RST acceptance and challenge ACKs (RFC 5961), out-of-window handling, RFC 6298 RTO with Karn's
+// rule and exponential backoff, slow start / congestion avoidance and NewReno fast retransmit
+// and recovery (RFC 5681, 6582), window scaling, timestamps and PAWS (RFC 7323), delayed ACKs,
+// Nagle (switchable), sender and receiver silly-window avoidance, zero-window probes (Linux
+// style: a zero-length segment below snd_una that the peer must ACK), keepalive. SACK and CUBIC
+// are not yet (docs/stack.md).
+#include <cstdint>
+
+#include "stack/clock.hpp"
+#include "stack/tcp/config.hpp"
+#include "stack/tcp/ooo.hpp"
+#include "stack/tcp/ring.hpp"
+#include "stack/tcp/rto.hpp"
+#include "stack/wire/tcp.hpp"
+
+namespace weft::stack::tcp {
+
+enum class State : uint8_t {
+  closed,
+  syn_sent,
+  syn_received,
+  established,
+  fin_wait_1,
+  fin_wait_2,
+  close_wait,
+  closing,
+  last_ack,
+  time_wait,
+};
+const char* to_string(State s);
+
+// Why a connection ended other than by an orderly close.
+enum class CloseReason : uint8_t { none, refused, reset, timeout, aborted };
+const char* to_string(CloseReason r);
+
+struct FourTuple {
+  wire::Ipv4Addr local_ip;
+  uint16_t local_port = 0;
+  wire::Ipv4Addr remote_ip;
+  uint16_t remote_port = 0;
+  friend bool operator==(const FourTuple&, const FourTuple&) = default;
+};
+
+class SegmentSink {
+ public:
+  virtual ~SegmentSink() = default;
+  // The payload is p1 followed by p2; both stay valid only during the call.
+  virtual void send_segment(const FourTuple& t, const wire::TcpHeader& h, wire::Bytes p1, wire::Bytes p2) = 0;
+};
+
+struct ConnectionStats {
+  uint64_t segments_in = 0;
+  uint64_t segments_out = 0;
+  uint64_t bytes_acked = 0;
+  uint64_t bytes_received = 0;
+  uint64_t retransmits = 0;       // segments sent again, for any reason
+  uint64_t fast_retransmits = 0;  // entries into fast recovery
+  uint64_t timeouts = 0;          // RTO expiries
+  uint64_t dup_acks = 0;
+  uint64_t out_of_order = 0;  // segments parked past a gap
+  uint64_t challenge_acks = 0;
+  uint64_t paws_drops = 0;
+  uint64_t window_probes = 0;
+};
+
+class Connection {
+ public:
+  Connection(const Config& cfg, const Clock& clock, SegmentSink& sink, const FourTuple& tuple, uint32_t iss);
+
+  // Active open: sends the SYN (state SYN-SENT).
+  void connect();
+  // Passive open from a listener: `syn` is the peer's SYN; answers with a SYN-ACK (SYN-RECEIVED).
+  void accept_syn(const wire::TcpSegment& syn);
+
+  // A segment for this connection.
+  void input(const wire::TcpSegment& seg);
+  // Runs the timers that are due.
+  void poll();
+  // When poll() next has work (INT64_MAX when none).
+  int64_t next_deadline() const;
+
+  // Queues bytes to send; returns how many fit in the send buffer.
+  size_t send(wire::Bytes data);
+  // Reads in-order bytes.
+  size_t recv(wire::MutBytes out);
+  // Orderly close of our direction: a FIN after the queued data.
+  void close();
+  // Abort: sends RST and goes to CLOSED at once.
+  void abort();
+
+  State state() const { return state_; }
+  CloseReason close_reason() const { return reason_; }
+  const FourTuple& tuple() const { return tuple_; }
+  const ConnectionStats& stats() const { return stats_; }
+  // Bytes the application can read now, and whether the peer's FIN was read past (EOF).
+  size_t readable() const { return rcv_ring_.size(); }
+  bool peer_closed() const { return fin_received_ && rcv_ring_.size() == 0; }
+  size_t send_space() const { return fin_queued_ ? 0 : snd_ring_.free(); }
+  bool is_closed() const { return state_ == State::closed; }
+  // Established (or past it): the handshake completed.
+  bool connected() const;
+
+  void set_nagle(bool on) { cfg_.nagle = on; }
+
+  // Introspection for tests and statistics.
+  uint32_t cwnd() const { return cwnd_; }
+  uint32_t ssthresh() const { return ssthresh_; }
+  uint32_t send_mss() const { return smss_; }
+  uint32_t snd_wnd() const { return snd_wnd_; }
+  uint32_t bytes_in_flight() const { return snd_nxt_ - snd_una_; }
+  bool in_recovery() const { return in_recovery_; }
+  const RtoEstimator& rto() const { return rto_; }
+  bool timestamps_on() const { return ts_on_; }
+  uint8_t snd_wscale() const { return snd_wscale_; }
+  uint8_t rcv_wscale() const { return rcv_wscale_; }
+
+ private:
+  bool synchronized() const;
+  uint32_t now_ts() const;
+  uint32_t rcv_window() const;
+  uint16_t window_field();
+  void apply_syn_options(const wire::TcpOptions& o);
+  void fill_options(wire::TcpHeader& h, bool syn);
+
+  // Output.
+  void output();
+  void send_syn(bool with_ack);
+  void send_ack();
+  void send_rst(uint32_t seq);
+  void send_probe();  // zero window probe / keepalive: ack-eliciting, no data
+  void emit(wire::TcpHeader& h, wire::Bytes p1, wire::Bytes p2);
+  uint32_t data_end() const { return snd_una_ + static_cast<uint32_t>(snd_ring_.size()); }
+
+  // Input steps (RFC 9293 3.10.7).
+  void input_syn_sent(const wire::TcpSegment& seg);
+  bool acceptable(const wire::TcpSegment& seg) const;
+  bool process_ack(const wire::TcpSegment& seg);
+  void process_data(const wire::TcpSegment& seg);
+  void on_new_ack(uint32_t ack, uint32_t acked);
+  void on_dup_ack();
+  void retransmit_head();
+
+  // Timers.
+  void on_rtx_timeout();
+  void arm_rtx();
+  void enter_time_wait();
+  void terminate(CloseReason why);
+
+  Config cfg_;
+  const Clock& clock_;
+  SegmentSink& sink_;
+  FourTuple tuple_;
+  State state_ = State::closed;
+  CloseReason reason_ = CloseReason::none;
+  ConnectionStats stats_;
+
+  // Send sequence space.
+  uint32_t iss_;
+  uint32_t snd_una_;
+  uint32_t snd_nxt_;
+  uint32_t snd_max_;  // highest sequence sent + 1
+  uint32_t snd_wnd_ = 0;
+  uint32_t max_snd_wnd_ = 0;
+  uint32_t snd_wl1_ = 0;
+  uint32_t snd_wl2_ = 0;
+  uint32_t smss_ = 536;  // RFC 9293 3.7.1: the default without an MSS option
+  uint8_t snd_wscale_ = 0;
+  bool ws_on_ = false;       // both sides sent a window scale option
+  bool fin_queued_ = false;  // close() called: a FIN follows the data
+  bool fin_sent_ = false;    // the FIN has a sequence number (data_end())
+  ByteRing snd_ring_;
+
+  // Receive sequence space.
+  uint32_t irs_ = 0;
+  uint32_t rcv_nxt_ = 0;
+  uint32_t rcv_adv_ = 0;  // right edge of the window last advertised
+  uint8_t rcv_wscale_ = 0;
+  bool fin_received_ = false;
+  bool ooo_fin_ = false;  // a FIN arrived past a gap, at ooo_fin_seq_
+  uint32_t ooo_fin_seq_ = 0;
+  ByteRing rcv_ring_;
+  OooRanges ooo_;
+
+  // Timestamps (RFC 7323).
+  bool ts_on_ = false;
+  bool peer_offered_ts_ = false;
+  uint32_t ts_recent_ = 0;
+  uint32_t last_ack_sent_ = 0;
+  uint32_t ts_offset_ = 0;
+
+  // Congestion control (RFC 5681 / 6582).
+  uint32_t cwnd_ = 0;
+  uint32_t ssthresh_ = 0x7fffffff;
+  uint32_t ca_acked_ = 0;  // bytes acknowledged in congestion avoidance toward the next +MSS
+  uint32_t dupacks_ = 0;
+  bool in_recovery_ = false;
+  uint32_t recover_ = 0;
+
+  // RTT measurement: one timed segment at a time (Karn: never a retransmitted one).
+  RtoEstimator rto_;
+  bool rtt_active_ = false;
+  uint32_t rtt_seq_ = 0;
+  int64_t rtt_start_ns_ = 0;
+
+  // Timers (absolute ns; INT64_MAX when off).
+  int64_t rtx_deadline_;
+  int retries_ = 0;
+  int64_t delack_deadline_;
+  uint32_t segs_unacked_ = 0;  // full segments received since our last ACK
+  bool ack_now_ = false;
+  int64_t persist_deadline_;
+  int persist_backoff_ = 0;
+  int64_t keepalive_deadline_;
+  int keepalive_sent_ = 0;
+  int64_t time_wait_deadline_;
+  int64_t last_input_ns_ = 0;
+};
+
+// The reply to a segment that reaches no connection (RFC 9293 3.10.7.1): nothing to an RST,
+// else <SEQ=SEG.ACK><CTL=RST> when it has ACK, or <SEQ=0><ACK=SEG.SEQ+SEG.LEN><CTL=RST,ACK>.
+// Returns false when nothing is to be sent.
+bool reset_for(const wire::TcpSegment& seg, wire::TcpHeader& out);
+
+}  // namespace weft::stack::tcp

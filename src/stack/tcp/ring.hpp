@@ -1,0 +1,82 @@
+#pragma once
+// A byte ring of fixed capacity, allocated once per connection: the send buffer (unacknowledged
+// plus unsent bytes) and the receive buffer (unread in-order bytes, with out-of-order data parked
+// past the tail until the gap fills). Nothing on the per-segment path allocates.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "stack/wire/types.hpp"
+
+namespace weft::stack::tcp {
+
+class ByteRing {
+ public:
+  explicit ByteRing(size_t capacity) : buf_(std::max<size_t>(capacity, 1)) {}
+
+  size_t capacity() const { return buf_.size(); }
+  size_t size() const { return size_; }
+  size_t free() const { return buf_.size() - size_; }
+
+  // Appends up to free() bytes; returns how many.
+  size_t push(wire::Bytes data) {
+    const size_t n = std::min(data.size(), free());
+    copy_in(size_, data.first(n));
+    size_ += n;
+    return n;
+  }
+
+  // Writes `data` at `offset` bytes past the tail without making it readable (out-of-order
+  // data); bytes that would not fit in free() are cut off. Returns how many were written.
+  size_t write_past_tail(size_t offset, wire::Bytes data) {
+    if (offset >= free()) return 0;
+    const size_t n = std::min(data.size(), free() - offset);
+    copy_in(size_ + offset, data.first(n));
+    return n;
+  }
+
+  // Makes `n` bytes already written past the tail readable.
+  void commit(size_t n) { size_ += std::min(n, free()); }
+
+  // Copies up to out.size() bytes from the head and removes them.
+  size_t pop(wire::MutBytes out) {
+    const size_t n = std::min(out.size(), size_);
+    const auto [a, b] = peek(0, n);
+    if (!a.empty()) std::memcpy(out.data(), a.data(), a.size());
+    if (!b.empty()) std::memcpy(out.data() + a.size(), b.data(), b.size());
+    consume(n);
+    return n;
+  }
+
+  void consume(size_t n) {
+    n = std::min(n, size_);
+    head_ = (head_ + n) % buf_.size();
+    size_ -= n;
+  }
+
+  // The readable bytes [offset, offset + len) as up to two pieces (the ring may wrap).
+  std::pair<wire::Bytes, wire::Bytes> peek(size_t offset, size_t len) const {
+    if (offset >= size_) return {};
+    len = std::min(len, size_ - offset);
+    const size_t start = (head_ + offset) % buf_.size();
+    const size_t first = std::min(len, buf_.size() - start);
+    return {wire::Bytes(buf_.data() + start, first), wire::Bytes(buf_.data(), len - first)};
+  }
+
+ private:
+  void copy_in(size_t offset, wire::Bytes data) {
+    if (data.empty()) return;
+    const size_t start = (head_ + offset) % buf_.size();
+    const size_t first = std::min(data.size(), buf_.size() - start);
+    std::memcpy(buf_.data() + start, data.data(), first);
+    if (first < data.size()) std::memcpy(buf_.data(), data.data() + first, data.size() - first);
+  }
+
+  std::vector<uint8_t> buf_;
+  size_t head_ = 0;
+  size_t size_ = 0;
+};
+
+}  // namespace weft::stack::tcp

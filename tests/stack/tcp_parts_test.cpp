@@ -1,0 +1,116 @@
+// The TCP connection's building blocks: sequence arithmetic across the wrap, the byte ring, the
+// out-of-order range set and the RFC 6298 estimator.
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "stack/tcp/ooo.hpp"
+#include "stack/tcp/ring.hpp"
+#include "stack/tcp/rto.hpp"
+#include "stack/tcp/seq.hpp"
+
+using namespace weft::stack::tcp;
+
+TEST(TcpSeq, ComparesAcrossTheWrap) {
+  EXPECT_TRUE(seq_lt(0xfffffff0u, 0x10u));
+  EXPECT_TRUE(seq_gt(0x10u, 0xfffffff0u));
+  EXPECT_TRUE(seq_le(5u, 5u));
+  EXPECT_FALSE(seq_lt(5u, 5u));
+  EXPECT_EQ(seq_max(0xfffffff0u, 0x10u), 0x10u);
+  EXPECT_EQ(seq_diff(0x10u, 0xfffffff0u), 0x20u);
+}
+
+TEST(TcpRing, WrapsAndParksDataPastTheTail) {
+  ByteRing r(10);
+  std::vector<uint8_t> in(7);
+  std::iota(in.begin(), in.end(), 1);
+  EXPECT_EQ(r.push(in), 7u);
+  std::vector<uint8_t> out(5);
+  EXPECT_EQ(r.pop(out), 5u);
+  EXPECT_EQ(out, (std::vector<uint8_t>{1, 2, 3, 4, 5}));
+  // 2 bytes stored, head at 5: an out-of-order piece 3 past the tail wraps around the end.
+  const std::vector<uint8_t> late{30, 31, 32, 33};
+  EXPECT_EQ(r.write_past_tail(3, late), 4u);
+  EXPECT_EQ(r.size(), 2u);
+  const std::vector<uint8_t> gap{20, 21, 22};
+  EXPECT_EQ(r.write_past_tail(0, gap), 3u);
+  r.commit(7);
+  EXPECT_EQ(r.size(), 9u);
+  const auto [a, b] = r.peek(0, 9);
+  std::vector<uint8_t> all(a.begin(), a.end());
+  all.insert(all.end(), b.begin(), b.end());
+  EXPECT_EQ(all, (std::vector<uint8_t>{6, 7, 20, 21, 22, 30, 31, 32, 33}));
+  EXPECT_FALSE(b.empty());                    // it did wrap
+  EXPECT_EQ(r.write_past_tail(1, late), 0u);  // only 1 byte free: offset 1 is past it
+  EXPECT_EQ(r.push(late), 1u);
+}
+
+TEST(TcpOoo, MergesAndHandsBackContiguousData) {
+  OooRanges o;
+  EXPECT_TRUE(o.add(100, 200));
+  EXPECT_TRUE(o.add(300, 400));
+  EXPECT_TRUE(o.add(200, 300));  // bridges both
+  ASSERT_EQ(o.count(), 1u);
+  EXPECT_EQ(o[0].left, 100u);
+  EXPECT_EQ(o[0].right, 400u);
+  EXPECT_EQ(o.take_contiguous(50), 50u);  // a gap before 100
+  EXPECT_EQ(o.take_contiguous(150), 400u);
+  EXPECT_TRUE(o.empty());
+  for (uint32_t i = 0; i < OooRanges::kMax; ++i) EXPECT_TRUE(o.add(i * 10, i * 10 + 5));
+  EXPECT_FALSE(o.add(1000, 1001));  // full: a new range is refused
+  EXPECT_TRUE(o.add(5, 10));        // merging still works
+  EXPECT_EQ(o.count(), OooRanges::kMax - 1);
+  // Wrap: ranges either side of 2^32 stay ordered.
+  OooRanges w;
+  EXPECT_TRUE(w.add(0x10, 0x20));
+  EXPECT_TRUE(w.add(0xfffffff0u, 0xfffffff8u));
+  EXPECT_EQ(w[0].left, 0xfffffff0u);
+}
+
+TEST(TcpOoo, RandomInsertsMatchABitmapModel) {
+  std::mt19937 rng(11);
+  for (int round = 0; round < 200; ++round) {
+    OooRanges o;
+    std::vector<bool> model(400, false);
+    const uint32_t base = static_cast<uint32_t>(rng());  // anywhere, including across the wrap
+    for (int k = 0; k < 12; ++k) {
+      const uint32_t l = rng() % 380, n = 1 + rng() % 20;
+      if (!o.add(base + l, base + l + n)) continue;
+      for (uint32_t i = l; i < l + n; ++i) model[i] = true;
+    }
+    std::vector<bool> got(400, false);
+    for (size_t i = 0; i < o.count(); ++i) {
+      if (i > 0) {
+        ASSERT_TRUE(seq_lt(o[i - 1].right, o[i].left));  // sorted, disjoint, not touching
+      }
+      for (uint32_t s = o[i].left; s != o[i].right; ++s) got[s - base] = true;
+    }
+    ASSERT_EQ(got, model);
+  }
+}
+
+TEST(TcpRto, FollowsRfc6298) {
+  RtoEstimator r({.initial_ns = 1'000'000'000,
+                  .min_ns = 200'000'000,
+                  .max_ns = 60'000'000'000,
+                  .granularity_ns = 1'000'000});
+  EXPECT_EQ(r.rto_ns(), 1'000'000'000);  // 2.1: 1 s before any sample
+  r.sample(100'000'000);                 // 2.2: SRTT = R, RTTVAR = R/2, RTO = R + 4 R/2
+  EXPECT_EQ(r.srtt_ns(), 100'000'000);
+  EXPECT_EQ(r.rttvar_ns(), 50'000'000);
+  EXPECT_EQ(r.rto_ns(), 300'000'000);
+  r.sample(200'000'000);  // 2.3: RTTVAR = 3/4 * 50 + 1/4 * 100 = 62.5; SRTT = 7/8 * 100 + 1/8 * 200 = 112.5
+  EXPECT_EQ(r.rttvar_ns(), 62'500'000);
+  EXPECT_EQ(r.srtt_ns(), 112'500'000);
+  EXPECT_EQ(r.rto_ns(), 362'500'000);
+  r.back_off();  // 5.5: doubles
+  r.back_off();
+  EXPECT_EQ(r.rto_ns(), 1'450'000'000);
+  for (int i = 0; i < 40; ++i) r.back_off();
+  EXPECT_EQ(r.rto_ns(), 60'000'000'000);  // 2.5: capped
+  r.sample(1'000'000);                    // a new sample ends the backoff; the minimum holds
+  EXPECT_GE(r.rto_ns(), 200'000'000);
+  EXPECT_LT(r.rto_ns(), 1'450'000'000);
+}

@@ -1,0 +1,27 @@
+#pragma once
+// An in-process script runner in packetdrill's spirit (google/packetdrill's design, none of its
+// code): one Connection on a virtual clock, segments injected through the wire builders and
+// parser, and every segment the stack sends matched, in order and at its time, by an expect line.
+//
+// Script lines, `TIME EVENT` (TIME in seconds, absolute, or +relative to the line before):
+//   < FLAGS START:END(LEN) [ack N] [win W] [<OPTIONS>]   a segment from the peer
+//   > FLAGS START:END(LEN) [ack N] [win W] [<OPTIONS>]   the segment the stack must send now
+//   connect | close | abort | send N | recv N | nagle on|off
+//   state NAME | reason NAME | cwnd N | ssthresh N | rto_ms N | stat NAME N
+//   config KEY=VALUE...   (before the connection exists: mss, rcvbuf, sndbuf, ws, ts, delack,
+//                          nagle, iss, peer_iss, keepalive, keepalive_idle_ms, ... )
+// FLAGS as tcpdump: S F R P and '.' for ACK. Sequence numbers are relative to the sender's ISN
+// and ACK numbers to the receiver's, as in packetdrill; SACK blocks are relative to the peer's ISN.
+// OPTIONS: mss N, wscale N, sackOK, TS val V ecr E (V may be *), sack L:R ..., nop (ignored:
+// the stack's layout is canonical). An expect line without `win` or OPTIONS does not check them.
+// Payload bytes are a pattern of the stream offset in each direction, so `recv` and every
+// expected segment check content, not only lengths. The first `< S` creates the connection as a
+// listener would (accept_syn). At the end no segment may be left unmatched.
+#include <string>
+
+namespace weft::stack::test {
+
+// Runs the script; returns "" on success or a message naming the line that failed.
+std::string run_tcp_script(const std::string& script);
+
+}  // namespace weft::stack::test

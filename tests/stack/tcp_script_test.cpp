@@ -1,0 +1,550 @@
+// TCP conformance scenarios from the RFCs, run by the packetdrill-style runner (tcp_script.hpp).
+// Each names the rule it checks. Times are seconds of virtual time.
+#include "tcp_script.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+using weft::stack::test::run_tcp_script;
+
+namespace {
+
+// Active open without window scaling or timestamps; RTT 100 ms, so RTO = 100 + 4 * 50 = 300 ms.
+const std::string kActive = R"(
+0     config ts=0 ws=0
+0     connect
+0     > S 0:0(0) win 65535 <mss 1460>
+0.1   < S. 0:0(0) ack 1 win 65535 <mss 1460>
+0.1   > . 1:1(0) ack 1
+0.1   state ESTABLISHED
+)";
+
+// Passive open, the same options.
+const std::string kPassive = R"(
+0     config ts=0 ws=0
+0     < S 0:0(0) win 65535 <mss 1460>
+0     > S. 0:0(0) ack 1 win 65535 <mss 1460>
+0.1   < . 1:1(0) ack 1 win 65535
+0.1   state ESTABLISHED
+)";
+
+struct Scenario {
+  const char* name;
+  std::string script;
+};
+
+std::vector<Scenario> scenarios() {
+  return {
+      // --- Opening (RFC 9293 3.5, 7323, 6691) ---
+      {"ActiveOpen", kActive},
+      {"PassiveOpen", kPassive},
+      {"ActiveOpenNegotiatesScaleAndTimestamps", R"(
+0     connect
+0     > S 0:0(0) win 65535 <mss 1460,TS val * ecr 0,nop,wscale 3>
+0.1   < S. 0:0(0) ack 1 win 65535 <mss 1460,TS val 700 ecr 1,nop,wscale 7>
+0.1   > . 1:1(0) ack 1 win 32768 <TS val * ecr 700>
+0.2   nagle off
+0.2   send 2000
+0.2   > . 1:1449(1448) ack 1 <TS val * ecr 700>
+0.2   > P. 1449:2001(552) ack 1 <TS val * ecr 700>
+)"},
+      {"PassiveOpenAnswersOnlyOfferedOptions", R"(
+0     < S 0:0(0) win 65535 <mss 1200,TS val 50 ecr 0>
+0     > S. 0:0(0) ack 1 win 65535 <mss 1460,TS val * ecr 50>
+0.1   < . 1:1(0) ack 1 win 65535 <TS val 60 ecr 1>
+0.1   state ESTABLISHED
+0.2   send 1300
+0.2   > . 1:1189(1188) ack 1 <TS val * ecr 60>
+)"},
+      {"PeerWithoutMssGets536", kActive.substr(0, kActive.find("0.1   <")) + R"(
+0.1   < S. 0:0(0) ack 1 win 65535
+0.1   > . 1:1(0) ack 1
+0.2   nagle off
+0.2   send 600
+0.2   > . 1:537(536) ack 1
+0.2   > P. 537:601(64) ack 1
+)"},
+      {"MssIsClampedToThePeers", R"(
+0     config ts=0 ws=0 nagle=0
+0     connect
+0     > S 0:0(0) win 65535 <mss 1460>
+0.1   < S. 0:0(0) ack 1 win 65535 <mss 1000>
+0.1   > . 1:1(0) ack 1
+0.2   send 1500
+0.2   > . 1:1001(1000) ack 1
+0.2   > P. 1001:1501(500) ack 1
+)"},
+      {"SynRetransmitsWithBackoffThenTimesOut", R"(
+0     config syn_retries=2 ts=0 ws=0
+0     connect
+0     > S 0:0(0) <mss 1460>
+1     > S 0:0(0) <mss 1460>
+3     > S 0:0(0) <mss 1460>
+6.9   state SYN-SENT
+7     state CLOSED
+7     reason timeout
+)"},
+      {"RetransmittedSynStartsWithOneSegmentCwnd", R"(
+0     config ts=0 ws=0
+0     connect
+0     > S 0:0(0) <mss 1460>
+1     > S 0:0(0) <mss 1460>
+1.1   < S. 0:0(0) ack 1 win 65535 <mss 1460>
+1.1   > . 1:1(0) ack 1
+1.1   cwnd 1460
+)"},
+      {"SynAckRetransmitsWithBackoff", R"(
+0     config ts=0 ws=0
+0     < S 0:0(0) win 65535 <mss 1460>
+0     > S. 0:0(0) ack 1 <mss 1460>
+1     > S. 0:0(0) ack 1 <mss 1460>
+3     > S. 0:0(0) ack 1 <mss 1460>
+3.1   < . 1:1(0) ack 1
+3.1   state ESTABLISHED
+)"},
+      {"DuplicateSynInSynReceivedResendsSynAck", R"(
+0     config ts=0 ws=0
+0     < S 0:0(0) win 65535 <mss 1460>
+0     > S. 0:0(0) ack 1 <mss 1460>
+0.05  < S 0:0(0) win 65535 <mss 1460>
+0.05  > S. 0:0(0) ack 1 <mss 1460>
+)"},
+      {"ConnectionRefusedByRst", R"(
+0     config ts=0 ws=0
+0     connect
+0     > S 0:0(0) <mss 1460>
+0.1   < R. 0:0(0) ack 1
+0.1   state CLOSED
+0.1   reason refused
+)"},
+      {"SynSentAnswersABadAckWithRst", R"(
+0     config ts=0 ws=0
+0     connect
+0     > S 0:0(0) <mss 1460>
+0.1   < S. 0:0(0) ack 5 win 65535
+0.1   > R 5:5(0)
+0.1   state SYN-SENT
+0.1   < R 0:0(0)
+0.1   state SYN-SENT
+)"},
+      {"SynReceivedAnswersABadAckWithRst", R"(
+0     config ts=0 ws=0
+0     < S 0:0(0) win 65535 <mss 1460>
+0     > S. 0:0(0) ack 1 <mss 1460>
+0.1   < . 1:1(0) ack 100
+0.1   > R 100:100(0)
+0.1   state SYN-RECEIVED
+)"},
+      {"SimultaneousOpen", R"(
+0     config ts=0 ws=0
+0     connect
+0     > S 0:0(0) <mss 1460>
+0.05  < S 0:0(0) win 65535 <mss 1460>
+0.05  > S. 0:0(0) ack 1 <mss 1460>
+0.05  state SYN-RECEIVED
+0.1   < S. 0:0(0) ack 1 win 65535 <mss 1460>
+0.1   state ESTABLISHED
+0.2   send 10
+0.2   > P. 1:11(10) ack 1
+)"},
+      // --- Closing (RFC 9293 3.6) ---
+      {"ActiveCloseThroughTimeWait", R"(
+0     config ts=0 ws=0 msl_ms=1000
+0     connect
+0     > S 0:0(0) <mss 1460>
+0.1   < S. 0:0(0) ack 1 win 65535 <mss 1460>
+0.1   > . 1:1(0) ack 1
+0.2   close
+0.2   > F. 1:1(0) ack 1
+0.2   state FIN-WAIT-1
+0.3   < . 1:1(0) ack 2
+0.3   state FIN-WAIT-2
+0.4   < F. 1:1(0) ack 2
+0.4   > . 2:2(0) ack 2
+0.4   state TIME-WAIT
+2.39  state TIME-WAIT
+2.4   state CLOSED
+2.4   reason none
+)"},
+      {"PassiveClose", kPassive + R"(
+0.2   < F. 1:1(0) ack 1
+0.2   > . 1:1(0) ack 2
+0.2   state CLOSE-WAIT
+0.3   close
+0.3   > F. 1:1(0) ack 2
+0.3   state LAST-ACK
+0.4   < . 2:2(0) ack 2
+0.4   state CLOSED
+0.4   reason none
+)"},
+      {"SimultaneousClose", kActive + R"(
+0.2   close
+0.2   > F. 1:1(0) ack 1
+0.25  < F. 1:1(0) ack 1
+0.25  > . 2:2(0) ack 2
+0.25  state CLOSING
+0.3   < . 2:2(0) ack 2
+0.3   state TIME-WAIT
+)"},
+      {"FinAndAckTogetherGoStraightToTimeWait", kActive + R"(
+0.2   close
+0.2   > F. 1:1(0) ack 1
+0.3   < F. 1:1(0) ack 2
+0.3   > . 2:2(0) ack 2
+0.3   state TIME-WAIT
+)"},
+      {"TimeWaitAcksARetransmittedFinAndRestarts", R"(
+0     config ts=0 ws=0 msl_ms=1000
+0     connect
+0     > S 0:0(0) <mss 1460>
+0.1   < S. 0:0(0) ack 1 win 65535 <mss 1460>
+0.1   > . 1:1(0) ack 1
+0.2   close
+0.2   > F. 1:1(0) ack 1
+0.3   < F. 1:1(0) ack 2
+0.3   > . 2:2(0) ack 2
+1.3   < F. 1:1(0) ack 2
+1.3   > . 2:2(0) ack 2
+3.2   state TIME-WAIT
+3.3   state CLOSED
+)"},
+      {"FinCarryingData", kPassive + R"(
+0.2   < F. 1:101(100) ack 1
+0.2   > . 1:1(0) ack 102
+0.2   state CLOSE-WAIT
+0.2   recv 100
+)"},
+      {"FinPastAGapWaitsForTheGap", kPassive + R"(
+0.2   < F. 101:201(100) ack 1
+0.2   > . 1:1(0) ack 1
+0.2   state ESTABLISHED
+0.3   < . 1:101(100) ack 1
+0.3   > . 1:1(0) ack 202
+0.3   state CLOSE-WAIT
+0.3   recv 200
+)"},
+      {"CloseAfterDataSendsFinBehindIt", kActive + R"(
+0.2   send 100
+0.2   > P. 1:101(100) ack 1
+0.2   close
+0.2   > F. 101:101(0) ack 1
+0.3   < . 1:1(0) ack 102
+0.3   state FIN-WAIT-2
+)"},
+      {"AbortSendsRst", kActive + R"(
+0.2   abort
+0.2   > R. 1:1(0) ack 1
+0.2   state CLOSED
+0.2   reason aborted
+)"},
+      // --- RST, SYN and ACK checks (RFC 9293 3.10.7.4, RFC 5961) ---
+      {"RstAtRcvNxtResets", kPassive + R"(
+0.2   < R. 1:1(0) ack 1
+0.2   state CLOSED
+0.2   reason reset
+)"},
+      {"RstInWindowButNotExactGetsChallengeAck", kPassive + R"(
+0.2   < R. 50:50(0) ack 1
+0.2   > . 1:1(0) ack 1
+0.2   state ESTABLISHED
+0.2   stat challenge_acks 1
+)"},
+      {"RstOutOfWindowIsIgnored", kPassive + R"(
+0.2   < R. 100000:100000(0) ack 1
+0.2   state ESTABLISHED
+)"},
+      {"SynInEstablishedGetsChallengeAck", kPassive + R"(
+0.2   < S 1000:1000(0) win 65535
+0.2   > . 1:1(0) ack 1
+0.2   state ESTABLISHED
+0.2   stat challenge_acks 1
+)"},
+      {"OutOfWindowDataIsAckedAndDropped", kPassive + R"(
+0.2   < . 70000:70100(100) ack 1
+0.2   > . 1:1(0) ack 1
+0.2   recv 0
+)"},
+      {"AckOfUnsentDataIsAckedAndDropped", kPassive + R"(
+0.2   < P. 1:11(10) ack 5000
+0.2   > . 1:1(0) ack 1
+0.2   recv 0
+)"},
+      {"SegmentWithoutAckIsDropped", kPassive + R"(
+0.2   < P 1:11(10)
+0.2   recv 0
+)"},
+      // --- Receiving (RFC 9293 3.10.7.4, RFC 5681 4.2) ---
+      {"DelayedAck", kPassive + R"(
+0.2   < P. 1:101(100) ack 1
+0.24  > . 1:1(0) ack 101
+0.24  recv 100
+)"},
+      {"AckEverySecondFullSegment", kPassive + R"(
+0.2   < . 1:1461(1460) ack 1
+0.2   < . 1461:2921(1460) ack 1
+0.2   > . 1:1(0) ack 2921
+0.2   recv 2920
+)"},
+      {"NoDelayedAckWhenSwitchedOff", R"(
+0     config ts=0 ws=0 delack=0
+0     < S 0:0(0) win 65535 <mss 1460>
+0     > S. 0:0(0) ack 1 <mss 1460>
+0.1   < . 1:1(0) ack 1
+0.2   < P. 1:101(100) ack 1
+0.2   > . 1:1(0) ack 101
+)"},
+      {"OutOfOrderIsAckedAtOnceAndTheHoleFillAcksAll", kPassive + R"(
+0.2   < . 1461:2921(1460) ack 1
+0.2   > . 1:1(0) ack 1
+0.3   < . 1:1461(1460) ack 1
+0.3   > . 1:1(0) ack 2921
+0.3   recv 2920
+0.3   stat out_of_order 1
+)"},
+      {"DuplicateDataIsAckedAtOnce", kPassive + R"(
+0.2   < P. 1:101(100) ack 1
+0.24  > . 1:1(0) ack 101
+0.3   < P. 1:101(100) ack 1
+0.3   > . 1:1(0) ack 101
+0.3   recv 100
+)"},
+      {"OverlappingSegmentDeliversOnlyNewBytes", kPassive + R"(
+0.2   < P. 1:101(100) ack 1
+0.21  < P. 51:201(150) ack 1
+0.24  > . 1:1(0) ack 201
+0.24  recv 200
+)"},
+      {"ZeroWindowThenWindowUpdateAfterRead", R"(
+0     config ts=0 ws=0 rcvbuf=4096
+0     < S 0:0(0) win 65535 <mss 1460>
+0     > S. 0:0(0) ack 1 win 4096 <mss 1460>
+0.1   < . 1:1(0) ack 1
+0.2   < . 1:1461(1460) ack 1
+0.2   < . 1461:2921(1460) ack 1
+0.2   > . 1:1(0) ack 2921 win 1176
+0.3   < P. 2921:4097(1176) ack 1
+0.34  > . 1:1(0) ack 4097 win 0
+0.4   < . 4097:4098(1) ack 1
+0.4   > . 1:1(0) ack 4097 win 0
+0.5   recv 4096
+0.5   > . 1:1(0) ack 4097 win 4096
+)"},
+      {"SequenceNumbersWrap", R"(
+0     config ts=0 ws=0 iss=0xfffffc00 peer_iss=0xfffffe00 nagle=0
+0     connect
+0     > S 0:0(0) <mss 1460>
+0.1   < S. 0:0(0) ack 1 win 65535 <mss 1460>
+0.1   > . 1:1(0) ack 1
+0.2   send 2000
+0.2   > . 1:1461(1460) ack 1
+0.2   > P. 1461:2001(540) ack 1
+0.3   < P. 1:1001(1000) ack 2001
+0.34  > . 2001:2001(0) ack 1001
+0.3   recv 1000
+)"},
+      // --- Timestamps (RFC 7323) ---
+      {"TimestampsEchoTheLatestInWindowValue", R"(
+0     < S 0:0(0) win 65535 <mss 1460,TS val 1000 ecr 0>
+0     > S. 0:0(0) ack 1 <mss 1460,TS val * ecr 1000>
+0.1   < . 1:1(0) ack 1 <TS val 1010 ecr 0>
+0.2   < P. 1:101(100) ack 1 <TS val 1020 ecr 0>
+0.24  > . 1:1(0) ack 101 <TS val * ecr 1020>
+)"},
+      {"PawsDropsAnOldTimestamp", R"(
+0     < S 0:0(0) win 65535 <mss 1460,TS val 1000 ecr 0>
+0     > S. 0:0(0) ack 1 <mss 1460,TS val * ecr 1000>
+0.1   < . 1:1(0) ack 1 <TS val 1010 ecr 0>
+0.2   < P. 1:101(100) ack 1 <TS val 900 ecr 0>
+0.2   > . 1:1(0) ack 1 <TS val * ecr 1010>
+0.2   recv 0
+0.2   stat paws_drops 1
+)"},
+      // --- Window scaling (RFC 7323 2) ---
+      {"PeerWindowIsScaled", R"(
+0     config ts=0
+0     connect
+0     > S 0:0(0) win 65535 <mss 1460,nop,wscale 3>
+0.1   < S. 0:0(0) ack 1 win 65535 <mss 1460,nop,wscale 7>
+0.1   > . 1:1(0) ack 1 win 32768
+0.15  < . 1:1(0) ack 1 win 2
+0.2   send 1000
+0.2   > . 1:257(256) ack 1
+0.3   < . 1:1(0) ack 257 win 4
+0.3   > . 257:769(512) ack 1
+)"},
+      // --- Sending: Nagle, initial window, slow start (RFC 896, 6928, 5681) ---
+      {"SendData", kActive + R"(
+0.2   send 1000
+0.2   > P. 1:1001(1000) ack 1
+0.3   < . 1:1(0) ack 1001
+)"},
+      {"NagleHoldsASecondSmallSegment", kActive + R"(
+0.2   send 100
+0.2   > P. 1:101(100) ack 1
+0.2   send 100
+0.3   < . 1:1(0) ack 101
+0.3   > P. 101:201(100) ack 1
+)"},
+      {"NagleOffSendsAtOnce", kActive + R"(
+0.2   nagle off
+0.2   send 100
+0.2   > P. 1:101(100) ack 1
+0.2   send 100
+0.2   > P. 101:201(100) ack 1
+)"},
+      {"InitialWindowIsTenSegmentsThenSlowStart", kActive + R"(
+0.2   send 20000
+0.2   > . 1:1461(1460) ack 1
+0.2   > . 1461:2921(1460) ack 1
+0.2   > . 2921:4381(1460) ack 1
+0.2   > . 4381:5841(1460) ack 1
+0.2   > . 5841:7301(1460) ack 1
+0.2   > . 7301:8761(1460) ack 1
+0.2   > . 8761:10221(1460) ack 1
+0.2   > . 10221:11681(1460) ack 1
+0.2   > . 11681:13141(1460) ack 1
+0.2   > . 13141:14601(1460) ack 1
+0.2   cwnd 14600
+0.3   < . 1:1(0) ack 2921
+0.3   > . 14601:16061(1460) ack 1
+0.3   > . 16061:17521(1460) ack 1
+0.3   > . 17521:18981(1460) ack 1
+0.3   cwnd 16060
+)"},
+      // --- Retransmission timer (RFC 6298) ---
+      {"RtoRetransmitsWithBackoffAndKarn", kActive + R"(
+0.2   send 1000
+0.2   > P. 1:1001(1000) ack 1
+0.5   > P. 1:1001(1000) ack 1
+1.1   > P. 1:1001(1000) ack 1
+1.1   stat timeouts 2
+1.1   cwnd 1460
+1.1   ssthresh 2920
+1.2   < . 1:1(0) ack 1001
+1.2   rto_ms 1200
+1.3   send 100
+1.3   > P. 1001:1101(100) ack 1
+1.4   < . 1:1(0) ack 1101
+1.4   rto_ms 250
+)"},
+      {"RetransmissionsGiveUp", R"(
+0     config ts=0 ws=0 max_retransmits=2
+0     connect
+0     > S 0:0(0) <mss 1460>
+0.1   < S. 0:0(0) ack 1 win 65535 <mss 1460>
+0.1   > . 1:1(0) ack 1
+0.2   send 10
+0.2   > P. 1:11(10) ack 1
+0.5   > P. 1:11(10) ack 1
+1.1   > P. 1:11(10) ack 1
+2.29  state ESTABLISHED
+2.3   state CLOSED
+2.3   reason timeout
+)"},
+      {"RtoGoesBackNAndResendsEverythingUnacked", kActive + R"(
+0.2   send 2920
+0.2   > . 1:1461(1460) ack 1
+0.2   > P. 1461:2921(1460) ack 1
+0.5   > . 1:1461(1460) ack 1
+0.6   < . 1:1(0) ack 1461
+0.6   > P. 1461:2921(1460) ack 1
+)"},
+      // --- Fast retransmit and NewReno (RFC 5681 3.2, RFC 6582) ---
+      {"FastRetransmitOnThirdDupAckAndNewRenoRecovery", kActive + R"(
+0.2   send 7300
+0.2   > . 1:1461(1460) ack 1
+0.2   > . 1461:2921(1460) ack 1
+0.2   > . 2921:4381(1460) ack 1
+0.2   > . 4381:5841(1460) ack 1
+0.2   > P. 5841:7301(1460) ack 1
+0.3   < . 1:1(0) ack 1461
+0.3   < . 1:1(0) ack 1461
+0.3   < . 1:1(0) ack 1461
+0.3   < . 1:1(0) ack 1461
+0.3   > . 1461:2921(1460) ack 1
+0.3   stat fast_retransmits 1
+0.3   ssthresh 2920
+0.3   cwnd 7300
+0.4   < . 1:1(0) ack 2921
+0.4   > . 2921:4381(1460) ack 1
+0.4   cwnd 7300
+0.5   < . 1:1(0) ack 7301
+0.5   cwnd 2920
+)"},
+      {"TwoDupAcksDoNotRetransmit", kActive + R"(
+0.2   send 4380
+0.2   > . 1:1461(1460) ack 1
+0.2   > . 1461:2921(1460) ack 1
+0.2   > P. 2921:4381(1460) ack 1
+0.3   < . 1:1(0) ack 1461
+0.3   < . 1:1(0) ack 1461
+0.3   < . 1:1(0) ack 1461
+0.3   stat fast_retransmits 0
+)"},
+      {"AWindowUpdateIsNotADupAck", kActive + R"(
+0.2   send 4380
+0.2   > . 1:1461(1460) ack 1
+0.2   > . 1461:2921(1460) ack 1
+0.2   > P. 2921:4381(1460) ack 1
+0.3   < . 1:1(0) ack 1461 win 65535
+0.3   < . 1:1(0) ack 1461 win 60000
+0.3   < . 1:1(0) ack 1461 win 50000
+0.3   < . 1:1(0) ack 1461 win 40000
+0.3   stat fast_retransmits 0
+)"},
+      // --- Zero window probes (RFC 9293 3.8.6.1) and keepalive (RFC 1122 4.2.3.6) ---
+      {"ZeroWindowProbesBackOffUntilTheWindowOpens", kActive + R"(
+0.2   < . 1:1(0) ack 1 win 0
+0.2   send 100
+0.5   > . 0:0(0) ack 1
+1.1   > . 0:0(0) ack 1
+1.2   < . 1:1(0) ack 1 win 65535
+1.2   > P. 1:101(100) ack 1
+1.2   stat window_probes 2
+)"},
+      {"KeepaliveProbesThenTimesOut", R"(
+0     config ts=0 ws=0 keepalive=1 keepalive_idle_ms=1000 keepalive_intvl_ms=100 keepalive_probes=2
+0     < S 0:0(0) win 65535 <mss 1460>
+0     > S. 0:0(0) ack 1 <mss 1460>
+0.1   < . 1:1(0) ack 1
+1.1   > . 0:0(0) ack 1
+1.2   > . 0:0(0) ack 1
+1.29  state ESTABLISHED
+1.3   state CLOSED
+1.3   reason timeout
+)"},
+      {"AnsweredKeepaliveKeepsTheConnection", R"(
+0     config ts=0 ws=0 keepalive=1 keepalive_idle_ms=1000 keepalive_intvl_ms=100 keepalive_probes=2
+0     < S 0:0(0) win 65535 <mss 1460>
+0     > S. 0:0(0) ack 1 <mss 1460>
+0.1   < . 1:1(0) ack 1
+1.1   > . 0:0(0) ack 1
+1.15  < . 1:1(0) ack 1
+2.1   state ESTABLISHED
+2.15  > . 0:0(0) ack 1
+)"},
+  };
+}
+
+class TcpScript : public testing::TestWithParam<Scenario> {};
+
+TEST_P(TcpScript, Runs) {
+  const std::string err = run_tcp_script(GetParam().script);
+  EXPECT_EQ(err, "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Rfc, TcpScript, testing::ValuesIn(scenarios()),
+                         [](const testing::TestParamInfo<Scenario>& i) { return std::string(i.param.name); });
+
+// The runner itself must fail on a wrong expectation, a missing segment and an unexpected one.
+TEST(TcpScriptRunner, CatchesWrongMissingAndUnexpectedSegments) {
+  EXPECT_NE(run_tcp_script(kActive + "0.2 send 10\n0.2 > P. 1:11(10) ack 2\n"), "");  // wrong ack
+  EXPECT_NE(run_tcp_script(kActive + "0.2 > . 1:1(0) ack 1\n"), "");                  // nothing sent
+  EXPECT_NE(run_tcp_script(kActive + "0.2 send 10\n"), "");                           // left unmatched
+  EXPECT_NE(run_tcp_script(kActive + "0.2 send 10\n0.3 > P. 1:11(10) ack 1\n"), "");  // wrong time
+  EXPECT_NE(run_tcp_script(kActive + "0.2 state CLOSED\n"), "");
+}
+
+}  // namespace
