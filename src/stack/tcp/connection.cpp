@@ -173,7 +173,10 @@ void Connection::send_syn(bool with_ack) {
 
 void Connection::send_ack() {
   wire::TcpHeader h;
-  h.seq = snd_nxt_;
+  // The highest sequence sent, not snd_nxt: after a timeout snd_nxt goes back to resend, and a
+  // pure ACK below the peer's rcv_nxt would be unacceptable to it, so its ACK field would be
+  // ignored (two such ends answer each other's ACKs forever).
+  h.seq = snd_max_;
   h.flags = ack;
   h.window = window_field();
   fill_options(h, false);
@@ -410,7 +413,9 @@ bool Connection::acceptable(const wire::TcpSegment& s) const {
   const uint32_t wnd = seq_gt(rcv_adv_, rcv_nxt_) ? rcv_adv_ - rcv_nxt_ : 0;
   const uint32_t seq = s.h.seq;
   auto in_window = [&](uint32_t x) { return seq_le(rcv_nxt_, x) && seq_lt(x, rcv_nxt_ + wnd); };
-  if (len == 0) return wnd == 0 ? seq == rcv_nxt_ : in_window(seq);
+  // A zero-length segment at the right edge is accepted (as Linux does): a peer whose window we
+  // filled exactly sends its ACKs there.
+  if (len == 0) return wnd == 0 ? seq == rcv_nxt_ : (in_window(seq) || seq == rcv_nxt_ + wnd);
   if (wnd == 0) return false;
   return in_window(seq) || in_window(seq + len - 1);
 }
