@@ -1,0 +1,80 @@
+#pragma once
+// The TCP layer of one stack: demultiplexes segments to connections by 4-tuple, runs listeners
+// (half-open connections capped at the backlog, so a SYN flood costs a bounded amount of memory;
+// no SYN cookies yet), answers segments that reach nothing with an RST (RFC 9293 3.10.7.1),
+// picks ephemeral ports and ISNs (RFC 6528), and frees connections the application released once
+// they are closed. Connections are allocated when created, never per segment.
+#include <deque>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "base/result.hpp"
+#include "stack/tcp/connection.hpp"
+#include "stack/tcp/isn.hpp"
+
+namespace weft::stack::tcp {
+
+struct TupleHash {
+  size_t operator()(const FourTuple& t) const {
+    uint64_t x = (uint64_t{t.local_ip.v} << 32 | t.remote_ip.v) * 0x9e3779b97f4a7c15ULL;
+    x ^= (uint64_t{t.local_port} << 16 | t.remote_port) * 0xc2b2ae3d27d4eb4fULL;
+    return static_cast<size_t>(x ^ (x >> 29));
+  }
+};
+
+struct TcpLayerStats {
+  uint64_t resets_sent = 0;      // answers to segments for no connection
+  uint64_t syns_dropped = 0;     // a listener's backlog was full
+  uint64_t connections_made = 0;
+};
+
+class TcpLayer {
+ public:
+  TcpLayer(const Config& cfg, const Clock& clock, SegmentSink& sink, uint64_t secret0, uint64_t secret1);
+
+  // Accepts connections to `port` on any local address; at most `backlog` half-open at a time.
+  Status listen(uint16_t port, size_t backlog = 128);
+  // The next established connection on `port` not yet accepted, or nullptr.
+  Connection* accept(uint16_t port);
+  // Active open from `local_ip` and a free ephemeral port.
+  Result<Connection*> connect(wire::Ipv4Addr local_ip, wire::Ipv4Addr remote_ip, uint16_t remote_port);
+
+  // A segment the IP layer received, already parsed and checksummed.
+  void input(wire::Ipv4Addr src, wire::Ipv4Addr dst, const wire::TcpSegment& seg);
+  void poll();
+  int64_t next_deadline() const;
+
+  // The application is done with `c`: it is freed once closed (TIME-WAIT runs its course first).
+  void release(Connection* c);
+
+  size_t connection_count() const { return conns_.size(); }
+  const TcpLayerStats& stats() const { return stats_; }
+  const Config& config() const { return cfg_; }
+
+ private:
+  struct Entry {
+    std::unique_ptr<Connection> conn;
+    uint16_t listener = 0;  // port of the listener that made it, 0 for active opens
+    bool queued = false;    // put on the listener's accept queue
+    bool released = false;
+  };
+  struct Listener {
+    size_t backlog = 0;
+    size_t half_open = 0;
+    std::deque<Connection*> ready;
+  };
+  void after_input(Entry& e);
+  void reap();
+
+  Config cfg_;
+  const Clock& clock_;
+  SegmentSink& sink_;
+  IsnGenerator isn_;
+  std::unordered_map<FourTuple, Entry, TupleHash> conns_;
+  std::unordered_map<uint16_t, Listener> listeners_;
+  uint16_t next_port_ = 49152;
+  TcpLayerStats stats_;
+};
+
+}  // namespace weft::stack::tcp
