@@ -35,9 +35,10 @@ struct Outbox : SegmentSink {
 
 void deliver(Outbox& from, TcpLayer& to) {
   while (!from.frames.empty()) {
-    wire::ParsedFrame f;
-    ASSERT_EQ(wire::parse_frame(from.frames.front(), f), wire::ParseError::ok);
+    const std::vector<uint8_t> frame = std::move(from.frames.front());
     from.frames.pop_front();
+    wire::ParsedFrame f;
+    ASSERT_EQ(wire::parse_frame(frame, f), wire::ParseError::ok);
     to.input(f.ip.src, f.ip.dst, f.tcp);
   }
 }

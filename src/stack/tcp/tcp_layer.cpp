@@ -23,7 +23,8 @@ Connection* TcpLayer::accept(uint16_t port) {
   return c;
 }
 
-Result<Connection*> TcpLayer::connect(wire::Ipv4Addr local_ip, wire::Ipv4Addr remote_ip, uint16_t remote_port) {
+Result<Connection*> TcpLayer::connect(wire::Ipv4Addr local_ip, wire::Ipv4Addr remote_ip,
+                                      uint16_t remote_port) {
   for (int tries = 0; tries < 16384; ++tries) {
     const uint16_t port = next_port_;
     next_port_ = next_port_ == 65535 ? 49152 : static_cast<uint16_t>(next_port_ + 1);
@@ -47,7 +48,8 @@ void TcpLayer::input(wire::Ipv4Addr src, wire::Ipv4Addr dst, const wire::TcpSegm
   }
   const uint8_t f = seg.h.flags;
   auto lit = listeners_.find(seg.h.dst_port);
-  if (lit != listeners_.end() && (f & wire::tcpflag::syn) && !(f & (wire::tcpflag::ack | wire::tcpflag::rst))) {
+  if (lit != listeners_.end() && (f & wire::tcpflag::syn) &&
+      !(f & (wire::tcpflag::ack | wire::tcpflag::rst))) {
     Listener& l = lit->second;
     if (l.half_open + l.ready.size() >= l.backlog) {
       ++stats_.syns_dropped;  // the peer retransmits its SYN; nothing is allocated for it

@@ -24,8 +24,8 @@ struct TupleHash {
 };
 
 struct TcpLayerStats {
-  uint64_t resets_sent = 0;      // answers to segments for no connection
-  uint64_t syns_dropped = 0;     // a listener's backlog was full
+  uint64_t resets_sent = 0;   // answers to segments for no connection
+  uint64_t syns_dropped = 0;  // a listener's backlog was full
   uint64_t connections_made = 0;
 };
 

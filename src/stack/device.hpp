@@ -1,0 +1,36 @@
+#pragma once
+// What the interface needs from a device (TAP, AF_PACKET, DPDK, or an in-memory pipe in tests):
+// frames in and out, one at a time, non-blocking, and what the device did about checksums.
+#include <cstdint>
+
+#include "base/result.hpp"
+#include "stack/wire/types.hpp"
+
+namespace weft::stack {
+
+struct RxInfo {
+  size_t len = 0;              // 0: nothing waiting
+  bool csum_verified = false;  // the transport checksum was checked by the device (or the sender is local)
+};
+
+// Checksum offload on transmit (virtio-net NEEDS_CSUM): the device sums from csum_start to the end
+// and stores the result at csum_start + csum_offset, starting from the partial sum already there.
+struct TxOffload {
+  bool needs_csum = false;
+  uint16_t csum_start = 0;
+  uint16_t csum_offset = 0;
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  // Copies the next frame (Ethernet header first) into `buf`.
+  virtual Result<RxInfo> receive(wire::MutBytes buf) = 0;
+  virtual Status transmit(wire::Bytes frame, const TxOffload& off = {}) = 0;
+  virtual wire::MacAddr mac() const = 0;
+  virtual size_t mtu() const = 0;  // IP packet size, without the Ethernet header
+  virtual bool tx_csum_offload() const { return false; }
+  virtual int fd() const { return -1; }  // readable when frames wait, for epoll; -1 if none
+};
+
+}  // namespace weft::stack

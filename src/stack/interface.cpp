@@ -1,0 +1,291 @@
+#include "stack/interface.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "base/random.hpp"
+#include "stack/wire/checksum.hpp"
+
+namespace weft::stack {
+
+namespace {
+constexpr size_t kL2 = wire::kEthernetHeader;
+constexpr size_t kL3 = kL2 + wire::kIpv4Header;
+
+uint64_t or_random(uint64_t v) { return v != 0 ? v : random_u64(); }
+}  // namespace
+
+Interface::Interface(Device& dev, const Clock& clock, const IfaceConfig& cfg)
+    : dev_(dev),
+      clock_(clock),
+      cfg_(cfg),
+      rx_(kL2 + wire::kIpv4MaxPacket + 64),
+      tx_(kL2 + wire::kIpv4MaxPacket),
+      tcp_(cfg.tcp, clock, *this, or_random(cfg.secret0 | cfg.secret1 ? cfg.secret0 : 0),
+           or_random(cfg.secret0 | cfg.secret1 ? cfg.secret1 : 0)) {
+  for (auto& p : parked_) p.frame.resize(kL2 + dev.mtu());
+}
+
+bool Interface::is_ours(wire::Ipv4Addr dst) const {
+  const uint32_t mask = cfg_.prefix_len == 0 ? 0 : ~uint32_t{0} << (32 - cfg_.prefix_len);
+  return dst == cfg_.ip || dst.is_broadcast() || (cfg_.prefix_len < 31 && dst.v == (cfg_.ip.v | ~mask));
+}
+
+bool Interface::next_hop(wire::Ipv4Addr dst, wire::Ipv4Addr& hop) const {
+  const uint32_t mask = cfg_.prefix_len == 0 ? 0 : ~uint32_t{0} << (32 - cfg_.prefix_len);
+  if ((dst.v & mask) == (cfg_.ip.v & mask) || dst.is_broadcast()) {
+    hop = dst;
+    return true;
+  }
+  if (cfg_.gateway.is_unspecified()) return false;
+  hop = cfg_.gateway;
+  return true;
+}
+
+size_t Interface::poll_rx(size_t budget) {
+  size_t n = 0;
+  for (; n < budget; ++n) {
+    auto r = dev_.receive(rx_);
+    if (!r) {
+      ++stats_.rx_bad;
+      break;
+    }
+    if (r->len == 0) break;
+    ++stats_.rx_frames;
+    handle_frame(wire::Bytes(rx_.data(), r->len), r->csum_verified);
+  }
+  return n;
+}
+
+void Interface::handle_frame(wire::Bytes frame, bool csum_ok) {
+  wire::EthernetFrame eth;
+  if (wire::parse_ethernet(frame, eth) != wire::ParseError::ok) {
+    ++stats_.rx_bad;
+    return;
+  }
+  if (!(eth.dst == dev_.mac() || eth.dst.is_broadcast())) {
+    ++stats_.rx_not_ours;
+    return;
+  }
+  if (eth.ethertype == wire::ethertype::arp) {
+    wire::ArpPacket a;
+    if (wire::parse_arp(eth.payload, a) != wire::ParseError::ok) {
+      ++stats_.rx_bad;
+      return;
+    }
+    handle_arp(a);
+    return;
+  }
+  if (eth.ethertype != wire::ethertype::ipv4) {
+    ++stats_.rx_not_ours;
+    return;
+  }
+  wire::Ipv4Packet ip;
+  if (wire::parse_ipv4(eth.payload, ip) != wire::ParseError::ok) {
+    ++stats_.rx_bad;
+    return;
+  }
+  if (!is_ours(ip.dst)) {
+    ++stats_.rx_not_ours;  // no forwarding
+    return;
+  }
+  if (ip.is_fragment()) {
+    wire::Bytes whole;
+    if (reasm_.feed(ip, clock_.now_ns(), whole) == wire::Ipv4Reassembler::Outcome::complete)
+      handle_l4(ip, whole, false);  // a device cannot have verified a reassembled datagram
+    return;
+  }
+  handle_l4(ip, ip.payload, csum_ok);
+}
+
+void Interface::handle_arp(const wire::ArpPacket& a) {
+  if (a.sender_ip.is_unspecified() || a.sender_mac.is_multicast()) return;
+  const int64_t now = clock_.now_ns();
+  // RFC 826: update an existing entry from any packet; add one only when we are the target.
+  const bool for_us = a.target_ip == cfg_.ip;
+  if (for_us || arp_.has(a.sender_ip)) arp_.insert(a.sender_ip, a.sender_mac, now);
+  if (for_us && a.op == wire::ArpOp::request)
+    send_arp(wire::ArpOp::reply, a.sender_mac, a.sender_ip, a.sender_mac);
+  // Frames that waited for this address can go now.
+  wire::MacAddr mac;
+  if (!arp_.lookup(a.sender_ip, now, mac)) return;
+  for (auto& p : parked_) {
+    if (!p.used || p.hop != a.sender_ip) continue;
+    wire::emit_ethernet(p.frame, mac, dev_.mac(), wire::ethertype::ipv4);
+    transmit(wire::Bytes(p.frame.data(), p.len), p.off);
+    p.used = false;
+  }
+}
+
+void Interface::handle_l4(const wire::Ipv4Packet& ip, wire::Bytes payload, bool csum_ok) {
+  switch (ip.protocol) {
+    case wire::ipproto::tcp: {
+      wire::TcpSegment seg;
+      if (wire::parse_tcp(payload, ip.src, ip.dst, seg, !csum_ok) != wire::ParseError::ok) {
+        ++stats_.rx_bad;
+        return;
+      }
+      if (ip.dst != cfg_.ip) return;  // no TCP to broadcast addresses
+      tcp_.input(ip.src, ip.dst, seg);
+      return;
+    }
+    case wire::ipproto::icmp: {
+      wire::IcmpMessage m;
+      if (wire::parse_icmp(payload, m) != wire::ParseError::ok) {
+        ++stats_.rx_bad;
+        return;
+      }
+      if (m.type == wire::icmptype::echo_reply) {
+        if (echo_fn_) echo_fn_(ip.src, m.ident, m.seq, m.payload.size());
+        return;
+      }
+      if (m.type != wire::icmptype::echo_request || m.code != 0 || ip.dst != cfg_.ip) return;
+      if (kL3 + wire::kIcmpHeader + m.payload.size() > kL2 + dev_.mtu()) return;  // we do not fragment
+      std::memcpy(tx_.data() + kL3 + wire::kIcmpHeader, m.payload.data(), m.payload.size());
+      wire::emit_icmp(wire::MutBytes(tx_).subspan(kL3), wire::icmptype::echo_reply, 0, m.ident, m.seq,
+                      m.payload.size());
+      wire::Ipv4Emit h;
+      h.src = cfg_.ip;
+      h.dst = ip.src;
+      h.protocol = wire::ipproto::icmp;
+      h.ident = next_ident();
+      h.dont_fragment = false;
+      const size_t l4 = wire::kIcmpHeader + m.payload.size();
+      wire::emit_ipv4(wire::MutBytes(tx_).subspan(kL2), h, l4);
+      ++stats_.echo_replies;
+      send_ipv4(ip.src, wire::kIpv4Header + l4, {});
+      return;
+    }
+    case wire::ipproto::udp: {
+      wire::UdpDatagram d;
+      if (wire::parse_udp(payload, ip.src, ip.dst, d, !csum_ok) != wire::ParseError::ok) {
+        ++stats_.rx_bad;
+        return;
+      }
+      ++stats_.udp_received;  // no UDP sockets yet
+      return;
+    }
+    default:
+      ++stats_.rx_not_ours;
+  }
+}
+
+Status Interface::ping(wire::Ipv4Addr dst, uint16_t ident, uint16_t seq, size_t payload_len) {
+  if (kL3 + wire::kIcmpHeader + payload_len > kL2 + dev_.mtu())
+    return fail("ping: {} bytes exceed the MTU", payload_len);
+  for (size_t i = 0; i < payload_len; ++i) tx_[kL3 + wire::kIcmpHeader + i] = static_cast<uint8_t>(i);
+  wire::emit_icmp(wire::MutBytes(tx_).subspan(kL3), wire::icmptype::echo_request, 0, ident, seq, payload_len);
+  wire::Ipv4Emit h;
+  h.src = cfg_.ip;
+  h.dst = dst;
+  h.protocol = wire::ipproto::icmp;
+  h.ident = next_ident();
+  wire::emit_ipv4(wire::MutBytes(tx_).subspan(kL2), h, wire::kIcmpHeader + payload_len);
+  wire::Ipv4Addr hop;
+  if (!next_hop(dst, hop)) return fail("ping: no route to {}", dst.v);
+  send_ipv4(dst, wire::kIpv4Header + wire::kIcmpHeader + payload_len, {});
+  return {};
+}
+
+void Interface::send_segment(const tcp::FourTuple& t, const wire::TcpHeader& h, wire::Bytes p1,
+                             wire::Bytes p2) {
+  const size_t hlen = wire::tcp_header_len(h);
+  const size_t plen = p1.size() + p2.size();
+  if (kL3 + hlen + plen > kL2 + dev_.mtu()) {
+    ++stats_.tx_errors;  // TCP's MSS comes from the MTU, so this is a configuration error
+    return;
+  }
+  uint8_t* l4 = tx_.data() + kL3;
+  if (!p1.empty()) std::memcpy(l4 + hlen, p1.data(), p1.size());
+  if (!p2.empty()) std::memcpy(l4 + hlen + p1.size(), p2.data(), p2.size());
+  const bool offload = dev_.tx_csum_offload();
+  wire::emit_tcp(wire::MutBytes(l4, hlen + plen), h, t.local_ip, t.remote_ip, plen,
+                 offload ? wire::Csum::partial : wire::Csum::full);
+  wire::Ipv4Emit ip;
+  ip.src = t.local_ip;
+  ip.dst = t.remote_ip;
+  ip.protocol = wire::ipproto::tcp;
+  ip.ident = next_ident();
+  wire::emit_ipv4(wire::MutBytes(tx_).subspan(kL2), ip, hlen + plen);
+  TxOffload off;
+  if (offload) off = {true, static_cast<uint16_t>(kL3), 16};
+  send_ipv4(t.remote_ip, wire::kIpv4Header + hlen + plen, off);
+}
+
+void Interface::send_ipv4(wire::Ipv4Addr dst, size_t ip_len, const TxOffload& off) {
+  wire::Ipv4Addr hop;
+  if (!next_hop(dst, hop)) {
+    ++stats_.no_route;
+    return;
+  }
+  const int64_t now = clock_.now_ns();
+  wire::MacAddr mac = wire::MacAddr::broadcast();
+  if (!hop.is_broadcast() && !arp_.lookup(hop, now, mac)) {
+    // Park the frame until the reply comes; the oldest parked frame makes room if needed.
+    Parked* slot = &parked_[0];
+    for (auto& p : parked_) {
+      if (!p.used) {
+        slot = &p;
+        break;
+      }
+      if (p.since < slot->since) slot = &p;
+    }
+    if (slot->used) ++stats_.parked_dropped;
+    slot->used = true;
+    slot->hop = hop;
+    slot->since = now;
+    slot->len = kL2 + ip_len;
+    slot->off = off;
+    std::memcpy(slot->frame.data(), tx_.data(), kL2 + ip_len);
+    if (arp_.may_request(hop, now))
+      send_arp(wire::ArpOp::request, wire::MacAddr::broadcast(), hop, wire::MacAddr{});
+    return;
+  }
+  wire::emit_ethernet(tx_, mac, dev_.mac(), wire::ethertype::ipv4);
+  transmit(wire::Bytes(tx_.data(), kL2 + ip_len), off);
+}
+
+void Interface::send_arp(wire::ArpOp op, const wire::MacAddr& dst_mac, wire::Ipv4Addr target_ip,
+                         const wire::MacAddr& target_mac) {
+  uint8_t buf[kL2 + wire::kArpSize];
+  const wire::ArpPacket a{op, dev_.mac(), cfg_.ip, target_mac, target_ip};
+  wire::build_arp_frame(buf, dst_mac, a);
+  if (op == wire::ArpOp::request)
+    ++stats_.arp_requests;
+  else
+    ++stats_.arp_replies;
+  transmit(wire::Bytes(buf, sizeof buf), {});
+}
+
+void Interface::transmit(wire::Bytes frame, const TxOffload& off) {
+  if (dev_.transmit(frame, off)) {
+    ++stats_.tx_frames;
+  } else {
+    ++stats_.tx_errors;
+  }
+}
+
+void Interface::poll_timers() {
+  const int64_t now = clock_.now_ns();
+  tcp_.poll();
+  reasm_.expire(now);
+  for (auto& p : parked_) {
+    if (!p.used) continue;
+    if (now - p.since > 3 * kSec) {  // no answer: give up, TCP retransmits later
+      p.used = false;
+      ++stats_.parked_dropped;
+    } else if (arp_.may_request(p.hop, now)) {
+      send_arp(wire::ArpOp::request, wire::MacAddr::broadcast(), p.hop, wire::MacAddr{});
+    }
+  }
+}
+
+int64_t Interface::next_deadline() const {
+  int64_t d = tcp_.next_deadline();
+  for (const auto& p : parked_)
+    if (p.used) d = std::min(d, clock_.now_ns() + 100 * kMs);
+  return d;
+}
+
+}  // namespace weft::stack

@@ -1,0 +1,98 @@
+#pragma once
+// One IPv4 interface on one device: ARP (answers for its address, resolves next hops, parks a
+// few frames while it does), IPv4 with reassembly, routing to the local subnet or one gateway,
+// ICMP echo (answers pings, sends its own), and the TCP layer above it. UDP is parsed and counted
+// but has no sockets yet. Single-threaded and poll-driven: poll_rx() reads frames, poll_timers()
+// runs timers, next_deadline() says when. Frames are built in one preallocated buffer and the
+// transport checksum is left to the device when it offers that.
+#include <array>
+#include <functional>
+#include <vector>
+
+#include "stack/arp_cache.hpp"
+#include "stack/clock.hpp"
+#include "stack/device.hpp"
+#include "stack/tcp/tcp_layer.hpp"
+#include "stack/wire/frame.hpp"
+#include "stack/wire/ipv4_reassembly.hpp"
+
+namespace weft::stack {
+
+struct IfaceConfig {
+  wire::Ipv4Addr ip;
+  uint8_t prefix_len = 24;
+  wire::Ipv4Addr gateway;  // unspecified: only the local subnet is reachable
+  tcp::Config tcp;
+  uint64_t secret0 = 0, secret1 = 0;  // ISN secret; 0 and 0 take one from the kernel
+};
+
+struct IfaceStats {
+  uint64_t rx_frames = 0;
+  uint64_t tx_frames = 0;
+  uint64_t rx_bad = 0;        // failed to parse (truncated, bad checksum, ...)
+  uint64_t rx_not_ours = 0;   // another address, another EtherType
+  uint64_t arp_requests = 0;  // sent
+  uint64_t arp_replies = 0;   // sent
+  uint64_t echo_replies = 0;  // sent
+  uint64_t no_route = 0;
+  uint64_t parked_dropped = 0;  // frames waiting for ARP that had to be given up
+  uint64_t udp_received = 0;
+  uint64_t tx_errors = 0;
+};
+
+class Interface final : public tcp::SegmentSink {
+ public:
+  Interface(Device& dev, const Clock& clock, const IfaceConfig& cfg);
+
+  size_t poll_rx(size_t budget = 64);
+  void poll_timers();
+  int64_t next_deadline() const;
+
+  tcp::TcpLayer& tcp() { return tcp_; }
+  wire::Ipv4Addr ip() const { return cfg_.ip; }
+  const IfaceStats& stats() const { return stats_; }
+
+  // Sends an ICMP echo request with `payload_len` bytes of pattern.
+  Status ping(wire::Ipv4Addr dst, uint16_t ident, uint16_t seq, size_t payload_len);
+  using EchoReplyFn = std::function<void(wire::Ipv4Addr from, uint16_t ident, uint16_t seq, size_t len)>;
+  void on_echo_reply(EchoReplyFn f) { echo_fn_ = std::move(f); }
+
+  void send_segment(const tcp::FourTuple& t, const wire::TcpHeader& h, wire::Bytes p1,
+                    wire::Bytes p2) override;
+
+ private:
+  struct Parked {
+    bool used = false;
+    wire::Ipv4Addr hop;
+    int64_t since = 0;
+    size_t len = 0;
+    TxOffload off;
+    std::vector<uint8_t> frame;
+  };
+  void handle_frame(wire::Bytes frame, bool csum_ok);
+  void handle_arp(const wire::ArpPacket& a);
+  void handle_l4(const wire::Ipv4Packet& ip, wire::Bytes payload, bool csum_ok);
+  bool is_ours(wire::Ipv4Addr dst) const;
+  bool next_hop(wire::Ipv4Addr dst, wire::Ipv4Addr& hop) const;
+  // Sends the IPv4 packet of `ip_len` bytes at tx_[14...] (its header already written).
+  void send_ipv4(wire::Ipv4Addr dst, size_t ip_len, const TxOffload& off);
+  void send_arp(wire::ArpOp op, const wire::MacAddr& dst_mac, wire::Ipv4Addr target_ip,
+                const wire::MacAddr& target_mac);
+  void transmit(wire::Bytes frame, const TxOffload& off);
+  uint16_t next_ident() { return ident_++; }
+
+  Device& dev_;
+  const Clock& clock_;
+  IfaceConfig cfg_;
+  IfaceStats stats_;
+  ArpCache arp_;
+  wire::Ipv4Reassembler reasm_;
+  std::vector<uint8_t> rx_;
+  std::vector<uint8_t> tx_;
+  std::array<Parked, 16> parked_;
+  uint16_t ident_ = 1;
+  EchoReplyFn echo_fn_;
+  tcp::TcpLayer tcp_;
+};
+
+}  // namespace weft::stack
