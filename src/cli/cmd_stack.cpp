@@ -1,0 +1,432 @@
+// `weft stack ping|echo|serve|connect`: weft's user-space TCP/IP stack (src/stack) on a TAP
+// device. The stack owns the Ethernet end of the TAP and its own IP (--ip); the kernel end is an
+// ordinary interface that --kernel-ip configures (optionally after moving it into --netns), so
+// kernel programs there talk to the stack. Starting prints the interface, MAC and IP taken and
+// what to undo: nothing, because the TAP is not persistent and vanishes (with the addresses set
+// on it) when weft exits, also on SIGINT/SIGTERM.
+//
+//   ping DEST [-c N] [-i S] [-s BYTES]   ICMP echo from the stack
+//   echo [--port 7]                      echo every byte back (and answer pings) until -t or a signal
+//   serve [--port 5201]                  iperf-like server: each connection's first byte says which
+//                                        way data goes ('S' the client sends, 'R' the server sends)
+//   connect SERVER [-t S] [-P N] [-R] [--json]   iperf-like client, a line per second and a summary
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <poll.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "base/clock.hpp"
+#include "base/signals.hpp"
+#include "cli/command_registry.hpp"
+#include "stack/interface.hpp"
+#include "stack/tap_device.hpp"
+
+namespace {
+
+using namespace weft;
+using namespace weft::stack;
+
+std::atomic<bool> g_stop{false};
+
+struct Common {
+  std::string tap = "weft0";
+  std::string ip;         // A.B.C.D/P for the stack
+  std::string gateway;    // optional
+  std::string kernel_ip;  // A.B.C.D/P to put on the kernel end (optional)
+  std::string netns;      // move the kernel end into this namespace first (optional)
+  bool no_vnet_hdr = false;
+  bool nagle = false;
+  double seconds = 0;  // 0: until a signal (echo, serve) or 10 s (connect)
+};
+
+bool parse_cidr(const std::string& s, wire::Ipv4Addr& ip, uint8_t& prefix) {
+  const auto slash = s.find('/');
+  const std::string a = s.substr(0, slash);
+  in_addr in{};
+  if (inet_pton(AF_INET, a.c_str(), &in) != 1) return false;
+  ip.v = ntohl(in.s_addr);
+  prefix = 32;
+  if (slash != std::string::npos) {
+    const int p = std::atoi(s.c_str() + slash + 1);
+    if (p < 0 || p > 32) return false;
+    prefix = static_cast<uint8_t>(p);
+  }
+  return true;
+}
+
+std::string ip_str(wire::Ipv4Addr a) {
+  return fmt::format("{}.{}.{}.{}", a.v >> 24, (a.v >> 16) & 255, (a.v >> 8) & 255, a.v & 255);
+}
+std::string mac_str(const wire::MacAddr& m) {
+  return fmt::format("{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", m.b[0], m.b[1], m.b[2], m.b[3], m.b[4],
+                     m.b[5]);
+}
+
+int run_cmd(const std::string& cmd) {
+  const int rc = std::system(cmd.c_str());
+  if (rc != 0) fmt::print(stderr, "weft stack: `{}` failed ({})\n", cmd, rc);
+  return rc;
+}
+
+// The TAP, its configuration and the interface on it.
+struct Session {
+  std::unique_ptr<TapDevice> dev;
+  MonotonicClock clock;
+  std::unique_ptr<Interface> iface;
+
+  Status open(const Common& c) {
+    IfaceConfig cfg;
+    if (!parse_cidr(c.ip, cfg.ip, cfg.prefix_len)) return fail("--ip wants A.B.C.D/P, got '{}'", c.ip);
+    uint8_t ignored = 0;
+    if (!c.gateway.empty() && !parse_cidr(c.gateway, cfg.gateway, ignored))
+      return fail("--gateway wants A.B.C.D, got '{}'", c.gateway);
+    cfg.tcp.nagle = c.nagle;
+    auto d = TapDevice::open({c.tap, !c.no_vnet_hdr, 1500, {}});
+    if (!d) return std::unexpected(d.error());
+    dev = std::move(*d);
+    const std::string in_ns = c.netns.empty() ? "" : "ip netns exec " + c.netns + " ";
+    if (!c.netns.empty() && run_cmd(fmt::format("ip link set {} netns {}", dev->name(), c.netns)) != 0)
+      return fail("could not move {} into netns {}", dev->name(), c.netns);
+    if (!c.kernel_ip.empty()) {
+      if (run_cmd(fmt::format("{}ip addr add {} dev {}", in_ns, c.kernel_ip, dev->name())) != 0 ||
+          run_cmd(fmt::format("{}ip link set {} up", in_ns, dev->name())) != 0)
+        return fail("could not configure {}", dev->name());
+    }
+    iface = std::make_unique<Interface>(*dev, clock, cfg);
+    fmt::print(stderr,
+               "weft stack: took TAP {} (vnet_hdr {}){}; stack MAC {} IP {}/{}{}; kernel end {}.\n"
+               "weft stack: nothing to undo: the TAP and any address on it go away when weft exits.\n",
+               dev->name(), c.no_vnet_hdr ? "off" : "on", c.netns.empty() ? "" : " in netns " + c.netns,
+               mac_str(dev->mac()), ip_str(cfg.ip), cfg.prefix_len,
+               c.gateway.empty() ? "" : ", gateway " + c.gateway,
+               c.kernel_ip.empty() ? "left unconfigured (bring it up and address it yourself)" : c.kernel_ip);
+    return {};
+  }
+
+  // Runs the stack until `until_ns` (mono) or a signal, calling `app` after every wake-up.
+  template <typename App>
+  void run(int64_t until_ns, App&& app) {
+    pollfd p{dev->fd(), POLLIN, 0};
+    while (!g_stop.load(std::memory_order_relaxed)) {
+      const int64_t now = clock.now_ns();
+      if (now >= until_ns) break;
+      iface->poll_rx(256);
+      iface->poll_timers();
+      if (!app()) break;
+      iface->poll_timers();
+      const int64_t next = std::min(iface->next_deadline(), until_ns);
+      const int64_t wait_ms = std::clamp<int64_t>((next - clock.now_ns() + 999'999) / 1'000'000, 0, 100);
+      ::poll(&p, 1, static_cast<int>(wait_ms));
+    }
+  }
+};
+
+void add_common(CLI::App* sub, Common& c) {
+  sub->add_option("--tap", c.tap, "TAP interface name to create")->capture_default_str();
+  sub->add_option("--ip", c.ip, "the stack's address, A.B.C.D/P")->required();
+  sub->add_option("--gateway", c.gateway, "next hop for addresses off the subnet");
+  sub->add_option("--kernel-ip", c.kernel_ip, "address A.B.C.D/P to give the kernel end of the TAP");
+  sub->add_option("--netns", c.netns, "move the kernel end into this network namespace first");
+  sub->add_flag("--no-vnet-hdr", c.no_vnet_hdr, "plain frames: the stack computes every checksum");
+  sub->add_flag("--nagle", c.nagle, "turn Nagle's algorithm on (off by default, like TCP_NODELAY)");
+  sub->add_option("-t,--time", c.seconds, "seconds to run");
+}
+
+int fail_with(const Error& e) {
+  fmt::print(stderr, "weft stack: {}\n", e.message);
+  return 1;
+}
+
+// ---- ping ----
+int run_ping(const Common& c, const std::string& dest, int count, double interval, size_t size) {
+  Session s;
+  if (auto st = s.open(c); !st) return fail_with(st.error());
+  wire::Ipv4Addr dst;
+  uint8_t prefix = 0;
+  if (!parse_cidr(dest, dst, prefix)) return fail_with(Error{"bad destination " + dest});
+  std::vector<int64_t> sent_at(static_cast<size_t>(count), 0);
+  int received = 0, sent = 0;
+  s.iface->on_echo_reply([&](wire::Ipv4Addr from, uint16_t, uint16_t seq, size_t len) {
+    if (seq == 0 || seq > sent || sent_at[seq - 1] == 0) return;
+    fmt::print("{} bytes from {}: icmp_seq={} time={:.3f} ms\n", len + 8, ip_str(from), seq,
+               (s.clock.now_ns() - sent_at[seq - 1]) / 1e6);
+    sent_at[seq - 1] = 0;
+    ++received;
+  });
+  const auto ident = static_cast<uint16_t>(getpid());
+  int64_t next = s.clock.now_ns();
+  const int64_t end = next + static_cast<int64_t>((count * interval + 2) * 1e9);
+  s.run(end, [&] {
+    const int64_t now = s.clock.now_ns();
+    if (sent < count && now >= next) {
+      sent_at[static_cast<size_t>(sent)] = now;
+      ++sent;
+      if (auto st = s.iface->ping(dst, ident, static_cast<uint16_t>(sent), size); !st) fail_with(st.error());
+      next = now + static_cast<int64_t>(interval * 1e9);
+    }
+    return received < count;
+  });
+  fmt::print("{} packets transmitted, {} received\n", sent, received);
+  return received > 0 ? 0 : 1;
+}
+
+// ---- echo / serve ----
+struct ServerConn {
+  tcp::Connection* c = nullptr;
+  char mode = 0;  // serve: 'S' or 'R' once the first byte came
+  uint64_t bytes = 0;
+};
+
+int run_server(const Common& c, uint16_t port, bool echo) {
+  Session s;
+  if (auto st = s.open(c); !st) return fail_with(st.error());
+  if (auto st = s.iface->tcp().listen(port, 1024); !st) return fail_with(st.error());
+  fmt::print(stderr, "weft stack: {} on {}:{}\n", echo ? "echo" : "serving", c.ip.substr(0, c.ip.find('/')),
+             port);
+  std::vector<ServerConn> conns;
+  std::vector<uint8_t> buf(256 * 1024), pattern(256 * 1024);
+  for (size_t i = 0; i < pattern.size(); ++i) pattern[i] = static_cast<uint8_t>(i * 7);
+  const int64_t until = c.seconds > 0 ? s.clock.now_ns() + static_cast<int64_t>(c.seconds * 1e9) : INT64_MAX;
+  s.run(until, [&] {
+    auto& tcpl = s.iface->tcp();
+    while (tcp::Connection* n = tcpl.accept(port)) {
+      n->set_nagle(c.nagle);
+      conns.push_back({n});
+    }
+    for (auto& sc : conns) {
+      tcp::Connection& k = *sc.c;
+      if (echo) {
+        for (size_t n; (n = std::min(k.readable(), k.send_space())) > 0;) {
+          n = k.recv(wire::MutBytes(buf.data(), std::min(n, buf.size())));
+          k.send(wire::Bytes(buf.data(), n));
+          sc.bytes += n;
+        }
+      } else {
+        if (sc.mode == 0 && k.readable() > 0) {
+          uint8_t m = 0;
+          k.recv(wire::MutBytes(&m, 1));
+          sc.mode = static_cast<char>(m);
+        }
+        if (sc.mode == 'R') {
+          while (k.send_space() > 0 && !k.peer_closed()) {
+            const size_t n = k.send(wire::Bytes(pattern.data(), std::min(k.send_space(), pattern.size())));
+            sc.bytes += n;
+            if (n == 0) break;
+          }
+        }
+        for (size_t n; (n = k.recv(buf)) > 0;) sc.bytes += n;  // 'S': discard
+      }
+      if (k.peer_closed() && (k.state() == tcp::State::close_wait)) k.close();
+    }
+    std::erase_if(conns, [&](const ServerConn& sc) {
+      if (!sc.c->is_closed() && sc.c->state() != tcp::State::time_wait) return false;
+      fmt::print(stderr, "weft stack: connection from {}:{} done, {} bytes, {} retransmits\n",
+                 ip_str(sc.c->tuple().remote_ip), sc.c->tuple().remote_port, sc.bytes,
+                 sc.c->stats().retransmits);
+      tcpl.release(sc.c);
+      return true;
+    });
+    return true;
+  });
+  return 0;
+}
+
+// ---- connect --echo-check N: N bytes to an echo server, every byte checked on its way back ----
+int run_echo_check(const Common& c, const std::string& server, uint16_t port, size_t total) {
+  Session s;
+  if (auto st = s.open(c); !st) return fail_with(st.error());
+  wire::Ipv4Addr dst;
+  uint8_t prefix = 0;
+  if (!parse_cidr(server, dst, prefix)) return fail_with(Error{"bad server address " + server});
+  auto k = s.iface->tcp().connect(s.iface->ip(), dst, port);
+  if (!k) return fail_with(k.error());
+  tcp::Connection& conn = **k;
+  auto byte = [](size_t i) { return static_cast<uint8_t>((i * 2654435761u) >> 13); };
+  std::vector<uint8_t> buf(256 * 1024);
+  size_t sent = 0, got = 0;
+  bool bad = false;
+  const int64_t t0 = s.clock.now_ns();
+  const double limit = c.seconds > 0 ? c.seconds : 120;
+  s.run(t0 + static_cast<int64_t>(limit * 1e9), [&] {
+    if (conn.is_closed()) return false;
+    if (!conn.connected()) return true;
+    while (sent < total && conn.send_space() > 0) {
+      const size_t n = std::min({buf.size(), total - sent, conn.send_space()});
+      for (size_t i = 0; i < n; ++i) buf[i] = byte(sent + i);
+      sent += conn.send(wire::Bytes(buf.data(), n));
+    }
+    for (size_t n; (n = conn.recv(buf)) > 0; got += n)
+      for (size_t i = 0; i < n && !bad; ++i) bad = buf[i] != byte(got + i);
+    if (bad) return false;
+    if (got == total && conn.state() == tcp::State::established) conn.close();
+    return !(got == total && (conn.state() == tcp::State::time_wait ||
+                              conn.state() == tcp::State::fin_wait_2 || conn.is_closed()));
+  });
+  const double secs = (s.clock.now_ns() - t0) / 1e9;
+  fmt::print(
+      "{{\"bytes\":{},\"echoed\":{},\"match\":{},\"seconds\":{:.3f},\"retransmits\":{},\"timeouts\":{},"
+      "\"fast_retransmits\":{},\"state\":\"{}\",\"reason\":\"{}\"}}\n",
+      total, got, !bad && got == total, secs, conn.stats().retransmits, conn.stats().timeouts,
+      conn.stats().fast_retransmits, tcp::to_string(conn.state()), tcp::to_string(conn.close_reason()));
+  return !bad && got == total ? 0 : 1;
+}
+
+// ---- connect ----
+int run_client(const Common& c, const std::string& server, uint16_t port, int streams, bool reverse,
+               bool json) {
+  Session s;
+  if (auto st = s.open(c); !st) return fail_with(st.error());
+  wire::Ipv4Addr dst;
+  uint8_t prefix = 0;
+  if (!parse_cidr(server, dst, prefix)) return fail_with(Error{"bad server address " + server});
+  std::vector<tcp::Connection*> conns;
+  for (int i = 0; i < streams; ++i) {
+    auto k = s.iface->tcp().connect(s.iface->ip(), dst, port);
+    if (!k) return fail_with(k.error());
+    (*k)->set_nagle(c.nagle);
+    conns.push_back(*k);
+  }
+  std::vector<bool> said(conns.size(), false);
+  std::vector<uint8_t> buf(256 * 1024), pattern(256 * 1024);
+  for (size_t i = 0; i < pattern.size(); ++i) pattern[i] = static_cast<uint8_t>(i * 7);
+  const double seconds = c.seconds > 0 ? c.seconds : 10;
+  int64_t start = 0, last_tick = 0;
+  uint64_t total = 0, interval_bytes = 0;
+  nlohmann::json intervals = nlohmann::json::array();
+  bool closing = false, failed = false;
+  s.run(s.clock.now_ns() + static_cast<int64_t>((seconds + 30) * 1e9), [&] {
+    const int64_t now = s.clock.now_ns();
+    size_t open = 0;
+    for (size_t i = 0; i < conns.size(); ++i) {
+      tcp::Connection& k = *conns[i];
+      if (k.is_closed() && k.close_reason() != tcp::CloseReason::none) failed = true;
+      if (!k.connected()) continue;
+      if (start == 0) start = last_tick = now;
+      if (!said[i]) {
+        const uint8_t m = reverse ? 'R' : 'S';
+        said[i] = k.send(wire::Bytes(&m, 1)) == 1;
+      }
+      if (!closing && !reverse) {
+        while (k.send_space() > 0) {
+          const size_t n = k.send(wire::Bytes(pattern.data(), std::min(k.send_space(), pattern.size())));
+          total += n;
+          interval_bytes += n;
+          if (n == 0) break;
+        }
+      }
+      for (size_t n; (n = k.recv(buf)) > 0;) {
+        total += n;
+        interval_bytes += n;
+      }
+      if (k.state() != tcp::State::time_wait) ++open;
+    }
+    if (failed) return false;
+    if (start != 0 && now - last_tick >= 1'000'000'000) {
+      const double secs = (now - last_tick) / 1e9;
+      const double t0 = (last_tick - start) / 1e9;
+      if (!json)
+        fmt::print("[{:5.1f}-{:5.1f} s] {:10.2f} MB {:8.3f} Gb/s\n", t0, t0 + secs, interval_bytes / 1e6,
+                   interval_bytes * 8 / secs / 1e9);
+      intervals.push_back({{"start", t0},
+                           {"seconds", secs},
+                           {"bytes", interval_bytes},
+                           {"bits_per_second", interval_bytes * 8 / secs}});
+      interval_bytes = 0;
+      last_tick = now;
+    }
+    if (!closing && start != 0 && now - start >= static_cast<int64_t>(seconds * 1e9)) {
+      closing = true;
+      for (auto* k : conns) k->close();
+    }
+    return !(closing && open == 0) || std::any_of(conns.begin(), conns.end(), [](auto* k) {
+      return k->state() != tcp::State::time_wait && !k->is_closed();
+    });
+  });
+  const double elapsed = start ? (s.clock.now_ns() - start) / 1e9 : 0;
+  uint64_t rtx = 0;
+  for (auto* k : conns) rtx += k->stats().retransmits;
+  if (json) {
+    nlohmann::json j{{"streams", streams},
+                     {"reverse", reverse},
+                     {"bytes", total},
+                     {"seconds", elapsed},
+                     {"bits_per_second", elapsed > 0 ? total * 8 / elapsed : 0},
+                     {"retransmits", rtx},
+                     {"intervals", intervals},
+                     {"ok", !failed && start != 0}};
+    fmt::print("{}\n", j.dump());
+  } else {
+    fmt::print("total {:.2f} MB in {:.2f} s = {:.3f} Gb/s, {} retransmits{}\n", total / 1e6, elapsed,
+               elapsed > 0 ? total * 8 / elapsed / 1e9 : 0, rtx, failed ? " (a connection failed)" : "");
+  }
+  return failed || start == 0 ? 1 : 0;
+}
+
+weft::cli::Registrar reg{[](weft::cli::Root& root) {
+  auto* st = root.app.add_subcommand("stack", "weft's user-space TCP/IP stack on a TAP device");
+  st->require_subcommand(1);
+  static Common c;
+  static std::string dest;
+  static int count = 4, streams = 1;
+  static double interval = 1;
+  static size_t size = 56;
+  static uint16_t port = 0;
+  static bool reverse = false, json = false;
+  auto stop = [] { weft::on_stop_signal([] { g_stop.store(true); }); };
+
+  auto* ping = st->add_subcommand("ping", "ICMP echo from the stack");
+  add_common(ping, c);
+  ping->add_option("dest", dest, "address to ping")->required();
+  ping->add_option("-c", count, "echo requests to send")->capture_default_str();
+  ping->add_option("-i", interval, "seconds between requests")->capture_default_str();
+  ping->add_option("-s", size, "payload bytes")->capture_default_str();
+  ping->callback([=] {
+    stop();
+    weft::cli::set_exit_code(run_ping(c, dest, std::max(count, 1), interval, size));
+  });
+
+  auto* echo = st->add_subcommand("echo", "TCP echo server (and ping responder)");
+  add_common(echo, c);
+  echo->add_option("--port", port, "TCP port (default 7)");
+  echo->callback([=] {
+    stop();
+    weft::cli::set_exit_code(run_server(c, port ? port : 7, true));
+  });
+
+  auto* serve = st->add_subcommand("serve", "iperf-like server");
+  add_common(serve, c);
+  serve->add_option("--port", port, "TCP port (default 5201)");
+  serve->callback([=] {
+    stop();
+    weft::cli::set_exit_code(run_server(c, port ? port : 5201, false));
+  });
+
+  auto* conn = st->add_subcommand("connect", "iperf-like client");
+  add_common(conn, c);
+  conn->add_option("server", dest, "server address")->required();
+  conn->add_option("--port", port, "TCP port (default 5201)");
+  conn->add_option("-P", streams, "parallel streams")->capture_default_str();
+  conn->add_flag("-R", reverse, "the server sends");
+  conn->add_flag("--json", json, "one JSON object at the end instead of lines");
+  static size_t echo_check = 0;
+  conn->add_option(
+      "--echo-check", echo_check,
+      "send this many bytes to an echo server (port default 7) and check every byte that comes back");
+  conn->callback([=] {
+    stop();
+    if (echo_check > 0) {
+      weft::cli::set_exit_code(run_echo_check(c, dest, port ? port : 7, echo_check));
+      return;
+    }
+    weft::cli::set_exit_code(run_client(c, dest, port ? port : 5201, std::max(streams, 1), reverse, json));
+  });
+}};
+
+}  // namespace
