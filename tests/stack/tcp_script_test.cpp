@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -527,6 +528,9 @@ std::vector<Scenario> scenarios() {
 )"},
   };
 }
+
+// gtest prints the parameter in test names and failures: the scenario's name, not its bytes.
+void PrintTo(const Scenario& s, std::ostream* os) { *os << s.name; }
 
 class TcpScript : public testing::TestWithParam<Scenario> {};
 
