@@ -3,65 +3,61 @@
 #include <cstring>
 
 #include "msg/wire_le.hpp"
+#include "msg/wire_records.hpp"
 
 namespace weft::msg {
 
 namespace {
-constexpr uint32_t kMagic = 0x534d4657;  // "WFMS" little-endian
-constexpr uint16_t kVersion = 1;
-
-void put_buf(std::span<std::byte> w, size_t off, const rdma::RemoteBuf& b) {
-  wire::put<uint64_t>(w, off, b.addr);
-  wire::put<uint32_t>(w, off + 8, b.rkey);
-  wire::put<uint32_t>(w, off + 12, b.length);
-}
-
-rdma::RemoteBuf get_buf(std::span<const std::byte> b, size_t off) {
-  return {wire::get<uint64_t>(b, off), wire::get<uint32_t>(b, off + 8), wire::get<uint32_t>(b, off + 12)};
-}
+wire::Buf to_wire(const rdma::RemoteBuf& b) { return {b.addr, b.rkey, b.length}; }
+rdma::RemoteBuf from_wire(const wire::Buf& b) { return {b.addr, b.rkey, b.length}; }
 }  // namespace
 
 Hello::Wire Hello::encode() const {
+  wire::HelloFields f;
+  f.kind = static_cast<uint8_t>(kind);
+  f.max_message = max_message;
+  f.slots = slots;
+  f.ring_bytes = ring_bytes;
+  f.qpn = qp.qpn;
+  f.psn = qp.psn;
+  f.lid = qp.lid;
+  std::memcpy(f.gid, qp.gid.raw, 16);
+  f.inbox = to_wire(inbox);
+  f.outbox = to_wire(outbox);
+  f.ctrl = to_wire(ctrl);
   Wire w{};
-  wire::put<uint32_t>(w, 0, kMagic);
-  wire::put<uint16_t>(w, 4, kVersion);
-  wire::put<uint8_t>(w, 6, static_cast<uint8_t>(kind));
-  wire::put<uint32_t>(w, 8, max_message);
-  wire::put<uint32_t>(w, 12, slots);
-  wire::put<uint64_t>(w, 16, ring_bytes);
-  wire::put<uint32_t>(w, 24, qp.qpn);
-  wire::put<uint32_t>(w, 28, qp.psn);
-  wire::put<uint16_t>(w, 32, qp.lid);
-  std::memcpy(w.data() + 40, qp.gid.raw, 16);
-  put_buf(w, 56, inbox);
-  put_buf(w, 72, outbox);
-  put_buf(w, 88, ctrl);
+  wire::encode_hello(f, w);
   return w;
 }
 
 Result<Hello> Hello::decode(std::span<const std::byte> b) {
-  if (b.size() != kWireSize) return fail("msg hello: {} bytes, need {}", b.size(), kWireSize);
-  if (wire::get<uint32_t>(b, 0) != kMagic)
-    return fail("msg hello: bad magic 0x{:08x} (not a weft msg peer?)", wire::get<uint32_t>(b, 0));
-  if (auto v = wire::get<uint16_t>(b, 4); v != kVersion)
-    return fail("msg hello: version {}, we speak {}", v, kVersion);
+  wire::HelloFields f;
+  switch (wire::decode_hello(b, f)) {
+    case wire::ParseError::ok:
+      break;
+    case wire::ParseError::size:
+      return fail("msg hello: {} bytes, need {}", b.size(), kWireSize);
+    case wire::ParseError::magic:
+      return fail("msg hello: bad magic 0x{:08x} (not a weft msg peer?)", wire::get<uint32_t>(b, 0));
+    case wire::ParseError::version:
+      return fail("msg hello: version {}, we speak {}", wire::get<uint16_t>(b, 4), wire::kHelloVersion);
+    case wire::ParseError::kind:
+      return fail("msg hello: unknown connection type {}", f.kind);
+    default:
+      return fail("msg hello: QPN/PSN wider than 24 bits");
+  }
   Hello h;
-  const auto k = wire::get<uint8_t>(b, 6);
-  bool known = false;
-  for (Kind x : all_kinds()) known = known || static_cast<uint8_t>(x) == k;
-  if (!known) return fail("msg hello: unknown connection type {}", k);
-  h.kind = static_cast<Kind>(k);
-  h.max_message = wire::get<uint32_t>(b, 8);
-  h.slots = wire::get<uint32_t>(b, 12);
-  h.ring_bytes = wire::get<uint64_t>(b, 16);
-  h.qp.qpn = wire::get<uint32_t>(b, 24);
-  h.qp.psn = wire::get<uint32_t>(b, 28);
-  h.qp.lid = wire::get<uint16_t>(b, 32);
-  std::memcpy(h.qp.gid.raw, b.data() + 40, 16);
-  h.inbox = get_buf(b, 56);
-  h.outbox = get_buf(b, 72);
-  h.ctrl = get_buf(b, 88);
-  if (h.qp.qpn > 0xffffff || h.qp.psn > 0xffffff) return fail("msg hello: QPN/PSN wider than 24 bits");
+  h.kind = static_cast<Kind>(f.kind);
+  h.max_message = f.max_message;
+  h.slots = f.slots;
+  h.ring_bytes = f.ring_bytes;
+  h.qp.qpn = f.qpn;
+  h.qp.psn = f.psn;
+  h.qp.lid = f.lid;
+  std::memcpy(h.qp.gid.raw, f.gid, 16);
+  h.inbox = from_wire(f.inbox);
+  h.outbox = from_wire(f.outbox);
+  h.ctrl = from_wire(f.ctrl);
   return h;
 }
 

@@ -103,6 +103,11 @@ Status Link::die(Error e) {
 Status Link::check_peer() {
   const auto now = Clock::now();
   if (now < next_peer_check_) return {};
+  return check_peer_now();
+}
+
+Status Link::check_peer_now() {
+  const auto now = Clock::now();
   next_peer_check_ = now + std::chrono::milliseconds(1);
   pollfd p{ch_.fd(), POLLIN | POLLRDHUP, 0};
   if (::poll(&p, 1, 0) <= 0) return {};
@@ -116,6 +121,16 @@ Status Link::check_peer() {
                    ECONNRESET});
 }
 
+Error Link::completion_error(Error e) {
+  // A peer that died makes our work requests fail (its memory is gone: remote access errors; its
+  // QP is gone: retries exceeded). Say so first when the side channel shows it.
+  if (auto gone = check_peer_now(); !gone) {
+    dead_.reset();
+    return Error{fmt::format("{} ({})", gone.error().message, e.message), gone.error().code};
+  }
+  return Error{fmt::format("msg {}: {}", to_string(opts_.kind), e.message), e.code};
+}
+
 Status Link::reap() {
   std::array<ibv_wc, 16> wcs;
   for (;;) {
@@ -123,11 +138,7 @@ Status Link::reap() {
     if (!n) return die(n.error());
     for (int i = 0; i < *n; ++i) {
       const ibv_wc& wc = wcs[static_cast<size_t>(i)];
-      if (auto s = check_completion(wc); !s) {
-        auto e = s.error();
-        e.message = fmt::format("msg {}: {}", to_string(opts_.kind), e.message);
-        return die(std::move(e));
-      }
+      if (auto s = check_completion(wc); !s) return die(completion_error(s.error()));
       --outstanding_;
       if (op_of(wc.wr_id) == Op::read) ++done_reads_;
       if (op_of(wc.wr_id) == Op::faa) ++done_faas_;
@@ -203,11 +214,7 @@ Result<ibv_wc> Link::next_recv(Deadline d) {
     if (dead_) return std::unexpected(*dead_);
     if (recv_next_ < recv_have_) {
       const ibv_wc wc = recv_batch_[static_cast<size_t>(recv_next_++)];
-      if (auto s = check_completion(wc); !s) {
-        auto e = s.error();
-        e.message = fmt::format("msg {}: {}", to_string(opts_.kind), e.message);
-        return std::unexpected(die(std::move(e)).error());
-      }
+      if (auto s = check_completion(wc); !s) return std::unexpected(die(completion_error(s.error())).error());
       return wc;
     }
     auto n = recv_cq_.poll(recv_batch_);

@@ -106,8 +106,13 @@ class Link {
   // Non-null once the connection died: the error every later call returns.
   const std::optional<Error>& dead() const { return dead_; }
   Status die(Error e);
-  Status check_peer();
+  Status check_peer();      // at most once a millisecond
+  Status check_peer_now();  // now
 
+ private:
+  Error completion_error(Error e);
+
+ public:
  private:
   Link(rdma::SideChannel ch, Options o, rdma::Device dev, rdma::ProtectionDomain pd,
        rdma::CompletionQueue scq, rdma::CompletionQueue rcq, std::optional<rdma::SharedReceiveQueue> srq,
