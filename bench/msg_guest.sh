@@ -11,7 +11,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 weft=${1:-$here/../build/weft}
 rounds=${2:-5}
 iters=${3:-1000}
-exec "$here/../lab/rdma-guest" --timeout "${MSG_BENCH_TIMEOUT:-3000}" --bin "$weft" -- "
+# The base guest image has ib_send_lat only; the other perftest binaries go in with --bin.
+pt_bins=()
+for t in ib_write_lat ib_read_lat ib_send_bw ib_write_bw; do pt_bins+=(--bin "$(command -v $t)"); done
+exec "$here/../lab/rdma-guest" --timeout "${MSG_BENCH_TIMEOUT:-3000}" --bin "$weft" "${pt_bins[@]}" -- "
   pt() {  # pt TEST SIZE ITERS [extra]
     \$1 -d rxe0 -x 1 -F -s \$2 -n \$3 \$4 >/dev/null 2>&1 &
     sleep 1
@@ -21,7 +24,7 @@ exec "$here/../lab/rdma-guest" --timeout "${MSG_BENCH_TIMEOUT:-3000}" --bin "$we
   wb() {  # wb MODE SIZE PORT
     weft --log-level warn msg bench --server --bind 10.9.0.1 --port \$3 --timeout-ms 60000 >/dev/null 2>&1 &
     weft --log-level warn msg bench --client 10.9.0.1 --port \$3 --mode \$1 --sizes \$2 --max-message 65536 \
-      --iters $iters --warmup 100 --timeout-ms 60000 --json | sed \"s/^{/{\\\"round\\\":\$r,/\"
+      --iters $iters --warmup 50 --timeout-ms 60000 --json | sed \"s/^{/{\\\"round\\\":\$r,/\"
     wait
   }
   port=47200

@@ -282,6 +282,11 @@ Status run_client_one(const Options& o, const Plan& plan) {
   if (!conn) return std::unexpected(conn.error());
   Connection& c = **conn;
   const int64_t cpu0 = self_cpu_ns();
+  // Scripts that kill or stop a peer mid-stream wait for this line, not for a guessed time.
+  if (plan.mode == "check") {
+    fmt::print(stderr, "weft msg bench: connected ({})\n", to_string(plan.kind));
+    std::fflush(stderr);
+  }
   std::vector<std::byte> buf(plan.max_message);
   pattern_fill(plan.seed, 0, std::span(buf).first(plan.size));
   std::vector<double> samples;
