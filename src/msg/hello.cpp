@@ -43,6 +43,8 @@ Result<Hello> Hello::decode(std::span<const std::byte> b) {
       return fail("msg hello: version {}, we speak {}", wire::get<uint16_t>(b, 4), wire::kHelloVersion);
     case wire::ParseError::kind:
       return fail("msg hello: unknown connection type {}", f.kind);
+    case wire::ParseError::reserved:
+      return fail("msg hello: reserved bytes not zero (a newer peer?)");
     default:
       return fail("msg hello: QPN/PSN wider than 24 bits");
   }

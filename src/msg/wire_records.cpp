@@ -20,6 +20,8 @@ const char* describe(ParseError e) {
       return "unknown connection type";
     case ParseError::qpn:
       return "QPN/PSN wider than 24 bits";
+    case ParseError::reserved:
+      return "reserved bytes not zero";
     case ParseError::sequence:
       return "not the sequence number expected";
     case ParseError::offset:
@@ -79,6 +81,12 @@ ParseError decode_hello(std::span<const std::byte> b, HelloFields& h) {
   h.outbox = get_buf(b, 72);
   h.ctrl = get_buf(b, 88);
   if (h.qpn > 0xffffff || h.psn > 0xffffff) return ParseError::qpn;
+  // Reserved bytes are zero, so what is accepted re-encodes to the same bytes (and a later
+  // version that uses them is not misread as this one).
+  for (size_t i : {size_t{7}, size_t{34}, size_t{35}, size_t{36}, size_t{37}, size_t{38}, size_t{39}})
+    if (b[i] != std::byte{0}) return ParseError::reserved;
+  for (size_t i = 104; i < kHelloSize; ++i)
+    if (b[i] != std::byte{0}) return ParseError::reserved;
   return ParseError::ok;
 }
 

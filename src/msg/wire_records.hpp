@@ -9,7 +9,7 @@
 
 namespace weft::msg::wire {
 
-enum class ParseError { ok, size, magic, version, kind, qpn, sequence, offset, length, slots };
+enum class ParseError { ok, size, magic, version, kind, qpn, reserved, sequence, offset, length, slots };
 const char* describe(ParseError e);
 
 struct Buf {

@@ -60,6 +60,12 @@ TEST(Hello, RefusesWhatIsNotAHello) {
   bad = w;
   bad[27] = std::byte{1};  // QPN bit 24
   EXPECT_FALSE(Hello::decode(bad));
+  for (size_t reserved : {size_t{7}, size_t{36}, size_t{111}}) {
+    bad = w;
+    bad[reserved] = std::byte{1};
+    EXPECT_NE(Hello::decode(bad).error().message.find("reserved bytes not zero"), std::string::npos)
+        << reserved;
+  }
 }
 
 TEST(Hello, MismatchesNameBothValues) {
