@@ -9,5 +9,5 @@ root=$(cd "$here/../.." && pwd)
 [[ $(id -u) -eq 0 ]] || { echo "skip: the Soft-RoCE guest needs root"; exit 77; }
 command -v qemu-system-x86_64 >/dev/null || { echo "skip: qemu-system-x86_64 not installed"; exit 77; }
 compgen -G "/boot/vmlinuz-*" >/dev/null || { echo "skip: no Debian kernel in /boot"; exit 77; }
-exec "$root/lab/rdma-guest" --timeout "${WRD_GUEST_TIMEOUT:-600}" --bin "$1" --bin "$here/guest_suite.sh" -- \
-  "MSG_CHECK_COUNT=${MSG_CHECK_COUNT:-10000} guest_suite.sh"
+exec "$root/lab/rdma-guest" --timeout "${WRD_GUEST_TIMEOUT:-840}" --bin "$1" --bin "$here/guest_suite.sh" -- \
+  "MSG_CHECK_COUNT=${MSG_CHECK_COUNT:-5000} guest_suite.sh"
