@@ -89,12 +89,12 @@ Status expect_event(rdma_event_channel* ch, rdma_cm_event_type want, EventGuard&
   return {};
 }
 
-rdma_conn_param conn_param(std::span<const std::byte> data) {
+rdma_conn_param conn_param(std::span<const std::byte> data, uint8_t rd_atomic) {
   rdma_conn_param p{};
   p.private_data = data.data();
   p.private_data_len = static_cast<uint8_t>(data.size());
-  p.responder_resources = 1;
-  p.initiator_depth = 1;
+  p.responder_resources = rd_atomic;
+  p.initiator_depth = rd_atomic;
   p.retry_count = 7;
   p.rnr_retry_count = 7;
   return p;
@@ -161,7 +161,7 @@ Result<CmConnection> CmConnection::connect(const std::string& host, uint16_t por
       return std::unexpected(s.error());
   }
   if (auto s = setup(c, o, prepare); !s) return std::unexpected(s.error());
-  auto param = conn_param(private_data);
+  auto param = conn_param(private_data, o.rd_atomic);
   if (rdma_connect(c.id_->id, &param))
     return verb_error(fmt::format("rdma_connect {}:{}", host, port), errno);
   EventGuard g;
@@ -221,7 +221,7 @@ Result<CmConnection> CmListener::accept(std::span<const std::byte> private_data,
     rdma_reject(c.id_->id, nullptr, 0);
     return std::unexpected(s.error());
   }
-  auto param = conn_param(private_data);
+  auto param = conn_param(private_data, o.rd_atomic);
   if (rdma_accept(c.id_->id, &param)) return verb_error("rdma_accept", errno);
   EventGuard g;
   if (auto s = expect_event(c.id_->ch, RDMA_CM_EVENT_ESTABLISHED, g, o.timeout); !s)

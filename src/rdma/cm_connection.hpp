@@ -24,6 +24,9 @@ namespace weft::rdma {
 struct CmOptions {
   int cq_depth = 128;
   QpOptions qp{};  // type must be rc
+  // RDMA READs/atomics each side may have outstanding (initiator_depth) and serve at once
+  // (responder_resources); rdma_cm caps both at what the devices allow.
+  uint8_t rd_atomic = 1;
   std::chrono::milliseconds timeout{5000};
 };
 

@@ -27,7 +27,7 @@ struct ConnectOptions {
   uint8_t retry_cnt = 7;
   uint8_t rnr_retry = 7;       // 7 = retry forever; 0 fails at once with IBV_WC_RNR_RETRY_EXC_ERR
   uint8_t min_rnr_timer = 12;  // 0.64 ms
-  uint8_t max_rd_atomic = 1;
+  uint8_t max_rd_atomic = 1;   // outstanding RDMA READs/atomics, initiated and served (rxe allows 128)
   uint32_t qkey = 0x11111111;  // UD
   int access = access::all;    // remote access granted to the peer (RC; UC keeps only writes)
 };

@@ -36,4 +36,12 @@ Status SharedReceiveQueue::post_recv(std::span<RecvWr> wrs) {
   return {};
 }
 
+Status SharedReceiveQueue::arm_limit(uint32_t limit) {
+  ibv_srq_attr attr{};
+  attr.srq_limit = limit;
+  if (int rc = ibv_modify_srq(srq_.get(), &attr, IBV_SRQ_LIMIT))
+    return verb_error(fmt::format("ibv_modify_srq limit {}", limit), rc);
+  return {};
+}
+
 }  // namespace weft::rdma

@@ -19,6 +19,9 @@ class SharedReceiveQueue {
 
   Status post_recv(std::span<RecvWr> wrs);
   Status post_recv(RecvWr& wr) { return post_recv(std::span<RecvWr>(&wr, 1)); }
+  // Raises one IBV_EVENT_SRQ_LIMIT_REACHED (AsyncEvents) when fewer than `limit` receives remain
+  // posted; the limit disarms itself when it fires, so re-arm after refilling.
+  Status arm_limit(uint32_t limit);
 
  private:
   explicit SharedReceiveQueue(std::shared_ptr<ibv_srq> s) : srq_(std::move(s)) {}

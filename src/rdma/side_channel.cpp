@@ -6,6 +6,8 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <thread>
 
@@ -120,6 +122,27 @@ Result<EndpointInfo> SideChannel::exchange(const EndpointInfo& mine, millisecond
   EndpointInfo::Wire theirs{};
   if (auto s = recv_all(theirs, timeout); !s) return std::unexpected(s.error());
   return EndpointInfo::decode(theirs);
+}
+
+Result<std::vector<std::byte>> SideChannel::exchange_record(std::span<const std::byte> mine, size_t max_len,
+                                                            milliseconds timeout) {
+  if (mine.size() > UINT32_MAX) return fail("side channel record: {} bytes is too long", mine.size());
+  std::array<std::byte, 4> len{};
+  for (size_t i = 0; i < 4; ++i) len[i] = static_cast<std::byte>((mine.size() >> (8 * i)) & 0xff);
+  const auto deadline = clock::now() + timeout;
+  auto left = [&] {
+    return std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(deadline - clock::now()));
+  };
+  if (auto s = send_all(len, left()); !s) return std::unexpected(s.error());
+  if (auto s = send_all(mine, left()); !s) return std::unexpected(s.error());
+  if (auto s = recv_all(len, left()); !s) return std::unexpected(s.error());
+  size_t n = 0;
+  for (size_t i = 0; i < 4; ++i) n |= static_cast<size_t>(len[i]) << (8 * i);
+  if (n > max_len)
+    return fail("side channel record from the peer: {} bytes, at most {} expected", n, max_len);
+  std::vector<std::byte> theirs(n);
+  if (auto s = recv_all(theirs, left()); !s) return std::unexpected(s.error());
+  return theirs;
 }
 
 Status SideChannel::barrier(milliseconds timeout) {

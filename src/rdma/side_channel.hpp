@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "base/result.hpp"
 #include "net/fd.hpp"
@@ -29,6 +30,11 @@ class SideChannel {
   Status recv_all(std::span<std::byte> data, milliseconds timeout);
   // Sends ours and receives theirs.
   Result<EndpointInfo> exchange(const EndpointInfo& mine, milliseconds timeout);
+  // Sends ours and receives theirs, for records longer or other than EndpointInfo (several
+  // buffers, parameters both sides must agree on): a 4-byte little-endian length, then the
+  // bytes. A record from the peer longer than max_len is an error, not an allocation.
+  Result<std::vector<std::byte>> exchange_record(std::span<const std::byte> mine, size_t max_len,
+                                                 milliseconds timeout);
   // Both sides call it; returns when both got there.
   Status barrier(milliseconds timeout);
 

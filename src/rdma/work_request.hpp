@@ -61,6 +61,13 @@ class SendWr {
     wr.send_flags = on ? (wr.send_flags | IBV_SEND_INLINE) : (wr.send_flags & ~unsigned{IBV_SEND_INLINE});
     return *this;
   }
+  // Waits for every earlier READ/atomic on this QP to complete before this WR starts (RC orders
+  // WRITEs and SENDs among themselves, not after READs): e.g. a WRITE that frees a buffer a READ
+  // is still pulling from.
+  SendWr& fenced(bool on = true) {
+    wr.send_flags = on ? (wr.send_flags | IBV_SEND_FENCE) : (wr.send_flags & ~unsigned{IBV_SEND_FENCE});
+    return *this;
+  }
   SendWr& solicited() {
     wr.send_flags |= IBV_SEND_SOLICITED;
     return *this;

@@ -83,3 +83,36 @@ TEST(SideChannel, PeerCloseIsAnError) {
   auto r = c->exchange(EndpointInfo{}, 2s);
   ASSERT_FALSE(r);
 }
+
+TEST(SideChannel, ExchangesRecordsAndRefusesOversizedOnes) {
+  auto l = SideChannel::listen("127.0.0.1", 0);
+  ASSERT_TRUE(l);
+  std::vector<std::byte> big(300, std::byte{7}), small(3, std::byte{9});
+  Result<std::vector<std::byte>> got_by_server = fail("not run");
+  std::thread t([&] {
+    auto c = l->accept(5s);
+    if (!c) return;
+    got_by_server = c->exchange_record(big, 16, 5s);
+  });
+  auto c = SideChannel::connect("127.0.0.1", *l->port(), 5s);
+  ASSERT_TRUE(c);
+  auto got = c->exchange_record(small, 1000, 5s);
+  t.join();
+  ASSERT_TRUE(got) << got.error().message;
+  EXPECT_EQ(*got, big);
+  // The server allowed 16 bytes and was sent 3: fine. The reverse direction is tested below.
+  ASSERT_TRUE(got_by_server) << got_by_server.error().message;
+  EXPECT_EQ(*got_by_server, small);
+  std::thread t2([&] {
+    auto c2 = l->accept(5s);
+    if (!c2) return;
+    (void)c2->exchange_record(big, 1000, 5s);
+  });
+  auto c2 = SideChannel::connect("127.0.0.1", *l->port(), 5s);
+  ASSERT_TRUE(c2);
+  auto refused = c2->exchange_record(small, 16, 5s);
+  t2.join();
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("300 bytes, at most 16"), std::string::npos)
+      << refused.error().message;
+}

@@ -23,6 +23,12 @@ TEST(WorkRequest, SendFlagsAndImmediate) {
   w.signaled(false).inlined();
   EXPECT_FALSE(w.wr.send_flags & IBV_SEND_SIGNALED);
   EXPECT_TRUE(w.wr.send_flags & IBV_SEND_INLINE);
+  EXPECT_FALSE(w.wr.send_flags & IBV_SEND_FENCE);
+  w.fenced();
+  EXPECT_TRUE(w.wr.send_flags & IBV_SEND_FENCE);
+  EXPECT_TRUE(w.wr.send_flags & IBV_SEND_INLINE);  // the other flags stay
+  w.fenced(false);
+  EXPECT_FALSE(w.wr.send_flags & IBV_SEND_FENCE);
   ibv_wc wc{};
   wc.imm_data = w.wr.imm_data;
   EXPECT_EQ(imm_of(wc), 0x01020304u);

@@ -1,0 +1,484 @@
+// `weft msg bench --server | --client HOST`: message connections (src/msg) measured the way
+// perftest measures verbs, or checked byte for byte.
+//   --mode latency    ping-pong; one-way latency = RTT/2 (as ib_send_lat / ib_write_lat report)
+//   --mode bandwidth  the client streams --iters messages, the server answers once at the end
+//   --mode check      the client sends --iters messages of random sizes (msg/test_pattern.hpp),
+//                     the server compares every byte; a peer that dies ends it with an error
+// For each type and size the client first sends the plan over the side channel; the server
+// answers "ok" or why not, so a mismatch is an error message, not a timeout. The client prints
+// one line per run (perftest-like text, or JSON with --json) with both ends' work requests and
+// CPU time per message.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/clock.hpp"
+#include "base/proc_stats.hpp"
+#include "base/random.hpp"
+#include "cli/command_registry.hpp"
+#include "msg/connection.hpp"
+#include "msg/test_pattern.hpp"
+
+namespace {
+
+using namespace weft;
+using namespace weft::msg;
+using std::chrono::milliseconds;
+
+struct Options {
+  bool server = false;
+  std::string client;
+  std::string bind = "0.0.0.0";
+  uint16_t port = 47100;
+  std::string device;
+  std::string types = "all";
+  std::string sizes = "64,4096,65536";
+  std::string mode = "latency";
+  std::string wait = "busy";
+  uint64_t iters = 1000;
+  uint64_t warmup = 100;
+  uint32_t slots = 64;
+  uint32_t max_message = 0;  // 0: the largest size (check: 65536)
+  uint64_t seed = 1;
+  int timeout_ms = 10000;
+  bool json = false;
+};
+
+// What the client asks the server to do for one run: "key=value" pairs separated by spaces.
+struct Plan {
+  std::string mode;
+  Kind kind = Kind::send_recv;
+  uint32_t size = 0, max_message = 0, slots = 0;
+  uint64_t iters = 0, warmup = 0, seed = 0;
+  std::string wait;
+
+  std::string encode() const {
+    return fmt::format("mode={} type={} size={} max={} slots={} iters={} warmup={} seed={} wait={}", mode,
+                       to_string(kind), size, max_message, slots, iters, warmup, seed, wait);
+  }
+  static Result<Plan> decode(std::string_view s) {
+    std::map<std::string, std::string, std::less<>> kv;
+    while (!s.empty()) {
+      auto sp = s.find(' ');
+      auto tok = s.substr(0, sp);
+      s = sp == std::string_view::npos ? std::string_view{} : s.substr(sp + 1);
+      auto eq = tok.find('=');
+      if (eq == std::string_view::npos) return fail("plan: '{}' is not key=value", tok);
+      kv.emplace(std::string(tok.substr(0, eq)), std::string(tok.substr(eq + 1)));
+    }
+    Plan p;
+    auto num = [&](const char* k, auto& out) -> Status {
+      auto it = kv.find(k);
+      if (it == kv.end()) return fail("plan: no {}", k);
+      auto r = std::from_chars(it->second.data(), it->second.data() + it->second.size(), out);
+      if (r.ec != std::errc() || r.ptr != it->second.data() + it->second.size())
+        return fail("plan: bad {}", k);
+      return {};
+    };
+    for (auto [k, out] : {std::pair{"size", &p.size}, {"max", &p.max_message}, {"slots", &p.slots}})
+      if (auto st = num(k, *out); !st) return std::unexpected(st.error());
+    for (auto [k, out] : {std::pair{"iters", &p.iters}, {"warmup", &p.warmup}, {"seed", &p.seed}})
+      if (auto st = num(k, *out); !st) return std::unexpected(st.error());
+    if (!kv.contains("mode") || !kv.contains("type") || !kv.contains("wait"))
+      return fail("plan: mode/type/wait missing");
+    p.mode = kv.find("mode")->second;
+    if (p.mode != "latency" && p.mode != "bandwidth" && p.mode != "check")
+      return fail("plan: unknown mode {}", p.mode);
+    auto k = parse_kind(kv.find("type")->second);
+    if (!k) return std::unexpected(k.error());
+    p.kind = *k;
+    p.wait = kv.find("wait")->second;
+    if (p.size > p.max_message) return fail("plan: size {} above max {}", p.size, p.max_message);
+    return p;
+  }
+};
+
+// What the server reports back after a run.
+struct PeerReport {
+  Stats stats;
+  int64_t cpu_ns = 0;
+  std::string error;
+  uint64_t verified = 0;
+};
+
+std::vector<std::byte> to_bytes(std::string_view s) {
+  auto* p = reinterpret_cast<const std::byte*>(s.data());
+  return {p, p + s.size()};
+}
+std::string to_string_bytes(const std::vector<std::byte>& b) {
+  return std::string(reinterpret_cast<const char*>(b.data()), b.size());
+}
+
+Result<msg::Options> connection_options(const Options& o, const Plan& p) {
+  msg::Options mo;
+  mo.kind = p.kind;
+  mo.max_message = p.max_message;
+  mo.slots = p.slots;
+  mo.device = o.device;
+  auto w = rdma::parse_wait_mode(p.wait);
+  if (!w) return std::unexpected(w.error());
+  mo.wait = *w;
+  mo.setup_timeout = milliseconds(o.timeout_ms);
+  return mo;
+}
+
+std::string report_text(const PeerReport& r) {
+  return fmt::format(
+      "cpu_ns={} send_wrs={} recv_wrs={} reads={} atomics={} acks={} msgs_received={} verified={} error={}",
+      r.cpu_ns, r.stats.send_wrs, r.stats.recv_wrs, r.stats.reads, r.stats.atomics, r.stats.acks,
+      r.stats.msgs_received, r.verified, r.error);
+}
+
+PeerReport parse_report(std::string_view s) {
+  PeerReport r;
+  auto get = [&](std::string_view key) -> std::string_view {
+    auto at = s.find(std::string(key) + "=");
+    if (at == std::string_view::npos) return {};
+    auto v = s.substr(at + key.size() + 1);
+    if (key == "error") return v;
+    return v.substr(0, v.find(' '));
+  };
+  auto num = [&](std::string_view key) {
+    uint64_t v = 0;
+    auto t = get(key);
+    std::from_chars(t.data(), t.data() + t.size(), v);
+    return v;
+  };
+  r.cpu_ns = static_cast<int64_t>(num("cpu_ns"));
+  r.stats.send_wrs = num("send_wrs");
+  r.stats.recv_wrs = num("recv_wrs");
+  r.stats.reads = num("reads");
+  r.stats.atomics = num("atomics");
+  r.stats.acks = num("acks");
+  r.stats.msgs_received = num("msgs_received");
+  r.verified = num("verified");
+  r.error = std::string(get("error"));
+  return r;
+}
+
+// ---- server ----
+
+Status serve_one(rdma::SideChannel ch, const Options& o) {
+  const milliseconds t(o.timeout_ms);
+  auto plan_bytes = ch.exchange_record({}, 4096, t);
+  if (!plan_bytes) return std::unexpected(plan_bytes.error());
+  const std::string plan_text = to_string_bytes(*plan_bytes);
+  if (plan_text == "quit") return fail("quit");
+  auto plan = Plan::decode(plan_text);
+  auto mo = plan ? connection_options(o, *plan) : Result<msg::Options>(std::unexpected(plan.error()));
+  const std::string answer = mo ? "ok" : mo.error().message;
+  if (auto a = ch.exchange_record(to_bytes(answer), 0, t); !a) return std::unexpected(a.error());
+  if (!mo) return std::unexpected(mo.error());
+  // The side channel goes to the connection; a second one carries the report (below).
+  auto conn = open_connection(std::move(ch), *mo);
+  if (!conn) return std::unexpected(conn.error());
+  Connection& c = **conn;
+  const int64_t cpu0 = self_cpu_ns();  // the runs, not the set-up (registration is not per message)
+  PeerReport rep;
+  Status run{};
+  const uint64_t total = plan->iters + (plan->mode == "latency" ? plan->warmup : 0);
+  for (uint64_t i = 0; i < total && run; ++i) {
+    auto m = c.receive(t);
+    if (!m) {
+      run = std::unexpected(m.error());
+      break;
+    }
+    if (plan->mode == "latency") {
+      run = c.send(*m, t);
+    } else if (plan->mode == "check") {
+      const uint32_t want = pattern_length(plan->seed, i, plan->max_message);
+      if (m->size() != want) {
+        run = fail("message {}: {} bytes, expected {}", i, m->size(), want);
+      } else if (size_t at = pattern_mismatch(plan->seed, i, *m); at != SIZE_MAX) {
+        run = fail("message {}: byte {} differs", i, at);
+      } else {
+        ++rep.verified;
+      }
+    }
+  }
+  if (run && plan->mode != "latency") {
+    std::byte done[8]{};
+    run = c.send(done, t);
+  }
+  if (run) run = c.flush(t);
+  rep.stats = c.stats();
+  rep.cpu_ns = self_cpu_ns() - cpu0;
+  if (!run) rep.error = run.error().message;
+  if (plan->mode == "check")
+    fmt::print("{{\"type\":\"{}\",\"mode\":\"check\",\"verified\":{},\"of\":{},\"error\":\"{}\"}}\n",
+               to_string(plan->kind), rep.verified, plan->iters, rep.error);
+  // The report goes back through the connection itself as a last message when it is alive.
+  if (run) {
+    auto text = report_text(rep);
+    if (auto s = c.send(to_bytes(text.substr(0, std::min<size_t>(text.size(), plan->max_message))), t); !s)
+      return s;
+    if (auto s = c.flush(t); !s) return s;
+    // Wait for the client to take it (it answers with an empty message) before tearing down.
+    (void)c.receive(t);
+  }
+  std::fflush(stdout);
+  return run;
+}
+
+Status serve(const Options& o) {
+  auto l = rdma::SideChannel::listen(o.bind, o.port);
+  if (!l) return std::unexpected(l.error());
+  for (;;) {
+    auto ch = l->accept(milliseconds(o.timeout_ms));
+    if (!ch) return std::unexpected(ch.error());
+    auto s = serve_one(std::move(*ch), o);
+    if (!s && s.error().message == "quit") return {};
+    if (!s) {
+      fmt::print(stderr, "weft msg bench (server): {}\n", s.error().message);
+      if (o.mode == "check") return s;  // a check run is one run: its failure is the result
+    }
+  }
+}
+
+// ---- client ----
+
+struct LatencySummary {
+  double min = 0, max = 0, median = 0, avg = 0, stdev = 0, p99 = 0, p999 = 0;
+};
+
+LatencySummary summarize(std::vector<double>& us) {
+  LatencySummary s;
+  if (us.empty()) return s;
+  std::sort(us.begin(), us.end());
+  auto pct = [&](double q) {
+    return us[std::min(us.size() - 1, static_cast<size_t>(std::ceil(q * us.size())) - 1)];
+  };
+  s.min = us.front();
+  s.max = us.back();
+  s.median = pct(0.5);
+  s.p99 = pct(0.99);
+  s.p999 = pct(0.999);
+  double sum = 0;
+  for (double v : us) sum += v;
+  s.avg = sum / us.size();
+  double var = 0;
+  for (double v : us) var += (v - s.avg) * (v - s.avg);
+  s.stdev = std::sqrt(var / us.size());
+  return s;
+}
+
+Status run_client_one(const Options& o, const Plan& plan) {
+  const milliseconds t(o.timeout_ms);
+  auto ch = rdma::SideChannel::connect(o.client, o.port, t);
+  if (!ch) return std::unexpected(ch.error());
+  if (auto a = ch->exchange_record(to_bytes(plan.encode()), 0, t); !a) return std::unexpected(a.error());
+  auto answer = ch->exchange_record({}, 4096, t);
+  if (!answer) return std::unexpected(answer.error());
+  if (to_string_bytes(*answer) != "ok")
+    return fail("the server refused the run: {}", to_string_bytes(*answer));
+  auto mo = connection_options(o, plan);
+  if (!mo) return std::unexpected(mo.error());
+  auto conn = open_connection(std::move(*ch), *mo);
+  if (!conn) return std::unexpected(conn.error());
+  Connection& c = **conn;
+  const int64_t cpu0 = self_cpu_ns();
+  // Scripts that kill or stop a peer mid-stream wait for this line, not for a guessed time.
+  if (plan.mode == "check") {
+    fmt::print(stderr, "weft msg bench: connected ({})\n", to_string(plan.kind));
+    std::fflush(stderr);
+  }
+  std::vector<std::byte> buf(plan.max_message);
+  pattern_fill(plan.seed, 0, std::span(buf).first(plan.size));
+  std::vector<double> samples;
+  int64_t t0 = 0, t1 = 0;
+  if (plan.mode == "latency") {
+    samples.reserve(plan.iters);
+    for (uint64_t i = 0; i < plan.warmup + plan.iters; ++i) {
+      const int64_t a = mono_ns();
+      if (auto s = c.send(std::span(buf).first(plan.size), t); !s) return s;
+      auto m = c.receive(t);
+      if (!m) return std::unexpected(m.error());
+      const int64_t b = mono_ns();
+      if (m->size() != plan.size) return fail("echo {}: {} bytes, sent {}", i, m->size(), plan.size);
+      if (i == plan.warmup) t0 = a;
+      if (i >= plan.warmup) samples.push_back(static_cast<double>(b - a) / 2000.0);
+      t1 = b;
+    }
+  } else {
+    t0 = mono_ns();
+    for (uint64_t i = 0; i < plan.iters; ++i) {
+      std::span<std::byte> m = std::span(buf).first(plan.size);
+      if (plan.mode == "check") {
+        m = std::span(buf).first(pattern_length(plan.seed, i, plan.max_message));
+        pattern_fill(plan.seed, i, m);
+      }
+      if (auto s = c.send(m, t); !s) return fail("message {}: {}", i, s.error().message);
+    }
+    auto done = c.receive(t);
+    if (!done) return std::unexpected(done.error());
+    t1 = mono_ns();
+  }
+  const int64_t cpu = self_cpu_ns() - cpu0;
+  const Stats mine = c.stats();
+  auto rep_msg = c.receive(t);
+  if (!rep_msg) return std::unexpected(rep_msg.error());
+  PeerReport peer =
+      parse_report(std::string_view(reinterpret_cast<const char*>(rep_msg->data()), rep_msg->size()));
+  std::byte bye[1]{};
+  (void)c.send(std::span(bye, 0), t);
+  (void)c.flush(t);
+  if (!peer.error.empty()) return fail("server: {}", peer.error);
+
+  const double n = static_cast<double>(plan.iters);
+  const double secs = static_cast<double>(t1 - t0) / 1e9;
+  const uint64_t bytes = plan.mode == "check" ? mine.bytes_sent : plan.iters * plan.size;
+  const double gbps = secs > 0 ? static_cast<double>(bytes) * 8 / secs / 1e9 : 0;
+  const double mpps = secs > 0 ? n / secs / 1e6 : 0;
+  // Work requests and CPU per message, both ends (the report exchange itself is left out).
+  const double msgs = plan.mode == "latency" ? 2 * (n + static_cast<double>(plan.warmup)) : n;
+  const double wrs_client = static_cast<double>(mine.send_wrs + mine.recv_wrs);
+  const double wrs_server = static_cast<double>(peer.stats.send_wrs + peer.stats.recv_wrs);
+  const double wr_per_msg = (wrs_client + wrs_server) / msgs;
+  const double cpu_per_msg_ns = static_cast<double>(cpu + peer.cpu_ns) / msgs;
+  auto lat = summarize(samples);
+  if (o.json) {
+    fmt::print(
+        "{{\"type\":\"{}\",\"mode\":\"{}\",\"wait\":\"{}\",\"bytes\":{},\"iterations\":{},\"t_min\":{:.2f},"
+        "\"t_max\":{:.2f},"
+        "\"t_typical\":{:.2f},\"t_avg\":{:.2f},\"t_stdev\":{:.2f},\"percentile_99\":{:.2f},\"percentile_99."
+        "9\":{:.2f},"
+        "\"bw_gbps\":{:.4f},\"msg_rate_mpps\":{:.6f},\"wr_per_msg\":{:.3f},\"reads_per_msg\":{:.3f},"
+        "\"atomics_per_msg\":{:.3f},\"acks_per_msg\":{:.3f},\"cpu_ns_per_msg\":{:.0f},\"credit_waits\":{}}}"
+        "\n",
+        to_string(plan.kind), plan.mode, plan.wait, plan.size, plan.iters, lat.min, lat.max, lat.median,
+        lat.avg, lat.stdev, lat.p99, lat.p999, gbps, mpps, wr_per_msg,
+        static_cast<double>(mine.reads + peer.stats.reads) / msgs,
+        static_cast<double>(mine.atomics + peer.stats.atomics) / msgs,
+        static_cast<double>(mine.acks + peer.stats.acks) / msgs, cpu_per_msg_ns, mine.credit_waits);
+  } else if (plan.mode == "latency") {
+    fmt::print(
+        "{:<14} {:>8} {:>10} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>7.2f} "
+        "{:>9.0f}\n",
+        to_string(plan.kind), plan.size, plan.iters, lat.min, lat.max, lat.median, lat.avg, lat.stdev,
+        lat.p99, lat.p999, wr_per_msg, cpu_per_msg_ns);
+  } else {
+    fmt::print("{:<14} {:>8} {:>10} {:>12.4f} {:>12.6f} {:>7.2f} {:>9.0f}\n", to_string(plan.kind),
+               bytes / std::max(1.0, n), plan.iters, gbps, mpps, wr_per_msg, cpu_per_msg_ns);
+  }
+  std::fflush(stdout);
+  return {};
+}
+
+Result<std::vector<uint32_t>> parse_sizes(const std::string& s) {
+  std::vector<uint32_t> out;
+  size_t at = 0;
+  while (at <= s.size()) {
+    auto comma = s.find(',', at);
+    auto tok = s.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    uint32_t v = 0;
+    auto r = std::from_chars(tok.data(), tok.data() + tok.size(), v);
+    if (r.ec != std::errc() || r.ptr != tok.data() + tok.size() || v > (1u << 24))
+      return fail("--sizes: '{}' is not a size in 0..16777216", tok);
+    out.push_back(v);
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  return out;
+}
+
+Status run_client(const Options& o) {
+  std::vector<Kind> kinds;
+  if (o.types == "all") {
+    kinds = all_kinds();
+  } else {
+    size_t at = 0;
+    while (at <= o.types.size()) {
+      auto comma = o.types.find(',', at);
+      auto k = parse_kind(o.types.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+      if (!k) return std::unexpected(k.error());
+      kinds.push_back(*k);
+      if (comma == std::string::npos) break;
+      at = comma + 1;
+    }
+  }
+  auto sizes = parse_sizes(o.sizes);
+  if (!sizes) return std::unexpected(sizes.error());
+  if (o.mode == "check") sizes = std::vector<uint32_t>{0};
+  uint32_t max_message = o.max_message;
+  if (max_message == 0)
+    max_message =
+        o.mode == "check" ? 65536 : std::max<uint32_t>(64, *std::max_element(sizes->begin(), sizes->end()));
+  if (!o.json) {
+    if (o.mode == "latency")
+      fmt::print("{:<14} {:>8} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>9}\n", "#type",
+                 "#bytes", "#iters", "t_min", "t_max", "t_typical", "t_avg", "t_stdev", "99%", "99.9%",
+                 "WR/msg", "cpu_ns/msg");
+    else
+      fmt::print("{:<14} {:>8} {:>10} {:>12} {:>12} {:>7} {:>9}\n", "#type", "#bytes", "#iters", "BW[Gb/s]",
+                 "MsgRate[Mpps]", "WR/msg", "cpu_ns/msg");
+  }
+  Status all{};
+  for (Kind k : kinds)
+    for (uint32_t size : *sizes) {
+      Plan p{o.mode, k, size, max_message, o.slots, o.iters, o.warmup, o.seed, o.wait};
+      if (auto s = run_client_one(o, p); !s) {
+        fmt::print(stderr, "weft msg bench: {} {} B: {}\n", to_string(k), size, s.error().message);
+        all = s;
+      }
+    }
+  // Tell the server to stop.
+  if (auto ch = rdma::SideChannel::connect(o.client, o.port, milliseconds(o.timeout_ms)))
+    (void)ch->exchange_record(to_bytes("quit"), 0, milliseconds(o.timeout_ms));
+  return all;
+}
+
+weft::cli::Registrar reg{[](weft::cli::Root& root) {
+  static Options o;
+  auto* msg = root.app.add_subcommand("msg", "RDMA message connections (src/msg)");
+  msg->require_subcommand(1);
+  auto* sub =
+      msg->add_subcommand("bench", "Latency, bandwidth or a byte-for-byte check of message connections");
+  auto* srv =
+      sub->add_flag("--server", o.server, "wait for a client (serves runs until the client says quit)");
+  auto* cli = sub->add_option("--client", o.client, "connect to the server at HOST");
+  srv->excludes(cli);
+  sub->add_option("--bind", o.bind, "server: side-channel address to listen on")->capture_default_str();
+  sub->add_option("--port", o.port, "side-channel TCP port")->capture_default_str();
+  sub->add_option("--device", o.device, "RDMA device (default: the first)");
+  sub->add_option("--type", o.types, "connection types, comma-separated, or all")->capture_default_str();
+  sub->add_option("--sizes", o.sizes, "message sizes in bytes, comma-separated")->capture_default_str();
+  sub->add_option("--mode", o.mode, "latency|bandwidth|check")
+      ->check(CLI::IsMember({"latency", "bandwidth", "check"}))
+      ->capture_default_str();
+  sub->add_option("--wait", o.wait, "busy|channel")
+      ->check(CLI::IsMember({"busy", "channel"}))
+      ->capture_default_str();
+  sub->add_option("--iters", o.iters, "messages per run (check: the number of random-size messages)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40))
+      ->capture_default_str();
+  sub->add_option("--warmup", o.warmup, "latency: round trips not measured")->capture_default_str();
+  sub->add_option("--slots", o.slots, "messages in flight")
+      ->check(CLI::Range(2u, 4096u))
+      ->capture_default_str();
+  sub->add_option("--max-message", o.max_message, "largest message (default: the largest size; check: 65536)")
+      ->check(CLI::Range(0u, 1u << 24));
+  sub->add_option("--seed", o.seed, "check: pattern seed")->capture_default_str();
+  sub->add_option("--timeout-ms", o.timeout_ms, "limit for each wait")
+      ->check(CLI::Range(1, 3600000))
+      ->capture_default_str();
+  sub->add_flag("--json", o.json, "one JSON object per run (perftest's --out_json field names)");
+  sub->callback([] {
+    if (!o.server && o.client.empty()) {
+      fmt::print(stderr, "weft msg bench: give --server or --client HOST\n");
+      weft::cli::set_exit_code(2);
+      return;
+    }
+    auto s = o.server ? serve(o) : run_client(o);
+    if (!s) {
+      if (!o.server) fmt::print(stderr, "weft msg bench: {}\n", s.error().message);
+      weft::cli::set_exit_code(1);
+    }
+  });
+}};
+
+}  // namespace

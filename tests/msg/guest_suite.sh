@@ -1,0 +1,100 @@
+#!/bin/sh
+# Runs inside the Soft-RoCE guest (see run_guest_suite.sh). For every message connection type:
+#  1. check: MSG_CHECK_COUNT messages of random sizes (0..64 KiB, the ring wraps every ~150
+#     messages), every byte compared by the receiver;
+#  2. kill: the sender is killed (SIGKILL) a second after it connected; the receiver must end with "the peer is
+#     gone" within its timeout, having verified every message it delivered;
+#  3. stall: the receiver is stopped (SIGSTOP); the sender must give up with a timeout naming
+#     what it waited for (a credit, ring space) within its limit;
+#  4. a latency and a bandwidth run of 200 messages (the bench's own plumbing).
+# Exit 0 if all passed.
+set -u
+ip=${WRD_IP:-10.9.0.1}
+count=${MSG_CHECK_COUNT:-20000}
+types=${MSG_TYPES:-"send-recv send-recv-srq read-pull simplex-ring magic-ring duplex-ring faa-ring"}
+failed=""
+port=47100
+W="weft --log-level warn msg bench"
+
+ok() { echo "--- ok $1"; }
+# Waits (at most 60 s) until the client writing to file $1 is connected, then 1 s more.
+connected() {
+  i=0
+  while ! grep -q "connected" "$1" 2>/dev/null && [ $i -lt 60 ]; do sleep 1; i=$((i + 1)); done
+  sleep 1
+}
+bad() { echo "--- FAILED $1: $2"; failed="$failed $1"; }
+
+for t in $types; do
+  # 1. every byte of $count messages
+  port=$((port + 1))
+  $W --server --bind "$ip" --port $port --mode check --timeout-ms 20000 >/tmp/check.$t 2>&1 &
+  spid=$!
+  s0=$(date +%s)
+  if $W --client "$ip" --port $port --mode check --type "$t" --iters "$count" --timeout-ms 20000 --json; then
+    wait $spid; rc=$?
+    if [ $rc -eq 0 ] && grep -q "\"verified\":$count,\"of\":$count,\"error\":\"\"" /tmp/check.$t; then
+      ok "check-$t ($count messages, $(($(date +%s) - s0)) s)"
+    else
+      bad "check-$t" "server rc $rc: $(cat /tmp/check.$t)"
+    fi
+  else
+    wait $spid
+    bad "check-$t" "client failed; server: $(cat /tmp/check.$t)"
+  fi
+
+  # 2. the sender dies mid-stream
+  port=$((port + 1))
+  $W --server --bind "$ip" --port $port --mode check --timeout-ms 20000 >/tmp/kill.$t 2>&1 &
+  spid=$!
+  $W --client "$ip" --port $port --mode check --type "$t" --iters 100000000 --timeout-ms 20000 >/tmp/killc.$t 2>&1 &
+  cpid=$!
+  connected /tmp/killc.$t
+  kill -9 $cpid
+  wait $cpid 2>/dev/null
+  s0=$(date +%s)
+  wait $spid; rc=$?
+  took=$(($(date +%s) - s0))
+  if [ $rc -ne 0 ] && grep -q "the peer is gone" /tmp/kill.$t && grep -q '"verified":[1-9]' /tmp/kill.$t &&
+     [ $took -lt 15 ]; then
+    ok "kill-$t (receiver ended $took s after the kill: $(grep -o '"verified":[0-9]*' /tmp/kill.$t))"
+  else
+    bad "kill-$t" "server rc $rc after $took s: $(cat /tmp/kill.$t)"
+  fi
+
+  # 3. the receiver stalls (SIGSTOP): the sender must fail with a timeout naming what it waited
+  #    for, within its 3 s limit, never hang
+  port=$((port + 1))
+  $W --server --bind "$ip" --port $port --mode check --timeout-ms 20000 >/dev/null 2>&1 &
+  spid=$!
+  $W --client "$ip" --port $port --mode check --type "$t" --iters 100000000 --timeout-ms 3000 >/tmp/stall.$t 2>&1 &
+  cpid=$!
+  connected /tmp/stall.$t
+  kill -STOP $spid
+  s0=$(date +%s)
+  wait $cpid; rc=$?
+  took=$(($(date +%s) - s0))
+  kill -CONT $spid; kill $spid 2>/dev/null; wait $spid 2>/dev/null
+  if [ $rc -ne 0 ] && grep -q "waiting for .*timed out" /tmp/stall.$t && [ $took -lt 15 ]; then
+    ok "stall-$t (sender gave up $took s after the stall: $(grep -o 'waiting for [a-z ]*' /tmp/stall.$t | head -1))"
+  else
+    bad "stall-$t" "client rc $rc after $took s: $(cat /tmp/stall.$t)"
+  fi
+
+  # 4. latency and bandwidth plumbing (each client run ends its server)
+  for mode in latency bandwidth; do
+    port=$((port + 1))
+    $W --server --bind "$ip" --port $port --timeout-ms 20000 >/dev/null 2>&1 &
+    spid=$!
+    if $W --client "$ip" --port $port --type "$t" --mode $mode --sizes 0,64,65536 --iters 200 --warmup 10 \
+         --timeout-ms 20000 && wait $spid; then
+      ok "$mode-$t"
+    else
+      bad "$mode-$t" "see above"
+      kill $spid 2>/dev/null
+      wait $spid 2>/dev/null
+    fi
+  done
+done
+if [ -n "$failed" ]; then echo "msg guest suite FAILED:$failed"; exit 1; fi
+echo "msg guest suite passed"
