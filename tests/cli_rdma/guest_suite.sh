@@ -1,5 +1,6 @@
 #!/bin/sh
-# Runs inside the Soft-RoCE guest (see run_guest.sh): the rdma CLI fixes that need a device.
+# Runs inside the Soft-RoCE guest (see run_guest.sh): the rdma CLI fixes that need a device, and
+# `weft rdma bench` for every operation, wait mode and QP type, with its parameter check.
 # Every command runs under `timeout`, so a hang is a failure, not a stuck suite. Exit 0 if all passed.
 set -u
 ip=${WRD_IP:-10.9.0.1}
@@ -14,6 +15,9 @@ W="weft --log-level warn"
 # A UD message above the MTU is refused at once (exit 2, names the MTU); it used to time out.
 ud_above_mtu() {
   out=$(timeout 20 $W rdma pingpong --client "$ip" --qp ud --size 2000 2>&1); rc=$?
+  echo "$out"
+  [ $rc -eq 2 ] && echo "$out" | grep -q "active MTU" || return 1
+  out=$(timeout 20 $W rdma bench --server --qp ud --size 2000 2>&1); rc=$?
   echo "$out"
   [ $rc -eq 2 ] && echo "$out" | grep -q "active MTU" || return 1
   out=$(timeout 20 $W rdma pingpong --server --qp ud --size 2000 2>&1); rc=$?
@@ -33,29 +37,53 @@ ping_no_ah() {
   [ $rc -ne 124 ] && echo "$out" | grep -q "cannot probe" && echo "$out" | grep -q "3 sent"
 }
 
-# Busy-polling ping's RTT floor is close to a verbs ping-pong's (it was 9x: the loop read the
-# clock three times a turn). Median of the ping against median of `weft rdma pingpong` over UD.
-busy_floor() {
-  $W rdma responder -d rxe0 --address "$ip" --discovery "$ip:7779" --busy-poll --duration 60 >/tmp/wcr-resp.out 2>&1 &
-  rpid=$!
-  i=0
-  while [ $i -lt 50 ] && ! grep -q "RDMA responder on" /tmp/wcr-resp.out 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
-  timeout 60 $W ping rdma -d rxe0 "$ip" --busy-poll -c 300 -i 0.005 --json >/tmp/wcr-ping.json; prc=$?
-  kill -INT $rpid; wait $rpid
-  timeout 60 $W rdma pingpong --server --bind "$ip" --port 47101 --qp ud --iters 300 >/dev/null &
+port=47110
+# bench_pair NAME SERVER_EXTRA -- CLIENT_ARGS...: server and client with the same args; the
+# client's output must have a result line.
+bench() {
+  port=$((port + 1))
+  timeout 120 $W rdma bench --server --bind "$ip" --port $port "$@" >/tmp/wcr-srv.out 2>&1 &
   spid=$!
-  timeout 60 $W rdma pingpong --client "$ip" --port 47101 --qp ud --iters 300 >/tmp/wcr-pp.json; crc=$?
-  wait $spid
-  cat /tmp/wcr-ping.json /tmp/wcr-pp.json
-  [ $prc -eq 0 ] && [ $crc -eq 0 ] || return 1
-  ping_p50=$(sed -n 's/.*"rtt_us":{[^}]*"p50":\([0-9.]*\).*/\1/p' /tmp/wcr-ping.json)
-  pp_p50=$(sed -n 's/.*"rtt_us":{[^}]*"p50":\([0-9.]*\).*/\1/p' /tmp/wcr-pp.json)
-  echo "busy ping p50 ${ping_p50} us, verbs pingpong p50 ${pp_p50} us"
-  awk -v a="$ping_p50" -v b="$pp_p50" 'BEGIN { exit !(a > 0 && b > 0 && a <= 3 * b) }'
+  out=$(timeout 120 $W rdma bench --client "$ip" --port $port --json "$@" 2>&1); crc=$?
+  wait $spid; src=$?
+  echo "$out"
+  [ $crc -eq 0 ] && [ $src -eq 0 ] || { cat /tmp/wcr-srv.out; return 1; }
+  # Every line has a positive figure: the message rate (bw) or the median (lat).
+  case " $* " in
+    *" bw "*) key=msg_rate_mpps ;;
+    *) key=t_typical ;;
+  esac
+  echo "$out" | awk -v k="\"$key\":" 'index($0, k) { n++; v = substr($0, index($0, k) + length(k)) + 0; if (v <= 0) bad++ }
+    END { exit !(n > 0 && bad == 0) }'
+
+}
+
+# A mismatch is a message on both sides (exit 2), not a timeout.
+bench_mismatch() {
+  port=$((port + 1))
+  timeout 30 $W rdma bench --server --bind "$ip" --port $port --op write >/tmp/wcr-srv.out 2>&1 &
+  spid=$!
+  out=$(timeout 30 $W rdma bench --client "$ip" --port $port --op send -n 100 2>&1); crc=$?
+  wait $spid; src=$?
+  echo "$out"; cat /tmp/wcr-srv.out
+  [ $crc -eq 2 ] && [ $src -eq 2 ] && echo "$out" | grep -q "op: here send, peer write" &&
+    grep -q "op: here write, peer send" /tmp/wcr-srv.out
 }
 
 step ud-above-mtu ud_above_mtu
 step ping-no-address-handle ping_no_ah
-step busy-poll-floor busy_floor
+step bench-mismatch bench_mismatch
+for op in send write write_imm read faa cas; do
+  step "bench-lat-$op" bench --op $op --test lat -n 300
+  step "bench-bw-$op" bench --op $op --test bw -n 2000 -s $( [ $op = faa ] || [ $op = cas ] && echo 8 || echo 4096)
+done
+step bench-lat-send-ud bench --op send --qp ud --test lat -n 300
+step bench-bw-send-ud bench --op send --qp ud --test bw -n 2000 -s 1024
+step bench-lat-send-channel bench --op send --test lat -n 300 --wait channel
+step bench-lat-read-epoll bench --op read --test lat -n 300 --wait epoll
+step bench-bw-write-epoll bench --op write --test bw -n 2000 -s 4096 --wait epoll
+step bench-bw-send-channel bench --op send --test bw -n 2000 -s 4096 --wait channel
+step bench-lat-write-duration bench --op write --test lat -D 1
+step bench-bw-write-sweep bench --op write --test bw -a -n 5
 if [ -n "$failed" ]; then echo "cli rdma guest suite FAILED:$failed"; exit 1; fi
 echo "cli rdma guest suite passed"
