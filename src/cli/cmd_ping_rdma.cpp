@@ -22,6 +22,7 @@
 #include "base/signals.hpp"
 #include "cli/command_registry.hpp"
 #include "cli/ping_report.hpp"
+#include "cli/rdma_args.hpp"
 #include "net/address.hpp"
 #include "probe/rdma_discovery.hpp"
 #include "probe/rdma_engine.hpp"
@@ -46,6 +47,7 @@ using cli::us;
 
 // Options only the rdma mode has (on `weft ping`) and the responder's.
 struct RdmaOpts {
+  std::string device;  // ping: -d/--device (targets may still say DEVICE:TARGET)
   std::optional<uint32_t> qpn;
   std::optional<uint32_t> qkey;
   int gid_index = -1;
@@ -102,11 +104,17 @@ void add_rdma_options(CLI::App* app, RdmaOpts& o, bool ping) {
     app->add_option("--discovery-port", o.discovery_port, "rdma: UDP port of the responder's discovery")
         ->capture_default_str()
         ->group(g);
+    weft::cli::add_device_option(app, o.device)
+        ->description("rdma: local RDMA device (default: the first; a target may also say DEVICE:TARGET)")
+        ->group(g);
   } else {
     app->add_option("--qkey", o.qkey, "qkey of the QP (default 0x11111111)")->group(g);
   }
+  // -1 (the default) means "the RoCE v2 GID of the local address"; anything given must be a real index.
   app->add_option("--gid-index", o.gid_index,
-                  "rdma: source GID index (default: the RoCE v2 GID of --bind/--address)")
+                  ping ? "rdma: source GID index 0-255 (default: the RoCE v2 GID of --bind)"
+                       : "source GID index 0-255 (default: the RoCE v2 GID of --address)")
+      ->check(CLI::Range(0, 255))
       ->group(g);
   app->add_option("--ib-port", o.ib_port, "rdma: device port")->capture_default_str()->group(g);
   app->add_option("--tclass", o.tclass, "rdma: GRH traffic class 0-255 (the seed used 106 for RoCE)")
@@ -221,8 +229,21 @@ int run_ping_rdma(const CLI::App& ping) {
 
   std::vector<probe::RdmaTargetSpec> specs;
   for (auto& t : targets) {
+    // The device is -d/--device; the older DEVICE:TARGET spelling still works. A target without
+    // a device prefix goes to -d's device, or to the first one ("any").
+    const std::string dev = o.device.empty() ? "any" : o.device;
     auto s = probe::parse_rdma_target(t);
+    if (!s || (!o.device.empty() && !t.starts_with(o.device + ":"))) {
+      auto with_dev = probe::parse_rdma_target(dev + ":" + t);
+      if (with_dev) s = with_dev;
+    }
     if (!s) return bad_args(s.error().message);
+    // Targets that cannot be reached without a QPN are usage errors, found before any verbs.
+    if (!o.qpn && s->kind == probe::RdmaTargetSpec::Kind::lid)
+      return bad_args(fmt::format("{}: a LID target needs --qpn", t));
+    if (!o.qpn && s->kind == probe::RdmaTargetSpec::Kind::gid &&
+        std::memcmp(s->gid.raw, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12) != 0)
+      return bad_args(fmt::format("{}: give --qpn (discovery needs an IPv4-mapped GID or a host)", t));
     if (!specs.empty() && s->device != specs[0].device)
       return bad_args(
           fmt::format("all targets must use one local device ({} and {})", specs[0].device, s->device));
@@ -263,7 +284,8 @@ int run_ping_rdma(const CLI::App& ping) {
                                       : fmt::format("lid {} qpn {}", t->lid, t->qpn);
     list.push_back(*t);
   }
-  const uint64_t total = count * list.size();
+  uint64_t total = count * list.size();
+  size_t skipped = 0;
   if (!json)
     for (auto& t : list)
       fmt::print("PING rdma {} ({}) from {}: 64-byte UD probes, interval {} s, timeout {} s\n", t.name,
@@ -297,6 +319,14 @@ int run_ping_rdma(const CLI::App& ping) {
     }
     std::fflush(stdout);
     if (total != 0 && resolved >= total) g_engine->stop();
+  });
+  // A target whose address handle cannot be made gets no probes: say why, and do not wait for
+  // its -c probes (the run would never end otherwise).
+  e->set_on_target_skipped([&](const probe::RdmaTarget& t, const std::string& why) {
+    fmt::print(stderr, "weft ping: {}: cannot probe: {}\n", t.name, why);
+    ++skipped;
+    total = total >= count ? total - count : 0;
+    if (skipped == list.size() || (count != 0 && resolved >= total)) g_engine->stop();
   });
   e->set_targets(list);
   g_engine = e;
@@ -436,7 +466,7 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
   auto a = std::make_shared<ResponderArgs>();
   auto* sub =
       root.rdma->add_subcommand("responder", "Answer RDMA probes (UD) on one device; prints its address");
-  sub->add_option("-d,--device", a->device, "RDMA device (default: the first)");
+  weft::cli::add_device_option(sub, a->device);
   sub->add_option("--address", a->address, "IPv4 address whose RoCE v2 GID to use");
   sub->add_option("--discovery", a->discovery, "UDP IP:PORT that tells probers the QPN/qkey/GID, or 'none'")
       ->capture_default_str();

@@ -19,6 +19,7 @@
 #include "base/clock.hpp"
 #include "base/log.hpp"
 #include "cli/command_registry.hpp"
+#include "cli/rdma_args.hpp"
 #include "rdma/completion_waiter.hpp"
 #include "rdma/device.hpp"
 #include "rdma/error.hpp"
@@ -274,31 +275,34 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
   static Options o;
   auto* sub = root.rdma->add_subcommand(
       "mesh", "N processes in a full RDMA mesh, WRITE + SEND to all, every byte checked");
-  sub->add_option("--nodes", o.nodes, "processes in the mesh")->capture_default_str();
-  sub->add_option("--rank", o.rank, "run this one rank (default: spawn all ranks here)");
+  sub->add_option("--nodes", o.nodes, "processes in the mesh")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 64));
+  sub->add_option("--rank", o.rank, "run this one rank (default: spawn all ranks here)")
+      ->check(CLI::Range(0, 63));
   sub->add_option("--hosts", o.hosts, "side-channel address of each rank (default 127.0.0.1)")
       ->delimiter(',');
   sub->add_option("--base-port", o.base_port, "rank i listens on base-port + i")->capture_default_str();
-  sub->add_option("--size", o.size, "bytes each rank writes and sends to each peer per round")
-      ->capture_default_str();
-  sub->add_option("--rounds", o.rounds, "rounds")->capture_default_str();
-  sub->add_option("--wait", o.wait, "completion wait mode: busy|channel|epoll")->capture_default_str();
-  sub->add_option("--device", o.device, "RDMA device (default: the first)");
-  sub->add_option("--timeout-ms", o.timeout_ms, "limit for each wait")->capture_default_str();
+  weft::cli::add_size_option(sub, o.size, "bytes each rank writes and sends to each peer per round");
+  sub->add_option("--rounds", o.rounds, "rounds")->capture_default_str()->check(CLI::Range(1, 10'000'000));
+  sub->add_option("--wait", o.wait, "completion wait mode: busy|channel|epoll")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"busy", "channel", "epoll"}));
+  weft::cli::add_device_option(sub, o.device);
+  weft::cli::add_timeout_ms_option(sub, o.timeout_ms);
   sub->callback([] {
-    Status s;
-    if (o.nodes < 2)
-      s = fail("--nodes must be at least 2");
-    else if (!o.hosts.empty() && static_cast<int>(o.hosts.size()) != o.nodes)
-      s = fail("--hosts needs one address per rank");
-    else if (o.size == 0)
-      s = fail("--size must be positive");
-    else if (o.rank < 0)
-      s = spawn_all(o);
+    // Usage errors (exit 2) first, then the run (exit 1 if it fails).
+    std::string usage;
+    if (!o.hosts.empty() && static_cast<int>(o.hosts.size()) != o.nodes)
+      usage = "--hosts needs one address per rank";
     else if (o.rank >= o.nodes)
-      s = fail("--rank must be below --nodes");
-    else
-      s = run_rank(o);
+      usage = "--rank must be below --nodes";
+    if (!usage.empty()) {
+      fmt::print(stderr, "weft rdma mesh: {}\n", usage);
+      weft::cli::set_exit_code(weft::cli::kUsageError);
+      return;
+    }
+    Status s = o.rank < 0 ? spawn_all(o) : run_rank(o);
     if (!s) {
       fmt::print(stderr, "weft rdma mesh{}: {}\n", o.rank >= 0 ? fmt::format(" rank {}", o.rank) : "",
                  s.error().message);

@@ -15,6 +15,7 @@
 #include "base/histogram.hpp"
 #include "base/log.hpp"
 #include "cli/command_registry.hpp"
+#include "cli/rdma_args.hpp"
 #include "net/socket.hpp"
 #include "rdma/address_handle.hpp"
 #include "rdma/completion_waiter.hpp"
@@ -54,15 +55,28 @@ Result<in_addr> local_addr(int fd) {
 // Tags for the waiter's poller: the side channel's socket, so a peer that dies ends the wait.
 constexpr uint64_t kSideChannelTag = 1;
 
-Status run(const Options& o) {
+// `usage` is set when the error is the user's arguments (exit 2), not the network's or the device's.
+Status run(const Options& o, bool& usage) {
   auto qp_type = parse_qp_type(o.qp);
   if (!qp_type) return std::unexpected(qp_type.error());
-  if (*qp_type == QpType::uc) return fail("pingpong runs over rc or ud");
   auto mode = parse_wait_mode(o.wait);
   if (!mode) return std::unexpected(mode.error());
-  if (o.size == 0 || o.iters <= 0) return fail("--size and --iters must be positive");
   const bool ud = *qp_type == QpType::ud;
   const milliseconds timeout(o.timeout_ms);
+
+  // The device first: a UD size above its MTU would otherwise only show as a receive that never
+  // comes (rxe drops the oversized datagram).
+  auto dev = Device::open(o.device);
+  if (!dev) return std::unexpected(dev.error());
+  if (ud) {
+    auto port = dev->port(1);
+    if (!port) return std::unexpected(port.error());
+    if (auto s = weft::cli::check_ud_size(o.size, 128u << static_cast<int>(port->active_mtu), dev->name());
+        !s) {
+      usage = true;
+      return s;
+    }
+  }
 
   // Side channel first: its local address picks the GID, and a missing peer fails before verbs.
   std::optional<SideChannel> chan;
@@ -81,8 +95,6 @@ Status run(const Options& o) {
   auto addr = local_addr(chan->fd());
   if (!addr) return std::unexpected(addr.error());
 
-  auto dev = Device::open(o.device);
-  if (!dev) return std::unexpected(dev.error());
   auto gid = dev->roce_v2_gid(*addr);
   if (!gid) return std::unexpected(gid.error());
   ConnectOptions co;
@@ -209,21 +221,28 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
   srv->excludes(cli);
   sub->add_option("--bind", o.bind, "server: side-channel address to listen on")->capture_default_str();
   sub->add_option("--port", o.port, "side-channel TCP port")->capture_default_str();
-  sub->add_option("--device", o.device, "RDMA device (default: the first)");
-  sub->add_option("--qp", o.qp, "queue pair type: rc|ud")->capture_default_str();
-  sub->add_option("--wait", o.wait, "completion wait mode: busy|channel|epoll")->capture_default_str();
-  sub->add_option("--iters", o.iters, "round trips")->capture_default_str();
-  sub->add_option("--size", o.size, "message bytes")->capture_default_str();
-  sub->add_option("--timeout-ms", o.timeout_ms, "limit for each wait")->capture_default_str();
+  weft::cli::add_device_option(sub, o.device);
+  sub->add_option("--qp", o.qp, "queue pair type: rc|ud")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"rc", "ud"}));
+  sub->add_option("--wait", o.wait, "completion wait mode: busy|channel|epoll")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"busy", "channel", "epoll"}));
+  sub->add_option("--iters", o.iters, "round trips")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100'000'000));
+  weft::cli::add_size_option(sub, o.size, "message bytes (UD: at most the MTU)");
+  weft::cli::add_timeout_ms_option(sub, o.timeout_ms);
   sub->callback([] {
     if (!o.server && o.client.empty()) {
       fmt::print(stderr, "weft rdma pingpong: give --server or --client HOST\n");
-      weft::cli::set_exit_code(2);
+      weft::cli::set_exit_code(weft::cli::kUsageError);
       return;
     }
-    if (auto s = run(o); !s) {
+    bool usage = false;
+    if (auto s = run(o, usage); !s) {
       fmt::print(stderr, "weft rdma pingpong: {}\n", s.error().message);
-      weft::cli::set_exit_code(1);
+      weft::cli::set_exit_code(usage ? weft::cli::kUsageError : 1);
     }
   });
 }};

@@ -132,6 +132,9 @@ class RdmaEngine {
   Status set_schedule(const RdmaSchedule& schedule);
   // Optional, before run(): called from the run() thread for every resolved probe.
   void set_on_probe(std::function<void(const RdmaProbeResult&)> on_probe);
+  // Optional, before run(): called from the run() thread for a target that cannot be probed at
+  // all (its address handle could not be made), with the reason. The target gets no probes.
+  void set_on_target_skipped(std::function<void(const RdmaTarget&, const std::string& why)> on_skipped);
 
   // Runs until stop() (also one called before run()); on_window gets every finished window
   // (protocol rdma) of every target. An engine is run once.

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Host test (label unit): the rdma commands' arguments, checked before any verbs, so this runs
+# with or without an RDMA device. Bad arguments are usage errors (exit 2) in every rdma command,
+# sizes are bounded like perftest's (no wrap-around crash), the device is -d/--device everywhere,
+# and help texts only name options the command has.
+#   args_test.sh WEFT
+set -u
+WEFT=${1:?usage: args_test.sh WEFT}
+fail=0
+# expect NAME RC PATTERN ARGS...: exit status RC and PATTERN somewhere in stderr+stdout.
+expect() {
+  local name=$1 want=$2 pat=$3; shift 3
+  local out rc
+  out=$(timeout 20 "$WEFT" "$@" 2>&1); rc=$?
+  if [[ $rc -ne $want ]]; then echo "FAIL $name: exit $rc, want $want: $out"; fail=1; return; fi
+  if [[ -n $pat && $out != *"$pat"* ]]; then echo "FAIL $name: no '$pat' in: $out"; fail=1; return; fi
+  echo "ok $name"
+}
+# Sizes: 4294967295 used to wrap the buffer maths and crash.
+expect pingpong-size-max 2 "--size" rdma pingpong --client 127.0.0.1 --qp ud --size 4294967295
+expect pingpong-size-zero 2 "--size" rdma pingpong --client 127.0.0.1 --size 0
+expect pingpong-size-8mib+1 2 "--size" rdma pingpong --client 127.0.0.1 --size 8388609
+expect mesh-size 2 "--size" rdma mesh --nodes 2 --size 4294967295
+# Timeouts and GID indexes.
+for t in 0 -5; do
+  expect "pingpong-timeout$t" 2 "--timeout-ms" rdma pingpong --client 127.0.0.1 --timeout-ms=$t
+  expect "mesh-timeout$t" 2 "--timeout-ms" rdma mesh --nodes 2 --timeout-ms=$t
+done
+expect ping-gid-index 2 "--gid-index" ping rdma rxe0:127.0.0.1 --gid-index=-2 -c 1
+expect responder-gid-index 2 "--gid-index" rdma responder --gid-index=-2 --duration 1
+expect responder-gid-index-big 2 "--gid-index" rdma responder --gid-index 256 --duration 1
+# Unknown choices and out-of-range counts are usage errors everywhere (they exited 1 in some).
+expect pingpong-qp 2 "--qp" rdma pingpong --client 127.0.0.1 --qp uc
+expect pingpong-wait 2 "--wait" rdma pingpong --client 127.0.0.1 --wait sleep
+expect pingpong-iters 2 "--iters" rdma pingpong --client 127.0.0.1 --iters 0
+expect pingpong-no-role 2 "--server or --client" rdma pingpong
+expect mesh-nodes 2 "--nodes" rdma mesh --nodes 1
+expect mesh-hosts 2 "one address per rank" rdma mesh --nodes 2 --hosts 10.0.0.1
+expect mesh-rank 2 "--rank must be below --nodes" rdma mesh --nodes 2 --rank 3 --hosts 10.0.0.1,10.0.0.2
+expect mesh-wait 2 "--wait" rdma mesh --nodes 2 --wait sleep
+expect ping-lid-needs-qpn 2 "needs --qpn" ping rdma rxe0:lid:5 -c 1
+expect ping-gid-needs-qpn 2 "give --qpn" ping rdma rxe0:fe80::1 -c 1
+# Help texts: the responder has --address, not --bind; every command spells the device -d/--device.
+out=$("$WEFT" rdma responder --help 2>&1)
+if [[ $out == *"--bind"* ]]; then echo "FAIL responder-help names --bind: $out"; fail=1; else echo "ok responder-help"; fi
+for cmd in "rdma pingpong" "rdma mesh" "rdma responder" "ping"; do
+  # shellcheck disable=SC2086
+  out=$("$WEFT" $cmd --help 2>&1)
+  if [[ $out != *"-d,--device"* ]]; then echo "FAIL $cmd --help lacks -d,--device"; fail=1; else echo "ok $cmd -d,--device"; fi
+done
+# Without a device, -d and the DEVICE: prefix reach the same "no RDMA device" error (exit 1), not a
+# parse error. Skipped on hosts that have RDMA devices.
+if ! compgen -G "/sys/class/infiniband/*" >/dev/null; then
+  expect ping-d 1 "no RDMA device" ping rdma -d rxe0 ::ffff:10.9.0.1 --qpn 17 -c 1
+  expect ping-no-prefix 1 "no RDMA device" ping rdma 10.9.0.1 --qpn 17 -c 1
+  expect ping-prefix 1 "no RDMA device" ping rdma rxe0:10.9.0.1 --qpn 17 -c 1
+fi
+exit $fail

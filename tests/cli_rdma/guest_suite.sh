@@ -1,0 +1,89 @@
+#!/bin/sh
+# Runs inside the Soft-RoCE guest (see run_guest.sh): the rdma CLI fixes that need a device, and
+# `weft rdma bench` for every operation, wait mode and QP type, with its parameter check.
+# Every command runs under `timeout`, so a hang is a failure, not a stuck suite. Exit 0 if all passed.
+set -u
+ip=${WRD_IP:-10.9.0.1}
+failed=""
+step() {
+  name=$1; shift
+  echo "=== $name"
+  if "$@"; then echo "--- ok $name"; else echo "--- FAILED $name"; failed="$failed $name"; fi
+}
+W="weft --log-level warn"
+
+# A UD message above the MTU is refused at once (exit 2, names the MTU); it used to time out.
+ud_above_mtu() {
+  out=$(timeout 20 $W rdma pingpong --client "$ip" --qp ud --size 2000 2>&1); rc=$?
+  echo "$out"
+  [ $rc -eq 2 ] && echo "$out" | grep -q "active MTU" || return 1
+  out=$(timeout 20 $W rdma bench --server --qp ud --size 2000 2>&1); rc=$?
+  echo "$out"
+  [ $rc -eq 2 ] && echo "$out" | grep -q "active MTU" || return 1
+  out=$(timeout 20 $W rdma pingpong --server --qp ud --size 2000 2>&1); rc=$?
+  echo "$out"
+  [ $rc -eq 2 ] && echo "$out" | grep -q "active MTU"
+}
+
+# A target whose address handle cannot be made (rxe refuses a link-local GID: EINVAL): ping says
+# so and ends (exit 1) instead of waiting for ever for -c probes that are never sent. With a
+# second, reachable target the run ends after that one's -c probes.
+ping_no_ah() {
+  out=$(timeout 30 $W ping rdma -d rxe0 fe80::1 --qpn 17 -c 3 -i 0.05 2>&1); rc=$?
+  echo "$out"
+  [ $rc -eq 1 ] && echo "$out" | grep -q "fe80::1: cannot probe" || return 1
+  out=$(timeout 30 $W ping rdma -d rxe0 fe80::1 "::ffff:$ip" --qpn 17 -c 3 -i 0.05 --timeout 0.5 2>&1); rc=$?
+  echo "$out"
+  [ $rc -ne 124 ] && echo "$out" | grep -q "cannot probe" && echo "$out" | grep -q "3 sent"
+}
+
+port=47110
+# bench_pair NAME SERVER_EXTRA -- CLIENT_ARGS...: server and client with the same args; the
+# client's output must have a result line.
+bench() {
+  port=$((port + 1))
+  timeout 120 $W rdma bench --server --bind "$ip" --port $port "$@" >/tmp/wcr-srv.out 2>&1 &
+  spid=$!
+  out=$(timeout 120 $W rdma bench --client "$ip" --port $port --json "$@" 2>&1); crc=$?
+  wait $spid; src=$?
+  echo "$out"
+  [ $crc -eq 0 ] && [ $src -eq 0 ] || { cat /tmp/wcr-srv.out; return 1; }
+  # Every line has a positive figure: the message rate (bw) or the median (lat).
+  case " $* " in
+    *" bw "*) key=msg_rate_mpps ;;
+    *) key=t_typical ;;
+  esac
+  echo "$out" | awk -v k="\"$key\":" 'index($0, k) { n++; v = substr($0, index($0, k) + length(k)) + 0; if (v <= 0) bad++ }
+    END { exit !(n > 0 && bad == 0) }'
+
+}
+
+# A mismatch is a message on both sides (exit 2), not a timeout.
+bench_mismatch() {
+  port=$((port + 1))
+  timeout 30 $W rdma bench --server --bind "$ip" --port $port --op write >/tmp/wcr-srv.out 2>&1 &
+  spid=$!
+  out=$(timeout 30 $W rdma bench --client "$ip" --port $port --op send -n 100 2>&1); crc=$?
+  wait $spid; src=$?
+  echo "$out"; cat /tmp/wcr-srv.out
+  [ $crc -eq 2 ] && [ $src -eq 2 ] && echo "$out" | grep -q "op: here send, peer write" &&
+    grep -q "op: here write, peer send" /tmp/wcr-srv.out
+}
+
+step ud-above-mtu ud_above_mtu
+step ping-no-address-handle ping_no_ah
+step bench-mismatch bench_mismatch
+for op in send write write_imm read faa cas; do
+  step "bench-lat-$op" bench --op $op --test lat -n 300
+  step "bench-bw-$op" bench --op $op --test bw -n 2000 -s $( [ $op = faa ] || [ $op = cas ] && echo 8 || echo 4096)
+done
+step bench-lat-send-ud bench --op send --qp ud --test lat -n 300
+step bench-bw-send-ud bench --op send --qp ud --test bw -n 2000 -s 1024
+step bench-lat-send-channel bench --op send --test lat -n 300 --wait channel
+step bench-lat-read-epoll bench --op read --test lat -n 300 --wait epoll
+step bench-bw-write-epoll bench --op write --test bw -n 2000 -s 4096 --wait epoll
+step bench-bw-send-channel bench --op send --test bw -n 2000 -s 4096 --wait channel
+step bench-lat-write-duration bench --op write --test lat -D 1
+step bench-bw-write-sweep bench --op write --test bw -a -n 5
+if [ -n "$failed" ]; then echo "cli rdma guest suite FAILED:$failed"; exit 1; fi
+echo "cli rdma guest suite passed"
