@@ -181,7 +181,7 @@ void HttpApi::healthz(const Req&, Res& res) {
           {"status", si.healthy ? "ok" : "degraded"},
           {"store",
            {{"kind", si.kind}, {"location", si.location}, {"healthy", si.healthy}, {"error", si.last_error}}},
-          {"agents", mesh_.agents().size()},
+          {"agents", mesh_.agent_count()},
           {"pairs", mesh_.pair_count()}});
 }
 
