@@ -172,6 +172,7 @@ class Mesh final : public MeshView {
   std::vector<Peer> candidates_locked(const std::shared_ptr<const Config>& cfg, const std::string& name);
   void index_add_locked(const std::string& name);
   void index_remove_locked(const std::string& name);
+  void invalidate_peers_locked(const std::string& name);
 
   mutable std::mutex cfg_mu_;
   std::shared_ptr<const Config> cfg_;
