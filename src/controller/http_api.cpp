@@ -483,8 +483,7 @@ Status Controller::start_http(const Config& cfg) {
     if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
     uint16_t want = 0;
     auto [p, ec] = std::from_chars(addr.data() + colon + 1, addr.data() + addr.size(), want);
-    if (ec != std::errc{} || p != addr.data() + addr.size())
-      return fail("listen '{}': not HOST:PORT", addr);
+    if (ec != std::errc{} || p != addr.data() + addr.size()) return fail("listen '{}': not HOST:PORT", addr);
     auto sa = net::resolve(host, want);
     if (!sa) return fail("listen '{}': {}", addr, sa.error().message);
     auto port = server_->listen(*sa);
