@@ -23,6 +23,7 @@
 #include "base/log.hpp"
 #include "base/proc_stats.hpp"
 #include "cli/bench_http_client.hpp"
+#include "cli/bench_sample.hpp"
 #include "cli/command_registry.hpp"
 #include "controller/controller.hpp"
 
@@ -122,35 +123,6 @@ double self_cpu_s() { return static_cast<double>(weft::self_cpu_ns()) / 1e9; }
   _exit(0);
 }
 
-weft::probe::WindowStats sample_window(const std::string& target, int64_t start, uint64_t salt) {
-  weft::probe::WindowStats w;
-  w.protocol = weft::probe::Protocol::udp;
-  w.target = target;
-  w.target_address = target;  // short: the bench measures the controller, not address strings
-  w.start_unix_ns = start;
-  w.end_unix_ns = start + 10'000'000'000;
-  w.sent = 100;
-  w.lost = salt % 7 == 0 ? 1 : 0;
-  w.received = w.sent - w.lost;
-  w.timestamp_source = weft::probe::TimestampSource::kernel;
-  int64_t base = 40'000 + static_cast<int64_t>(salt % 5000);
-  auto fill = [&](weft::probe::LatencySummary& s, int64_t b) {
-    s.count = w.received;
-    s.min_ns = b;
-    s.p50_ns = b + 10'000;
-    s.mean_ns = b + 12'000;
-    s.p90_ns = b + 20'000;
-    s.p95_ns = b + 25'000;
-    s.p99_ns = b + 40'000;
-    s.p999_ns = b + 45'000;
-    s.max_ns = b + 50'000;
-  };
-  fill(w.rtt, base + 5'000);
-  fill(w.network_rtt, base);
-  fill(w.responder_delay, 3'000);
-  return w;
-}
-
 int run_bench(const Options& o) {
   std::string dir = (std::filesystem::temp_directory_path() / fmt::format("wms-bench-{}", getpid())).string();
   std::filesystem::create_directories(dir);
@@ -193,7 +165,7 @@ int run_bench(const Options& o) {
         std::string tgt = fmt::format("agent-{:05d}", (a + t + 1) % (o.agents + o.targets));
         if (tgt == rep.agent) tgt = "elsewhere";
         rep.windows.push_back(
-            sample_window(tgt, base + static_cast<int64_t>(r) * 10'000'000'000, a * 31 + t));
+            weft::cli::sample_window(tgt, base + static_cast<int64_t>(r) * 10'000'000'000, a * 31 + t));
       }
       std::string body = weft::agent::encode_binary(rep);
       body_bytes += body.size();

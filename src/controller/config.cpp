@@ -214,8 +214,26 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
   if (auto st = reject_duplicate_keys(root, source); !st) return std::unexpected(st.error());
   try {
     check_keys(c, root, "",
-               {"listen", "tokens", "store", "retention", "window", "agent_down_after", "report_interval",
-                "pinglist_sync", "http_threads", "max_body_bytes", "protocols", "groups", "arrows"});
+               {"listen",
+                "tokens",
+                "store",
+                "retention",
+                "window",
+                "agent_down_after",
+                "report_interval",
+                "pinglist_sync",
+                "http_threads",
+                "http_api_threads",
+                "http_max_connections",
+                "http_max_connections_per_address",
+                "http_idle_timeout",
+                "http_header_timeout",
+                "http_request_timeout",
+                "max_header_bytes",
+                "max_body_bytes",
+                "protocols",
+                "groups",
+                "arrows"});
     if (root["listen"]) {
       cfg.listen = string_list(c, root["listen"], "listen", true);
       for (size_t i = 0; i < cfg.listen.size(); ++i)
@@ -247,6 +265,24 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
     if (root["pinglist_sync"])
       cfg.pinglist_sync_ns = duration(c, root["pinglist_sync"], "pinglist_sync", 500'000'000);
     if (root["http_threads"]) cfg.http_threads = integer(c, root["http_threads"], "http_threads", 1, 256);
+    if (root["http_api_threads"])
+      cfg.http_api_threads = integer(c, root["http_api_threads"], "http_api_threads", 1, 256);
+    if (root["http_max_connections"])
+      cfg.http_max_connections =
+          integer(c, root["http_max_connections"], "http_max_connections", 16, 1'000'000);
+    if (root["http_max_connections_per_address"])
+      cfg.http_max_connections_per_address = integer(c, root["http_max_connections_per_address"],
+                                                     "http_max_connections_per_address", 1, 1'000'000);
+    if (root["http_idle_timeout"])
+      cfg.http_idle_timeout_ns = duration(c, root["http_idle_timeout"], "http_idle_timeout", 1'000'000'000);
+    if (root["http_header_timeout"])
+      cfg.http_header_timeout_ns =
+          duration(c, root["http_header_timeout"], "http_header_timeout", 100'000'000);
+    if (root["http_request_timeout"])
+      cfg.http_request_timeout_ns =
+          duration(c, root["http_request_timeout"], "http_request_timeout", 100'000'000);
+    if (root["max_header_bytes"])
+      cfg.max_header_bytes = integer(c, root["max_header_bytes"], "max_header_bytes", 1024, 1u << 20);
     if (root["max_body_bytes"])
       cfg.max_body_bytes = integer(c, root["max_body_bytes"], "max_body_bytes", 1024, 1ull << 30);
 

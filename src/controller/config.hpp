@@ -46,7 +46,15 @@ struct Config {
   int64_t agent_down_after_ns = 30'000'000'000;  // no report this long -> down
   int64_t report_interval_ns = 1'000'000'000;    // how often agents send what they have
   int64_t pinglist_sync_ns = 10'000'000'000;     // how often agents re-check their pinglist
-  size_t http_threads = 8;
+  // HTTP server (net/http/server.hpp, docs/controller.md "HTTP limits").
+  size_t http_threads = 8;      // workers for the agent-facing routes (register, report, pinglist)
+  size_t http_api_threads = 4;  // workers for the read API, /metrics and the dashboard
+  size_t http_max_connections = 20000;
+  size_t http_max_connections_per_address = 1024;
+  int64_t http_idle_timeout_ns = 60'000'000'000;
+  int64_t http_header_timeout_ns = 10'000'000'000;
+  int64_t http_request_timeout_ns = 60'000'000'000;
+  size_t max_header_bytes = 16 * 1024;
   size_t max_body_bytes = 64u << 20;
   std::vector<ProtocolPlan> protocols;
   std::vector<GroupRule> groups;

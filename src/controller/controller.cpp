@@ -1,13 +1,14 @@
 #include "controller/controller.hpp"
 
-#include <httplib.h>
 #include <sys/stat.h>
 
 #include <chrono>
 #include <filesystem>
 
 #include "base/log.hpp"
+#include "controller/http_api.hpp"
 #include "controller/registration.hpp"
+#include "net/http/server.hpp"
 
 namespace weft::controller {
 namespace {
@@ -98,11 +99,12 @@ void Controller::stop() {
     stopping_ = true;
   }
   cv_.notify_all();
-  for (auto& s : servers_) s->stop();
+  if (server_) server_->stop();
   for (auto& t : threads_)
     if (t.joinable()) t.join();
   threads_.clear();
-  servers_.clear();
+  server_.reset();
+  api_.reset();
 }
 
 Status Controller::reload() {

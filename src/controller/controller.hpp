@@ -15,11 +15,13 @@
 #include "controller/mesh.hpp"
 #include "controller/store.hpp"
 
-namespace httplib {
+namespace weft::net::http {
 class Server;
 }
 
 namespace weft::controller {
+
+class HttpApi;
 
 class Controller {
  public:
@@ -44,15 +46,15 @@ class Controller {
   std::vector<int> bound_ports() const { return ports_; }
 
  private:
-  Status start_http(const Config& cfg);       // http_api.cpp
-  void install_routes(httplib::Server& srv);  // http_api.cpp
+  Status start_http(const Config& cfg);  // http_api.cpp
   void chores();
 
   std::string config_path_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<Mesh> mesh_;
   std::unique_ptr<Ingest> ingest_;
-  std::vector<std::unique_ptr<httplib::Server>> servers_;
+  std::unique_ptr<HttpApi> api_;
+  std::unique_ptr<net::http::Server> server_;
   std::vector<std::thread> threads_;
   std::vector<int> ports_;
   std::mutex mu_;

@@ -1,8 +1,8 @@
-// The controller's HTTP API (docs/api.md) on cpp-httplib with a thread pool.
+// The controller's HTTP API (docs/api.md): named handlers on the net/http server.
 // Every answer is JSON (except /metrics and the dashboard files); every error is
 // {"error": "..."} with a 4xx/5xx status. Handlers never throw: JSON is dumped with invalid UTF-8
-// replaced, and the server's exception handler turns anything unexpected into a 500.
-#include <httplib.h>
+// replaced, and the server turns anything unexpected into a 500.
+#include "controller/http_api.hpp"
 
 #include <charconv>
 #include <cmath>
@@ -16,6 +16,7 @@
 #include "controller/metrics_renderer.hpp"
 #include "controller/metrics_text.hpp"
 #include "controller/registration.hpp"
+#include "net/address.hpp"
 
 // Defined by src/controller/CMakeLists.txt when web/ (the dashboard) is part of the build.
 #ifdef WEFT_WEB_ASSETS
@@ -28,9 +29,8 @@ namespace {
 
 using nlohmann::json;
 
-// With the charset parameter, Debian's cpp-httplib (built with Brotli) does not compress JSON:
-// it only compresses a Content-Type of exactly "application/json", and at Brotli's maximum quality
-// a 40 MB mesh took minutes (docs/dashboard.md). Uncompressed JSON on a LAN is the faster answer.
+// JSON goes uncompressed except the large columnar mesh (gzip level 1, see mesh()): at Brotli's
+// maximum quality a 40 MB mesh took minutes (docs/dashboard.md).
 constexpr const char* kJson = "application/json; charset=utf-8";
 
 int64_t now_ns() {
@@ -41,13 +41,11 @@ int64_t now_ns() {
 
 std::string dumps(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
-void reply(httplib::Response& res, int status, const json& j) {
-  res.status = status;
-  res.set_content(dumps(j), kJson);
-}
-void error(httplib::Response& res, int status, std::string_view msg) {
-  reply(res, status, json{{"error", msg}});
-}
+using net::http::Request;
+using net::http::Response;
+
+void reply(Response& res, int status, const json& j) { res.set(status, dumps(j), kJson); }
+void error(Response& res, int status, std::string_view msg) { reply(res, status, json{{"error", msg}}); }
 
 double unix_s(int64_t ns) { return static_cast<double>(ns) / 1e9; }
 double us(int64_t ns) { return static_cast<double>(ns) / 1e3; }
@@ -94,11 +92,11 @@ bool parse_time(const std::string& s, int64_t& out) {
   return true;
 }
 
-bool token_ok(const Config& cfg, const httplib::Request& req) {
+bool token_ok(const Config& cfg, const Request& req) {
   if (cfg.tokens.empty()) return true;
-  std::string auth = req.get_header_value("Authorization");
+  std::string_view auth = req.header("authorization");
   if (!auth.starts_with("Bearer ")) return false;
-  std::string_view t = std::string_view(auth).substr(7);
+  std::string_view t = auth.substr(7);
   bool ok = false;
   for (const auto& tok : cfg.tokens) {
     // Compare every byte regardless of where they differ: no timing hint about the token.
@@ -110,381 +108,396 @@ bool token_ok(const Config& cfg, const httplib::Request& req) {
   return ok;
 }
 
-Result<probe::Protocol> protocol_param(const httplib::Request& req) {
+Result<probe::Protocol> protocol_param(const Request& req) {
   if (!req.has_param("protocol")) return fail("missing query parameter 'protocol' (udp, tcp or rdma)");
-  return agent::parse_protocol(req.get_param_value("protocol"));
+  return agent::parse_protocol(req.param("protocol"));
 }
+
+constexpr std::string_view kBadToken = "missing or wrong token (Authorization: Bearer ...)";
 
 }  // namespace
 
-Status Controller::start_http(const Config& cfg) {
-  for (const auto& addr : cfg.listen) {
-    auto srv = std::make_unique<httplib::Server>();
-    size_t threads = cfg.http_threads;
-    srv->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-    srv->set_payload_max_length(cfg.max_body_bytes);
-    srv->set_keep_alive_max_count(100000);
-    srv->set_keep_alive_timeout(30);
-    srv->set_read_timeout(10);
-    srv->set_tcp_nodelay(true);
-    install_routes(*srv);
-    auto colon = addr.rfind(':');
-    std::string host = addr.substr(0, colon);
-    if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
-    int port = std::stoi(addr.substr(colon + 1));
-    int bound = port;
-    if (port == 0)
-      bound = srv->bind_to_any_port(host);
-    else if (!srv->bind_to_port(host, port))
-      bound = -1;
-    if (bound <= 0) return fail("cannot listen on {} (address in use or not local?)", addr);
-    ports_.push_back(bound);
-    log().info("controller listening on http://{}:{}/", host, bound);
-    auto* raw = srv.get();
-    threads_.emplace_back([raw] { raw->listen_after_bind(); });
-    servers_.push_back(std::move(srv));
-  }
-  return {};
+net::http::ServerOptions HttpApi::server_options(const Config& cfg) {
+  net::http::ServerOptions o;
+  o.limits.max_head_bytes = cfg.max_header_bytes;
+  o.limits.max_body_bytes = cfg.max_body_bytes;
+  o.lane_threads = {cfg.http_api_threads, cfg.http_threads};
+  o.max_connections = cfg.http_max_connections;
+  o.max_connections_per_address = cfg.http_max_connections_per_address;
+  o.idle_timeout_ns = cfg.http_idle_timeout_ns;
+  o.header_timeout_ns = cfg.http_header_timeout_ns;
+  o.request_timeout_ns = cfg.http_request_timeout_ns;
+  o.error_response = [](Response& res, int status, std::string_view msg) { error(res, status, msg); };
+  return o;
 }
 
-void Controller::install_routes(httplib::Server& srv) {
-  srv.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
-    error(res, 500, "internal error");
-  });
-  srv.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;  // a handler already wrote its error
-    if (res.status == 404)
-      error(res, 404, fmt::format("no such endpoint: {} {}", req.method, req.path));
-    else if (res.status == 413)
-      error(res, 413, "request body too large");
-    else
-      error(res, res.status, fmt::format("HTTP status {}", res.status));
-  });
-
-  srv.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
-    auto si = mesh_->store_info();
-    reply(res, si.healthy ? 200 : 503,
-          json{{"status", si.healthy ? "ok" : "degraded"},
-               {"store",
-                {{"kind", si.kind},
-                 {"location", si.location},
-                 {"healthy", si.healthy},
-                 {"error", si.last_error}}},
-               {"agents", mesh_->agents().size()},
-               {"pairs", mesh_->pair_count()}});
-  });
-
-  // ---- agent-facing (token) ----
-  srv.Post("/api/v1/register", [this](const httplib::Request& req, httplib::Response& res) {
-    auto cfg = mesh_->config();
-    if (!token_ok(*cfg, req)) return error(res, 401, "missing or wrong token (Authorization: Bearer ...)");
-    auto parsed = parse_registration(req.body);
-    if (!parsed) return error(res, 400, parsed.error().message);
-    const Registration& r = *parsed;
-    int64_t now = now_ns();
-    if (auto free = mesh_->check_name_free(r, now); !free) return error(res, 409, free.error().message);
-    // Kept as received, before the agent is told it is registered: a restarted controller replays
-    // it through parse_registration and still lists the agent (docs/controller.md).
-    if (auto st = store_->save_registration(r.name, req.body, now); !st) {
-      log().error("register {}: store failed: {}", r.name, st.error().message);
-      return error(res, 503, "store unavailable, retry later: " + st.error().message);
-    }
-    mesh_->register_agent(r, now);
-    std::string rdma;
-    for (const auto& e : r.rdma)
-      rdma += fmt::format(", rdma {} gid {} qpn {}", e.device, e.gid_text(), e.qpn);
-    log().info("agent {} registered ({} {}, version {}{})", r.name, r.addresses.front(),
-               protocols_json(r.protocols).dump(), r.version, rdma);
-    auto pl = mesh_->pinglist_for(r.name);
-    reply(res, 200,
-          json{{"pinglist_version", pl.version},
-               {"report_interval_ms", cfg->report_interval_ns / 1'000'000},
-               {"sync_interval_ms", cfg->pinglist_sync_ns / 1'000'000},
-               {"window_ms", cfg->window_ns / 1'000'000}});
-  });
-
-  srv.Get("/api/v1/pinglist", [this](const httplib::Request& req, httplib::Response& res) {
-    auto cfg = mesh_->config();
-    if (!token_ok(*cfg, req)) return error(res, 401, "missing or wrong token (Authorization: Bearer ...)");
-    std::string name = req.get_param_value("agent");
-    if (!valid_host_name(name)) return error(res, 400, "agent: required, a host name");
-    if (!mesh_->is_registered(name))
-      return error(res, 409, fmt::format("agent '{}' is not registered", name));
-    auto pl = mesh_->pinglist_for(name);
-    mesh_->record_pinglist_sent(name, pl);
-    uint64_t have = 0;
-    std::string v = req.get_param_value("version");
-    std::from_chars(v.data(), v.data() + v.size(), have);
-    if (have == pl.version) return reply(res, 200, json{{"version", pl.version}, {"unchanged", true}});
-    res.status = 200;
-    res.set_content(pinglist_json(pl), kJson);
-  });
-
-  srv.Post("/api/v1/report", [this](const httplib::Request& req, httplib::Response& res) {
-    auto cfg = mesh_->config();
-    if (!token_ok(*cfg, req)) {
-      mesh_->counters().requests++;
-      mesh_->counters().requests_rejected++;
-      return error(res, 401, "missing or wrong token (Authorization: Bearer ...)");
-    }
-    auto r = ingest_->handle(req.get_header_value("Content-Type"), req.body, now_ns());
-    res.status = r.status;
-    res.set_content(std::move(r.body), kJson);
-  });
-
-  // ---- read API (dashboard, scripts) ----
-  srv.Get("/api/v1/mesh", [this](const httplib::Request& req, httplib::Response& res) {
-    auto proto = protocol_param(req);
-    if (!proto) return error(res, 400, proto.error().message);
-    std::vector<std::string> hosts;
-    std::function<bool(const std::string&, const std::string&)> keep = [](const auto&, const auto&) {
-      return true;
-    };
-    std::string group = req.get_param_value("group");
-    auto cfg = mesh_->config();
-    if (!group.empty()) {
-      const GroupRule* g = nullptr;
-      const ArrowRule* a = nullptr;
-      for (const auto& x : cfg->groups)
-        if (x.name == group) g = &x;
-      for (const auto& x : cfg->arrows)
-        if (x.name == group) a = &x;
-      if (!g && !a) return error(res, 404, fmt::format("no group named '{}'", group));
-      auto any = [](const std::vector<std::string>& pats, const std::string& n) {
-        for (const auto& p : pats)
-          if (glob_match(p, n)) return true;
-        return false;
-      };
-      if (g)
-        keep = [g, any](const std::string& s, const std::string& d) {
-          return any(g->members, s) && any(g->members, d);
-        };
-      else
-        keep = [a, any](const std::string& s, const std::string& d) {
-          return any(a->from, s) && any(a->to, d);
-        };
-      for (const auto& gi : mesh_->groups())
-        if (gi.name == group) hosts = gi.members;
-    } else {
-      for (const auto& ag : mesh_->agents())
-        if (std::find(ag.protocols.begin(), ag.protocols.end(), *proto) != ag.protocols.end())
-          hosts.push_back(ag.name);
-    }
-    int64_t now = now_ns();
-    const std::string format = req.get_param_value("format");
-    if (!format.empty() && format != "rows" && format != "columns")
-      return error(res, 400,
-                   fmt::format("format: 'rows' (the default) or 'columns', not '{}'", format.substr(0, 32)));
-    if (format == "columns") {
-      std::vector<PairWindow> kept = mesh_->latest(*proto);
-      std::erase_if(kept, [&](const PairWindow& pw) { return !keep(pw.src, pw.dst); });
-      std::string body =
-          mesh_columns_json({probe::to_string(*proto), group, cfg->window_ns, now, std::move(hosts)}, kept);
-      res.status = 200;
-      // Large meshes go gzipped at a fast level when the client takes it (the dashboard does).
-      if (body.size() > 64 * 1024 && accepts_gzip(req.get_header_value("Accept-Encoding"))) {
-        if (auto z = gzip_compress(body); z) {
-          res.set_header("Content-Encoding", "gzip");
-          res.set_header("Vary", "Accept-Encoding");
-          res.set_content(std::move(*z), kJson);
-          return;
-        }
-      }
-      res.set_content(std::move(body), kJson);
-      return;
-    }
-    json pairs = json::array();
-    for (const auto& pw : mesh_->latest(*proto)) {
-      if (!keep(pw.src, pw.dst)) continue;
-      json p = window_api_json(pw.window);
-      p["src"] = pw.src;
-      p["dst"] = pw.dst;
-      p["age_s"] = unix_s(now - pw.window.end_unix_ns);
-      pairs.push_back(std::move(p));
-    }
-    reply(res, 200,
-          json{{"protocol", probe::to_string(*proto)},
-               {"group", group.empty() ? json(nullptr) : json(group)},
-               {"window_s", unix_s(cfg->window_ns)},
-               {"hosts", hosts},
-               {"pairs", std::move(pairs)}});
-  });
-
-  // Which hosts and links the latest mesh blames (controller/blame.hpp, docs/api.md).
-  srv.Get("/api/v1/suspects", [this](const httplib::Request& req, httplib::Response& res) {
-    auto proto = protocol_param(req);
-    if (!proto) return error(res, 400, proto.error().message);
-    BlameOptions opt;
-    if (req.has_param("loss")) {
-      const std::string v = req.get_param_value("loss");
-      double x = -1;
-      auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
-      if (ec != std::errc{} || end != v.data() + v.size() || !(x > 0 && x <= 1))
-        return error(res, 400, fmt::format("loss must be a number in (0, 1], not '{}'", v));
-      opt.loss_threshold = x;
-    }
-    std::vector<std::string> down;
-    const auto agents = mesh_->agents();
-    for (const auto& ag : agents)
-      if (ag.state == AgentState::down) down.push_back(ag.name);
-    const Blame b = find_blame(mesh_->latest(*proto), down, now_ns(), mesh_->window_ns(), opt,
-                               blame_context(*proto, agents, mesh_->groups()));
-    json hosts = json::array(), links = json::array();
-    for (const auto& h : b.hosts)
-      hosts.push_back({{"host", h.host},
-                       {"direction", h.direction},
-                       {"reason", h.reason},
-                       {"bad_pairs", h.bad_pairs},
-                       {"pairs", h.pairs},
-                       {"loss_ratio", h.loss_ratio}});
-    for (const auto& l : b.links) {
-      json lj{{"src", l.src}, {"dst", l.dst}, {"reason", l.reason}, {"loss_ratio", l.loss_ratio}};
-      if (l.rtt_ns) lj["rtt_us"] = static_cast<double>(l.rtt_ns) / 1e3;
-      if (l.expected_ns) lj["expected_rtt_us"] = static_cast<double>(l.expected_ns) / 1e3;
-      links.push_back(std::move(lj));
-    }
-    reply(res, 200,
-          json{{"protocol", probe::to_string(*proto)},
-               {"loss_threshold", opt.loss_threshold},
-               {"latency_factor", opt.latency_factor},
-               {"latency_margin_us", static_cast<double>(opt.latency_margin_ns) / 1e3},
-               {"measured_pairs", b.measured_pairs},
-               {"bad_pairs", b.bad_pairs},
-               {"slow_pairs", b.slow_pairs},
-               {"hosts", std::move(hosts)},
-               {"links", std::move(links)},
-               {"down", down}});
-  });
-
-  srv.Get(R"(/api/v1/pairs/([^/]+)/([^/]+)/history)",
-          [this](const httplib::Request& req, httplib::Response& res) {
-            std::string src = req.matches[1], dst = req.matches[2];
-            if (!valid_host_name(src) || !valid_host_name(dst))
-              return error(res, 400, "src and dst must be host names");
-            auto proto = protocol_param(req);
-            if (!proto) return error(res, 400, proto.error().message);
-            int64_t now = now_ns();
-            int64_t since = now - 3600LL * 1'000'000'000, until = now + 3600LL * 1'000'000'000;
-            if (req.has_param("since") && !parse_time(req.get_param_value("since"), since))
-              return error(res, 400, "since: Unix seconds (e.g. 1763700000.5) or Unix nanoseconds");
-            if (req.has_param("until") && !parse_time(req.get_param_value("until"), until))
-              return error(res, 400, "until: Unix seconds or Unix nanoseconds");
-            size_t limit = 10000;
-            if (req.has_param("limit")) {
-              std::string l = req.get_param_value("limit");
-              auto [p, ec] = std::from_chars(l.data(), l.data() + l.size(), limit);
-              if (ec != std::errc{} || p != l.data() + l.size() || limit == 0 || limit > 100000)
-                return error(res, 400, "limit: 1..100000");
-            }
-            auto h = store_->history(*proto, src, dst, since, until, limit);
-            if (!h) return error(res, 503, "history unavailable: " + h.error().message);
-            json windows = json::array();
-            for (const auto& w : *h) windows.push_back(window_api_json(w));
-            reply(res, 200,
-                  json{{"protocol", probe::to_string(*proto)},
-                       {"src", src},
-                       {"dst", dst},
-                       {"since", unix_s(since)},
-                       {"windows", std::move(windows)}});
-          });
-
-  srv.Get("/api/v1/agents", [this](const httplib::Request&, httplib::Response& res) {
-    json agents = json::array();
-    int64_t now = now_ns();
-    for (const auto& a : mesh_->agents()) {
-      json alarms = json::array();
-      for (const auto& al : a.alarms)
-        alarms.push_back({{"kind", al.kind}, {"message", al.message}, {"since", unix_s(al.since_unix_ns)}});
-      json rdma = json::array();
-      for (const auto& e : a.rdma) rdma.push_back(agent::rdma_endpoint_json(e));
-      agents.push_back({{"name", a.name},
-                        {"state", to_string(a.state)},
-                        {"addresses", a.addresses},
-                        {"protocols", protocols_json(a.protocols)},
-                        {"rdma", std::move(rdma)},
-                        {"version", a.version},
-                        {"registered", unix_s(a.registered_unix_ns)},
-                        {"last_seen", unix_s(a.last_seen_unix_ns)},
-                        {"last_seen_age_s", unix_s(now - a.last_seen_unix_ns)},
-                        {"pinglist_version", a.pinglist_version},
-                        {"pinglist_targets", a.pinglist_targets},
-                        {"health",
-                         {{"cpu_percent", a.health.cpu_percent},
-                          {"rss_kb", a.health.rss_kb},
-                          {"probes_per_s", a.health.probes_per_s},
-                          {"dropped_windows", a.health.dropped_windows},
-                          {"spooled_windows", a.health.spooled_windows},
-                          {"prober_restarts", a.health.prober_restarts}}},
-                        {"alarms", std::move(alarms)}});
-    }
-    reply(res, 200, json{{"agents", std::move(agents)}});
-  });
-
-  srv.Get("/api/v1/groups", [this](const httplib::Request&, httplib::Response& res) {
-    auto cfg = mesh_->config();
-    json protos = json::array();
-    for (const auto& p : cfg->protocols) protos.push_back(probe::to_string(p.protocol));
-    json groups = json::array();
-    for (const auto& g : mesh_->groups())
-      groups.push_back(
-          {{"name", g.name}, {"protocols", protocols_json(g.protocols)}, {"members", g.members}});
-    reply(res, 200, json{{"protocols", std::move(protos)}, {"groups", std::move(groups)}});
-  });
-
-  // Forgets an agent (a mistyped name, a decommissioned host). A live agent would register again
-  // with its next report, so one still reporting needs ?force=1 (stop it first).
-  srv.Delete("/api/v1/agents/([^/]+)", [this](const httplib::Request& req, httplib::Response& res) {
-    auto cfg = mesh_->config();
-    if (!token_ok(*cfg, req)) return error(res, 401, "missing or wrong token (Authorization: Bearer ...)");
-    std::string name = req.matches[1];
-    if (!valid_host_name(name)) return error(res, 400, "not a host name");
-    if (!mesh_->is_registered(name))
-      return error(res, 404, fmt::format("agent '{}' is not registered", name));
-    if (auto age = mesh_->up_for(name, now_ns()); age && req.get_param_value("force") != "1")
-      return error(res, 409,
-                   fmt::format("agent '{}' is up (last report {:.1f} s ago) and would register again: stop "
-                               "it first, or add ?force=1",
-                               name, *age));
-    if (auto st = store_->remove_registration(name); !st)
-      return error(res, 503, "store unavailable, retry later: " + st.error().message);
-    mesh_->remove_agent(name);
-    log().info("agent {} removed", name);
-    reply(res, 200, json{{"removed", name}});
-  });
-
-  srv.Get("/api/v1/pinglists/([^/]+)", [this](const httplib::Request& req, httplib::Response& res) {
-    // Read-only view of what an agent is told to probe (for operators and tests).
-    std::string name = req.matches[1];
-    if (!valid_host_name(name)) return error(res, 400, "not a host name");
-    if (!mesh_->is_registered(name))
-      return error(res, 404, fmt::format("agent '{}' is not registered", name));
-    res.status = 200;
-    res.set_content(pinglist_json(mesh_->pinglist_for(name)), kJson);
-  });
-
-  srv.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
-    MetricsOptions opt;
-    opt.per_pair = req.get_param_value("pairs") == "1";  // per-pair series are opt-in (docs/metrics.md)
-    res.status = 200;
-    res.set_content(render_metrics(*mesh_, opt, now_ns()), std::string(kPromContentType));
-  });
-
-#ifdef WEFT_HAVE_WEB_ASSETS
-  auto asset = [](const httplib::Request& req, httplib::Response& res) {
-    auto a = find_web_asset(req.path);
-    if (!a) return error(res, 404, "no such file");
-    res.set_header("ETag", std::string(a->etag));
-    if (req.get_header_value("If-None-Match") == a->etag) {
-      res.status = 304;
-      return;
-    }
-    res.status = 200;
-    res.set_content(std::string(a->body), std::string(a->content_type));
+net::http::Router HttpApi::routes() {
+  net::http::Router r;
+  auto h = [this](void (HttpApi::*f)(const Req&, Res&)) {
+    return [this, f](const Req& req, Res& res) { (this->*f)(req, res); };
   };
-  srv.Get("/", asset);
-  srv.Get("/index.html", asset);
-  srv.Get(R"(/assets/.+)", asset);
+  auto token = [this](const Req& req, Res& res) { return check_token(req, res); };
+  auto report_token = [this](const Req& req, Res& res) { return check_report_token(req, res); };
+  r.add("GET", "/healthz", h(&HttpApi::healthz), kReadLane);
+  // Agent-facing (token).
+  r.add("POST", "/api/v1/register", h(&HttpApi::register_agent), kAgentLane, token);
+  r.add("GET", "/api/v1/pinglist", h(&HttpApi::pinglist), kAgentLane, token);
+  r.add("POST", "/api/v1/report", h(&HttpApi::report), kAgentLane, report_token);
+  r.add("DELETE", "/api/v1/agents/*", h(&HttpApi::delete_agent), kAgentLane, token);
+  // Read API (dashboard, scripts).
+  r.add("GET", "/api/v1/mesh", h(&HttpApi::mesh), kReadLane);
+  r.add("GET", "/api/v1/suspects", h(&HttpApi::suspects), kReadLane);
+  r.add("GET", "/api/v1/pairs/*/*/history", h(&HttpApi::pair_history), kReadLane);
+  r.add("GET", "/api/v1/agents", h(&HttpApi::agents), kReadLane);
+  r.add("GET", "/api/v1/groups", h(&HttpApi::groups), kReadLane);
+  r.add("GET", "/api/v1/pinglists/*", h(&HttpApi::pinglist_view), kReadLane);
+  r.add("GET", "/metrics", h(&HttpApi::metrics), kReadLane);
+#ifdef WEFT_HAVE_WEB_ASSETS
+  r.add("GET", "/", h(&HttpApi::web_asset), kReadLane);
+  r.add("GET", "/index.html", h(&HttpApi::web_asset), kReadLane);
+  r.add("GET", "/assets/**", h(&HttpApi::web_asset), kReadLane);
 #endif
+  return r;
+}
+
+bool HttpApi::check_token(const Req& req, Res& res) {
+  if (token_ok(*mesh_.config(), req)) return true;
+  error(res, 401, kBadToken);
+  return false;
+}
+
+bool HttpApi::check_report_token(const Req& req, Res& res) {
+  if (check_token(req, res)) return true;
+  mesh_.counters().requests++;
+  mesh_.counters().requests_rejected++;
+  return false;
+}
+
+void HttpApi::healthz(const Req&, Res& res) {
+  auto si = mesh_.store_info();
+  reply(
+      res, si.healthy ? 200 : 503,
+      json{
+          {"status", si.healthy ? "ok" : "degraded"},
+          {"store",
+           {{"kind", si.kind}, {"location", si.location}, {"healthy", si.healthy}, {"error", si.last_error}}},
+          {"agents", mesh_.agent_count()},
+          {"pairs", mesh_.pair_count()}});
+}
+
+void HttpApi::register_agent(const Req& req, Res& res) {
+  auto cfg = mesh_.config();
+  auto parsed = parse_registration(req.body);
+  if (!parsed) return error(res, 400, parsed.error().message);
+  const Registration& r = *parsed;
+  int64_t now = now_ns();
+  if (auto free = mesh_.check_name_free(r, now); !free) return error(res, 409, free.error().message);
+  // Kept as received, before the agent is told it is registered: a restarted controller replays
+  // it through parse_registration and still lists the agent (docs/controller.md).
+  if (auto st = store_.save_registration(r.name, req.body, now); !st) {
+    log().error("register {}: store failed: {}", r.name, st.error().message);
+    return error(res, 503, "store unavailable, retry later: " + st.error().message);
+  }
+  mesh_.register_agent(r, now);
+  std::string rdma;
+  for (const auto& e : r.rdma) rdma += fmt::format(", rdma {} gid {} qpn {}", e.device, e.gid_text(), e.qpn);
+  log().info("agent {} registered ({} {}, version {}{})", r.name, r.addresses.front(),
+             protocols_json(r.protocols).dump(), r.version, rdma);
+  auto pl = mesh_.pinglist_for(r.name);
+  reply(res, 200,
+        json{{"pinglist_version", pl.version},
+             {"report_interval_ms", cfg->report_interval_ns / 1'000'000},
+             {"sync_interval_ms", cfg->pinglist_sync_ns / 1'000'000},
+             {"window_ms", cfg->window_ns / 1'000'000}});
+}
+
+void HttpApi::pinglist(const Req& req, Res& res) {
+  std::string name = req.param("agent");
+  if (!valid_host_name(name)) return error(res, 400, "agent: required, a host name");
+  if (!mesh_.is_registered(name)) return error(res, 409, fmt::format("agent '{}' is not registered", name));
+  auto pl = mesh_.pinglist_for(name);
+  mesh_.record_pinglist_sent(name, pl);
+  uint64_t have = 0;
+  std::string v = req.param("version");
+  std::from_chars(v.data(), v.data() + v.size(), have);
+  if (have == pl.version) return reply(res, 200, json{{"version", pl.version}, {"unchanged", true}});
+  res.set(200, pinglist_json(pl), kJson);
+}
+
+void HttpApi::report(const Req& req, Res& res) {
+  auto r = ingest_.handle(req.header("content-type"), req.body, now_ns());
+  res.set(r.status, std::move(r.body), kJson);
+}
+
+void HttpApi::mesh(const Req& req, Res& res) {
+  auto proto = protocol_param(req);
+  if (!proto) return error(res, 400, proto.error().message);
+  std::vector<std::string> hosts;
+  std::function<bool(const std::string&, const std::string&)> keep = [](const auto&, const auto&) {
+    return true;
+  };
+  std::string group = req.param("group");
+  auto cfg = mesh_.config();
+  if (!group.empty()) {
+    const GroupRule* g = nullptr;
+    const ArrowRule* a = nullptr;
+    for (const auto& x : cfg->groups)
+      if (x.name == group) g = &x;
+    for (const auto& x : cfg->arrows)
+      if (x.name == group) a = &x;
+    if (!g && !a) return error(res, 404, fmt::format("no group named '{}'", group));
+    auto any = [](const std::vector<std::string>& pats, const std::string& n) {
+      for (const auto& p : pats)
+        if (glob_match(p, n)) return true;
+      return false;
+    };
+    if (g)
+      keep = [g, any](const std::string& s, const std::string& d) {
+        return any(g->members, s) && any(g->members, d);
+      };
+    else
+      keep = [a, any](const std::string& s, const std::string& d) {
+        return any(a->from, s) && any(a->to, d);
+      };
+    for (const auto& gi : mesh_.groups())
+      if (gi.name == group) hosts = gi.members;
+  } else {
+    for (const auto& ag : mesh_.agents())
+      if (std::find(ag.protocols.begin(), ag.protocols.end(), *proto) != ag.protocols.end())
+        hosts.push_back(ag.name);
+  }
+  int64_t now = now_ns();
+  const std::string format = req.param("format");
+  if (!format.empty() && format != "rows" && format != "columns")
+    return error(res, 400,
+                 fmt::format("format: 'rows' (the default) or 'columns', not '{}'", format.substr(0, 32)));
+  if (format == "columns") {
+    std::vector<PairWindow> kept = mesh_.latest(*proto);
+    std::erase_if(kept, [&](const PairWindow& pw) { return !keep(pw.src, pw.dst); });
+    std::string body =
+        mesh_columns_json({probe::to_string(*proto), group, cfg->window_ns, now, std::move(hosts)}, kept);
+    // Large meshes go gzipped at a fast level when the client takes it (the dashboard does).
+    if (body.size() > 64 * 1024 && accepts_gzip(req.header("accept-encoding"))) {
+      if (auto z = gzip_compress(body); z) {
+        res.set_header("Content-Encoding", "gzip");
+        res.set_header("Vary", "Accept-Encoding");
+        res.set(200, std::move(*z), kJson);
+        return;
+      }
+    }
+    res.set(200, std::move(body), kJson);
+    return;
+  }
+  json pairs = json::array();
+  for (const auto& pw : mesh_.latest(*proto)) {
+    if (!keep(pw.src, pw.dst)) continue;
+    json p = window_api_json(pw.window);
+    p["src"] = pw.src;
+    p["dst"] = pw.dst;
+    p["age_s"] = unix_s(now - pw.window.end_unix_ns);
+    pairs.push_back(std::move(p));
+  }
+  reply(res, 200,
+        json{{"protocol", probe::to_string(*proto)},
+             {"group", group.empty() ? json(nullptr) : json(group)},
+             {"window_s", unix_s(cfg->window_ns)},
+             {"hosts", hosts},
+             {"pairs", std::move(pairs)}});
+}
+
+// Which hosts and links the latest mesh blames (controller/blame.hpp, docs/api.md).
+void HttpApi::suspects(const Req& req, Res& res) {
+  auto proto = protocol_param(req);
+  if (!proto) return error(res, 400, proto.error().message);
+  BlameOptions opt;
+  if (req.has_param("loss")) {
+    const std::string v = req.param("loss");
+    double x = -1;
+    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+    if (ec != std::errc{} || end != v.data() + v.size() || !(x > 0 && x <= 1))
+      return error(res, 400, fmt::format("loss must be a number in (0, 1], not '{}'", v));
+    opt.loss_threshold = x;
+  }
+  std::vector<std::string> down;
+  const auto agents = mesh_.agents();
+  for (const auto& ag : agents)
+    if (ag.state == AgentState::down) down.push_back(ag.name);
+  const Blame b = find_blame(mesh_.latest(*proto), down, now_ns(), mesh_.window_ns(), opt,
+                             blame_context(*proto, agents, mesh_.groups()));
+  json hosts = json::array(), links = json::array();
+  for (const auto& h : b.hosts)
+    hosts.push_back({{"host", h.host},
+                     {"direction", h.direction},
+                     {"reason", h.reason},
+                     {"bad_pairs", h.bad_pairs},
+                     {"pairs", h.pairs},
+                     {"loss_ratio", h.loss_ratio}});
+  for (const auto& l : b.links) {
+    json lj{{"src", l.src}, {"dst", l.dst}, {"reason", l.reason}, {"loss_ratio", l.loss_ratio}};
+    if (l.rtt_ns) lj["rtt_us"] = static_cast<double>(l.rtt_ns) / 1e3;
+    if (l.expected_ns) lj["expected_rtt_us"] = static_cast<double>(l.expected_ns) / 1e3;
+    links.push_back(std::move(lj));
+  }
+  reply(res, 200,
+        json{{"protocol", probe::to_string(*proto)},
+             {"loss_threshold", opt.loss_threshold},
+             {"latency_factor", opt.latency_factor},
+             {"latency_margin_us", static_cast<double>(opt.latency_margin_ns) / 1e3},
+             {"measured_pairs", b.measured_pairs},
+             {"bad_pairs", b.bad_pairs},
+             {"slow_pairs", b.slow_pairs},
+             {"hosts", std::move(hosts)},
+             {"links", std::move(links)},
+             {"down", down}});
+}
+
+void HttpApi::pair_history(const Req& req, Res& res) {
+  const std::string& src = req.matches.at(0);
+  const std::string& dst = req.matches.at(1);
+  if (!valid_host_name(src) || !valid_host_name(dst))
+    return error(res, 400, "src and dst must be host names");
+  auto proto = protocol_param(req);
+  if (!proto) return error(res, 400, proto.error().message);
+  int64_t now = now_ns();
+  int64_t since = now - 3600LL * 1'000'000'000, until = now + 3600LL * 1'000'000'000;
+  if (req.has_param("since") && !parse_time(req.param("since"), since))
+    return error(res, 400, "since: Unix seconds (e.g. 1763700000.5) or Unix nanoseconds");
+  if (req.has_param("until") && !parse_time(req.param("until"), until))
+    return error(res, 400, "until: Unix seconds or Unix nanoseconds");
+  size_t limit = 10000;
+  if (req.has_param("limit")) {
+    std::string l = req.param("limit");
+    auto [p, ec] = std::from_chars(l.data(), l.data() + l.size(), limit);
+    if (ec != std::errc{} || p != l.data() + l.size() || limit == 0 || limit > 100000)
+      return error(res, 400, "limit: 1..100000");
+  }
+  auto h = store_.history(*proto, src, dst, since, until, limit);
+  if (!h) return error(res, 503, "history unavailable: " + h.error().message);
+  json windows = json::array();
+  for (const auto& w : *h) windows.push_back(window_api_json(w));
+  reply(res, 200,
+        json{{"protocol", probe::to_string(*proto)},
+             {"src", src},
+             {"dst", dst},
+             {"since", unix_s(since)},
+             {"windows", std::move(windows)}});
+}
+
+void HttpApi::agents(const Req&, Res& res) {
+  json agents = json::array();
+  int64_t now = now_ns();
+  for (const auto& a : mesh_.agents()) {
+    json alarms = json::array();
+    for (const auto& al : a.alarms)
+      alarms.push_back({{"kind", al.kind}, {"message", al.message}, {"since", unix_s(al.since_unix_ns)}});
+    json rdma = json::array();
+    for (const auto& e : a.rdma) rdma.push_back(agent::rdma_endpoint_json(e));
+    agents.push_back({{"name", a.name},
+                      {"state", to_string(a.state)},
+                      {"addresses", a.addresses},
+                      {"protocols", protocols_json(a.protocols)},
+                      {"rdma", std::move(rdma)},
+                      {"version", a.version},
+                      {"registered", unix_s(a.registered_unix_ns)},
+                      {"last_seen", unix_s(a.last_seen_unix_ns)},
+                      {"last_seen_age_s", unix_s(now - a.last_seen_unix_ns)},
+                      {"pinglist_version", a.pinglist_version},
+                      {"pinglist_targets", a.pinglist_targets},
+                      {"health",
+                       {{"cpu_percent", a.health.cpu_percent},
+                        {"rss_kb", a.health.rss_kb},
+                        {"probes_per_s", a.health.probes_per_s},
+                        {"dropped_windows", a.health.dropped_windows},
+                        {"spooled_windows", a.health.spooled_windows},
+                        {"prober_restarts", a.health.prober_restarts}}},
+                      {"alarms", std::move(alarms)}});
+  }
+  reply(res, 200, json{{"agents", std::move(agents)}});
+}
+
+void HttpApi::groups(const Req&, Res& res) {
+  auto cfg = mesh_.config();
+  json protos = json::array();
+  for (const auto& p : cfg->protocols) protos.push_back(probe::to_string(p.protocol));
+  json groups = json::array();
+  for (const auto& g : mesh_.groups())
+    groups.push_back({{"name", g.name}, {"protocols", protocols_json(g.protocols)}, {"members", g.members}});
+  reply(res, 200, json{{"protocols", std::move(protos)}, {"groups", std::move(groups)}});
+}
+
+// Forgets an agent (a mistyped name, a decommissioned host). A live agent would register again
+// with its next report, so one still reporting needs ?force=1 (stop it first).
+void HttpApi::delete_agent(const Req& req, Res& res) {
+  const std::string& name = req.matches.at(0);
+  if (!valid_host_name(name)) return error(res, 400, "not a host name");
+  if (!mesh_.is_registered(name)) return error(res, 404, fmt::format("agent '{}' is not registered", name));
+  if (auto age = mesh_.up_for(name, now_ns()); age && req.param("force") != "1")
+    return error(res, 409,
+                 fmt::format("agent '{}' is up (last report {:.1f} s ago) and would register again: stop "
+                             "it first, or add ?force=1",
+                             name, *age));
+  if (auto st = store_.remove_registration(name); !st)
+    return error(res, 503, "store unavailable, retry later: " + st.error().message);
+  mesh_.remove_agent(name);
+  log().info("agent {} removed", name);
+  reply(res, 200, json{{"removed", name}});
+}
+
+// Read-only view of what an agent is told to probe (for operators and tests).
+void HttpApi::pinglist_view(const Req& req, Res& res) {
+  const std::string& name = req.matches.at(0);
+  if (!valid_host_name(name)) return error(res, 400, "not a host name");
+  if (!mesh_.is_registered(name)) return error(res, 404, fmt::format("agent '{}' is not registered", name));
+  res.set(200, pinglist_json(mesh_.pinglist_for(name)), kJson);
+}
+
+void HttpApi::metrics(const Req& req, Res& res) {
+  MetricsOptions opt;
+  opt.per_pair = req.param("pairs") == "1";  // per-pair series are opt-in (docs/metrics.md)
+  res.set(200, render_metrics(mesh_, opt, now_ns()), std::string(kPromContentType));
+}
+
+void HttpApi::web_asset([[maybe_unused]] const Req& req, Res& res) {
+#ifdef WEFT_HAVE_WEB_ASSETS
+  auto a = find_web_asset(req.path);
+  if (!a) return error(res, 404, "no such file");
+  res.set_header("ETag", std::string(a->etag));
+  if (req.header("if-none-match") == a->etag) {
+    res.status = 304;
+    return;
+  }
+  res.set(200, std::string(a->body), std::string(a->content_type));
+#else
+  error(res, 404, "no such file");
+#endif
+}
+
+Status Controller::start_http(const Config& cfg) {
+  api_ = std::make_unique<HttpApi>(*mesh_, *store_, *ingest_);
+  server_ = std::make_unique<net::http::Server>(api_->routes(), HttpApi::server_options(cfg));
+  for (const auto& addr : cfg.listen) {
+    // "HOST:PORT" or "[IPv6]:PORT"; port 0 picks a free port (tests, benchmarks).
+    auto colon = addr.rfind(':');
+    if (colon == std::string::npos) return fail("listen '{}': not HOST:PORT", addr);
+    std::string host = addr.substr(0, colon);
+    if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+    uint16_t want = 0;
+    auto [p, ec] = std::from_chars(addr.data() + colon + 1, addr.data() + addr.size(), want);
+    if (ec != std::errc{} || p != addr.data() + addr.size()) return fail("listen '{}': not HOST:PORT", addr);
+    auto sa = net::resolve(host, want);
+    if (!sa) return fail("listen '{}': {}", addr, sa.error().message);
+    auto port = server_->listen(*sa);
+    if (!port) return fail("cannot listen on {}: {}", addr, port.error().message);
+    ports_.push_back(*port);
+    net::SocketAddress bound = *sa;
+    bound.set_port(*port);
+    log().info("controller listening on http://{}/", bound.to_string());
+  }
+  if (auto st = server_->start(); !st) return st;
+  log().info("controller HTTP: up to {} connections ({} per client address), {} agent + {} API workers",
+             server_->max_connections(), cfg.http_max_connections_per_address, cfg.http_threads,
+             cfg.http_api_threads);
+  return {};
 }
 
 }  // namespace weft::controller

@@ -252,6 +252,7 @@ void Mesh::register_agent(const Registration& r, int64_t now_ns) {
   std::lock_guard lk(reg_mu_);
   AgentRecord& rec = agents_[r.name];
   bool was_new = rec.info.name.empty();
+  if (was_new) index_add_locked(r.name);
   fill_info(rec.info, r, now_ns);
   bool was_down = rec.info.state == AgentState::down;
   if (was_down && !was_new) rec.info.up_again_unix_ns = now_ns;
@@ -263,7 +264,10 @@ void Mesh::register_agent(const Registration& r, int64_t now_ns) {
                  p.udp_port != rec.peer.udp_port || p.tcp_port != rec.peer.tcp_port ||
                  p.rdma != rec.peer.rdma;
   rec.peer = std::move(p);
-  if (changed) ++generation_;
+  if (changed) {
+    rec.cached_generation = UINT64_MAX;
+    invalidate_peers_locked(r.name);
+  }
 }
 
 // A registration replayed from the store at start: listed, down until settle_restored() or a report, and with
@@ -272,6 +276,7 @@ void Mesh::restore_agent(const Registration& r, int64_t registered_ns, int64_t n
   std::lock_guard lk(reg_mu_);
   if (agents_.contains(r.name)) return;
   AgentRecord& rec = agents_[r.name];
+  index_add_locked(r.name);
   fill_info(rec.info, r, registered_ns);
   rec.info.state = AgentState::down;
   rec.info.alarms.push_back({"agent_down", std::string(kRestartedNote), now_ns});
@@ -316,8 +321,10 @@ Status Mesh::check_name_free(const Registration& r, int64_t now_ns) const {
 
 bool Mesh::remove_agent(const std::string& name) {
   std::lock_guard lk(reg_mu_);
-  if (agents_.erase(name) == 0) return false;
-  ++generation_;
+  if (!agents_.contains(name)) return false;
+  invalidate_peers_locked(name);
+  agents_.erase(name);
+  index_remove_locked(name);
   return true;
 }
 
@@ -347,15 +354,69 @@ std::vector<std::string> Mesh::sweep(int64_t now_ns) {
       gone.push_back(name);
     }
   }
-  if (!gone.empty()) ++generation_;
+  for (const auto& n : gone) invalidate_peers_locked(n);
   return gone;
 }
 
-std::vector<Peer> Mesh::peers_locked() const {
-  std::vector<Peer> peers;
-  peers.reserve(agents_.size());
-  for (const auto& [name, rec] : agents_) peers.push_back(rec.peer);
-  return peers;
+namespace {
+bool matches(const std::vector<std::string>& patterns, const std::string& name) {
+  for (const auto& p : patterns)
+    if (glob_match(p, name)) return true;
+  return false;
+}
+}  // namespace
+
+void Mesh::index_add_locked(const std::string& name) {
+  if (!index_.cfg) return;  // built on first use
+  const Config& c = *index_.cfg;
+  for (size_t i = 0; i < c.groups.size(); ++i)
+    if (matches(c.groups[i].members, name)) index_.group[i].insert(name);
+  for (size_t i = 0; i < c.arrows.size(); ++i) {
+    if (matches(c.arrows[i].from, name)) index_.from[i].insert(name);
+    if (matches(c.arrows[i].to, name)) index_.to[i].insert(name);
+  }
+}
+
+// Only the pinglists that can hold `name` change with it: those of its group mates and of the agents
+// whose arrows point at it. With the index built for the config in force, just those are marked
+// stale (a registration in a 10,000-agent fleet recomputes ~100 pinglists, not 10,000); else all.
+void Mesh::invalidate_peers_locked(const std::string& name) {
+  if (!index_.cfg || index_.cfg != config()) {
+    ++generation_;
+    return;
+  }
+  auto stale = [&](const std::set<std::string>& names) {
+    for (const auto& n : names)
+      if (auto it = agents_.find(n); it != agents_.end()) it->second.cached_generation = UINT64_MAX;
+  };
+  for (const auto& g : index_.group)
+    if (g.contains(name)) stale(g);
+  for (size_t i = 0; i < index_.to.size(); ++i)
+    if (index_.to[i].contains(name)) stale(index_.from[i]);
+}
+
+void Mesh::index_remove_locked(const std::string& name) {
+  for (auto* sets : {&index_.group, &index_.from, &index_.to})
+    for (auto& s : *sets) s.erase(name);
+}
+
+std::vector<Peer> Mesh::candidates_locked(const std::shared_ptr<const Config>& cfg, const std::string& name) {
+  if (index_.cfg != cfg) {
+    index_ = MemberIndex{cfg, std::vector<std::set<std::string>>(cfg->groups.size()),
+                         std::vector<std::set<std::string>>(cfg->arrows.size()),
+                         std::vector<std::set<std::string>>(cfg->arrows.size())};
+    for (const auto& [n, rec] : agents_) index_add_locked(n);
+  }
+  std::set<std::string> names{name};
+  for (const auto& g : index_.group)
+    if (g.contains(name)) names.insert(g.begin(), g.end());
+  for (size_t i = 0; i < index_.from.size(); ++i)
+    if (index_.from[i].contains(name)) names.insert(index_.to[i].begin(), index_.to[i].end());
+  std::vector<Peer> out;
+  out.reserve(names.size());
+  for (const auto& n : names)
+    if (auto it = agents_.find(n); it != agents_.end()) out.push_back(it->second.peer);
+  return out;
 }
 
 Pinglist Mesh::pinglist_for(const std::string& name) {
@@ -365,7 +426,7 @@ Pinglist Mesh::pinglist_for(const std::string& name) {
   if (it == agents_.end()) return compute_pinglist(*cfg, name, {});
   AgentRecord& rec = it->second;
   if (rec.cached_generation != generation_) {
-    rec.cached = compute_pinglist(*cfg, name, peers_locked());
+    rec.cached = compute_pinglist(*cfg, name, candidates_locked(cfg, name));
     rec.cached_generation = generation_;
   }
   return rec.cached;
@@ -379,7 +440,7 @@ uint64_t Mesh::pinglist_version(const std::string& name) {
   if (it == agents_.end()) return compute_pinglist(*cfg, name, {}).version;
   AgentRecord& rec = it->second;
   if (rec.cached_generation != generation_) {
-    rec.cached = compute_pinglist(*cfg, name, peers_locked());
+    rec.cached = compute_pinglist(*cfg, name, candidates_locked(cfg, name));
     rec.cached_generation = generation_;
   }
   return rec.cached.version;
@@ -405,7 +466,7 @@ void Mesh::touch(const std::string& name, const agent::Health& h, std::span<cons
     a.up_again_unix_ns = now_ns;
     it->second.peer.up = true;
     std::erase_if(a.alarms, [](const Alarm& al) { return al.kind == "agent_down"; });
-    ++generation_;
+    invalidate_peers_locked(name);
   }
   a.health = AgentHealth{h.cpu_percent,     h.rss_kb,          h.probes_per_s,
                          h.dropped_windows, h.spooled_windows, h.prober_restarts};
@@ -420,12 +481,30 @@ std::vector<AgentInfo> Mesh::agents() const {
   return out;
 }
 
+size_t Mesh::agent_count() const {
+  std::lock_guard lk(reg_mu_);
+  return agents_.size();
+}
+
 std::vector<GroupInfo> Mesh::groups() const {
   auto cfg = config();
   std::vector<GroupInfo> out;
   std::vector<std::string> names;
   {
     std::lock_guard lk(reg_mu_);
+    // The member index (built with the first pinglist) already knows: no glob over the fleet.
+    if (index_.cfg == cfg) {
+      for (size_t i = 0; i < cfg->groups.size(); ++i)
+        out.push_back({cfg->groups[i].name, cfg->groups[i].protocols,
+                       std::vector<std::string>(index_.group[i].begin(), index_.group[i].end())});
+      for (size_t i = 0; i < cfg->arrows.size(); ++i) {
+        std::set<std::string> m = index_.from[i];
+        m.insert(index_.to[i].begin(), index_.to[i].end());
+        out.push_back(
+            {cfg->arrows[i].name, cfg->arrows[i].protocols, std::vector<std::string>(m.begin(), m.end())});
+      }
+      return out;
+    }
     for (const auto& [name, rec] : agents_) names.push_back(name);
   }
   auto members = [&](const std::vector<std::string>& pats) {

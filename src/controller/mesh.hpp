@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <shared_mutex>
 #include <span>
 #include <string>
@@ -141,6 +142,8 @@ class Mesh final : public MeshView {
   void set_store_info(StoreInfo info);
 
   // Number of (protocol, src, dst) pairs held.
+  // Registered agents (without copying them as agents() does).
+  size_t agent_count() const;
   size_t pair_count() const;
 
   // --- MeshView ---
@@ -163,7 +166,13 @@ class Mesh final : public MeshView {
 
   uint32_t intern(const std::string& name);
   std::string name_of(uint32_t id) const;
-  std::vector<Peer> peers_locked() const;
+  // The peers a pinglist of `name` can hold (itself, and the members of the groups and the targets of
+  // the arrows it is in), sorted by name: a pinglist then costs its targets, not the whole fleet
+  // (with 10,000 agents every registration used to copy and glob-match all of them, per agent).
+  std::vector<Peer> candidates_locked(const std::shared_ptr<const Config>& cfg, const std::string& name);
+  void index_add_locked(const std::string& name);
+  void index_remove_locked(const std::string& name);
+  void invalidate_peers_locked(const std::string& name);
 
   mutable std::mutex cfg_mu_;
   std::shared_ptr<const Config> cfg_;
@@ -177,6 +186,12 @@ class Mesh final : public MeshView {
   mutable std::mutex reg_mu_;
   std::map<std::string, AgentRecord> agents_;
   uint64_t generation_ = 0;  // bumped when a pinglist could change (membership, state, config)
+  // Registered names matching each group's members and each arrow's from/to, for index_.cfg (under
+  // reg_mu_; rebuilt when the config changes, kept up to date as agents come and go).
+  struct MemberIndex {
+    std::shared_ptr<const Config> cfg;
+    std::vector<std::set<std::string>> group, from, to;
+  } mutable index_;
 
   Counters counters_;
   mutable std::mutex store_mu_;

@@ -120,3 +120,32 @@ TEST(Config, Glob) {
   EXPECT_FALSE(glob_match("h?", "h10"));
   EXPECT_TRUE(glob_match("*-db-*", "eu-db-3"));
 }
+
+TEST(Config, HttpServerLimits) {
+  auto d = parse_config("listen: 127.0.0.1:1\n", "t.yaml");
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_EQ(d->http_api_threads, 4u);
+  EXPECT_EQ(d->http_max_connections, 20000u);
+  EXPECT_EQ(d->http_max_connections_per_address, 1024u);
+  EXPECT_EQ(d->http_idle_timeout_ns, 60'000'000'000);
+  EXPECT_EQ(d->http_header_timeout_ns, 10'000'000'000);
+  EXPECT_EQ(d->max_header_bytes, 16384u);
+  auto c = parse_config(
+      "listen: 127.0.0.1:1\nhttp_api_threads: 2\nhttp_max_connections: 500\n"
+      "http_max_connections_per_address: 7\nhttp_idle_timeout: 5s\nhttp_header_timeout: 1500ms\n"
+      "http_request_timeout: 20s\nmax_header_bytes: 4096\n",
+      "t.yaml");
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->http_api_threads, 2u);
+  EXPECT_EQ(c->http_max_connections, 500u);
+  EXPECT_EQ(c->http_max_connections_per_address, 7u);
+  EXPECT_EQ(c->http_idle_timeout_ns, 5'000'000'000);
+  EXPECT_EQ(c->http_header_timeout_ns, 1'500'000'000);
+  EXPECT_EQ(c->http_request_timeout_ns, 20'000'000'000);
+  EXPECT_EQ(c->max_header_bytes, 4096u);
+  for (const char* bad : {"http_max_connections: 3\n", "http_max_connections_per_address: 0\n",
+                          "http_header_timeout: 1ms\n", "max_header_bytes: 10\n", "http_api_threads: 0\n"}) {
+    auto r = parse_config(std::string("listen: 127.0.0.1:1\n") + bad, "t.yaml");
+    EXPECT_FALSE(r) << bad;
+  }
+}

@@ -1,0 +1,553 @@
+// `weft bench fleet --agents 10000 --targets 100 --seconds 40 --json`: one controller holding a
+// fleet. Every simulated agent keeps one HTTP connection open, as real agents do, registers, fetches
+// its pinglist, then reports every second (health only, and once per 10 s window its windows for
+// `targets` peers) and re-checks its pinglist every 10 s. Meanwhile an API client measures how fast
+// /healthz, a rack's mesh and a registration answer. Printed: whether every agent registered, the
+// latency percentiles of each kind of request, the controller's CPU and RSS (and RSS per agent).
+//
+// The controller runs in a forked child (its CPU and memory are measured alone). The agents are one
+// epoll thread in this process, each connection bound to its own source address in 127.1.0.0/16
+// (200 agents per address) as a fleet's agents come from their own hosts: the controller's
+// per-address limit applies as it would. Agent a is in rack a / 100 (group rack-NNN, 99 pinglist
+// targets); its reports carry windows for `targets` peers, the next ones by number.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "agent/wire.hpp"
+#include "base/proc_stats.hpp"
+#include "cli/bench_http_client.hpp"
+#include "cli/bench_sample.hpp"
+#include "cli/command_registry.hpp"
+#include "controller/controller.hpp"
+#include "net/socket.hpp"
+
+namespace {
+
+struct Options {
+  size_t agents = 10000;
+  size_t targets = 100;
+  double seconds = 40;
+  size_t agents_per_address = 200;
+  uint16_t port = 18099;
+  bool json = false;
+};
+
+constexpr int64_t kSecond = 1'000'000'000;
+constexpr int64_t kReportNs = kSecond;  // every agent reports every second
+constexpr int64_t kWindowNs = 10 * kSecond;
+
+int64_t unix_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+int64_t mono_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string agent_name(size_t a) { return fmt::format("agent-{:05d}", a); }
+std::string agent_ip(size_t a, size_t per) {
+  return fmt::format("127.1.{}.{}", a / per / 250, a / per % 250 + 1);
+}
+
+[[noreturn]] void controller_child(const Options& o, const std::string& dir, int ready_fd) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  std::string yaml = fmt::format(
+      "listen: 127.0.0.1:{}\nstore: sqlite:{}/fleet.db\nwindow: 10s\nreport_interval: 1s\n"
+      "agent_down_after: 30s\nhttp_max_connections_per_address: {}\ngroups:\n",
+      o.port, dir, o.agents_per_address + 16);
+  for (size_t r = 0; r * 100 < o.agents; ++r)
+    yaml += fmt::format("  - {{name: rack-{:03d}, protocols: [udp], members: ['agent-{:03d}?\?']}}\n", r, r);
+  auto cfg = weft::controller::parse_config(yaml, "<bench fleet>");
+  char ok = 0;
+  if (!cfg) {
+    fmt::print(stderr, "bench fleet: {}\n", cfg.error().message);
+    (void)!write(ready_fd, &ok, 1);
+    _exit(1);
+  }
+  weft::controller::Controller c;
+  if (auto st = c.start(*cfg); !st) {
+    fmt::print(stderr, "bench fleet: controller: {}\n", st.error().message);
+    (void)!write(ready_fd, &ok, 1);
+    _exit(1);
+  }
+  ok = 1;
+  (void)!write(ready_fd, &ok, 1);
+  int sig = 0;
+  sigwait(&set, &sig);
+  c.stop();
+  _exit(0);
+}
+
+enum Kind : uint8_t {
+  kRegister,
+  kPinglist,
+  kReport,
+  kReportWindows,
+  kApiHealthz,
+  kApiMesh,
+  kApiRegister,
+  kKinds
+};
+constexpr const char* kKindNames[kKinds] = {"register",       "pinglist",    "report_health_only",
+                                            "report_windows", "api_healthz", "api_mesh_rack",
+                                            "api_register"};
+
+struct Latencies {
+  std::vector<int64_t> ns[kKinds];
+  size_t errors[kKinds] = {};
+  std::string first_error;
+  void add(Kind k, int64_t v) { ns[k].push_back(v); }
+};
+
+double pct_ms(std::vector<int64_t> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t i = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())));
+  return static_cast<double>(v[i]) / 1e6;
+}
+
+// One simulated agent: a kept-open connection with at most one request in flight.
+struct Sim {
+  int fd = -1;
+  std::string out, in;
+  size_t off = 0;
+  int64_t sent_ns = 0;
+  Kind kind = kRegister;
+  bool busy = false, tick_pending = false, want_pinglist = false;
+  int64_t tick_unix_ns = 0;
+  bool tick_windows = false, registered = false;
+  uint64_t seq = 0, pl_version = 0;
+};
+
+class Fleet {
+ public:
+  Fleet(const Options& o) : o_(o), sims_(o.agents) {}
+
+  weft::Status connect_all() {
+    ep_ = epoll_create1(EPOLL_CLOEXEC);
+    for (size_t a = 0; a < o_.agents; ++a) {
+      int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      if (fd < 0) return weft::fail("socket: {} (agent {})", std::strerror(errno), a);
+      int one = 1;
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
+      sockaddr_in b{}, to{};
+      b.sin_family = to.sin_family = AF_INET;
+      inet_pton(AF_INET, agent_ip(a, o_.agents_per_address).c_str(), &b.sin_addr);
+      to.sin_port = htons(o_.port);
+      to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      if (::bind(fd, reinterpret_cast<sockaddr*>(&b), sizeof b) != 0 ||
+          ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) {
+        int e = errno;
+        ::close(fd);
+        return weft::fail("connect agent {}: {}", a, std::strerror(e));
+      }
+      fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.u64 = a;
+      epoll_ctl(ep_, EPOLL_CTL_ADD, fd, &ev);
+      sims_[a].fd = fd;
+    }
+    return {};
+  }
+
+  // Registers every agent (and fetches its pinglist); returns the seconds it took.
+  double register_all(int64_t timeout_ns) {
+    int64_t t0 = mono_ns();
+    for (size_t a = 0; a < o_.agents; ++a) send(a, kRegister);
+    while ((registered_ < o_.agents || in_flight()) && mono_ns() - t0 < timeout_ns) poll(5);
+    return static_cast<double>(mono_ns() - t0) / 1e9;
+  }
+
+  // Reports for `seconds`: agent a's n-th report is due at start + n s + a/N s.
+  void run(double seconds) {
+    int64_t start = mono_ns(), start_unix = unix_ns();
+    int64_t end = start + static_cast<int64_t>(seconds * 1e9);
+    size_t next_a = 0;
+    int64_t next_n = 0;
+    auto due = [&] {
+      return start + next_n * kReportNs +
+             static_cast<int64_t>(next_a) * kReportNs / static_cast<int64_t>(o_.agents);
+    };
+    while (true) {
+      int64_t now = mono_ns();
+      if (now >= end) break;
+      while (due() <= now && due() < end) {
+        Sim& s = sims_[next_a];
+        s.tick_unix_ns = start_unix + (due() - start);
+        // Once per window, the report after the window ends carries its windows (agents are
+        // spread over the 10 s); every 10th report is followed by a pinglist check.
+        s.tick_windows = static_cast<size_t>(next_n) % 10 == next_a % 10 && next_n >= 10;
+        if (next_n % 10 == 5) s.want_pinglist = true;
+        if (s.busy) {
+          s.tick_pending = true;
+          late_++;
+        } else {
+          send_report(next_a);
+        }
+        if (++next_a == o_.agents) {
+          next_a = 0;
+          ++next_n;
+        }
+      }
+      poll(1);
+    }
+    // Let the last answers in.
+    int64_t drain = mono_ns();
+    while (in_flight() && mono_ns() - drain < 5 * kSecond) poll(5);
+  }
+
+  Latencies& lat() { return lat_; }
+  size_t registered() const { return registered_; }
+  size_t late() const { return late_; }
+  size_t windows_sent() const { return windows_sent_; }
+
+ private:
+  size_t in_flight() const {
+    size_t n = 0;
+    for (const auto& s : sims_) n += s.busy;
+    return n;
+  }
+
+  void send_report(size_t a) {
+    Sim& s = sims_[a];
+    weft::agent::Report r;
+    r.agent = agent_name(a);
+    r.seq = ++s.seq;
+    r.health.cpu_percent = 1.5;
+    r.health.rss_kb = 12000;
+    r.health.probes_per_s = static_cast<double>(o_.targets) * 10;
+    if (s.tick_windows) {
+      int64_t wend = s.tick_unix_ns / 1'000'000 * 1'000'000;
+      for (size_t t = 0; t < o_.targets; ++t) {
+        std::string tgt = agent_name((a + 1 + t) % o_.agents);
+        if (tgt == r.agent) continue;
+        r.windows.push_back(weft::cli::sample_window(tgt, wend - kWindowNs, a * 31 + t + s.seq));
+      }
+      windows_sent_ += r.windows.size();
+    }
+    s.out = weft::cli::build_post_request("/api/v1/report", weft::agent::kBinaryContentType,
+                                          weft::agent::encode_binary(r));
+    send(a, s.tick_windows ? kReportWindows : kReport, false);
+  }
+
+  void send(size_t a, Kind k, bool build = true) {
+    Sim& s = sims_[a];
+    if (build && k == kRegister) {
+      nlohmann::json j{{"name", agent_name(a)},
+                       {"addresses", {agent_ip(a, o_.agents_per_address)}},
+                       {"protocols", {"udp"}},
+                       {"udp_port", 7777},
+                       {"version", "bench-fleet"}};
+      s.out = weft::cli::build_post_request("/api/v1/register", "application/json", j.dump());
+    } else if (build && k == kPinglist) {
+      s.out = fmt::format("GET /api/v1/pinglist?agent={}&version={} HTTP/1.1\r\nHost: bench\r\n\r\n",
+                          agent_name(a), s.pl_version);
+    }
+    s.kind = k;
+    s.busy = true;
+    s.off = 0;
+    s.sent_ns = mono_ns();
+    flush(a);
+  }
+
+  void flush(size_t a) {
+    Sim& s = sims_[a];
+    while (s.off < s.out.size()) {
+      ssize_t w = ::send(s.fd, s.out.data() + s.off, s.out.size() - s.off, MSG_NOSIGNAL);
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        set_out(a, true);
+        return;
+      }
+      if (w <= 0) return fail_sim(a, fmt::format("send: {}", std::strerror(errno)));
+      s.off += static_cast<size_t>(w);
+    }
+    set_out(a, false);
+  }
+  void set_out(size_t a, bool on) {
+    epoll_event ev{};
+    ev.events = EPOLLIN | (on ? EPOLLOUT : 0u);
+    ev.data.u64 = a;
+    epoll_ctl(ep_, EPOLL_CTL_MOD, sims_[a].fd, &ev);
+  }
+  void fail_sim(size_t a, std::string why) {
+    Sim& s = sims_[a];
+    lat_.errors[s.kind]++;
+    if (lat_.first_error.empty()) lat_.first_error = fmt::format("{}: {}", agent_name(a), why);
+    s.busy = false;
+    epoll_ctl(ep_, EPOLL_CTL_DEL, s.fd, nullptr);
+  }
+
+  void poll(int timeout_ms) {
+    epoll_event evs[512];
+    int n = epoll_wait(ep_, evs, 512, timeout_ms);
+    for (int i = 0; i < n; ++i) {
+      size_t a = evs[i].data.u64;
+      if (evs[i].events & EPOLLOUT) flush(a);
+      if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) readable(a);
+    }
+  }
+
+  void readable(size_t a) {
+    Sim& s = sims_[a];
+    char buf[16384];
+    ssize_t got = ::recv(s.fd, buf, sizeof buf, 0);
+    if (got == 0) return fail_sim(a, "the controller closed the connection");
+    if (got < 0) {
+      if (errno == EAGAIN || errno == EINTR) return;
+      return fail_sim(a, fmt::format("recv: {}", std::strerror(errno)));
+    }
+    s.in.append(buf, static_cast<size_t>(got));
+    auto end = s.in.find("\r\n\r\n");
+    if (end == std::string::npos) return;
+    auto cl = s.in.find("Content-Length: ");
+    size_t len = cl != std::string::npos && cl < end ? std::stoul(s.in.substr(cl + 16)) : 0;
+    if (s.in.size() < end + 4 + len) return;
+    int status = std::atoi(s.in.c_str() + 9);
+    std::string body = s.in.substr(end + 4, len);
+    s.in.erase(0, end + 4 + len);
+    lat_.add(s.kind, mono_ns() - s.sent_ns);
+    s.busy = false;
+    if (status != 200) {
+      lat_.errors[s.kind]++;
+      if (lat_.first_error.empty())
+        lat_.first_error = fmt::format("{}: HTTP {}: {}", agent_name(a), status, body);
+    }
+    if (s.kind == kRegister && status == 200) {
+      if (!s.registered) ++registered_;
+      s.registered = true;
+      return send(a, kPinglist);  // as agents do right after registering
+    }
+    if (s.kind == kPinglist) {
+      auto j = nlohmann::json::parse(body, nullptr, false);
+      if (j.is_object() && j.contains("version")) s.pl_version = j["version"].get<uint64_t>();
+    }
+    if (s.want_pinglist && s.kind != kPinglist) {
+      s.want_pinglist = false;
+      return send(a, kPinglist);
+    }
+    if (s.kind == kPinglist) s.want_pinglist = false;
+    if (s.tick_pending) {
+      s.tick_pending = false;
+      send_report(a);
+    }
+  }
+
+  const Options& o_;
+  std::vector<Sim> sims_;
+  int ep_ = -1;
+  Latencies lat_;
+  size_t registered_ = 0, late_ = 0, windows_sent_ = 0;
+};
+
+// The API client: /healthz, one rack's mesh, a registration, round robin, on kept-open connections
+// from 127.0.0.1, until `stop`.
+void api_client(const Options& o, std::atomic<bool>& stop, Latencies& lat) {
+  weft::cli::BenchHttpConnection c;
+  if (!c.connect_loopback(o.port)) return;
+  size_t racks = (o.agents + 99) / 100;
+  for (size_t i = 0; !stop.load(); ++i) {
+    Kind k = static_cast<Kind>(kApiHealthz + i % 3);
+    std::string req;
+    if (k == kApiHealthz) {
+      req = "GET /healthz HTTP/1.1\r\nHost: bench\r\n\r\n";
+    } else if (k == kApiMesh) {
+      req = fmt::format(
+          "GET /api/v1/mesh?protocol=udp&format=columns&group=rack-{:03d} HTTP/1.1\r\nHost: bench\r\n\r\n",
+          i / 3 % racks);
+    } else {
+      // A new agent joining while the fleet reports.
+      nlohmann::json j{{"name", fmt::format("joiner-{:05d}", i / 3)},
+                       {"addresses", {"127.0.0.1"}},
+                       {"protocols", {"udp"}},
+                       {"udp_port", 7777},
+                       {"version", "bench-fleet"}};
+      req = weft::cli::build_post_request("/api/v1/register", "application/json", j.dump());
+    }
+    int64_t t0 = mono_ns();
+    auto r = c.exchange(req);
+    lat.add(k, mono_ns() - t0);
+    if (!r || r->status != 200) {
+      lat.errors[k]++;
+      if (lat.first_error.empty())
+        lat.first_error = r ? fmt::format("API HTTP {}", r->status) : r.error().message;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+int run_fleet(const Options& o) {
+  uint64_t fds = weft::net::raise_fd_limit();
+  if (fds < o.agents + 64) {
+    fmt::print(stderr, "bench fleet: the descriptor limit ({}) is below {} agents + 64\n", fds, o.agents);
+    return 1;
+  }
+  std::string dir = (std::filesystem::temp_directory_path() / fmt::format("wms-fleet-{}", getpid())).string();
+  std::filesystem::create_directories(dir);
+  int pfd[2];
+  if (pipe(pfd) != 0) return 1;
+  pid_t child = fork();
+  if (child < 0) return 1;
+  if (child == 0) {
+    close(pfd[0]);
+    controller_child(o, dir, pfd[1]);
+  }
+  close(pfd[1]);
+  auto cleanup = [&] {
+    kill(child, SIGTERM);
+    int status = 0;
+    waitpid(child, &status, 0);
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  };
+  char ok = 0;
+  if (read(pfd[0], &ok, 1) != 1 || !ok) {
+    fmt::print(stderr, "bench fleet: the controller did not start\n");
+    cleanup();
+    return 1;
+  }
+  close(pfd[0]);
+  weft::ProcStats idle = weft::read_proc_stats(child);
+
+  Fleet fleet(o);
+  if (auto st = fleet.connect_all(); !st) {
+    fmt::print(stderr, "bench fleet: {}\n", st.error().message);
+    cleanup();
+    return 1;
+  }
+  weft::ProcStats connected = weft::read_proc_stats(child);
+  double reg_s = fleet.register_all(120 * kSecond);
+  weft::ProcStats before = weft::read_proc_stats(child);
+  std::atomic<bool> stop{false};
+  Latencies api;
+  std::thread api_thread([&] { api_client(o, stop, api); });
+  int64_t t0 = mono_ns();
+  fleet.run(o.seconds);
+  double secs = static_cast<double>(mono_ns() - t0) / 1e9;
+  stop = true;
+  api_thread.join();
+  weft::ProcStats after = weft::read_proc_stats(child);
+
+  // What the controller says it holds.
+  size_t up = 0, agents_listed = 0, pairs = 0;
+  {
+    weft::cli::BenchHttpConnection c;
+    if (c.connect_loopback(o.port)) {
+      if (auto r = c.exchange("GET /api/v1/agents HTTP/1.1\r\nHost: bench\r\n\r\n"); r && r->status == 200) {
+        auto j = nlohmann::json::parse(r->body, nullptr, false);
+        if (j.is_object())
+          for (const auto& ag : j["agents"])
+            if (ag["name"].get<std::string>().starts_with("agent-")) {
+              agents_listed++;
+              up += ag["state"] == "up";
+            }
+      }
+      if (auto r = c.exchange("GET /healthz HTTP/1.1\r\nHost: bench\r\n\r\n"); r && r->status == 200) {
+        auto j = nlohmann::json::parse(r->body, nullptr, false);
+        if (j.is_object()) pairs = j.value("pairs", size_t{0});
+      }
+    }
+  }
+  cleanup();
+
+  auto& L = fleet.lat();
+  for (int k = kApiHealthz; k < kKinds; ++k) {
+    L.ns[k] = std::move(api.ns[k]);
+    L.errors[k] = api.errors[k];
+  }
+  if (L.first_error.empty()) L.first_error = api.first_error;
+  nlohmann::json lat = nlohmann::json::object();
+  size_t errors = 0;
+  for (int k = 0; k < kKinds; ++k) {
+    errors += L.errors[k];
+    lat[kKindNames[k]] = {{"count", L.ns[k].size()},
+                          {"errors", L.errors[k]},
+                          {"p50_ms", pct_ms(L.ns[k], 0.5)},
+                          {"p99_ms", pct_ms(L.ns[k], 0.99)},
+                          {"max_ms", pct_ms(L.ns[k], 1.0)}};
+  }
+  double cpu_s = static_cast<double>(after.cpu_ns - before.cpu_ns) / 1e9;
+  nlohmann::json out{{"agents", o.agents},
+                     {"targets", o.targets},
+                     {"seconds", secs},
+                     {"registered", fleet.registered()},
+                     {"agents_listed", agents_listed},
+                     {"agents_up", up},
+                     {"register_all_s", reg_s},
+                     {"pairs_held", pairs},
+                     {"windows_sent", fleet.windows_sent()},
+                     {"late_reports", fleet.late()},
+                     {"request_errors", errors},
+                     {"latency", lat},
+                     {"controller_cpu_percent", cpu_s / secs * 100.0},
+                     {"controller_rss_kb_idle", idle.rss_kb},
+                     {"controller_rss_kb_connected", connected.rss_kb},
+                     {"controller_rss_kb", after.rss_kb},
+                     {"controller_rss_hwm_kb", after.hwm_kb},
+                     {"rss_per_connection_bytes", static_cast<double>(connected.rss_kb - idle.rss_kb) *
+                                                      1024.0 / static_cast<double>(o.agents)},
+                     {"rss_per_agent_bytes", static_cast<double>(after.rss_kb - idle.rss_kb) * 1024.0 /
+                                                 static_cast<double>(o.agents)}};
+  if (!L.first_error.empty()) out["first_error"] = L.first_error;
+  if (o.json) {
+    fmt::print("{}\n", out.dump());
+  } else {
+    fmt::print(
+        "fleet: {} agents x {} targets for {:.0f} s: {} registered in {:.1f} s, {} up, {} pairs held, {} "
+        "request "
+        "errors, {} late reports\n",
+        o.agents, o.targets, secs, fleet.registered(), reg_s, up, pairs, errors, fleet.late());
+    for (int k = 0; k < kKinds; ++k)
+      fmt::print("  {:20s} {:7} requests  p50 {:7.2f} ms  p99 {:7.2f} ms  max {:7.2f} ms\n", kKindNames[k],
+                 L.ns[k].size(), pct_ms(L.ns[k], 0.5), pct_ms(L.ns[k], 0.99), pct_ms(L.ns[k], 1.0));
+    fmt::print(
+        "  controller: CPU {:.0f}% of a core, RSS {} MB ({:.0f} bytes per agent, {:.0f} per connection "
+        "alone)\n",
+        out["controller_cpu_percent"].get<double>(), after.rss_kb / 1024,
+        out["rss_per_agent_bytes"].get<double>(), out["rss_per_connection_bytes"].get<double>());
+    if (!L.first_error.empty()) fmt::print("first error: {}\n", L.first_error);
+  }
+  return errors == 0 && fleet.registered() == o.agents && up == o.agents ? 0 : 1;
+}
+
+weft::cli::Registrar reg{[](weft::cli::Root& root) {
+  auto* sub = root.bench->add_subcommand(
+      "fleet",
+      "One controller holding a fleet of simulated agents on kept-open connections (docs/BENCHMARKS.md)");
+  auto o = std::make_shared<Options>();
+  sub->add_option("--agents", o->agents, "Simulated agents (one connection each)")->capture_default_str();
+  sub->add_option("--targets", o->targets, "Windows per agent per 10 s window")->capture_default_str();
+  sub->add_option("--seconds", o->seconds, "How long they report")->capture_default_str();
+  sub->add_option("--agents-per-address", o->agents_per_address,
+                  "Agents sharing one 127.1.x.y source address")
+      ->capture_default_str();
+  sub->add_option("--port", o->port, "Loopback port for the controller")->capture_default_str();
+  sub->add_flag("--json", o->json, "Print one JSON object");
+  sub->callback([o] { weft::cli::set_exit_code(run_fleet(*o)); });
+}};
+
+}  // namespace

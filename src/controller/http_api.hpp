@@ -1,0 +1,51 @@
+#pragma once
+// The controller's HTTP API (docs/api.md): one named handler per route, served by the
+// event-driven server in net/http. Routes run on two worker lanes so that a flood of agent
+// reports never queues ahead of the read API, the dashboard or /metrics, and the reverse.
+#include "controller/config.hpp"
+#include "controller/ingest.hpp"
+#include "controller/mesh.hpp"
+#include "controller/store.hpp"
+#include "net/http/router.hpp"
+#include "net/http/server.hpp"
+
+namespace weft::controller {
+
+class HttpApi {
+ public:
+  enum Lane : size_t { kReadLane = 0, kAgentLane = 1 };
+
+  HttpApi(Mesh& mesh, Store& store, Ingest& ingest) : mesh_(mesh), store_(store), ingest_(ingest) {}
+
+  net::http::Router routes();
+  // The server's limits and worker counts from the config (docs/controller.md).
+  static net::http::ServerOptions server_options(const Config& cfg);
+
+ private:
+  using Req = net::http::Request;
+  using Res = net::http::Response;
+
+  // Before the body is read: agent-facing routes need the token (a wrong one gets 401 at once).
+  bool check_token(const Req& req, Res& res);
+  bool check_report_token(const Req& req, Res& res);
+
+  void healthz(const Req& req, Res& res);
+  void register_agent(const Req& req, Res& res);
+  void pinglist(const Req& req, Res& res);
+  void report(const Req& req, Res& res);
+  void mesh(const Req& req, Res& res);
+  void suspects(const Req& req, Res& res);
+  void pair_history(const Req& req, Res& res);
+  void agents(const Req& req, Res& res);
+  void groups(const Req& req, Res& res);
+  void delete_agent(const Req& req, Res& res);
+  void pinglist_view(const Req& req, Res& res);
+  void metrics(const Req& req, Res& res);
+  void web_asset(const Req& req, Res& res);
+
+  Mesh& mesh_;
+  Store& store_;
+  Ingest& ingest_;
+};
+
+}  // namespace weft::controller
