@@ -19,12 +19,12 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "agent/wire.hpp"
 #include "base/log.hpp"
 #include "base/proc_stats.hpp"
 #include "cli/bench_http_client.hpp"
 #include "cli/command_registry.hpp"
 #include "controller/controller.hpp"
+#include "proto/report.hpp"
 
 namespace {
 
@@ -107,7 +107,7 @@ double self_cpu_s() { return static_cast<double>(weft::self_cpu_ns()) / 1e9; }
   for (size_t a = 0; a < o.agents; ++a)
     c.mesh().register_agent({fmt::format("agent-{:05d}", a),
                              {fmt::format("10.{}.{}.{}", a >> 16 & 255, a >> 8 & 255, a & 255)},
-                             {weft::probe::Protocol::udp},
+                             {weft::proto::Protocol::udp},
                              "bench",
                              7777,
                              0},
@@ -122,9 +122,9 @@ double self_cpu_s() { return static_cast<double>(weft::self_cpu_ns()) / 1e9; }
   _exit(0);
 }
 
-weft::probe::WindowStats sample_window(const std::string& target, int64_t start, uint64_t salt) {
-  weft::probe::WindowStats w;
-  w.protocol = weft::probe::Protocol::udp;
+weft::proto::WindowStats sample_window(const std::string& target, int64_t start, uint64_t salt) {
+  weft::proto::WindowStats w;
+  w.protocol = weft::proto::Protocol::udp;
   w.target = target;
   w.target_address = target;  // short: the bench measures the controller, not address strings
   w.start_unix_ns = start;
@@ -132,9 +132,9 @@ weft::probe::WindowStats sample_window(const std::string& target, int64_t start,
   w.sent = 100;
   w.lost = salt % 7 == 0 ? 1 : 0;
   w.received = w.sent - w.lost;
-  w.timestamp_source = weft::probe::TimestampSource::kernel;
+  w.timestamp_source = weft::proto::TimestampSource::kernel;
   int64_t base = 40'000 + static_cast<int64_t>(salt % 5000);
-  auto fill = [&](weft::probe::LatencySummary& s, int64_t b) {
+  auto fill = [&](weft::proto::LatencySummary& s, int64_t b) {
     s.count = w.received;
     s.min_ns = b;
     s.p50_ns = b + 10'000;
@@ -185,7 +185,7 @@ int run_bench(const Options& o) {
   size_t body_bytes = 0;
   for (size_t r = 0; r < o.rounds; ++r)
     for (size_t a = 0; a < o.agents; ++a) {
-      weft::agent::Report rep;
+      weft::proto::Report rep;
       rep.agent = fmt::format("agent-{:05d}", a);
       rep.seq = r;
       rep.windows.reserve(o.targets);
@@ -195,10 +195,10 @@ int run_bench(const Options& o) {
         rep.windows.push_back(
             sample_window(tgt, base + static_cast<int64_t>(r) * 10'000'000'000, a * 31 + t));
       }
-      std::string body = weft::agent::encode_binary(rep);
+      std::string body = weft::proto::encode_binary(rep);
       body_bytes += body.size();
       bodies.push_back(
-          weft::cli::build_post_request("/api/v1/report", weft::agent::kBinaryContentType, body));
+          weft::cli::build_post_request("/api/v1/report", weft::proto::kBinaryContentType, body));
     }
   ProcStat before = proc_stat(child);
   double client_before = self_cpu_s();

@@ -15,7 +15,7 @@
 #include "controller/mesh_columns.hpp"
 #include "controller/metrics_renderer.hpp"
 #include "controller/metrics_text.hpp"
-#include "controller/registration.hpp"
+#include "proto/registration.hpp"
 
 // Defined by src/controller/CMakeLists.txt when web/ (the dashboard) is part of the build.
 #ifdef WEFT_WEB_ASSETS
@@ -52,7 +52,7 @@ void error(httplib::Response& res, int status, std::string_view msg) {
 double unix_s(int64_t ns) { return static_cast<double>(ns) / 1e9; }
 double us(int64_t ns) { return static_cast<double>(ns) / 1e3; }
 
-json summary_us(const probe::LatencySummary& s) {
+json summary_us(const proto::LatencySummary& s) {
   if (s.count == 0)
     return json{{"count", 0}, {"p50", nullptr}, {"p90", nullptr}, {"p99", nullptr}, {"max", nullptr}};
   return json{{"count", s.count},    {"min", us(s.min_ns)},   {"mean", us(s.mean_ns)},
@@ -60,7 +60,7 @@ json summary_us(const probe::LatencySummary& s) {
               {"p99", us(s.p99_ns)}, {"p999", us(s.p999_ns)}, {"max", us(s.max_ns)}};
 }
 
-json window_api_json(const probe::WindowStats& w) {
+json window_api_json(const proto::WindowStats& w) {
   double loss = w.sent == 0 ? 0.0 : static_cast<double>(w.lost) / static_cast<double>(w.sent);
   return json{{"window_start", unix_s(w.start_unix_ns)},
               {"window_end", unix_s(w.end_unix_ns)},
@@ -73,15 +73,15 @@ json window_api_json(const probe::WindowStats& w) {
               {"malformed", w.malformed},
               {"weird", w.weird},
               {"loss_ratio", loss},
-              {"timestamp_source", probe::to_string(w.timestamp_source)},
+              {"timestamp_source", proto::to_string(w.timestamp_source)},
               {"network_rtt_us", summary_us(w.network_rtt)},
               {"rtt_us", summary_us(w.rtt)},
               {"responder_delay_us", summary_us(w.responder_delay)}};
 }
 
-json protocols_json(const std::vector<probe::Protocol>& ps) {
+json protocols_json(const std::vector<proto::Protocol>& ps) {
   json a = json::array();
-  for (auto p : ps) a.push_back(probe::to_string(p));
+  for (auto p : ps) a.push_back(proto::to_string(p));
   return a;
 }
 
@@ -110,9 +110,9 @@ bool token_ok(const Config& cfg, const httplib::Request& req) {
   return ok;
 }
 
-Result<probe::Protocol> protocol_param(const httplib::Request& req) {
+Result<proto::Protocol> protocol_param(const httplib::Request& req) {
   if (!req.has_param("protocol")) return fail("missing query parameter 'protocol' (udp, tcp or rdma)");
-  return agent::parse_protocol(req.get_param_value("protocol"));
+  return proto::parse_protocol(req.get_param_value("protocol"));
 }
 
 }  // namespace
@@ -279,7 +279,7 @@ void Controller::install_routes(httplib::Server& srv) {
       std::vector<PairWindow> kept = mesh_->latest(*proto);
       std::erase_if(kept, [&](const PairWindow& pw) { return !keep(pw.src, pw.dst); });
       std::string body =
-          mesh_columns_json({probe::to_string(*proto), group, cfg->window_ns, now, std::move(hosts)}, kept);
+          mesh_columns_json({proto::to_string(*proto), group, cfg->window_ns, now, std::move(hosts)}, kept);
       res.status = 200;
       // Large meshes go gzipped at a fast level when the client takes it (the dashboard does).
       if (body.size() > 64 * 1024 && accepts_gzip(req.get_header_value("Accept-Encoding"))) {
@@ -303,7 +303,7 @@ void Controller::install_routes(httplib::Server& srv) {
       pairs.push_back(std::move(p));
     }
     reply(res, 200,
-          json{{"protocol", probe::to_string(*proto)},
+          json{{"protocol", proto::to_string(*proto)},
                {"group", group.empty() ? json(nullptr) : json(group)},
                {"window_s", unix_s(cfg->window_ns)},
                {"hosts", hosts},
@@ -344,7 +344,7 @@ void Controller::install_routes(httplib::Server& srv) {
       links.push_back(std::move(lj));
     }
     reply(res, 200,
-          json{{"protocol", probe::to_string(*proto)},
+          json{{"protocol", proto::to_string(*proto)},
                {"loss_threshold", opt.loss_threshold},
                {"latency_factor", opt.latency_factor},
                {"latency_margin_us", static_cast<double>(opt.latency_margin_ns) / 1e3},
@@ -381,7 +381,7 @@ void Controller::install_routes(httplib::Server& srv) {
             json windows = json::array();
             for (const auto& w : *h) windows.push_back(window_api_json(w));
             reply(res, 200,
-                  json{{"protocol", probe::to_string(*proto)},
+                  json{{"protocol", proto::to_string(*proto)},
                        {"src", src},
                        {"dst", dst},
                        {"since", unix_s(since)},
@@ -396,7 +396,7 @@ void Controller::install_routes(httplib::Server& srv) {
       for (const auto& al : a.alarms)
         alarms.push_back({{"kind", al.kind}, {"message", al.message}, {"since", unix_s(al.since_unix_ns)}});
       json rdma = json::array();
-      for (const auto& e : a.rdma) rdma.push_back(agent::rdma_endpoint_json(e));
+      for (const auto& e : a.rdma) rdma.push_back(proto::rdma_endpoint_json(e));
       agents.push_back({{"name", a.name},
                         {"state", to_string(a.state)},
                         {"addresses", a.addresses},
@@ -423,7 +423,7 @@ void Controller::install_routes(httplib::Server& srv) {
   srv.Get("/api/v1/groups", [this](const httplib::Request&, httplib::Response& res) {
     auto cfg = mesh_->config();
     json protos = json::array();
-    for (const auto& p : cfg->protocols) protos.push_back(probe::to_string(p.protocol));
+    for (const auto& p : cfg->protocols) protos.push_back(proto::to_string(p.protocol));
     json groups = json::array();
     for (const auto& g : mesh_->groups())
       groups.push_back(

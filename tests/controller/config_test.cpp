@@ -30,9 +30,9 @@ arrows:
   EXPECT_EQ(c->listen.size(), 2u);
   EXPECT_EQ(c->retention_ns, 2LL * 86400 * 1'000'000'000);
   EXPECT_EQ(c->window_ns, 5'000'000'000);
-  ASSERT_NE(c->plan(weft::probe::Protocol::udp), nullptr);
-  EXPECT_EQ(c->plan(weft::probe::Protocol::udp)->interval_ns, 50'000'000);
-  ASSERT_NE(c->plan(weft::probe::Protocol::tcp), nullptr);
+  ASSERT_NE(c->plan(weft::proto::Protocol::udp), nullptr);
+  EXPECT_EQ(c->plan(weft::proto::Protocol::udp)->interval_ns, 50'000'000);
+  ASSERT_NE(c->plan(weft::proto::Protocol::tcp), nullptr);
   ASSERT_EQ(c->groups.size(), 1u);
   EXPECT_EQ(c->groups[0].members[0], "r1-*");
   ASSERT_EQ(c->arrows.size(), 1u);
