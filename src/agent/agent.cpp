@@ -7,17 +7,16 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <random>
-#include <sstream>
 #include <utility>
 
 #include "agent/controller_url.hpp"
 #include "agent/rdma_endpoint.hpp"
 #include "agent/rdma_pinglist.hpp"
 #include "base/log.hpp"
+#include "base/proc_stats.hpp"
 #include "probe/prober.hpp"
 #include "probe/responder.hpp"
 #include "proto/pinglist.hpp"
@@ -71,32 +70,6 @@ std::string host_name() {
 }
 
 }  // namespace
-
-double process_cpu_seconds() {
-  std::ifstream in("/proc/self/stat");
-  std::string s((std::istreambuf_iterator<char>(in)), {});
-  auto close = s.rfind(')');
-  if (close == std::string::npos) return 0;
-  // Fields after "(comm)": state is field 3; utime and stime are fields 14 and 15.
-  std::istringstream rest(s.substr(close + 2));
-  std::string tok;
-  double ut = 0, st = 0;
-  for (int field = 3; rest >> tok; ++field) {
-    if (field == 14) ut = std::stod(tok);
-    if (field == 15) {
-      st = std::stod(tok);
-      break;
-    }
-  }
-  return (ut + st) / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
-uint64_t process_rss_kb() {
-  std::ifstream in("/proc/self/statm");
-  uint64_t size = 0, resident = 0;
-  in >> size >> resident;
-  return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) / 1024;
-}
 
 // One prober per protocol, run by its own thread and restarted when it dies.
 struct ProberRun {
@@ -517,7 +490,7 @@ struct Agent::Impl {
     proto::Health h;
     auto now = Clock::now();
     double dt = std::chrono::duration<double>(now - last_health_at).count();
-    double cpu = process_cpu_seconds();
+    double cpu = static_cast<double>(self_cpu_ns()) / 1e9;
     uint64_t probes = probes_sent();
     if (dt > 0.05) {
       h.cpu_percent = std::max(0.0, (cpu - last_cpu) / dt * 100.0);
@@ -526,7 +499,7 @@ struct Agent::Impl {
       last_probes = probes;
       last_health_at = now;
     }
-    h.rss_kb = process_rss_kb();
+    h.rss_kb = static_cast<uint64_t>(std::max<int64_t>(0, read_proc_stats().rss_kb));
     // Windows the controller will not see: dropped by the bounded outbox, or set aside as refused.
     h.dropped_windows = outbox.dropped_windows() + outbox.refused_windows();
     h.spooled_windows = outbox.pending_windows();
@@ -679,7 +652,7 @@ Status Agent::start() {
   I.http->set_keep_alive(true);
   I.http->set_tcp_nodelay(true);  // headers and body go out in two writes: no Nagle delay
   if (!I.cfg.token.empty()) I.headers.emplace("Authorization", "Bearer " + I.cfg.token);
-  I.last_cpu = process_cpu_seconds();
+  I.last_cpu = static_cast<double>(self_cpu_ns()) / 1e9;
   if (!I.cfg.rdma.empty() && std::find(I.cfg.protocols.begin(), I.cfg.protocols.end(),
                                        proto::Protocol::rdma) == I.cfg.protocols.end())
     I.cfg.protocols.push_back(proto::Protocol::rdma);

@@ -68,8 +68,4 @@ class Agent {
   std::unique_ptr<Impl> impl_;
 };
 
-// CPU time of this process (user + system), in seconds, and its resident set in KiB.
-double process_cpu_seconds();
-uint64_t process_rss_kb();
-
 }  // namespace weft::agent

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "net/address.hpp"
 #include "proto/names.hpp"
 
 namespace weft::controller {
@@ -122,12 +123,10 @@ std::vector<std::string> patterns(Ctx& c, const YAML::Node& n, const std::string
   return out;
 }
 
+// HOST:PORT with a port (1-65535), as net/address.hpp parses it everywhere.
 bool valid_listen(const std::string& s) {
-  auto colon = s.rfind(':');
-  if (colon == std::string::npos || colon == 0) return false;
-  uint32_t port = 0;
-  auto [p, ec] = std::from_chars(s.data() + colon + 1, s.data() + s.size(), port);
-  return ec == std::errc{} && p == s.data() + s.size() && port > 0 && port < 65536;
+  auto hp = net::split_host_port(s, 0);
+  return hp && hp->second != 0;
 }
 
 }  // namespace

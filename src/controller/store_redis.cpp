@@ -19,6 +19,7 @@
 
 #include "base/log.hpp"
 #include "controller/store.hpp"
+#include "net/address.hpp"
 #include "proto/report.hpp"
 
 namespace weft::controller {
@@ -63,14 +64,9 @@ class RedisStore final : public Store {
     } else {
       std::string hp = spec_.substr(8);
       if (auto slash = hp.find('/'); slash != std::string::npos) hp.resize(slash);
-      auto colon = hp.rfind(':');
-      std::string host = colon == std::string::npos ? hp : hp.substr(0, colon);
-      int port = 6379;
-      if (colon != std::string::npos) {
-        auto [p, ec] = std::from_chars(hp.data() + colon + 1, hp.data() + hp.size(), port);
-        if (ec != std::errc{} || p != hp.data() + hp.size()) return fail("redis store '{}': bad port", spec_);
-      }
-      ctx_ = redisConnectWithTimeout(host.c_str(), port, tv);
+      auto host_port = net::split_host_port(hp, 6379);
+      if (!host_port) return fail("redis store '{}': {}", spec_, host_port.error().message);
+      ctx_ = redisConnectWithTimeout(host_port->first.c_str(), host_port->second, tv);
     }
     if (!ctx_ || ctx_->err) {
       std::string e = ctx_ ? ctx_->errstr : "out of memory";

@@ -71,6 +71,20 @@ TEST(Config, BadValues) {
   }
 }
 
+// listen takes HOST:PORT as every other HOST:PORT is read (net::split_host_port): IPv6 in brackets,
+// a port 1-65535 required.
+TEST(Config, ListenIsHostPort) {
+  for (const char* ok :
+       {"listen: 127.0.0.1:8080\n", "listen: \"[::1]:8080\"\n", "listen: ctrl.example:65535\n"}) {
+    auto c = parse_config(ok, "l.yaml");
+    EXPECT_TRUE(c) << ok << ": " << (c ? "" : c.error().message);
+  }
+  for (const char* bad :
+       {"listen: 127.0.0.1\n", "listen: 127.0.0.1:0\n", "listen: 127.0.0.1:65536\n", "listen: \":8080\"\n",
+        "listen: \"[::1]\"\n", "listen: \"[::1:8080\"\n", "listen: 127.0.0.1:80x\n"})
+    EXPECT_FALSE(parse_config(bad, "l.yaml")) << "accepted: " << bad;
+}
+
 // Issue 14: a key given twice was accepted and the first won, so a later correction in a long file
 // did nothing. Both places are named, at the top level and inside nested mappings.
 TEST(Config, KeyGivenTwiceIsAnError) {
