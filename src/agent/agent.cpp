@@ -7,20 +7,22 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <fstream>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
-#include <sstream>
 #include <utility>
 
 #include "agent/controller_url.hpp"
+#include "agent/rdma_endpoint.hpp"
 #include "agent/rdma_pinglist.hpp"
-#include "agent/registration.hpp"
 #include "base/log.hpp"
+#include "base/proc_stats.hpp"
 #include "probe/prober.hpp"
 #include "probe/responder.hpp"
+#include "proto/pinglist.hpp"
+#include "proto/register_reply.hpp"
+#include "proto/registration.hpp"
+#include "proto/report_reply.hpp"
 
 #ifndef WEFT_VERSION
 #define WEFT_VERSION "0.1.0"
@@ -29,7 +31,6 @@
 namespace weft::agent {
 namespace {
 
-using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 int64_t unix_ns() {
@@ -70,35 +71,9 @@ std::string host_name() {
 
 }  // namespace
 
-double process_cpu_seconds() {
-  std::ifstream in("/proc/self/stat");
-  std::string s((std::istreambuf_iterator<char>(in)), {});
-  auto close = s.rfind(')');
-  if (close == std::string::npos) return 0;
-  // Fields after "(comm)": state is field 3; utime and stime are fields 14 and 15.
-  std::istringstream rest(s.substr(close + 2));
-  std::string tok;
-  double ut = 0, st = 0;
-  for (int field = 3; rest >> tok; ++field) {
-    if (field == 14) ut = std::stod(tok);
-    if (field == 15) {
-      st = std::stod(tok);
-      break;
-    }
-  }
-  return (ut + st) / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
-uint64_t process_rss_kb() {
-  std::ifstream in("/proc/self/statm");
-  uint64_t size = 0, resident = 0;
-  in >> size >> resident;
-  return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) / 1024;
-}
-
 // One prober per protocol, run by its own thread and restarted when it dies.
 struct ProberRun {
-  probe::Protocol protocol;
+  proto::Protocol protocol;
   std::thread thread;
   std::mutex mu;
   probe::ProberConfig config;
@@ -116,7 +91,7 @@ struct RdmaRun {
   std::mutex mu;
   std::unique_ptr<probe::RdmaEngine> ready;     // made by start(), not yet run
   probe::RdmaEngine* current = nullptr;         // while run() is active
-  std::optional<RdmaEndpoint> endpoint;         // its address while it runs (registered)
+  std::optional<proto::RdmaEndpoint> endpoint;  // its address while it runs (registered)
   std::optional<probe::RdmaSchedule> schedule;  // from the pinglist
   std::vector<probe::RdmaTarget> targets;       // from the pinglist
   uint64_t sent_base = 0;                       // probes sent by earlier engines
@@ -137,15 +112,15 @@ struct Agent::Impl {
   std::unique_ptr<probe::Responder> responder;
   std::mutex responder_mu;
 
-  std::map<probe::Protocol, std::unique_ptr<ProberRun>> probers;
+  std::map<proto::Protocol, std::unique_ptr<ProberRun>> probers;
   std::mutex probers_mu;
 
   std::vector<std::unique_ptr<RdmaRun>> rdma_runs;  // fixed after start(), by rail
   bool reregister = false;                          // (under mu) an RDMA address changed: tell the controller
 
   std::mutex collect_mu;  // windows finished by probers, not yet batched
-  std::vector<probe::WindowStats> collected;
-  std::vector<AlarmEvent> alarms;  // not yet reported
+  std::vector<proto::WindowStats> collected;
+  std::vector<proto::AlarmEvent> alarms;  // not yet reported
 
   std::atomic<uint64_t> windows_made{0}, windows_delivered{0}, reports_sent{0}, report_failures{0},
       restarts{0};
@@ -228,7 +203,7 @@ struct Agent::Impl {
       }
       auto p = probe::Prober::create(pc);
       if (!p) {
-        alarm("prober_failed", fmt::format("{}: {}", probe::to_string(r.protocol), p.error().message));
+        alarm("prober_failed", fmt::format("{}: {}", proto::to_string(r.protocol), p.error().message));
         restarts++;
         if (!sleep_for(std::chrono::seconds(2))) break;
         continue;
@@ -244,7 +219,7 @@ struct Agent::Impl {
       probe::Prober* prober = p->get();
       uint64_t unsent_seen = 0;
       int64_t unsent_alarm_at = 0;
-      auto st = (*p)->run([&, this](probe::WindowStats&& w) {
+      auto st = (*p)->run([&, this](proto::WindowStats&& w) {
         windows_made++;
         {
           std::lock_guard lk(collect_mu);
@@ -258,7 +233,7 @@ struct Agent::Impl {
           alarm("probe_unsent",
                 fmt::format("{}: {} probes could not leave this host ({}); they count as no "
                             "loss, and these targets have no data meanwhile",
-                            probe::to_string(r.protocol), unsent - unsent_seen, prober->last_local_error()));
+                            proto::to_string(r.protocol), unsent - unsent_seen, prober->last_local_error()));
         }
         unsent_seen = unsent;
       });
@@ -273,7 +248,7 @@ struct Agent::Impl {
       if (is_stopping()) break;
       if (planned) continue;
       restarts++;
-      alarm("prober_restarted", fmt::format("{} prober stopped: {}", probe::to_string(r.protocol),
+      alarm("prober_restarted", fmt::format("{} prober stopped: {}", proto::to_string(r.protocol),
                                             st ? std::string("run() returned") : st.error().message));
       if (!sleep_for(std::chrono::seconds(1))) break;
     }
@@ -314,13 +289,13 @@ struct Agent::Impl {
         r.current = e.get();
       }
       log().info("rdma rail {}: engine on {}, timestamps {}{}", r.rail, e->address().to_string(),
-                 probe::to_string(e->timestamp_source()),
+                 proto::to_string(e->timestamp_source()),
                  e->timestamp_note().empty() ? "" : " (" + e->timestamp_note() + ")");
       if (changed) addresses_changed();
       // Agent::stop() sets stopping, then stops r.current. Either it saw this engine as current,
       // or stopping was set before this check; the engine keeps a stop() made before run().
       if (is_stopping()) e->stop();
-      auto st = e->run([this](probe::WindowStats&& w) {
+      auto st = e->run([this](proto::WindowStats&& w) {
         windows_made++;
         std::lock_guard lk(collect_mu);
         collected.push_back(std::move(w));
@@ -343,8 +318,8 @@ struct Agent::Impl {
 
   // The running engines' addresses, rail 0 first. Rails are positions, so the list ends at the
   // first rail whose engine is not running (the ones after it are registered once it is back).
-  std::vector<RdmaEndpoint> rdma_endpoints() {
-    std::vector<RdmaEndpoint> out;
+  std::vector<proto::RdmaEndpoint> rdma_endpoints() {
+    std::vector<proto::RdmaEndpoint> out;
     for (auto& r : rdma_runs) {
       std::lock_guard lk(r->mu);
       if (!r->endpoint) break;
@@ -353,19 +328,14 @@ struct Agent::Impl {
     return out;
   }
 
-  void apply_rdma_pinglist(const json* pj, int64_t window_ns) {
+  void apply_rdma_pinglist(const proto::ProtocolPinglist* pp, int64_t window_ns) {
     std::vector<std::vector<probe::RdmaTarget>> by_rail(rdma_runs.size());
     std::optional<probe::RdmaSchedule> schedule;
-    if (pj) {
-      auto t = rdma_targets_by_rail(pj->at("targets"), rdma_runs.size());
-      if (!t) {
-        log().error("pinglist: rdma targets not applied: {}", t.error().message);
-        return;
-      }
-      by_rail = std::move(*t);
-      schedule = probe::RdmaSchedule{std::chrono::microseconds(pj->at("interval_us").get<int64_t>()),
-                                     std::chrono::microseconds(pj->at("timeout_us").get<int64_t>()),
-                                     std::chrono::nanoseconds(window_ns)};
+    if (pp) {
+      by_rail = rdma_targets_by_rail(pp->targets, rdma_runs.size());
+      schedule =
+          probe::RdmaSchedule{std::chrono::nanoseconds(pp->interval_ns),
+                              std::chrono::nanoseconds(pp->timeout_ns), std::chrono::nanoseconds(window_ns)};
     }
     for (auto& r : rdma_runs) {
       std::lock_guard lk(r->mu);
@@ -397,33 +367,35 @@ struct Agent::Impl {
     return n;
   }
 
-  void apply_pinglist(const json& j) {
-    int64_t window_ns = j.value("window_ms", int64_t{10000}) * 1'000'000;
-    report_interval_ns =
-        std::max<int64_t>(100'000'000, j.value("report_interval_ms", int64_t{1000}) * 1'000'000);
-    sync_interval_ns =
-        std::max<int64_t>(500'000'000, j.value("sync_interval_ms", int64_t{10000}) * 1'000'000);
-    std::map<probe::Protocol, std::pair<probe::ProberConfig, std::vector<probe::Target>>> wanted;
-    const json* rdma_plan = nullptr;
-    for (const auto& pj : j.at("protocols")) {
-      auto proto = parse_protocol(pj.at("protocol").get<std::string>());
-      if (!proto || std::find(cfg.protocols.begin(), cfg.protocols.end(), *proto) == cfg.protocols.end())
-        continue;
-      if (*proto == probe::Protocol::rdma) {  // the engines, not a Prober
-        rdma_plan = &pj;
+  // How often to report and to ask for the pinglist: what the controller says, within floors that
+  // keep a misconfigured controller from being flooded.
+  void set_intervals(int64_t report_ns, int64_t sync_ns) {
+    report_interval_ns = std::max<int64_t>(100'000'000, report_ns);
+    sync_interval_ns = std::max<int64_t>(500'000'000, sync_ns);
+  }
+
+  // `pl` was decoded strictly (proto/pinglist.hpp): every field is there and in range.
+  void apply_pinglist(const proto::Pinglist& pl) {
+    const int64_t window_ns = pl.window_ns;
+    set_intervals(pl.report_interval_ns, pl.sync_interval_ns);
+    std::map<proto::Protocol, std::pair<probe::ProberConfig, std::vector<probe::Target>>> wanted;
+    const proto::ProtocolPinglist* rdma_plan = nullptr;
+    for (const auto& pp : pl.protocols) {
+      if (std::find(cfg.protocols.begin(), cfg.protocols.end(), pp.protocol) == cfg.protocols.end()) continue;
+      if (pp.protocol == proto::Protocol::rdma) {  // the engines, not a Prober
+        rdma_plan = &pp;
         continue;
       }
       probe::ProberConfig pc;
-      pc.protocol = *proto;
+      pc.protocol = pp.protocol;
       pc.bind_address = cfg.address;
-      pc.interval = std::chrono::microseconds(pj.at("interval_us").get<int64_t>());
-      pc.timeout = std::chrono::microseconds(pj.at("timeout_us").get<int64_t>());
+      pc.interval = std::chrono::nanoseconds(pp.interval_ns);
+      pc.timeout = std::chrono::nanoseconds(pp.timeout_ns);
       pc.window = std::chrono::nanoseconds(window_ns);
       std::vector<probe::Target> targets;
-      for (const auto& t : pj.at("targets"))
-        targets.push_back(
-            {t.at("name").get<std::string>(), t.at("host").get<std::string>(), t.at("port").get<uint16_t>()});
-      wanted[*proto] = {pc, std::move(targets)};
+      targets.reserve(pp.targets.size());
+      for (const auto& t : pp.targets) targets.push_back({t.name, t.host, t.port});
+      wanted[pp.protocol] = {pc, std::move(targets)};
     }
     if (!rdma_runs.empty()) apply_rdma_pinglist(rdma_plan, window_ns);
     std::lock_guard lk(probers_mu);
@@ -444,7 +416,7 @@ struct Agent::Impl {
         ProberRun* raw = run.get();
         run->thread = std::thread([this, raw] { prober_loop(*raw); });
         probers.emplace(proto, std::move(run));
-        log().info("{} prober started with {} targets", probe::to_string(proto), targets.size());
+        log().info("{} prober started with {} targets", proto::to_string(proto), targets.size());
         continue;
       }
       ProberRun& run = *it->second;
@@ -461,7 +433,7 @@ struct Agent::Impl {
       } else if (run.current) {
         run.current->set_targets(targets);
       }
-      log().info("{} pinglist: {} targets", probe::to_string(proto), targets.size());
+      log().info("{} pinglist: {} targets", proto::to_string(proto), targets.size());
     }
   }
 
@@ -471,9 +443,9 @@ struct Agent::Impl {
       std::lock_guard lk(mu);
       reregister = false;  // this registration carries the addresses as they are now
     }
-    Registration reg{cfg.name,     {cfg.address}, cfg.protocols,   WEFT_VERSION,
-                     cfg.udp_port, cfg.tcp_port,  rdma_endpoints()};
-    auto res = http->Post("/api/v1/register", headers, registration_json(reg), "application/json");
+    proto::Registration reg{cfg.name,     {cfg.address}, cfg.protocols,   WEFT_VERSION,
+                            cfg.udp_port, cfg.tcp_port,  rdma_endpoints()};
+    auto res = http->Post("/api/v1/register", headers, proto::registration_json(reg), "application/json");
     if (!res) {
       log().warn("register: controller unreachable ({})", httplib::to_string(res.error()));
       return false;
@@ -482,13 +454,10 @@ struct Agent::Impl {
       log().error("register refused ({}): {}", res->status, res->body);
       return false;
     }
-    json j = json::parse(res->body, nullptr, false);
-    if (j.is_object()) {
-      report_interval_ns =
-          std::max<int64_t>(100'000'000, j.value("report_interval_ms", int64_t{1000}) * 1'000'000);
-      sync_interval_ns =
-          std::max<int64_t>(500'000'000, j.value("sync_interval_ms", int64_t{10000}) * 1'000'000);
-    }
+    if (auto reply = proto::decode_register_reply(res->body); reply)
+      set_intervals(reply->report_interval_ns, reply->sync_interval_ns);
+    else
+      log().warn("register: {} (keeping the intervals as they were)", reply.error().message);
     log().info("registered with {} as {} ({}{})", cfg.controller_url, cfg.name, cfg.address,
                reg.rdma.empty() ? "" : fmt::format(", {} rdma rails", reg.rdma.size()));
     registered = true;
@@ -507,22 +476,21 @@ struct Agent::Impl {
       log().warn("pinglist: HTTP {}: {}", res->status, res->body);
       return;
     }
-    json j = json::parse(res->body, nullptr, false);
-    if (!j.is_object() || !j.contains("version")) return;
-    if (j.value("unchanged", false)) return;
-    try {
-      apply_pinglist(j);
-      pl_version = j.at("version").get<uint64_t>();
-    } catch (const json::exception& e) {
-      log().error("pinglist: malformed answer: {}", e.what());
+    auto answer = proto::decode_pinglist(res->body);
+    if (!answer) {  // the previous pinglist stays in force
+      log().error("pinglist: malformed answer: {}", answer.error().message);
+      return;
     }
+    if (answer->unchanged) return;
+    apply_pinglist(answer->pinglist);
+    pl_version = answer->pinglist.version;
   }
 
-  Health health() {
-    Health h;
+  proto::Health health() {
+    proto::Health h;
     auto now = Clock::now();
     double dt = std::chrono::duration<double>(now - last_health_at).count();
-    double cpu = process_cpu_seconds();
+    double cpu = static_cast<double>(self_cpu_ns()) / 1e9;
     uint64_t probes = probes_sent();
     if (dt > 0.05) {
       h.cpu_percent = std::max(0.0, (cpu - last_cpu) / dt * 100.0);
@@ -531,7 +499,7 @@ struct Agent::Impl {
       last_probes = probes;
       last_health_at = now;
     }
-    h.rss_kb = process_rss_kb();
+    h.rss_kb = static_cast<uint64_t>(std::max<int64_t>(0, read_proc_stats().rss_kb));
     // Windows the controller will not see: dropped by the bounded outbox, or set aside as refused.
     h.dropped_windows = outbox.dropped_windows() + outbox.refused_windows();
     h.spooled_windows = outbox.pending_windows();
@@ -543,7 +511,7 @@ struct Agent::Impl {
   void deliver(bool& pinglist_changed) {
     for (int sent = 0; sent < 500 && !is_stopping(); ++sent) {
       auto batch = outbox.front();
-      Report rep;
+      proto::Report rep;
       rep.agent = cfg.name;
       rep.seq = batch ? batch->seq : ++seq;
       rep.health = health();
@@ -555,7 +523,8 @@ struct Agent::Impl {
         rep.windows = std::move(batch->windows);
       else if (sent > 0)
         return;  // a heartbeat only when nothing else went out this tick
-      auto res = http->Post("/api/v1/report", headers, encode_binary(rep), std::string(kBinaryContentType));
+      auto res = http->Post("/api/v1/report", headers, proto::encode_binary(rep),
+                            std::string(proto::kBinaryContentType));
       const int status = res ? res->status : 0;
       if (status == 409) {  // the controller forgot us (restart): register and resend
         registered = false;
@@ -595,16 +564,15 @@ struct Agent::Impl {
         windows_delivered += rep.windows.size();
         outbox.pop(batch->seq);
       }
-      json j = json::parse(res->body, nullptr, false);
-      if (j.is_object() && j.contains("pinglist_version") && j["pinglist_version"].is_number_unsigned() &&
-          j["pinglist_version"].get<uint64_t>() != pl_version.load())
+      if (auto reply = proto::decode_report_reply(res->body);
+          reply && reply->pinglist_version != pl_version.load())
         pinglist_changed = true;
       if (!batch) return;
     }
   }
 
   void flush_collected() {
-    std::vector<probe::WindowStats> ws;
+    std::vector<proto::WindowStats> ws;
     {
       std::lock_guard lk(collect_mu);
       ws.swap(collected);
@@ -684,10 +652,10 @@ Status Agent::start() {
   I.http->set_keep_alive(true);
   I.http->set_tcp_nodelay(true);  // headers and body go out in two writes: no Nagle delay
   if (!I.cfg.token.empty()) I.headers.emplace("Authorization", "Bearer " + I.cfg.token);
-  I.last_cpu = process_cpu_seconds();
+  I.last_cpu = static_cast<double>(self_cpu_ns()) / 1e9;
   if (!I.cfg.rdma.empty() && std::find(I.cfg.protocols.begin(), I.cfg.protocols.end(),
-                                       probe::Protocol::rdma) == I.cfg.protocols.end())
-    I.cfg.protocols.push_back(probe::Protocol::rdma);
+                                       proto::Protocol::rdma) == I.cfg.protocols.end())
+    I.cfg.protocols.push_back(proto::Protocol::rdma);
   for (size_t i = 0; i < I.cfg.rdma.size(); ++i) {
     auto run = std::make_unique<RdmaRun>();
     run->rail = i;

@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "agent/outbox.hpp"
-#include "agent/wire.hpp"
 #include "base/result.hpp"
 #include "probe/rdma_engine.hpp"
-#include "probe/window.hpp"
+#include "proto/report.hpp"
+#include "proto/window_stats.hpp"
 
 namespace weft::agent {
 
@@ -31,7 +31,7 @@ struct AgentConfig {
   uint16_t tcp_port = 7778;
   // The TCP responder closes a connection silent this long (probers keep theirs busy).
   std::chrono::seconds tcp_idle_timeout{60};
-  std::vector<probe::Protocol> protocols{probe::Protocol::udp, probe::Protocol::tcp};
+  std::vector<proto::Protocol> protocols{proto::Protocol::udp, proto::Protocol::tcp};
   // One RDMA probe engine per entry (device/port/GID), rail 0, 1, ... in this order; each probes
   // the same rail of its peers and answers them. Non-empty adds protocol rdma. Interval, timeout
   // and window come from the pinglist (the values here are used until it arrives).
@@ -67,9 +67,5 @@ class Agent {
  private:
   std::unique_ptr<Impl> impl_;
 };
-
-// CPU time of this process (user + system), in seconds, and its resident set in KiB.
-double process_cpu_seconds();
-uint64_t process_rss_kb();
 
 }  // namespace weft::agent

@@ -1,31 +1,19 @@
 #include "agent/controller_url.hpp"
 
-#include <charconv>
+#include "net/address.hpp"
 
 namespace weft::agent {
 
 Result<ControllerUrl> parse_controller_url(const std::string& url) {
-  std::string rest = url;
+  std::string_view rest = url;
   if (rest.starts_with("http://"))
-    rest = rest.substr(7);
-  else if (rest.find("://") != std::string::npos)
+    rest.remove_prefix(7);
+  else if (rest.find("://") != std::string_view::npos)
     return fail("controller URL '{}': only http:// is supported", url);
-  if (auto slash = rest.find('/'); slash != std::string::npos) rest.resize(slash);
-  ControllerUrl u;
-  auto bracket = rest.find(']');
-  auto colon = rest.rfind(':');
-  if (colon != std::string::npos && (bracket == std::string::npos || colon > bracket)) {
-    u.host = rest.substr(0, colon);
-    auto [p, ec] = std::from_chars(rest.data() + colon + 1, rest.data() + rest.size(), u.port);
-    if (ec != std::errc{} || p != rest.data() + rest.size())
-      return fail("controller URL '{}': bad port", url);
-  } else {
-    u.host = rest;
-  }
-  if (u.host.size() > 2 && u.host.front() == '[') u.host = u.host.substr(1, u.host.size() - 2);
-  if (u.host.empty() || u.port <= 0 || u.port > 65535)
-    return fail("controller URL '{}': expected http://HOST:PORT", url);
-  return u;
+  if (auto slash = rest.find('/'); slash != std::string_view::npos) rest = rest.substr(0, slash);
+  auto hp = net::split_host_port(rest, 80);  // HOST:PORT is parsed in one place (net/address.hpp)
+  if (!hp) return fail("controller URL '{}': {} (expected http://HOST:PORT)", url, hp.error().message);
+  return ControllerUrl{std::move(hp->first), hp->second};
 }
 
 }  // namespace weft::agent

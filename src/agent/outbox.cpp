@@ -6,8 +6,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "agent/wire.hpp"
 #include "base/log.hpp"
+#include "proto/report.hpp"
 
 namespace weft::agent {
 namespace fs = std::filesystem;
@@ -38,7 +38,7 @@ Status Outbox::open() {
     std::ifstream in(e.path(), std::ios::binary);
     std::stringstream ss;
     ss << in.rdbuf();
-    auto ws = decode_window_list(ss.str());
+    auto ws = proto::decode_window_list(ss.str());
     if (!ws) {
       log().warn("spool: dropping unreadable {}: {}", e.path().string(), ws.error().message);
       fs::remove(e.path(), ec);
@@ -59,7 +59,7 @@ Status Outbox::open() {
   return {};
 }
 
-void Outbox::push(std::vector<probe::WindowStats> windows) {
+void Outbox::push(std::vector<proto::WindowStats> windows) {
   if (windows.empty()) return;
   std::lock_guard lk(mu_);
   mem_windows_ += windows.size();
@@ -83,7 +83,7 @@ void Outbox::spill_locked(uint64_t keep_in_memory) {
     }
     // Batches move to disk in order, and disk_ is older than mem_, so delivery order holds.
     std::string data;
-    append_window_list(data, b.windows);
+    proto::append_window_list(data, b.windows);
     std::string path = path_of(b.seq), tmp = path + ".tmp";
     {
       std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
@@ -126,7 +126,7 @@ std::optional<Batch> Outbox::front() {
     std::ifstream in(path_of(d.seq), std::ios::binary);
     std::stringstream ss;
     ss << in.rdbuf();
-    auto ws = decode_window_list(ss.str());
+    auto ws = proto::decode_window_list(ss.str());
     if (in.bad() || !ws) {
       log().error("spool: cannot read back batch {}; dropping it", d.seq);
       std::error_code ec;
@@ -185,7 +185,7 @@ std::string Outbox::set_aside(uint64_t seq) {
   fs::create_directories(dir, ec);
   const fs::path dest = dir / fmt::format("{:016d}.wb", seq);
   std::string data;
-  append_window_list(data, b->windows);
+  proto::append_window_list(data, b->windows);
   {
     std::ofstream out(dest, std::ios::binary | std::ios::trunc);
     out.write(data.data(), static_cast<std::streamsize>(data.size()));

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "base/result.hpp"
-#include "probe/window.hpp"
+#include "proto/window_stats.hpp"
 
 namespace weft::agent {
 
@@ -30,7 +30,7 @@ struct OutboxLimits {
 
 struct Batch {
   uint64_t seq = 0;
-  std::vector<probe::WindowStats> windows;
+  std::vector<proto::WindowStats> windows;
 };
 
 class Outbox {
@@ -39,7 +39,7 @@ class Outbox {
   // Creates the spool directory and picks up batches a previous run left there.
   Status open();
 
-  void push(std::vector<probe::WindowStats> windows);
+  void push(std::vector<proto::WindowStats> windows);
   // The oldest batch (read back from disk if it was spooled); nullopt when empty.
   std::optional<Batch> front();
   // Removes the batch front() returned (delivered, or undeliverable and counted as dropped).

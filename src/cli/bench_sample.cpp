@@ -2,9 +2,9 @@
 
 namespace weft::cli {
 
-weft::probe::WindowStats sample_window(const std::string& target, int64_t start, uint64_t salt) {
-  weft::probe::WindowStats w;
-  w.protocol = weft::probe::Protocol::udp;
+weft::proto::WindowStats sample_window(const std::string& target, int64_t start, uint64_t salt) {
+  weft::proto::WindowStats w;
+  w.protocol = weft::proto::Protocol::udp;
   w.target = target;
   w.target_address = target;  // short: the bench measures the controller, not address strings
   w.start_unix_ns = start;
@@ -12,9 +12,9 @@ weft::probe::WindowStats sample_window(const std::string& target, int64_t start,
   w.sent = 100;
   w.lost = salt % 7 == 0 ? 1 : 0;
   w.received = w.sent - w.lost;
-  w.timestamp_source = weft::probe::TimestampSource::kernel;
+  w.timestamp_source = weft::proto::TimestampSource::kernel;
   int64_t base = 40'000 + static_cast<int64_t>(salt % 5000);
-  auto fill = [&](weft::probe::LatencySummary& s, int64_t b) {
+  auto fill = [&](weft::proto::LatencySummary& s, int64_t b) {
     s.count = w.received;
     s.min_ns = b;
     s.p50_ns = b + 10'000;

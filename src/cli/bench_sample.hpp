@@ -5,10 +5,10 @@
 #include <cstdint>
 #include <string>
 
-#include "probe/window.hpp"
+#include "proto/window_stats.hpp"
 
 namespace weft::cli {
 
-weft::probe::WindowStats sample_window(const std::string& target, int64_t start, uint64_t salt);
+weft::proto::WindowStats sample_window(const std::string& target, int64_t start, uint64_t salt);
 
 }  // namespace weft::cli

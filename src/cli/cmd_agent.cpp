@@ -49,7 +49,7 @@ int run_agent(Options o) {
   }
   o.cfg.protocols.clear();
   for (const auto& p : o.protocols) {
-    auto pp = weft::agent::parse_protocol(p);
+    auto pp = weft::proto::parse_protocol(p);
     if (!pp) {
       fmt::print(stderr, "weft agent: --protocols: {}\n", pp.error().message);
       return 2;

@@ -29,7 +29,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "agent/wire.hpp"
+#include "proto/report.hpp"
 #include "base/proc_stats.hpp"
 #include "cli/bench_http_client.hpp"
 #include "cli/bench_sample.hpp"
@@ -234,7 +234,7 @@ class Fleet {
 
   void send_report(size_t a) {
     Sim& s = sims_[a];
-    weft::agent::Report r;
+    weft::proto::Report r;
     r.agent = agent_name(a);
     r.seq = ++s.seq;
     r.health.cpu_percent = 1.5;
@@ -249,8 +249,8 @@ class Fleet {
       }
       windows_sent_ += r.windows.size();
     }
-    s.out = weft::cli::build_post_request("/api/v1/report", weft::agent::kBinaryContentType,
-                                          weft::agent::encode_binary(r));
+    s.out = weft::cli::build_post_request("/api/v1/report", weft::proto::kBinaryContentType,
+                                          weft::proto::encode_binary(r));
     send(a, s.tick_windows ? kReportWindows : kReport, false);
   }
 

@@ -19,7 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "agent/wire.hpp"
+#include "proto/report.hpp"
 #include "base/log.hpp"
 #include "base/proc_stats.hpp"
 #include "cli/bench_http_client.hpp"
@@ -108,7 +108,7 @@ double self_cpu_s() { return static_cast<double>(weft::self_cpu_ns()) / 1e9; }
   for (size_t a = 0; a < o.agents; ++a)
     c.mesh().register_agent({fmt::format("agent-{:05d}", a),
                              {fmt::format("10.{}.{}.{}", a >> 16 & 255, a >> 8 & 255, a & 255)},
-                             {weft::probe::Protocol::udp},
+                             {weft::proto::Protocol::udp},
                              "bench",
                              7777,
                              0},
@@ -157,7 +157,7 @@ int run_bench(const Options& o) {
   size_t body_bytes = 0;
   for (size_t r = 0; r < o.rounds; ++r)
     for (size_t a = 0; a < o.agents; ++a) {
-      weft::agent::Report rep;
+      weft::proto::Report rep;
       rep.agent = fmt::format("agent-{:05d}", a);
       rep.seq = r;
       rep.windows.reserve(o.targets);
@@ -167,10 +167,10 @@ int run_bench(const Options& o) {
         rep.windows.push_back(
             weft::cli::sample_window(tgt, base + static_cast<int64_t>(r) * 10'000'000'000, a * 31 + t));
       }
-      std::string body = weft::agent::encode_binary(rep);
+      std::string body = weft::proto::encode_binary(rep);
       body_bytes += body.size();
       bodies.push_back(
-          weft::cli::build_post_request("/api/v1/report", weft::agent::kBinaryContentType, body));
+          weft::cli::build_post_request("/api/v1/report", weft::proto::kBinaryContentType, body));
     }
   ProcStat before = proc_stat(child);
   double client_before = self_cpu_s();

@@ -45,7 +45,7 @@ double ratio(uint64_t lost, uint64_t sent) {
 
 }  // namespace
 
-BlameContext blame_context(probe::Protocol protocol, const std::vector<AgentInfo>& agents,
+BlameContext blame_context(proto::Protocol protocol, const std::vector<AgentInfo>& agents,
                            const std::vector<GroupInfo>& groups) {
   BlameContext ctx;
   for (const auto& a : agents)

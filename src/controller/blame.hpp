@@ -72,7 +72,7 @@ struct Blame {
 
 // The context from the controller's own state: when agents came back, and each pair's group (the
 // first group of `protocol` that holds both ends, by its member patterns; "" when none does).
-BlameContext blame_context(probe::Protocol protocol, const std::vector<AgentInfo>& agents,
+BlameContext blame_context(proto::Protocol protocol, const std::vector<AgentInfo>& agents,
                            const std::vector<GroupInfo>& groups);
 
 // `pairs`: the latest window per (src, dst) of one protocol; `down`: agents marked down.

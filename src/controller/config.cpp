@@ -8,7 +8,8 @@
 #include <set>
 #include <sstream>
 
-#include "agent/wire.hpp"
+#include "net/address.hpp"
+#include "proto/names.hpp"
 
 namespace weft::controller {
 namespace {
@@ -93,15 +94,15 @@ std::vector<std::string> string_list(Ctx& c, const YAML::Node& n, const std::str
   return out;
 }
 
-std::vector<probe::Protocol> protocol_list(Ctx& c, const YAML::Node& n, const std::string& field) {
-  std::vector<probe::Protocol> out;
+std::vector<proto::Protocol> protocol_list(Ctx& c, const YAML::Node& n, const std::string& field) {
+  std::vector<proto::Protocol> out;
   if (!n.IsSequence() || n.size() == 0) {
     c.bad(n, field, "expected a non-empty list of protocols (udp, tcp, rdma)");
     return out;
   }
   for (size_t i = 0; i < n.size(); ++i) {
     std::string f = fmt::format("{}[{}]", field, i);
-    auto p = agent::parse_protocol(scalar(c, n[i], f));
+    auto p = proto::parse_protocol(scalar(c, n[i], f));
     if (c.failed()) break;
     if (!p) {
       c.bad(n[i], f, p.error().message);
@@ -112,38 +113,20 @@ std::vector<probe::Protocol> protocol_list(Ctx& c, const YAML::Node& n, const st
   return out;
 }
 
-bool valid_name(std::string_view s) {
-  if (s.empty() || s.size() > agent::kMaxNameLength) return false;
-  for (char ch : s)
-    if (!(isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.')) return false;
-  return true;
-}
-
-bool valid_pattern(std::string_view s) {
-  if (s.empty() || s.size() > agent::kMaxNameLength) return false;
-  for (char ch : s)
-    if (!(isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.' || ch == '*' ||
-          ch == '?'))
-      return false;
-  return true;
-}
-
 std::vector<std::string> patterns(Ctx& c, const YAML::Node& n, const std::string& field) {
   auto out = string_list(c, n, field, true);
   for (size_t i = 0; i < out.size() && !c.failed(); ++i)
-    if (!valid_pattern(out[i]))
+    if (!proto::valid_host_pattern(out[i]))
       c.bad(n.IsSequence() ? n[i] : n, fmt::format("{}[{}]", field, i),
             fmt::format("'{}' is not a host name or glob (letters, digits, - _ . * ?)", out[i]));
   if (out.empty()) c.bad(n, field, "must not be empty");
   return out;
 }
 
+// HOST:PORT with a port (1-65535), as net/address.hpp parses it everywhere.
 bool valid_listen(const std::string& s) {
-  auto colon = s.rfind(':');
-  if (colon == std::string::npos || colon == 0) return false;
-  uint32_t port = 0;
-  auto [p, ec] = std::from_chars(s.data() + colon + 1, s.data() + s.size(), port);
-  return ec == std::errc{} && p == s.data() + s.size() && port > 0 && port < 65536;
+  auto hp = net::split_host_port(s, 0);
+  return hp && hp->second != 0;
 }
 
 }  // namespace
@@ -294,7 +277,7 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
         for (auto it = protos.begin(); it != protos.end() && !c.failed(); ++it) {
           std::string name = it->first.Scalar();
           std::string field = "protocols." + name;
-          auto p = agent::parse_protocol(name);
+          auto p = proto::parse_protocol(name);
           if (!p) {
             c.bad(it->first, field, p.error().message);
             break;
@@ -334,7 +317,7 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
           c.bad(g, field + ".name", "missing");
         else
           r.name = scalar(c, g["name"], field + ".name");
-        if (!c.failed() && !valid_name(r.name))
+        if (!c.failed() && !proto::valid_plain_name(r.name))
           c.bad(g["name"], field + ".name", fmt::format("'{}' is not a valid name", r.name));
         if (!c.failed() && !names.insert(r.name).second)
           c.bad(g["name"], field + ".name", fmt::format("'{}' is used twice", r.name));
@@ -365,7 +348,7 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
           r.name = scalar(c, a["name"], field + ".name");
         else
           r.name = fmt::format("arrow{}", i);
-        if (!c.failed() && !valid_name(r.name))
+        if (!c.failed() && !proto::valid_plain_name(r.name))
           c.bad(a["name"], field + ".name", fmt::format("'{}' is not a valid name", r.name));
         if (!c.failed() && !names.insert(r.name).second)
           c.bad(a["name"], field + ".name", fmt::format("'{}' is used twice", r.name));
@@ -385,7 +368,7 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
       }
     }
     // Every protocol a rule uses needs a plan; add the default plan rather than failing.
-    auto ensure = [&](probe::Protocol p) {
+    auto ensure = [&](proto::Protocol p) {
       if (!cfg.plan(p)) cfg.protocols.push_back(ProtocolPlan{p});
     };
     for (const auto& g : cfg.groups)
@@ -394,7 +377,7 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
       for (auto p : a.protocols) ensure(p);
     for (const auto& pp : cfg.protocols)
       if (pp.timeout_ns >= cfg.window_ns && !c.failed())
-        c.bad(root["protocols"], fmt::format("protocols.{}.timeout", probe::to_string(pp.protocol)),
+        c.bad(root["protocols"], fmt::format("protocols.{}.timeout", proto::to_string(pp.protocol)),
               "must be shorter than the window");
   } catch (const YAML::Exception& e) {
     // yaml-cpp throws on some conversions of odd documents; report it, never propagate.

@@ -10,12 +10,12 @@
 
 #include "base/result.hpp"
 #include "controller/glob.hpp"  // glob_match, for the group patterns
-#include "probe/window.hpp"
+#include "proto/window_stats.hpp"
 
 namespace weft::controller {
 
 struct ProtocolPlan {
-  probe::Protocol protocol = probe::Protocol::udp;
+  proto::Protocol protocol = proto::Protocol::udp;
   int64_t interval_ns = 100'000'000;   // between probes to one target
   int64_t timeout_ns = 1'000'000'000;  // a probe unanswered this long is lost
 };
@@ -24,14 +24,14 @@ struct ProtocolPlan {
 // "*" for every agent).
 struct GroupRule {
   std::string name;
-  std::vector<probe::Protocol> protocols;
+  std::vector<proto::Protocol> protocols;
   std::vector<std::string> members;
 };
 
 // Every host matching `from` probes every host matching `to`.
 struct ArrowRule {
   std::string name;
-  std::vector<probe::Protocol> protocols;
+  std::vector<proto::Protocol> protocols;
   std::vector<std::string> from;
   std::vector<std::string> to;
 };
@@ -60,7 +60,7 @@ struct Config {
   std::vector<GroupRule> groups;
   std::vector<ArrowRule> arrows;
 
-  const ProtocolPlan* plan(probe::Protocol p) const {
+  const ProtocolPlan* plan(proto::Protocol p) const {
     for (const auto& pp : protocols)
       if (pp.protocol == p) return &pp;
     return nullptr;

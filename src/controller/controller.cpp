@@ -7,7 +7,7 @@
 
 #include "base/log.hpp"
 #include "controller/http_api.hpp"
-#include "controller/registration.hpp"
+#include "proto/registration.hpp"
 #include "net/http/server.hpp"
 
 namespace weft::controller {
@@ -55,7 +55,7 @@ Status Controller::start(Config cfg) {
   size_t agents = 0;
   int64_t start_ns = now_ns();
   auto ast = store_->load_registrations([&](std::string_view body, int64_t registered_ns) {
-    auto r = parse_registration(body);
+    auto r = proto::parse_registration(body);
     if (!r) {
       log().warn("ignoring a stored registration that no longer parses: {}", r.error().message);
       return;
@@ -67,7 +67,7 @@ Status Controller::start(Config cfg) {
   size_t restored = 0;
   auto st =
       store_->load_recent(now_ns() - kRestoreWindowNs,
-                          [&](const std::string& src, std::span<const probe::WindowStats> ws, int64_t rx) {
+                          [&](const std::string& src, std::span<const proto::WindowStats> ws, int64_t rx) {
                             mesh_->restore(src, ws, rx);
                             restored += ws.size();
                           });

@@ -15,7 +15,7 @@
 #include "controller/mesh_columns.hpp"
 #include "controller/metrics_renderer.hpp"
 #include "controller/metrics_text.hpp"
-#include "controller/registration.hpp"
+#include "proto/registration.hpp"
 #include "net/address.hpp"
 
 // Defined by src/controller/CMakeLists.txt when web/ (the dashboard) is part of the build.
@@ -50,7 +50,7 @@ void error(Response& res, int status, std::string_view msg) { reply(res, status,
 double unix_s(int64_t ns) { return static_cast<double>(ns) / 1e9; }
 double us(int64_t ns) { return static_cast<double>(ns) / 1e3; }
 
-json summary_us(const probe::LatencySummary& s) {
+json summary_us(const proto::LatencySummary& s) {
   if (s.count == 0)
     return json{{"count", 0}, {"p50", nullptr}, {"p90", nullptr}, {"p99", nullptr}, {"max", nullptr}};
   return json{{"count", s.count},    {"min", us(s.min_ns)},   {"mean", us(s.mean_ns)},
@@ -58,7 +58,7 @@ json summary_us(const probe::LatencySummary& s) {
               {"p99", us(s.p99_ns)}, {"p999", us(s.p999_ns)}, {"max", us(s.max_ns)}};
 }
 
-json window_api_json(const probe::WindowStats& w) {
+json window_api_json(const proto::WindowStats& w) {
   double loss = w.sent == 0 ? 0.0 : static_cast<double>(w.lost) / static_cast<double>(w.sent);
   return json{{"window_start", unix_s(w.start_unix_ns)},
               {"window_end", unix_s(w.end_unix_ns)},
@@ -71,15 +71,15 @@ json window_api_json(const probe::WindowStats& w) {
               {"malformed", w.malformed},
               {"weird", w.weird},
               {"loss_ratio", loss},
-              {"timestamp_source", probe::to_string(w.timestamp_source)},
+              {"timestamp_source", proto::to_string(w.timestamp_source)},
               {"network_rtt_us", summary_us(w.network_rtt)},
               {"rtt_us", summary_us(w.rtt)},
               {"responder_delay_us", summary_us(w.responder_delay)}};
 }
 
-json protocols_json(const std::vector<probe::Protocol>& ps) {
+json protocols_json(const std::vector<proto::Protocol>& ps) {
   json a = json::array();
-  for (auto p : ps) a.push_back(probe::to_string(p));
+  for (auto p : ps) a.push_back(proto::to_string(p));
   return a;
 }
 
@@ -108,9 +108,9 @@ bool token_ok(const Config& cfg, const Request& req) {
   return ok;
 }
 
-Result<probe::Protocol> protocol_param(const Request& req) {
+Result<proto::Protocol> protocol_param(const Request& req) {
   if (!req.has_param("protocol")) return fail("missing query parameter 'protocol' (udp, tcp or rdma)");
-  return agent::parse_protocol(req.param("protocol"));
+  return proto::parse_protocol(req.param("protocol"));
 }
 
 constexpr std::string_view kBadToken = "missing or wrong token (Authorization: Bearer ...)";
@@ -275,7 +275,7 @@ void HttpApi::mesh(const Req& req, Res& res) {
     std::vector<PairWindow> kept = mesh_.latest(*proto);
     std::erase_if(kept, [&](const PairWindow& pw) { return !keep(pw.src, pw.dst); });
     std::string body =
-        mesh_columns_json({probe::to_string(*proto), group, cfg->window_ns, now, std::move(hosts)}, kept);
+        mesh_columns_json({proto::to_string(*proto), group, cfg->window_ns, now, std::move(hosts)}, kept);
     // Large meshes go gzipped at a fast level when the client takes it (the dashboard does).
     if (body.size() > 64 * 1024 && accepts_gzip(req.header("accept-encoding"))) {
       if (auto z = gzip_compress(body); z) {
@@ -298,7 +298,7 @@ void HttpApi::mesh(const Req& req, Res& res) {
     pairs.push_back(std::move(p));
   }
   reply(res, 200,
-        json{{"protocol", probe::to_string(*proto)},
+        json{{"protocol", proto::to_string(*proto)},
              {"group", group.empty() ? json(nullptr) : json(group)},
              {"window_s", unix_s(cfg->window_ns)},
              {"hosts", hosts},
@@ -339,7 +339,7 @@ void HttpApi::suspects(const Req& req, Res& res) {
     links.push_back(std::move(lj));
   }
   reply(res, 200,
-        json{{"protocol", probe::to_string(*proto)},
+        json{{"protocol", proto::to_string(*proto)},
              {"loss_threshold", opt.loss_threshold},
              {"latency_factor", opt.latency_factor},
              {"latency_margin_us", static_cast<double>(opt.latency_margin_ns) / 1e3},
@@ -376,7 +376,7 @@ void HttpApi::pair_history(const Req& req, Res& res) {
   json windows = json::array();
   for (const auto& w : *h) windows.push_back(window_api_json(w));
   reply(res, 200,
-        json{{"protocol", probe::to_string(*proto)},
+        json{{"protocol", proto::to_string(*proto)},
              {"src", src},
              {"dst", dst},
              {"since", unix_s(since)},
@@ -391,7 +391,7 @@ void HttpApi::agents(const Req&, Res& res) {
     for (const auto& al : a.alarms)
       alarms.push_back({{"kind", al.kind}, {"message", al.message}, {"since", unix_s(al.since_unix_ns)}});
     json rdma = json::array();
-    for (const auto& e : a.rdma) rdma.push_back(agent::rdma_endpoint_json(e));
+    for (const auto& e : a.rdma) rdma.push_back(proto::rdma_endpoint_json(e));
     agents.push_back({{"name", a.name},
                       {"state", to_string(a.state)},
                       {"addresses", a.addresses},
@@ -418,7 +418,7 @@ void HttpApi::agents(const Req&, Res& res) {
 void HttpApi::groups(const Req&, Res& res) {
   auto cfg = mesh_.config();
   json protos = json::array();
-  for (const auto& p : cfg->protocols) protos.push_back(probe::to_string(p.protocol));
+  for (const auto& p : cfg->protocols) protos.push_back(proto::to_string(p.protocol));
   json groups = json::array();
   for (const auto& g : mesh_.groups())
     groups.push_back({{"name", g.name}, {"protocols", protocols_json(g.protocols)}, {"members", g.members}});

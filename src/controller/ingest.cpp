@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/log.hpp"
+#include "proto/report_reply.hpp"
 
 namespace weft::controller {
 namespace {
@@ -13,7 +14,7 @@ constexpr int64_t kMaxWindowNs = 3600LL * 1'000'000'000;
 constexpr int64_t kMaxLatencyNs = 3600LL * 1'000'000'000;
 constexpr uint64_t kMaxCount = 1ull << 40;  // more probes than any window can hold: garbage
 
-Status check_summary(const probe::LatencySummary& s, const char* what, uint64_t max_count, size_t i) {
+Status check_summary(const proto::LatencySummary& s, const char* what, uint64_t max_count, size_t i) {
   if (s.count == 0) {
     if (s.min_ns || s.mean_ns || s.p50_ns || s.p90_ns || s.p95_ns || s.p99_ns || s.p999_ns || s.max_ns)
       return fail("windows[{}].{}: count is 0 but values are set", i, what);
@@ -36,27 +37,7 @@ Status check_summary(const probe::LatencySummary& s, const char* what, uint64_t 
 
 std::string error_json(std::string_view message) { return nlohmann::json{{"error", message}}.dump(); }
 
-namespace {
-// ASCII only, from a table: isalnum() depends on the locale and is a call per byte, and this runs
-// for every window's target name.
-constexpr std::array<bool, 256> kHostNameChars = [] {
-  std::array<bool, 256> t{};
-  for (int c = 0; c < 256; ++c)
-    t[c] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-           c == '_' || c == '.' || c == ':' || c == '[' || c == ']';
-  return t;
-}();
-}  // namespace
-
-bool valid_host_name(std::string_view s) {
-  if (s.empty() || s.size() > agent::kMaxNameLength) return false;
-  bool ok = true;
-  for (char ch : s)
-    ok &= kHostNameChars[static_cast<unsigned char>(ch)];  // no early exit: no branch per byte
-  return ok;
-}
-
-Status validate_report(const agent::Report& r, const Config& cfg, int64_t now_ns) {
+Status validate_report(const proto::Report& r, const Config& cfg, int64_t now_ns) {
   if (!valid_host_name(r.agent)) return fail("agent: '{}' is not a valid host name", r.agent.substr(0, 64));
   if (!(r.health.cpu_percent >= 0 && r.health.cpu_percent <= 1e5))
     return fail("health.cpu_percent out of range");
@@ -70,7 +51,7 @@ Status validate_report(const agent::Report& r, const Config& cfg, int64_t now_ns
     if (!valid_host_name(w.target))
       return fail("windows[{}].target: '{}' is not a valid host name", i, w.target.substr(0, 64));
     if (w.target == r.agent) return fail("windows[{}].target: an agent does not probe itself", i);
-    if (w.target_address.size() > agent::kMaxNameLength)
+    if (w.target_address.size() > proto::kMaxNameLength)
       return fail("windows[{}].target_address too long", i);
     // Checked first so that end - start below cannot overflow.
     if (w.start_unix_ns <= 0) return fail("windows[{}]: start_unix_ns must be a positive Unix time", i);
@@ -102,16 +83,16 @@ IngestReply Ingest::handle(std::string_view content_type, std::string_view body,
   auto& c = mesh_.counters();
   c.requests++;
   c.bytes += body.size();
-  Result<agent::Report> rep =
-      content_type.starts_with(agent::kBinaryContentType) ? agent::decode_binary(body)
+  Result<proto::Report> rep =
+      content_type.starts_with(proto::kBinaryContentType) ? proto::decode_binary(body)
       : content_type.starts_with("application/json")
-          ? agent::decode_json(body)
-          : Result<agent::Report>(fail("unsupported Content-Type '{}' (use application/json or {})",
-                                       content_type.substr(0, 64), agent::kBinaryContentType));
+          ? proto::decode_json(body)
+          : Result<proto::Report>(fail("unsupported Content-Type '{}' (use application/json or {})",
+                                       content_type.substr(0, 64), proto::kBinaryContentType));
   if (!rep) {
     mesh_.counters().requests_rejected++;
     return {
-        content_type.starts_with("application/json") || content_type.starts_with(agent::kBinaryContentType)
+        content_type.starts_with("application/json") || content_type.starts_with(proto::kBinaryContentType)
             ? 400
             : 415,
         error_json(rep.error().message)};
@@ -120,7 +101,7 @@ IngestReply Ingest::handle(std::string_view content_type, std::string_view body,
   return handle_report(*rep, now_ns);
 }
 
-IngestReply Ingest::handle_report(const agent::Report& r, int64_t now_ns) {
+IngestReply Ingest::handle_report(const proto::Report& r, int64_t now_ns) {
   auto& c = mesh_.counters();
   c.requests++;
   auto cfg = mesh_.config();
@@ -147,8 +128,8 @@ IngestReply Ingest::handle_report(const agent::Report& r, int64_t now_ns) {
           break;
       }
     }
-    std::vector<probe::WindowStats> some;
-    std::span<const probe::WindowStats> fresh = r.windows;
+    std::vector<proto::WindowStats> some;
+    std::span<const proto::WindowStats> fresh = r.windows;
     std::string_view encoded = r.encoded_windows;
     if (duplicate + stale > 0) {
       for (size_t i = 0; i < r.windows.size(); ++i)
@@ -173,11 +154,7 @@ IngestReply Ingest::handle_report(const agent::Report& r, int64_t now_ns) {
   c.windows_duplicate += duplicate;
   c.windows_stale += stale;
   mesh_.touch(r.agent, r.health, r.alarms, now_ns);
-  nlohmann::json j{{"accepted", accepted},
-                   {"duplicate", duplicate},
-                   {"stale", stale},
-                   {"pinglist_version", mesh_.pinglist_version(r.agent)}};
-  return {200, j.dump()};
+  return {200, proto::report_reply_json({accepted, duplicate, stale, mesh_.pinglist_version(r.agent)})};
 }
 
 }  // namespace weft::controller

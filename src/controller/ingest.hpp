@@ -5,9 +5,9 @@
 #include <string>
 #include <string_view>
 
-#include "agent/wire.hpp"
 #include "controller/mesh.hpp"
 #include "controller/store.hpp"
+#include "proto/report.hpp"
 
 namespace weft::controller {
 
@@ -18,8 +18,9 @@ struct IngestReply {
 
 // Checks what the numbers mean; decoding already checked the encoding. `now_ns` is the controller's
 // clock: windows may not end in the future (beyond a clock-skew allowance) nor before retention.
-Status validate_report(const agent::Report& r, const Config& cfg, int64_t now_ns);
-bool valid_host_name(std::string_view s);
+Status validate_report(const proto::Report& r, const Config& cfg, int64_t now_ns);
+// The name rule is the protocol's (proto/names.hpp); http_api.cpp checks query parameters with it.
+using proto::valid_host_name;
 
 class Ingest {
  public:
@@ -28,7 +29,7 @@ class Ingest {
   // `content_type` picks the decoder (binary or JSON). Thread-safe.
   IngestReply handle(std::string_view content_type, std::string_view body, int64_t now_ns);
   // An already decoded report (the benchmark and tests use it to skip HTTP).
-  IngestReply handle_report(const agent::Report& r, int64_t now_ns);
+  IngestReply handle_report(const proto::Report& r, int64_t now_ns);
 
  private:
   IngestReply reject(int status, const std::string& message);

@@ -10,7 +10,7 @@ constexpr std::string_view kRestartedNote = "no report since the controller rest
 constexpr size_t kMaxAlarmsKept = 20;
 constexpr size_t kMaxNames = 1'000'000;  // bounds memory if agents report garbage target names
 
-uint64_t pair_key(probe::Protocol p, uint32_t dst) { return static_cast<uint64_t>(p) << 32 | dst; }
+uint64_t pair_key(proto::Protocol p, uint32_t dst) { return static_cast<uint64_t>(p) << 32 | dst; }
 
 }  // namespace
 
@@ -52,7 +52,7 @@ std::string Mesh::name_of(uint32_t id) const {
 
 // ---- windows --------------------------------------------------------------------------------------
 
-Mesh::SourceTxn::Slot* Mesh::SourceTxn::slot_for(const probe::WindowStats& w) {
+Mesh::SourceTxn::Slot* Mesh::SourceTxn::slot_for(const proto::WindowStats& w) {
   size_t pos = position_++;
   auto& guesses = src_.by_position;
   if (pos < guesses.size() && guesses[pos].protocol == w.protocol && guesses[pos].target == w.target)
@@ -70,7 +70,7 @@ Mesh::SourceTxn::Slot* Mesh::SourceTxn::slot_for(const probe::WindowStats& w) {
   return slot;
 }
 
-WindowFate Mesh::SourceTxn::classify(const probe::WindowStats& w) {
+WindowFate Mesh::SourceTxn::classify(const proto::WindowStats& w) {
   Slot* slot = slot_for(w);
   if (!slot) return WindowFate::stale;
   Slot& s = *slot;
@@ -96,7 +96,7 @@ WindowFate Mesh::SourceTxn::classify(const probe::WindowStats& w) {
   return WindowFate::accepted;
 }
 
-void Mesh::SourceTxn::commit(std::span<const probe::WindowStats> accepted, int64_t now_ns) {
+void Mesh::SourceTxn::commit(std::span<const proto::WindowStats> accepted, int64_t now_ns) {
   size_t n = std::min(accepted.size(), accepted_.size());
   for (size_t i = 0; i < n; ++i) {
     Slot& s = *accepted_[i];
@@ -146,9 +146,9 @@ void Mesh::with_source(const std::string& src, const std::function<void(SourceTx
   txn.rollback();  // no-op after commit(); undoes a txn the callback left open
 }
 
-void Mesh::restore(const std::string& src, std::span<const probe::WindowStats> windows, int64_t received_ns) {
+void Mesh::restore(const std::string& src, std::span<const proto::WindowStats> windows, int64_t received_ns) {
   with_source(src, [&](SourceTxn& txn) {
-    std::vector<probe::WindowStats> acc;
+    std::vector<proto::WindowStats> acc;
     for (const auto& w : windows)
       if (txn.classify(w) == WindowFate::accepted) acc.push_back(w);
     txn.commit(acc, received_ns);
@@ -175,7 +175,7 @@ size_t Mesh::pair_count() const {
 
 // Lock order is source -> names (classify interns target names under the source lock), so readers
 // copy what they need from the name table first and take the source locks after releasing it.
-std::vector<PairWindow> Mesh::latest(probe::Protocol protocol) const {
+std::vector<PairWindow> Mesh::latest(proto::Protocol protocol) const {
   std::vector<std::string> names;
   std::vector<SourceTxn::Source*> sources;
   {
@@ -189,7 +189,7 @@ std::vector<PairWindow> Mesh::latest(probe::Protocol protocol) const {
     if (!s) continue;
     std::lock_guard sl(s->mu);
     for (const auto& [key, slot] : s->pairs) {
-      if (!slot.has_latest || static_cast<probe::Protocol>(key >> 32) != protocol) continue;
+      if (!slot.has_latest || static_cast<proto::Protocol>(key >> 32) != protocol) continue;
       uint32_t dst = static_cast<uint32_t>(key);
       PairWindow pw;
       pw.src = names[id];
@@ -207,7 +207,7 @@ std::vector<PairWindow> Mesh::latest(probe::Protocol protocol) const {
   return out;
 }
 
-std::optional<PairWindow> Mesh::latest_pair(probe::Protocol protocol, const std::string& src,
+std::optional<PairWindow> Mesh::latest_pair(proto::Protocol protocol, const std::string& src,
                                             const std::string& dst) const {
   SourceTxn::Source* s = nullptr;
   uint32_t dst_id = 0;
@@ -454,7 +454,7 @@ void Mesh::record_pinglist_sent(const std::string& name, const Pinglist& p) {
   }
 }
 
-void Mesh::touch(const std::string& name, const agent::Health& h, std::span<const agent::AlarmEvent> alarms,
+void Mesh::touch(const std::string& name, const proto::Health& h, std::span<const proto::AlarmEvent> alarms,
                  int64_t now_ns) {
   std::lock_guard lk(reg_mu_);
   auto it = agents_.find(name);

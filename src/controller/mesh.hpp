@@ -20,16 +20,17 @@
 #include <unordered_map>
 #include <vector>
 
-#include "agent/registration.hpp"
-#include "agent/wire.hpp"
 #include "base/result.hpp"
 #include "controller/config.hpp"
 #include "controller/mesh_state.hpp"
 #include "controller/pinglist.hpp"
+#include "proto/registration.hpp"
+#include "proto/report.hpp"
 
 namespace weft::controller {
 
-using Registration = agent::Registration;
+using Registration = proto::Registration;
+using proto::parse_registration;  // http_api.cpp decodes registrations with it
 
 // How one window of a report was classified.
 enum class WindowFate : uint8_t { accepted, duplicate, stale };
@@ -71,7 +72,7 @@ class Mesh final : public MeshView {
   Pinglist pinglist_for(const std::string& name);
   void record_pinglist_sent(const std::string& name, const Pinglist& p);
   // A report came in: last seen, health, alarms, and back to "up" if it was down.
-  void touch(const std::string& name, const agent::Health& h, std::span<const agent::AlarmEvent> alarms,
+  void touch(const std::string& name, const proto::Health& h, std::span<const proto::AlarmEvent> alarms,
              int64_t now_ns);
   uint64_t pinglist_version(const std::string& name);
 
@@ -82,9 +83,9 @@ class Mesh final : public MeshView {
   // request of the same agent can interleave, and undo everything if the store fails.
   class SourceTxn {
    public:
-    WindowFate classify(const probe::WindowStats& w);
+    WindowFate classify(const proto::WindowStats& w);
     // `accepted` = the windows classify() accepted, in the same order.
-    void commit(std::span<const probe::WindowStats> accepted, int64_t now_ns);
+    void commit(std::span<const proto::WindowStats> accepted, int64_t now_ns);
     void rollback();
 
    private:
@@ -100,7 +101,7 @@ class Mesh final : public MeshView {
       int64_t baseline_ns = 0;         // moving average of the windows' median RTT (PairWindow)
       int64_t baseline_before_ns = 0;  // ... as it was before `latest`
       Ring ring;
-      probe::WindowStats latest;  // .target is left empty: the dst id is the key
+      proto::WindowStats latest;  // .target is left empty: the dst id is the key
     };
     // The i-th window of an agent's report is almost always for the same (protocol, target) as the
     // i-th window of its previous report (agents report in pinglist order), so its slot is
@@ -109,7 +110,7 @@ class Mesh final : public MeshView {
     // so the pointers stay valid. At most one guess per pair of the source (bounded memory).
     struct PositionGuess {
       Slot* slot = nullptr;
-      probe::Protocol protocol{};
+      proto::Protocol protocol{};
       std::string target;
     };
     static constexpr size_t kMaxGuessedPositions = 65536;
@@ -120,7 +121,7 @@ class Mesh final : public MeshView {
       std::vector<PositionGuess> by_position;    // see PositionGuess
     };
     SourceTxn(Mesh& m, Source& s) : mesh_(m), src_(s) {}
-    Slot* slot_for(const probe::WindowStats& w);
+    Slot* slot_for(const proto::WindowStats& w);
     Mesh& mesh_;
     Source& src_;
     size_t position_ = 0;  // how many windows classify() has seen in this txn
@@ -131,7 +132,7 @@ class Mesh final : public MeshView {
 
   // Restores state from stored windows (controller restart): latest and dedup rings, and the
   // last-seen time of a restored agent (`received_ns`, when the store kept it).
-  void restore(const std::string& src, std::span<const probe::WindowStats> windows, int64_t received_ns);
+  void restore(const std::string& src, std::span<const proto::WindowStats> windows, int64_t received_ns);
 
   // --- counters (ingest updates them) ---
   struct Counters {
@@ -147,8 +148,8 @@ class Mesh final : public MeshView {
   size_t pair_count() const;
 
   // --- MeshView ---
-  std::vector<PairWindow> latest(probe::Protocol protocol) const override;
-  std::optional<PairWindow> latest_pair(probe::Protocol protocol, const std::string& src,
+  std::vector<PairWindow> latest(proto::Protocol protocol) const override;
+  std::optional<PairWindow> latest_pair(proto::Protocol protocol, const std::string& src,
                                         const std::string& dst) const override;
   std::vector<AgentInfo> agents() const override;
   std::vector<GroupInfo> groups() const override;

@@ -26,7 +26,7 @@ void append_string(std::string& out, std::string_view s) {
 }
 
 // Microseconds with 0.1 us resolution (the page shows RTTs to that), null when there is no value.
-void append_us(std::string& out, const probe::LatencySummary& s, int64_t probe::LatencySummary::*field) {
+void append_us(std::string& out, const proto::LatencySummary& s, int64_t proto::LatencySummary::*field) {
   if (s.count == 0) {
     out += "null";
     return;
@@ -90,7 +90,7 @@ std::string mesh_columns_json(MeshColumnsHeader h, const std::vector<PairWindow>
   column(out, "lost", pairs, [&](const PairWindow& p) { u(p.window.lost); });
   column(out, "late", pairs, [&](const PairWindow& p) { u(p.window.late); });
   column(out, "duplicate", pairs, [&](const PairWindow& p) { u(p.window.duplicate); });
-  using S = probe::LatencySummary;
+  using S = proto::LatencySummary;
   column(out, "p50_us", pairs,
          [&](const PairWindow& p) { append_us(out, p.window.network_rtt, &S::p50_ns); });
   column(out, "p90_us", pairs,
@@ -100,7 +100,7 @@ std::string mesh_columns_json(MeshColumnsHeader h, const std::vector<PairWindow>
   column(out, "max_us", pairs,
          [&](const PairWindow& p) { append_us(out, p.window.network_rtt, &S::max_ns); });
   column(out, "source", pairs,
-         [&](const PairWindow& p) { append_string(out, probe::to_string(p.window.timestamp_source)); });
+         [&](const PairWindow& p) { append_string(out, proto::to_string(p.window.timestamp_source)); });
   out += "}}";
   return out;
 }

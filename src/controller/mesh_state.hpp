@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "agent/rdma_endpoint.hpp"
-#include "probe/window.hpp"
+#include "proto/rdma_endpoint.hpp"
+#include "proto/window_stats.hpp"
 
 namespace weft::controller {
 
@@ -26,7 +26,7 @@ namespace weft::controller {
 struct PairWindow {
   std::string src;
   std::string dst;
-  probe::WindowStats window;     // window.protocol, window.target == dst
+  proto::WindowStats window;     // window.protocol, window.target == dst
   int64_t received_unix_ns = 0;  // when the controller took it in
   // The pair's usual round trip before this window: a slow moving average (1/16 per window) of
   // its windows' median network RTT (total RTT where there is none); 0 until it has one.
@@ -66,8 +66,8 @@ struct Alarm {
 struct AgentInfo {
   std::string name;
   std::vector<std::string> addresses;       // as registered
-  std::vector<probe::Protocol> protocols;   // protocols it can probe and answer
-  std::vector<agent::RdmaEndpoint> rdma{};  // its RDMA probe engines' addresses (rails), as registered
+  std::vector<proto::Protocol> protocols;   // protocols it can probe and answer
+  std::vector<proto::RdmaEndpoint> rdma{};  // its RDMA probe engines' addresses (rails), as registered
   std::string version;
   AgentState state = AgentState::up;
   int64_t registered_unix_ns = 0;
@@ -82,7 +82,7 @@ struct AgentInfo {
 // A named group of hosts probed as a full mesh over the given protocols.
 struct GroupInfo {
   std::string name;
-  std::vector<probe::Protocol> protocols;
+  std::vector<proto::Protocol> protocols;
   std::vector<std::string> members;
 };
 
@@ -110,9 +110,9 @@ class MeshView {
 
   // Latest window of every ordered pair for one protocol (pairs whose src or dst is unknown to the
   // plan are still returned: the data is real). Sorted by (src, dst).
-  virtual std::vector<PairWindow> latest(probe::Protocol protocol) const = 0;
+  virtual std::vector<PairWindow> latest(proto::Protocol protocol) const = 0;
   // One pair, if held.
-  virtual std::optional<PairWindow> latest_pair(probe::Protocol protocol, const std::string& src,
+  virtual std::optional<PairWindow> latest_pair(proto::Protocol protocol, const std::string& src,
                                                 const std::string& dst) const = 0;
   // Every agent that ever registered since start (or was restored), sorted by name.
   virtual std::vector<AgentInfo> agents() const = 0;

@@ -14,7 +14,7 @@ namespace weft::controller {
 
 namespace {
 
-constexpr std::array kProtocols = {probe::Protocol::udp, probe::Protocol::tcp, probe::Protocol::rdma};
+constexpr std::array kProtocols = {proto::Protocol::udp, proto::Protocol::tcp, proto::Protocol::rdma};
 constexpr double kNsPerS = 1e9;
 
 // What one host's current windows add up to, in one direction (as prober or as target).
@@ -28,7 +28,7 @@ struct HostAgg {
 };
 
 struct ProtocolData {
-  probe::Protocol protocol;
+  proto::Protocol protocol;
   std::vector<PairWindow> pairs;  // as MeshView returns them, sorted by (src, dst)
   std::vector<bool> current;
   size_t stale = 0;
@@ -134,7 +134,7 @@ void render_controller(PromText& t, const MeshView& view, const std::vector<Agen
   t.family("weft_controller_store_pairs", PromType::gauge,
            "Ordered pairs whose latest window the controller holds, by protocol and freshness.");
   for (const auto& d : data) {
-    const char* proto = probe::to_string(d.protocol);
+    const char* proto = proto::to_string(d.protocol);
     t.sample({{"protocol", proto}, {"freshness", "current"}}, static_cast<double>(d.pairs.size() - d.stale));
     t.sample({{"protocol", proto}, {"freshness", "stale"}}, static_cast<double>(d.stale));
   }
@@ -176,13 +176,13 @@ void render_hosts(PromText& t, std::vector<ProtocolData>& data) {
   for (const auto& d : data)
     for (const auto& [host, agg] : d.hosts)
       for (size_t k = 0; k < 2; ++k)
-        t.sample({{"host", host}, {"protocol", probe::to_string(d.protocol)}, {"direction", kDirection[k]}},
+        t.sample({{"host", host}, {"protocol", proto::to_string(d.protocol)}, {"direction", kDirection[k]}},
                  static_cast<double>(agg[k].peers));
   t.family("weft_host_peers_unreachable", PromType::gauge, "Peers whose current window lost every probe.");
   for (const auto& d : data)
     for (const auto& [host, agg] : d.hosts)
       for (size_t k = 0; k < 2; ++k)
-        t.sample({{"host", host}, {"protocol", probe::to_string(d.protocol)}, {"direction", kDirection[k]}},
+        t.sample({{"host", host}, {"protocol", proto::to_string(d.protocol)}, {"direction", kDirection[k]}},
                  static_cast<double>(agg[k].unreachable));
   t.family("weft_host_loss_ratio", PromType::gauge,
            "Probes lost over probes sent, summed over the host's current windows.");
@@ -190,7 +190,7 @@ void render_hosts(PromText& t, std::vector<ProtocolData>& data) {
     for (const auto& [host, agg] : d.hosts)
       for (size_t k = 0; k < 2; ++k)
         if (agg[k].sent > 0)
-          t.sample({{"host", host}, {"protocol", probe::to_string(d.protocol)}, {"direction", kDirection[k]}},
+          t.sample({{"host", host}, {"protocol", proto::to_string(d.protocol)}, {"direction", kDirection[k]}},
                    ratio(agg[k].lost, agg[k].sent));
   t.family("weft_host_peer_rtt_median_seconds", PromType::gauge,
            "Median over the host's peers of each pair's network RTT p50 (responder time taken out).");
@@ -198,7 +198,7 @@ void render_hosts(PromText& t, std::vector<ProtocolData>& data) {
     for (auto& [host, agg] : d.hosts)
       for (size_t k = 0; k < 2; ++k)
         if (!agg[k].p50_ns.empty())
-          t.sample({{"host", host}, {"protocol", probe::to_string(d.protocol)}, {"direction", kDirection[k]}},
+          t.sample({{"host", host}, {"protocol", proto::to_string(d.protocol)}, {"direction", kDirection[k]}},
                    median_s(agg[k].p50_ns));
   t.family("weft_host_peer_rtt_worst_seconds", PromType::gauge,
            "Largest network RTT p99 over the host's peers.");
@@ -206,7 +206,7 @@ void render_hosts(PromText& t, std::vector<ProtocolData>& data) {
     for (const auto& [host, agg] : d.hosts)
       for (size_t k = 0; k < 2; ++k)
         if (agg[k].worst_p99_ns >= 0)
-          t.sample({{"host", host}, {"protocol", probe::to_string(d.protocol)}, {"direction", kDirection[k]}},
+          t.sample({{"host", host}, {"protocol", proto::to_string(d.protocol)}, {"direction", kDirection[k]}},
                    static_cast<double>(agg[k].worst_p99_ns) / kNsPerS);
 }
 
@@ -234,7 +234,7 @@ PairPick pick_pairs(const std::vector<ProtocolData>& data, const MetricsOptions&
 void render_pairs(PromText& t, const PairPick& pick) {
   auto labels3 = [](const ProtocolData* d, const PairWindow* p) {
     return std::array<PromLabel, 3>{
-        {{"protocol", probe::to_string(d->protocol)}, {"src", p->src}, {"dst", p->dst}}};
+        {{"protocol", proto::to_string(d->protocol)}, {"src", p->src}, {"dst", p->dst}}};
   };
   t.family("weft_pair_network_rtt_seconds", PromType::gauge,
            "Network RTT of the pair's latest window (responder time taken out), by statistic.");
@@ -285,7 +285,7 @@ void render_suspects(PromText& t, const std::vector<ProtocolData>& data, const s
   std::vector<std::pair<const char*, Blame>> verdicts;
   for (const auto& d : data)
     verdicts.emplace_back(
-        probe::to_string(d.protocol),
+        proto::to_string(d.protocol),
         find_blame(d.pairs, down, now_ns, window_ns, {}, blame_context(d.protocol, agents, groups)));
   t.family("weft_suspect_hosts", PromType::gauge,
            "Hosts the controller blames for bad pairs (GET /api/v1/suspects).");

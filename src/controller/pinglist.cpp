@@ -1,7 +1,6 @@
 #include "controller/pinglist.hpp"
 
 #include <algorithm>
-#include <nlohmann/json.hpp>
 #include <set>
 
 namespace weft::controller {
@@ -13,17 +12,17 @@ bool matches_any(const std::vector<std::string>& patterns, const std::string& na
   return false;
 }
 
-bool has(const std::vector<probe::Protocol>& v, probe::Protocol p) {
+bool has(const std::vector<proto::Protocol>& v, proto::Protocol p) {
   return std::find(v.begin(), v.end(), p) != v.end();
 }
 
-uint16_t port_of(const Peer& peer, probe::Protocol p) {
+uint16_t port_of(const Peer& peer, proto::Protocol p) {
   switch (p) {
-    case probe::Protocol::udp:
+    case proto::Protocol::udp:
       return peer.udp_port;
-    case probe::Protocol::tcp:
+    case proto::Protocol::tcp:
       return peer.tcp_port;
-    case probe::Protocol::rdma:
+    case proto::Protocol::rdma:
       return 0;
   }
   return 0;
@@ -37,29 +36,6 @@ uint64_t fnv1a(const std::string& s) {
   }
   h &= (1ull << 53) - 1;  // exact in JSON readers that use doubles (JavaScript)
   return h == 0 ? 1 : h;  // 0 means "no pinglist yet" to agents
-}
-
-nlohmann::json body_json(const Pinglist& p) {
-  nlohmann::json protos = nlohmann::json::array();
-  for (const auto& pp : p.protocols) {
-    nlohmann::json targets = nlohmann::json::array();
-    for (const auto& t : pp.targets) {
-      nlohmann::json tj{{"name", t.name}, {"host", t.host}, {"port", t.port}};
-      if (t.rdma) {
-        tj["rail"] = t.rail;
-        tj["rdma"] = agent::rdma_endpoint_json(*t.rdma);
-      }
-      targets.push_back(std::move(tj));
-    }
-    protos.push_back({{"protocol", probe::to_string(pp.protocol)},
-                      {"interval_us", pp.interval_ns / 1000},
-                      {"timeout_us", pp.timeout_ns / 1000},
-                      {"targets", std::move(targets)}});
-  }
-  return {{"window_ms", p.window_ns / 1'000'000},
-          {"report_interval_ms", p.report_interval_ns / 1'000'000},
-          {"sync_interval_ms", p.sync_interval_ns / 1'000'000},
-          {"protocols", std::move(protos)}};
 }
 
 }  // namespace
@@ -91,7 +67,7 @@ Pinglist compute_pinglist(const Config& cfg, const std::string& agent, const std
         if (peer.name == agent || !peer.up || !wanted.contains(peer.name) ||
             !has(peer.protocols, plan.protocol))
           continue;
-        if (plan.protocol == probe::Protocol::rdma) {
+        if (plan.protocol == proto::Protocol::rdma) {
           const size_t rails = std::min(self->rdma.size(), peer.rdma.size());
           for (size_t i = 0; i < rails; ++i) {
             std::string name = i == 0 ? peer.name : peer.name + ":" + peer.rdma[i].device;
@@ -109,14 +85,8 @@ Pinglist compute_pinglist(const Config& cfg, const std::string& agent, const std
       out.protocols.push_back(std::move(pl));
     }
   }
-  out.version = fnv1a(body_json(out).dump());
+  out.version = fnv1a(proto::pinglist_content_json(out));
   return out;
-}
-
-std::string pinglist_json(const Pinglist& p) {
-  auto j = body_json(p);
-  j["version"] = p.version;
-  return j.dump();
 }
 
 }  // namespace weft::controller

@@ -4,13 +4,14 @@
 //
 // A pinglist's version is a hash of its content, so it is the same for the same list across
 // controller restarts and an agent that already has it gets a one-line "unchanged" answer.
+// The format itself is the protocol's: proto/pinglist.hpp.
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "agent/rdma_endpoint.hpp"
 #include "controller/config.hpp"
+#include "proto/pinglist.hpp"
 
 namespace weft::controller {
 
@@ -18,44 +19,19 @@ namespace weft::controller {
 struct Peer {
   std::string name;
   std::string address;  // the address its responders listen on
-  std::vector<probe::Protocol> protocols;
+  std::vector<proto::Protocol> protocols;
   uint16_t udp_port = 0;
   uint16_t tcp_port = 0;
   bool up = true;
-  std::vector<agent::RdmaEndpoint> rdma{};  // its RDMA engines (rails); none: not an rdma target
+  std::vector<proto::RdmaEndpoint> rdma{};  // its RDMA engines (rails); none: not an rdma target
 };
 
-struct PinglistTarget {
-  std::string name;
-  std::string host;
-  uint16_t port = 0;
-  // Protocol rdma: the peer's engine on this rail, probed by the agent's own engine of the same
-  // index (rail i talks to rail i, as on multi-rail RDMA fabrics).
-  uint32_t rail = 0;
-  std::optional<agent::RdmaEndpoint> rdma{};
-  bool operator==(const PinglistTarget&) const = default;
-};
-
-struct ProtocolPinglist {
-  probe::Protocol protocol = probe::Protocol::udp;
-  int64_t interval_ns = 0;
-  int64_t timeout_ns = 0;
-  std::vector<PinglistTarget> targets;  // sorted by name, no duplicates, never the agent itself
-};
-
-struct Pinglist {
-  uint64_t version = 0;
-  int64_t window_ns = 0;
-  int64_t report_interval_ns = 0;
-  int64_t sync_interval_ns = 0;
-  std::vector<ProtocolPinglist> protocols;  // only protocols the agent has targets for... or can run
-
-  size_t target_count() const {
-    size_t n = 0;
-    for (const auto& p : protocols) n += p.targets.size();
-    return n;
-  }
-};
+// The pinglist types and their encoding are the protocol's (proto/pinglist.hpp); these names keep
+// the controller's code (and http_api.cpp) unchanged.
+using proto::Pinglist;
+using proto::pinglist_json;
+using proto::PinglistTarget;
+using proto::ProtocolPinglist;
 
 // `peers` holds every registered agent (also the one asking, and down ones: they are skipped).
 // An agent that is not among the peers gets an empty pinglist.
@@ -63,10 +39,5 @@ struct Pinglist {
 // engine i; the target of rail 0 is named after the peer, that of rail i > 0 "PEER:DEVICE" (so
 // that each rail is its own pair in the mesh). Agents without engines neither probe nor are probed.
 Pinglist compute_pinglist(const Config& cfg, const std::string& agent, const std::vector<Peer>& peers);
-
-// {"version":..,"window_ms":..,"report_interval_ms":..,"sync_interval_ms":..,
-//  "protocols":[{"protocol":"udp","interval_us":..,"timeout_us":..,"targets":[{"name","host","port"}]}]}
-// rdma targets also carry "rail" and "rdma" (the peer's endpoint, rdma_endpoint.hpp).
-std::string pinglist_json(const Pinglist& p);
 
 }  // namespace weft::controller

@@ -17,7 +17,7 @@
 
 #include "base/result.hpp"
 #include "controller/mesh_state.hpp"
-#include "probe/window.hpp"
+#include "proto/window_stats.hpp"
 
 namespace weft::controller {
 
@@ -28,17 +28,17 @@ class Store {
   // Makes all of `windows` (all from `src`) durable, or none of them. Thread-safe; may block until
   // the data is committed (the ingest acknowledges only after this returns). `encoded`, if not
   // empty, is exactly these windows in the wire's window-list encoding (a store may keep it as is).
-  virtual Status append(const std::string& src, std::span<const probe::WindowStats> windows,
+  virtual Status append(const std::string& src, std::span<const proto::WindowStats> windows,
                         int64_t received_ns, std::string_view encoded = {}) = 0;
 
   // Windows of one pair with start >= since_ns and start < until_ns, oldest first, at most `limit`.
-  virtual Result<std::vector<probe::WindowStats>> history(probe::Protocol protocol, const std::string& src,
+  virtual Result<std::vector<proto::WindowStats>> history(proto::Protocol protocol, const std::string& src,
                                                           const std::string& dst, int64_t since_ns,
                                                           int64_t until_ns, size_t limit) = 0;
 
   // Calls fn(src, windows, received_ns) for what was stored with a window start >= since_ns, in the
   // order it was stored (used to rebuild the latest mesh and dedup state after a restart).
-  using RestoreFn = std::function<void(const std::string&, std::span<const probe::WindowStats>, int64_t)>;
+  using RestoreFn = std::function<void(const std::string&, std::span<const proto::WindowStats>, int64_t)>;
   virtual Status load_recent(int64_t since_ns, const RestoreFn& fn) = 0;
 
   // Keeps an agent's registration as it was received (the POST /api/v1/register body, opaque to the

@@ -17,9 +17,10 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/wire.hpp"
 #include "base/log.hpp"
 #include "controller/store.hpp"
+#include "net/address.hpp"
+#include "proto/report.hpp"
 
 namespace weft::controller {
 namespace {
@@ -63,14 +64,9 @@ class RedisStore final : public Store {
     } else {
       std::string hp = spec_.substr(8);
       if (auto slash = hp.find('/'); slash != std::string::npos) hp.resize(slash);
-      auto colon = hp.rfind(':');
-      std::string host = colon == std::string::npos ? hp : hp.substr(0, colon);
-      int port = 6379;
-      if (colon != std::string::npos) {
-        auto [p, ec] = std::from_chars(hp.data() + colon + 1, hp.data() + hp.size(), port);
-        if (ec != std::errc{} || p != hp.data() + hp.size()) return fail("redis store '{}': bad port", spec_);
-      }
-      ctx_ = redisConnectWithTimeout(host.c_str(), port, tv);
+      auto host_port = net::split_host_port(hp, 6379);
+      if (!host_port) return fail("redis store '{}': {}", spec_, host_port.error().message);
+      ctx_ = redisConnectWithTimeout(host_port->first.c_str(), host_port->second, tv);
     }
     if (!ctx_ || ctx_->err) {
       std::string e = ctx_ ? ctx_->errstr : "out of memory";
@@ -83,19 +79,19 @@ class RedisStore final : public Store {
     return {};
   }
 
-  Status append(const std::string& src, std::span<const probe::WindowStats> windows, int64_t received_ns,
+  Status append(const std::string& src, std::span<const proto::WindowStats> windows, int64_t received_ns,
                 std::string_view) override {
     if (windows.empty()) return {};
     std::lock_guard lk(mu_);
     return write_locked([&] { return append_locked(src, windows, received_ns); });
   }
 
-  Result<std::vector<probe::WindowStats>> history(probe::Protocol protocol, const std::string& src,
+  Result<std::vector<proto::WindowStats>> history(proto::Protocol protocol, const std::string& src,
                                                   const std::string& dst, int64_t since_ns, int64_t until_ns,
                                                   size_t limit) override {
     std::lock_guard lk(mu_);
     if (auto st = ensure(); !st) return std::unexpected(st.error());
-    std::string key = fmt::format("weft:hist:{}:{}:{}", probe::to_string(protocol), src, dst);
+    std::string key = fmt::format("weft:hist:{}:{}:{}", proto::to_string(protocol), src, dst);
     std::string lo = std::to_string(since_ns), hi = "(" + std::to_string(until_ns);
     // Newest `limit` in the range: reverse range with a limit, then put back in order.
     Reply r(static_cast<redisReply*>(redisCommand(ctx_, "ZREVRANGEBYSCORE %b %b %b LIMIT 0 %lld", key.data(),
@@ -103,9 +99,9 @@ class RedisStore final : public Store {
                                                   static_cast<long long>(limit))));
     if (!r || r->type != REDIS_REPLY_ARRAY)
       return fail("redis history: {}", r ? (r->str ? r->str : "bad reply") : ctx_->errstr);
-    std::vector<probe::WindowStats> out;
+    std::vector<proto::WindowStats> out;
     for (size_t i = r->elements; i-- > 0;) {
-      auto w = agent::parse_window_json(std::string_view(r->element[i]->str, r->element[i]->len));
+      auto w = proto::parse_window_json(std::string_view(r->element[i]->str, r->element[i]->len));
       if (!w) return fail("redis history: corrupt member in {}: {}", key, w.error().message);
       out.push_back(std::move(*w));
     }
@@ -117,7 +113,7 @@ class RedisStore final : public Store {
     if (auto st = ensure(); !st) return st;
     Reply pairs(static_cast<redisReply*>(redisCommand(ctx_, "SMEMBERS weft:pairs")));
     if (!pairs || pairs->type != REDIS_REPLY_ARRAY) return fail("redis load: SMEMBERS weft:pairs failed");
-    std::map<std::string, std::vector<probe::WindowStats>> by_src;
+    std::map<std::string, std::vector<proto::WindowStats>> by_src;
     std::string lo = std::to_string(since_ns);
     for (size_t i = 0; i < pairs->elements; ++i) {
       std::string p(pairs->element[i]->str, pairs->element[i]->len);
@@ -130,7 +126,7 @@ class RedisStore final : public Store {
       if (!r || r->type != REDIS_REPLY_ARRAY) return fail("redis load: ZRANGEBYSCORE {} failed", key);
       auto& v = by_src[p.substr(a + 1, b - a - 1)];
       for (size_t k = 0; k < r->elements; ++k) {
-        auto w = agent::parse_window_json(std::string_view(r->element[k]->str, r->element[k]->len));
+        auto w = proto::parse_window_json(std::string_view(r->element[k]->str, r->element[k]->len));
         if (w) v.push_back(std::move(*w));
       }
     }
@@ -274,7 +270,7 @@ class RedisStore final : public Store {
     return read_transaction(4, "register");
   }
 
-  Status append_locked(const std::string& src, std::span<const probe::WindowStats> windows,
+  Status append_locked(const std::string& src, std::span<const proto::WindowStats> windows,
                        int64_t received_ns) {
     if (auto st = ensure(); !st) return st;
     size_t queued = 0;
@@ -292,11 +288,11 @@ class RedisStore final : public Store {
       cmd_argv(std::span(args.begin(), args.size()));
     };
     cmd({"MULTI"});
-    std::map<std::pair<int, std::string>, const probe::WindowStats*> newest;  // (proto, dst) -> window
+    std::map<std::pair<int, std::string>, const proto::WindowStats*> newest;  // (proto, dst) -> window
     for (const auto& w : windows) {
-      std::string proto = probe::to_string(w.protocol);
+      std::string proto = proto::to_string(w.protocol);
       std::string key = fmt::format("weft:hist:{}:{}:{}", proto, src, w.target);
-      std::string member = agent::window_json(w);
+      std::string member = proto::window_json(w);
       std::string score = std::to_string(w.start_unix_ns);
       cmd({"ZADD", key, score, member});
       cmd({"SADD", "weft:pairs", fmt::format("{}|{}|{}", proto, src, w.target)});
@@ -307,17 +303,17 @@ class RedisStore final : public Store {
     // older one) must not replace a newer one, so the compare happens inside Redis (one script call
     // per protocol, inside the same MULTI).
     std::vector<std::string> args;  // owns the strings the argv below points into
-    for (auto proto : {probe::Protocol::udp, probe::Protocol::tcp, probe::Protocol::rdma}) {
+    for (auto proto : {proto::Protocol::udp, proto::Protocol::tcp, proto::Protocol::rdma}) {
       args.clear();
       for (const auto& [k, w] : newest) {
         if (w->protocol != proto) continue;
         args.push_back(w->target);
         args.push_back(fmt::format("{:020d}", w->start_unix_ns));  // fixed width: compares as a string
-        args.push_back(agent::window_json(*w));
+        args.push_back(proto::window_json(*w));
       }
       if (args.empty()) continue;
-      std::string latest = fmt::format("weft:latest:{}:{}", probe::to_string(proto), src);
-      std::string starts = fmt::format("weft:latest_start:{}:{}", probe::to_string(proto), src);
+      std::string latest = fmt::format("weft:latest:{}:{}", proto::to_string(proto), src);
+      std::string starts = fmt::format("weft:latest_start:{}:{}", proto::to_string(proto), src);
       std::vector<std::string_view> argv{"EVAL", kLatestScript, "2", latest, starts};
       argv.insert(argv.end(), args.begin(), args.end());
       cmd_argv(argv);

@@ -2,7 +2,7 @@
 //
 // Why one row per (report, source) with the windows packed in a blob: a controller must take in a
 // million windows a second on two cores; a row per window would cost a B-tree insert per window.
-// The blob is the wire format's window list (agent/wire.hpp), ~50 bytes per window.
+// The blob is the wire format's window list (proto/report.hpp), ~50 bytes per window.
 //
 // Group commit: append() queues its batch and waits; one writer thread commits everything queued
 // in one transaction (WAL, synchronous=NORMAL: a committed transaction survives a crash of the
@@ -15,9 +15,9 @@
 #include <mutex>
 #include <thread>
 
-#include "agent/wire.hpp"
 #include "base/log.hpp"
 #include "controller/store.hpp"
+#include "proto/report.hpp"
 
 namespace weft::controller {
 namespace {
@@ -101,7 +101,7 @@ class SqliteStore final : public Store {
     return {};
   }
 
-  Status append(const std::string& src, std::span<const probe::WindowStats> windows, int64_t received_ns,
+  Status append(const std::string& src, std::span<const proto::WindowStats> windows, int64_t received_ns,
                 std::string_view encoded) override {
     if (windows.empty()) return {};
     auto job = std::make_shared<Job>();
@@ -119,7 +119,7 @@ class SqliteStore final : public Store {
     // The agent's own bytes, not even copied: submit() returns only after the commit, and the
     // caller's body outlives that. Otherwise (some windows were duplicates) encode the rest.
     if (encoded.empty()) {
-      agent::append_window_list(job->blob, windows);
+      proto::append_window_list(job->blob, windows);
       encoded = job->blob;
     }
     job->data = encoded;
@@ -157,7 +157,7 @@ class SqliteStore final : public Store {
     return {};
   }
 
-  Result<std::vector<probe::WindowStats>> history(probe::Protocol protocol, const std::string& src,
+  Result<std::vector<proto::WindowStats>> history(proto::Protocol protocol, const std::string& src,
                                                   const std::string& dst, int64_t since_ns, int64_t until_ns,
                                                   size_t limit) override {
     std::lock_guard lk(read_mu_);
@@ -167,12 +167,12 @@ class SqliteStore final : public Store {
     sqlite3_bind_text(q.get(), 1, src.data(), static_cast<int>(src.size()), SQLITE_TRANSIENT);
     sqlite3_bind_int64(q.get(), 2, since_ns);
     sqlite3_bind_int64(q.get(), 3, until_ns);
-    std::vector<probe::WindowStats> out;
+    std::vector<proto::WindowStats> out;
     int rc;
     while ((rc = sqlite3_step(q.get())) == SQLITE_ROW) {
       auto* p = static_cast<const char*>(sqlite3_column_blob(q.get(), 0));
       int n = sqlite3_column_bytes(q.get(), 0);
-      auto ws = agent::decode_window_list(std::string_view(p, static_cast<size_t>(n)));
+      auto ws = proto::decode_window_list(std::string_view(p, static_cast<size_t>(n)));
       if (!ws) return fail("sqlite history: corrupt row: {}", ws.error().message);
       for (auto& w : *ws)
         if (w.protocol == protocol && w.target == dst && w.start_unix_ns >= since_ns &&
@@ -197,7 +197,7 @@ class SqliteStore final : public Store {
       int64_t received = sqlite3_column_int64(q.get(), 1);
       auto* p = static_cast<const char*>(sqlite3_column_blob(q.get(), 2));
       int n = sqlite3_column_bytes(q.get(), 2);
-      auto ws = agent::decode_window_list(std::string_view(p, static_cast<size_t>(n)));
+      auto ws = proto::decode_window_list(std::string_view(p, static_cast<size_t>(n)));
       if (!ws) return fail("sqlite load: corrupt row: {}", ws.error().message);
       fn(src, *ws, received);
     }

@@ -18,10 +18,11 @@
 #include "base/result.hpp"
 #include "probe/rtt.hpp"
 #include "probe/window.hpp"
+#include "proto/rdma_endpoint.hpp"
 
 namespace weft::probe {
 
-inline constexpr uint32_t kDefaultRdmaQkey = 0x11111111;
+inline constexpr uint32_t kDefaultRdmaQkey = proto::kDefaultRdmaQkey;  // what engines register
 
 // What a peer needs to reach an engine's QP.
 struct RdmaAddress {

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include "proto/names.hpp"
+
 namespace weft::probe {
 
 Result<RdmaTargetSpec> parse_rdma_target(std::string_view text) {
@@ -13,10 +15,7 @@ Result<RdmaTargetSpec> parse_rdma_target(std::string_view text) {
     return fail("bad RDMA target '{}': expected DEVICE:GID, DEVICE:HOST or DEVICE:lid:N", text);
   RdmaTargetSpec s;
   s.device = std::string(text.substr(0, colon));
-  if (!std::all_of(s.device.begin(), s.device.end(), [](char c) {
-        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
-      }))
-    return fail("bad RDMA device name '{}' in '{}'", s.device, text);
+  if (!proto::valid_device_name(s.device)) return fail("bad RDMA device name '{}' in '{}'", s.device, text);
   std::string_view rest = text.substr(colon + 1);
   if (rest.empty()) return fail("bad RDMA target '{}': nothing after the device", text);
   if (rest.starts_with("lid:")) {

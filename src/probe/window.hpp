@@ -1,49 +1,15 @@
 #pragma once
-// A window: what one prober saw of one target over one interval. This is the unit the agent
-// reports to the controller, so it is plain data (no pointers, no histograms).
-#include <cstdint>
-#include <string>
+// The probers produce windows in the agent <-> controller format (proto/window_stats.hpp). These
+// using-declarations let probe code (and the CLI commands built on it) keep saying
+// probe::WindowStats / probe::Protocol: one type, defined once in src/proto.
+#include "proto/window_stats.hpp"
 
 namespace weft::probe {
 
-enum class Protocol : uint8_t { udp, tcp, rdma };
-
-// Where the RTT timestamps came from, worst source used in the window wins.
-enum class TimestampSource : uint8_t { hardware, kernel, user };
-
-const char* to_string(Protocol p);
-const char* to_string(TimestampSource s);
-
-// Percentiles of one quantity, in nanoseconds. count == 0 means no samples (all fields 0).
-struct LatencySummary {
-  uint64_t count = 0;
-  int64_t min_ns = 0;
-  int64_t mean_ns = 0;
-  int64_t p50_ns = 0;
-  int64_t p90_ns = 0;
-  int64_t p95_ns = 0;
-  int64_t p99_ns = 0;
-  int64_t p999_ns = 0;
-  int64_t max_ns = 0;
-};
-
-struct WindowStats {
-  Protocol protocol = Protocol::udp;
-  std::string target;          // the target's name as given in the pinglist (or HOST:PORT)
-  std::string target_address;  // the address actually probed, "IP:PORT"
-  int64_t start_unix_ns = 0;   // wall-clock window bounds
-  int64_t end_unix_ns = 0;
-  uint64_t sent = 0;       // probes whose deadline fell in this window
-  uint64_t received = 0;   // answered in time
-  uint64_t lost = 0;       // no answer within the timeout
-  uint64_t late = 0;       // answered after the timeout (also counted in lost)
-  uint64_t duplicate = 0;  // second and later answers to one probe
-  uint64_t malformed = 0;  // datagrams from this target that did not parse or matched no probe
-  uint64_t weird = 0;      // responder delay larger than the measured RTT: counted, not averaged in
-  TimestampSource timestamp_source = TimestampSource::user;
-  LatencySummary rtt;              // total round trip seen by the prober
-  LatencySummary network_rtt;      // rtt minus the responder's own processing time
-  LatencySummary responder_delay;  // responder receive -> send
-};
+using proto::LatencySummary;
+using proto::Protocol;
+using proto::TimestampSource;
+using proto::to_string;
+using proto::WindowStats;
 
 }  // namespace weft::probe

@@ -12,8 +12,8 @@ using weft::controller::testing::TempDir;
 using weft::controller::testing::window;
 
 namespace {
-std::vector<weft::probe::WindowStats> batch(int first, int n) {
-  std::vector<weft::probe::WindowStats> v;
+std::vector<weft::proto::WindowStats> batch(int first, int n) {
+  std::vector<weft::proto::WindowStats> v;
   for (int i = 0; i < n; ++i) v.push_back(window("peer", (first + i) * 1'000'000'000LL));
   return v;
 }

@@ -1,75 +1,59 @@
-// The agent's side of rdma pinglist entries: a malformed entry fails the whole list with a
-// message saying which entry and field, so that a half-understood pinglist is never probed.
+// The agent's side of rdma pinglist entries: decoded targets (proto::decode_pinglist refuses
+// malformed ones, tests/proto/pinglist_test) go to the engine of their rail, addressed by GID on
+// RoCE and by LID on InfiniBand.
 #include "agent/rdma_pinglist.hpp"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
+#include <cstring>
 
-using nlohmann::json;
 using weft::agent::rdma_targets_by_rail;
+using weft::proto::PinglistTarget;
+using weft::proto::RdmaEndpoint;
 
 namespace {
 
-json entry(const std::string& name, uint32_t rail, uint32_t qpn) {
-  return json{{"name", name},
-              {"host", "10.9.0.2"},
-              {"port", 0},
-              {"rail", rail},
-              {"rdma",
-               {{"device", "rxe0"},
-                {"port", 1},
-                {"gid", "::ffff:10.9.0.2"},
-                {"gid_index", 1},
-                {"lid", 0},
-                {"qpn", qpn},
-                {"qkey", 7}}}};
-}
-
-std::string error_of(const json& targets) {
-  auto r = rdma_targets_by_rail(targets, 2);
-  EXPECT_FALSE(r) << targets.dump();
-  return r ? std::string() : r.error().message;
+PinglistTarget entry(const std::string& name, uint32_t rail, uint32_t qpn) {
+  RdmaEndpoint e;
+  e.device = "rxe0";
+  inet_pton(AF_INET6, "::ffff:10.9.0.2", e.gid.data());
+  e.gid_index = 1;
+  e.qpn = qpn;
+  e.qkey = 7;
+  return PinglistTarget{name, "10.9.0.2", 0, rail, e};
 }
 
 }  // namespace
 
 TEST(AgentRdmaPinglist, GoodEntriesByRail) {
-  auto r =
-      rdma_targets_by_rail(json::array({entry("h2", 0, 17), entry("h2:rxe1", 1, 18), entry("h3", 0, 19)}), 2);
-  ASSERT_TRUE(r) << r.error().message;
-  ASSERT_EQ(r->size(), 2u);
-  ASSERT_EQ((*r)[0].size(), 2u);
-  EXPECT_EQ((*r)[0][1].name, "h3");
-  EXPECT_EQ((*r)[0][1].qpn, 19u);
-  EXPECT_EQ((*r)[0][1].qkey, 7u);
-  ASSERT_EQ((*r)[1].size(), 1u);
-  EXPECT_EQ((*r)[1][0].qpn, 18u);
+  std::vector<PinglistTarget> ts{entry("h2", 0, 17), entry("h2:rxe1", 1, 18), entry("h3", 0, 19)};
+  auto r = rdma_targets_by_rail(ts, 2);
+  ASSERT_EQ(r.size(), 2u);
+  ASSERT_EQ(r[0].size(), 2u);
+  EXPECT_EQ(r[0][1].name, "h3");
+  EXPECT_EQ(r[0][1].qpn, 19u);
+  EXPECT_EQ(r[0][1].qkey, 7u);
+  EXPECT_TRUE(r[0][1].global);
+  EXPECT_EQ(std::memcmp(r[0][1].gid.raw, ts[2].rdma->gid.data(), 16), 0);
+  ASSERT_EQ(r[1].size(), 1u);
+  EXPECT_EQ(r[1][0].qpn, 18u);
   // Entries of a rail the agent does not run are left out, not an error.
-  auto r0 = rdma_targets_by_rail(json::array({entry("h2", 5, 17)}), 2);
-  ASSERT_TRUE(r0);
-  EXPECT_TRUE((*r0)[0].empty() && (*r0)[1].empty());
+  std::vector<PinglistTarget> far{entry("h2", 5, 17)};
+  auto r0 = rdma_targets_by_rail(far, 2);
+  ASSERT_EQ(r0.size(), 2u);
+  EXPECT_TRUE(r0[0].empty() && r0[1].empty());
   // No engines at all: an empty result, whatever the controller sent.
-  auto none = rdma_targets_by_rail(json::array({entry("h2", 0, 17)}), 0);
-  ASSERT_TRUE(none);
-  EXPECT_TRUE(none->empty());
+  EXPECT_TRUE(rdma_targets_by_rail(ts, 0).empty());
 }
 
-TEST(AgentRdmaPinglist, MalformedEntriesFailTheList) {
-  EXPECT_EQ(error_of(json::object()), "rdma targets: expected a list");
-  EXPECT_EQ(error_of(json::array({7})), "rdma targets[0]: expected an object");
-  auto e = entry("h2", 0, 17);
-  e.erase("rdma");
-  EXPECT_EQ(error_of(json::array({entry("h3", 0, 17), e})), "rdma targets[1] (h2): no rdma address");
-  e = entry("h2", 0, 1);
-  EXPECT_EQ(error_of(json::array({e})), "rdma targets[0].rdma: qpn: 1 is out of range [2, 16777215]");
-  e = entry("", 0, 17);
-  EXPECT_EQ(error_of(json::array({e})), "rdma targets[0].name: required, 1 to 128 bytes");
-  e = entry("h2", 0, 17);
-  e["rail"] = -1;
-  EXPECT_EQ(error_of(json::array({e})), "rdma targets[0].rail: expected an unsigned integer");
-  e = entry("h2", 0, 17);
-  e["rdma"]["gid"] = "not-a-gid";
-  EXPECT_EQ(error_of(json::array({e})),
-            "rdma targets[0].rdma: gid: required, an IPv6 address text (e.g. ::ffff:10.0.0.1)");
+TEST(AgentRdmaPinglist, InfinibandIsReachedByLid) {
+  auto t = entry("h2", 0, 17);
+  t.rdma->ethernet = false;
+  t.rdma->lid = 9;
+  std::vector<PinglistTarget> ts{t};
+  auto r = rdma_targets_by_rail(ts, 1);
+  ASSERT_EQ(r[0].size(), 1u);
+  EXPECT_FALSE(r[0][0].global);
+  EXPECT_EQ(r[0][0].lid, 9);
 }

@@ -243,9 +243,9 @@ TEST(Blame, AReturnedAgentIsNotBlamedForItsOutage) {
 TEST(Blame, GroupsAreComparedApart) {
   // Four hosts 40 us apart in group "a", and b1 in another place: the pairs between them are in
   // group "wan" and all take 5 ms (their normal: no verdict).
-  std::vector<GroupInfo> groups{{"a", {probe::Protocol::udp}, {"a*"}},
-                                {"b", {probe::Protocol::udp}, {"b*"}},
-                                {"wan", {probe::Protocol::udp}, {"*"}}};
+  std::vector<GroupInfo> groups{{"a", {proto::Protocol::udp}, {"a*"}},
+                                {"b", {proto::Protocol::udp}, {"b*"}},
+                                {"wan", {proto::Protocol::udp}, {"*"}}};
   std::vector<PairWindow> v;
   const std::vector<std::string> hosts{"a1", "a2", "a3", "a4", "b1"};
   for (const auto& s : hosts)
@@ -257,7 +257,7 @@ TEST(Blame, GroupsAreComparedApart) {
       p.baseline_rtt_ns = p.window.network_rtt.p50_ns;
       v.push_back(p);
     }
-  auto ctx = blame_context(probe::Protocol::udp, {}, groups);
+  auto ctx = blame_context(proto::Protocol::udp, {}, groups);
   EXPECT_EQ(ctx.group_of(v[0]), "a");
   EXPECT_EQ(find_blame(v, {}, kNow, kWindow, {}, ctx).bad_pairs, 0u);
   // Without groups all pairs are one mesh and the 8 pairs to and from b1 would look slow.

@@ -30,9 +30,9 @@ arrows:
   EXPECT_EQ(c->listen.size(), 2u);
   EXPECT_EQ(c->retention_ns, 2LL * 86400 * 1'000'000'000);
   EXPECT_EQ(c->window_ns, 5'000'000'000);
-  ASSERT_NE(c->plan(weft::probe::Protocol::udp), nullptr);
-  EXPECT_EQ(c->plan(weft::probe::Protocol::udp)->interval_ns, 50'000'000);
-  ASSERT_NE(c->plan(weft::probe::Protocol::tcp), nullptr);
+  ASSERT_NE(c->plan(weft::proto::Protocol::udp), nullptr);
+  EXPECT_EQ(c->plan(weft::proto::Protocol::udp)->interval_ns, 50'000'000);
+  ASSERT_NE(c->plan(weft::proto::Protocol::tcp), nullptr);
   ASSERT_EQ(c->groups.size(), 1u);
   EXPECT_EQ(c->groups[0].members[0], "r1-*");
   ASSERT_EQ(c->arrows.size(), 1u);
@@ -69,6 +69,20 @@ TEST(Config, BadValues) {
       EXPECT_NE(c.error().message.find("b.yaml"), std::string::npos) << c.error().message;
     }
   }
+}
+
+// listen takes HOST:PORT as every other HOST:PORT is read (net::split_host_port): IPv6 in brackets,
+// a port 1-65535 required.
+TEST(Config, ListenIsHostPort) {
+  for (const char* ok :
+       {"listen: 127.0.0.1:8080\n", "listen: \"[::1]:8080\"\n", "listen: ctrl.example:65535\n"}) {
+    auto c = parse_config(ok, "l.yaml");
+    EXPECT_TRUE(c) << ok << ": " << (c ? "" : c.error().message);
+  }
+  for (const char* bad :
+       {"listen: 127.0.0.1\n", "listen: 127.0.0.1:0\n", "listen: 127.0.0.1:65536\n", "listen: \":8080\"\n",
+        "listen: \"[::1]\"\n", "listen: \"[::1:8080\"\n", "listen: 127.0.0.1:80x\n"})
+    EXPECT_FALSE(parse_config(bad, "l.yaml")) << "accepted: " << bad;
 }
 
 // Issue 14: a key given twice was accepted and the first won, so a later correction in a long file

@@ -6,9 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agent/registration.hpp"
 #include "controller/controller.hpp"
 #include "controller/mesh.hpp"
+#include "proto/registration.hpp"
 #include "test_util.hpp"
 
 using namespace weft::controller;
@@ -17,7 +17,7 @@ using namespace weft::controller::testing;
 namespace {
 
 Registration reg(const std::string& name, const std::string& address) {
-  return Registration{name, {address}, {weft::probe::Protocol::udp}, "v-test", 7777, 0};
+  return Registration{name, {address}, {weft::proto::Protocol::udp}, "v-test", 7777, 0};
 }
 
 std::shared_ptr<const Config> config_down_after_10s() {
@@ -67,10 +67,10 @@ TEST(DuplicateName, ControllerAnswers409AndKeepsTheFirst) {
   ASSERT_TRUE(c.start(*cfg));
   httplib::Client cli("127.0.0.1", c.bound_ports().at(0));
   httplib::Headers auth{{"Authorization", "Bearer t0k-dup-name"}};
-  auto first = cli.Post("/api/v1/register", auth, weft::agent::registration_json(reg("db", "10.0.0.1")),
+  auto first = cli.Post("/api/v1/register", auth, weft::proto::registration_json(reg("db", "10.0.0.1")),
                         "application/json");
   ASSERT_TRUE(first && first->status == 200) << (first ? first->body : "no answer");
-  auto second = cli.Post("/api/v1/register", auth, weft::agent::registration_json(reg("db", "10.0.0.2")),
+  auto second = cli.Post("/api/v1/register", auth, weft::proto::registration_json(reg("db", "10.0.0.2")),
                          "application/json");
   ASSERT_TRUE(second);
   EXPECT_EQ(second->status, 409);

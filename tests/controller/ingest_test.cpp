@@ -9,7 +9,7 @@
 
 using namespace weft::controller;
 using namespace weft::controller::testing;
-using weft::probe::Protocol;
+using weft::proto::Protocol;
 
 namespace {
 
@@ -25,8 +25,8 @@ void register_all(Mesh& m, std::initializer_list<const char*> names) {
         {n, {"10.0.0." + std::to_string(i++)}, {Protocol::udp, Protocol::tcp}, "test", 7777, 7778}, now_ns());
 }
 
-weft::agent::Report report(const std::string& agent, std::vector<weft::probe::WindowStats> ws) {
-  weft::agent::Report r;
+weft::proto::Report report(const std::string& agent, std::vector<weft::proto::WindowStats> ws) {
+  weft::proto::Report r;
   r.agent = agent;
   r.windows = std::move(ws);
   return r;
@@ -38,14 +38,14 @@ nlohmann::json body(const IngestReply& r) { return nlohmann::json::parse(r.body)
 class FlakyStore final : public Store {
  public:
   bool failing = false;
-  std::vector<weft::probe::WindowStats> stored;
-  weft::Status append(const std::string&, std::span<const weft::probe::WindowStats> ws, int64_t,
+  std::vector<weft::proto::WindowStats> stored;
+  weft::Status append(const std::string&, std::span<const weft::proto::WindowStats> ws, int64_t,
                       std::string_view) override {
     if (failing) return weft::fail("disk on fire");
     stored.insert(stored.end(), ws.begin(), ws.end());
     return {};
   }
-  weft::Result<std::vector<weft::probe::WindowStats>> history(Protocol, const std::string&,
+  weft::Result<std::vector<weft::proto::WindowStats>> history(Protocol, const std::string&,
                                                               const std::string&, int64_t, int64_t,
                                                               size_t) override {
     return stored;
@@ -163,7 +163,7 @@ TEST_F(Fixture, InvalidRequestsAreRejectedWhole) {
   EXPECT_TRUE(mesh->latest(Protocol::udp).empty());
   EXPECT_TRUE(store->history(Protocol::udp, "h1", "h2", 0, INT64_MAX, 10)->empty());
 
-  std::vector<std::pair<const char*, std::function<void(weft::probe::WindowStats&)>>> cases = {
+  std::vector<std::pair<const char*, std::function<void(weft::proto::WindowStats&)>>> cases = {
       {"future",
        [&](auto& w) {
          w.end_unix_ns = now_ns() + 3600'000'000'000;
@@ -193,12 +193,12 @@ TEST_F(Fixture, DecodesBothEncodingsTheSame) {
   auto rep = report("h1", {window("h2", t, 50, 5, Protocol::tcp)});
   rep.health.cpu_percent = 1.5;
   rep.alarms.push_back({"prober_restarted", "udp prober died", t});
-  auto j = ingest->handle("application/json", weft::agent::encode_json(rep), now_ns());
+  auto j = ingest->handle("application/json", weft::proto::encode_json(rep), now_ns());
   ASSERT_EQ(j.status, 200) << j.body;
   rep.windows[0].start_unix_ns += 1'000'000'000;
   rep.windows[0].end_unix_ns += 1'000'000'000;
   auto b =
-      ingest->handle(std::string(weft::agent::kBinaryContentType), weft::agent::encode_binary(rep), now_ns());
+      ingest->handle(std::string(weft::proto::kBinaryContentType), weft::proto::encode_binary(rep), now_ns());
   ASSERT_EQ(b.status, 200) << b.body;
   auto h = store->history(Protocol::tcp, "h1", "h2", 0, INT64_MAX, 10);
   ASSERT_EQ(h->size(), 2u);
@@ -212,14 +212,14 @@ TEST_F(Fixture, DecodesBothEncodingsTheSame) {
   EXPECT_EQ(ingest->handle("application/json", "{\"agent\":\"h1\",\"windows\":[{\"protocol\":7}]}", now_ns())
                 .status,
             400);
-  EXPECT_EQ(ingest->handle(std::string(weft::agent::kBinaryContentType), "WFT1\xff\xff", now_ns()).status,
+  EXPECT_EQ(ingest->handle(std::string(weft::proto::kBinaryContentType), "WFT1\xff\xff", now_ns()).status,
             400);
 }
 
 TEST_F(Fixture, SqliteHistoryAndDedupSurviveARestart) {
   register_all(*mesh, {"h1", "h2", "h3"});
   int64_t t = now_ns() - 60'000'000'000;
-  std::vector<weft::probe::WindowStats> sent;
+  std::vector<weft::proto::WindowStats> sent;
   for (int i = 0; i < 5; ++i)
     sent.push_back(window("h2", t + i * 1'000'000'000LL, 100, static_cast<uint64_t>(i)));
   ASSERT_EQ(ingest->handle_report(report("h1", sent), now_ns()).status, 200);
@@ -272,7 +272,7 @@ TEST(MeshRegistry, SilentAgentsGoDownAndComeBack) {
   for (const char* n : {"h1", "h2", "h3"})
     mesh.register_agent({n, {"10.0.0.9"}, {Protocol::udp}, "", 7777, 0}, t0);
   EXPECT_EQ(mesh.pinglist_for("h1").target_count(), 2u);
-  weft::agent::Health h;
+  weft::proto::Health h;
   mesh.touch("h1", h, {}, t0 + 3'000'000'000);
   mesh.touch("h2", h, {}, t0 + 3'000'000'000);
   auto down = mesh.sweep(t0 + 3'500'000'000);

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 using namespace weft::controller;
-using weft::probe::Protocol;
+using weft::proto::Protocol;
 
 namespace {
 

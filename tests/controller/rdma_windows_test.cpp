@@ -10,14 +10,14 @@
 
 using namespace weft::controller;
 using namespace weft::controller::testing;
-using weft::probe::Protocol;
+using weft::proto::Protocol;
 
 namespace {
 
-weft::probe::WindowStats rdma_window(const std::string& target, int64_t start_ns) {
+weft::proto::WindowStats rdma_window(const std::string& target, int64_t start_ns) {
   auto w = window(target, start_ns, 50, 0, Protocol::rdma);
   w.target_address = "::ffff:10.9.1.2 qpn 18";
-  w.timestamp_source = weft::probe::TimestampSource::user;
+  w.timestamp_source = weft::proto::TimestampSource::user;
   w.weird = 1;  // counted in received, not sampled
   w.network_rtt.count = 49;
   w.responder_delay = {49, 20'000, 31'000, 30'000, 40'000, 45'000, 50'000, 55'000, 60'000};
@@ -38,11 +38,11 @@ TEST(RdmaWindows, ReachLatestAndHistory) {
     mesh.register_agent({n, {"10.9.1.1"}, {Protocol::udp, Protocol::rdma}, "", 7777, 0}, now_ns());
 
   const int64_t t = now_ns() - 20'000'000'000;
-  weft::agent::Report rep;
+  weft::proto::Report rep;
   rep.agent = "h1";
   rep.windows = {rdma_window("h2", t), rdma_window("h2", t + 1'000'000'000), window("h2", t)};
   auto r =
-      ingest.handle(std::string(weft::agent::kBinaryContentType), weft::agent::encode_binary(rep), now_ns());
+      ingest.handle(std::string(weft::proto::kBinaryContentType), weft::proto::encode_binary(rep), now_ns());
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(nlohmann::json::parse(r.body)["accepted"], 3);
 
@@ -58,7 +58,7 @@ TEST(RdmaWindows, ReachLatestAndHistory) {
   ASSERT_TRUE(h) << h.error().message;
   ASSERT_EQ(h->size(), 2u);
   EXPECT_EQ((*h)[0].protocol, Protocol::rdma);
-  EXPECT_EQ((*h)[0].timestamp_source, weft::probe::TimestampSource::user);
+  EXPECT_EQ((*h)[0].timestamp_source, weft::proto::TimestampSource::user);
   EXPECT_EQ((*h)[1].start_unix_ns, t + 1'000'000'000);
   auto udp = (*store)->history(Protocol::udp, "h1", "h2", 0, INT64_MAX, 100);
   ASSERT_TRUE(udp);

@@ -13,7 +13,7 @@
 
 using namespace weft::controller;
 using namespace weft::controller::testing;
-using weft::probe::Protocol;
+using weft::proto::Protocol;
 
 namespace {
 std::string redis_url() {
@@ -70,7 +70,7 @@ TEST(RedisStore, LatestOnlyMovesForward) {
   EXPECT_EQ((*s)->history(Protocol::udp, "fwd1", "fwd2", 0, INT64_MAX, 100)->size(), 2u);
   // A newer one still replaces it, and within one batch the newest of the pair wins.
   auto newest = window("fwd2", t + 5'000'000'000, 100, 9);
-  std::vector<weft::probe::WindowStats> batch{newest, window("fwd2", t + 4'000'000'000, 100, 1)};
+  std::vector<weft::proto::WindowStats> batch{newest, window("fwd2", t + 4'000'000'000, 100, 1)};
   ASSERT_TRUE((*s)->append("fwd1", batch, now_ns()));
   latest = nlohmann::json::parse(redis_hget("weft:latest:udp:fwd1", "fwd2"), nullptr, false);
   ASSERT_TRUE(latest.is_object());
@@ -83,10 +83,10 @@ TEST(RedisStore, AppendHistoryRestartAndDedup) {
   auto cfg = std::make_shared<const Config>(
       *parse_config("groups:\n  - {name: all, protocols: [udp], members: ['*']}\n", "<t>"));
   int64_t t = now_ns() - 30'000'000'000;
-  std::vector<weft::probe::WindowStats> ws;
+  std::vector<weft::proto::WindowStats> ws;
   for (int i = 0; i < 4; ++i)
     ws.push_back(window("r2", t + i * 1'000'000'000LL, 100, static_cast<uint64_t>(i * 10)));
-  weft::agent::Report rep;
+  weft::proto::Report rep;
   rep.agent = "r1";
   rep.windows = ws;
   {

@@ -16,8 +16,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "agent/registration.hpp"
 #include "controller/controller.hpp"
+#include "proto/registration.hpp"
 #include "test_util.hpp"
 
 using namespace weft::controller;
@@ -55,10 +55,10 @@ json get(Controller& c, const std::string& path) {
 
 // UDP and one RDMA engine (rail 0), whose address must survive the restart as well.
 std::string registration(const std::string& name, int i) {
-  weft::agent::Registration r{
-      name,     {fmt::format("10.9.0.{}", i)},   {weft::probe::Protocol::udp, weft::probe::Protocol::rdma},
+  weft::proto::Registration r{
+      name,     {fmt::format("10.9.0.{}", i)},   {weft::proto::Protocol::udp, weft::proto::Protocol::rdma},
       "v-test", static_cast<uint16_t>(7000 + i), 0};
-  weft::agent::RdmaEndpoint e;
+  weft::proto::RdmaEndpoint e;
   e.device = "rxe0";
   e.port = 1;
   inet_pton(AF_INET6, fmt::format("::ffff:10.9.0.{}", i).c_str(), e.gid.data());
@@ -66,7 +66,7 @@ std::string registration(const std::string& name, int i) {
   e.qpn = static_cast<uint32_t>(100 + i);
   e.qkey = 0x11111111;
   r.rdma = {e};
-  return weft::agent::registration_json(r);
+  return weft::proto::registration_json(r);
 }
 
 std::map<std::string, json> agents_by_name(Controller& c) {
@@ -89,11 +89,11 @@ std::set<std::string> pinglist_targets(Controller& c, const std::string& name, c
 // One report from `name` with a window towards `target` (a fresh start time each call).
 int report(Controller& c, const std::string& name, const std::string& target) {
   static int64_t n = 0;
-  weft::agent::Report r;
+  weft::proto::Report r;
   r.agent = name;
   r.windows.push_back(window(target, now_ns() - 60'000'000'000 + ++n * 1'000'000));
   auto res =
-      post(c, "/api/v1/report", weft::agent::encode_binary(r), std::string(weft::agent::kBinaryContentType));
+      post(c, "/api/v1/report", weft::proto::encode_binary(r), std::string(weft::proto::kBinaryContentType));
   return res ? res->status : -1;
 }
 

@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <string>
 
-#include "probe/window.hpp"
+#include "proto/window_stats.hpp"
 
 namespace weft::controller::testing {
 
@@ -14,9 +14,9 @@ inline int64_t now_ns() {
       .count();
 }
 
-inline probe::WindowStats window(const std::string& target, int64_t start_ns, uint64_t sent = 100,
-                                 uint64_t lost = 0, probe::Protocol p = probe::Protocol::udp) {
-  probe::WindowStats w;
+inline proto::WindowStats window(const std::string& target, int64_t start_ns, uint64_t sent = 100,
+                                 uint64_t lost = 0, proto::Protocol p = proto::Protocol::udp) {
+  proto::WindowStats w;
   w.protocol = p;
   w.target = target;
   w.target_address = "10.0.0.2:7777";
@@ -25,7 +25,7 @@ inline probe::WindowStats window(const std::string& target, int64_t start_ns, ui
   w.sent = sent;
   w.lost = lost;
   w.received = sent - lost;
-  w.timestamp_source = probe::TimestampSource::kernel;
+  w.timestamp_source = proto::TimestampSource::kernel;
   auto& s = w.network_rtt;
   s.count = w.received;
   if (s.count) {

@@ -9,7 +9,7 @@
 
 namespace weft::controller::testing {
 
-inline PairWindow pair(probe::Protocol proto, std::string src, std::string dst, int64_t end_ns, uint64_t sent,
+inline PairWindow pair(proto::Protocol proto, std::string src, std::string dst, int64_t end_ns, uint64_t sent,
                        uint64_t lost, int64_t p50_ns, int64_t p99_ns) {
   PairWindow p;
   p.src = std::move(src);
@@ -33,7 +33,7 @@ inline PairWindow pair(probe::Protocol proto, std::string src, std::string dst, 
   return p;
 }
 
-inline AgentInfo agent(std::string name, AgentState state, std::vector<probe::Protocol> protos) {
+inline AgentInfo agent(std::string name, AgentState state, std::vector<proto::Protocol> protos) {
   AgentInfo a;
   a.name = std::move(name);
   a.state = state;
@@ -51,7 +51,7 @@ class FakeMeshView final : public MeshView {
   StoreInfo store{"sqlite", "/tmp/x.db", true, ""};
   int64_t window = 10'000'000'000;
 
-  std::vector<PairWindow> latest(probe::Protocol protocol) const override {
+  std::vector<PairWindow> latest(proto::Protocol protocol) const override {
     std::vector<PairWindow> out;
     for (const auto& p : pairs)
       if (p.window.protocol == protocol) out.push_back(p);
@@ -59,7 +59,7 @@ class FakeMeshView final : public MeshView {
         out, [](const auto& a, const auto& b) { return std::tie(a.src, a.dst) < std::tie(b.src, b.dst); });
     return out;
   }
-  std::optional<PairWindow> latest_pair(probe::Protocol protocol, const std::string& src,
+  std::optional<PairWindow> latest_pair(proto::Protocol protocol, const std::string& src,
                                         const std::string& dst) const override {
     for (const auto& p : pairs)
       if (p.window.protocol == protocol && p.src == src && p.dst == dst) return p;

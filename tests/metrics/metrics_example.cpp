@@ -7,7 +7,7 @@
 #include "fake_mesh_view.hpp"
 
 using namespace weft::controller;
-using weft::probe::Protocol;
+using weft::proto::Protocol;
 
 int main() {
   const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(

@@ -12,7 +12,7 @@
 namespace weft::controller {
 namespace {
 
-using probe::Protocol;
+using proto::Protocol;
 using testing::agent;
 using testing::FakeMeshView;
 using testing::pair;

@@ -1,4 +1,4 @@
-#include "agent/wire.hpp"
+#include "proto/report.hpp"
 
 #include <cmath>
 #include <cstring>
@@ -6,7 +6,7 @@
 #include <span>
 #include <unordered_map>
 
-namespace weft::agent {
+namespace weft::proto {
 namespace {
 
 constexpr char kMagic[4] = {'W', 'F', 'T', '1'};
@@ -43,7 +43,7 @@ void put_milli(std::string& out, double v) {
   put_varint(out, m > 0 && m < 1e18 ? static_cast<uint64_t>(std::llround(m)) : 0);
 }
 
-void put_summary(std::string& out, const probe::LatencySummary& s) {
+void put_summary(std::string& out, const LatencySummary& s) {
   put_varint(out, s.count);
   if (s.count == 0) return;
   // min first, the others as deltas from the one before: small numbers, short varints.
@@ -157,8 +157,8 @@ struct UncheckedReader {
 constexpr size_t kMaxWindowBytes = 2 * 10 + 2 + 9 * 10 + 3 * 9 * 10;
 
 template <typename R>
-[[gnu::always_inline]] inline probe::LatencySummary get_summary(R& r) {
-  probe::LatencySummary s;
+[[gnu::always_inline]] inline LatencySummary get_summary(R& r) {
+  LatencySummary s;
   s.count = r.varint();
   if (s.count == 0) return s;
   s.min_ns = r.signed_();
@@ -175,19 +175,18 @@ template <typename R>
 // One window (after the name table); `i` is only for error messages.
 template <typename R>
 [[gnu::always_inline]] inline Status read_window(R& r, std::span<const std::string_view> names, uint64_t i,
-                                                 probe::WindowStats& w) {
+                                                 WindowStats& w) {
   uint64_t ti = r.varint(), ai = r.varint();
   if (!r.ok()) return {};  // the caller reports the reader's error
   if (ti >= names.size() || ai >= names.size()) return fail("window {}: name index out of range", i);
   w.target = names[ti];
   w.target_address = names[ai];
   uint8_t proto = r.byte(), ts = r.byte();
-  if (proto > static_cast<uint8_t>(probe::Protocol::rdma))
-    return fail("window {}: unknown protocol {}", i, proto);
-  if (ts > static_cast<uint8_t>(probe::TimestampSource::user))
+  if (proto > static_cast<uint8_t>(Protocol::rdma)) return fail("window {}: unknown protocol {}", i, proto);
+  if (ts > static_cast<uint8_t>(TimestampSource::user))
     return fail("window {}: unknown timestamp source {}", i, ts);
-  w.protocol = static_cast<probe::Protocol>(proto);
-  w.timestamp_source = static_cast<probe::TimestampSource>(ts);
+  w.protocol = static_cast<Protocol>(proto);
+  w.timestamp_source = static_cast<TimestampSource>(ts);
   w.start_unix_ns = r.signed_();
   w.end_unix_ns = wadd(w.start_unix_ns, r.signed_());
   w.sent = r.varint();
@@ -203,7 +202,7 @@ template <typename R>
   return {};
 }
 
-Status read_window_list(Reader& r, std::vector<probe::WindowStats>& out) {
+Status read_window_list(Reader& r, std::vector<WindowStats>& out) {
   uint64_t n_names = r.varint();
   if (!r.ok()) return fail("window list: {}", r.error);
   // Each name needs at least one byte: a count larger than the rest of the body is a lie.
@@ -220,7 +219,7 @@ Status read_window_list(Reader& r, std::vector<probe::WindowStats>& out) {
   out.reserve(out.size() + n);
   for (uint64_t i = 0; i < n && r.ok(); ++i) {
     // Decoded in place (no temporary to move); on an error the caller drops the whole list.
-    probe::WindowStats& w = out.emplace_back();
+    WindowStats& w = out.emplace_back();
     if (static_cast<size_t>(r.end - r.p) >= kMaxWindowBytes) {
       UncheckedReader u{r.p};
       auto st = read_window(u, names, i, w);
@@ -238,7 +237,7 @@ Status read_window_list(Reader& r, std::vector<probe::WindowStats>& out) {
 // ---- JSON helpers -------------------------------------------------------------------------------
 using nlohmann::json;
 
-json summary_json(const probe::LatencySummary& s) {
+json summary_json(const LatencySummary& s) {
   return json{{"count", s.count},   {"min_ns", s.min_ns},   {"mean_ns", s.mean_ns},
               {"p50_ns", s.p50_ns}, {"p90_ns", s.p90_ns},   {"p95_ns", s.p95_ns},
               {"p99_ns", s.p99_ns}, {"p999_ns", s.p999_ns}, {"max_ns", s.max_ns}};
@@ -303,8 +302,8 @@ struct JsonReader {
     }
     return s;
   }
-  probe::LatencySummary summary(const json& obj, const char* key, const std::string& where) {
-    probe::LatencySummary s;
+  LatencySummary summary(const json& obj, const char* key, const std::string& where) {
+    LatencySummary s;
     const json* v = field(obj, key, where, false);
     if (!v) return s;
     if (!v->is_object()) {
@@ -325,8 +324,8 @@ struct JsonReader {
   }
 };
 
-json window_to_json(const probe::WindowStats& w) {
-  return json{{"protocol", probe::to_string(w.protocol)},
+json window_to_json(const WindowStats& w) {
+  return json{{"protocol", to_string(w.protocol)},
               {"target", w.target},
               {"target_address", w.target_address},
               {"start_unix_ns", w.start_unix_ns},
@@ -338,14 +337,14 @@ json window_to_json(const probe::WindowStats& w) {
               {"duplicate", w.duplicate},
               {"malformed", w.malformed},
               {"weird", w.weird},
-              {"timestamp_source", probe::to_string(w.timestamp_source)},
+              {"timestamp_source", to_string(w.timestamp_source)},
               {"rtt", summary_json(w.rtt)},
               {"network_rtt", summary_json(w.network_rtt)},
               {"responder_delay", summary_json(w.responder_delay)}};
 }
 
 // Reads one window object; errors go to jr.error (or the returned status for enum values).
-Status window_from_json(const json& o, const std::string& where, JsonReader& jr, probe::WindowStats& w) {
+Status window_from_json(const json& o, const std::string& where, JsonReader& jr, WindowStats& w) {
   if (!o.is_object()) return fail("{}: expected an object", where);
   auto proto = parse_protocol(jr.str(o, "protocol", where, 16, true));
   if (!jr.error.empty()) return {};
@@ -376,33 +375,19 @@ Status window_from_json(const json& o, const std::string& where, JsonReader& jr,
 
 }  // namespace
 
-std::string window_json(const probe::WindowStats& w) { return window_to_json(w).dump(); }
+std::string window_json(const WindowStats& w) { return window_to_json(w).dump(); }
 
-Result<probe::WindowStats> parse_window_json(std::string_view text) {
+Result<WindowStats> parse_window_json(std::string_view text) {
   json j = json::parse(text, nullptr, false);
   if (j.is_discarded()) return fail("window is not valid JSON");
   JsonReader jr;
-  probe::WindowStats w;
-  if (auto st = window_from_json(j, "window", jr, w); !st) return std::unexpected(st.error());
+  WindowStats w;
+  if (auto st = window_from_json(j, "window", jr, w); !st) return unexpected(st.error());
   if (!jr.error.empty()) return fail("{}", jr.error);
   return w;
 }
 
-Result<probe::Protocol> parse_protocol(std::string_view name) {
-  if (name == "udp") return probe::Protocol::udp;
-  if (name == "tcp") return probe::Protocol::tcp;
-  if (name == "rdma") return probe::Protocol::rdma;
-  return fail("unknown protocol '{}' (expected udp, tcp or rdma)", name);
-}
-
-Result<probe::TimestampSource> parse_timestamp_source(std::string_view name) {
-  if (name == "hardware") return probe::TimestampSource::hardware;
-  if (name == "kernel") return probe::TimestampSource::kernel;
-  if (name == "user") return probe::TimestampSource::user;
-  return fail("unknown timestamp source '{}' (expected hardware, kernel or user)", name);
-}
-
-void append_window_list(std::string& out, std::span<const probe::WindowStats> windows) {
+void append_window_list(std::string& out, std::span<const WindowStats> windows) {
   std::unordered_map<std::string_view, uint64_t> index;
   std::vector<std::string_view> names;
   auto id = [&](std::string_view s) {
@@ -431,11 +416,11 @@ void append_window_list(std::string& out, std::span<const probe::WindowStats> wi
   out += body;
 }
 
-Result<std::vector<probe::WindowStats>> decode_window_list(std::string_view bytes) {
+Result<std::vector<WindowStats>> decode_window_list(std::string_view bytes) {
   Reader r{reinterpret_cast<const unsigned char*>(bytes.data()),
            reinterpret_cast<const unsigned char*>(bytes.data() + bytes.size())};
-  std::vector<probe::WindowStats> out;
-  if (auto st = read_window_list(r, out); !st) return std::unexpected(st.error());
+  std::vector<WindowStats> out;
+  if (auto st = read_window_list(r, out); !st) return unexpected(st.error());
   if (r.p != r.end) return fail("window list: {} trailing bytes", r.end - r.p);
   return out;
 }
@@ -487,7 +472,7 @@ Result<Report> decode_binary(std::string_view bytes) {
   }
   if (!r.ok()) return fail("binary report alarms: {}", r.error);
   const char* list_begin = reinterpret_cast<const char*>(r.p);
-  if (auto st = read_window_list(r, rep.windows); !st) return std::unexpected(st.error());
+  if (auto st = read_window_list(r, rep.windows); !st) return unexpected(st.error());
   if (r.p != r.end) return fail("binary report: {} trailing bytes", r.end - r.p);
   rep.encoded_windows =
       std::string_view(list_begin, static_cast<size_t>(bytes.data() + bytes.size() - list_begin));
@@ -549,12 +534,12 @@ Result<Report> decode_json(std::string_view text) {
   for (size_t i = 0; i < it->size() && jr.error.empty(); ++i) {
     const json& o = (*it)[i];
     std::string where = fmt::format("windows[{}]", i);
-    probe::WindowStats w;
-    if (auto st = window_from_json(o, where, jr, w); !st) return std::unexpected(st.error());
+    WindowStats w;
+    if (auto st = window_from_json(o, where, jr, w); !st) return unexpected(st.error());
     r.windows.push_back(std::move(w));
   }
   if (!jr.error.empty()) return fail("{}", jr.error);
   return r;
 }
 
-}  // namespace weft::agent
+}  // namespace weft::proto

@@ -1,6 +1,6 @@
 #pragma once
-// The agent -> controller report format. It lives on the agent side because the agent produces it;
-// the controller (one layer up) decodes it. Two encodings of the same Report:
+// The agent -> controller report format (POST /api/v1/report). The agent encodes it, the
+// controller decodes it; both see it here, in src/proto. Two encodings of the same Report:
 //
 //  - binary ("application/x-weft-report", what agents send): LEB128 varints, zig-zag for signed
 //    values, a name table so a target name is sent once per report. About 40-60 bytes per window,
@@ -17,13 +17,12 @@
 #include <vector>
 
 #include "base/result.hpp"
-#include "probe/window.hpp"
+#include "proto/names.hpp"
+#include "proto/window_stats.hpp"
 
-namespace weft::agent {
+namespace weft::proto {
 
 inline constexpr std::string_view kBinaryContentType = "application/x-weft-report";
-inline constexpr size_t kMaxNameLength = 128;   // host and target names, addresses
-inline constexpr size_t kMaxTextLength = 1024;  // alarm messages
 inline constexpr size_t kMaxWindowsPerReport = 1'000'000;
 inline constexpr size_t kMaxAlarmsPerReport = 256;
 
@@ -47,7 +46,7 @@ struct Report {
   uint64_t seq = 0;   // per-agent batch number, for logs only (dedup is per window)
   Health health;
   std::vector<AlarmEvent> alarms;
-  std::vector<probe::WindowStats> windows;
+  std::vector<WindowStats> windows;
   // Set by decode_binary: the window list's bytes inside the decoded body (valid while the body
   // lives). The controller stores them as they are instead of encoding the windows again.
   std::string_view encoded_windows;
@@ -58,8 +57,8 @@ std::string encode_binary(const Report& r);
 Result<Report> decode_binary(std::string_view bytes);
 
 // Just the window list (name table + windows), used for history blobs.
-void append_window_list(std::string& out, std::span<const probe::WindowStats> windows);
-Result<std::vector<probe::WindowStats>> decode_window_list(std::string_view bytes);
+void append_window_list(std::string& out, std::span<const WindowStats> windows);
+Result<std::vector<WindowStats>> decode_window_list(std::string_view bytes);
 
 // --- JSON --------------------------------------------------------------------------------------
 std::string encode_json(const Report& r);
@@ -68,11 +67,7 @@ std::string encode_json(const Report& r);
 Result<Report> decode_json(std::string_view text);
 
 // One window as a JSON object (the shape of report.windows[i]; also the Redis store's values).
-std::string window_json(const probe::WindowStats& w);
-Result<probe::WindowStats> parse_window_json(std::string_view text);
+std::string window_json(const WindowStats& w);
+Result<WindowStats> parse_window_json(std::string_view text);
 
-// Protocol names as used in URLs, config and JSON.
-Result<probe::Protocol> parse_protocol(std::string_view name);
-Result<probe::TimestampSource> parse_timestamp_source(std::string_view name);
-
-}  // namespace weft::agent
+}  // namespace weft::proto

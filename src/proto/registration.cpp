@@ -1,14 +1,29 @@
-#include "controller/registration.hpp"
+#include "proto/registration.hpp"
 
 #include <arpa/inet.h>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "agent/wire.hpp"
-#include "controller/ingest.hpp"
+#include "proto/names.hpp"
 
-namespace weft::controller {
+namespace weft::proto {
+
+std::string registration_json(const Registration& r) {
+  nlohmann::json j{{"name", r.name},
+                   {"addresses", r.addresses},
+                   {"version", r.version},
+                   {"udp_port", r.udp_port},
+                   {"tcp_port", r.tcp_port}};
+  j["protocols"] = nlohmann::json::array();
+  for (auto p : r.protocols) j["protocols"].push_back(to_string(p));
+  if (!r.rdma.empty()) {
+    j["rdma"] = nlohmann::json::array();
+    for (const auto& e : r.rdma) j["rdma"].push_back(rdma_endpoint_json(e));
+  }
+  return j.dump();
+}
+
 namespace {
 // Peers probe these addresses as they are: anything but a literal IPv4 or IPv6 address would only
 // fail later, on every peer, as loss.
@@ -18,11 +33,11 @@ bool is_ip_literal(const std::string& s) {
 }
 }  // namespace
 
-Result<agent::Registration> parse_registration(std::string_view body) {
+Result<Registration> parse_registration(std::string_view body) {
   using nlohmann::json;
   json j = json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return fail("body must be a JSON object");
-  agent::Registration r;
+  Registration r;
   auto str = [&](const char* k, std::string& out) -> bool {
     auto it = j.find(k);
     if (it == j.end() || !it->is_string()) return false;
@@ -46,7 +61,7 @@ Result<agent::Registration> parse_registration(std::string_view body) {
     return fail("protocols: required, a list");
   for (const auto& p : *protos) {
     if (!p.is_string()) return fail("protocols: each must be a string");
-    auto pp = agent::parse_protocol(p.get<std::string>());
+    auto pp = parse_protocol(p.get<std::string>());
     if (!pp) return fail("protocols: {}", pp.error().message);
     r.protocols.push_back(*pp);
   }
@@ -57,15 +72,15 @@ Result<agent::Registration> parse_registration(std::string_view body) {
     *port = static_cast<uint16_t>(it->get<uint64_t>());
   }
   if (auto rd = j.find("rdma"); rd != j.end()) {
-    if (!rd->is_array() || rd->size() > agent::kMaxRdmaEndpoints)
+    if (!rd->is_array() || rd->size() > kMaxRdmaEndpoints)
       return fail(
           "rdma: a list of at most {} RDMA addresses {{device, port, gid, gid_index, lid, qpn, qkey}}",
-          agent::kMaxRdmaEndpoints);
+          kMaxRdmaEndpoints);
     if (!rd->empty() &&
-        std::find(r.protocols.begin(), r.protocols.end(), probe::Protocol::rdma) == r.protocols.end())
+        std::find(r.protocols.begin(), r.protocols.end(), Protocol::rdma) == r.protocols.end())
       return fail("rdma: RDMA addresses given, but 'rdma' is not among the protocols");
     for (size_t i = 0; i < rd->size(); ++i) {
-      auto e = agent::parse_rdma_endpoint((*rd)[i]);
+      auto e = parse_rdma_endpoint((*rd)[i]);
       if (!e) return fail("rdma[{}]: {}", i, e.error().message);
       r.rdma.push_back(std::move(*e));
     }
@@ -73,4 +88,4 @@ Result<agent::Registration> parse_registration(std::string_view body) {
   return r;
 }
 
-}  // namespace weft::controller
+}  // namespace weft::proto

@@ -1,6 +1,6 @@
 // POST /api/v1/register bodies: the agent's encoding decodes to the same registration (with its
 // RDMA addresses), and malformed RDMA addresses are refused with a message naming the field.
-#include "controller/registration.hpp"
+#include "proto/registration.hpp"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -9,12 +9,12 @@
 
 using namespace weft;
 using nlohmann::json;
-using weft::probe::Protocol;
+using weft::proto::Protocol;
 
 namespace {
 
-agent::RdmaEndpoint endpoint(const char* gid, uint32_t qpn, const char* device = "rxe0") {
-  agent::RdmaEndpoint e;
+proto::RdmaEndpoint endpoint(const char* gid, uint32_t qpn, const char* device = "rxe0") {
+  proto::RdmaEndpoint e;
   e.device = device;
   e.port = 1;
   inet_pton(AF_INET6, gid, e.gid.data());
@@ -24,8 +24,8 @@ agent::RdmaEndpoint endpoint(const char* gid, uint32_t qpn, const char* device =
   return e;
 }
 
-agent::Registration sample() {
-  agent::Registration r{"h1",    {"10.9.0.1"}, {Protocol::udp, Protocol::tcp, Protocol::rdma},
+proto::Registration sample() {
+  proto::Registration r{"h1",    {"10.9.0.1"}, {Protocol::udp, Protocol::tcp, Protocol::rdma},
                         "1.2.3", 7777,         7778};
   r.rdma = {endpoint("::ffff:10.9.0.1", 17), endpoint("::ffff:10.9.1.1", 0xFFFFFF, "mlx5_1")};
   r.rdma[1].port = 2;
@@ -36,7 +36,7 @@ agent::Registration sample() {
 
 // The sample's JSON with one field of rdma[0] changed (or removed, when value is discarded).
 std::string with_rdma0(const std::string& key, const json& value) {
-  json j = json::parse(agent::registration_json(sample()));
+  json j = json::parse(proto::registration_json(sample()));
   if (value.is_discarded())
     j["rdma"][0].erase(key);
   else
@@ -45,7 +45,7 @@ std::string with_rdma0(const std::string& key, const json& value) {
 }
 
 std::string error_of(const std::string& body) {
-  auto r = controller::parse_registration(body);
+  auto r = proto::parse_registration(body);
   EXPECT_FALSE(r) << body;
   return r ? std::string() : r.error().message;
 }
@@ -54,7 +54,7 @@ std::string error_of(const std::string& body) {
 
 TEST(Registration, RoundTripWithRdmaAddresses) {
   auto in = sample();
-  auto out = controller::parse_registration(agent::registration_json(in));
+  auto out = proto::parse_registration(proto::registration_json(in));
   ASSERT_TRUE(out) << out.error().message;
   EXPECT_EQ(out->name, "h1");
   EXPECT_EQ(out->addresses, in.addresses);
@@ -75,22 +75,21 @@ TEST(Registration, InfinibandEndpointByLid) {
   in.rdma[0].ethernet = false;
   in.rdma[0].lid = 17;
   in.rdma[0].gid = {};  // a GID is not needed to reach it by LID
-  auto out = controller::parse_registration(agent::registration_json(in));
+  auto out = proto::parse_registration(proto::registration_json(in));
   ASSERT_TRUE(out) << out.error().message;
   EXPECT_FALSE(out->rdma[0].ethernet);
   EXPECT_EQ(out->rdma[0].lid, 17);
 }
 
 TEST(Registration, WithoutRdmaIsTheOldFormat) {
-  agent::Registration in{"h2", {"10.0.0.2"}, {Protocol::udp}, "", 7777, 0};
-  auto text = agent::registration_json(in);
+  proto::Registration in{"h2", {"10.0.0.2"}, {Protocol::udp}, "", 7777, 0};
+  auto text = proto::registration_json(in);
   EXPECT_FALSE(json::parse(text).contains("rdma"));
-  auto out = controller::parse_registration(text);
+  auto out = proto::parse_registration(text);
   ASSERT_TRUE(out) << out.error().message;
   EXPECT_TRUE(out->rdma.empty());
   // The body an agent without RDMA sent before this field existed.
-  auto old =
-      controller::parse_registration(R"({"name":"h3","addresses":["10.0.0.3"],"protocols":["udp","tcp"]})");
+  auto old = proto::parse_registration(R"({"name":"h3","addresses":["10.0.0.3"],"protocols":["udp","tcp"]})");
   ASSERT_TRUE(old) << old.error().message;
   EXPECT_TRUE(old->rdma.empty());
 }
@@ -119,7 +118,7 @@ TEST(Registration, MalformedRdmaAddressesAreRefusedByField) {
   EXPECT_EQ(error_of(with_rdma0("qp", 17)),
             "rdma[0]: unknown key 'qp' (allowed: device, port, link_layer, gid, gid_index, lid, qpn, qkey)");
 
-  json j = json::parse(agent::registration_json(sample()));
+  json j = json::parse(proto::registration_json(sample()));
   j["rdma"][1] = "rxe1";
   EXPECT_EQ(error_of(j.dump()), "rdma[1]: expected an object {device, port, gid, gid_index, lid, qpn, qkey}");
   j["rdma"] = json::object();
@@ -127,10 +126,10 @@ TEST(Registration, MalformedRdmaAddressesAreRefusedByField) {
             "rdma: a list of at most 16 RDMA addresses {device, port, gid, gid_index, lid, qpn, qkey}");
   j["rdma"] = json::array();
   for (int i = 0; i < 17; ++i)
-    j["rdma"].push_back(agent::rdma_endpoint_json(endpoint("::ffff:10.9.0.1", 17)));
+    j["rdma"].push_back(proto::rdma_endpoint_json(endpoint("::ffff:10.9.0.1", 17)));
   EXPECT_EQ(error_of(j.dump()),
             "rdma: a list of at most 16 RDMA addresses {device, port, gid, gid_index, lid, qpn, qkey}");
-  j = json::parse(agent::registration_json(sample()));
+  j = json::parse(proto::registration_json(sample()));
   j["protocols"] = {"udp"};
   EXPECT_EQ(error_of(j.dump()), "rdma: RDMA addresses given, but 'rdma' is not among the protocols");
 }
@@ -158,9 +157,32 @@ TEST(Registration, AddressesMustBeIpLiterals) {
   EXPECT_EQ(error_of(R"({"name":"h","addresses":["10.0.0.1:7777"],"protocols":["udp"]})"),
             "addresses[0]: \"10.0.0.1:7777\" is not an IPv4 or IPv6 address");
   for (const char* ok : {"10.0.0.1", "fd00::2", "::ffff:10.1.2.3"}) {
-    auto r = weft::controller::parse_registration(
+    auto r = weft::proto::parse_registration(
         fmt::format(R"({{"name":"h","addresses":["{}"],"protocols":["udp"]}})", ok));
     ASSERT_TRUE(r) << ok << ": " << r.error().message;
     EXPECT_EQ(r->addresses.front(), ok);
   }
+}
+
+TEST(Registration, EveryOtherMalformedClass) {
+  EXPECT_EQ(error_of("{"), "body must be a JSON object");
+  EXPECT_EQ(error_of(R"({"name":7,"addresses":["10.0.0.1"],"protocols":[]})"), "name: required, a host name");
+  EXPECT_EQ(error_of(R"({"name":"h 1","addresses":["10.0.0.1"],"protocols":[]})"),
+            "name: required, a host name");
+  EXPECT_EQ(error_of(R"({"name":"h","version":3,"addresses":["10.0.0.1"],"protocols":[]})"),
+            "version: a string of at most 64 bytes");
+  EXPECT_EQ(error_of(R"({"name":"h","version":")" + std::string(65, 'v') +
+                     R"(","addresses":["10.0.0.1"],"protocols":[]})"),
+            "version: a string of at most 64 bytes");
+  EXPECT_EQ(error_of(R"({"name":"h","addresses":"10.0.0.1","protocols":[]})"),
+            "addresses: required, a list of 1 to 16 addresses");
+  EXPECT_EQ(error_of(R"({"name":"h","addresses":["10.0.0.1"]})"), "protocols: required, a list");
+  EXPECT_EQ(error_of(R"({"name":"h","addresses":["10.0.0.1"],"protocols":["udp","tcp","rdma","udp"]})"),
+            "protocols: required, a list");
+  EXPECT_EQ(error_of(R"({"name":"h","addresses":["10.0.0.1"],"protocols":[1]})"),
+            "protocols: each must be a string");
+  EXPECT_EQ(error_of(R"({"name":"h","addresses":["10.0.0.1"],"protocols":[],"tcp_port":"7778"})"),
+            "tcp_port: 0..65535");
+  EXPECT_EQ(error_of(R"({"name":"h","addresses":["10.0.0.1"],"protocols":["rdma"],"rdma":{}})"),
+            "rdma: a list of at most 16 RDMA addresses {device, port, gid, gid_index, lid, qpn, qkey}");
 }

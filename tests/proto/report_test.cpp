@@ -1,5 +1,5 @@
 // The report codec: round trips, and garbage never crashes or over-reads.
-#include "agent/wire.hpp"
+#include "proto/report.hpp"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 
 #include "test_util.hpp"
 
-using namespace weft::agent;
+using namespace weft::proto;
 using weft::controller::testing::window;
 
 TEST(Wire, BinaryRoundTrip) {

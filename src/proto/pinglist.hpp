@@ -1,0 +1,71 @@
+#pragma once
+// A pinglist: which targets one agent probes, per protocol, and how often (GET /api/v1/pinglist,
+// docs/api.md). The controller computes and encodes it (controller/pinglist.hpp); the agent
+// decodes it here and probes nothing it did not fully understand.
+//
+// {"version":..,"window_ms":..,"report_interval_ms":..,"sync_interval_ms":..,
+//  "protocols":[{"protocol":"udp","interval_us":..,"timeout_us":..,"targets":[{"name","host","port"}]}]}
+// rdma targets also carry "rail" and "rdma" (the peer's endpoint, rdma_endpoint.hpp). An agent
+// that already has the version gets {"version":..,"unchanged":true}.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.hpp"
+#include "proto/protocol.hpp"
+#include "proto/rdma_endpoint.hpp"
+
+namespace weft::proto {
+
+struct PinglistTarget {
+  std::string name;
+  std::string host;  // an IP literal (the peer's registered address)
+  uint16_t port = 0;
+  // Protocol rdma: the peer's engine on this rail, probed by the agent's own engine of the same
+  // index (rail i talks to rail i, as on multi-rail RDMA fabrics).
+  uint32_t rail = 0;
+  std::optional<RdmaEndpoint> rdma{};
+  bool operator==(const PinglistTarget&) const = default;
+};
+
+struct ProtocolPinglist {
+  Protocol protocol = Protocol::udp;
+  int64_t interval_ns = 0;              // per target; on the wire in microseconds
+  int64_t timeout_ns = 0;               // on the wire in microseconds
+  std::vector<PinglistTarget> targets;  // sorted by name, no duplicates, never the agent itself
+};
+
+struct Pinglist {
+  uint64_t version = 0;   // a hash of the content: 0 means "none yet" to agents
+  int64_t window_ns = 0;  // on the wire in milliseconds, as are the two intervals
+  int64_t report_interval_ns = 0;
+  int64_t sync_interval_ns = 0;
+  std::vector<ProtocolPinglist> protocols;  // at most one per protocol
+
+  size_t target_count() const {
+    size_t n = 0;
+    for (const auto& p : protocols) n += p.targets.size();
+    return n;
+  }
+};
+
+// Everything but the version: what the controller hashes into the version.
+std::string pinglist_content_json(const Pinglist& p);
+std::string pinglist_json(const Pinglist& p);
+// The answer to an agent that already has `version`.
+std::string pinglist_unchanged_json(uint64_t version);
+
+struct PinglistAnswer {
+  bool unchanged = false;  // then only pinglist.version is set
+  Pinglist pinglist;
+};
+
+// Strict: every field present with its type and range, known protocols only, each at most once,
+// no unknown keys, target names host names (names.hpp), hosts IP literals, udp/tcp ports 1..65535,
+// rdma targets with a valid endpoint and a rail below kMaxRdmaEndpoints. The first error fails the
+// whole answer, with a message naming the field ("pinglist: protocols[0]: targets[3]: port: ...").
+Result<PinglistAnswer> decode_pinglist(std::string_view body);
+
+}  // namespace weft::proto

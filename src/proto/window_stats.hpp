@@ -1,0 +1,44 @@
+#pragma once
+// A window: what one prober saw of one target over one interval. This is the unit the agent
+// reports to the controller (report.hpp encodes it), so it is plain data (no pointers, no
+// histograms) and lives in src/proto, below both the probers that fill it and the controller.
+#include <cstdint>
+#include <string>
+
+#include "proto/protocol.hpp"
+
+namespace weft::proto {
+
+// Percentiles of one quantity, in nanoseconds. count == 0 means no samples (all fields 0).
+struct LatencySummary {
+  uint64_t count = 0;
+  int64_t min_ns = 0;
+  int64_t mean_ns = 0;
+  int64_t p50_ns = 0;
+  int64_t p90_ns = 0;
+  int64_t p95_ns = 0;
+  int64_t p99_ns = 0;
+  int64_t p999_ns = 0;
+  int64_t max_ns = 0;
+};
+
+struct WindowStats {
+  Protocol protocol = Protocol::udp;
+  std::string target;          // the target's name as given in the pinglist (or HOST:PORT)
+  std::string target_address;  // the address actually probed, "IP:PORT"
+  int64_t start_unix_ns = 0;   // wall-clock window bounds
+  int64_t end_unix_ns = 0;
+  uint64_t sent = 0;       // probes whose deadline fell in this window
+  uint64_t received = 0;   // answered in time
+  uint64_t lost = 0;       // no answer within the timeout
+  uint64_t late = 0;       // answered after the timeout (also counted in lost)
+  uint64_t duplicate = 0;  // second and later answers to one probe
+  uint64_t malformed = 0;  // datagrams from this target that did not parse or matched no probe
+  uint64_t weird = 0;      // responder delay larger than the measured RTT: counted, not averaged in
+  TimestampSource timestamp_source = TimestampSource::user;
+  LatencySummary rtt;              // total round trip seen by the prober
+  LatencySummary network_rtt;      // rtt minus the responder's own processing time
+  LatencySummary responder_delay;  // responder receive -> send
+};
+
+}  // namespace weft::proto

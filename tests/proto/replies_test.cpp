@@ -1,0 +1,77 @@
+// The controller's two short answers (register, report): round trips and every malformed class.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "proto/register_reply.hpp"
+#include "proto/report_reply.hpp"
+
+using namespace weft::proto;
+using nlohmann::json;
+
+TEST(RegisterReply, RoundTrip) {
+  RegisterReply r{42, 1'000'000'000, 10'000'000'000, 30'000'000'000};
+  auto out = decode_register_reply(register_reply_json(r));
+  ASSERT_TRUE(out) << out.error().message;
+  EXPECT_EQ(*out, r);
+}
+
+TEST(RegisterReply, Malformed) {
+  auto err = [](const std::string& body) {
+    auto r = decode_register_reply(body);
+    EXPECT_FALSE(r) << body;
+    return r ? std::string() : r.error().message;
+  };
+  const json good{{"pinglist_version", 1},
+                  {"report_interval_ms", 1000},
+                  {"sync_interval_ms", 10000},
+                  {"window_ms", 10000}};
+  EXPECT_EQ(err("not json"), "register reply: not valid JSON");
+  EXPECT_EQ(err("[1]"), "register reply: expected a JSON object");
+  for (const char* key : {"pinglist_version", "report_interval_ms", "sync_interval_ms", "window_ms"}) {
+    json j = good;
+    j.erase(key);
+    EXPECT_EQ(err(j.dump()), fmt::format("register reply: {}: missing", key));
+    j[key] = "1";
+    EXPECT_NE(err(j.dump()).find(fmt::format("register reply: {}: expected an integer", key)),
+              std::string::npos);
+  }
+  json j = good;
+  j["window_ms"] = 0;
+  EXPECT_EQ(err(j.dump()), "register reply: window_ms: 0 is out of range [1, 9223372036854]");
+  j = good;
+  j["token"] = "x";
+  EXPECT_EQ(err(j.dump()),
+            "register reply: unknown key 'token' (allowed: pinglist_version, report_interval_ms, "
+            "sync_interval_ms, window_ms)");
+}
+
+TEST(ReportReply, RoundTrip) {
+  ReportReply r{300, 2, 1, 99};
+  auto out = decode_report_reply(report_reply_json(r));
+  ASSERT_TRUE(out) << out.error().message;
+  EXPECT_EQ(*out, r);
+}
+
+TEST(ReportReply, Malformed) {
+  auto err = [](const std::string& body) {
+    auto r = decode_report_reply(body);
+    EXPECT_FALSE(r) << body;
+    return r ? std::string() : r.error().message;
+  };
+  const json good{{"accepted", 1}, {"duplicate", 0}, {"stale", 0}, {"pinglist_version", 5}};
+  EXPECT_EQ(err(""), "report reply: not valid JSON");
+  EXPECT_EQ(err("\"ok\""), "report reply: expected a JSON object");
+  for (const char* key : {"accepted", "duplicate", "stale", "pinglist_version"}) {
+    json j = good;
+    j.erase(key);
+    EXPECT_EQ(err(j.dump()), fmt::format("report reply: {}: missing", key));
+    j[key] = -1;
+    EXPECT_EQ(err(j.dump()),
+              fmt::format("report reply: {}: expected an integer in [0, 18446744073709551615]", key));
+  }
+  json j = good;
+  j["error"] = "x";
+  EXPECT_EQ(err(j.dump()),
+            "report reply: unknown key 'error' (allowed: accepted, duplicate, stale, pinglist_version)");
+}
