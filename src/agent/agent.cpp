@@ -482,6 +482,8 @@ struct Agent::Impl {
       return;
     }
     if (answer->unchanged) return;
+    for (const auto& name : answer->skipped_protocols)
+      log().warn("pinglist: protocol '{}' is unknown to this agent; skipped", name);
     apply_pinglist(answer->pinglist);
     pl_version = answer->pinglist.version;
   }

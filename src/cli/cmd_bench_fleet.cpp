@@ -29,13 +29,13 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "proto/report.hpp"
 #include "base/proc_stats.hpp"
 #include "cli/bench_http_client.hpp"
 #include "cli/bench_sample.hpp"
 #include "cli/command_registry.hpp"
 #include "controller/controller.hpp"
 #include "net/socket.hpp"
+#include "proto/report.hpp"
 
 namespace {
 

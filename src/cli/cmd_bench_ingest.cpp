@@ -19,13 +19,13 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "proto/report.hpp"
 #include "base/log.hpp"
 #include "base/proc_stats.hpp"
 #include "cli/bench_http_client.hpp"
 #include "cli/bench_sample.hpp"
 #include "cli/command_registry.hpp"
 #include "controller/controller.hpp"
+#include "proto/report.hpp"
 
 namespace {
 

@@ -7,8 +7,8 @@
 
 #include "base/log.hpp"
 #include "controller/http_api.hpp"
-#include "proto/registration.hpp"
 #include "net/http/server.hpp"
+#include "proto/registration.hpp"
 
 namespace weft::controller {
 namespace {

@@ -15,8 +15,8 @@
 #include "controller/mesh_columns.hpp"
 #include "controller/metrics_renderer.hpp"
 #include "controller/metrics_text.hpp"
-#include "proto/registration.hpp"
 #include "net/address.hpp"
+#include "proto/registration.hpp"
 
 // Defined by src/controller/CMakeLists.txt when web/ (the dashboard) is part of the build.
 #ifdef WEFT_WEB_ASSETS

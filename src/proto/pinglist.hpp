@@ -60,12 +60,15 @@ std::string pinglist_unchanged_json(uint64_t version);
 struct PinglistAnswer {
   bool unchanged = false;  // then only pinglist.version is set
   Pinglist pinglist;
+  std::vector<std::string> skipped_protocols;  // names this agent does not know (a newer controller's)
 };
 
-// Strict: every field present with its type and range, known protocols only, each at most once,
-// no unknown keys, target names host names (names.hpp), hosts IP literals, udp/tcp ports 1..65535,
-// rdma targets with a valid endpoint and a rail below kMaxRdmaEndpoints. The first error fails the
-// whole answer, with a message naming the field ("pinglist: protocols[0]: targets[3]: port: ...").
+// Strict on what it reads: every field present with its type and range, each protocol at most once,
+// target names host names (names.hpp), hosts IP literals, udp/tcp ports 1..65535, rdma targets with
+// a valid endpoint and a rail below kMaxRdmaEndpoints. The first error fails the whole answer, with a
+// message naming the field ("pinglist: protocols[0]: targets[3]: port: ..."). Keys it does not know
+// are ignored and protocols it does not know are skipped (listed in skipped_protocols): a newer
+// controller may add both, and older agents must keep probing what they can.
 Result<PinglistAnswer> decode_pinglist(std::string_view body);
 
 }  // namespace weft::proto

@@ -19,7 +19,8 @@ struct RegisterReply {
 };
 
 std::string register_reply_json(const RegisterReply& r);
-// Strict: all four fields, unsigned integers (durations 1 ms or more), no unknown keys.
+// Strict: all four fields, unsigned integers (durations 1 ms or more), unknown keys ignored (a newer
+// controller may add some).
 Result<RegisterReply> decode_register_reply(std::string_view body);
 
 }  // namespace weft::proto

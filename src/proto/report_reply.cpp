@@ -18,8 +18,6 @@ Result<ReportReply> decode_report_reply(std::string_view body) {
   auto j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return fail("report reply: not valid JSON");
   if (!j.is_object()) return fail("report reply: expected a JSON object");
-  if (auto st = only_keys(j, {"accepted", "duplicate", "stale", "pinglist_version"}); !st)
-    return fail("report reply: {}", st.error().message);
   ReportReply r;
   for (auto [key, field] :
        {std::pair{"accepted", &r.accepted}, std::pair{"duplicate", &r.duplicate},

@@ -19,7 +19,7 @@ struct ReportReply {
 };
 
 std::string report_reply_json(const ReportReply& r);
-// Strict: all four fields, unsigned integers, no unknown keys.
+// Strict: all four fields, unsigned integers, unknown keys ignored (a newer controller may add some).
 Result<ReportReply> decode_report_reply(std::string_view body);
 
 }  // namespace weft::proto

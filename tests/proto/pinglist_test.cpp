@@ -80,8 +80,10 @@ TEST(Pinglist, Unchanged) {
   EXPECT_TRUE(r->unchanged);
   EXPECT_EQ(r->pinglist.version, 12u);
   EXPECT_EQ(error_of(json{{"version", 12}, {"unchanged", 1}}), "pinglist: unchanged: expected true or false");
-  EXPECT_EQ(error_of(json{{"version", 12}, {"unchanged", true}, {"protocols", json::array()}}),
-            "pinglist: unknown key 'protocols' (allowed: version, unchanged)");
+  // Keys a newer controller may add are ignored.
+  auto extra = decode_pinglist(json{{"version", 12}, {"unchanged", true}, {"hint", 1}}.dump());
+  ASSERT_TRUE(extra) << extra.error().message;
+  EXPECT_TRUE(extra->unchanged);
   EXPECT_EQ(error_of(json{{"unchanged", true}}), "pinglist: version: missing");
 }
 
@@ -96,10 +98,12 @@ TEST(Pinglist, MalformedDocuments) {
   j["version"] = -1;
   EXPECT_EQ(error_of(j), "pinglist: version: expected an integer in [0, 18446744073709551615]");
   j = sample_json();
-  j["extra"] = 1;
-  EXPECT_EQ(error_of(j),
-            "pinglist: unknown key 'extra' (allowed: version, unchanged, window_ms, report_interval_ms, "
-            "sync_interval_ms, protocols)");
+  j["extra"] = 1;  // a newer controller's key: ignored, the rest still read
+  {
+    auto r = decode_pinglist(j.dump());
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(r->pinglist.protocols.size(), sample_json()["protocols"].size());
+  }
   for (const char* key : {"window_ms", "report_interval_ms", "sync_interval_ms"}) {
     j = sample_json();
     j.erase(key);
@@ -132,8 +136,15 @@ TEST(Pinglist, MalformedProtocols) {
   j["protocols"][0] = 7;
   EXPECT_EQ(error_of(j),
             "pinglist: protocols[0]: expected an object {protocol, interval_us, timeout_us, targets}");
-  EXPECT_EQ(with("protocol", "icmp"),
-            "pinglist: protocols[0]: protocol: unknown protocol 'icmp' (expected udp, tcp or rdma)");
+  {  // a protocol this agent does not know is skipped and named; the others stay
+    auto k = sample_json();
+    k["protocols"][0]["protocol"] = "icmp";
+    k["protocols"][0]["future_field"] = true;
+    auto r = decode_pinglist(k.dump());
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(r->skipped_protocols, std::vector<std::string>{"icmp"});
+    EXPECT_EQ(r->pinglist.protocols.size(), sample_json()["protocols"].size() - 1);
+  }
   EXPECT_EQ(with("protocol", 1), "pinglist: protocols[0]: protocol: expected a string");
   EXPECT_EQ(with("protocol", json(json::value_t::discarded)), "pinglist: protocols[0]: protocol: missing");
   EXPECT_EQ(with("interval_us", 0),
@@ -143,9 +154,9 @@ TEST(Pinglist, MalformedProtocols) {
   EXPECT_EQ(with("timeout_us", json(json::value_t::discarded)),
             "pinglist: protocols[0]: timeout_us: missing");
   EXPECT_EQ(with("targets", json::object()), "pinglist: protocols[0]: targets: expected a list");
-  EXPECT_EQ(
-      with("tcp_port", 1),
-      "pinglist: protocols[0]: unknown key 'tcp_port' (allowed: protocol, interval_us, timeout_us, targets)");
+  j = sample_json();
+  j["protocols"][0]["tcp_port"] = 1;  // unknown keys are ignored
+  EXPECT_TRUE(decode_pinglist(j.dump()));
   j = sample_json();
   j["protocols"][1]["protocol"] = "udp";
   EXPECT_EQ(error_of(j), "pinglist: protocols[1]: udp is listed twice");
@@ -178,7 +189,9 @@ TEST(Pinglist, MalformedTargets) {
   EXPECT_EQ(with(0, "port", 65536), udp0 + "port: 65536 is out of range [1, 65535]");
   EXPECT_EQ(with(0, "port", -7), udp0 + "port: expected an integer in [1, 65535]");
   EXPECT_EQ(with(0, "rail", 0), udp0 + "rail, rdma: only in rdma targets");
-  EXPECT_EQ(with(0, "weight", 2), udp0 + "unknown key 'weight' (allowed: name, host, port, rail, rdma)");
+  j = sample_json();
+  j["protocols"][0]["targets"][0]["weight"] = 2;  // unknown keys are ignored
+  EXPECT_TRUE(decode_pinglist(j.dump()));
   EXPECT_EQ(with(2, "rdma", absent), rdma0 + "rdma: missing (the peer's RDMA address)");
   EXPECT_EQ(with(2, "rail", 16), rdma0 + "rail: 16 is out of range [0, 15]");
   EXPECT_EQ(with(2, "rail", "0"), rdma0 + "rail: expected an integer in [0, 15]");
