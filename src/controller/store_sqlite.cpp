@@ -50,8 +50,11 @@ class SqliteStore final : public Store {
     }
     cv_.notify_all();
     if (writer_.joinable()) writer_.join();
+    // Every prepared statement must be finalized first: sqlite3_close refuses (SQLITE_BUSY) and
+    // leaves the connection open while one is alive.
     insert_ = Stmt();
     upsert_agent_ = Stmt();
+    delete_agent_ = Stmt();
     if (db_) sqlite3_close(db_);
     if (rdb_) sqlite3_close(rdb_);
   }
