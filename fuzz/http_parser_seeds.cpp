@@ -1,17 +1,10 @@
 // Writes the seed corpus for fuzz_http_parser: requests the controller serves, and near misses.
-#include <sys/stat.h>
-
-#include <cstdio>
 #include <string>
 #include <vector>
 
+#include "seed_corpus.hpp"
+
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s CORPUS_DIR\n", argv[0]);
-    return 2;
-  }
-  const std::string dir = argv[1];
-  mkdir(dir.c_str(), 0755);
   const std::vector<std::string> seeds = {
       "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n",
       "POST /api/v1/report HTTP/1.1\r\nHost: c\r\nAuthorization: Bearer abcdefgh\r\n"
@@ -23,15 +16,5 @@ int main(int argc, char** argv) {
       "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
       "POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n",
   };
-  for (size_t i = 0; i < seeds.size(); ++i) {
-    const std::string path = dir + "/seed" + std::to_string(i);
-    FILE* f = std::fopen(path.c_str(), "wb");
-    if (!f) {
-      std::perror(path.c_str());
-      return 1;
-    }
-    std::fwrite(seeds[i].data(), 1, seeds[i].size(), f);
-    std::fclose(f);
-  }
-  return 0;
+  return weft::fuzz::write_seed_corpus(argc, argv, seeds);
 }

@@ -1,21 +1,12 @@
 // Writes the seed corpus for fuzz_probe_wire: one valid packet of each type and some near misses.
-#include <sys/stat.h>
-
-#include <cstdio>
-#include <string>
 #include <vector>
 
 #include "probe/wire.hpp"
+#include "seed_corpus.hpp"
 
 using namespace weft::probe::wire;
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s CORPUS_DIR\n", argv[0]);
-    return 2;
-  }
-  const std::string dir = argv[1];
-  mkdir(dir.c_str(), 0755);
   std::vector<std::vector<uint8_t>> seeds;
   auto add = [&](Packet p) {
     std::vector<uint8_t> b(kSize);
@@ -51,16 +42,5 @@ int main(int argc, char** argv) {
   broken[7] = 1;  // reserved byte set
   seeds.push_back(broken);
   seeds.push_back(std::vector<uint8_t>(seeds[0].begin(), seeds[0].begin() + 47));  // one byte short
-  for (size_t i = 0; i < seeds.size(); ++i) {
-    const std::string path = dir + "/seed" + std::to_string(i);
-    FILE* f = std::fopen(path.c_str(), "wb");
-    if (!f) {
-      std::perror(path.c_str());
-      return 1;
-    }
-    std::fwrite(seeds[i].data(), 1, seeds[i].size(), f);
-    std::fclose(f);
-  }
-  std::printf("wrote %zu seeds to %s\n", seeds.size(), dir.c_str());
-  return 0;
+  return weft::fuzz::write_seed_corpus(argc, argv, seeds);
 }

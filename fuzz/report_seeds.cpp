@@ -1,12 +1,10 @@
 // Writes the seed corpus for fuzz_report: reports in both encodings (empty, one window, many
 // windows sharing names, alarms) so the fuzzer starts from inputs that get past the header.
-#include <sys/stat.h>
-
-#include <cstdio>
 #include <string>
 #include <vector>
 
 #include "proto/report.hpp"
+#include "seed_corpus.hpp"
 
 using namespace weft::proto;
 
@@ -33,12 +31,6 @@ WindowStats window(const std::string& target, int64_t start, Protocol p) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s CORPUS_DIR\n", argv[0]);
-    return 2;
-  }
-  const std::string dir = argv[1];
-  mkdir(dir.c_str(), 0755);
   std::vector<Report> reports(4);
   reports[0].agent = "h1";
   reports[1] = reports[0];
@@ -53,15 +45,10 @@ int main(int argc, char** argv) {
         window("h" + std::to_string(3 + i % 4), 1'700'000'000'000'000'000 + i, static_cast<Protocol>(i % 3)));
   reports[3] = reports[2];
   reports[3].windows[0].rtt = {};  // a window with no answers
-  int n = 0;
+  std::vector<std::string> seeds;
   for (const auto& r : reports) {
-    for (const std::string& bytes : {encode_binary(r), encode_json(r)}) {
-      std::string path = dir + "/seed" + std::to_string(n++);
-      FILE* f = std::fopen(path.c_str(), "wb");
-      if (!f) return 1;
-      std::fwrite(bytes.data(), 1, bytes.size(), f);
-      std::fclose(f);
-    }
+    seeds.push_back(encode_binary(r));
+    seeds.push_back(encode_json(r));
   }
-  return 0;
+  return weft::fuzz::write_seed_corpus(argc, argv, seeds);
 }

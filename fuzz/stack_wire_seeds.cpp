@@ -2,23 +2,14 @@
 // builders (TCP SYN with every option, data with timestamps and SACK, FIN, RST, UDP, ICMP echo,
 // ARP, an IP fragment), each frame's IP packet and transport message on their own, and a few
 // fragment series in the reassembly fuzzer's format.
-#include <sys/stat.h>
-
-#include <cstdio>
-#include <string>
 #include <vector>
 
+#include "seed_corpus.hpp"
 #include "stack/wire/frame.hpp"
 
 using namespace weft::stack::wire;
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s CORPUS_DIR\n", argv[0]);
-    return 2;
-  }
-  const std::string dir = argv[1];
-  mkdir(dir.c_str(), 0755);
   std::vector<std::vector<uint8_t>> seeds;
   std::vector<uint8_t> buf(2048);
   L2L3 l;
@@ -72,16 +63,5 @@ int main(int argc, char** argv) {
   seeds.push_back({1, 0, 0, 0x11, 3, 1, 0, 24, 0x10, 2});
   seeds.push_back({2, 0, 16, 0x11, 2, 2, 0, 0, 0x11, 2, 2, 0, 8, 0x11, 2, 2, 0, 32, 0x06, 0});
   seeds.push_back({1, 0, 0, 0x11, 1, 2, 0, 0, 0x11, 1, 3, 0, 0, 0xf1, 1, 1, 0, 8, 0x00, 1});
-  for (size_t i = 0; i < seeds.size(); ++i) {
-    const std::string path = dir + "/seed" + std::to_string(i);
-    FILE* f = std::fopen(path.c_str(), "wb");
-    if (!f) {
-      std::perror(path.c_str());
-      return 1;
-    }
-    std::fwrite(seeds[i].data(), 1, seeds[i].size(), f);
-    std::fclose(f);
-  }
-  std::printf("wrote %zu seeds to %s\n", seeds.size(), dir.c_str());
-  return 0;
+  return weft::fuzz::write_seed_corpus(argc, argv, seeds);
 }
