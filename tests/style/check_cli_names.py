@@ -11,7 +11,9 @@ usage: check_cli_names.py SOURCE_ROOT   exit 0 when every file matches, 1 with o
 import os
 import re
 import sys
-import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+import source_check  # noqa: E402  (tests/pylib: what the source checkers share)
 
 SUB = re.compile(r"root\.(app|bench|rdma)\s*(?:\.|->)\s*add_subcommand\(\s*\"([^\"]+)\"", re.S)
 # Known mismatches, each with where it should go. Empty them as the files are fixed.
@@ -44,11 +46,8 @@ def check(root):
 
 
 def self_test():
-    def tree(d, files):
-        os.makedirs(os.path.join(d, "src", "cli"), exist_ok=True)
-        for name, text in files.items():
-            with open(os.path.join(d, "src", "cli", name), "w", encoding="utf-8") as fh:
-                fh.write(text)
+    def cli(files):
+        return {os.path.join("src", "cli", name): text for name, text in files.items()}
 
     clean = {
         "cmd_ping.cpp": 'auto* s = root.app.add_subcommand("ping", "x");',
@@ -66,37 +65,18 @@ def self_test():
         ),
         "a helper named like a command": ({"cmd_helpers.cpp": "int helper();\n"}, "cmd_helpers.cpp: adds no command"),
     }
-    failures = []
-    with tempfile.TemporaryDirectory() as d:
-        tree(d, clean)
-        if check(d):
-            failures.append(f"clean tree reported: {check(d)}")
-    for name, (changes, expected) in planted.items():
-        with tempfile.TemporaryDirectory() as d:
-            tree(d, clean)
-            tree(d, changes)
-            got = check(d)
-            if not any(expected in p for p in got):
-                failures.append(f"{name}: expected '{expected}', got {got}")
-    for f in failures:
-        print("FAIL", f)
-    print(f"self-test: {len(planted) + 1 - len(failures)} passed, {len(failures)} failed")
-    return 1 if failures else 0
+    planted = {name: (cli(changes), expected) for name, (changes, expected) in planted.items()}
+    return source_check.self_test(check, cli(clean), planted)
 
 
-def main():
-    if len(sys.argv) != 2:
-        print(__doc__)
-        return 2
-    if sys.argv[1] == "--self-test":
-        return self_test()
-    problems = check(sys.argv[1])
-    for p in problems:
-        print(p)
+def summary(problems):
     for (f, command), want in KNOWN.items():
         print(f"known: src/cli/{f} adds `weft {command}`, to move to src/cli/{want}")
     print(f"cli file names: {len(problems)} mismatch(es)")
-    return 1 if problems else 0
+
+
+def main():
+    return source_check.main(__doc__, check, self_test, summary)
 
 
 if __name__ == "__main__":
