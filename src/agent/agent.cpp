@@ -19,6 +19,7 @@
 #include "base/proc_stats.hpp"
 #include "probe/prober.hpp"
 #include "probe/responder.hpp"
+#include "proto/defaults.hpp"
 #include "proto/pinglist.hpp"
 #include "proto/register_reply.hpp"
 #include "proto/registration.hpp"
@@ -129,7 +130,9 @@ struct Agent::Impl {
   // Consecutive "malformed" answers for the batch at the head of the outbox (see deliver()).
   static constexpr int kContentRefusalsBeforeSetAside = 5;
   int content_refusals = 0;
-  int64_t report_interval_ns = 1'000'000'000, sync_interval_ns = 10'000'000'000;
+  // Until the register reply says otherwise.
+  int64_t report_interval_ns = proto::defaults::kReportInterval.count();
+  int64_t sync_interval_ns = proto::defaults::kPinglistSync.count();
   bool registered = false;
 
   // health

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/duration.hpp"
 #include "net/address.hpp"
 #include "proto/names.hpp"
 
@@ -63,8 +64,9 @@ int64_t duration(Ctx& c, const YAML::Node& n, const std::string& field, int64_t 
     c.bad(n, field, d.error().message);
     return 0;
   }
-  if (*d < min_ns) c.bad(n, field, fmt::format("'{}' is too short (at least {} ms)", s, min_ns / 1'000'000));
-  return *d;
+  if (d->count() < min_ns)
+    c.bad(n, field, fmt::format("'{}' is too short (at least {} ms)", s, min_ns / 1'000'000));
+  return d->count();
 }
 
 uint64_t integer(Ctx& c, const YAML::Node& n, const std::string& field, uint64_t lo, uint64_t hi) {
@@ -130,33 +132,6 @@ bool valid_listen(const std::string& s) {
 }
 
 }  // namespace
-
-Result<int64_t> parse_duration(std::string_view t) {
-  size_t i = 0;
-  while (i < t.size() && isdigit(static_cast<unsigned char>(t[i]))) ++i;
-  if (i == 0) return fail("'{}' is not a duration (e.g. 100ms, 10s, 5m, 2h, 7d)", t);
-  int64_t v = 0;
-  auto [p, ec] = std::from_chars(t.data(), t.data() + i, v);
-  if (ec != std::errc{} || p != t.data() + i) return fail("'{}' is out of range", t);
-  std::string_view unit = t.substr(i);
-  int64_t mul = 0;
-  if (unit == "us")
-    mul = 1'000;
-  else if (unit == "ms")
-    mul = 1'000'000;
-  else if (unit == "s")
-    mul = 1'000'000'000;
-  else if (unit == "m")
-    mul = 60'000'000'000;
-  else if (unit == "h")
-    mul = 3'600'000'000'000;
-  else if (unit == "d")
-    mul = 86'400'000'000'000;
-  else
-    return fail("'{}' has no valid unit (us, ms, s, m, h, d)", t);
-  if (v > INT64_MAX / mul) return fail("'{}' is out of range", t);
-  return v * mul;
-}
 
 namespace {
 // yaml-cpp keeps both entries of a key given twice and a lookup finds the first, so a second

@@ -10,14 +10,15 @@
 
 #include "base/result.hpp"
 #include "controller/glob.hpp"  // glob_match, for the group patterns
+#include "proto/defaults.hpp"
 #include "proto/window_stats.hpp"
 
 namespace weft::controller {
 
 struct ProtocolPlan {
   proto::Protocol protocol = proto::Protocol::udp;
-  int64_t interval_ns = 100'000'000;   // between probes to one target
-  int64_t timeout_ns = 1'000'000'000;  // a probe unanswered this long is lost
+  int64_t interval_ns = proto::defaults::kProbeInterval.count();  // between probes to one target
+  int64_t timeout_ns = proto::defaults::kProbeTimeout.count();    // a probe unanswered this long is lost
 };
 
 // A named group of hosts probed as a full mesh. Members are host names or shell globs ("rack1-*",
@@ -42,10 +43,12 @@ struct Config {
   std::vector<std::string> tokens;               // agent tokens; empty list = agent endpoints need no token
   std::string store = "sqlite:weft-history.db";  // sqlite:PATH | redis://HOST:PORT | redis+unix:///PATH
   int64_t retention_ns = 7LL * 24 * 3600 * 1'000'000'000;
-  int64_t window_ns = 10'000'000'000;            // the agents' window length
-  int64_t agent_down_after_ns = 30'000'000'000;  // no report this long -> down
-  int64_t report_interval_ns = 1'000'000'000;    // how often agents send what they have
-  int64_t pinglist_sync_ns = 10'000'000'000;     // how often agents re-check their pinglist
+  int64_t window_ns = proto::defaults::kWindow.count();  // the agents' window length
+  int64_t agent_down_after_ns = 30'000'000'000;          // no report this long -> down
+  int64_t report_interval_ns =
+      proto::defaults::kReportInterval.count();  // how often agents send what they have
+  int64_t pinglist_sync_ns =
+      proto::defaults::kPinglistSync.count();  // how often agents re-check their pinglist
   // HTTP server (net/http/server.hpp, docs/controller.md "HTTP limits").
   size_t http_threads = 8;      // workers for the agent-facing routes (register, report, pinglist)
   size_t http_api_threads = 4;  // workers for the read API, /metrics and the dashboard
@@ -70,8 +73,5 @@ struct Config {
 // `source_name` is used in error messages (the file path, or e.g. "<test>").
 Result<Config> parse_config(std::string_view yaml_text, const std::string& source_name);
 Result<Config> load_config(const std::string& path);
-
-// "250us", "100ms", "10s", "5m", "2h", "7d" -> nanoseconds.
-Result<int64_t> parse_duration(std::string_view text);
 
 }  // namespace weft::controller

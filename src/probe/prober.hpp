@@ -15,6 +15,7 @@
 
 #include "base/result.hpp"
 #include "probe/window.hpp"
+#include "proto/defaults.hpp"
 
 namespace weft::probe {
 
@@ -28,9 +29,9 @@ struct ProberConfig {
   Protocol protocol = Protocol::udp;  // udp or tcp (tcp: connect-handshake time per probe)
   bool tcp_keep_open = false;         // tcp: request/echo RTT on a kept-open connection
   std::string bind_address;           // "" = any; the source address to probe from
-  std::chrono::nanoseconds interval{std::chrono::milliseconds(100)};  // per target
-  std::chrono::nanoseconds timeout{std::chrono::seconds(1)};
-  std::chrono::nanoseconds window{std::chrono::seconds(10)};
+  std::chrono::nanoseconds interval{proto::defaults::kProbeInterval};  // per target
+  std::chrono::nanoseconds timeout{proto::defaults::kProbeTimeout};
+  std::chrono::nanoseconds window{proto::defaults::kWindow};
   size_t max_in_flight = 65536;
   uint64_t count = 0;  // probes per target, then that target stops sending; 0 = no limit
   // Sends due within this slack are batched into one sendmmsg (and may go out that much early).

@@ -18,6 +18,7 @@
 #include "base/result.hpp"
 #include "probe/rtt.hpp"
 #include "probe/window.hpp"
+#include "proto/defaults.hpp"
 #include "proto/rdma_endpoint.hpp"
 
 namespace weft::probe {
@@ -61,10 +62,10 @@ struct RdmaEngineConfig {
   // After posting, poll this long for the send completions before sleeping, so that a PONG's
   // follow-up is not late by a wake-up (timing does not depend on it: see rdma_rtt.hpp).
   std::chrono::nanoseconds send_spin{std::chrono::microseconds(100)};
-  bool respond = true;                                                // answer PINGs (the responder half)
-  std::chrono::nanoseconds interval{std::chrono::milliseconds(100)};  // per target
-  std::chrono::nanoseconds timeout{std::chrono::seconds(1)};
-  std::chrono::nanoseconds window{std::chrono::seconds(10)};
+  bool respond = true;                                                 // answer PINGs (the responder half)
+  std::chrono::nanoseconds interval{proto::defaults::kProbeInterval};  // per target
+  std::chrono::nanoseconds timeout{proto::defaults::kProbeTimeout};
+  std::chrono::nanoseconds window{proto::defaults::kWindow};
   // How long an answered probe waits for the responder's follow-up before only its total RTT is
   // recorded.
   std::chrono::nanoseconds followup_grace{std::chrono::milliseconds(250)};
@@ -79,9 +80,9 @@ struct RdmaEngineConfig {
 // them from its pinglist after the engine already runs (its address went out at registration, so
 // a new engine with a new QPN is not an option).
 struct RdmaSchedule {
-  std::chrono::nanoseconds interval{std::chrono::milliseconds(100)};
-  std::chrono::nanoseconds timeout{std::chrono::seconds(1)};
-  std::chrono::nanoseconds window{std::chrono::seconds(10)};
+  std::chrono::nanoseconds interval{proto::defaults::kProbeInterval};
+  std::chrono::nanoseconds timeout{proto::defaults::kProbeTimeout};
+  std::chrono::nanoseconds window{proto::defaults::kWindow};
   bool operator==(const RdmaSchedule&) const = default;
 };
 

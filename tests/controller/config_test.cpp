@@ -118,14 +118,6 @@ TEST(Config, MissingFileSaysSo) {
   EXPECT_NE(c.error().message.find("/nonexistent/weft.yaml"), std::string::npos);
 }
 
-TEST(Config, Durations) {
-  EXPECT_EQ(*parse_duration("250us"), 250'000);
-  EXPECT_EQ(*parse_duration("3m"), 180'000'000'000);
-  EXPECT_FALSE(parse_duration("1.5s"));
-  EXPECT_FALSE(parse_duration("s"));
-  EXPECT_FALSE(parse_duration("99999999999999999d"));
-}
-
 TEST(Config, Glob) {
   EXPECT_TRUE(glob_match("*", "anything"));
   EXPECT_TRUE(glob_match("rack1-*", "rack1-h07"));
