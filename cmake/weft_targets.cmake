@@ -1,0 +1,10 @@
+# weft_targets_under(OUT DIR): every target defined in DIR and the directories below it.
+function(weft_targets_under out dir)
+  get_property(targets DIRECTORY ${dir} PROPERTY BUILDSYSTEM_TARGETS)
+  get_property(subdirs DIRECTORY ${dir} PROPERTY SUBDIRECTORIES)
+  foreach(sub IN LISTS subdirs)
+    weft_targets_under(below ${sub})
+    list(APPEND targets ${below})
+  endforeach()
+  set(${out} ${targets} PARENT_SCOPE)
+endfunction()
