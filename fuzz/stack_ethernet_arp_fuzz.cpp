@@ -5,7 +5,6 @@
 #include "stack/wire/ethernet.hpp"
 #include "stack_fuzz_common.hpp"
 
-#ifndef WEFT_FUZZ_SEEDGEN
 using namespace weft::stack::wire;
 using namespace weft::stack::wire::fuzz;
 
@@ -24,4 +23,3 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   return 0;
 }
-#endif

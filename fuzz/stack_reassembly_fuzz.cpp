@@ -6,7 +6,6 @@
 #include "stack/wire/ipv4_reassembly.hpp"
 #include "stack_fuzz_common.hpp"
 
-#ifndef WEFT_FUZZ_SEEDGEN
 using namespace weft::stack::wire;
 using namespace weft::stack::wire::fuzz;
 
@@ -47,4 +46,3 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   return 0;
 }
-#endif

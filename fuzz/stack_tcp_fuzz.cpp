@@ -7,7 +7,6 @@
 #include "stack/wire/tcp.hpp"
 #include "stack_fuzz_common.hpp"
 
-#ifndef WEFT_FUZZ_SEEDGEN
 using namespace weft::stack::wire;
 using namespace weft::stack::wire::fuzz;
 
@@ -36,4 +35,3 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           (s.payload.empty() || std::memcmp(t.payload.data(), s.payload.data(), s.payload.size()) == 0));
   return 0;
 }
-#endif
