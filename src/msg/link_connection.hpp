@@ -104,15 +104,16 @@ class SlotWindow {
     link_->store(ctrl::kReleasedMsgs, released_);
     if (!ack_due(released_, acked_, batch_)) return {};
     acked_ = released_;
-    return link_->write_ack(d);
+    if (auto s = link_->write_ack(d); !s) return s;
+    return link_->arm_srq_limit();  // the receives are back: watch for the next low water
   }
 
-  // Posts every slot's receive (at set-up).
+  // Posts every slot's receive (at set-up) and, on an SRQ, arms its low-water event.
   template <typename Repost>
   Status post_all(Repost repost) {
     for (uint32_t i = 0; i < slots_; ++i)
       if (auto s = repost(uint64_t{i}); !s) return s;
-    return {};
+    return link_->arm_srq_limit();
   }
 
   uint32_t slots() const { return slots_; }
