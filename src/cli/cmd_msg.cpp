@@ -129,9 +129,10 @@ Result<msg::Options> connection_options(const Options& o, const Plan& p) {
 
 std::string report_text(const PeerReport& r) {
   return fmt::format(
-      "cpu_ns={} send_wrs={} recv_wrs={} reads={} atomics={} acks={} msgs_received={} verified={} error={}",
+      "cpu_ns={} send_wrs={} recv_wrs={} reads={} atomics={} acks={} msgs_received={} srq_low={} verified={} "
+      "error={}",
       r.cpu_ns, r.stats.send_wrs, r.stats.recv_wrs, r.stats.reads, r.stats.atomics, r.stats.acks,
-      r.stats.msgs_received, r.verified, r.error);
+      r.stats.msgs_received, r.stats.srq_low, r.verified, r.error);
 }
 
 PeerReport parse_report(std::string_view s) {
@@ -156,6 +157,7 @@ PeerReport parse_report(std::string_view s) {
   r.stats.atomics = num("atomics");
   r.stats.acks = num("acks");
   r.stats.msgs_received = num("msgs_received");
+  r.stats.srq_low = num("srq_low");
   r.verified = num("verified");
   r.error = std::string(get("error"));
   return r;
@@ -348,13 +350,15 @@ Status run_client_one(const Options& o, const Plan& plan) {
         "\"t_typical\":{:.2f},\"t_avg\":{:.2f},\"t_stdev\":{:.2f},\"percentile_99\":{:.2f},\"percentile_99."
         "9\":{:.2f},"
         "\"bw_gbps\":{:.4f},\"msg_rate_mpps\":{:.6f},\"wr_per_msg\":{:.3f},\"reads_per_msg\":{:.3f},"
-        "\"atomics_per_msg\":{:.3f},\"acks_per_msg\":{:.3f},\"cpu_ns_per_msg\":{:.0f},\"credit_waits\":{}}}"
+        "\"atomics_per_msg\":{:.3f},\"acks_per_msg\":{:.3f},\"cpu_ns_per_msg\":{:.0f},\"credit_waits\":{},"
+        "\"srq_low\":{}}}"
         "\n",
         to_string(plan.kind), plan.mode, plan.wait, plan.size, plan.iters, lat.min, lat.max, lat.median,
         lat.avg, lat.stdev, lat.p99, lat.p999, gbps, mpps, wr_per_msg,
         static_cast<double>(mine.reads + peer.stats.reads) / msgs,
         static_cast<double>(mine.atomics + peer.stats.atomics) / msgs,
-        static_cast<double>(mine.acks + peer.stats.acks) / msgs, cpu_per_msg_ns, mine.credit_waits);
+        static_cast<double>(mine.acks + peer.stats.acks) / msgs, cpu_per_msg_ns, mine.credit_waits,
+        mine.srq_low + peer.stats.srq_low);
   } else if (plan.mode == "latency") {
     fmt::print(
         "{:<14} {:>8} {:>10} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>7.2f} "
