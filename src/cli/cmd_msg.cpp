@@ -11,8 +11,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
@@ -47,6 +49,7 @@ struct Options {
   uint64_t seed = 1;
   int timeout_ms = 10000;
   bool json = false;
+  std::string cdf;  // latency: append every run's sorted samples here ("type wait size usec" lines)
 };
 
 // What the client asks the server to do for one run: "key=value" pairs separated by spaces.
@@ -342,7 +345,14 @@ Status run_client_one(const Options& o, const Plan& plan) {
   const double wrs_server = static_cast<double>(peer.stats.send_wrs + peer.stats.recv_wrs);
   const double wr_per_msg = (wrs_client + wrs_server) / msgs;
   const double cpu_per_msg_ns = static_cast<double>(cpu + peer.cpu_ns) / msgs;
-  auto lat = summarize(samples);
+  auto lat = summarize(samples);  // sorts samples
+  if (!o.cdf.empty() && !samples.empty()) {
+    std::FILE* f = std::fopen(o.cdf.c_str(), "a");
+    if (!f) return fail_errno(fmt::format("open {}", o.cdf), errno);
+    for (double v : samples)
+      fmt::print(f, "{} {} {} {:.3f}\n", to_string(plan.kind), plan.wait, plan.size, v);
+    std::fclose(f);
+  }
   if (o.json) {
     fmt::print(
         "{{\"type\":\"{}\",\"mode\":\"{}\",\"wait\":\"{}\",\"bytes\":{},\"iterations\":{},\"t_min\":{:.2f},"
@@ -471,6 +481,7 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
       ->check(CLI::Range(1, 3600000))
       ->capture_default_str();
   sub->add_flag("--json", o.json, "one JSON object per run (perftest's --out_json field names)");
+  sub->add_option("--cdf", o.cdf, "latency: append each run's sorted samples to FILE (type wait bytes usec)");
   sub->callback([] {
     if (!o.server && o.client.empty()) {
       fmt::print(stderr, "weft msg bench: give --server or --client HOST\n");
