@@ -27,8 +27,10 @@ echo "load before: $(cut -d' ' -f1-3 /proc/loadavg) at $(date -u +%H:%M:%S)"
     done
   done"
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg) at $(date -u +%H:%M:%S)"
-cp "$keep"/cdf.txt "$out/cdf.txt"
-grep '"mode":"bandwidth"' "$keep"/bw.jsonl >"$out/bw.jsonl"
+share=$(find "$keep" -name bw.jsonl -printf '%h\n' | head -1)  # the guest's 9p share, kept
+[[ -n $share ]] || { echo "no results from the guest"; exit 1; }
+cp "$share"/cdf.txt "$out/cdf.txt"
+grep '"mode":"bandwidth"' "$share"/bw.jsonl >"$out/bw.jsonl"
 types="send-recv send-recv-srq read-pull simplex-ring magic-ring duplex-ring faa-ring"
 for size in 64 4096 65536; do
   plot=""
