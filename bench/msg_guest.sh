@@ -6,6 +6,8 @@
 # type; then ib_send_bw / ib_write_bw and weft bandwidth for every type. perftest and weft runs
 # alternate within a round, so each weft figure has a perftest reference from the same minute.
 # Prints raw lines: "PT <test> <size> <perftest data row>" and weft's JSON lines.
+# Environment: WAITS="busy channel" runs every weft run once per wait mode (busy polling, or
+# blocking on the completion channel: Options::wait), back to back; SIZES="64 4096" other sizes.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 weft=${1:-$here/../build/weft}
@@ -21,18 +23,21 @@ exec "$here/../lab/rdma-guest" --timeout "${MSG_BENCH_TIMEOUT:-3000}" --bin "$we
     \$1 -d rxe0 -x 1 -F -s \$2 -n \$3 \$4 10.9.0.1 2>/dev/null | awk -v t=\$1 -v s=\$2 '\$1 == s { print \"PT\", t, s, \$0 }'
     wait
   }
-  wb() {  # wb MODE SIZE PORT
-    weft --log-level warn msg bench --server --bind 10.9.0.1 --port \$3 --timeout-ms 60000 >/dev/null 2>&1 &
-    weft --log-level warn msg bench --client 10.9.0.1 --port \$3 --mode \$1 --sizes \$2 --max-message 65536 \
-      --iters $iters --warmup 50 --timeout-ms 60000 --json | sed \"s/^{/{\\\"round\\\":\$r,/\"
-    wait
+  wb() {  # wb MODE SIZE (each run on a port of its own)
+    for w in ${WAITS:-busy}; do
+      port=\$((port + 1))
+      weft --log-level warn msg bench --server --bind 10.9.0.1 --port \$port --timeout-ms 60000 >/dev/null 2>&1 &
+      weft --log-level warn msg bench --client 10.9.0.1 --port \$port --mode \$1 --sizes \$2 --max-message 65536 \
+        --wait \$w --iters $iters --warmup 50 --timeout-ms 60000 --json | sed \"s/^{/{\\\"round\\\":\$r,/\"
+      wait
+    done
   }
   port=47200
   for r in \$(seq 1 $rounds); do
-    for s in 64 4096 65536; do
+    for s in ${SIZES:-64 4096 65536}; do
       pt ib_send_lat \$s $iters; pt ib_write_lat \$s $iters; pt ib_read_lat \$s $iters
-      port=\$((port + 1)); wb latency \$s \$port
+      wb latency \$s
       pt ib_send_bw \$s $iters; pt ib_write_bw \$s $iters
-      port=\$((port + 1)); wb bandwidth \$s \$port
+      wb bandwidth \$s
     done
   done"

@@ -23,7 +23,9 @@ for line in sys.stdin:
             pt[(test, size)][r] = dict(bw_avg=vals[3], mpps=vals[4])
     elif line.startswith("{"):
         j = json.loads(line)
-        weft[(j["mode"], j["type"], j["bytes"])][j["round"]] = j
+        # A run that blocked on the completion channel is its own row (WAITS="busy channel").
+        t = j["type"] if j.get("wait", "busy") == "busy" else f'{j["type"]} ({j["wait"]})'
+        weft[(j["mode"], t, j["bytes"])][j["round"]] = j
 
 
 def med(xs):

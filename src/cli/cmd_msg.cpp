@@ -11,8 +11,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
@@ -47,6 +49,7 @@ struct Options {
   uint64_t seed = 1;
   int timeout_ms = 10000;
   bool json = false;
+  std::string cdf;  // latency: append every run's sorted samples here ("type wait size usec" lines)
 };
 
 // What the client asks the server to do for one run: "key=value" pairs separated by spaces.
@@ -129,9 +132,10 @@ Result<msg::Options> connection_options(const Options& o, const Plan& p) {
 
 std::string report_text(const PeerReport& r) {
   return fmt::format(
-      "cpu_ns={} send_wrs={} recv_wrs={} reads={} atomics={} acks={} msgs_received={} verified={} error={}",
+      "cpu_ns={} send_wrs={} recv_wrs={} reads={} atomics={} acks={} msgs_received={} srq_low={} verified={} "
+      "error={}",
       r.cpu_ns, r.stats.send_wrs, r.stats.recv_wrs, r.stats.reads, r.stats.atomics, r.stats.acks,
-      r.stats.msgs_received, r.verified, r.error);
+      r.stats.msgs_received, r.stats.srq_low, r.verified, r.error);
 }
 
 PeerReport parse_report(std::string_view s) {
@@ -156,6 +160,7 @@ PeerReport parse_report(std::string_view s) {
   r.stats.atomics = num("atomics");
   r.stats.acks = num("acks");
   r.stats.msgs_received = num("msgs_received");
+  r.stats.srq_low = num("srq_low");
   r.verified = num("verified");
   r.error = std::string(get("error"));
   return r;
@@ -340,7 +345,14 @@ Status run_client_one(const Options& o, const Plan& plan) {
   const double wrs_server = static_cast<double>(peer.stats.send_wrs + peer.stats.recv_wrs);
   const double wr_per_msg = (wrs_client + wrs_server) / msgs;
   const double cpu_per_msg_ns = static_cast<double>(cpu + peer.cpu_ns) / msgs;
-  auto lat = summarize(samples);
+  auto lat = summarize(samples);  // sorts samples
+  if (!o.cdf.empty() && !samples.empty()) {
+    std::FILE* f = std::fopen(o.cdf.c_str(), "a");
+    if (!f) return fail_errno(fmt::format("open {}", o.cdf), errno);
+    for (double v : samples)
+      fmt::print(f, "{} {} {} {:.3f}\n", to_string(plan.kind), plan.wait, plan.size, v);
+    std::fclose(f);
+  }
   if (o.json) {
     fmt::print(
         "{{\"type\":\"{}\",\"mode\":\"{}\",\"wait\":\"{}\",\"bytes\":{},\"iterations\":{},\"t_min\":{:.2f},"
@@ -348,13 +360,15 @@ Status run_client_one(const Options& o, const Plan& plan) {
         "\"t_typical\":{:.2f},\"t_avg\":{:.2f},\"t_stdev\":{:.2f},\"percentile_99\":{:.2f},\"percentile_99."
         "9\":{:.2f},"
         "\"bw_gbps\":{:.4f},\"msg_rate_mpps\":{:.6f},\"wr_per_msg\":{:.3f},\"reads_per_msg\":{:.3f},"
-        "\"atomics_per_msg\":{:.3f},\"acks_per_msg\":{:.3f},\"cpu_ns_per_msg\":{:.0f},\"credit_waits\":{}}}"
+        "\"atomics_per_msg\":{:.3f},\"acks_per_msg\":{:.3f},\"cpu_ns_per_msg\":{:.0f},\"credit_waits\":{},"
+        "\"srq_low\":{}}}"
         "\n",
         to_string(plan.kind), plan.mode, plan.wait, plan.size, plan.iters, lat.min, lat.max, lat.median,
         lat.avg, lat.stdev, lat.p99, lat.p999, gbps, mpps, wr_per_msg,
         static_cast<double>(mine.reads + peer.stats.reads) / msgs,
         static_cast<double>(mine.atomics + peer.stats.atomics) / msgs,
-        static_cast<double>(mine.acks + peer.stats.acks) / msgs, cpu_per_msg_ns, mine.credit_waits);
+        static_cast<double>(mine.acks + peer.stats.acks) / msgs, cpu_per_msg_ns, mine.credit_waits,
+        mine.srq_low + peer.stats.srq_low);
   } else if (plan.mode == "latency") {
     fmt::print(
         "{:<14} {:>8} {:>10} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>7.2f} "
@@ -467,6 +481,7 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
       ->check(CLI::Range(1, 3600000))
       ->capture_default_str();
   sub->add_flag("--json", o.json, "one JSON object per run (perftest's --out_json field names)");
+  sub->add_option("--cdf", o.cdf, "latency: append each run's sorted samples to FILE (type wait bytes usec)");
   sub->callback([] {
     if (!o.server && o.client.empty()) {
       fmt::print(stderr, "weft msg bench: give --server or --client HOST\n");

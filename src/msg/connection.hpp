@@ -7,7 +7,8 @@
 //    for, so there is never an RNR (receiver not ready) retry, whatever the peers' speeds;
 //  - a call never waits past its timeout: it returns an error with code ETIMEDOUT instead;
 //  - a peer that dies (its process exits: the side channel closes) or a transport error (a work
-//    completion in error) ends every later call with an error naming it; the connection is dead
+//    completion in error, or the device's async event that our QP went fatal) ends every later
+//    call with an error naming it; the connection is dead
 //    then, and nothing it had not fully received and checked is delivered;
 //  - every received message is checked against what the receiver expects (its sequence number,
 //    its place in the ring or slot, its length) before it is handed out.
@@ -55,6 +56,7 @@ struct Stats {
   uint64_t atomics = 0;       // FETCH_AND_ADDs among send_wrs
   uint64_t acks = 0;          // credit/head updates among send_wrs
   uint64_t credit_waits = 0;  // sends that found no credit or ring space at first
+  uint64_t srq_low = 0;       // send-recv-srq: times fewer than slots/4 receives were left posted
 };
 
 class Connection {

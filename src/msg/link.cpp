@@ -53,9 +53,11 @@ Result<std::unique_ptr<Link>> Link::create(SideChannel channel, const Options& o
   if (!qp) return std::unexpected(qp.error());
   auto ctrl = MemoryRegion::allocate(*pd, ctrl::kSize, access::all);
   if (!ctrl) return std::unexpected(ctrl.error());
+  auto events = AsyncEvents::open(*dev);
+  if (!events) return std::unexpected(events.error());
   return std::unique_ptr<Link>(new Link(std::move(channel), std::move(opts), std::move(*dev), std::move(*pd),
                                         std::move(*scq), std::move(*rcq), std::move(srq), std::move(*qp),
-                                        std::move(*ctrl), sq_depth));
+                                        std::move(*ctrl), sq_depth, std::move(*events)));
 }
 
 int Link::event_fd() const { return recv_cq_.channel() ? recv_cq_.channel()->fd() : -1; }
@@ -110,20 +112,48 @@ Status Link::check_peer_now() {
   const auto now = Clock::now();
   next_peer_check_ = now + std::chrono::milliseconds(1);
   pollfd p{ch_.fd(), POLLIN | POLLRDHUP, 0};
-  if (::poll(&p, 1, 0) <= 0) return {};
+  if (::poll(&p, 1, 0) <= 0) return poll_events();
   // The peer sends nothing on the side channel after set-up: readable means it closed (exited).
   char c;
   ssize_t n = ::recv(ch_.fd(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
-  if (n > 0) return {};
-  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return {};
+  if (n > 0) return poll_events();
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return poll_events();
   return die(Error{fmt::format("msg {}: the peer is gone (its side channel closed{})", to_string(opts_.kind),
                                n < 0 ? fmt::format(": {}", std::strerror(errno)) : ""),
                    ECONNRESET});
 }
 
+Status Link::poll_events() {
+  for (int i = 0; i < 16; ++i) {  // a few per look: events are rare, the caller looks again
+    auto ev = events_.next();
+    if (!ev) return die(ev.error());
+    if (!*ev) return {};
+    const AsyncEvent& a = **ev;
+    if (a.qp_fatal() && a.qp_num == qp_.qpn())
+      return die(
+          Error{fmt::format("msg {}: the queue pair failed ({})", to_string(opts_.kind), a.name()), EIO});
+    if (a.type == IBV_EVENT_SRQ_ERR && srq_ && a.srq == srq_->raw())
+      return die(Error{
+          fmt::format("msg {}: the shared receive queue failed ({})", to_string(opts_.kind), a.name()), EIO});
+    if (a.type == IBV_EVENT_SRQ_LIMIT_REACHED && srq_ && a.srq == srq_->raw()) {
+      ++stats_.srq_low;
+      srq_armed_ = false;
+    }
+  }
+  return {};
+}
+
+Status Link::arm_srq_limit() {
+  if (!srq_ || srq_armed_) return {};
+  if (auto s = srq_->arm_limit(std::max<uint32_t>(1, opts_.slots / 4)); !s) return die(s.error());
+  srq_armed_ = true;
+  return {};
+}
+
 Error Link::completion_error(Error e) {
   // A peer that died makes our work requests fail (its memory is gone: remote access errors; its
-  // QP is gone: retries exceeded). Say so first when the side channel shows it.
+  // QP is gone: retries exceeded). Say so first when the side channel shows it, or the device's
+  // async event that our QP went fatal.
   if (auto gone = check_peer_now(); !gone) {
     dead_.reset();
     return Error{fmt::format("{} ({})", gone.error().message, e.message), gone.error().code};

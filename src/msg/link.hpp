@@ -18,6 +18,7 @@
 
 #include "msg/connection.hpp"
 #include "msg/hello.hpp"
+#include "rdma/async_events.hpp"
 #include "rdma/completion_queue.hpp"
 #include "rdma/device.hpp"
 #include "rdma/memory_region.hpp"
@@ -106,17 +107,22 @@ class Link {
   // Non-null once the connection died: the error every later call returns.
   const std::optional<Error>& dead() const { return dead_; }
   Status die(Error e);
+  // Whether the peer is still there (its side channel open) and our QP has not gone fatal (the
+  // device's async events, which also count SRQ low-water events).
   Status check_peer();      // at most once a millisecond
   Status check_peer_now();  // now
+  // send-recv-srq: (re-)arms the SRQ's low-water event at slots/4 receives (it fires once).
+  Status arm_srq_limit();
 
  private:
   Error completion_error(Error e);
+  Status poll_events();
 
  public:
  private:
   Link(rdma::SideChannel ch, Options o, rdma::Device dev, rdma::ProtectionDomain pd,
        rdma::CompletionQueue scq, rdma::CompletionQueue rcq, std::optional<rdma::SharedReceiveQueue> srq,
-       rdma::QueuePair qp, rdma::MemoryRegion ctrl, uint32_t sq_depth)
+       rdma::QueuePair qp, rdma::MemoryRegion ctrl, uint32_t sq_depth, rdma::AsyncEvents events)
       : ch_(std::move(ch)),
         opts_(std::move(o)),
         dev_(std::move(dev)),
@@ -126,7 +132,8 @@ class Link {
         srq_(std::move(srq)),
         qp_(std::move(qp)),
         ctrl_(std::move(ctrl)),
-        sq_depth_(sq_depth) {}
+        sq_depth_(sq_depth),
+        events_(std::move(events)) {}
   Status wait_op(Op op, uint64_t target, Deadline d, const char* what);
 
   rdma::SideChannel ch_;
@@ -138,6 +145,8 @@ class Link {
   rdma::QueuePair qp_;
   rdma::MemoryRegion ctrl_;
   uint32_t sq_depth_;
+  rdma::AsyncEvents events_;  // this Link's own device context: only its QP/SRQ report here
+  bool srq_armed_ = false;
   uint32_t outstanding_ = 0;  // posted send WRs not yet completed
   uint64_t posted_reads_ = 0, done_reads_ = 0, posted_faas_ = 0, done_faas_ = 0;
   std::array<ibv_wc, 16> recv_batch_{};

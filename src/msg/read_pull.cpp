@@ -7,9 +7,8 @@
 // sender, 1 RECV + 1 READ at the receiver, plus an ack WRITE per slots/4 messages.
 #include <cstring>
 
-#include "msg/link.hpp"
+#include "msg/link_connection.hpp"
 #include "msg/read_notice.hpp"
-#include "msg/ring_math.hpp"
 #include "msg/types.hpp"
 
 namespace weft::msg {
@@ -18,113 +17,70 @@ using namespace weft::rdma;
 
 namespace {
 
-class ReadPull final : public Connection {
+class ReadPull final : public LinkConnection {
  public:
   ReadPull(std::unique_ptr<Link> link, MemoryRegion inbox, MemoryRegion outbox, MemoryRegion notices)
-      : link_(std::move(link)),
+      : LinkConnection(std::move(link)),
         inbox_(std::move(inbox)),
         outbox_(std::move(outbox)),
-        notices_(std::move(notices)) {
-    const auto& o = link_->options();
-    slots_ = o.slots;
-    max_ = o.max_message;
-    batch_ = std::max<uint32_t>(1, slots_ / 4);
-  }
+        notices_(std::move(notices)),
+        win_(*link_) {}
 
   Status post_all_receives() {
-    for (uint32_t i = 0; i < slots_; ++i)
-      if (auto s = repost(i); !s) return s;
-    return {};
+    return win_.post_all([&](uint64_t slot) { return repost(slot); });
   }
 
   Status send(std::span<const std::byte> data, milliseconds timeout) override {
     const Deadline d = Clock::now() + timeout;
-    if (data.size() > max_)
-      return fail("msg read-pull: {} bytes is more than the max message {}", data.size(), max_);
-    auto have = [&] { return credits(sent_, link_->load(ctrl::kAckedMsgs), slots_) > 0; };
-    if (!have()) {
-      ++link_->stats().credit_waits;
-      if (auto s = link_->wait_until(have, d, "waiting for a credit (the peer has released no slot)"); !s)
-        return s;
-    }
+    if (auto s = check_size(data.size()); !s) return s;
+    if (auto s = win_.wait_credit(d); !s) return s;
     const uint32_t len = static_cast<uint32_t>(data.size());
-    const uint64_t off = (sent_ % slots_) * uint64_t{max_};
+    const uint64_t off = win_.send_offset();
     std::memcpy(outbox_.data() + off, data.data(), len);
-    auto notice = ReadNotice{static_cast<uint32_t>(sent_), len, off}.encode();
+    auto notice = ReadNotice{static_cast<uint32_t>(win_.sent()), len, off}.encode();
     auto w = SendWr::send(LocalBuf{notice.data(), static_cast<uint32_t>(notice.size()), 0},
-                          make_wr_id(Op::data, sent_))
+                          make_wr_id(Op::data, win_.sent()))
                  .inlined();
-    if (auto s = link_->post(w, d); !s) return s;
-    ++sent_;
-    ++link_->stats().msgs_sent;
-    link_->stats().bytes_sent += len;
-    return {};
+    return win_.post_message(w, len, d);
   }
 
   Result<std::span<const std::byte>> receive(milliseconds timeout) override {
     const Deadline d = Clock::now() + timeout;
-    if (auto s = release_held(d); !s) return std::unexpected(s.error());
-    auto wc = link_->next_recv(d);
+    auto wc = win_.next(d, [&](uint64_t slot) { return repost(slot); });
     if (!wc) return std::unexpected(wc.error());
-    const uint64_t slot = received_ % slots_;
+    const uint64_t slot = win_.recv_slot(), seq = win_.received();
     if (wc->opcode != IBV_WC_RECV || wc->wr_id != slot || wc->byte_len != ReadNotice::kWireSize)
       return protocol_error(
           fmt::format("unexpected receive (opcode {}, slot {}, {} bytes) for notice {} in slot {}",
-                      static_cast<int>(wc->opcode), wc->wr_id, wc->byte_len, received_, slot));
-    auto n = ReadNotice::decode_expected(
-        {notices_.data() + slot * ReadNotice::kWireSize, ReadNotice::kWireSize}, received_, slots_, max_);
+                      static_cast<int>(wc->opcode), wc->wr_id, wc->byte_len, seq, slot));
+    auto n =
+        ReadNotice::decode_expected({notices_.data() + slot * ReadNotice::kWireSize, ReadNotice::kWireSize},
+                                    seq, win_.slots(), win_.max());
     if (!n) return protocol_error(n.error().message);
     const auto& peer = link_->peer().outbox;
     if (n->offset + n->length > peer.length)
       return protocol_error(fmt::format("notice {} points past the peer's send area", n->seq));
+    std::byte* into = inbox_.data() + slot * win_.max();
     if (n->length > 0) {
       RemoteBuf from{peer.addr + n->offset, peer.rkey, n->length};
-      if (auto s = link_->read(inbox_.local(slot * max_, n->length), from, d); !s)
+      if (auto s = link_->read(inbox_.local(slot * win_.max(), n->length), from, d); !s)
         return std::unexpected(s.error());
     }
-    held_ = true;
-    ++received_;
-    ++link_->stats().msgs_received;
-    link_->stats().bytes_received += n->length;
-    return std::span<const std::byte>(inbox_.data() + slot * max_, n->length);
+    win_.hold(n->length);
+    return std::span<const std::byte>(into, n->length);
   }
 
-  Status flush(milliseconds timeout) override { return link_->flush(Clock::now() + timeout); }
-  int event_fd() const override { return link_->event_fd(); }
-  Capacity capacity() const override {
-    return {credits(sent_, link_->load(ctrl::kAckedMsgs), slots_), 0, max_, slots_};
-  }
-  const Stats& stats() const override { return link_->stats(); }
+  Capacity capacity() const override { return {win_.credits(), 0, win_.max(), win_.slots()}; }
   Kind kind() const override { return Kind::read_pull; }
 
  private:
-  std::unexpected<Error> protocol_error(std::string what) {
-    return std::unexpected(link_->die(Error{fmt::format("msg read-pull: {}", what), EPROTO}).error());
-  }
-
   Status repost(uint64_t slot) {
     auto r = RecvWr::into(notices_.local(slot * ReadNotice::kWireSize, ReadNotice::kWireSize), slot);
     return link_->post_recv(r);
   }
 
-  Status release_held(Deadline d) {
-    if (!held_) return {};
-    held_ = false;
-    if (auto s = repost((received_ - 1) % slots_); !s) return s;
-    ++released_;
-    link_->store(ctrl::kReleasedMsgs, released_);
-    if (ack_due(released_, acked_, batch_)) {
-      acked_ = released_;
-      return link_->write_ack(d);
-    }
-    return {};
-  }
-
-  std::unique_ptr<Link> link_;
   MemoryRegion inbox_, outbox_, notices_;
-  uint32_t slots_ = 0, max_ = 0, batch_ = 1;
-  uint64_t sent_ = 0, received_ = 0, released_ = 0, acked_ = 0;
-  bool held_ = false;
+  SlotWindow win_;
 };
 
 }  // namespace

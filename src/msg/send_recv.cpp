@@ -10,8 +10,7 @@
 // send slot that is only reused once its message was released, so it has certainly been read.
 #include <cstring>
 
-#include "msg/link.hpp"
-#include "msg/ring_math.hpp"
+#include "msg/link_connection.hpp"
 #include "msg/types.hpp"
 
 namespace weft::msg {
@@ -20,107 +19,63 @@ using namespace weft::rdma;
 
 namespace {
 
-class SendRecv final : public Connection {
+class SendRecv final : public LinkConnection {
  public:
   SendRecv(std::unique_ptr<Link> link, MemoryRegion inbox, MemoryRegion outbox, Kind kind)
-      : link_(std::move(link)), inbox_(std::move(inbox)), outbox_(std::move(outbox)), kind_(kind) {
-    const auto& o = link_->options();
-    slots_ = o.slots;
-    max_ = o.max_message;
-    batch_ = std::max<uint32_t>(1, slots_ / 4);
-  }
+      : LinkConnection(std::move(link)),
+        inbox_(std::move(inbox)),
+        outbox_(std::move(outbox)),
+        kind_(kind),
+        win_(*link_) {}
 
   Status post_all_receives() {
-    for (uint32_t i = 0; i < slots_; ++i)
-      if (auto s = repost(i); !s) return s;
-    return {};
+    return win_.post_all([&](uint64_t slot) { return repost(slot); });
   }
 
   Status send(std::span<const std::byte> data, milliseconds timeout) override {
     const Deadline d = Clock::now() + timeout;
-    if (data.size() > max_)
-      return fail("msg {}: {} bytes is more than the max message {}", to_string(kind_), data.size(), max_);
-    auto have = [&] { return credits(sent_, link_->load(ctrl::kAckedMsgs), slots_) > 0; };
-    if (!have()) {
-      ++link_->stats().credit_waits;
-      if (auto s = link_->wait_until(have, d, "waiting for a credit (the peer has released no slot)"); !s)
-        return s;
-    }
+    if (auto s = check_size(data.size()); !s) return s;
+    if (auto s = win_.wait_credit(d); !s) return s;
     const uint32_t len = static_cast<uint32_t>(data.size());
-    const uint64_t off = (sent_ % slots_) * uint64_t{max_};
-    SendWr w =
-        SendWr::send_imm(outbox_.local(off, len), static_cast<uint32_t>(sent_), make_wr_id(Op::data, sent_));
+    const uint64_t off = win_.send_offset();
+    const uint32_t imm = static_cast<uint32_t>(win_.sent());
+    const uint64_t id = make_wr_id(Op::data, win_.sent());
+    SendWr w = SendWr::send_imm(outbox_.local(off, len), imm, id);
     if (len <= link_->qp().max_inline()) {
-      w = SendWr::send_imm(LocalBuf{const_cast<std::byte*>(data.data()), len, 0},
-                           static_cast<uint32_t>(sent_), make_wr_id(Op::data, sent_))
-              .inlined();
+      w = SendWr::send_imm(LocalBuf{const_cast<std::byte*>(data.data()), len, 0}, imm, id).inlined();
     } else {
       std::memcpy(outbox_.data() + off, data.data(), len);
     }
-    if (auto s = link_->post(w, d); !s) return s;
-    ++sent_;
-    ++link_->stats().msgs_sent;
-    link_->stats().bytes_sent += len;
-    return {};
+    return win_.post_message(w, len, d);
   }
 
   Result<std::span<const std::byte>> receive(milliseconds timeout) override {
     const Deadline d = Clock::now() + timeout;
-    if (auto s = release_held(d); !s) return std::unexpected(s.error());
-    auto wc = link_->next_recv(d);
+    auto wc = win_.next(d, [&](uint64_t slot) { return repost(slot); });
     if (!wc) return std::unexpected(wc.error());
-    const uint64_t slot = received_ % slots_;
+    const uint64_t slot = win_.recv_slot(), n = win_.received();
     if (wc->opcode != IBV_WC_RECV || !(wc->wc_flags & IBV_WC_WITH_IMM) || wc->wr_id != slot ||
-        imm_of(*wc) != static_cast<uint32_t>(received_) || wc->byte_len > max_)
-      return std::unexpected(
-          link_
-              ->die(Error{fmt::format("msg {}: unexpected receive (opcode {}, slot {}, imm {}, {} "
-                                      "bytes) for message {} in slot {}",
-                                      to_string(kind_), static_cast<int>(wc->opcode), wc->wr_id, imm_of(*wc),
-                                      wc->byte_len, received_, slot),
-                          EPROTO})
-              .error());
-    held_ = true;
-    ++received_;
-    ++link_->stats().msgs_received;
-    link_->stats().bytes_received += wc->byte_len;
-    return std::span<const std::byte>(inbox_.data() + slot * max_, wc->byte_len);
+        imm_of(*wc) != static_cast<uint32_t>(n) || wc->byte_len > win_.max())
+      return protocol_error(
+          fmt::format("unexpected receive (opcode {}, slot {}, imm {}, {} bytes) for "
+                      "message {} in slot {}",
+                      static_cast<int>(wc->opcode), wc->wr_id, imm_of(*wc), wc->byte_len, n, slot));
+    win_.hold(wc->byte_len);
+    return std::span<const std::byte>(inbox_.data() + slot * win_.max(), wc->byte_len);
   }
 
-  Status flush(milliseconds timeout) override { return link_->flush(Clock::now() + timeout); }
-  int event_fd() const override { return link_->event_fd(); }
-  Capacity capacity() const override {
-    return {credits(sent_, link_->load(ctrl::kAckedMsgs), slots_), 0, max_, slots_};
-  }
-  const Stats& stats() const override { return link_->stats(); }
+  Capacity capacity() const override { return {win_.credits(), 0, win_.max(), win_.slots()}; }
   Kind kind() const override { return kind_; }
 
  private:
   Status repost(uint64_t slot) {
-    auto r = RecvWr::into(inbox_.local(slot * max_, max_), slot);
+    auto r = RecvWr::into(inbox_.local(slot * win_.max(), win_.max()), slot);
     return link_->post_recv(r);
   }
 
-  // Gives the slot of the message handed out last back, and acknowledges in batches.
-  Status release_held(Deadline d) {
-    if (!held_) return {};
-    held_ = false;
-    if (auto s = repost((received_ - 1) % slots_); !s) return s;
-    ++released_;
-    link_->store(ctrl::kReleasedMsgs, released_);
-    if (ack_due(released_, acked_, batch_)) {
-      acked_ = released_;
-      return link_->write_ack(d);
-    }
-    return {};
-  }
-
-  std::unique_ptr<Link> link_;
   MemoryRegion inbox_, outbox_;
   Kind kind_;
-  uint32_t slots_ = 0, max_ = 0, batch_ = 1;
-  uint64_t sent_ = 0, received_ = 0, released_ = 0, acked_ = 0;
-  bool held_ = false;
+  SlotWindow win_;
 };
 
 }  // namespace

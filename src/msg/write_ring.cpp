@@ -26,7 +26,7 @@
 #include <cstring>
 #include <optional>
 
-#include "msg/link.hpp"
+#include "msg/link_connection.hpp"
 #include "msg/ring_math.hpp"
 #include "msg/types.hpp"
 #include "rdma/double_mapped_buffer.hpp"
@@ -63,10 +63,10 @@ struct RingMemory {
   std::byte* at(uint64_t counter) const { return mr->data() + counter % size; }
 };
 
-class WriteRing final : public Connection {
+class WriteRing final : public LinkConnection {
  public:
   WriteRing(std::unique_ptr<Link> link, RingMemory ring, RingMemory shadow, RingMode mode)
-      : link_(std::move(link)), ring_(std::move(ring)), shadow_(std::move(shadow)), mode_(mode) {
+      : LinkConnection(std::move(link)), ring_(std::move(ring)), shadow_(std::move(shadow)), mode_(mode) {
     const auto& o = link_->options();
     slots_ = o.slots;
     max_ = o.max_message;
@@ -82,8 +82,7 @@ class WriteRing final : public Connection {
 
   Status send(std::span<const std::byte> data, milliseconds timeout) override {
     const Deadline d = Clock::now() + timeout;
-    if (data.size() > max_)
-      return fail("msg {}: {} bytes is more than the max message {}", to_string(kind()), data.size(), max_);
+    if (auto s = check_size(data.size()); !s) return s;
     const uint64_t len = data.size();
     bool waited = false;
     // A receive at the peer for the WRITE_WITH_IMM.
@@ -128,8 +127,7 @@ class WriteRing final : public Connection {
     if (auto s = link_->post(w, d); !s) return s;
     tail_ = p.end;
     ++sent_;
-    ++link_->stats().msgs_sent;
-    link_->stats().bytes_sent += len;
+    count_sent(len);
     return {};
   }
 
@@ -152,17 +150,13 @@ class WriteRing final : public Connection {
     held_ = p;
     rtail_ = p.end;
     ++received_;
-    ++link_->stats().msgs_received;
-    link_->stats().bytes_received += len;
+    count_received(len);
     return std::span<const std::byte>(ring_.at(p.start), len);
   }
 
-  Status flush(milliseconds timeout) override { return link_->flush(Clock::now() + timeout); }
-  int event_fd() const override { return link_->event_fd(); }
   Capacity capacity() const override {
     return {credits(sent_, acked_msgs_, slots_), size_ - used(acked_bytes_, tail_), max_, slots_};
   }
-  const Stats& stats() const override { return link_->stats(); }
   Kind kind() const override {
     if (mode_.reserve_faa) return Kind::faa_ring;
     if (mode_.read_ack) return Kind::duplex_ring;
@@ -170,11 +164,6 @@ class WriteRing final : public Connection {
   }
 
  private:
-  std::unexpected<Error> protocol_error(std::string what) {
-    return std::unexpected(
-        link_->die(Error{fmt::format("msg {}: {}", to_string(kind()), what), EPROTO}).error());
-  }
-
   // Refreshes the sender's view of what the peer released: from the words the peer WRITEs into
   // our control block, or by READing the peer's own counters.
   Status refresh(Deadline d) {
@@ -230,7 +219,6 @@ class WriteRing final : public Connection {
     return {};
   }
 
-  std::unique_ptr<Link> link_;
   RingMemory ring_, shadow_;
   RingMode mode_;
   uint32_t slots_ = 0, max_ = 0, batch_ = 1;

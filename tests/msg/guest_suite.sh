@@ -1,7 +1,8 @@
 #!/bin/sh
 # Runs inside the Soft-RoCE guest (see run_guest_suite.sh). For every message connection type:
 #  1. check: MSG_CHECK_COUNT messages of random sizes (0..64 KiB, the ring wraps every ~150
-#     messages), every byte compared by the receiver;
+#     messages) and MSG_SMALL_COUNT of 0..256 B, every byte compared by the receiver (1 M per
+#     type: bench/msg_check_count.sh, docs/BENCHMARKS.md);
 #  2. kill: the sender is killed (SIGKILL) a second after it connected; the receiver must end with "the peer is
 #     gone" within its timeout, having verified every message it delivered;
 #  3. stall: the receiver is stopped (SIGSTOP); the sender must give up with a timeout naming
@@ -11,6 +12,7 @@
 set -u
 ip=${WRD_IP:-10.9.0.1}
 count=${MSG_CHECK_COUNT:-20000}
+small=${MSG_SMALL_COUNT:-50000}
 types=${MSG_TYPES:-"send-recv send-recv-srq read-pull simplex-ring magic-ring duplex-ring faa-ring"}
 failed=""
 port=47100
@@ -24,24 +26,30 @@ connected() {
   sleep 1
 }
 bad() { echo "--- FAILED $1: $2"; failed="$failed $1"; }
-
-for t in $types; do
-  # 1. every byte of $count messages
+# check TYPE COUNT MAX: COUNT random-size messages of 0..MAX bytes, every byte compared.
+check() {
   port=$((port + 1))
-  $W --server --bind "$ip" --port $port --mode check --timeout-ms 20000 >/tmp/check.$t 2>&1 &
+  $W --server --bind "$ip" --port $port --mode check --timeout-ms 20000 >/tmp/check.$1 2>&1 &
   spid=$!
   s0=$(date +%s)
-  if $W --client "$ip" --port $port --mode check --type "$t" --iters "$count" --timeout-ms 20000 --json; then
+  if $W --client "$ip" --port $port --mode check --type "$1" --iters "$2" --max-message "$3" \
+       --timeout-ms 20000 --json; then
     wait $spid; rc=$?
-    if [ $rc -eq 0 ] && grep -q "\"verified\":$count,\"of\":$count,\"error\":\"\"" /tmp/check.$t; then
-      ok "check-$t ($count messages, $(($(date +%s) - s0)) s)"
+    if [ $rc -eq 0 ] && grep -q "\"verified\":$2,\"of\":$2,\"error\":\"\"" /tmp/check.$1; then
+      ok "check-$1 ($2 messages of 0..$3 bytes, $(($(date +%s) - s0)) s)"
     else
-      bad "check-$t" "server rc $rc: $(cat /tmp/check.$t)"
+      bad "check-$1-$3" "server rc $rc: $(cat /tmp/check.$1)"
     fi
   else
     wait $spid
-    bad "check-$t" "client failed; server: $(cat /tmp/check.$t)"
+    bad "check-$1-$3" "client failed; server: $(cat /tmp/check.$1)"
   fi
+}
+
+for t in $types; do
+  # 1. every byte of $count messages of 0..64 KiB, and of $small messages of 0..256 B
+  check "$t" "$count" 65536
+  check "$t" "$small" 256
 
   # 2. the sender dies mid-stream
   port=$((port + 1))
