@@ -24,9 +24,9 @@
 #include "cli/ping_report.hpp"
 #include "cli/rdma_args.hpp"
 #include "net/address.hpp"
-#include "probe/rdma_discovery.hpp"
-#include "probe/rdma_engine.hpp"
-#include "probe/rdma_target_spec.hpp"
+#include "probe/rdma/discovery.hpp"
+#include "probe/rdma/engine.hpp"
+#include "probe/rdma/target_spec.hpp"
 
 namespace weft::cli {
 

@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "net/socket.hpp"
-#include "probe/rdma_discovery.hpp"
+#include "probe/rdma/discovery.hpp"
 
 using namespace weft;
 using namespace weft::probe;

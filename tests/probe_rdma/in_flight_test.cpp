@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "probe/rdma_in_flight.hpp"
+#include "probe/rdma/in_flight.hpp"
 
 using namespace weft::probe;
 

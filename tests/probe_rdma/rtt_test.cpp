@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "probe/rdma_rtt.hpp"
+#include "probe/rdma/rtt.hpp"
 
 using namespace weft::probe;
 using weft::rdma::NicClock;

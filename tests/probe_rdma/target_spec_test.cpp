@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "probe/rdma_target_spec.hpp"
+#include "probe/rdma/target_spec.hpp"
 
 using namespace weft::probe;
 

@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "probe/rdma_windows.hpp"
+#include "probe/rdma/windows.hpp"
 
 using namespace weft::probe;
 

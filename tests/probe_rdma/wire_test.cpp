@@ -3,7 +3,7 @@
 #include <array>
 #include <random>
 
-#include "probe/rdma_wire.hpp"
+#include "probe/rdma/wire.hpp"
 
 namespace w = weft::probe::rdma_wire;
 

@@ -12,8 +12,8 @@
 #include <thread>
 #include <vector>
 
-#include "probe/rdma_engine.hpp"
-#include "probe/rdma_wire.hpp"
+#include "probe/rdma/engine.hpp"
+#include "probe/rdma/wire.hpp"
 #include "rdma/address_handle.hpp"
 #include "rdma/completion_queue.hpp"
 #include "rdma/device.hpp"

@@ -4,12 +4,10 @@
 // resolve probes and fold them into windows, then sleep on the CQ's channel until the next due
 // time. Nothing on the per-packet path allocates: buffers, rings and tables are made up front;
 // only the first PING from a new peer creates its address handle.
-#include "probe/rdma_engine.hpp"
+#include "probe/rdma/engine.hpp"
 
 #include <arpa/inet.h>
 #include <poll.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -21,15 +19,16 @@
 #include "base/clock.hpp"
 #include "base/log.hpp"
 #include "base/random.hpp"
-#include "probe/rdma_cq.hpp"
-#include "probe/rdma_in_flight.hpp"
-#include "probe/rdma_rtt.hpp"
-#include "probe/rdma_windows.hpp"
-#include "probe/rdma_wire.hpp"
+#include "net/epoll.hpp"
+#include "probe/rdma/in_flight.hpp"
+#include "probe/rdma/rtt.hpp"
+#include "probe/rdma/windows.hpp"
+#include "probe/rdma/wire.hpp"
 #include "rdma/address_handle.hpp"
 #include "rdma/completion_channel.hpp"
 #include "rdma/device.hpp"
 #include "rdma/error.hpp"
+#include "rdma/extended_cq.hpp"
 #include "rdma/memory_region.hpp"
 #include "rdma/protection_domain.hpp"
 #include "rdma/queue_pair.hpp"
@@ -107,6 +106,8 @@ bool same_target(const RdmaTarget& a, const RdmaTarget& b) {
          a.lid == b.lid && a.qpn == b.qpn && a.qkey == b.qkey;
 }
 
+CompletionStamp stamp_of(const rdma::WorkCompletion& c) { return {c.nic_ticks, c.poll_mono_ns}; }
+
 void inc(std::atomic<uint64_t>& c, uint64_t n = 1) {
   c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
 }
@@ -126,7 +127,7 @@ struct RdmaEngine::Impl {
   rdma::Device dev;
   rdma::ProtectionDomain pd;
   std::shared_ptr<rdma::CompletionChannel> channel;
-  RdmaCq cq;
+  rdma::ExtendedCq cq;
   rdma::QueuePair qp;
   rdma::MemoryRegion mr;
   rdma::ConnectOptions opts;
@@ -153,13 +154,13 @@ struct RdmaEngine::Impl {
 
   uint64_t session = 0, next_seq = 0;
   std::optional<RdmaInFlight> in_flight;
-  std::vector<RdmaCompletion> completions;
+  std::vector<rdma::WorkCompletion> completions;
   std::function<void(const RdmaProbeResult&)> on_probe;
   std::function<void(const RdmaTarget&, const std::string&)> on_skipped;
   std::function<void(WindowStats&&)> on_window;
 
   std::atomic<bool> stopping{false};
-  int wake_fd = -1;
+  net::EventFd wake;  // set_targets(), set_schedule() and stop() wake a sleeping run()
   Rng rng;
 
   struct {
@@ -169,17 +170,16 @@ struct RdmaEngine::Impl {
   } c;
 
   Impl(RdmaEngineConfig config, rdma::Device d, rdma::ProtectionDomain p,
-       std::shared_ptr<rdma::CompletionChannel> ch, RdmaCq q, rdma::QueuePair qpair, rdma::MemoryRegion m)
+       std::shared_ptr<rdma::CompletionChannel> ch, rdma::ExtendedCq q, rdma::QueuePair qpair,
+       rdma::MemoryRegion m, net::EventFd wake)
       : cfg(std::move(config)),
         dev(std::move(d)),
         pd(std::move(p)),
         channel(std::move(ch)),
         cq(std::move(q)),
         qp(std::move(qpair)),
-        mr(std::move(m)) {}
-  ~Impl() {
-    if (wake_fd >= 0) close(wake_fd);
-  }
+        mr(std::move(m)),
+        wake(std::move(wake)) {}
 
   size_t outstanding() const { return head - tail; }
 
@@ -215,14 +215,11 @@ struct RdmaEngine::Impl {
     // A PONG's software send time is its post: stamp it here, not when it was queued.
     const int64_t now = mono_ns();
     for (auto& w : batch) sends[w.wr.wr_id].post_mono = now;
-    ibv_send_wr* bad = nullptr;
-    int rc = ibv_post_send(qp.raw(), &batch[0].wr, &bad);
-    if (rc != 0) {
-      // WRs from `bad` on were not posted: they are the newest in the ring, so take them back.
-      size_t first_bad = 0;
-      while (first_bad < batch.size() && &batch[first_bad].wr != bad) ++first_bad;
-      log().warn("rdma probe: ibv_post_send: {} ({} of {} WRs not posted)", std::strerror(rc),
-                 batch.size() - first_bad, batch.size());
+    size_t first_bad = 0;
+    if (auto st = qp.post_send(std::span<rdma::SendWr>(batch), &first_bad); !st) {
+      // WRs from first_bad on were not posted: they are the newest in the ring, so take them back.
+      log().warn("rdma probe: {} ({} of {} WRs not posted)", st.error().message, batch.size() - first_bad,
+                 batch.size());
       for (size_t j = first_bad; j < batch.size(); ++j) {
         const SendCtx& s = sends[batch[j].wr.wr_id];
         inc(c.send_errors);
@@ -258,10 +255,10 @@ struct RdmaEngine::Impl {
     return post(SendKind::pong, m, r.ah, r.qpn, r.qkey, r.ping_rx);
   }
 
-  void on_ping(const w::Message& m, const RdmaCompletion& cpl) {
+  void on_ping(const w::Message& m, const rdma::WorkCompletion& cpl) {
     inc(c.pings_received);
     if (!cfg.respond) return;
-    PongReq r{peer_ah(m), cpl.src_qp, m.qkey, m.session, m.seq, cpl.stamp};
+    PongReq r{peer_ah(m), cpl.src_qp, m.qkey, m.session, m.seq, stamp_of(cpl)};
     if (!r.ah) {
       inc(c.responder_drops);
       return;
@@ -279,7 +276,7 @@ struct RdmaEngine::Impl {
   }
 
   // --- completions -----------------------------------------------------------------------
-  Status on_recv(const RdmaCompletion& cpl) {
+  Status on_recv(const rdma::WorkCompletion& cpl) {
     const uint32_t i = static_cast<uint32_t>(cpl.wr_id & ~kRecvBit);
     if (i >= recv_depth) return fail("rdma probe: receive completion with unknown wr_id {}", cpl.wr_id);
     c.recv_posted.fetch_sub(1, std::memory_order_relaxed);
@@ -309,7 +306,7 @@ struct RdmaEngine::Impl {
           break;
         }
         RdmaMatch r = m.type == w::Type::pong
-                          ? in_flight->on_pong(m.seq, cpl.stamp)
+                          ? in_flight->on_pong(m.seq, stamp_of(cpl))
                           : in_flight->on_followup(m.seq, m.delay_ns, m.flags & w::kHardware);
         if (r == RdmaMatch::unknown)
           inc(c.unknown_probe);
@@ -323,7 +320,7 @@ struct RdmaEngine::Impl {
     return {};
   }
 
-  Status on_send(const RdmaCompletion& cpl) {
+  Status on_send(const rdma::WorkCompletion& cpl) {
     if (cpl.wr_id >= send_depth || tail == head)
       return fail("rdma probe: send completion with unknown wr_id {} ({} {}, {} sends outstanding)",
                   cpl.wr_id, rdma::wc_opcode_name(cpl.opcode), rdma::wc_status_name(cpl.status), head - tail);
@@ -336,14 +333,14 @@ struct RdmaEngine::Impl {
     switch (s.kind) {
       case SendKind::ping:
         if (ok)
-          in_flight->on_tx(s.seq, cpl.stamp);
+          in_flight->on_tx(s.seq, stamp_of(cpl));
         else
           in_flight->on_send_failed(s.seq);
         break;
       case SendKind::pong: {
         if (!ok) break;
         inc(c.pongs_sent);
-        const ResponderDelay d = responder_delay(clock.clock, s.ping_rx, cpl.stamp, s.post_mono);
+        const ResponderDelay d = responder_delay(clock.clock, s.ping_rx, stamp_of(cpl), s.post_mono);
         w::Message m;
         m.type = w::Type::followup;
         m.flags = d.hardware ? w::kHardware : 0;
@@ -365,10 +362,10 @@ struct RdmaEngine::Impl {
   Result<size_t> drain() {
     size_t total = 0;
     for (;;) {
-      auto n = cq.poll(std::span<RdmaCompletion>(completions));
+      auto n = cq.poll(std::span<rdma::WorkCompletion>(completions));
       if (!n) return std::unexpected(n.error());
       for (size_t j = 0; j < *n; ++j) {
-        const RdmaCompletion& cpl = completions[j];
+        const rdma::WorkCompletion& cpl = completions[j];
         auto st = (cpl.wr_id & kRecvBit) ? on_recv(cpl) : on_send(cpl);
         if (!st) return std::unexpected(st.error());
       }
@@ -552,20 +549,18 @@ struct RdmaEngine::Impl {
     if (*n > 0) return {};
     const int64_t left = until_mono - mono_ns();
     if (left <= 0) return {};
-    pollfd fds[2] = {{channel->fd(), POLLIN, 0}, {wake_fd, POLLIN, 0}};
+    pollfd fds[2] = {{channel->fd(), POLLIN, 0}, {wake.fd(), POLLIN, 0}};
     timespec ts = ns_timespec(left);
     if (ppoll(fds, 2, &ts, nullptr) < 0 && errno != EINTR) return fail_errno("ppoll");
     if (fds[0].revents & POLLIN) {
-      ibv_cq* ev_cq = nullptr;
-      void* ev_ctx = nullptr;
-      unsigned events = 0;
-      while (ibv_get_cq_event(channel->raw(), &ev_cq, &ev_ctx) == 0) ++events;
-      if (events) ibv_ack_cq_events(cq.raw(), events);
+      // Take (and acknowledge) every pending event: the channel is non-blocking, nullptr = none left.
+      for (;;) {
+        auto ev = channel->get_event(std::chrono::milliseconds(-1));
+        if (!ev) return std::unexpected(ev.error());
+        if (!*ev) break;
+      }
     }
-    if (fds[1].revents & POLLIN) {
-      uint64_t v;
-      [[maybe_unused]] auto r = read(wake_fd, &v, sizeof v);
-    }
+    if (fds[1].revents & POLLIN) wake.drain();
     return {};
   }
 
@@ -673,33 +668,23 @@ Result<std::unique_ptr<RdmaEngine>> RdmaEngine::create(const RdmaEngineConfig& c
   // One CQ holds every completion the QP can have outstanding.
   if (caps->max_cqe > 0 && send_depth + recv_depth > static_cast<uint32_t>(caps->max_cqe))
     recv_depth = static_cast<uint32_t>(caps->max_cqe) - send_depth;
-  auto cq = RdmaCq::create(*dev, static_cast<int>(send_depth + recv_depth), clock.clock.hardware(), channel);
+  auto cq = rdma::ExtendedCq::create(*dev, static_cast<int>(send_depth + recv_depth), clock.clock.hardware(),
+                                     channel);
   if (!cq && clock.clock.hardware()) {
     clock = StampChoice{StampClock::software(), "timestamped CQ refused: " + cq.error().message};
-    cq = RdmaCq::create(*dev, static_cast<int>(send_depth + recv_depth), false, channel);
+    cq = rdma::ExtendedCq::create(*dev, static_cast<int>(send_depth + recv_depth), false, channel);
   }
   if (!cq) return std::unexpected(cq.error());
 
-  ibv_qp_init_attr qa{};
-  qa.send_cq = cq->raw();
-  qa.recv_cq = cq->raw();
-  qa.cap.max_send_wr = send_depth;
-  qa.cap.max_recv_wr = recv_depth;
-  qa.cap.max_send_sge = 1;
-  qa.cap.max_recv_sge = 1;
-  qa.qp_type = IBV_QPT_UD;
-  qa.sq_sig_all = 1;
-  errno = 0;
-  ibv_qp* raw_qp = ibv_create_qp(pd->raw(), &qa);
-  if (!raw_qp)
-    return rdma::verb_error(
-        fmt::format("ibv_create_qp ud send_wr {} recv_wr {} on {}", send_depth, recv_depth, dev->name()),
-        errno ? errno : EINVAL);
-  auto keep = std::make_pair(pd->shared(), cq->shared());
-  auto qp = rdma::QueuePair::adopt(raw_qp, rdma::QpType::ud, 0, [keep](ibv_qp* q) {
-    if (int rc = ibv_destroy_qp(q)) log().warn("ibv_destroy_qp: errno {}", rc);
-  });
-  addr.qpn = qp.qpn();
+  rdma::QpOptions qo;
+  qo.type = rdma::QpType::ud;
+  qo.max_send_wr = send_depth;
+  qo.max_recv_wr = recv_depth;
+  qo.max_inline = 0;  // PINGs and PONGs are sent from registered memory
+  qo.signal_all = true;
+  auto qp = rdma::QueuePair::create(*pd, *cq, qo);
+  if (!qp) return std::unexpected(qp.error());
+  addr.qpn = qp->qpn();
 
   rdma::ConnectOptions opts;
   opts.port = config.port;
@@ -708,7 +693,7 @@ Result<std::unique_ptr<RdmaEngine>> RdmaEngine::create(const RdmaEngineConfig& c
   opts.sl = config.sl;
   opts.traffic_class = config.traffic_class;
   opts.hop_limit = config.hop_limit;
-  if (auto st = qp.connect(opts, 0, rdma::QpAddress{}); !st) return std::unexpected(st.error());
+  if (auto st = qp->connect(opts, 0, rdma::QpAddress{}); !st) return std::unexpected(st.error());
 
   // Receive buffers hold a whole MTU plus the GRH, so no datagram can overflow one (a too-long UD
   // message would complete in error instead of being counted as garbage).
@@ -718,8 +703,10 @@ Result<std::unique_ptr<RdmaEngine>> RdmaEngine::create(const RdmaEngineConfig& c
   auto mr = rdma::MemoryRegion::allocate(*pd, send_base + size_t{send_depth} * kMsgSlot, rdma::access::local);
   if (!mr) return std::unexpected(mr.error());
 
+  auto wake = net::EventFd::create();
+  if (!wake) return std::unexpected(wake.error());
   auto impl = std::make_unique<Impl>(config, std::move(*dev), std::move(*pd), std::move(channel),
-                                     std::move(*cq), std::move(qp), std::move(*mr));
+                                     std::move(*cq), std::move(*qp), std::move(*mr), std::move(*wake));
   impl->addr = addr;
   impl->clock = clock;
   impl->opts = opts;
@@ -737,8 +724,6 @@ Result<std::unique_ptr<RdmaEngine>> RdmaEngine::create(const RdmaEngineConfig& c
   while (impl->session == 0) impl->session = random_u64();
   Impl* p = impl.get();
   impl->in_flight.emplace(config.max_in_flight, [p](RdmaSlot& s, RdmaOutcome o) { p->resolve(s, o); });
-  impl->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (impl->wake_fd < 0) return fail_errno("eventfd");
   // Every receive buffer is posted before the QP can be reached by anyone.
   for (uint32_t i = 0; i < recv_depth; ++i) {
     impl->queue_repost(i);
@@ -759,8 +744,7 @@ void RdmaEngine::set_targets(std::vector<RdmaTarget> targets) {
     std::lock_guard lk(impl_->targets_mu);
     impl_->new_targets = std::move(targets);
   }
-  uint64_t one = 1;
-  [[maybe_unused]] auto r = write(impl_->wake_fd, &one, sizeof one);
+  impl_->wake.signal();
 }
 
 Status RdmaEngine::set_schedule(const RdmaSchedule& schedule) {
@@ -770,8 +754,7 @@ Status RdmaEngine::set_schedule(const RdmaSchedule& schedule) {
     std::lock_guard lk(impl_->targets_mu);
     impl_->new_schedule = schedule;
   }
-  uint64_t one = 1;
-  [[maybe_unused]] auto r = write(impl_->wake_fd, &one, sizeof one);
+  impl_->wake.signal();
   return {};
 }
 
@@ -793,8 +776,7 @@ Status RdmaEngine::run(std::function<void(WindowStats&&)> on_window) {
 
 void RdmaEngine::stop() {
   impl_->stopping.store(true);
-  uint64_t one = 1;
-  [[maybe_unused]] auto r = write(impl_->wake_fd, &one, sizeof one);
+  impl_->wake.signal();
 }
 
 RdmaCounters RdmaEngine::counters() const {

@@ -2,7 +2,8 @@
 // The RDMA probe engine: one UD queue pair on one device/port/GID, shared by the prober (PINGs to
 // every target) and the responder (PONG and follow-up to every PING it receives). One thread runs
 // it. Timing and accounting are described in docs/rdma-probes.md; the pure parts live in
-// rdma_wire.hpp, rdma_rtt.hpp, rdma_in_flight.hpp and rdma_windows.hpp.
+// wire.hpp, rtt.hpp, in_flight.hpp and windows.hpp beside this file; every verb goes through
+// src/rdma.
 //
 // Threading: run() on one thread; set_targets(), stop() and counters() from any other thread.
 #include <infiniband/verbs.h>
@@ -59,7 +60,7 @@ struct RdmaEngineConfig {
   bool hardware_timestamps = true;  // use NIC completion timestamps when the device has them
   bool busy_poll = false;           // spin on the CQ instead of sleeping on its channel
   // After posting, poll this long for the send completions before sleeping, so that a PONG's
-  // follow-up is not late by a wake-up (timing does not depend on it: see rdma_rtt.hpp).
+  // follow-up is not late by a wake-up (timing does not depend on it: see rtt.hpp).
   std::chrono::nanoseconds send_spin{std::chrono::microseconds(100)};
   bool respond = true;                                                // answer PINGs (the responder half)
   std::chrono::nanoseconds interval{std::chrono::milliseconds(100)};  // per target
