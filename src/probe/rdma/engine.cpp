@@ -21,6 +21,7 @@
 #include "base/random.hpp"
 #include "net/epoll.hpp"
 #include "probe/rdma/in_flight.hpp"
+#include "probe/rdma/recv_ring.hpp"
 #include "probe/rdma/rtt.hpp"
 #include "probe/rdma/windows.hpp"
 #include "probe/rdma/wire.hpp"
@@ -129,13 +130,16 @@ struct RdmaEngine::Impl {
   std::shared_ptr<rdma::CompletionChannel> channel;
   rdma::ExtendedCq cq;
   rdma::QueuePair qp;
-  rdma::MemoryRegion mr;
+  rdma::MemoryRegion mr;  // the send buffers
   rdma::ConnectOptions opts;
 
-  uint32_t recv_depth = 0, send_depth = 0, recv_slot = 0;
-  size_t send_base = 0;  // offset of the send buffers in mr
+  uint32_t send_depth = 0, recv_slot = 0;
 
-  // Receive side.
+  // Receive side: recv_ring buffers of recv_slot bytes, kRecvChunk to a registered chunk, all
+  // posted; the QP holds up to recv_capacity (see recv_ring.hpp for how the ring is sized).
+  std::vector<rdma::MemoryRegion> recv_chunks;
+  uint32_t recv_ring = 0, recv_capacity = 0;
+  size_t recv_taken = 0;  // receive completions in the current drain()
   std::vector<rdma::RecvWr> reposts;
   // Send ring: slots are used in post order and complete in that order (one QP, all signalled).
   std::vector<SendCtx> sends;
@@ -166,7 +170,7 @@ struct RdmaEngine::Impl {
   struct {
     std::atomic<uint64_t> sent{0}, received{0}, lost{0}, late{0}, duplicate{0}, evicted{0}, weird{0},
         garbage{0}, unknown_session{0}, unknown_probe{0}, send_errors{0}, recv_errors{0}, pings_received{0},
-        pongs_sent{0}, followups_sent{0}, responder_drops{0}, recv_posted{0};
+        pongs_sent{0}, followups_sent{0}, responder_drops{0}, recv_posted{0}, recv_ring{0};
   } c;
 
   Impl(RdmaEngineConfig config, rdma::Device d, rdma::ProtectionDomain p,
@@ -185,7 +189,44 @@ struct RdmaEngine::Impl {
 
   // --- receive buffers -------------------------------------------------------------------
   void queue_repost(uint32_t i) {
-    reposts.push_back(rdma::RecvWr::into(mr.local(size_t{i} * recv_slot, recv_slot), kRecvBit | i));
+    const auto& chunk = recv_chunks[i / kRecvChunk];
+    reposts.push_back(
+        rdma::RecvWr::into(chunk.local(size_t{i % kRecvChunk} * recv_slot, recv_slot), kRecvBit | i));
+  }
+  const uint8_t* recv_buf(uint32_t i) const {
+    return reinterpret_cast<const uint8_t*>(recv_chunks[i / kRecvChunk].data() +
+                                            size_t{i % kRecvChunk} * recv_slot);
+  }
+  size_t active_targets = 0;
+  uint32_t ring_for_peers() const {
+    return recv_ring_for_peers(active_targets,
+                               recv_per_target(cfg.interval.count(), cfg.timeout.count(), recv_capacity),
+                               peers.size(), recv_capacity);
+  }
+  // Registers and posts buffers until the ring holds `want` (at most recv_capacity). A chunk that
+  // cannot be registered stops the growth for good (logged once): the ring keeps what it has.
+  Status grow_recv(uint32_t want) {
+    want = std::min(want, recv_capacity);
+    if (want <= recv_ring) return {};
+    const uint32_t from = recv_ring;
+    while (recv_ring < want) {
+      if (recv_ring / kRecvChunk == recv_chunks.size()) {
+        auto m = rdma::MemoryRegion::allocate(pd, size_t{kRecvChunk} * recv_slot, rdma::access::local);
+        if (!m) {
+          log().warn("rdma probe: receive ring stays at {} buffers: {}", recv_ring, m.error().message);
+          recv_capacity = recv_ring;
+          break;
+        }
+        recv_chunks.push_back(std::move(*m));
+      }
+      queue_repost(recv_ring++);
+      if (reposts.size() >= 1024)
+        if (auto st = flush_reposts(); !st) return st;
+    }
+    if (auto st = flush_reposts(); !st) return st;
+    c.recv_ring.store(recv_ring, std::memory_order_relaxed);
+    if (from != 0) log().debug("rdma probe: receive ring {} -> {} buffers", from, recv_ring);
+    return {};
   }
   Status flush_reposts() {
     if (reposts.empty()) return {};
@@ -202,7 +243,7 @@ struct RdmaEngine::Impl {
     if (outstanding() >= send_depth) return false;
     const uint32_t i = static_cast<uint32_t>(head % send_depth);
     ++head;
-    const size_t off = send_base + size_t{i} * kMsgSlot;
+    const size_t off = size_t{i} * kMsgSlot;
     w::encode(m, std::span<uint8_t, w::kSize>(reinterpret_cast<uint8_t*>(mr.data() + off), w::kSize));
     sends[i] = SendCtx{kind, m.session, m.seq, ah, qpn, qkey, ping_rx, 0};
     batch.push_back(rdma::SendWr::send(mr.local(off, w::kSize), i).to(ah, qpn, qkey));
@@ -278,7 +319,8 @@ struct RdmaEngine::Impl {
   // --- completions -----------------------------------------------------------------------
   Status on_recv(const rdma::WorkCompletion& cpl) {
     const uint32_t i = static_cast<uint32_t>(cpl.wr_id & ~kRecvBit);
-    if (i >= recv_depth) return fail("rdma probe: receive completion with unknown wr_id {}", cpl.wr_id);
+    if (i >= recv_ring) return fail("rdma probe: receive completion with unknown wr_id {}", cpl.wr_id);
+    ++recv_taken;
     c.recv_posted.fetch_sub(1, std::memory_order_relaxed);
     if (cpl.status == IBV_WC_WR_FLUSH_ERR)
       return fail("rdma probe: receive flushed: the QP on {} went into the error state", dev.name());
@@ -287,7 +329,7 @@ struct RdmaEngine::Impl {
       inc(c.recv_errors);
       return {};
     }
-    const uint8_t* buf = reinterpret_cast<const uint8_t*>(mr.data() + size_t{i} * recv_slot);
+    const uint8_t* buf = recv_buf(i);
     w::Message m;
     if (cpl.byte_len < rdma::kGrhBytes || cpl.byte_len > recv_slot ||
         w::decode(std::span<const uint8_t>(buf + rdma::kGrhBytes, cpl.byte_len - rdma::kGrhBytes), m) !=
@@ -361,6 +403,8 @@ struct RdmaEngine::Impl {
   // Drains the CQ completely (batch after batch), then re-posts receive buffers and flushes sends.
   Result<size_t> drain() {
     size_t total = 0;
+    recv_taken = 0;
+    const uint32_t ring_before = recv_ring;
     for (;;) {
       auto n = cq.poll(std::span<rdma::WorkCompletion>(completions));
       if (!n) return std::unexpected(n.error());
@@ -375,6 +419,14 @@ struct RdmaEngine::Impl {
       if (auto st = flush_reposts(); !st) return std::unexpected(st.error());
       flush_sends();
       if (*n < completions.size()) break;
+    }
+    // A drain that took more than half the ring, or new peers (probers answered for the first
+    // time): grow before the next burst can find the ring empty.
+    if (total > 0) {
+      const uint32_t want =
+          std::max(recv_ring_after_drain(ring_before, recv_taken, recv_capacity), ring_for_peers());
+      if (want > recv_ring)
+        if (auto st = grow_recv(want); !st) return std::unexpected(st.error());
     }
     return total;
   }
@@ -432,7 +484,7 @@ struct RdmaEngine::Impl {
     }
   }
 
-  void apply_targets() {
+  Status apply_targets() {
     std::optional<std::vector<RdmaTarget>> list;
     std::optional<RdmaSchedule> schedule;
     {
@@ -441,7 +493,7 @@ struct RdmaEngine::Impl {
       schedule.swap(new_schedule);
     }
     if (schedule) apply_schedule(*schedule);
-    if (!list) return;
+    if (!list) return schedule ? grow_recv(ring_for_peers()) : Status{};
     std::vector<bool> keep(targets.size(), false);
     const int64_t now = mono_ns();
     for (auto& nt : *list) {
@@ -476,6 +528,10 @@ struct RdmaEngine::Impl {
         targets[i]->windows.close_all(emitter(targets[i].get()));
         targets[i]->retired = true;
       }
+    active_targets = 0;
+    for (const auto& t : targets) active_targets += t->retired ? 0 : 1;
+    // Room for the answers of every target before the first PING goes out.
+    return grow_recv(ring_for_peers());
   }
 
   // Posts every PING that is due; returns the next due time.
@@ -583,7 +639,7 @@ struct RdmaEngine::Impl {
   Status run() {
     const int64_t grace = cfg.followup_grace.count();
     while (!stopping.load(std::memory_order_relaxed)) {
-      apply_targets();
+      if (auto st = apply_targets(); !st) return st;
       auto n = drain();
       if (!n) return std::unexpected(n.error());
       const int64_t now = mono_ns();
@@ -699,8 +755,7 @@ Result<std::unique_ptr<RdmaEngine>> RdmaEngine::create(const RdmaEngineConfig& c
   // message would complete in error instead of being counted as garbage).
   const uint32_t mtu_bytes = 128u << static_cast<int>(port->active_mtu);
   const uint32_t recv_slot = (rdma::kGrhBytes + mtu_bytes + 63) / 64 * 64;
-  const size_t send_base = size_t{recv_depth} * recv_slot;
-  auto mr = rdma::MemoryRegion::allocate(*pd, send_base + size_t{send_depth} * kMsgSlot, rdma::access::local);
+  auto mr = rdma::MemoryRegion::allocate(*pd, size_t{send_depth} * kMsgSlot, rdma::access::local);
   if (!mr) return std::unexpected(mr.error());
 
   auto wake = net::EventFd::create();
@@ -710,10 +765,9 @@ Result<std::unique_ptr<RdmaEngine>> RdmaEngine::create(const RdmaEngineConfig& c
   impl->addr = addr;
   impl->clock = clock;
   impl->opts = opts;
-  impl->recv_depth = recv_depth;
+  impl->recv_capacity = recv_depth;
   impl->send_depth = send_depth;
   impl->recv_slot = recv_slot;
-  impl->send_base = send_base;
   impl->sends.resize(send_depth);
   impl->batch.reserve(send_depth);
   impl->backlog.resize(recv_depth);
@@ -724,14 +778,12 @@ Result<std::unique_ptr<RdmaEngine>> RdmaEngine::create(const RdmaEngineConfig& c
   while (impl->session == 0) impl->session = random_u64();
   Impl* p = impl.get();
   impl->in_flight.emplace(config.max_in_flight, [p](RdmaSlot& s, RdmaOutcome o) { p->resolve(s, o); });
-  // Every receive buffer is posted before the QP can be reached by anyone.
-  for (uint32_t i = 0; i < recv_depth; ++i) {
-    impl->queue_repost(i);
-    if (impl->reposts.size() == 1024 || i + 1 == recv_depth)
-      if (auto st = impl->flush_reposts(); !st) return std::unexpected(st.error());
-  }
-  log().debug("rdma probe engine on {}: recv {} x {} B, send {}, timestamps {}", addr.to_string(), recv_depth,
-              recv_slot, send_depth, clock.clock.hardware() ? "hardware" : "software (" + clock.why + ")");
+  // The first receive buffers are posted before the QP can be reached by anyone.
+  const uint32_t initial = std::max(recv_ring_for_peers(0, 0, 0, recv_depth), config.recv_initial);
+  if (auto st = impl->grow_recv(initial); !st) return std::unexpected(st.error());
+  log().debug("rdma probe engine on {}: recv {} (up to {}) x {} B, send {}, timestamps {}", addr.to_string(),
+              impl->recv_ring, recv_depth, recv_slot, send_depth,
+              clock.clock.hardware() ? "hardware" : "software (" + clock.why + ")");
   return std::unique_ptr<RdmaEngine>(new RdmaEngine(std::move(impl)));
 }
 
@@ -800,6 +852,7 @@ RdmaCounters RdmaEngine::counters() const {
   r.followups_sent = g(c.followups_sent);
   r.responder_drops = g(c.responder_drops);
   r.recv_posted = g(c.recv_posted);
+  r.recv_ring = g(c.recv_ring);
   return r;
 }
 

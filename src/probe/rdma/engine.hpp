@@ -69,9 +69,15 @@ struct RdmaEngineConfig {
   // How long an answered probe waits for the responder's follow-up before only its total RTT is
   // recorded.
   std::chrono::nanoseconds followup_grace{std::chrono::milliseconds(250)};
-  uint64_t count = 0;           // probes per target, then it stops sending; 0 = no limit
-  uint32_t recv_depth = 16384;  // receive buffers always posted (clamped to the device)
-  uint32_t send_depth = 2048;   // send queue depth (clamped to the device)
+  uint64_t count = 0;  // probes per target, then it stops sending; 0 = no limit
+  // Receive queue capacity (clamped to the device). Buffers are posted for the peers the engine
+  // has, not for all of it: see recv_ring.hpp.
+  uint32_t recv_depth = 16384;
+  // Receive buffers posted from the start whatever the peers (at least recv_ring.hpp's floor). The
+  // ring is sized for peers that probe at an interval; an engine that must absorb bursts (peers
+  // posting a whole send queue of PINGs at once) sets this to what one burst can bring.
+  uint32_t recv_initial = 0;
+  uint32_t send_depth = 2048;  // send queue depth (clamped to the device)
   size_t max_in_flight = 65536;
   size_t max_peers = 16384;  // responder: address handles kept for distinct probers
 };
@@ -103,7 +109,8 @@ struct RdmaCounters {
   uint64_t pongs_sent = 0;       // responder (send completed)
   uint64_t followups_sent = 0;   // responder
   uint64_t responder_drops = 0;  // PINGs not answered: reply backlog full or too many peers
-  uint64_t recv_posted = 0;      // receive buffers posted now (always recv_depth when healthy)
+  uint64_t recv_posted = 0;      // receive buffers posted now (always recv_ring when healthy)
+  uint64_t recv_ring = 0;        // receive buffers the engine has (sized to its peers, grows)
 };
 
 struct RdmaProbeResult {
