@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "probe/rdma_wire.hpp"
+#include "probe/rdma/wire.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   namespace w = weft::probe::rdma_wire;

@@ -15,7 +15,7 @@
 
 #include "agent/outbox.hpp"
 #include "base/result.hpp"
-#include "probe/rdma_engine.hpp"
+#include "probe/rdma/engine.hpp"
 #include "proto/report.hpp"
 #include "proto/window_stats.hpp"
 

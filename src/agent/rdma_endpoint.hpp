@@ -3,7 +3,7 @@
 // (proto/rdma_endpoint.hpp, plain data the controller keeps without libibverbs).
 #include <string>
 
-#include "probe/rdma_engine.hpp"
+#include "probe/rdma/engine.hpp"
 #include "proto/rdma_endpoint.hpp"
 
 namespace weft::agent {

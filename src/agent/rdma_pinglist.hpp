@@ -5,7 +5,7 @@
 #include <span>
 #include <vector>
 
-#include "probe/rdma_engine.hpp"
+#include "probe/rdma/engine.hpp"
 #include "proto/pinglist.hpp"
 
 namespace weft::agent {

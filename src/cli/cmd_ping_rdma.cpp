@@ -1,5 +1,5 @@
-// `weft ping rdma DEVICE:TARGET...` (the rdma mode of `weft ping`, hooked in from cmd_ping.cpp)
-// and `weft rdma responder`, its counterpart. See docs/rdma-probes.md.
+// `weft ping rdma DEVICE:TARGET...` (the rdma mode of `weft ping`, hooked in from cmd_ping.cpp);
+// its counterpart `weft rdma responder` is cmd_rdma_responder.cpp. See docs/rdma-probes.md.
 //
 // A target's QPN and qkey come from --qpn/--qkey, or else from the responder's discovery answer
 // over UDP (port 7779 by default) at the target host (or at the IPv4 address inside its GID).
@@ -23,10 +23,11 @@
 #include "cli/command_registry.hpp"
 #include "cli/ping_report.hpp"
 #include "cli/rdma_args.hpp"
+#include "cli/rdma_probe_options.hpp"
 #include "net/address.hpp"
-#include "probe/rdma_discovery.hpp"
-#include "probe/rdma_engine.hpp"
-#include "probe/rdma_target_spec.hpp"
+#include "probe/rdma/discovery.hpp"
+#include "probe/rdma/engine.hpp"
+#include "probe/rdma/target_spec.hpp"
 
 namespace weft::cli {
 
@@ -38,95 +39,18 @@ int run_ping_rdma(const CLI::App& ping);
 namespace {
 
 using namespace weft;
+using cli::add_rdma_options;
 using cli::bad_args;
+using cli::engine_config;
 using cli::latency_json;
 using cli::ms;
+using cli::RdmaOpts;
 using cli::summary_json;
 using cli::summary_text;
 using cli::us;
 
-// Options only the rdma mode has (on `weft ping`) and the responder's.
-struct RdmaOpts {
-  std::string device;  // ping: -d/--device (targets may still say DEVICE:TARGET)
-  std::optional<uint32_t> qpn;
-  std::optional<uint32_t> qkey;
-  int gid_index = -1;
-  unsigned ib_port = 1;
-  std::optional<unsigned> tclass;
-  std::optional<unsigned> dscp;
-  unsigned sl = 0;
-  uint16_t discovery_port = probe::rdma_discovery::kDefaultPort;
-  bool busy_poll = false;
-  bool software_timestamps = false;
-};
-
 RdmaOpts g_ping_opts;
 probe::RdmaEngine* g_engine = nullptr;
-
-// Traffic class from --tclass or --dscp (DSCP in the upper six bits, ECN bits 0).
-Result<uint8_t> traffic_class(const RdmaOpts& o) {
-  if (o.tclass && o.dscp) return fail("--tclass and --dscp are exclusive");
-  if (o.tclass) {
-    if (*o.tclass > 255) return fail("--tclass must be 0-255");
-    return static_cast<uint8_t>(*o.tclass);
-  }
-  if (o.dscp) {
-    if (*o.dscp > 63) return fail("--dscp must be 0-63");
-    return static_cast<uint8_t>(*o.dscp << 2);
-  }
-  return uint8_t{0};
-}
-
-Result<probe::RdmaEngineConfig> engine_config(const RdmaOpts& o, const std::string& device,
-                                              const std::string& bind) {
-  probe::RdmaEngineConfig c;
-  c.device = device;
-  if (o.ib_port < 1 || o.ib_port > 255) return fail("--ib-port must be 1-255");
-  c.port = static_cast<uint8_t>(o.ib_port);
-  c.gid_index = o.gid_index;
-  c.address = bind;
-  auto tc = traffic_class(o);
-  if (!tc) return std::unexpected(tc.error());
-  c.traffic_class = *tc;
-  if (o.sl > 15) return fail("--sl must be 0-15");
-  c.sl = static_cast<uint8_t>(o.sl);
-  c.busy_poll = o.busy_poll;
-  c.hardware_timestamps = !o.software_timestamps;
-  return c;
-}
-
-void add_rdma_options(CLI::App* app, RdmaOpts& o, bool ping) {
-  const char* g = "RDMA";
-  if (ping) {
-    app->add_option("--qpn", o.qpn, "rdma: the target's QP number (else asked by discovery)")->group(g);
-    app->add_option("--qkey", o.qkey, "rdma: the target's qkey (default 0x11111111, or discovered)")
-        ->group(g);
-    app->add_option("--discovery-port", o.discovery_port, "rdma: UDP port of the responder's discovery")
-        ->capture_default_str()
-        ->group(g);
-    weft::cli::add_device_option(app, o.device)
-        ->description("rdma: local RDMA device (default: the first; a target may also say DEVICE:TARGET)")
-        ->group(g);
-  } else {
-    app->add_option("--qkey", o.qkey, "qkey of the QP (default 0x11111111)")->group(g);
-  }
-  // -1 (the default) means "the RoCE v2 GID of the local address"; anything given must be a real index.
-  app->add_option("--gid-index", o.gid_index,
-                  ping ? "rdma: source GID index 0-255 (default: the RoCE v2 GID of --bind)"
-                       : "source GID index 0-255 (default: the RoCE v2 GID of --address)")
-      ->check(CLI::Range(0, 255))
-      ->group(g);
-  app->add_option("--ib-port", o.ib_port, "rdma: device port")->capture_default_str()->group(g);
-  app->add_option("--tclass", o.tclass, "rdma: GRH traffic class 0-255 (the seed used 106 for RoCE)")
-      ->group(g);
-  app->add_option("--dscp", o.dscp, "rdma: DSCP 0-63 (traffic class = DSCP << 2)")->group(g);
-  app->add_option("--sl", o.sl, "rdma: service level 0-15")->group(g);
-  app->add_flag("--busy-poll", o.busy_poll, "rdma: spin on the completion queue (lowest latency, one core)")
-      ->group(g);
-  app->add_flag("--software-timestamps", o.software_timestamps,
-                "rdma: never use NIC completion timestamps, even when the device has them")
-      ->group(g);
-}
 
 // Options of `weft ping` shared by every mode, read from the parsed subcommand.
 template <typename T>
@@ -381,99 +305,3 @@ int run_ping_rdma(const CLI::App& ping) {
 }
 
 }  // namespace weft::cli
-
-namespace {
-
-struct ResponderArgs {
-  RdmaOpts rdma;
-  std::string device;
-  std::string address;
-  std::string discovery = "0.0.0.0:7779";
-  double duration_s = 0;
-  bool json = false;
-};
-
-int run_responder(const ResponderArgs& a) {
-  auto cfg = engine_config(a.rdma, a.device, a.address);
-  if (!cfg) {
-    fmt::print(stderr, "weft rdma responder: {}\n", cfg.error().message);
-    return 2;
-  }
-  cfg->qkey = a.rdma.qkey.value_or(probe::kDefaultRdmaQkey);
-  auto engine = probe::RdmaEngine::create(*cfg);
-  if (!engine) {
-    fmt::print(stderr, "weft rdma responder: {}\n", engine.error().message);
-    return 1;
-  }
-  std::unique_ptr<probe::rdma_discovery::Server> disc;
-  if (a.discovery != "none") {
-    auto hp = net::split_host_port(a.discovery, probe::rdma_discovery::kDefaultPort);
-    if (!hp) {
-      fmt::print(stderr, "weft rdma responder: --discovery: {}\n", hp.error().message);
-      return 2;
-    }
-    auto s = probe::rdma_discovery::Server::start(hp->first, hp->second, (*engine)->address());
-    if (!s) {
-      fmt::print(stderr, "weft rdma responder: discovery: {}\n", s.error().message);
-      return 1;
-    }
-    disc = std::move(*s);
-  }
-  fmt::print("RDMA responder on {}; timestamps {}{}; discovery {}\n", (*engine)->address().to_string(),
-             probe::to_string((*engine)->timestamp_source()),
-             (*engine)->timestamp_note().empty() ? "" : " (" + (*engine)->timestamp_note() + ")",
-             disc ? fmt::format("udp port {}", disc->port()) : "off");
-  std::fflush(stdout);
-  g_engine = engine->get();
-  on_stop_signal([] {
-    if (g_engine) g_engine->stop();
-  });
-  std::thread timer;
-  std::atomic<bool> done{false};
-  if (a.duration_s > 0)
-    timer = std::thread([&] {
-      const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(a.duration_s);
-      while (!done && std::chrono::steady_clock::now() < end)
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      (*engine)->stop();
-    });
-  auto st = (*engine)->run([](probe::WindowStats&&) {});
-  done = true;
-  if (timer.joinable()) timer.join();
-  g_engine = nullptr;
-  const auto c = (*engine)->counters();
-  if (a.json) {
-    nlohmann::json j = {{"pings_received", c.pings_received},
-                        {"pongs_sent", c.pongs_sent},
-                        {"followups_sent", c.followups_sent},
-                        {"responder_drops", c.responder_drops},
-                        {"garbage", c.garbage},
-                        {"recv_errors", c.recv_errors},
-                        {"send_errors", c.send_errors}};
-    fmt::print("{}\n", j.dump());
-  } else {
-    fmt::print("{} pings answered ({} follow-ups), {} dropped, {} garbage datagrams\n", c.pongs_sent,
-               c.followups_sent, c.responder_drops, c.garbage);
-  }
-  if (!st) {
-    fmt::print(stderr, "weft rdma responder: {}\n", st.error().message);
-    return 1;
-  }
-  return 0;
-}
-
-weft::cli::Registrar reg{[](weft::cli::Root& root) {
-  auto a = std::make_shared<ResponderArgs>();
-  auto* sub =
-      root.rdma->add_subcommand("responder", "Answer RDMA probes (UD) on one device; prints its address");
-  weft::cli::add_device_option(sub, a->device);
-  sub->add_option("--address", a->address, "IPv4 address whose RoCE v2 GID to use");
-  sub->add_option("--discovery", a->discovery, "UDP IP:PORT that tells probers the QPN/qkey/GID, or 'none'")
-      ->capture_default_str();
-  sub->add_option("--duration", a->duration_s, "Stop after this many seconds (default: until Ctrl-C)");
-  sub->add_flag("--json", a->json, "Print the final counters as JSON");
-  add_rdma_options(sub, a->rdma, false);
-  sub->callback([a] { weft::cli::set_exit_code(run_responder(*a)); });
-}};
-
-}  // namespace

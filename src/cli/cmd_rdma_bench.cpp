@@ -28,6 +28,7 @@
 #include "cli/rdma_args.hpp"
 #include "cli/rdma_bench_params.hpp"
 #include "cli/rdma_bench_stats.hpp"
+#include "cli/rdma_side_channel.hpp"
 #include "net/socket.hpp"
 #include "rdma/address_handle.hpp"
 #include "rdma/completion_waiter.hpp"
@@ -420,14 +421,6 @@ struct Bench {
   }
 };
 
-// The local IPv4 address of the side channel: its RoCE v2 GID is the one we use.
-Result<in_addr> local_ipv4(int fd) {
-  auto a = net::local_address(fd);
-  if (!a) return std::unexpected(a.error());
-  if (a->family() != AF_INET) return fail("bench: the side channel is not IPv4 ({})", a->to_string());
-  return reinterpret_cast<const sockaddr_in*>(a->sa())->sin_addr;
-}
-
 // perftest's defaults for what the user left at 0.
 BenchParams params_of(const Options& o) {
   BenchParams p;
@@ -492,19 +485,9 @@ Status run(const Options& o, bool& usage) {
       return s;
     }
   // Side channel, then the parameters: a mismatch is said before any QP is made.
-  std::optional<SideChannel> chan;
-  if (o.server) {
-    auto l = SideChannel::listen(o.bind, o.port);
-    if (!l) return std::unexpected(l.error());
-    log().info("rdma bench server: waiting on {}:{}", o.bind, o.port);
-    auto c = l->accept(milliseconds(std::max(o.timeout_ms, 60'000)));
-    if (!c) return std::unexpected(c.error());
-    chan.emplace(std::move(*c));
-  } else {
-    auto c = SideChannel::connect(o.client, o.port, timeout);
-    if (!c) return std::unexpected(c.error());
-    chan.emplace(std::move(*c));
-  }
+  auto opened = weft::cli::open_side_channel({o.server, o.bind, o.client, o.port, timeout}, "bench");
+  if (!opened) return std::unexpected(opened.error());
+  std::optional<SideChannel> chan(std::move(*opened));
   {
     auto enc = encode(mine);
     if (auto s = chan->send_all(std::as_bytes(std::span(enc)), timeout); !s) return s;
@@ -517,7 +500,7 @@ Status run(const Options& o, bool& usage) {
       return fail("the {} runs another test: {}", o.server ? "client" : "server", d);
     }
   }
-  auto addr = local_ipv4(chan->fd());
+  auto addr = weft::cli::side_channel_ipv4(*chan, "bench");
   if (!addr) return std::unexpected(addr.error());
 
   ibv_device_attr da{};

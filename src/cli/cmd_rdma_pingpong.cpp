@@ -16,6 +16,7 @@
 #include "base/log.hpp"
 #include "cli/command_registry.hpp"
 #include "cli/rdma_args.hpp"
+#include "cli/rdma_side_channel.hpp"
 #include "net/socket.hpp"
 #include "rdma/address_handle.hpp"
 #include "rdma/completion_waiter.hpp"
@@ -44,14 +45,6 @@ struct Options {
   int timeout_ms = 5000;
 };
 
-// The local IPv4 address of a connected socket: the address whose RoCE v2 GID we use.
-Result<in_addr> local_addr(int fd) {
-  auto a = net::local_address(fd);
-  if (!a) return std::unexpected(a.error());
-  if (a->family() != AF_INET) return fail("pingpong: the side channel is not IPv4 ({})", a->to_string());
-  return reinterpret_cast<const sockaddr_in*>(a->sa())->sin_addr;
-}
-
 // Tags for the waiter's poller: the side channel's socket, so a peer that dies ends the wait.
 constexpr uint64_t kSideChannelTag = 1;
 
@@ -79,20 +72,10 @@ Status run(const Options& o, bool& usage) {
   }
 
   // Side channel first: its local address picks the GID, and a missing peer fails before verbs.
-  std::optional<SideChannel> chan;
-  if (o.server) {
-    auto l = SideChannel::listen(o.bind, o.port);
-    if (!l) return std::unexpected(l.error());
-    log().info("pingpong server: waiting on {}:{}", o.bind, o.port);
-    auto c = l->accept(milliseconds(std::max(o.timeout_ms, 60'000)));
-    if (!c) return std::unexpected(c.error());
-    chan.emplace(std::move(*c));
-  } else {
-    auto c = SideChannel::connect(o.client, o.port, timeout);
-    if (!c) return std::unexpected(c.error());
-    chan.emplace(std::move(*c));
-  }
-  auto addr = local_addr(chan->fd());
+  auto opened = weft::cli::open_side_channel({o.server, o.bind, o.client, o.port, timeout}, "pingpong");
+  if (!opened) return std::unexpected(opened.error());
+  std::optional<SideChannel> chan(std::move(*opened));
+  auto addr = weft::cli::side_channel_ipv4(*chan, "pingpong");
   if (!addr) return std::unexpected(addr.error());
 
   auto gid = dev->roce_v2_gid(*addr);

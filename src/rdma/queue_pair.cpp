@@ -53,9 +53,19 @@ std::string_view qp_state_name(ibv_qp_state s) {
 Result<QueuePair> QueuePair::create(const ProtectionDomain& pd, const CompletionQueue& send_cq,
                                     const CompletionQueue& recv_cq, const QpOptions& o,
                                     const SharedReceiveQueue* srq) {
+  return create(pd, send_cq.shared(), recv_cq.shared(), o, srq);
+}
+
+Result<QueuePair> QueuePair::create(const ProtectionDomain& pd, const ExtendedCq& cq, const QpOptions& o) {
+  return create(pd, cq.shared(), cq.shared(), o, nullptr);
+}
+
+Result<QueuePair> QueuePair::create(const ProtectionDomain& pd, std::shared_ptr<ibv_cq> send_cq,
+                                    std::shared_ptr<ibv_cq> recv_cq, const QpOptions& o,
+                                    const SharedReceiveQueue* srq) {
   ibv_qp_init_attr a{};
-  a.send_cq = send_cq.raw();
-  a.recv_cq = recv_cq.raw();
+  a.send_cq = send_cq.get();
+  a.recv_cq = recv_cq.get();
   a.srq = srq ? srq->raw() : nullptr;
   a.cap.max_send_wr = o.max_send_wr;
   a.cap.max_recv_wr = srq ? 0 : o.max_recv_wr;
@@ -71,7 +81,7 @@ Result<QueuePair> QueuePair::create(const ProtectionDomain& pd, const Completion
                                   o.max_send_wr, o.max_recv_wr, o.max_inline),
                       errno ? errno : EINVAL);
   // The QP holds everything it points at, so it is destroyed before any of them.
-  auto keep = std::make_tuple(pd.shared(), send_cq.shared(), recv_cq.shared(),
+  auto keep = std::make_tuple(pd.shared(), std::move(send_cq), std::move(recv_cq),
                               srq ? srq->shared() : std::shared_ptr<ibv_srq>());
   std::shared_ptr<ibv_qp> p(qp, [keep](ibv_qp* q) {
     if (int rc = ibv_destroy_qp(q)) log().warn("ibv_destroy_qp: errno {}", rc);
@@ -171,12 +181,16 @@ Result<ibv_qp_state> QueuePair::state() const {
   return a.qp_state;
 }
 
-Status QueuePair::post_send(std::span<SendWr> wrs) {
+Status QueuePair::post_send(std::span<SendWr> wrs) { return post_send(wrs, nullptr); }
+
+Status QueuePair::post_send(std::span<SendWr> wrs, size_t* posted) {
+  if (posted) *posted = wrs.size();
   if (wrs.empty()) return {};
   chain(wrs);
   ibv_send_wr* bad = nullptr;
   if (int rc = ibv_post_send(qp_.get(), &wrs[0].wr, &bad)) {
     auto idx = std::find_if(wrs.begin(), wrs.end(), [&](auto& w) { return &w.wr == bad; }) - wrs.begin();
+    if (posted) *posted = static_cast<size_t>(idx);
     return verb_error(fmt::format("ibv_post_send qp 0x{:x} (WR {} of {}, wr_id {})", qpn(), idx, wrs.size(),
                                   bad ? bad->wr_id : 0),
                       rc);

@@ -12,6 +12,7 @@
 #include "base/result.hpp"
 #include "rdma/completion_queue.hpp"
 #include "rdma/connect_options.hpp"
+#include "rdma/extended_cq.hpp"
 #include "rdma/protection_domain.hpp"
 #include "rdma/shared_receive_queue.hpp"
 #include "rdma/work_request.hpp"
@@ -39,6 +40,8 @@ class QueuePair {
   static Result<QueuePair> create(const ProtectionDomain& pd, const CompletionQueue& send_cq,
                                   const CompletionQueue& recv_cq, const QpOptions& opts,
                                   const SharedReceiveQueue* srq = nullptr);
+  // Sends and receives both complete on one extended CQ (the probe engine's UD endpoint).
+  static Result<QueuePair> create(const ProtectionDomain& pd, const ExtendedCq& cq, const QpOptions& opts);
   // Wraps a QP someone else created (rdma_create_qp); destroy is called when the last share goes.
   static QueuePair adopt(ibv_qp* qp, QpType type, uint32_t max_inline, std::function<void(ibv_qp*)> destroy);
 
@@ -59,12 +62,18 @@ class QueuePair {
 
   Status post_send(std::span<SendWr> wrs);
   Status post_send(SendWr& wr) { return post_send(std::span<SendWr>(&wr, 1)); }
+  // The same, and on failure *posted says how many WRs from the front went out: the provider takes
+  // none after the one it refused, so the caller can take the rest back.
+  Status post_send(std::span<SendWr> wrs, size_t* posted);
   Status post_recv(std::span<RecvWr> wrs);
   Status post_recv(RecvWr& wr) { return post_recv(std::span<RecvWr>(&wr, 1)); }
 
  private:
   QueuePair(std::shared_ptr<ibv_qp> qp, QpType type, uint32_t max_inline)
       : qp_(std::move(qp)), type_(type), max_inline_(max_inline) {}
+  static Result<QueuePair> create(const ProtectionDomain& pd, std::shared_ptr<ibv_cq> send_cq,
+                                  std::shared_ptr<ibv_cq> recv_cq, const QpOptions& opts,
+                                  const SharedReceiveQueue* srq);
   Status modify(ibv_qp_attr& attr, int mask, std::string_view to);
 
   std::shared_ptr<ibv_qp> qp_;

@@ -1,3 +1,5 @@
+#include "probe/rdma/discovery.hpp"
+
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
@@ -5,7 +7,6 @@
 #include <thread>
 
 #include "net/socket.hpp"
-#include "probe/rdma_discovery.hpp"
 
 using namespace weft;
 using namespace weft::probe;

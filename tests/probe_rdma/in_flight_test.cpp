@@ -1,8 +1,8 @@
+#include "probe/rdma/in_flight.hpp"
+
 #include <gtest/gtest.h>
 
 #include <vector>
-
-#include "probe/rdma_in_flight.hpp"
 
 using namespace weft::probe;
 

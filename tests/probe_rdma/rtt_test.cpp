@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
+#include "probe/rdma/rtt.hpp"
 
-#include "probe/rdma_rtt.hpp"
+#include <gtest/gtest.h>
 
 using namespace weft::probe;
 using weft::rdma::NicClock;

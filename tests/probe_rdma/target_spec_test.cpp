@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
+#include "probe/rdma/target_spec.hpp"
 
-#include "probe/rdma_target_spec.hpp"
+#include <gtest/gtest.h>
 
 using namespace weft::probe;
 

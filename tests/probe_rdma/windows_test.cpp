@@ -1,8 +1,8 @@
+#include "probe/rdma/windows.hpp"
+
 #include <gtest/gtest.h>
 
 #include <vector>
-
-#include "probe/rdma_windows.hpp"
 
 using namespace weft::probe;
 

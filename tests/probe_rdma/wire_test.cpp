@@ -1,9 +1,9 @@
+#include "probe/rdma/wire.hpp"
+
 #include <gtest/gtest.h>
 
 #include <array>
 #include <random>
-
-#include "probe/rdma_wire.hpp"
 
 namespace w = weft::probe::rdma_wire;
 

@@ -18,8 +18,6 @@ import source_check  # noqa: E402  (tests/pylib: what the source checkers share)
 SUB = re.compile(r"root\.(app|bench|rdma)\s*(?:\.|->)\s*add_subcommand\(\s*\"([^\"]+)\"", re.S)
 # Known mismatches, each with where it should go. Empty them as the files are fixed.
 KNOWN = {
-    # `weft rdma responder` is registered next to `weft ping rdma`, with which it shares its options.
-    ("cmd_ping_rdma.cpp", "rdma responder"): "cmd_rdma_responder.cpp",
 }
 
 

@@ -1,5 +1,7 @@
 // RDMA probe engine on a real verbs device (rxe in the Soft-RoCE guest; see ../guest_suite.sh).
 // Device and address come from WRP_DEVICE / WRP_IP (default rxe0, 10.9.0.1).
+#include "probe/rdma/engine.hpp"
+
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 
@@ -12,8 +14,8 @@
 #include <thread>
 #include <vector>
 
-#include "probe/rdma_engine.hpp"
-#include "probe/rdma_wire.hpp"
+#include "probe/rdma/recv_ring.hpp"
+#include "probe/rdma/wire.hpp"
 #include "rdma/address_handle.hpp"
 #include "rdma/completion_queue.hpp"
 #include "rdma/device.hpp"
@@ -131,7 +133,8 @@ TEST(RdmaEngineGuest, TwoEnginesProbeEachOtherWithZeroLoss) {
     EXPECT_EQ(cnt.garbage, 0u);
     EXPECT_EQ(cnt.pings_received, 200u);
     EXPECT_EQ(cnt.followups_sent, 200u);
-    EXPECT_EQ(cnt.recv_posted, 4096u);  // every buffer is back on the queue
+    EXPECT_EQ(cnt.recv_posted, cnt.recv_ring);  // every buffer is back on the queue
+    EXPECT_EQ(cnt.recv_ring, kRecvFloor);       // one peer: the floor, not the capacity
     ASSERT_EQ(r->windows.size(), 1u);
     const WindowStats& w = r->windows[0];
     EXPECT_EQ(w.protocol, Protocol::rdma);
@@ -159,7 +162,11 @@ TEST(RdmaEngineGuest, TwoEnginesProbeEachOtherWithZeroLoss) {
 
 TEST(RdmaEngineGuest, BurstOfTenThousandPingsFromManyPeersLosesNone) {
   auto rc = base_config();
-  rc.recv_depth = 16384;  // the default: room for the whole burst even if the responder sleeps
+  rc.recv_depth = 16384;
+  // Five peers may each post 1,024 PINGs (half their send queue) at once: more than any ring sized
+  // per peer, so this responder posts its whole capacity from the start (with the floor of 512 it
+  // lost half the burst at the device while it slept).
+  rc.recv_initial = 16384;
   auto responder = make(rc);
   ASSERT_TRUE(responder);
   constexpr int kPeers = 5;
@@ -193,9 +200,44 @@ TEST(RdmaEngineGuest, BurstOfTenThousandPingsFromManyPeersLosesNone) {
     EXPECT_EQ(c.received, kEach);
     EXPECT_EQ(c.lost, 0u);
   }
+  EXPECT_EQ(rcnt.recv_posted, rcnt.recv_ring);
   std::printf(
-      "[burst] %lu pings from %d peers answered in %.2f s (%.0f pings/s with PONG and follow-up each)\n",
-      (unsigned long)rcnt.pings_received, kPeers, secs, static_cast<double>(rcnt.pings_received) / secs);
+      "[burst] %lu pings from %d peers answered in %.2f s (%.0f pings/s with PONG and follow-up each), "
+      "responder receive ring %lu buffers\n",
+      (unsigned long)rcnt.pings_received, kPeers, secs, static_cast<double>(rcnt.pings_received) / secs,
+      (unsigned long)rcnt.recv_ring);
+}
+
+// The receive ring follows the targets: 100 targets (all one responder under 100 names) need
+// more than the floor, and every probe to each is answered.
+TEST(RdmaEngineGuest, ReceiveRingGrowsWithTargets) {
+  auto rc = base_config();
+  auto responder = make(rc);
+  auto c = base_config();
+  c.respond = false;
+  c.count = 3;
+  c.interval = 50ms;
+  c.timeout = 1s;
+  c.recv_depth = 16384;
+  auto prober = make(c);
+  ASSERT_TRUE(responder && prober);
+  EXPECT_EQ(prober->engine->counters().recv_ring, kRecvFloor);
+  std::vector<RdmaTarget> list;
+  for (int i = 0; i < 100; ++i) list.push_back(target_of(*responder->engine, "t" + std::to_string(i)));
+  prober->engine->set_targets(list);
+  responder->start();
+  prober->start();
+  EXPECT_TRUE(prober->wait_resolved(300, 60s));
+  prober->stop();
+  responder->stop();
+  auto pc = prober->engine->counters();
+  EXPECT_EQ(pc.received, 300u);
+  EXPECT_EQ(pc.lost, 0u);
+  // 100 targets x 2 answers x 21 probes within the timeout: 4,200 -> 4,352 buffers.
+  EXPECT_EQ(pc.recv_ring,
+            recv_ring_for_peers(100, recv_per_target(50'000'000, 1'000'000'000, 16384), 0, 16384));
+  EXPECT_GT(pc.recv_ring, kRecvFloor);
+  EXPECT_EQ(pc.recv_posted, pc.recv_ring);
 }
 
 TEST(RdmaEngineGuest, StoppedResponderIsFullLossWhileOthersAreStillProbed) {
@@ -305,7 +347,7 @@ TEST(RdmaEngineGuest, GarbageDatagramsAreCountedAndDroppedWhileProbingGoesOn) {
   EXPECT_EQ(rcnt.garbage, static_cast<uint64_t>(sent));
   EXPECT_EQ(rcnt.recv_errors, 0u);
   EXPECT_EQ(rcnt.pings_received, 100u);
-  EXPECT_EQ(rcnt.recv_posted, 4096u);
+  EXPECT_EQ(rcnt.recv_posted, rcnt.recv_ring);
   auto pc = prober->engine->counters();
   EXPECT_EQ(pc.received, 100u);
   EXPECT_EQ(pc.lost, 0u);

@@ -21,7 +21,7 @@
 
 #include "base/result.hpp"
 #include "net/fd.hpp"
-#include "probe/rdma_engine.hpp"
+#include "probe/rdma/engine.hpp"
 
 namespace weft::probe::rdma_discovery {
 

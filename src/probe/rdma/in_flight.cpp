@@ -1,4 +1,4 @@
-#include "probe/rdma_in_flight.hpp"
+#include "probe/rdma/in_flight.hpp"
 
 #include <algorithm>
 

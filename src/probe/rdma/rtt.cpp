@@ -1,4 +1,4 @@
-#include "probe/rdma_rtt.hpp"
+#include "probe/rdma/rtt.hpp"
 
 namespace weft::probe {
 

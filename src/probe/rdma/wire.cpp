@@ -1,4 +1,4 @@
-#include "probe/rdma_wire.hpp"
+#include "probe/rdma/wire.hpp"
 
 #include <algorithm>
 

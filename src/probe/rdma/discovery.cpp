@@ -1,4 +1,4 @@
-#include "probe/rdma_discovery.hpp"
+#include "probe/rdma/discovery.hpp"
 
 #include <poll.h>
 #include <sys/socket.h>

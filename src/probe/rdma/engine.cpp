@@ -4,12 +4,10 @@
 // resolve probes and fold them into windows, then sleep on the CQ's channel until the next due
 // time. Nothing on the per-packet path allocates: buffers, rings and tables are made up front;
 // only the first PING from a new peer creates its address handle.
-#include "probe/rdma_engine.hpp"
+#include "probe/rdma/engine.hpp"
 
 #include <arpa/inet.h>
 #include <poll.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -21,15 +19,17 @@
 #include "base/clock.hpp"
 #include "base/log.hpp"
 #include "base/random.hpp"
-#include "probe/rdma_cq.hpp"
-#include "probe/rdma_in_flight.hpp"
-#include "probe/rdma_rtt.hpp"
-#include "probe/rdma_windows.hpp"
-#include "probe/rdma_wire.hpp"
+#include "net/epoll.hpp"
+#include "probe/rdma/in_flight.hpp"
+#include "probe/rdma/recv_ring.hpp"
+#include "probe/rdma/rtt.hpp"
+#include "probe/rdma/windows.hpp"
+#include "probe/rdma/wire.hpp"
 #include "rdma/address_handle.hpp"
 #include "rdma/completion_channel.hpp"
 #include "rdma/device.hpp"
 #include "rdma/error.hpp"
+#include "rdma/extended_cq.hpp"
 #include "rdma/memory_region.hpp"
 #include "rdma/protection_domain.hpp"
 #include "rdma/queue_pair.hpp"
@@ -107,6 +107,8 @@ bool same_target(const RdmaTarget& a, const RdmaTarget& b) {
          a.lid == b.lid && a.qpn == b.qpn && a.qkey == b.qkey;
 }
 
+CompletionStamp stamp_of(const rdma::WorkCompletion& c) { return {c.nic_ticks, c.poll_mono_ns}; }
+
 void inc(std::atomic<uint64_t>& c, uint64_t n = 1) {
   c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
 }
@@ -126,15 +128,18 @@ struct RdmaEngine::Impl {
   rdma::Device dev;
   rdma::ProtectionDomain pd;
   std::shared_ptr<rdma::CompletionChannel> channel;
-  RdmaCq cq;
+  rdma::ExtendedCq cq;
   rdma::QueuePair qp;
-  rdma::MemoryRegion mr;
+  rdma::MemoryRegion mr;  // the send buffers
   rdma::ConnectOptions opts;
 
-  uint32_t recv_depth = 0, send_depth = 0, recv_slot = 0;
-  size_t send_base = 0;  // offset of the send buffers in mr
+  uint32_t send_depth = 0, recv_slot = 0;
 
-  // Receive side.
+  // Receive side: recv_ring buffers of recv_slot bytes, kRecvChunk to a registered chunk, all
+  // posted; the QP holds up to recv_capacity (see recv_ring.hpp for how the ring is sized).
+  std::vector<rdma::MemoryRegion> recv_chunks;
+  uint32_t recv_ring = 0, recv_capacity = 0;
+  size_t recv_taken = 0;  // receive completions in the current drain()
   std::vector<rdma::RecvWr> reposts;
   // Send ring: slots are used in post order and complete in that order (one QP, all signalled).
   std::vector<SendCtx> sends;
@@ -153,39 +158,75 @@ struct RdmaEngine::Impl {
 
   uint64_t session = 0, next_seq = 0;
   std::optional<RdmaInFlight> in_flight;
-  std::vector<RdmaCompletion> completions;
+  std::vector<rdma::WorkCompletion> completions;
   std::function<void(const RdmaProbeResult&)> on_probe;
   std::function<void(const RdmaTarget&, const std::string&)> on_skipped;
   std::function<void(WindowStats&&)> on_window;
 
   std::atomic<bool> stopping{false};
-  int wake_fd = -1;
+  net::EventFd wake;  // set_targets(), set_schedule() and stop() wake a sleeping run()
   Rng rng;
 
   struct {
     std::atomic<uint64_t> sent{0}, received{0}, lost{0}, late{0}, duplicate{0}, evicted{0}, weird{0},
         garbage{0}, unknown_session{0}, unknown_probe{0}, send_errors{0}, recv_errors{0}, pings_received{0},
-        pongs_sent{0}, followups_sent{0}, responder_drops{0}, recv_posted{0};
+        pongs_sent{0}, followups_sent{0}, responder_drops{0}, recv_posted{0}, recv_ring{0};
   } c;
 
   Impl(RdmaEngineConfig config, rdma::Device d, rdma::ProtectionDomain p,
-       std::shared_ptr<rdma::CompletionChannel> ch, RdmaCq q, rdma::QueuePair qpair, rdma::MemoryRegion m)
+       std::shared_ptr<rdma::CompletionChannel> ch, rdma::ExtendedCq q, rdma::QueuePair qpair,
+       rdma::MemoryRegion m, net::EventFd wake)
       : cfg(std::move(config)),
         dev(std::move(d)),
         pd(std::move(p)),
         channel(std::move(ch)),
         cq(std::move(q)),
         qp(std::move(qpair)),
-        mr(std::move(m)) {}
-  ~Impl() {
-    if (wake_fd >= 0) close(wake_fd);
-  }
+        mr(std::move(m)),
+        wake(std::move(wake)) {}
 
   size_t outstanding() const { return head - tail; }
 
   // --- receive buffers -------------------------------------------------------------------
   void queue_repost(uint32_t i) {
-    reposts.push_back(rdma::RecvWr::into(mr.local(size_t{i} * recv_slot, recv_slot), kRecvBit | i));
+    const auto& chunk = recv_chunks[i / kRecvChunk];
+    reposts.push_back(
+        rdma::RecvWr::into(chunk.local(size_t{i % kRecvChunk} * recv_slot, recv_slot), kRecvBit | i));
+  }
+  const uint8_t* recv_buf(uint32_t i) const {
+    return reinterpret_cast<const uint8_t*>(recv_chunks[i / kRecvChunk].data() +
+                                            size_t{i % kRecvChunk} * recv_slot);
+  }
+  size_t active_targets = 0;
+  uint32_t ring_for_peers() const {
+    return recv_ring_for_peers(active_targets,
+                               recv_per_target(cfg.interval.count(), cfg.timeout.count(), recv_capacity),
+                               peers.size(), recv_capacity);
+  }
+  // Registers and posts buffers until the ring holds `want` (at most recv_capacity). A chunk that
+  // cannot be registered stops the growth for good (logged once): the ring keeps what it has.
+  Status grow_recv(uint32_t want) {
+    want = std::min(want, recv_capacity);
+    if (want <= recv_ring) return {};
+    const uint32_t from = recv_ring;
+    while (recv_ring < want) {
+      if (recv_ring / kRecvChunk == recv_chunks.size()) {
+        auto m = rdma::MemoryRegion::allocate(pd, size_t{kRecvChunk} * recv_slot, rdma::access::local);
+        if (!m) {
+          log().warn("rdma probe: receive ring stays at {} buffers: {}", recv_ring, m.error().message);
+          recv_capacity = recv_ring;
+          break;
+        }
+        recv_chunks.push_back(std::move(*m));
+      }
+      queue_repost(recv_ring++);
+      if (reposts.size() >= 1024)
+        if (auto st = flush_reposts(); !st) return st;
+    }
+    if (auto st = flush_reposts(); !st) return st;
+    c.recv_ring.store(recv_ring, std::memory_order_relaxed);
+    if (from != 0) log().debug("rdma probe: receive ring {} -> {} buffers", from, recv_ring);
+    return {};
   }
   Status flush_reposts() {
     if (reposts.empty()) return {};
@@ -202,7 +243,7 @@ struct RdmaEngine::Impl {
     if (outstanding() >= send_depth) return false;
     const uint32_t i = static_cast<uint32_t>(head % send_depth);
     ++head;
-    const size_t off = send_base + size_t{i} * kMsgSlot;
+    const size_t off = size_t{i} * kMsgSlot;
     w::encode(m, std::span<uint8_t, w::kSize>(reinterpret_cast<uint8_t*>(mr.data() + off), w::kSize));
     sends[i] = SendCtx{kind, m.session, m.seq, ah, qpn, qkey, ping_rx, 0};
     batch.push_back(rdma::SendWr::send(mr.local(off, w::kSize), i).to(ah, qpn, qkey));
@@ -215,14 +256,11 @@ struct RdmaEngine::Impl {
     // A PONG's software send time is its post: stamp it here, not when it was queued.
     const int64_t now = mono_ns();
     for (auto& w : batch) sends[w.wr.wr_id].post_mono = now;
-    ibv_send_wr* bad = nullptr;
-    int rc = ibv_post_send(qp.raw(), &batch[0].wr, &bad);
-    if (rc != 0) {
-      // WRs from `bad` on were not posted: they are the newest in the ring, so take them back.
-      size_t first_bad = 0;
-      while (first_bad < batch.size() && &batch[first_bad].wr != bad) ++first_bad;
-      log().warn("rdma probe: ibv_post_send: {} ({} of {} WRs not posted)", std::strerror(rc),
-                 batch.size() - first_bad, batch.size());
+    size_t first_bad = 0;
+    if (auto st = qp.post_send(std::span<rdma::SendWr>(batch), &first_bad); !st) {
+      // WRs from first_bad on were not posted: they are the newest in the ring, so take them back.
+      log().warn("rdma probe: {} ({} of {} WRs not posted)", st.error().message, batch.size() - first_bad,
+                 batch.size());
       for (size_t j = first_bad; j < batch.size(); ++j) {
         const SendCtx& s = sends[batch[j].wr.wr_id];
         inc(c.send_errors);
@@ -258,10 +296,10 @@ struct RdmaEngine::Impl {
     return post(SendKind::pong, m, r.ah, r.qpn, r.qkey, r.ping_rx);
   }
 
-  void on_ping(const w::Message& m, const RdmaCompletion& cpl) {
+  void on_ping(const w::Message& m, const rdma::WorkCompletion& cpl) {
     inc(c.pings_received);
     if (!cfg.respond) return;
-    PongReq r{peer_ah(m), cpl.src_qp, m.qkey, m.session, m.seq, cpl.stamp};
+    PongReq r{peer_ah(m), cpl.src_qp, m.qkey, m.session, m.seq, stamp_of(cpl)};
     if (!r.ah) {
       inc(c.responder_drops);
       return;
@@ -279,9 +317,10 @@ struct RdmaEngine::Impl {
   }
 
   // --- completions -----------------------------------------------------------------------
-  Status on_recv(const RdmaCompletion& cpl) {
+  Status on_recv(const rdma::WorkCompletion& cpl) {
     const uint32_t i = static_cast<uint32_t>(cpl.wr_id & ~kRecvBit);
-    if (i >= recv_depth) return fail("rdma probe: receive completion with unknown wr_id {}", cpl.wr_id);
+    if (i >= recv_ring) return fail("rdma probe: receive completion with unknown wr_id {}", cpl.wr_id);
+    ++recv_taken;
     c.recv_posted.fetch_sub(1, std::memory_order_relaxed);
     if (cpl.status == IBV_WC_WR_FLUSH_ERR)
       return fail("rdma probe: receive flushed: the QP on {} went into the error state", dev.name());
@@ -290,7 +329,7 @@ struct RdmaEngine::Impl {
       inc(c.recv_errors);
       return {};
     }
-    const uint8_t* buf = reinterpret_cast<const uint8_t*>(mr.data() + size_t{i} * recv_slot);
+    const uint8_t* buf = recv_buf(i);
     w::Message m;
     if (cpl.byte_len < rdma::kGrhBytes || cpl.byte_len > recv_slot ||
         w::decode(std::span<const uint8_t>(buf + rdma::kGrhBytes, cpl.byte_len - rdma::kGrhBytes), m) !=
@@ -309,7 +348,7 @@ struct RdmaEngine::Impl {
           break;
         }
         RdmaMatch r = m.type == w::Type::pong
-                          ? in_flight->on_pong(m.seq, cpl.stamp)
+                          ? in_flight->on_pong(m.seq, stamp_of(cpl))
                           : in_flight->on_followup(m.seq, m.delay_ns, m.flags & w::kHardware);
         if (r == RdmaMatch::unknown)
           inc(c.unknown_probe);
@@ -323,7 +362,7 @@ struct RdmaEngine::Impl {
     return {};
   }
 
-  Status on_send(const RdmaCompletion& cpl) {
+  Status on_send(const rdma::WorkCompletion& cpl) {
     if (cpl.wr_id >= send_depth || tail == head)
       return fail("rdma probe: send completion with unknown wr_id {} ({} {}, {} sends outstanding)",
                   cpl.wr_id, rdma::wc_opcode_name(cpl.opcode), rdma::wc_status_name(cpl.status), head - tail);
@@ -336,14 +375,14 @@ struct RdmaEngine::Impl {
     switch (s.kind) {
       case SendKind::ping:
         if (ok)
-          in_flight->on_tx(s.seq, cpl.stamp);
+          in_flight->on_tx(s.seq, stamp_of(cpl));
         else
           in_flight->on_send_failed(s.seq);
         break;
       case SendKind::pong: {
         if (!ok) break;
         inc(c.pongs_sent);
-        const ResponderDelay d = responder_delay(clock.clock, s.ping_rx, cpl.stamp, s.post_mono);
+        const ResponderDelay d = responder_delay(clock.clock, s.ping_rx, stamp_of(cpl), s.post_mono);
         w::Message m;
         m.type = w::Type::followup;
         m.flags = d.hardware ? w::kHardware : 0;
@@ -364,11 +403,13 @@ struct RdmaEngine::Impl {
   // Drains the CQ completely (batch after batch), then re-posts receive buffers and flushes sends.
   Result<size_t> drain() {
     size_t total = 0;
+    recv_taken = 0;
+    const uint32_t ring_before = recv_ring;
     for (;;) {
-      auto n = cq.poll(std::span<RdmaCompletion>(completions));
+      auto n = cq.poll(std::span<rdma::WorkCompletion>(completions));
       if (!n) return std::unexpected(n.error());
       for (size_t j = 0; j < *n; ++j) {
-        const RdmaCompletion& cpl = completions[j];
+        const rdma::WorkCompletion& cpl = completions[j];
         auto st = (cpl.wr_id & kRecvBit) ? on_recv(cpl) : on_send(cpl);
         if (!st) return std::unexpected(st.error());
       }
@@ -378,6 +419,14 @@ struct RdmaEngine::Impl {
       if (auto st = flush_reposts(); !st) return std::unexpected(st.error());
       flush_sends();
       if (*n < completions.size()) break;
+    }
+    // A drain that took more than half the ring, or new peers (probers answered for the first
+    // time): grow before the next burst can find the ring empty.
+    if (total > 0) {
+      const uint32_t want =
+          std::max(recv_ring_after_drain(ring_before, recv_taken, recv_capacity), ring_for_peers());
+      if (want > recv_ring)
+        if (auto st = grow_recv(want); !st) return std::unexpected(st.error());
     }
     return total;
   }
@@ -435,7 +484,7 @@ struct RdmaEngine::Impl {
     }
   }
 
-  void apply_targets() {
+  Status apply_targets() {
     std::optional<std::vector<RdmaTarget>> list;
     std::optional<RdmaSchedule> schedule;
     {
@@ -444,7 +493,7 @@ struct RdmaEngine::Impl {
       schedule.swap(new_schedule);
     }
     if (schedule) apply_schedule(*schedule);
-    if (!list) return;
+    if (!list) return schedule ? grow_recv(ring_for_peers()) : Status{};
     std::vector<bool> keep(targets.size(), false);
     const int64_t now = mono_ns();
     for (auto& nt : *list) {
@@ -479,6 +528,10 @@ struct RdmaEngine::Impl {
         targets[i]->windows.close_all(emitter(targets[i].get()));
         targets[i]->retired = true;
       }
+    active_targets = 0;
+    for (const auto& t : targets) active_targets += t->retired ? 0 : 1;
+    // Room for the answers of every target before the first PING goes out.
+    return grow_recv(ring_for_peers());
   }
 
   // Posts every PING that is due; returns the next due time.
@@ -552,20 +605,18 @@ struct RdmaEngine::Impl {
     if (*n > 0) return {};
     const int64_t left = until_mono - mono_ns();
     if (left <= 0) return {};
-    pollfd fds[2] = {{channel->fd(), POLLIN, 0}, {wake_fd, POLLIN, 0}};
+    pollfd fds[2] = {{channel->fd(), POLLIN, 0}, {wake.fd(), POLLIN, 0}};
     timespec ts = ns_timespec(left);
     if (ppoll(fds, 2, &ts, nullptr) < 0 && errno != EINTR) return fail_errno("ppoll");
     if (fds[0].revents & POLLIN) {
-      ibv_cq* ev_cq = nullptr;
-      void* ev_ctx = nullptr;
-      unsigned events = 0;
-      while (ibv_get_cq_event(channel->raw(), &ev_cq, &ev_ctx) == 0) ++events;
-      if (events) ibv_ack_cq_events(cq.raw(), events);
+      // Take (and acknowledge) every pending event: the channel is non-blocking, nullptr = none left.
+      for (;;) {
+        auto ev = channel->get_event(std::chrono::milliseconds(-1));
+        if (!ev) return std::unexpected(ev.error());
+        if (!*ev) break;
+      }
     }
-    if (fds[1].revents & POLLIN) {
-      uint64_t v;
-      [[maybe_unused]] auto r = read(wake_fd, &v, sizeof v);
-    }
+    if (fds[1].revents & POLLIN) wake.drain();
     return {};
   }
 
@@ -588,7 +639,7 @@ struct RdmaEngine::Impl {
   Status run() {
     const int64_t grace = cfg.followup_grace.count();
     while (!stopping.load(std::memory_order_relaxed)) {
-      apply_targets();
+      if (auto st = apply_targets(); !st) return st;
       auto n = drain();
       if (!n) return std::unexpected(n.error());
       const int64_t now = mono_ns();
@@ -673,33 +724,23 @@ Result<std::unique_ptr<RdmaEngine>> RdmaEngine::create(const RdmaEngineConfig& c
   // One CQ holds every completion the QP can have outstanding.
   if (caps->max_cqe > 0 && send_depth + recv_depth > static_cast<uint32_t>(caps->max_cqe))
     recv_depth = static_cast<uint32_t>(caps->max_cqe) - send_depth;
-  auto cq = RdmaCq::create(*dev, static_cast<int>(send_depth + recv_depth), clock.clock.hardware(), channel);
+  auto cq = rdma::ExtendedCq::create(*dev, static_cast<int>(send_depth + recv_depth), clock.clock.hardware(),
+                                     channel);
   if (!cq && clock.clock.hardware()) {
     clock = StampChoice{StampClock::software(), "timestamped CQ refused: " + cq.error().message};
-    cq = RdmaCq::create(*dev, static_cast<int>(send_depth + recv_depth), false, channel);
+    cq = rdma::ExtendedCq::create(*dev, static_cast<int>(send_depth + recv_depth), false, channel);
   }
   if (!cq) return std::unexpected(cq.error());
 
-  ibv_qp_init_attr qa{};
-  qa.send_cq = cq->raw();
-  qa.recv_cq = cq->raw();
-  qa.cap.max_send_wr = send_depth;
-  qa.cap.max_recv_wr = recv_depth;
-  qa.cap.max_send_sge = 1;
-  qa.cap.max_recv_sge = 1;
-  qa.qp_type = IBV_QPT_UD;
-  qa.sq_sig_all = 1;
-  errno = 0;
-  ibv_qp* raw_qp = ibv_create_qp(pd->raw(), &qa);
-  if (!raw_qp)
-    return rdma::verb_error(
-        fmt::format("ibv_create_qp ud send_wr {} recv_wr {} on {}", send_depth, recv_depth, dev->name()),
-        errno ? errno : EINVAL);
-  auto keep = std::make_pair(pd->shared(), cq->shared());
-  auto qp = rdma::QueuePair::adopt(raw_qp, rdma::QpType::ud, 0, [keep](ibv_qp* q) {
-    if (int rc = ibv_destroy_qp(q)) log().warn("ibv_destroy_qp: errno {}", rc);
-  });
-  addr.qpn = qp.qpn();
+  rdma::QpOptions qo;
+  qo.type = rdma::QpType::ud;
+  qo.max_send_wr = send_depth;
+  qo.max_recv_wr = recv_depth;
+  qo.max_inline = 0;  // PINGs and PONGs are sent from registered memory
+  qo.signal_all = true;
+  auto qp = rdma::QueuePair::create(*pd, *cq, qo);
+  if (!qp) return std::unexpected(qp.error());
+  addr.qpn = qp->qpn();
 
   rdma::ConnectOptions opts;
   opts.port = config.port;
@@ -708,25 +749,25 @@ Result<std::unique_ptr<RdmaEngine>> RdmaEngine::create(const RdmaEngineConfig& c
   opts.sl = config.sl;
   opts.traffic_class = config.traffic_class;
   opts.hop_limit = config.hop_limit;
-  if (auto st = qp.connect(opts, 0, rdma::QpAddress{}); !st) return std::unexpected(st.error());
+  if (auto st = qp->connect(opts, 0, rdma::QpAddress{}); !st) return std::unexpected(st.error());
 
   // Receive buffers hold a whole MTU plus the GRH, so no datagram can overflow one (a too-long UD
   // message would complete in error instead of being counted as garbage).
   const uint32_t mtu_bytes = 128u << static_cast<int>(port->active_mtu);
   const uint32_t recv_slot = (rdma::kGrhBytes + mtu_bytes + 63) / 64 * 64;
-  const size_t send_base = size_t{recv_depth} * recv_slot;
-  auto mr = rdma::MemoryRegion::allocate(*pd, send_base + size_t{send_depth} * kMsgSlot, rdma::access::local);
+  auto mr = rdma::MemoryRegion::allocate(*pd, size_t{send_depth} * kMsgSlot, rdma::access::local);
   if (!mr) return std::unexpected(mr.error());
 
+  auto wake = net::EventFd::create();
+  if (!wake) return std::unexpected(wake.error());
   auto impl = std::make_unique<Impl>(config, std::move(*dev), std::move(*pd), std::move(channel),
-                                     std::move(*cq), std::move(qp), std::move(*mr));
+                                     std::move(*cq), std::move(*qp), std::move(*mr), std::move(*wake));
   impl->addr = addr;
   impl->clock = clock;
   impl->opts = opts;
-  impl->recv_depth = recv_depth;
+  impl->recv_capacity = recv_depth;
   impl->send_depth = send_depth;
   impl->recv_slot = recv_slot;
-  impl->send_base = send_base;
   impl->sends.resize(send_depth);
   impl->batch.reserve(send_depth);
   impl->backlog.resize(recv_depth);
@@ -737,16 +778,12 @@ Result<std::unique_ptr<RdmaEngine>> RdmaEngine::create(const RdmaEngineConfig& c
   while (impl->session == 0) impl->session = random_u64();
   Impl* p = impl.get();
   impl->in_flight.emplace(config.max_in_flight, [p](RdmaSlot& s, RdmaOutcome o) { p->resolve(s, o); });
-  impl->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (impl->wake_fd < 0) return fail_errno("eventfd");
-  // Every receive buffer is posted before the QP can be reached by anyone.
-  for (uint32_t i = 0; i < recv_depth; ++i) {
-    impl->queue_repost(i);
-    if (impl->reposts.size() == 1024 || i + 1 == recv_depth)
-      if (auto st = impl->flush_reposts(); !st) return std::unexpected(st.error());
-  }
-  log().debug("rdma probe engine on {}: recv {} x {} B, send {}, timestamps {}", addr.to_string(), recv_depth,
-              recv_slot, send_depth, clock.clock.hardware() ? "hardware" : "software (" + clock.why + ")");
+  // The first receive buffers are posted before the QP can be reached by anyone.
+  const uint32_t initial = std::max(recv_ring_for_peers(0, 0, 0, recv_depth), config.recv_initial);
+  if (auto st = impl->grow_recv(initial); !st) return std::unexpected(st.error());
+  log().debug("rdma probe engine on {}: recv {} (up to {}) x {} B, send {}, timestamps {}", addr.to_string(),
+              impl->recv_ring, recv_depth, recv_slot, send_depth,
+              clock.clock.hardware() ? "hardware" : "software (" + clock.why + ")");
   return std::unique_ptr<RdmaEngine>(new RdmaEngine(std::move(impl)));
 }
 
@@ -759,8 +796,7 @@ void RdmaEngine::set_targets(std::vector<RdmaTarget> targets) {
     std::lock_guard lk(impl_->targets_mu);
     impl_->new_targets = std::move(targets);
   }
-  uint64_t one = 1;
-  [[maybe_unused]] auto r = write(impl_->wake_fd, &one, sizeof one);
+  impl_->wake.signal();
 }
 
 Status RdmaEngine::set_schedule(const RdmaSchedule& schedule) {
@@ -770,8 +806,7 @@ Status RdmaEngine::set_schedule(const RdmaSchedule& schedule) {
     std::lock_guard lk(impl_->targets_mu);
     impl_->new_schedule = schedule;
   }
-  uint64_t one = 1;
-  [[maybe_unused]] auto r = write(impl_->wake_fd, &one, sizeof one);
+  impl_->wake.signal();
   return {};
 }
 
@@ -793,8 +828,7 @@ Status RdmaEngine::run(std::function<void(WindowStats&&)> on_window) {
 
 void RdmaEngine::stop() {
   impl_->stopping.store(true);
-  uint64_t one = 1;
-  [[maybe_unused]] auto r = write(impl_->wake_fd, &one, sizeof one);
+  impl_->wake.signal();
 }
 
 RdmaCounters RdmaEngine::counters() const {
@@ -818,6 +852,7 @@ RdmaCounters RdmaEngine::counters() const {
   r.followups_sent = g(c.followups_sent);
   r.responder_drops = g(c.responder_drops);
   r.recv_posted = g(c.recv_posted);
+  r.recv_ring = g(c.recv_ring);
   return r;
 }
 

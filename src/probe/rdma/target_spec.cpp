@@ -1,4 +1,4 @@
-#include "probe/rdma_target_spec.hpp"
+#include "probe/rdma/target_spec.hpp"
 
 #include <arpa/inet.h>
 

@@ -2,7 +2,8 @@
 // The RDMA probe engine: one UD queue pair on one device/port/GID, shared by the prober (PINGs to
 // every target) and the responder (PONG and follow-up to every PING it receives). One thread runs
 // it. Timing and accounting are described in docs/rdma-probes.md; the pure parts live in
-// rdma_wire.hpp, rdma_rtt.hpp, rdma_in_flight.hpp and rdma_windows.hpp.
+// wire.hpp, rtt.hpp, in_flight.hpp and windows.hpp beside this file; every verb goes through
+// src/rdma.
 //
 // Threading: run() on one thread; set_targets(), stop() and counters() from any other thread.
 #include <infiniband/verbs.h>
@@ -60,7 +61,7 @@ struct RdmaEngineConfig {
   bool hardware_timestamps = true;  // use NIC completion timestamps when the device has them
   bool busy_poll = false;           // spin on the CQ instead of sleeping on its channel
   // After posting, poll this long for the send completions before sleeping, so that a PONG's
-  // follow-up is not late by a wake-up (timing does not depend on it: see rdma_rtt.hpp).
+  // follow-up is not late by a wake-up (timing does not depend on it: see rtt.hpp).
   std::chrono::nanoseconds send_spin{std::chrono::microseconds(100)};
   bool respond = true;                                                 // answer PINGs (the responder half)
   std::chrono::nanoseconds interval{proto::defaults::kProbeInterval};  // per target
@@ -69,9 +70,15 @@ struct RdmaEngineConfig {
   // How long an answered probe waits for the responder's follow-up before only its total RTT is
   // recorded.
   std::chrono::nanoseconds followup_grace{std::chrono::milliseconds(250)};
-  uint64_t count = 0;           // probes per target, then it stops sending; 0 = no limit
-  uint32_t recv_depth = 16384;  // receive buffers always posted (clamped to the device)
-  uint32_t send_depth = 2048;   // send queue depth (clamped to the device)
+  uint64_t count = 0;  // probes per target, then it stops sending; 0 = no limit
+  // Receive queue capacity (clamped to the device). Buffers are posted for the peers the engine
+  // has, not for all of it: see recv_ring.hpp.
+  uint32_t recv_depth = 16384;
+  // Receive buffers posted from the start whatever the peers (at least recv_ring.hpp's floor). The
+  // ring is sized for peers that probe at an interval; an engine that must absorb bursts (peers
+  // posting a whole send queue of PINGs at once) sets this to what one burst can bring.
+  uint32_t recv_initial = 0;
+  uint32_t send_depth = 2048;  // send queue depth (clamped to the device)
   size_t max_in_flight = 65536;
   size_t max_peers = 16384;  // responder: address handles kept for distinct probers
 };
@@ -103,7 +110,8 @@ struct RdmaCounters {
   uint64_t pongs_sent = 0;       // responder (send completed)
   uint64_t followups_sent = 0;   // responder
   uint64_t responder_drops = 0;  // PINGs not answered: reply backlog full or too many peers
-  uint64_t recv_posted = 0;      // receive buffers posted now (always recv_depth when healthy)
+  uint64_t recv_posted = 0;      // receive buffers posted now (always recv_ring when healthy)
+  uint64_t recv_ring = 0;        // receive buffers the engine has (sized to its peers, grows)
 };
 
 struct RdmaProbeResult {

@@ -1,4 +1,4 @@
-#include "probe/rdma_cq.hpp"
+#include "rdma/extended_cq.hpp"
 
 #include <fmt/format.h>
 
@@ -8,19 +8,19 @@
 #include "base/log.hpp"
 #include "rdma/error.hpp"
 
-namespace weft::probe {
+namespace weft::rdma {
 
 namespace {
 // rxe reports vendor id 0xffffff (RXE_VENDOR_ID); its devices are also named rxe* by convention.
-bool is_rxe(const rdma::Device& dev) {
+bool is_rxe(const Device& dev) {
   ibv_device_attr a{};
   if (ibv_query_device(dev.raw(), &a) == 0 && a.vendor_id == 0xffffff) return true;
   return dev.name().rfind("rxe", 0) == 0;
 }
 }  // namespace
 
-Result<RdmaCq> RdmaCq::create(const rdma::Device& dev, int depth, bool timestamps,
-                              std::shared_ptr<rdma::CompletionChannel> channel) {
+Result<ExtendedCq> ExtendedCq::create(const Device& dev, int depth, bool timestamps,
+                                      std::shared_ptr<CompletionChannel> channel) {
   ibv_cq_init_attr_ex attr{};
   attr.cqe = static_cast<uint32_t>(depth);
   attr.channel = channel ? channel->raw() : nullptr;
@@ -29,44 +29,44 @@ Result<RdmaCq> RdmaCq::create(const rdma::Device& dev, int depth, bool timestamp
   errno = 0;
   ibv_cq_ex* ex = ibv_create_cq_ex(dev.raw(), &attr);
   if (!ex)
-    return rdma::verb_error(fmt::format("ibv_create_cq_ex depth {}{} on {}", depth,
-                                        timestamps ? " with completion timestamps" : "", dev.name()),
-                            errno ? errno : EOPNOTSUPP);
+    return verb_error(fmt::format("ibv_create_cq_ex depth {}{} on {}", depth,
+                                  timestamps ? " with completion timestamps" : "", dev.name()),
+                      errno ? errno : EOPNOTSUPP);
   auto ctx = dev.shared();
   std::shared_ptr<ibv_cq_ex> owned(ex, [ctx, channel](ibv_cq_ex* c) {
     if (int rc = ibv_destroy_cq(ibv_cq_ex_to_cq(c))) log().warn("ibv_destroy_cq: errno {}", rc);
   });
-  return RdmaCq(std::move(channel), std::move(owned), timestamps, static_cast<int>(ibv_cq_ex_to_cq(ex)->cqe),
-                is_rxe(dev));
+  return ExtendedCq(std::move(channel), std::move(owned), timestamps,
+                    static_cast<int>(ibv_cq_ex_to_cq(ex)->cqe), is_rxe(dev));
 }
 
-Result<size_t> RdmaCq::poll(std::span<RdmaCompletion> out) {
+Result<size_t> ExtendedCq::poll(std::span<WorkCompletion> out) {
   ibv_cq_ex* cq = ex_.get();
   size_t n = 0;
-  // One clock read per batch: every completion taken in this call was already there when the
-  // first was, and on an emulated CPU a clock read costs more than the poll itself.
+  // One clock read per call: every completion taken in it was already there when the first was,
+  // and on an emulated CPU a clock read costs more than the poll itself.
   int64_t stamp = 0;
   while (n < out.size()) {
     ibv_poll_cq_attr attr{};
     int rc = ibv_start_poll(cq, &attr);
     if (rc == ENOENT) break;
-    if (rc != 0) return rdma::verb_error("ibv_start_poll", rc);
+    if (rc != 0) return verb_error("ibv_start_poll", rc);
     for (;;) {
-      RdmaCompletion& c = out[n];
+      WorkCompletion& c = out[n];
       if (stamp == 0) stamp = mono_ns();
-      c.stamp.poll_mono_ns = stamp;
+      c.poll_mono_ns = stamp;
       c.wr_id = cq->wr_id;
       c.status = cq->status;
       c.opcode = ibv_wc_read_opcode(cq);
       c.byte_len = ibv_wc_read_byte_len(cq);
       c.src_qp = ibv_wc_read_src_qp(cq);
-      c.stamp.nic_ticks = timestamps_ ? ibv_wc_read_completion_ts(cq) : 0;
+      c.nic_ticks = timestamps_ ? ibv_wc_read_completion_ts(cq) : 0;
       if (++n == out.size() || single_step_) break;
       rc = ibv_next_poll(cq);
       if (rc == ENOENT) break;
       if (rc != 0) {
         ibv_end_poll(cq);
-        return rdma::verb_error("ibv_next_poll", rc);
+        return verb_error("ibv_next_poll", rc);
       }
     }
     ibv_end_poll(cq);
@@ -75,9 +75,9 @@ Result<size_t> RdmaCq::poll(std::span<RdmaCompletion> out) {
   return n;
 }
 
-Status RdmaCq::arm() {
-  if (int rc = ibv_req_notify_cq(raw(), 0)) return rdma::verb_error("ibv_req_notify_cq", rc);
+Status ExtendedCq::arm() {
+  if (int rc = ibv_req_notify_cq(raw(), 0)) return verb_error("ibv_req_notify_cq", rc);
   return {};
 }
 
-}  // namespace weft::probe
+}  // namespace weft::rdma

@@ -11,7 +11,7 @@
 #include <functional>
 #include <vector>
 
-#include "probe/rdma_rtt.hpp"
+#include "probe/rdma/rtt.hpp"
 
 namespace weft::probe {
 
