@@ -192,14 +192,15 @@ class Runner {
     if (ev == "stat") {
       ls >> word >> n;
       const auto& s = conn_->stats();
-      const long v = word == "retransmits"        ? static_cast<long>(s.retransmits)
-                     : word == "fast_retransmits" ? static_cast<long>(s.fast_retransmits)
-                     : word == "timeouts"         ? static_cast<long>(s.timeouts)
-                     : word == "challenge_acks"   ? static_cast<long>(s.challenge_acks)
-                     : word == "paws_drops"       ? static_cast<long>(s.paws_drops)
-                     : word == "window_probes"    ? static_cast<long>(s.window_probes)
-                     : word == "out_of_order"     ? static_cast<long>(s.out_of_order)
-                                                  : -1;
+      const long v = word == "retransmits"         ? static_cast<long>(s.retransmits)
+                     : word == "fast_retransmits"  ? static_cast<long>(s.fast_retransmits)
+                     : word == "early_retransmits" ? static_cast<long>(s.early_retransmits)
+                     : word == "timeouts"          ? static_cast<long>(s.timeouts)
+                     : word == "challenge_acks"    ? static_cast<long>(s.challenge_acks)
+                     : word == "paws_drops"        ? static_cast<long>(s.paws_drops)
+                     : word == "window_probes"     ? static_cast<long>(s.window_probes)
+                     : word == "out_of_order"      ? static_cast<long>(s.out_of_order)
+                                                   : -1;
       return v == n ? "" : fmt::format("stat {} is {}", word, v);
     }
     return "unknown event " + ev;

@@ -474,15 +474,74 @@ std::vector<Scenario> scenarios() {
 0.5   < . 1:1(0) ack 7301
 0.5   cwnd 2920
 )"},
-      {"TwoDupAcksDoNotRetransmit", kActive + R"(
+      {"TwoDupAcksDoNotRetransmitWithFourOrMoreOut", kActive + R"(
+0.2   send 10220
+0.2   > . 1:1461(1460) ack 1
+0.2   > . 1461:2921(1460) ack 1
+0.2   > . 2921:4381(1460) ack 1
+0.2   > . 4381:5841(1460) ack 1
+0.2   > . 5841:7301(1460) ack 1
+0.2   > . 7301:8761(1460) ack 1
+0.2   > P. 8761:10221(1460) ack 1
+0.3   < . 1:1(0) ack 1461
+0.3   < . 1:1(0) ack 1461
+0.3   < . 1:1(0) ack 1461
+0.3   stat fast_retransmits 0
+)"},
+      // RFC 3042: the first and second dup ACK each send one new segment past cwnd (iw 3 here,
+      // 4 after the first ACK); the third retransmits, with ssthresh from the flight before them.
+      {"LimitedTransmitSendsANewSegmentOnEachOfTwoDupAcks", R"(
+0     config ts=0 ws=0 iw=3
+0     connect
+0     > S 0:0(0) win 65535 <mss 1460>
+0.1   < S. 0:0(0) ack 1 win 65535 <mss 1460>
+0.1   > . 1:1(0) ack 1
+0.2   send 10220
+0.2   > . 1:1461(1460) ack 1
+0.2   > . 1461:2921(1460) ack 1
+0.2   > . 2921:4381(1460) ack 1
+0.3   < . 1:1(0) ack 1461
+0.3   > . 4381:5841(1460) ack 1
+0.3   > . 5841:7301(1460) ack 1
+0.3   < . 1:1(0) ack 1461
+0.3   > . 7301:8761(1460) ack 1
+0.3   cwnd 5840
+0.3   < . 1:1(0) ack 1461
+0.3   > P. 8761:10221(1460) ack 1
+0.3   cwnd 5840
+0.3   < . 1:1(0) ack 1461
+0.3   > . 1461:2921(1460) ack 1
+0.3   stat fast_retransmits 1
+0.3   stat early_retransmits 0
+0.3   ssthresh 2920
+0.3   cwnd 7300
+)"},
+      // RFC 5827: two segments out, nothing more to send: one dup ACK is all the peer can give.
+      {"EarlyRetransmitWithTwoSegmentsOut", kActive + R"(
 0.2   send 4380
 0.2   > . 1:1461(1460) ack 1
 0.2   > . 1461:2921(1460) ack 1
 0.2   > P. 2921:4381(1460) ack 1
 0.3   < . 1:1(0) ack 1461
 0.3   < . 1:1(0) ack 1461
-0.3   < . 1:1(0) ack 1461
+0.3   > . 1461:2921(1460) ack 1
+0.3   stat fast_retransmits 1
+0.3   stat early_retransmits 1
+0.3   ssthresh 2920
+0.4   < . 1:1(0) ack 4381
+0.4   cwnd 2920
+)"},
+      // RFC 5827 with three segments out: the threshold is two dup ACKs.
+      {"EarlyRetransmitWithThreeSegmentsOutWaitsForTwoDupAcks", kActive + R"(
+0.2   send 4380
+0.2   > . 1:1461(1460) ack 1
+0.2   > . 1461:2921(1460) ack 1
+0.2   > P. 2921:4381(1460) ack 1
+0.3   < . 1:1(0) ack 1
 0.3   stat fast_retransmits 0
+0.3   < . 1:1(0) ack 1
+0.3   > . 1:1461(1460) ack 1
+0.3   stat early_retransmits 1
 )"},
       {"AWindowUpdateIsNotADupAck", kActive + R"(
 0.2   send 4380

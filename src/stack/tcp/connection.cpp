@@ -312,7 +312,12 @@ void Connection::output() {
     const size_t off = snd_nxt_ - snd_una_;
     const size_t avail = snd_ring_.size() - off;
     const uint32_t inflight = snd_nxt_ - snd_una_;
-    const uint32_t wnd = std::min(snd_wnd_, cwnd_);
+    // RFC 3042 limited transmit: the first two dup ACKs each let one new segment out past cwnd
+    // (never a retransmission), so a small window still collects the three that fast retransmit
+    // needs instead of waiting for the RTO.
+    const uint32_t lt_allow =
+        !in_recovery_ && seq_ge(snd_nxt_, snd_max_) ? std::min<uint32_t>(dupacks_, 2) * smss_ : 0;
+    const uint32_t wnd = std::min(snd_wnd_, cwnd_ + lt_allow);
     const uint32_t usable = wnd > inflight ? wnd - inflight : 0;
     const size_t len = std::min<size_t>({avail, smss_, usable});
     const bool fin = fin_queued_ && len == avail;
@@ -595,21 +600,36 @@ void Connection::on_new_ack(uint32_t a, uint32_t acked) {
   }
 }
 
+// Three dup ACKs, or fewer when less than four segments are out and nothing new can be sent to
+// make more (RFC 5827 early retransmit, byte-based, section 3.2): otherwise a loss in a small
+// window or at the end of a transfer always waits for the RTO.
+uint32_t Connection::dupack_threshold() const {
+  const uint32_t flight = snd_max_ - snd_una_;
+  if (flight >= 4 * smss_) return 3;
+  const size_t unsent = snd_ring_.size() > flight ? snd_ring_.size() - flight : 0;
+  if (unsent > 0 && snd_wnd_ > flight) return 3;  // new data can go out (limited transmit)
+  const uint32_t oseg = (flight + smss_ - 1) / smss_;
+  return oseg >= 2 ? std::min<uint32_t>(oseg - 1, 3) : 3;
+}
+
 void Connection::on_dup_ack() {
   ++stats_.dup_acks;
   if (in_recovery_) {
     cwnd_ = std::min(cwnd_ + smss_, kMaxCwnd);  // each dup ACK is a segment that left the network
     return;
   }
-  if (++dupacks_ != 3 || !seq_ge(snd_una_, recover_)) return;
-  // Fast retransmit (RFC 5681 3.2, RFC 6582 3.2 step 2).
-  const uint32_t flight = snd_max_ - snd_una_;
+  if (++dupacks_ == 1) lt_base_ = snd_max_;
+  if (dupacks_ < dupack_threshold() || !seq_ge(snd_una_, recover_)) return;
+  // Fast retransmit (RFC 5681 3.2, RFC 6582 3.2 step 2). FlightSize leaves out what limited
+  // transmit sent (RFC 5681 3.2 step 2).
+  const uint32_t flight = lt_base_ - snd_una_;
   ssthresh_ = std::max(flight / 2, 2 * smss_);
   recover_ = snd_max_;
   in_recovery_ = true;
   ++stats_.fast_retransmits;
+  if (dupacks_ < 3) ++stats_.early_retransmits;
   retransmit_head();
-  cwnd_ = ssthresh_ + 3 * smss_;
+  cwnd_ = ssthresh_ + dupacks_ * smss_;  // the segments that left the network
 }
 
 void Connection::process_data(const wire::TcpSegment& s) {

@@ -63,9 +63,10 @@ struct ConnectionStats {
   uint64_t segments_out = 0;
   uint64_t bytes_acked = 0;
   uint64_t bytes_received = 0;
-  uint64_t retransmits = 0;       // segments sent again, for any reason
-  uint64_t fast_retransmits = 0;  // entries into fast recovery
-  uint64_t timeouts = 0;          // RTO expiries
+  uint64_t retransmits = 0;        // segments sent again, for any reason
+  uint64_t fast_retransmits = 0;   // entries into fast recovery
+  uint64_t early_retransmits = 0;  // of which on fewer than three dup ACKs (RFC 5827)
+  uint64_t timeouts = 0;           // RTO expiries
   uint64_t dup_acks = 0;
   uint64_t out_of_order = 0;  // segments parked past a gap
   uint64_t challenge_acks = 0;
@@ -148,6 +149,7 @@ class Connection {
   void process_data(const wire::TcpSegment& seg);
   void on_new_ack(uint32_t ack, uint32_t acked);
   void on_dup_ack();
+  uint32_t dupack_threshold() const;
   void retransmit_head();
 
   // Timers.
@@ -203,6 +205,7 @@ class Connection {
   uint32_t ssthresh_ = 0x7fffffff;
   uint32_t ca_acked_ = 0;  // bytes acknowledged in congestion avoidance toward the next +MSS
   uint32_t dupacks_ = 0;
+  uint32_t lt_base_ = 0;  // snd_max_ at the first dup ACK: what limited transmit sent is past it
   bool in_recovery_ = false;
   uint32_t recover_ = 0;
 
