@@ -543,6 +543,58 @@ std::vector<Scenario> scenarios() {
 0.3   > . 1:1461(1460) ack 1
 0.3   stat early_retransmits 1
 )"},
+      // RFC 8985 7: two segments of three lost at the tail; no dup ACK comes, so at 2 SRTT the
+      // last segment is resent, its dup ACK lets early retransmit repair the hole: no RTO.
+      {"TailLossProbeResendsTheLastSegmentAndEarlyRetransmitRepairs", R"(
+0     config ts=0 ws=0 tlp=1
+0     connect
+0     > S 0:0(0) win 65535 <mss 1460>
+0.1   < S. 0:0(0) ack 1 win 65535 <mss 1460>
+0.1   > . 1:1(0) ack 1
+0.2   send 4380
+0.2   > . 1:1461(1460) ack 1
+0.2   > . 1461:2921(1460) ack 1
+0.2   > P. 2921:4381(1460) ack 1
+0.3   < . 1:1(0) ack 1461
+0.5   > P. 2921:4381(1460) ack 1
+0.5   stat tail_loss_probes 1
+0.6   < . 1:1(0) ack 1461
+0.6   > . 1461:2921(1460) ack 1
+0.6   stat early_retransmits 1
+0.7   < . 1:1(0) ack 4381
+0.7   stat timeouts 0
+)"},
+      // Every segment arrived but the ACKs were lost: the probe draws an ACK for all of it.
+      {"TailLossProbeRecoversFromLostAcks", R"(
+0     config ts=0 ws=0 tlp=1
+0     connect
+0     > S 0:0(0) win 65535 <mss 1460>
+0.1   < S. 0:0(0) ack 1 win 65535 <mss 1460>
+0.1   > . 1:1(0) ack 1
+0.2   send 4380
+0.2   > . 1:1461(1460) ack 1
+0.2   > . 1461:2921(1460) ack 1
+0.2   > P. 2921:4381(1460) ack 1
+0.4   > P. 2921:4381(1460) ack 1
+0.5   < . 1:1(0) ack 4381
+0.5   stat tail_loss_probes 1
+0.5   stat timeouts 0
+1.5   stat retransmits 1
+)"},
+      // One segment out: the probe would wait for the peer's delayed ACK (1.5 SRTT + 200 ms),
+      // later than the RTO (300 ms), so the RTO handles it and no probe is sent.
+      {"NoTailLossProbeWhenTheRtoComesFirst", R"(
+0     config ts=0 ws=0 tlp=1
+0     connect
+0     > S 0:0(0) win 65535 <mss 1460>
+0.1   < S. 0:0(0) ack 1 win 65535 <mss 1460>
+0.1   > . 1:1(0) ack 1
+0.2   send 100
+0.2   > P. 1:101(100) ack 1
+0.5   > P. 1:101(100) ack 1
+0.5   stat tail_loss_probes 0
+0.5   stat timeouts 1
+)"},
       {"AWindowUpdateIsNotADupAck", kActive + R"(
 0.2   send 4380
 0.2   > . 1:1461(1460) ack 1

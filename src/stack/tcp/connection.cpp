@@ -70,6 +70,7 @@ Connection::Connection(const Config& cfg, const Clock& clock, SegmentSink& sink,
       recover_(iss),
       rto_(cfg.rto),
       rtx_deadline_(kNever),
+      tlp_deadline_(kNever),
       delack_deadline_(kNever),
       persist_deadline_(kNever),
       keepalive_deadline_(kNever),
@@ -201,15 +202,56 @@ void Connection::send_rst(uint32_t seq) {
 
 void Connection::arm_rtx() { rtx_deadline_ = clock_.now_ns() + rto_.rto_ns(); }
 
+// RFC 8985 7.2: a probe timeout of 2 SRTT (at least 10 ms, as Linux), plus the peer's worst
+// delayed ACK when one segment is out; none when the RTO would come first, in loss recovery, after
+// a timeout or while a probe is unanswered.
+void Connection::arm_tlp() {
+  tlp_deadline_ = kNever;
+  if (!cfg_.tail_loss_probe || !rto_.has_sample() || in_recovery_ || retries_ > 0 || tlp_out_) return;
+  if (state_ != State::established && state_ != State::close_wait && state_ != State::fin_wait_1 &&
+      state_ != State::closing && state_ != State::last_ack)
+    return;
+  const uint32_t flight = snd_max_ - snd_una_;
+  if (flight == 0 || snd_wnd_ == 0) return;
+  int64_t pto = std::max<int64_t>(2 * rto_.srtt_ns(), 10'000'000);
+  if (flight <= smss_) pto = std::max<int64_t>(pto, rto_.srtt_ns() * 3 / 2 + 200'000'000);
+  const int64_t at = clock_.now_ns() + pto;
+  if (at < rtx_deadline_) tlp_deadline_ = at;
+}
+
+// RFC 8985 7.3, the "retransmit the last segment" branch (new data is not sent as the probe): the
+// ACK it draws is a duplicate when something before it is missing, which early retransmit (RFC
+// 5827) or fast retransmit then repairs, or acknowledges everything when only the tail was lost.
+void Connection::on_tlp() {
+  tlp_deadline_ = kNever;
+  if (snd_max_ == snd_una_ || in_recovery_ || retries_ > 0 || !seq_ge(snd_nxt_, snd_max_)) return;
+  const size_t data_out = fin_sent_ ? snd_ring_.size() : snd_max_ - snd_una_;
+  const size_t len = std::min<size_t>(data_out, smss_);
+  if (len == 0 && !fin_sent_) return;
+  const auto [p1, p2] = snd_ring_.peek(data_out - len, len);
+  wire::TcpHeader h;
+  h.seq = snd_una_ + static_cast<uint32_t>(data_out - len);
+  h.flags = static_cast<uint8_t>(ack | (len > 0 ? psh : 0) | (fin_sent_ ? wire::tcpflag::fin : 0));
+  h.window = window_field();
+  fill_options(h, false);
+  ++stats_.retransmits;
+  ++stats_.tail_loss_probes;
+  rtt_active_ = false;  // Karn
+  tlp_out_ = true;
+  emit(h, p1, p2);
+  arm_rtx();
+}
+
 void Connection::terminate(CloseReason why) {
   state_ = State::closed;
   reason_ = why;
-  rtx_deadline_ = delack_deadline_ = persist_deadline_ = keepalive_deadline_ = time_wait_deadline_ = kNever;
+  rtx_deadline_ = tlp_deadline_ = delack_deadline_ = persist_deadline_ = keepalive_deadline_ =
+      time_wait_deadline_ = kNever;
 }
 
 void Connection::enter_time_wait() {
   state_ = State::time_wait;
-  rtx_deadline_ = persist_deadline_ = keepalive_deadline_ = kNever;
+  rtx_deadline_ = tlp_deadline_ = persist_deadline_ = keepalive_deadline_ = kNever;
   time_wait_deadline_ = clock_.now_ns() + 2 * cfg_.msl_ns;
 }
 
@@ -357,6 +399,7 @@ void Connection::output() {
     persist_backoff_ = 0;
     persist_deadline_ = clock_.now_ns() + rto_.rto_ns();
   }
+  if (sent_any) arm_tlp();  // moved on by every send: a sender still being ACK-clocked needs none
   if (!sent_any && ack_now_) send_ack();
 }
 
@@ -586,10 +629,12 @@ void Connection::on_new_ack(uint32_t a, uint32_t acked) {
     }
     cwnd_ = std::min(cwnd_, kMaxCwnd);
   }
+  tlp_out_ = false;
   if (snd_una_ == snd_max_)
     rtx_deadline_ = kNever;
   else
     arm_rtx();  // RFC 6298 5.3
+  arm_tlp();
   if (fin_acked) {
     if (state_ == State::fin_wait_1)
       state_ = State::fin_wait_2;
@@ -626,6 +671,7 @@ void Connection::on_dup_ack() {
   ssthresh_ = std::max(flight / 2, 2 * smss_);
   recover_ = snd_max_;
   in_recovery_ = true;
+  tlp_deadline_ = kNever;
   ++stats_.fast_retransmits;
   if (dupacks_ < 3) ++stats_.early_retransmits;
   retransmit_head();
@@ -707,6 +753,7 @@ void Connection::process_data(const wire::TcpSegment& s) {
 
 void Connection::on_rtx_timeout() {
   ++stats_.timeouts;
+  tlp_deadline_ = kNever;
   rtt_active_ = false;
   if (state_ == State::syn_sent || state_ == State::syn_received) {
     if (++retries_ > cfg_.syn_retries) return terminate(CloseReason::timeout);
@@ -737,6 +784,7 @@ void Connection::poll() {
     on_rtx_timeout();
   }
   if (state_ == State::closed) return;
+  if (tlp_deadline_ <= now) on_tlp();
   if (delack_deadline_ <= now) {
     delack_deadline_ = kNever;
     ack_now_ = true;
@@ -764,8 +812,8 @@ void Connection::poll() {
 }
 
 int64_t Connection::next_deadline() const {
-  return std::min(
-      {rtx_deadline_, delack_deadline_, persist_deadline_, keepalive_deadline_, time_wait_deadline_});
+  return std::min({rtx_deadline_, tlp_deadline_, delack_deadline_, persist_deadline_, keepalive_deadline_,
+                   time_wait_deadline_});
 }
 
 bool reset_for(const wire::TcpSegment& s, wire::TcpHeader& out) {

@@ -72,6 +72,7 @@ struct ConnectionStats {
   uint64_t challenge_acks = 0;
   uint64_t paws_drops = 0;
   uint64_t window_probes = 0;
+  uint64_t tail_loss_probes = 0;  // RFC 8985 7: the last segment resent before the RTO
 };
 
 class Connection {
@@ -155,6 +156,8 @@ class Connection {
   // Timers.
   void on_rtx_timeout();
   void arm_rtx();
+  void arm_tlp();
+  void on_tlp();
   void enter_time_wait();
   void terminate(CloseReason why);
 
@@ -218,6 +221,8 @@ class Connection {
   // Timers (absolute ns; INT64_MAX when off).
   int64_t rtx_deadline_;
   int retries_ = 0;
+  int64_t tlp_deadline_;
+  bool tlp_out_ = false;  // a probe was sent and no ACK has moved SND.UNA since
   int64_t delack_deadline_;
   uint32_t segs_unacked_ = 0;  // full segments received since our last ACK
   bool ack_now_ = false;
