@@ -8,6 +8,8 @@
 # peer sits in namespace K behind a veth pair to R. Loss: nftables `numgen random` in R's forward
 # chain, each direction at the given rate, so both senders lose segments without being told (a drop
 # in the sender's own output hook would return an error to the kernel's TCP instead).
+# Reference (KERNEL_REF=1, the default): the same echo between two kernels through the same router
+# and loss, the client in K and the server in a third namespace S behind its own veth to R.
 # Retransmissions: weft's own counters; the kernel's from `nstat TcpRetransSegs` in the namespace.
 # Usage: bench/stack_interop.sh build/weft [bytes=104857600] [losses="0 0.1 1 5 10"] [limit_s=900]
 set -euo pipefail
@@ -16,30 +18,39 @@ SIZE=${2:-104857600}
 LOSSES=${3:-0 0.1 1 5 10}
 LIMIT=${4:-900}
 [[ $(id -u) == 0 ]] || { echo "needs root"; exit 1; }
-R=wst-ior-$$ K=wst-iok-$$
+R=wst-ior-$$ K=wst-iok-$$ S=wst-ios-$$
 TAP=wstio$((RANDOM % 1000))
-VR=wstvr$((RANDOM % 1000)) VK=wstvk$((RANDOM % 1000))
+VR=wstvr$((RANDOM % 1000)) VK=wstvk$((RANDOM % 1000)) VRS=wstvq$((RANDOM % 1000)) VS=wstvs$((RANDOM % 1000))
 N1=10.$((90 + RANDOM % 60)).$((RANDOM % 250))  # stack <-> R over the TAP
 N2=10.$((150 + RANDOM % 60)).$((RANDOM % 250)) # R <-> K over the veth
-STACK_IP=$N1.2 GW_IP=$N1.1 KERN_IP=$N2.2
+N3=10.$((210 + RANDOM % 40)).$((RANDOM % 250)) # R <-> S over a second veth
+STACK_IP=$N1.2 GW_IP=$N1.1 KERN_IP=$N2.2 REF_IP=$N3.2
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for ns in "$K" "$R"; do
+  for ns in "$K" "$S" "$R"; do
     for p in $(ip netns pids "$ns" 2>/dev/null); do kill "$p" 2>/dev/null || true; done
   done
   wait 2>/dev/null || true
   ip netns del "$K" 2>/dev/null || true
+  ip netns del "$S" 2>/dev/null || true
   ip netns del "$R" 2>/dev/null || true
   rm -f "/tmp/$R.err"
 }
 trap cleanup EXIT
-ip netns add "$R"; ip netns add "$K"
-ip -n "$R" link set lo up; ip -n "$K" link set lo up
+ip netns add "$R"; ip netns add "$K"; ip netns add "$S"
+ip -n "$R" link set lo up; ip -n "$K" link set lo up; ip -n "$S" link set lo up
 ip link add "$VR" netns "$R" type veth peer name "$VK" netns "$K"
 ip -n "$R" addr add "$N2.1/24" dev "$VR"; ip -n "$R" link set "$VR" up
 ip -n "$K" addr add "$KERN_IP/24" dev "$VK"; ip -n "$K" link set "$VK" up
 ip -n "$K" route add default via "$N2.1"
+ip link add "$VRS" netns "$R" type veth peer name "$VS" netns "$S"
+ip -n "$R" addr add "$N3.1/24" dev "$VRS"; ip -n "$R" link set "$VRS" up
+ip -n "$S" addr add "$REF_IP/24" dev "$VS"; ip -n "$S" link set "$VS" up
+ip -n "$S" route add default via "$N3.1"
+# One segment per packet on the veths (no GSO super-packets), so the loss counts segments for the
+# kernel reference as it does for the stack's frames (no ethtool on this host to turn TSO off).
+for d in "$R $VR" "$R $VRS" "$K $VK" "$S $VS"; do set -- $d; ip -n "$1" link set "$2" gso_max_segs 1; done
 ip netns exec "$R" sysctl -qw net.ipv4.ip_forward=1
 nsx() { ip netns exec "$K" "$@"; }
 rx() { ip netns exec "$R" "$@"; }
@@ -51,9 +62,12 @@ set_loss() {
   rx nft add chain inet wstloss passing '{ type filter hook forward priority 0; policy accept; }'
   rx nft add rule inet wstloss passing ip saddr "$STACK_IP" numgen random mod 1000 '<' "$pm" counter drop
   rx nft add rule inet wstloss passing ip daddr "$STACK_IP" numgen random mod 1000 '<' "$pm" counter drop
+  rx nft add rule inet wstloss passing ip saddr "$REF_IP" numgen random mod 1000 '<' "$pm" counter drop
+  rx nft add rule inet wstloss passing ip daddr "$REF_IP" numgen random mod 1000 '<' "$pm" counter drop
 }
 drops() { rx nft list table inet wstloss 2>/dev/null | grep -o 'packets [0-9]*' | awk '{s+=$2} END {print s+0}'; }
 kretrans() { nsx nstat -az TcpRetransSegs | awk '/TcpRetransSegs/ {print $2}'; }
+sretrans() { ip netns exec "$S" nstat -az TcpRetransSegs | awk '/TcpRetransSegs/ {print $2}'; }
 ECHO_CLIENT='
 import socket, sys, threading, hashlib, os, time
 n = int(sys.argv[2]); data = os.urandom(n); h = hashlib.sha256(); got = 0
@@ -86,6 +100,19 @@ echo "# $(date -u +%FT%TZ) size $SIZE bytes each way, load $(cut -d' ' -f1-3 /pr
 echo "| weft as | loss % | result | bytes back | seconds | Mb/s each way | weft retransmits (timeouts) | kernel retransmits | frames dropped |"
 echo "|---|---|---|---|---|---|---|---|---|"
 fail=0
+if [[ ${KERNEL_REF:-1} == 1 ]]; then
+  ip netns exec "$S" python3 -c "$ECHO_SERVER" &
+  pids+=($!)
+  for _ in $(seq 50); do ip netns exec "$S" ss -ltn 2>/dev/null | grep -q ':7 ' && break; sleep 0.1; done
+  for loss in $LOSSES; do
+    set_loss "$loss"; k0=$(($(kretrans) + $(sretrans)))
+    if out=$(timeout $((LIMIT + 30)) ip netns exec "$K" python3 -c "$ECHO_CLIENT" "$REF_IP" "$SIZE" "$LIMIT"); then :; else fail=1; fi
+    read -r res got secs <<<"${out:-timeout 0 0}"
+    echo "| kernel (reference) | $loss | $res | $got | $secs | $(python3 -c "print(f'{$got*8/max($secs,1e-9)/1e6:.0f}')") | – | $(($(kretrans) + $(sretrans) - k0)) | $(drops) |"
+  done
+  kill "${pids[0]}" 2>/dev/null || true; wait "${pids[0]}" 2>/dev/null || true; pids=()
+  set_loss 0
+fi
 "$WEFT" stack echo --tap "$TAP" --ip "$STACK_IP/24" --gateway "$GW_IP" --kernel-ip "$GW_IP/24" --netns "$R" \
   2>"/tmp/$R.err" &
 pids+=($!)
