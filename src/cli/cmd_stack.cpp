@@ -227,9 +227,9 @@ int run_server(const Common& c, uint16_t port, bool echo) {
     }
     std::erase_if(conns, [&](const ServerConn& sc) {
       if (!sc.c->is_closed() && sc.c->state() != tcp::State::time_wait) return false;
-      fmt::print(stderr, "weft stack: connection from {}:{} done, {} bytes, {} retransmits\n",
+      fmt::print(stderr, "weft stack: connection from {}:{} done, {} bytes, {} retransmits ({} timeouts)\n",
                  ip_str(sc.c->tuple().remote_ip), sc.c->tuple().remote_port, sc.bytes,
-                 sc.c->stats().retransmits);
+                 sc.c->stats().retransmits, sc.c->stats().timeouts);
       tcpl.release(sc.c);
       return true;
     });

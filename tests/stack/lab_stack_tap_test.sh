@@ -1,46 +1,64 @@
 #!/usr/bin/env bash
-# Lab test (root): weft's user-space stack on a TAP whose kernel end sits in a namespace this test
-# makes, against the Linux kernel's TCP there. Checks: the stack answers ping; as a server (weft
-# stack echo) and as a client (weft stack connect --echo-check) data comes back byte-exact at
-# 0, 0.1, 1, 5 and 10% loss, the loss made by nftables `numgen random` on the kernel side's input
-# (the receiving side, so the sender's own queue does not report it); malformed frames injected
-# from the namespace (truncated, bad checksums, a SYN flood) do not stop the stack answering.
-# Cleans up (processes, namespace) on any exit.
+# Lab test (root): weft's user-space stack on a TAP against the Linux kernel's TCP. The TAP's kernel
+# end sits in a router namespace R (forwarding on); the kernel peer sits in namespace K behind a
+# veth pair to R, so the stack reaches it through its gateway. Checks: the stack answers ping; as a
+# server (weft stack echo) and as a client (weft stack connect --echo-check) data comes back
+# byte-exact at 0, 0.1, 1, 5 and 10% loss, made by nftables `numgen random` in R's forward chain
+# in BOTH directions (silent to both senders: a drop in a sender's own output hook would be
+# reported to it); malformed frames injected from R (truncated, bad checksums, a SYN flood) do not
+# stop the stack answering. The full 100 MiB grid is bench/stack_interop.sh.
+# Cleans up (processes, namespaces) on any exit.
 set -euo pipefail
 WEFT=${1:?usage: $0 path/to/weft}
 [[ $(id -u) == 0 ]] || { echo "SKIP: needs root"; exit 0; }
-NS=wstk-lab-$$
+R=wst-lab-r-$$ K=wst-lab-k-$$
 TAP=wstk$((RANDOM % 10000))
-NET=10.$((90 + RANDOM % 60)).$((RANDOM % 250)).
-STACK_IP=${NET}2
-KERN_IP=${NET}1
+VR=wstlr$((RANDOM % 1000)) VK=wstlk$((RANDOM % 1000))
+N1=10.$((90 + RANDOM % 60)).$((RANDOM % 250))   # stack <-> R over the TAP
+N2=10.$((150 + RANDOM % 60)).$((RANDOM % 250))  # R <-> K over the veth
+STACK_IP=$N1.2 GW_IP=$N1.1 KERN_IP=$N2.2
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  # Whatever still runs inside the namespace this test made (the kernel-side echo server).
-  for p in $(ip netns pids "$NS" 2>/dev/null); do kill "$p" 2>/dev/null || true; done
+  # Whatever still runs inside the namespaces this test made (the kernel-side echo server).
+  for ns in "$K" "$R"; do
+    for p in $(ip netns pids "$ns" 2>/dev/null); do kill "$p" 2>/dev/null || true; done
+  done
   wait 2>/dev/null || true
-  ip netns del "$NS" 2>/dev/null || true
+  ip netns del "$K" 2>/dev/null || true
+  ip netns del "$R" 2>/dev/null || true
 }
 trap cleanup EXIT
-ip netns add "$NS"
-ip netns exec "$NS" ip link set lo up
-nsx() { ip netns exec "$NS" "$@"; }
+ip netns add "$R"
+ip netns add "$K"
+ip -n "$R" link set lo up
+ip -n "$K" link set lo up
+ip link add "$VR" netns "$R" type veth peer name "$VK" netns "$K"
+ip -n "$R" addr add "$N2.1/24" dev "$VR"
+ip -n "$R" link set "$VR" up
+ip -n "$K" addr add "$KERN_IP/24" dev "$VK"
+ip -n "$K" link set "$VK" up
+ip -n "$K" route add default via "$N2.1"
+ip netns exec "$R" sysctl -qw net.ipv4.ip_forward=1
+nsx() { ip netns exec "$K" "$@"; }
+rx() { ip netns exec "$R" "$@"; }
+NS=$K
 
-set_loss() {  # percent, on the kernel side's input from the stack
-  nsx nft delete table inet wloss 2>/dev/null || true
+set_loss() {  # percent, each direction, in R's forward chain
+  rx nft delete table inet wstloss 2>/dev/null || true
   [[ $1 == 0 ]] && return 0
-  nsx nft add table inet wloss
-  nsx nft add chain inet wloss in '{ type filter hook input priority 0; policy accept; }'
+  rx nft add table inet wstloss
+  rx nft add chain inet wstloss passing '{ type filter hook forward priority 0; policy accept; }'
   # numgen gives 0..999: drop below 10 * percent (0.1% -> 1 in 1000).
   local per_mille
   per_mille=$(python3 -c "print(round($1 * 10))")
-  nsx nft add rule inet wloss in ip saddr "$STACK_IP" numgen random mod 1000 '<' "$per_mille" counter drop
+  rx nft add rule inet wstloss passing ip saddr "$STACK_IP" numgen random mod 1000 '<' "$per_mille" counter drop
+  rx nft add rule inet wstloss passing ip daddr "$STACK_IP" numgen random mod 1000 '<' "$per_mille" counter drop
 }
 
 wait_tap() {
-  for _ in $(seq 100); do nsx ip link show "$TAP" >/dev/null 2>&1 && return 0; sleep 0.1; done
-  echo "FAIL: $TAP never appeared in $NS"; return 1
+  for _ in $(seq 100); do rx ip link show "$TAP" >/dev/null 2>&1 && return 0; sleep 0.1; done
+  echo "FAIL: $TAP never appeared in $R"; return 1
 }
 
 ECHO_CLIENT='
@@ -73,7 +91,7 @@ bytes_for() { case $1 in 0|0.1|1) echo 2097152 ;; *) echo 524288 ;; esac; }
 fail=0
 
 echo "== the stack as server (weft stack echo), kernel client in $NS"
-"$WEFT" stack echo --tap "$TAP" --ip "$STACK_IP/24" --kernel-ip "$KERN_IP/24" --netns "$NS" -t 600 &
+"$WEFT" stack echo --tap "$TAP" --ip "$STACK_IP/24" --gateway "$GW_IP" --kernel-ip "$GW_IP/24" --netns "$R" -t 600 &
 pids+=($!)
 wait_tap
 nsx ping -c 3 -i 0.2 -W 2 "$STACK_IP" >/dev/null && echo "ping: 3 of 3 answered" || { echo "FAIL: ping"; fail=1; }
@@ -89,8 +107,8 @@ for loss in 0 0.1 1 5 10; do
 done
 set_loss 0
 
-echo "== bad input from $NS (truncated, bad checksums, SYN flood) must not stop the stack"
-nsx python3 - "$STACK_IP" "$TAP" <<'PY'
+echo "== bad input from $R (truncated, bad checksums, SYN flood) must not stop the stack"
+rx python3 - "$STACK_IP" "$TAP" <<'PY'
 import socket, struct, random, sys
 dst, ifname = sys.argv[1], sys.argv[2]
 s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
@@ -127,7 +145,7 @@ for loss in 0 0.1 1 5 10; do
   # The TAP is made anew by each run; the loss rule matches by address, so it can go in first.
   set_loss "$loss"
   if out=$(timeout 150 "$WEFT" stack connect "$KERN_IP" --echo-check "$n" --tap "$TAP" --ip "$STACK_IP/24" \
-             --kernel-ip "$KERN_IP/24" --netns "$NS" -t 140 2>/dev/null); then
+             --gateway "$GW_IP" --kernel-ip "$GW_IP/24" --netns "$R" -t 140 2>/dev/null); then
     echo "loss $loss%: $out"
   else
     echo "FAIL loss $loss%: ${out:-timeout}"; fail=1

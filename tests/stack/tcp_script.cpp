@@ -192,14 +192,16 @@ class Runner {
     if (ev == "stat") {
       ls >> word >> n;
       const auto& s = conn_->stats();
-      const long v = word == "retransmits"        ? static_cast<long>(s.retransmits)
-                     : word == "fast_retransmits" ? static_cast<long>(s.fast_retransmits)
-                     : word == "timeouts"         ? static_cast<long>(s.timeouts)
-                     : word == "challenge_acks"   ? static_cast<long>(s.challenge_acks)
-                     : word == "paws_drops"       ? static_cast<long>(s.paws_drops)
-                     : word == "window_probes"    ? static_cast<long>(s.window_probes)
-                     : word == "out_of_order"     ? static_cast<long>(s.out_of_order)
-                                                  : -1;
+      const long v = word == "retransmits"         ? static_cast<long>(s.retransmits)
+                     : word == "fast_retransmits"  ? static_cast<long>(s.fast_retransmits)
+                     : word == "early_retransmits" ? static_cast<long>(s.early_retransmits)
+                     : word == "timeouts"          ? static_cast<long>(s.timeouts)
+                     : word == "challenge_acks"    ? static_cast<long>(s.challenge_acks)
+                     : word == "paws_drops"        ? static_cast<long>(s.paws_drops)
+                     : word == "window_probes"     ? static_cast<long>(s.window_probes)
+                     : word == "tail_loss_probes"  ? static_cast<long>(s.tail_loss_probes)
+                     : word == "out_of_order"      ? static_cast<long>(s.out_of_order)
+                                                   : -1;
       return v == n ? "" : fmt::format("stat {} is {}", word, v);
     }
     return "unknown event " + ev;
@@ -227,6 +229,8 @@ class Runner {
         cfg_.delayed_ack = v != 0;
       else if (k == "nagle")
         cfg_.nagle = v != 0;
+      else if (k == "tlp")
+        cfg_.tail_loss_probe = v != 0;
       else if (k == "iw")
         cfg_.initial_cwnd_segments = static_cast<uint32_t>(v);
       else if (k == "keepalive")
@@ -410,7 +414,11 @@ class Runner {
     return "";
   }
 
-  tcp::Config cfg_;
+  tcp::Config cfg_ = [] {
+    tcp::Config c;
+    c.tail_loss_probe = false;  // see tcp_script.hpp: scripts turn it on with `config tlp=1`
+    return c;
+  }();
   VirtualClock clock_;
   Capture cap_{clock_};
   std::unique_ptr<tcp::Connection> conn_;

@@ -9,7 +9,9 @@
 //   connect | close | abort | send N | recv N | nagle on|off
 //   state NAME | reason NAME | cwnd N | ssthresh N | rto_ms N | stat NAME N
 //   config KEY=VALUE...   (before the connection exists: mss, rcvbuf, sndbuf, ws, ts, delack,
-//                          nagle, iss, peer_iss, keepalive, keepalive_idle_ms, ... )
+//                          nagle, iss, peer_iss, keepalive, keepalive_idle_ms, tlp, ... )
+//   Tail loss probes (tlp) are off unless a script turns them on: the RFC scenarios written
+//   before them check the RTO alone, as packetdrill scripts pin the sysctls they rely on.
 // FLAGS as tcpdump: S F R P and '.' for ACK. Sequence numbers are relative to the sender's ISN
 // and ACK numbers to the receiver's, as in packetdrill; SACK blocks are relative to the peer's ISN.
 // OPTIONS: mss N, wscale N, sackOK, TS val V ecr E (V may be *), sack L:R ..., nop (ignored:

@@ -474,15 +474,126 @@ std::vector<Scenario> scenarios() {
 0.5   < . 1:1(0) ack 7301
 0.5   cwnd 2920
 )"},
-      {"TwoDupAcksDoNotRetransmit", kActive + R"(
+      {"TwoDupAcksDoNotRetransmitWithFourOrMoreOut", kActive + R"(
+0.2   send 10220
+0.2   > . 1:1461(1460) ack 1
+0.2   > . 1461:2921(1460) ack 1
+0.2   > . 2921:4381(1460) ack 1
+0.2   > . 4381:5841(1460) ack 1
+0.2   > . 5841:7301(1460) ack 1
+0.2   > . 7301:8761(1460) ack 1
+0.2   > P. 8761:10221(1460) ack 1
+0.3   < . 1:1(0) ack 1461
+0.3   < . 1:1(0) ack 1461
+0.3   < . 1:1(0) ack 1461
+0.3   stat fast_retransmits 0
+)"},
+      // RFC 3042: the first and second dup ACK each send one new segment past cwnd (iw 3 here,
+      // 4 after the first ACK); the third retransmits, with ssthresh from the flight before them.
+      {"LimitedTransmitSendsANewSegmentOnEachOfTwoDupAcks", R"(
+0     config ts=0 ws=0 iw=3
+0     connect
+0     > S 0:0(0) win 65535 <mss 1460>
+0.1   < S. 0:0(0) ack 1 win 65535 <mss 1460>
+0.1   > . 1:1(0) ack 1
+0.2   send 10220
+0.2   > . 1:1461(1460) ack 1
+0.2   > . 1461:2921(1460) ack 1
+0.2   > . 2921:4381(1460) ack 1
+0.3   < . 1:1(0) ack 1461
+0.3   > . 4381:5841(1460) ack 1
+0.3   > . 5841:7301(1460) ack 1
+0.3   < . 1:1(0) ack 1461
+0.3   > . 7301:8761(1460) ack 1
+0.3   cwnd 5840
+0.3   < . 1:1(0) ack 1461
+0.3   > P. 8761:10221(1460) ack 1
+0.3   cwnd 5840
+0.3   < . 1:1(0) ack 1461
+0.3   > . 1461:2921(1460) ack 1
+0.3   stat fast_retransmits 1
+0.3   stat early_retransmits 0
+0.3   ssthresh 2920
+0.3   cwnd 7300
+)"},
+      // RFC 5827: two segments out, nothing more to send: one dup ACK is all the peer can give.
+      {"EarlyRetransmitWithTwoSegmentsOut", kActive + R"(
 0.2   send 4380
 0.2   > . 1:1461(1460) ack 1
 0.2   > . 1461:2921(1460) ack 1
 0.2   > P. 2921:4381(1460) ack 1
 0.3   < . 1:1(0) ack 1461
 0.3   < . 1:1(0) ack 1461
-0.3   < . 1:1(0) ack 1461
+0.3   > . 1461:2921(1460) ack 1
+0.3   stat fast_retransmits 1
+0.3   stat early_retransmits 1
+0.3   ssthresh 2920
+0.4   < . 1:1(0) ack 4381
+0.4   cwnd 2920
+)"},
+      // RFC 5827 with three segments out: the threshold is two dup ACKs.
+      {"EarlyRetransmitWithThreeSegmentsOutWaitsForTwoDupAcks", kActive + R"(
+0.2   send 4380
+0.2   > . 1:1461(1460) ack 1
+0.2   > . 1461:2921(1460) ack 1
+0.2   > P. 2921:4381(1460) ack 1
+0.3   < . 1:1(0) ack 1
 0.3   stat fast_retransmits 0
+0.3   < . 1:1(0) ack 1
+0.3   > . 1:1461(1460) ack 1
+0.3   stat early_retransmits 1
+)"},
+      // RFC 8985 7: two segments of three lost at the tail; no dup ACK comes, so at 2 SRTT the
+      // last segment is resent, its dup ACK lets early retransmit repair the hole: no RTO.
+      {"TailLossProbeResendsTheLastSegmentAndEarlyRetransmitRepairs", R"(
+0     config ts=0 ws=0 tlp=1
+0     connect
+0     > S 0:0(0) win 65535 <mss 1460>
+0.1   < S. 0:0(0) ack 1 win 65535 <mss 1460>
+0.1   > . 1:1(0) ack 1
+0.2   send 4380
+0.2   > . 1:1461(1460) ack 1
+0.2   > . 1461:2921(1460) ack 1
+0.2   > P. 2921:4381(1460) ack 1
+0.3   < . 1:1(0) ack 1461
+0.5   > P. 2921:4381(1460) ack 1
+0.5   stat tail_loss_probes 1
+0.6   < . 1:1(0) ack 1461
+0.6   > . 1461:2921(1460) ack 1
+0.6   stat early_retransmits 1
+0.7   < . 1:1(0) ack 4381
+0.7   stat timeouts 0
+)"},
+      // Every segment arrived but the ACKs were lost: the probe draws an ACK for all of it.
+      {"TailLossProbeRecoversFromLostAcks", R"(
+0     config ts=0 ws=0 tlp=1
+0     connect
+0     > S 0:0(0) win 65535 <mss 1460>
+0.1   < S. 0:0(0) ack 1 win 65535 <mss 1460>
+0.1   > . 1:1(0) ack 1
+0.2   send 4380
+0.2   > . 1:1461(1460) ack 1
+0.2   > . 1461:2921(1460) ack 1
+0.2   > P. 2921:4381(1460) ack 1
+0.4   > P. 2921:4381(1460) ack 1
+0.5   < . 1:1(0) ack 4381
+0.5   stat tail_loss_probes 1
+0.5   stat timeouts 0
+1.5   stat retransmits 1
+)"},
+      // One segment out: the probe would wait for the peer's delayed ACK (1.5 SRTT + 200 ms),
+      // later than the RTO (300 ms), so the RTO handles it and no probe is sent.
+      {"NoTailLossProbeWhenTheRtoComesFirst", R"(
+0     config ts=0 ws=0 tlp=1
+0     connect
+0     > S 0:0(0) win 65535 <mss 1460>
+0.1   < S. 0:0(0) ack 1 win 65535 <mss 1460>
+0.1   > . 1:1(0) ack 1
+0.2   send 100
+0.2   > P. 1:101(100) ack 1
+0.5   > P. 1:101(100) ack 1
+0.5   stat tail_loss_probes 0
+0.5   stat timeouts 1
 )"},
       {"AWindowUpdateIsNotADupAck", kActive + R"(
 0.2   send 4380

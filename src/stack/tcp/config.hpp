@@ -17,6 +17,7 @@ struct Config {
   bool window_scaling = true;           // RFC 7323
   bool timestamps = true;               // RFC 7323
   uint32_t initial_cwnd_segments = 10;  // RFC 6928
+  bool tail_loss_probe = true;          // RFC 8985 7 (TLP; without RACK): resend the tail at ~2 SRTT
   RtoEstimator::Config rto;
   int syn_retries = 6;              // Linux tcp_syn_retries
   int max_retransmits = 15;         // Linux tcp_retries2: then the connection times out

@@ -70,6 +70,7 @@ Connection::Connection(const Config& cfg, const Clock& clock, SegmentSink& sink,
       recover_(iss),
       rto_(cfg.rto),
       rtx_deadline_(kNever),
+      tlp_deadline_(kNever),
       delack_deadline_(kNever),
       persist_deadline_(kNever),
       keepalive_deadline_(kNever),
@@ -201,15 +202,56 @@ void Connection::send_rst(uint32_t seq) {
 
 void Connection::arm_rtx() { rtx_deadline_ = clock_.now_ns() + rto_.rto_ns(); }
 
+// RFC 8985 7.2: a probe timeout of 2 SRTT (at least 10 ms, as Linux), plus the peer's worst
+// delayed ACK when one segment is out; none when the RTO would come first, in loss recovery, after
+// a timeout or while a probe is unanswered.
+void Connection::arm_tlp() {
+  tlp_deadline_ = kNever;
+  if (!cfg_.tail_loss_probe || !rto_.has_sample() || in_recovery_ || retries_ > 0 || tlp_out_) return;
+  if (state_ != State::established && state_ != State::close_wait && state_ != State::fin_wait_1 &&
+      state_ != State::closing && state_ != State::last_ack)
+    return;
+  const uint32_t flight = snd_max_ - snd_una_;
+  if (flight == 0 || snd_wnd_ == 0) return;
+  int64_t pto = std::max<int64_t>(2 * rto_.srtt_ns(), 10'000'000);
+  if (flight <= smss_) pto = std::max<int64_t>(pto, rto_.srtt_ns() * 3 / 2 + 200'000'000);
+  const int64_t at = clock_.now_ns() + pto;
+  if (at < rtx_deadline_) tlp_deadline_ = at;
+}
+
+// RFC 8985 7.3, the "retransmit the last segment" branch (new data is not sent as the probe): the
+// ACK it draws is a duplicate when something before it is missing, which early retransmit (RFC
+// 5827) or fast retransmit then repairs, or acknowledges everything when only the tail was lost.
+void Connection::on_tlp() {
+  tlp_deadline_ = kNever;
+  if (snd_max_ == snd_una_ || in_recovery_ || retries_ > 0 || !seq_ge(snd_nxt_, snd_max_)) return;
+  const size_t data_out = fin_sent_ ? snd_ring_.size() : snd_max_ - snd_una_;
+  const size_t len = std::min<size_t>(data_out, smss_);
+  if (len == 0 && !fin_sent_) return;
+  const auto [p1, p2] = snd_ring_.peek(data_out - len, len);
+  wire::TcpHeader h;
+  h.seq = snd_una_ + static_cast<uint32_t>(data_out - len);
+  h.flags = static_cast<uint8_t>(ack | (len > 0 ? psh : 0) | (fin_sent_ ? wire::tcpflag::fin : 0));
+  h.window = window_field();
+  fill_options(h, false);
+  ++stats_.retransmits;
+  ++stats_.tail_loss_probes;
+  rtt_active_ = false;  // Karn
+  tlp_out_ = true;
+  emit(h, p1, p2);
+  arm_rtx();
+}
+
 void Connection::terminate(CloseReason why) {
   state_ = State::closed;
   reason_ = why;
-  rtx_deadline_ = delack_deadline_ = persist_deadline_ = keepalive_deadline_ = time_wait_deadline_ = kNever;
+  rtx_deadline_ = tlp_deadline_ = delack_deadline_ = persist_deadline_ = keepalive_deadline_ =
+      time_wait_deadline_ = kNever;
 }
 
 void Connection::enter_time_wait() {
   state_ = State::time_wait;
-  rtx_deadline_ = persist_deadline_ = keepalive_deadline_ = kNever;
+  rtx_deadline_ = tlp_deadline_ = persist_deadline_ = keepalive_deadline_ = kNever;
   time_wait_deadline_ = clock_.now_ns() + 2 * cfg_.msl_ns;
 }
 
@@ -312,7 +354,12 @@ void Connection::output() {
     const size_t off = snd_nxt_ - snd_una_;
     const size_t avail = snd_ring_.size() - off;
     const uint32_t inflight = snd_nxt_ - snd_una_;
-    const uint32_t wnd = std::min(snd_wnd_, cwnd_);
+    // RFC 3042 limited transmit: the first two dup ACKs each let one new segment out past cwnd
+    // (never a retransmission), so a small window still collects the three that fast retransmit
+    // needs instead of waiting for the RTO.
+    const uint32_t lt_allow =
+        !in_recovery_ && seq_ge(snd_nxt_, snd_max_) ? std::min<uint32_t>(dupacks_, 2) * smss_ : 0;
+    const uint32_t wnd = std::min(snd_wnd_, cwnd_ + lt_allow);
     const uint32_t usable = wnd > inflight ? wnd - inflight : 0;
     const size_t len = std::min<size_t>({avail, smss_, usable});
     const bool fin = fin_queued_ && len == avail;
@@ -352,6 +399,7 @@ void Connection::output() {
     persist_backoff_ = 0;
     persist_deadline_ = clock_.now_ns() + rto_.rto_ns();
   }
+  if (sent_any) arm_tlp();  // moved on by every send: a sender still being ACK-clocked needs none
   if (!sent_any && ack_now_) send_ack();
 }
 
@@ -581,10 +629,12 @@ void Connection::on_new_ack(uint32_t a, uint32_t acked) {
     }
     cwnd_ = std::min(cwnd_, kMaxCwnd);
   }
+  tlp_out_ = false;
   if (snd_una_ == snd_max_)
     rtx_deadline_ = kNever;
   else
     arm_rtx();  // RFC 6298 5.3
+  arm_tlp();
   if (fin_acked) {
     if (state_ == State::fin_wait_1)
       state_ = State::fin_wait_2;
@@ -595,21 +645,37 @@ void Connection::on_new_ack(uint32_t a, uint32_t acked) {
   }
 }
 
+// Three dup ACKs, or fewer when less than four segments are out and nothing new can be sent to
+// make more (RFC 5827 early retransmit, byte-based, section 3.2): otherwise a loss in a small
+// window or at the end of a transfer always waits for the RTO.
+uint32_t Connection::dupack_threshold() const {
+  const uint32_t flight = snd_max_ - snd_una_;
+  if (flight >= 4 * smss_) return 3;
+  const size_t unsent = snd_ring_.size() > flight ? snd_ring_.size() - flight : 0;
+  if (unsent > 0 && snd_wnd_ > flight) return 3;  // new data can go out (limited transmit)
+  const uint32_t oseg = (flight + smss_ - 1) / smss_;
+  return oseg >= 2 ? std::min<uint32_t>(oseg - 1, 3) : 3;
+}
+
 void Connection::on_dup_ack() {
   ++stats_.dup_acks;
   if (in_recovery_) {
     cwnd_ = std::min(cwnd_ + smss_, kMaxCwnd);  // each dup ACK is a segment that left the network
     return;
   }
-  if (++dupacks_ != 3 || !seq_ge(snd_una_, recover_)) return;
-  // Fast retransmit (RFC 5681 3.2, RFC 6582 3.2 step 2).
-  const uint32_t flight = snd_max_ - snd_una_;
+  if (++dupacks_ == 1) lt_base_ = snd_max_;
+  if (dupacks_ < dupack_threshold() || !seq_ge(snd_una_, recover_)) return;
+  // Fast retransmit (RFC 5681 3.2, RFC 6582 3.2 step 2). FlightSize leaves out what limited
+  // transmit sent (RFC 5681 3.2 step 2).
+  const uint32_t flight = lt_base_ - snd_una_;
   ssthresh_ = std::max(flight / 2, 2 * smss_);
   recover_ = snd_max_;
   in_recovery_ = true;
+  tlp_deadline_ = kNever;
   ++stats_.fast_retransmits;
+  if (dupacks_ < 3) ++stats_.early_retransmits;
   retransmit_head();
-  cwnd_ = ssthresh_ + 3 * smss_;
+  cwnd_ = ssthresh_ + dupacks_ * smss_;  // the segments that left the network
 }
 
 void Connection::process_data(const wire::TcpSegment& s) {
@@ -687,6 +753,7 @@ void Connection::process_data(const wire::TcpSegment& s) {
 
 void Connection::on_rtx_timeout() {
   ++stats_.timeouts;
+  tlp_deadline_ = kNever;
   rtt_active_ = false;
   if (state_ == State::syn_sent || state_ == State::syn_received) {
     if (++retries_ > cfg_.syn_retries) return terminate(CloseReason::timeout);
@@ -717,6 +784,7 @@ void Connection::poll() {
     on_rtx_timeout();
   }
   if (state_ == State::closed) return;
+  if (tlp_deadline_ <= now) on_tlp();
   if (delack_deadline_ <= now) {
     delack_deadline_ = kNever;
     ack_now_ = true;
@@ -744,8 +812,8 @@ void Connection::poll() {
 }
 
 int64_t Connection::next_deadline() const {
-  return std::min(
-      {rtx_deadline_, delack_deadline_, persist_deadline_, keepalive_deadline_, time_wait_deadline_});
+  return std::min({rtx_deadline_, tlp_deadline_, delack_deadline_, persist_deadline_, keepalive_deadline_,
+                   time_wait_deadline_});
 }
 
 bool reset_for(const wire::TcpSegment& s, wire::TcpHeader& out) {

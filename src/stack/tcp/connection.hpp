@@ -63,14 +63,16 @@ struct ConnectionStats {
   uint64_t segments_out = 0;
   uint64_t bytes_acked = 0;
   uint64_t bytes_received = 0;
-  uint64_t retransmits = 0;       // segments sent again, for any reason
-  uint64_t fast_retransmits = 0;  // entries into fast recovery
-  uint64_t timeouts = 0;          // RTO expiries
+  uint64_t retransmits = 0;        // segments sent again, for any reason
+  uint64_t fast_retransmits = 0;   // entries into fast recovery
+  uint64_t early_retransmits = 0;  // of which on fewer than three dup ACKs (RFC 5827)
+  uint64_t timeouts = 0;           // RTO expiries
   uint64_t dup_acks = 0;
   uint64_t out_of_order = 0;  // segments parked past a gap
   uint64_t challenge_acks = 0;
   uint64_t paws_drops = 0;
   uint64_t window_probes = 0;
+  uint64_t tail_loss_probes = 0;  // RFC 8985 7: the last segment resent before the RTO
 };
 
 class Connection {
@@ -148,11 +150,14 @@ class Connection {
   void process_data(const wire::TcpSegment& seg);
   void on_new_ack(uint32_t ack, uint32_t acked);
   void on_dup_ack();
+  uint32_t dupack_threshold() const;
   void retransmit_head();
 
   // Timers.
   void on_rtx_timeout();
   void arm_rtx();
+  void arm_tlp();
+  void on_tlp();
   void enter_time_wait();
   void terminate(CloseReason why);
 
@@ -203,6 +208,7 @@ class Connection {
   uint32_t ssthresh_ = 0x7fffffff;
   uint32_t ca_acked_ = 0;  // bytes acknowledged in congestion avoidance toward the next +MSS
   uint32_t dupacks_ = 0;
+  uint32_t lt_base_ = 0;  // snd_max_ at the first dup ACK: what limited transmit sent is past it
   bool in_recovery_ = false;
   uint32_t recover_ = 0;
 
@@ -215,6 +221,8 @@ class Connection {
   // Timers (absolute ns; INT64_MAX when off).
   int64_t rtx_deadline_;
   int retries_ = 0;
+  int64_t tlp_deadline_;
+  bool tlp_out_ = false;  // a probe was sent and no ACK has moved SND.UNA since
   int64_t delack_deadline_;
   uint32_t segs_unacked_ = 0;  // full segments received since our last ACK
   bool ack_now_ = false;
