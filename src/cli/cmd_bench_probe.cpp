@@ -214,9 +214,10 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
   sub->add_flag("--json", a->json, "One-line JSON");
   sub->add_flag("--keep-open", a->keep_open, "tcp: echo on kept-open connections instead of connects");
   sub->add_flag("--no-followups", a->no_followups, "Responder sends no follow-ups (see weft responder)");
-  sub->add_option("--coalesce-us", a->coalesce_us, "Shortest wake-up coalescing of prober and responder (us)")
+  sub->add_option("--coalesce-us", a->coalesce_us,
+                  "Shortest wake-up coalescing of prober and responder, under heavy load (us)")
       ->capture_default_str();
-  sub->add_option("--max-coalesce-us", a->max_coalesce_us, "Longest wake-up coalescing under load (us)")
+  sub->add_option("--max-coalesce-us", a->max_coalesce_us, "Wake-up coalescing below heavy load (us)")
       ->capture_default_str();
   sub->add_option("--window", a->window_s, "Prober window length (s); 1 closes 10x as many windows")
       ->capture_default_str()
