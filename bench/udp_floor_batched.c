@@ -134,7 +134,8 @@ int main(int argc, char** argv) {
   }
   const int rate = atoi(argv[1]), secs = atoi(argv[2]), tick_us = atoi(argv[3]), stamps = atoi(argv[4]);
   const int naddr = argc == 6 ? atoi(argv[5]) : 1;
-  if (rate <= 0 || secs <= 0 || tick_us <= 0 || stamps < 0 || stamps > 2 || naddr < 1 || naddr > 64000) return 2;
+  if (rate <= 0 || secs <= 0 || tick_us <= 0 || stamps < 0 || stamps > 2 || naddr < 1 || naddr > 64000)
+    return 2;
   if ((long)rate * tick_us / 1000000 > BATCH) return 2;  // more than one sendmmsg per tick
   int server = socket(AF_INET, SOCK_DGRAM, 0);
   struct sockaddr_in a = {.sin_family = AF_INET};
@@ -171,7 +172,9 @@ int main(int argc, char** argv) {
   struct sockaddr_in* dst = calloc((size_t)naddr, sizeof *dst);
   for (int k = 0; k < naddr; k++) {
     dst[k] = a;
-    if (naddr > 1) dst[k].sin_addr.s_addr = htonl((127u << 24) | (1u << 16) | ((unsigned)(k / 250) << 8) | (unsigned)(k % 250 + 1));
+    if (naddr > 1)
+      dst[k].sin_addr.s_addr =
+          htonl((127u << 24) | (1u << 16) | ((unsigned)(k / 250) << 8) | (unsigned)(k % 250 + 1));
   }
   long next_dst = 0;
   for (int i = 0; i < BATCH; i++) {
