@@ -3,10 +3,15 @@
 // timestamps as asked), with no wire format, no matching, no windows and no follow-ups. What the
 // engine costs above this is its own work; what this costs is the kernel's price of the datagrams,
 // stamps and wake-ups on this machine.
-// Usage: udp_floor_batched RATE SECONDS TICK_US STAMPS
+// Usage: udp_floor_batched RATE SECONDS TICK_US STAMPS [ADDRESSES]
 //   STAMPS 0: none; 1: receive stamps; 2: receive stamps and transmit stamps read back from the
 //   error queue (what prober and responder both need).
-// Prints {"floor_batched_rate","tick_us","stamps","cpu_percent_client","cpu_percent_server","replies"}.
+//   ADDRESSES (default 1): the datagrams go round-robin to this many loopback addresses
+//   (127.1.x.y as in `weft bench probe`); the echo side then listens on all addresses and replies
+//   from the address each datagram came to (IP_PKTINFO), as the responder does. 1: 127.0.0.1.
+// RATE below one datagram per tick is kept exact: a tick sends floor(k * RATE * TICK) - sent.
+// Prints {"floor_batched_rate","tick_us","stamps","addresses","cpu_percent_client","cpu_percent_server",
+// "replies"}.
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <linux/net_tstamp.h>
@@ -26,6 +31,8 @@
 #define BATCH 256
 
 static char bufs[BATCH][64], ctl[BATCH][256];
+static char reply_ctl[BATCH][CMSG_SPACE(sizeof(struct in_pktinfo))];
+static int pktinfo = 0;  // the echo side replies from the address each datagram came to
 static struct sockaddr_in from[BATCH];
 static struct mmsghdr msgs[BATCH];
 static struct iovec iovs[BATCH];
@@ -89,8 +96,30 @@ static int drain(int fd, int flags, int with_name) {
     if (!errq && with_name) {  // echo them back, in one call
       for (int i = 0; i < n; i++) {
         iovs[i].iov_len = msgs[i].msg_len;
-        msgs[i].msg_hdr.msg_control = NULL;
-        msgs[i].msg_hdr.msg_controllen = 0;
+        struct in_pktinfo src;
+        int have = 0;
+        if (pktinfo) {
+          for (struct cmsghdr* c = CMSG_FIRSTHDR(&msgs[i].msg_hdr); c; c = CMSG_NXTHDR(&msgs[i].msg_hdr, c))
+            if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
+              struct in_pktinfo got;
+              memcpy(&got, CMSG_DATA(c), sizeof got);
+              memset(&src, 0, sizeof src);
+              src.ipi_spec_dst = got.ipi_addr;
+              have = 1;
+            }
+        }
+        if (have) {
+          struct cmsghdr* c = (struct cmsghdr*)reply_ctl[i];
+          c->cmsg_level = IPPROTO_IP;
+          c->cmsg_type = IP_PKTINFO;
+          c->cmsg_len = CMSG_LEN(sizeof src);
+          memcpy(CMSG_DATA(c), &src, sizeof src);
+          msgs[i].msg_hdr.msg_control = reply_ctl[i];
+          msgs[i].msg_hdr.msg_controllen = sizeof reply_ctl[i];
+        } else {
+          msgs[i].msg_hdr.msg_control = NULL;
+          msgs[i].msg_hdr.msg_controllen = 0;
+        }
       }
       sendmmsg(fd, msgs, (unsigned)n, 0);
     }
@@ -99,18 +128,23 @@ static int drain(int fd, int flags, int with_name) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 5) {
-    fprintf(stderr, "usage: %s RATE SECONDS TICK_US STAMPS(0|1|2)\n", argv[0]);
+  if (argc != 5 && argc != 6) {
+    fprintf(stderr, "usage: %s RATE SECONDS TICK_US STAMPS(0|1|2) [ADDRESSES]\n", argv[0]);
     return 2;
   }
   const int rate = atoi(argv[1]), secs = atoi(argv[2]), tick_us = atoi(argv[3]), stamps = atoi(argv[4]);
-  if (rate <= 0 || secs <= 0 || tick_us <= 0 || stamps < 0 || stamps > 2) return 2;
-  int per_tick = (int)((long)rate * tick_us / 1000000);
-  if (per_tick < 1) per_tick = 1;
-  if (per_tick > BATCH) per_tick = BATCH;
+  const int naddr = argc == 6 ? atoi(argv[5]) : 1;
+  if (rate <= 0 || secs <= 0 || tick_us <= 0 || stamps < 0 || stamps > 2 || naddr < 1 || naddr > 64000)
+    return 2;
+  if ((long)rate * tick_us / 1000000 > BATCH) return 2;  // more than one sendmmsg per tick
   int server = socket(AF_INET, SOCK_DGRAM, 0);
   struct sockaddr_in a = {.sin_family = AF_INET};
-  inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+  inet_pton(AF_INET, naddr == 1 ? "127.0.0.1" : "0.0.0.0", &a.sin_addr);
+  if (naddr > 1) {
+    int on = 1;
+    setsockopt(server, IPPROTO_IP, IP_PKTINFO, &on, sizeof on);
+    pktinfo = 1;
+  }
   socklen_t alen = sizeof a;
   if (bind(server, (struct sockaddr*)&a, sizeof a) != 0 ||
       getsockname(server, (struct sockaddr*)&a, &alen) != 0) {
@@ -134,15 +168,23 @@ int main(int argc, char** argv) {
   static struct mmsghdr sm[BATCH];
   static struct iovec siov[BATCH];
   static char sb[BATCH][48];
+  // The destinations, round-robin: 127.1.(k / 250).(k % 250 + 1) as in `weft bench probe`.
+  struct sockaddr_in* dst = calloc((size_t)naddr, sizeof *dst);
+  for (int k = 0; k < naddr; k++) {
+    dst[k] = a;
+    if (naddr > 1)
+      dst[k].sin_addr.s_addr =
+          htonl((127u << 24) | (1u << 16) | ((unsigned)(k / 250) << 8) | (unsigned)(k % 250 + 1));
+  }
+  long next_dst = 0;
   for (int i = 0; i < BATCH; i++) {
     siov[i].iov_base = sb[i];
     siov[i].iov_len = sizeof sb[i];
-    sm[i].msg_hdr.msg_name = &a;
     sm[i].msg_hdr.msg_namelen = sizeof a;
     sm[i].msg_hdr.msg_iov = &siov[i];
     sm[i].msg_hdr.msg_iovlen = 1;
   }
-  long replies = 0;
+  long replies = 0, sent = 0;
   double self0 = 0, child0 = 0;
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -153,7 +195,10 @@ int main(int argc, char** argv) {
       child0 = proc_cpu_seconds(pid);
       replies = 0;
     }
-    sendmmsg(c, sm, (unsigned)per_tick, 0);
+    const long due = (long)((double)(k + 1) * rate * tick_us / 1e6) - sent;
+    for (long i = 0; i < due; i++) sm[i].msg_hdr.msg_name = &dst[next_dst++ % naddr];
+    if (due > 0) sendmmsg(c, sm, (unsigned)due, 0);
+    sent += due;
     sleep_tick(&t, tick_us);
     replies += drain(c, 0, 0);
     if (stamps > 1) drain(c, MSG_ERRQUEUE, 0);
@@ -163,9 +208,9 @@ int main(int argc, char** argv) {
   kill(pid, SIGKILL);
   waitpid(pid, NULL, 0);
   printf(
-      "{\"floor_batched_rate\":%ld,\"tick_us\":%d,\"stamps\":%d,\"cpu_percent_client\":%.1f,"
+      "{\"floor_batched_rate\":%d,\"tick_us\":%d,\"stamps\":%d,\"addresses\":%d,\"cpu_percent_client\":%.1f,"
       "\"cpu_percent_server\":%.1f,\"replies\":%ld}\n",
-      (long)per_tick * 1000000L / tick_us, tick_us, stamps, 100.0 * client / secs, 100.0 * server_s / secs,
-      replies);
+      rate, tick_us, stamps, naddr, 100.0 * client / secs, 100.0 * server_s / secs, replies);
+  free(dst);
   return 0;
 }

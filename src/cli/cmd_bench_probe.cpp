@@ -1,8 +1,11 @@
 // `weft bench probe`: a prober (this process) and a responder (a child `weft responder`) on
 // loopback, at a given total probe rate spread over N targets. Prints CPU (percent of one core,
 // from /proc over the measured interval, after a one-second warm-up) and RSS of each process,
-// the rate achieved and the probes lost. Targets are N entries of the same responder address:
-// the prober keeps per-target state and windows for each, which is what the figures measure.
+// the rate achieved and the probes lost. By default every target has its own loopback address
+// (127.1.x.y, the responder listening on all of them), as in a real mesh where each target is
+// another host: the responder then cannot pack the follow-ups of many targets into one datagram
+// (it packs per prober and per address it answered from). --addresses 1 puts every target on
+// 127.0.0.1, the old and flattering case.
 #include <fmt/format.h>
 #include <signal.h>
 #include <spawn.h>
@@ -37,6 +40,7 @@ struct BenchArgs {
   std::string protocol = "udp";
   double rate = 10000;
   int targets = 100;
+  int addresses = 0;  // distinct target addresses; 0 = one per target
   double duration_s = 10;
   bool json = false;
   bool keep_open = false;
@@ -46,9 +50,13 @@ struct BenchArgs {
   double window_s = 10;  // the prober's default: what an agent runs with
 };
 
-// A port the kernel considers free right now on 127.0.0.1 (for the child responder).
-Result<uint16_t> free_port(bool tcp) {
-  auto addr = net::SocketAddress::parse_ip("127.0.0.1", 0);
+// The K-th distinct loopback address (K < 64000): 127.1.(K / 250).(K % 250 + 1), never a .0 or
+// .255 host byte. Linux routes all of 127.0.0.0/8 to the loopback device.
+std::string loopback_address(int k) { return fmt::format("127.1.{}.{}", k / 250, k % 250 + 1); }
+
+// A port the kernel considers free right now on `host` (for the child responder).
+Result<uint16_t> free_port(const std::string& host, bool tcp) {
+  auto addr = net::SocketAddress::parse_ip(host, 0);
   auto fd = tcp ? net::tcp_listener(*addr, 1) : net::udp_socket(*addr);
   if (!fd) return std::unexpected(fd.error());
   auto local = net::local_address(fd->get());
@@ -65,14 +73,22 @@ int run_bench(const BenchArgs& a) {
     fmt::print(stderr, "weft bench probe: rate, targets and duration must be positive\n");
     return 2;
   }
-  auto up = free_port(false), tp = free_port(true);
+  const int addresses = a.addresses > 0 ? std::min(a.addresses, a.targets) : a.targets;
+  if (addresses > 64000) {
+    fmt::print(stderr, "weft bench probe: at most 64000 distinct addresses\n");
+    return 2;
+  }
+  // One address: the responder listens on it alone; several: on all addresses (only loopback
+  // ones are ever probed), replying from the address each probe was sent to.
+  const std::string listen = addresses == 1 ? "127.0.0.1" : "0.0.0.0";
+  auto up = free_port(listen, false), tp = free_port(listen, true);
   if (!up || !tp) {
-    fmt::print(stderr, "weft bench probe: no free port on 127.0.0.1\n");
+    fmt::print(stderr, "weft bench probe: no free port on {}\n", listen);
     return 1;
   }
   const std::string uport = std::to_string(*up), tport = std::to_string(*tp);
-  std::vector<std::string> argv_s = {"weft",      "--log-level", "warn", "responder",  "--listen",
-                                     "127.0.0.1", "--udp-port",  uport,  "--tcp-port", tport};
+  std::vector<std::string> argv_s = {"weft", "--log-level", "warn", "responder",  "--listen",
+                                     listen, "--udp-port",  uport,  "--tcp-port", tport};
   std::vector<char*> argv;
   for (auto& s : argv_s) argv.push_back(s.data());
   if (a.no_followups) argv.push_back(const_cast<char*>("--no-followups"));
@@ -113,7 +129,9 @@ int run_bench(const BenchArgs& a) {
   }
   const uint16_t port = cfg.protocol == probe::Protocol::udp ? *up : *tp;
   std::vector<probe::Target> targets;
-  for (int i = 0; i < a.targets; ++i) targets.push_back({fmt::format("t{}", i), "127.0.0.1", port});
+  for (int i = 0; i < a.targets; ++i)
+    targets.push_back({fmt::format("t{}", i),
+                       addresses == 1 ? std::string("127.0.0.1") : loopback_address(i % addresses), port});
   (*prober)->set_targets(std::move(targets));
   uint64_t windows = 0;
   std::thread runner([&] {
@@ -150,6 +168,7 @@ int run_bench(const BenchArgs& a) {
                       {"max_coalesce_us", a.max_coalesce_us},
                       {"rate_requested", a.rate},
                       {"targets", a.targets},
+                      {"addresses", addresses},
                       {"duration_s", a.duration_s},
                       {"rate_achieved", std::round(static_cast<double>(c1.sent - c0.sent) / secs)},
                       {"sent", cend.sent},
@@ -186,14 +205,19 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
   sub->add_option("--rate", a->rate, "Total probes per second")->capture_default_str();
   sub->add_option("--targets", a->targets, "Number of targets the rate is spread over")
       ->capture_default_str();
+  sub->add_option("--addresses", a->addresses,
+                  "Distinct target addresses (127.1.x.y), targets spread over them; default one per target, "
+                  "1 = all on 127.0.0.1")
+      ->check(CLI::Range(0, 64000));
   sub->add_option("--duration", a->duration_s, "Measured seconds (after 1 s of warm-up)")
       ->capture_default_str();
   sub->add_flag("--json", a->json, "One-line JSON");
   sub->add_flag("--keep-open", a->keep_open, "tcp: echo on kept-open connections instead of connects");
   sub->add_flag("--no-followups", a->no_followups, "Responder sends no follow-ups (see weft responder)");
-  sub->add_option("--coalesce-us", a->coalesce_us, "Shortest wake-up coalescing of prober and responder (us)")
+  sub->add_option("--coalesce-us", a->coalesce_us,
+                  "Shortest wake-up coalescing of prober and responder, under heavy load (us)")
       ->capture_default_str();
-  sub->add_option("--max-coalesce-us", a->max_coalesce_us, "Longest wake-up coalescing under load (us)")
+  sub->add_option("--max-coalesce-us", a->max_coalesce_us, "Wake-up coalescing below heavy load (us)")
       ->capture_default_str();
   sub->add_option("--window", a->window_s, "Prober window length (s); 1 closes 10x as many windows")
       ->capture_default_str()

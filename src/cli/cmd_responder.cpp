@@ -59,13 +59,13 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
                 "Do not send follow-ups with the kernel send time (cheaper; less exact responder delay)");
   auto coalesce_us = std::make_shared<int64_t>(cfg->coalesce.count() / 1000);
   sub->add_option("--coalesce-us", *coalesce_us,
-                  "Microseconds to wait after a wake-up before the next (batches work under load; 0 = off)")
+                  "Shortest wait after a wake-up before the next, under heavy load (0 = off)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{100'000}));
   auto max_coalesce_us = std::make_shared<int64_t>(cfg->max_coalesce.count() / 1000);
   sub->add_option("--max-coalesce-us", *max_coalesce_us,
-                  "Longest wait between wake-ups that a busy responder grows to (kernel timestamps keep it "
-                  "out of the network RTT)")
+                  "Wait between wake-ups unless heavily loaded: the longest a probe is held before its "
+                  "answer (kernel timestamps keep it out of the network RTT)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{100'000}));
   auto hw_interface = std::make_shared<std::string>();

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 #include <unordered_map>
+#include <vector>
 
 #include "base/clock.hpp"
 #include "base/log.hpp"
@@ -35,6 +36,9 @@ namespace weft::probe {
 namespace {
 
 constexpr int kBatch = 64;
+// epoll events taken per wake-up: TCP connect probes give one per connection, and a wake-up
+// every 5 ms with 64 would cap them at 12,800 a second (see the responder's kEvents).
+constexpr int kEvents = 1024;
 constexpr size_t kRecvBytes =
     1024;  // larger than any message (wire::kMaxFollowupsSize) so oversized ones are seen as such
 
@@ -1058,7 +1062,8 @@ struct Prober::Impl {
   }
 
   Status loop() {
-    epoll_event events[kBatch];
+    std::vector<epoll_event> event_buf(kEvents);  // once per run()
+    epoll_event* events = event_buf.data();
     offset_rt = realtime_ns() - mono_ns();
     next_flush_mono = 0;
     // Kept-open TCP reads each answer as it comes: a stream has one receive stamp per read, so an
@@ -1080,7 +1085,7 @@ struct Prober::Impl {
       if (!heap.empty()) next = std::min(next, heap.front().t - slack_ns / 2);
       next = std::min({next, expire_next(), grace_next(), next_flush_mono});
       if (udp_polled) next = std::min(next, waiter.next_wake_ns());
-      auto n = waiter.wait(ep, events, kBatch, next);
+      auto n = waiter.wait(ep, events, kEvents, next);
       if (!n) return std::unexpected(n.error());
       for (int i = 0; i < *n; ++i) {
         const uint64_t d = events[i].data.u64;

@@ -45,8 +45,9 @@ struct ProberConfig {
   // measurement; it only delays reading them. (Kept-open TCP does not coalesce: a stream gives one
   // receive stamp per read, so an answer read together with a later frame would lose its own.)
   // 0 = react to every packet at once.
-  // This is the shortest period; under load it grows up to max_coalesce (wake_coalescer.hpp),
-  // and sends due within the current period are batched with the others (see batch_slack).
+  // This is the shortest period, reached only under heavy load (more than 512 datagrams a
+  // wake-up); otherwise the loop wakes every max_coalesce (wake_coalescer.hpp), and sends due
+  // within the current period are batched with the others (see batch_slack).
   std::chrono::nanoseconds coalesce{std::chrono::milliseconds(1)};
   std::chrono::nanoseconds max_coalesce{std::chrono::milliseconds(5)};
 };

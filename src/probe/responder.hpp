@@ -32,7 +32,9 @@ struct ResponderConfig {
   // Wake-up coalescing (see ProberConfig::coalesce): the time a probe waits here is between its
   // kernel receive and send timestamps, so it is taken out of the network RTT like any other
   // responder delay. An idle responder still answers the first probe at once.
-  // This is the shortest period; a busy responder sleeps up to max_coalesce (wake_coalescer.hpp).
+  // This is the shortest period, reached only under heavy load; otherwise a responder that is not
+  // idle sleeps max_coalesce between wake-ups, which bounds how long it holds a probe
+  // (wake_coalescer.hpp, docs/probe.md "Wake-up coalescing").
   std::chrono::nanoseconds coalesce{std::chrono::milliseconds(1)};
   std::chrono::nanoseconds max_coalesce{std::chrono::milliseconds(5)};
 };

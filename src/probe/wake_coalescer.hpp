@@ -2,17 +2,23 @@
 // How long an event loop sleeps between looks at its sockets, adapted to its load.
 //
 // A wake-up costs far more than a datagram on a virtual machine (timer, context switch, epoll),
-// so a busy prober or responder should handle many packets per wake-up; but sleeping too long
-// lets a high rate overflow the socket buffers and makes the responder shed follow-ups. Kernel
+// so a prober or responder should handle many packets per wake-up; but sleeping too long lets a
+// high rate overflow the socket buffers and makes the responder shed follow-ups. Kernel
 // timestamps keep the wait out of every network RTT (it falls between the responder's receive and
 // send stamps, or before the prober reads an already-stamped answer); it does show in the
-// responder delay and so in the total RTT. Hence the period only grows where batching pays:
-//  - a wake-up that handles fewer than kBusy datagrams: back towards min (light load: answer soon);
-//  - kBusy..kFew: a little longer (a real stream: batch it);
-//  - more than kMany: half as long (the buffers must not fill).
-// With the defaults (1-5 ms), 10,000 probes/s (20,000 datagrams in and out) settle at 5 ms, 100,000/s
-// at about 2.5 ms, and a prober or responder handling up to ~2,000 datagrams/s stays at 1 ms. An idle
-// loop still reacts to the first packet at once (the sleep only follows a wake-up).
+// responder delay and so in the total RTT: a busy responder holds a probe up to the longest
+// period (5 ms by default) before it answers, an idle one answers at once.
+// Hence the period sits at the longest unless the load is heavy:
+//  - a wake-up that handles more than kMany datagrams: half as long (the buffers must not fill),
+//    never below the shortest;
+//  - otherwise back up towards the longest, whatever the load. Light load stays there too: at
+//    1,000 probes/s a 1 ms period meant ~1,000 wake-ups a second on each side for one or two
+//    datagrams each, twice the CPU of the kernel floor with 5 ms wake-ups (issue 17).
+// With the defaults (1-5 ms), up to ~50,000 probes/s stay at 5 ms and 100,000/s settle at about
+// 2.5 ms. An idle loop still reacts to the first packet at once (the sleep only follows a
+// wake-up), so a probe every 5 ms or more is answered without any hold.
+// streaming(): the last wake-up handled at least kBusy datagrams; the loop then reads its UDP
+// sockets on a timer every period instead of through epoll.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -26,27 +32,28 @@ namespace weft::probe {
 class WakeCoalescer {
  public:
   // Datagrams read and sent per wake-up.
-  static constexpr size_t kBusy = 8;    // fewer: light load, shorten
-  static constexpr size_t kFew = 128;   // kBusy..kFew: lengthen
+  static constexpr size_t kBusy = 8;    // at least: a stream is flowing (see streaming())
   static constexpr size_t kMany = 512;  // more: halve
 
   WakeCoalescer(int64_t min_ns, int64_t max_ns)
-      : min_(std::max<int64_t>(min_ns, 0)), max_(std::max(min_, max_ns)), period_(min_) {}
+      : min_(std::max<int64_t>(min_ns, 0)), max_(std::max(min_, max_ns)), period_(max_) {}
 
   int64_t period_ns() const { return period_; }
-  // Above the shortest period: a stream is flowing and every wake-up will find packets.
-  bool streaming() const { return period_ > min_; }
+  // A stream is flowing: the next wake-up will find packets too.
+  bool streaming() const { return streaming_; }
 
   // `packets`: datagrams the last wake-up read and sent.
   void observe(size_t packets) {
-    if (packets > kMany || packets < kBusy)
+    streaming_ = packets >= kBusy;
+    if (packets > kMany)
       period_ = std::max(min_, period_ / 2);
-    else if (packets < kFew)
+    else
       period_ = std::min(max_, period_ + std::max<int64_t>(period_ / 4, 100'000));
   }
 
  private:
   int64_t min_, max_, period_;
+  bool streaming_ = false;
 };
 
 // The wait at the top of a coalescing event loop (prober, responder): sleep out the rest of the
