@@ -144,9 +144,9 @@ class Mesh final : public MeshView {
   Counters& counters() { return counters_; }
   void set_store_info(StoreInfo info);
 
-  // Number of (protocol, src, dst) pairs held.
   // Registered agents (without copying them as agents() does).
   size_t agent_count() const;
+  // Number of (protocol, src, dst) pairs held (a counter: no source lock taken).
   size_t pair_count() const;
 
   // The latest windows of the pairs from a host in `srcs` to a host in `dsts`, sorted by (src, dst).
@@ -211,6 +211,7 @@ class Mesh final : public MeshView {
   } mutable index_;
 
   Counters counters_;
+  std::atomic<size_t> pairs_held_{0};  // slots made in all sources (pair_count)
   mutable std::mutex store_mu_;
   StoreInfo store_info_;
 };
