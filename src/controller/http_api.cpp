@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "base/log.hpp"
 #include "controller/blame.hpp"
@@ -232,48 +233,32 @@ void HttpApi::report(const Req& req, Res& res) {
 void HttpApi::mesh(const Req& req, Res& res) {
   auto proto = protocol_param(req);
   if (!proto) return error(res, 400, proto.error().message);
-  std::vector<std::string> hosts;
-  std::function<bool(const std::string&, const std::string&)> keep = [](const auto&, const auto&) {
-    return true;
-  };
+  // The pairs wanted are picked by source and destination inside the mesh (Mesh::latest_between):
+  // one group's mesh never copies the whole fleet's pairs.
+  std::vector<std::string> hosts, srcs, dsts;
   std::string group = req.param("group");
   auto cfg = mesh_.config();
   if (!group.empty()) {
-    const GroupRule* g = nullptr;
-    const ArrowRule* a = nullptr;
-    for (const auto& x : cfg->groups)
-      if (x.name == group) g = &x;
-    for (const auto& x : cfg->arrows)
-      if (x.name == group) a = &x;
-    if (!g && !a) return error(res, 404, fmt::format("no group named '{}'", group));
-    auto any = [](const std::vector<std::string>& pats, const std::string& n) {
-      for (const auto& p : pats)
-        if (glob_match(p, n)) return true;
-      return false;
-    };
-    if (g)
-      keep = [g, any](const std::string& s, const std::string& d) {
-        return any(g->members, s) && any(g->members, d);
-      };
-    else
-      keep = [a, any](const std::string& s, const std::string& d) {
-        return any(a->from, s) && any(a->to, d);
-      };
-    for (const auto& gi : mesh_.groups())
-      if (gi.name == group) hosts = gi.members;
+    auto ends = mesh_.group_ends(group);
+    if (!ends) return error(res, 404, fmt::format("no group named '{}'", group));
+    srcs = std::move(ends->from);
+    dsts = std::move(ends->to);
+    std::set<std::string> both(srcs.begin(), srcs.end());
+    both.insert(dsts.begin(), dsts.end());
+    hosts.assign(both.begin(), both.end());
   } else {
     for (const auto& ag : mesh_.agents())
       if (std::find(ag.protocols.begin(), ag.protocols.end(), *proto) != ag.protocols.end())
         hosts.push_back(ag.name);
   }
+  auto pick = [&] { return group.empty() ? mesh_.latest(*proto) : mesh_.latest_between(*proto, srcs, dsts); };
   int64_t now = now_ns();
   const std::string format = req.param("format");
   if (!format.empty() && format != "rows" && format != "columns")
     return error(res, 400,
                  fmt::format("format: 'rows' (the default) or 'columns', not '{}'", format.substr(0, 32)));
   if (format == "columns") {
-    std::vector<PairWindow> kept = mesh_.latest(*proto);
-    std::erase_if(kept, [&](const PairWindow& pw) { return !keep(pw.src, pw.dst); });
+    std::vector<PairWindow> kept = pick();
     std::string body =
         mesh_columns_json({proto::to_string(*proto), group, cfg->window_ns, now, std::move(hosts)}, kept);
     // Large meshes go gzipped at a fast level when the client takes it (the dashboard does).
@@ -289,8 +274,7 @@ void HttpApi::mesh(const Req& req, Res& res) {
     return;
   }
   json pairs = json::array();
-  for (const auto& pw : mesh_.latest(*proto)) {
-    if (!keep(pw.src, pw.dst)) continue;
+  for (const auto& pw : pick()) {
     json p = window_api_json(pw.window);
     p["src"] = pw.src;
     p["dst"] = pw.dst;

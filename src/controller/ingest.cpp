@@ -153,8 +153,8 @@ IngestReply Ingest::handle_report(const proto::Report& r, int64_t now_ns) {
   c.windows_accepted += accepted;
   c.windows_duplicate += duplicate;
   c.windows_stale += stale;
-  mesh_.touch(r.agent, r.health, r.alarms, now_ns);
-  return {200, proto::report_reply_json({accepted, duplicate, stale, mesh_.pinglist_version(r.agent)})};
+  const uint64_t version = mesh_.touch(r.agent, r.health, r.alarms, now_ns);
+  return {200, proto::report_reply_json({accepted, duplicate, stale, version})};
 }
 
 }  // namespace weft::controller

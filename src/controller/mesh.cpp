@@ -59,7 +59,9 @@ Mesh::SourceTxn::Slot* Mesh::SourceTxn::slot_for(const proto::WindowStats& w) {
     return guesses[pos].slot;
   uint32_t dst = mesh_.intern(w.target);
   if (dst == UINT32_MAX) return nullptr;  // name table full: refuse, never grow unbounded
-  Slot* slot = &src_.pairs[pair_key(w.protocol, dst)];
+  auto [at, inserted] = src_.pairs.try_emplace(pair_key(w.protocol, dst));
+  if (inserted) mesh_.pairs_held_.fetch_add(1, std::memory_order_relaxed);
+  Slot* slot = &at->second;
   // No more guesses than pairs: a backlog report (many windows per pair) must not grow memory.
   if (pos < src_.pairs.size() && pos < kMaxGuessedPositions) {
     if (pos >= guesses.size()) guesses.resize(pos + 1);
@@ -158,20 +160,9 @@ void Mesh::restore(const std::string& src, std::span<const proto::WindowStats> w
     it->second.info.last_seen_unix_ns = std::max(it->second.info.last_seen_unix_ns, received_ns);
 }
 
-size_t Mesh::pair_count() const {
-  std::vector<SourceTxn::Source*> sources;
-  {
-    std::shared_lock lk(names_mu_);
-    for (const auto& s : sources_) sources.push_back(s.get());
-  }
-  size_t n = 0;
-  for (auto* s : sources)
-    if (s) {
-      std::lock_guard sl(s->mu);
-      n += s->pairs.size();
-    }
-  return n;
-}
+// Slots are never erased, so a counter kept as they are made is exact: /healthz asks for it while
+// 10,000 agents report, and counting by taking every source lock put it behind their ingest.
+size_t Mesh::pair_count() const { return pairs_held_.load(std::memory_order_relaxed); }
 
 // Lock order is source -> names (classify interns target names under the source lock), so readers
 // copy what they need from the name table first and take the source locks after releasing it.
@@ -194,6 +185,50 @@ std::vector<PairWindow> Mesh::latest(proto::Protocol protocol) const {
       PairWindow pw;
       pw.src = names[id];
       pw.dst = dst < names.size() ? names[dst] : name_of(dst);
+      pw.window = slot.latest;
+      pw.window.target = pw.dst;
+      pw.received_unix_ns = slot.received_ns;
+      pw.baseline_rtt_ns = slot.baseline_before_ns;
+      out.push_back(std::move(pw));
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const PairWindow& a, const PairWindow& b) {
+    return std::tie(a.src, a.dst) < std::tie(b.src, b.dst);
+  });
+  return out;
+}
+
+std::vector<PairWindow> Mesh::latest_between(proto::Protocol protocol, const std::vector<std::string>& srcs,
+                                             const std::vector<std::string>& dsts) const {
+  std::vector<std::pair<uint32_t, SourceTxn::Source*>> sources;  // (id, source) of each wanted source
+  std::vector<uint8_t> dst_ok;                                   // by id
+  std::vector<std::string> names;                                // by id, only the wanted ones set
+  {
+    std::shared_lock lk(names_mu_);
+    names.resize(names_.size());
+    dst_ok.assign(names_.size(), 0);
+    for (const auto& d : dsts)
+      if (auto it = ids_.find(d); it != ids_.end()) {
+        dst_ok[it->second] = 1;
+        names[it->second] = d;
+      }
+    for (const auto& s : srcs)
+      if (auto it = ids_.find(s); it != ids_.end() && sources_[it->second]) {
+        sources.emplace_back(it->second, sources_[it->second].get());
+        names[it->second] = s;
+      }
+  }
+  std::vector<PairWindow> out;
+  for (const auto& [id, s] : sources) {
+    std::lock_guard sl(s->mu);
+    for (const auto& [key, slot] : s->pairs) {
+      const uint32_t dst = static_cast<uint32_t>(key);
+      if (!slot.has_latest || static_cast<proto::Protocol>(key >> 32) != protocol || dst >= dst_ok.size() ||
+          !dst_ok[dst])
+        continue;
+      PairWindow pw;
+      pw.src = names[id];
+      pw.dst = names[dst];
       pw.window = slot.latest;
       pw.window.target = pw.dst;
       pw.received_unix_ns = slot.received_ns;
@@ -419,31 +454,29 @@ std::vector<Peer> Mesh::candidates_locked(const std::shared_ptr<const Config>& c
   return out;
 }
 
-Pinglist Mesh::pinglist_for(const std::string& name) {
-  auto cfg = config();
-  std::lock_guard lk(reg_mu_);
-  auto it = agents_.find(name);
-  if (it == agents_.end()) return compute_pinglist(*cfg, name, {});
-  AgentRecord& rec = it->second;
+const Pinglist& Mesh::cached_pinglist_locked(const std::shared_ptr<const Config>& cfg, AgentRecord& rec) {
   if (rec.cached_generation != generation_) {
-    rec.cached = compute_pinglist(*cfg, name, candidates_locked(cfg, name));
+    rec.cached = compute_pinglist(*cfg, rec.info.name, candidates_locked(cfg, rec.info.name));
     rec.cached_generation = generation_;
   }
   return rec.cached;
 }
 
-// Called for every report: answers from the cache without copying the list.
+Pinglist Mesh::pinglist_for(const std::string& name) {
+  auto cfg = config();
+  std::lock_guard lk(reg_mu_);
+  auto it = agents_.find(name);
+  if (it == agents_.end()) return compute_pinglist(*cfg, name, {});
+  return cached_pinglist_locked(cfg, it->second);
+}
+
+// Answers from the cache without copying the list.
 uint64_t Mesh::pinglist_version(const std::string& name) {
   auto cfg = config();
   std::lock_guard lk(reg_mu_);
   auto it = agents_.find(name);
   if (it == agents_.end()) return compute_pinglist(*cfg, name, {}).version;
-  AgentRecord& rec = it->second;
-  if (rec.cached_generation != generation_) {
-    rec.cached = compute_pinglist(*cfg, name, candidates_locked(cfg, name));
-    rec.cached_generation = generation_;
-  }
-  return rec.cached.version;
+  return cached_pinglist_locked(cfg, it->second).version;
 }
 
 void Mesh::record_pinglist_sent(const std::string& name, const Pinglist& p) {
@@ -454,11 +487,12 @@ void Mesh::record_pinglist_sent(const std::string& name, const Pinglist& p) {
   }
 }
 
-void Mesh::touch(const std::string& name, const proto::Health& h, std::span<const proto::AlarmEvent> alarms,
-                 int64_t now_ns) {
+uint64_t Mesh::touch(const std::string& name, const proto::Health& h,
+                     std::span<const proto::AlarmEvent> alarms, int64_t now_ns) {
+  auto cfg = config();
   std::lock_guard lk(reg_mu_);
   auto it = agents_.find(name);
-  if (it == agents_.end()) return;
+  if (it == agents_.end()) return compute_pinglist(*cfg, name, {}).version;
   AgentInfo& a = it->second.info;
   a.last_seen_unix_ns = now_ns;
   if (a.state == AgentState::down) {
@@ -472,6 +506,7 @@ void Mesh::touch(const std::string& name, const proto::Health& h, std::span<cons
                          h.dropped_windows, h.spooled_windows, h.prober_restarts};
   for (const auto& e : alarms) a.alarms.push_back({e.kind, e.message, e.unix_ns});
   if (a.alarms.size() > kMaxAlarmsKept) a.alarms.erase(a.alarms.begin(), a.alarms.end() - kMaxAlarmsKept);
+  return cached_pinglist_locked(cfg, it->second).version;
 }
 
 std::vector<AgentInfo> Mesh::agents() const {
@@ -526,6 +561,38 @@ std::vector<GroupInfo> Mesh::groups() const {
     std::sort(m.begin(), m.end());
     out.push_back({a.name, a.protocols, std::move(m)});
   }
+  return out;
+}
+
+std::optional<Mesh::GroupEnds> Mesh::group_ends(const std::string& name) const {
+  auto cfg = config();
+  const GroupRule* g = nullptr;
+  const ArrowRule* a = nullptr;
+  size_t gi = 0, ai = 0;
+  for (size_t i = 0; i < cfg->groups.size(); ++i)
+    if (cfg->groups[i].name == name) g = &cfg->groups[gi = i];
+  for (size_t i = 0; i < cfg->arrows.size(); ++i)
+    if (cfg->arrows[i].name == name) a = &cfg->arrows[ai = i];
+  if (!g && !a) return std::nullopt;
+  if (g) a = nullptr;  // a group shadows an arrow of the same name (as the API always did)
+  GroupEnds out;
+  std::lock_guard lk(reg_mu_);
+  if (index_.cfg == cfg) {  // the member index knows (built with the first pinglist)
+    if (g) {
+      out.from.assign(index_.group[gi].begin(), index_.group[gi].end());
+      out.to = out.from;
+    } else {
+      out.from.assign(index_.from[ai].begin(), index_.from[ai].end());
+      out.to.assign(index_.to[ai].begin(), index_.to[ai].end());
+    }
+    return out;
+  }
+  for (const auto& [n, rec] : agents_) {
+    if (g && matches(g->members, n)) out.from.push_back(n);
+    if (a && matches(a->from, n)) out.from.push_back(n);
+    if (a && matches(a->to, n)) out.to.push_back(n);
+  }
+  if (g) out.to = out.from;
   return out;
 }
 

@@ -71,9 +71,11 @@ class Mesh final : public MeshView {
   // The agent's pinglist (cached until membership or config changes).
   Pinglist pinglist_for(const std::string& name);
   void record_pinglist_sent(const std::string& name, const Pinglist& p);
-  // A report came in: last seen, health, alarms, and back to "up" if it was down.
-  void touch(const std::string& name, const proto::Health& h, std::span<const proto::AlarmEvent> alarms,
-             int64_t now_ns);
+  // A report came in: last seen, health, alarms, and back to "up" if it was down. Returns the
+  // version of the agent's pinglist (what the report's answer carries), under the same lock: the
+  // registry lock is taken once per report, not twice.
+  uint64_t touch(const std::string& name, const proto::Health& h, std::span<const proto::AlarmEvent> alarms,
+                 int64_t now_ns);
   uint64_t pinglist_version(const std::string& name);
 
   // --- windows ---
@@ -142,10 +144,22 @@ class Mesh final : public MeshView {
   Counters& counters() { return counters_; }
   void set_store_info(StoreInfo info);
 
-  // Number of (protocol, src, dst) pairs held.
   // Registered agents (without copying them as agents() does).
   size_t agent_count() const;
+  // Number of (protocol, src, dst) pairs held (a counter: no source lock taken).
   size_t pair_count() const;
+
+  // The latest windows of the pairs from a host in `srcs` to a host in `dsts`, sorted by (src, dst).
+  // Only those sources are visited and only those pairs copied: one rack's mesh in a 10,000-agent
+  // fleet costs its 10,000 pairs, not the million of latest(protocol) filtered afterwards.
+  std::vector<PairWindow> latest_between(proto::Protocol protocol, const std::vector<std::string>& srcs,
+                                         const std::vector<std::string>& dsts) const;
+  // The registered agents a group (members, both ends) or an arrow (from, to) of the config in force
+  // holds, by its name; nullopt if the config has no such group or arrow.
+  struct GroupEnds {
+    std::vector<std::string> from, to;
+  };
+  std::optional<GroupEnds> group_ends(const std::string& name) const;
 
   // --- MeshView ---
   std::vector<PairWindow> latest(proto::Protocol protocol) const override;
@@ -165,6 +179,8 @@ class Mesh final : public MeshView {
     Pinglist cached;
   };
 
+  // The agent's pinglist, recomputed if a change made it stale (reg_mu_ held).
+  const Pinglist& cached_pinglist_locked(const std::shared_ptr<const Config>& cfg, AgentRecord& rec);
   uint32_t intern(const std::string& name);
   std::string name_of(uint32_t id) const;
   // The peers a pinglist of `name` can hold (itself, and the members of the groups and the targets of
@@ -195,6 +211,7 @@ class Mesh final : public MeshView {
   } mutable index_;
 
   Counters counters_;
+  std::atomic<size_t> pairs_held_{0};  // slots made in all sources (pair_count)
   mutable std::mutex store_mu_;
   StoreInfo store_info_;
 };

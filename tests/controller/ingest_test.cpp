@@ -285,3 +285,52 @@ TEST(MeshRegistry, SilentAgentsGoDownAndComeBack) {
   EXPECT_EQ(mesh.pinglist_for("h1").target_count(), 2u);
   EXPECT_TRUE(mesh.agents()[2].alarms.empty());
 }
+
+// A group's mesh (GET /api/v1/mesh?group=...) is read through latest_between(): only the pairs
+// between the group's members (an arrow: from its `from` to its `to`), the same whether the member
+// index is built yet or not, and the same as filtering the whole mesh.
+TEST(MeshRegistry, GroupMeshHoldsOnlyItsOwnPairs) {
+  auto cfg = parse_config(
+      "groups:\n  - {name: rack-a, protocols: [udp], members: ['a*']}\n"
+      "  - {name: rack-b, protocols: [udp], members: ['b*']}\n"
+      "arrows:\n  - {name: a-to-b, protocols: [udp], from: ['a*'], to: ['b*']}\n",
+      "<t>");
+  Mesh mesh(std::make_shared<const Config>(*cfg));
+  int64_t t0 = now_ns() - 20'000'000'000;
+  const std::vector<std::string> hosts{"a1", "a2", "b1", "b2"};
+  for (const auto& n : hosts) mesh.register_agent({n, {"10.0.0.9"}, {Protocol::udp}, "", 7777, 0}, t0);
+  for (const auto& s : hosts) {
+    std::vector<weft::proto::WindowStats> ws;
+    for (const auto& d : hosts)
+      if (d != s) ws.push_back(window(d, t0));
+    mesh.restore(s, ws, t0);
+  }
+  auto pairs = [](const std::vector<PairWindow>& v) {
+    std::vector<std::string> out;
+    for (const auto& pw : v) {
+      EXPECT_EQ(pw.window.target, pw.dst);
+      out.push_back(pw.src + ">" + pw.dst);
+    }
+    return out;
+  };
+  auto between = [&](const std::string& group) {
+    auto ends = mesh.group_ends(group);
+    EXPECT_TRUE(ends) << group;
+    return pairs(mesh.latest_between(Protocol::udp, ends->from, ends->to));
+  };
+  EXPECT_FALSE(mesh.group_ends("rack-c"));
+  // Before any pinglist is computed (no member index yet): from the config's globs.
+  EXPECT_EQ(between("rack-a"), (std::vector<std::string>{"a1>a2", "a2>a1"}));
+  EXPECT_EQ(between("a-to-b"), (std::vector<std::string>{"a1>b1", "a1>b2", "a2>b1", "a2>b2"}));
+  // With the member index built (the first pinglist builds it): the same answer.
+  mesh.pinglist_for("a1");
+  EXPECT_EQ(between("rack-b"), (std::vector<std::string>{"b1>b2", "b2>b1"}));
+  EXPECT_EQ(between("a-to-b"), (std::vector<std::string>{"a1>b1", "a1>b2", "a2>b1", "a2>b2"}));
+  EXPECT_EQ(pairs(mesh.latest(Protocol::udp)).size(), 12u);
+  EXPECT_TRUE(mesh.latest_between(Protocol::tcp, hosts, hosts).empty());
+  // A removed agent leaves its group's mesh.
+  mesh.remove_agent("a2");
+  EXPECT_EQ(between("rack-a"), std::vector<std::string>{});
+  // touch() answers the report with the pinglist version, as pinglist_for() has it.
+  EXPECT_EQ(mesh.touch("b1", weft::proto::Health{}, {}, t0), mesh.pinglist_for("b1").version);
+}
