@@ -100,7 +100,9 @@ struct RdmaRun {
 
 struct Agent::Impl {
   AgentConfig cfg;
-  ControllerUrl url;
+  ControllerUrl url;                // the one in use, of `urls`
+  std::vector<ControllerUrl> urls;  // --controller URL[,URL...]: replicas sharing one store
+  size_t url_index = 0;
   Outbox outbox;
   std::unique_ptr<httplib::Client> http;
   httplib::Headers headers;
@@ -441,6 +443,27 @@ struct Agent::Impl {
   }
 
   // ---- controller conversation ----
+  // The HTTP client for urls[url_index] (control thread only, like every use of `http`).
+  void connect_controller() {
+    url = urls[url_index];
+    http = std::make_unique<httplib::Client>(url.host, url.port);
+    http->set_connection_timeout(2, 0);
+    http->set_read_timeout(10, 0);
+    http->set_write_timeout(10, 0);
+    http->set_keep_alive(true);
+    http->set_tcp_nodelay(true);  // headers and body go out in two writes: no Nagle delay
+  }
+  // Moves on to the next replica after an unreachable one or a 503 (its store is down). The new
+  // replica may not have this agent in its memory yet, so the agent registers there first; queued
+  // batches stay in the outbox and go to it (the store drops what another replica already took).
+  void next_controller() {
+    if (urls.size() < 2) return;
+    url_index = (url_index + 1) % urls.size();
+    connect_controller();
+    registered = false;
+    log().warn("controller: trying replica {}:{}", url.host, url.port);
+  }
+
   bool do_register() {
     {
       std::lock_guard lk(mu);
@@ -451,8 +474,10 @@ struct Agent::Impl {
     auto res = http->Post("/api/v1/register", headers, proto::registration_json(reg), "application/json");
     if (!res) {
       log().warn("register: controller unreachable ({})", httplib::to_string(res.error()));
+      next_controller();
       return false;
     }
+    if (res->status == 503) next_controller();
     if (res->status != 200) {
       log().error("register refused ({}): {}", res->status, res->body);
       return false;
@@ -470,7 +495,10 @@ struct Agent::Impl {
   void sync_pinglist() {
     auto res =
         http->Get(fmt::format("/api/v1/pinglist?agent={}&version={}", cfg.name, pl_version.load()), headers);
-    if (!res) return;
+    if (!res) {
+      next_controller();
+      return;
+    }
     if (res->status == 409) {
       registered = false;
       return;
@@ -531,6 +559,7 @@ struct Agent::Impl {
       auto res = http->Post("/api/v1/report", headers, proto::encode_binary(rep),
                             std::string(proto::kBinaryContentType));
       const int status = res ? res->status : 0;
+      if (status == 0 || status == 503) next_controller();  // the batch stays queued for the next one
       if (status == 409) {  // the controller forgot us (restart): register and resend
         registered = false;
         return;
@@ -640,9 +669,10 @@ Agent::~Agent() { stop(); }
 
 Status Agent::start() {
   auto& I = *impl_;
-  auto url = parse_controller_url(I.cfg.controller_url);
-  if (!url) return std::unexpected(url.error());
-  I.url = *url;
+  auto urls = parse_controller_urls(I.cfg.controller_url);
+  if (!urls) return std::unexpected(urls.error());
+  I.urls = std::move(*urls);
+  I.url = I.urls.front();
   if (I.cfg.name.empty()) I.cfg.name = host_name();
   if (I.cfg.address.empty()) {
     auto a = route_source_address(I.url);
@@ -650,12 +680,7 @@ Status Agent::start() {
     I.cfg.address = *a;
   }
   if (auto st = I.outbox.open(); !st) return st;
-  I.http = std::make_unique<httplib::Client>(I.url.host, I.url.port);
-  I.http->set_connection_timeout(2, 0);
-  I.http->set_read_timeout(10, 0);
-  I.http->set_write_timeout(10, 0);
-  I.http->set_keep_alive(true);
-  I.http->set_tcp_nodelay(true);  // headers and body go out in two writes: no Nagle delay
+  I.connect_controller();
   if (!I.cfg.token.empty()) I.headers.emplace("Authorization", "Bearer " + I.cfg.token);
   I.last_cpu = static_cast<double>(self_cpu_ns()) / 1e9;
   if (!I.cfg.rdma.empty() && std::find(I.cfg.protocols.begin(), I.cfg.protocols.end(),

@@ -22,7 +22,7 @@
 namespace weft::agent {
 
 struct AgentConfig {
-  std::string controller_url;  // http://HOST:PORT
+  std::string controller_url;  // http://HOST:PORT, or several comma-separated (replicas)
   std::string token;
   std::string name;  // default: the host name
   std::string

@@ -16,4 +16,19 @@ Result<ControllerUrl> parse_controller_url(const std::string& url) {
   return ControllerUrl{std::move(hp->first), hp->second};
 }
 
+Result<std::vector<ControllerUrl>> parse_controller_urls(const std::string& list) {
+  std::vector<ControllerUrl> out;
+  size_t pos = 0;
+  while (true) {
+    auto comma = list.find(',', pos);
+    auto one =
+        parse_controller_url(list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos));
+    if (!one) return std::unexpected(one.error());
+    out.push_back(std::move(*one));
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
 }  // namespace weft::agent

@@ -2,6 +2,7 @@
 // The controller's address as agents and `weft mesh` are given it: http://HOST[:PORT][/...],
 // HOST a name, an IPv4 literal or a bracketed IPv6 literal (brackets removed), PORT 80 if absent.
 #include <string>
+#include <vector>
 
 #include "base/result.hpp"
 
@@ -13,5 +14,9 @@ struct ControllerUrl {
 };
 
 Result<ControllerUrl> parse_controller_url(const std::string& url);
+
+// Several replicas of one controller (they share a store, docs/store-redis.md): "URL,URL,...".
+// The agent talks to the first and moves on to the next when one is unreachable or answers 503.
+Result<std::vector<ControllerUrl>> parse_controller_urls(const std::string& list);
 
 }  // namespace weft::agent

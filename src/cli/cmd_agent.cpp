@@ -93,7 +93,9 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
   auto* sub =
       root.app.add_subcommand("agent", "Run the mesh monitor's agent (probes its pinglist, reports windows)");
   auto o = std::make_shared<Options>();
-  sub->add_option("--controller", o->cfg.controller_url, "Controller URL, http://HOST:PORT")->required();
+  sub->add_option("--controller", o->cfg.controller_url,
+                  "Controller URL, http://HOST:PORT (several, comma-separated: replicas to fail over to)")
+      ->required();
   sub->add_option("--token", o->cfg.token, "Agent token (see the controller's 'tokens')");
   sub->add_option("--token-file", o->token_file, "Read the token from this file instead");
   sub->add_option("--name", o->cfg.name, "Host name to register as (default: this host's name)");

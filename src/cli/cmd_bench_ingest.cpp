@@ -40,6 +40,7 @@ struct Options {
   size_t http_threads = 10;
   uint16_t port = 18095;
   bool json = false;
+  std::string store;  // empty: the embedded SQLite store in a temp dir
 };
 
 int64_t unix_ns() {
@@ -87,10 +88,10 @@ double self_cpu_s() { return static_cast<double>(weft::self_cpu_ns()) / 1e9; }
   sigaddset(&set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   auto cfg = weft::controller::parse_config(
-      fmt::format("listen: 127.0.0.1:{}\nstore: sqlite:{}/bench.db\nwindow: 10s\n"
+      fmt::format("listen: 127.0.0.1:{}\nstore: {}\nwindow: 10s\n"
                   "agent_down_after: 1h\nhttp_threads: {}\nmax_body_bytes: 67108864\n"
                   "groups:\n  - {{name: all, protocols: [udp], members: ['*']}}\n",
-                  o.port, dir, o.http_threads),
+                  o.port, o.store.empty() ? "sqlite:" + dir + "/bench.db" : o.store, o.http_threads),
       "<bench>");
   char ok = 0;
   if (!cfg) {
@@ -264,6 +265,8 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
   sub->add_option("--rounds", o->rounds, "Reports per agent")->capture_default_str();
   sub->add_option("--connections", o->connections, "Concurrent HTTP connections")->capture_default_str();
   sub->add_option("--http-threads", o->http_threads, "Controller HTTP worker threads")->capture_default_str();
+  sub->add_option("--store", o->store,
+                  "Store spec, e.g. redis-cluster://127.0.0.1:7000 (default: SQLite in a temp dir)");
   sub->add_option("--port", o->port, "Loopback port for the controller")->capture_default_str();
   sub->add_flag("--json", o->json, "Print one JSON object");
   sub->callback([o] { weft::cli::set_exit_code(run_bench(*o)); });

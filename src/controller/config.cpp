@@ -210,9 +210,11 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
     if (root["store"]) {
       cfg.store = scalar(c, root["store"], "store");
       if (!cfg.store.starts_with("sqlite:") && !cfg.store.starts_with("redis://") &&
-          !cfg.store.starts_with("redis+unix://"))
+          !cfg.store.starts_with("redis+unix://") && !cfg.store.starts_with("redis-cluster://"))
         c.bad(root["store"], "store",
-              fmt::format("'{}': expected sqlite:PATH, redis://HOST:PORT or redis+unix:///PATH", cfg.store));
+              fmt::format("'{}': expected sqlite:PATH, redis://HOST:PORT, redis+unix:///PATH or "
+                          "redis-cluster://HOST:PORT[,HOST:PORT...]",
+                          cfg.store));
     }
     if (root["retention"]) cfg.retention_ns = duration(c, root["retention"], "retention", 60'000'000'000);
     if (root["window"]) cfg.window_ns = duration(c, root["window"], "window", 100'000'000);

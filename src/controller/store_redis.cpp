@@ -1,32 +1,38 @@
-// The Redis store (keys documented in docs/store-redis.md):
-//   weft:pairs                         SET   "proto|src|dst" of every pair ever stored
-//   weft:latest:<proto>:<src>          HASH  dst -> window JSON (newest start seen, never moves back)
-//   weft:latest_start:<proto>:<src>    HASH  dst -> that window's start, 20 digits (for the compare)
-//   weft:hist:<proto>:<src>:<dst>      ZSET  score = window start (ns), member = window JSON
-//   weft:agents                        HASH  agent name -> its registration body as received
-//   weft:agents_registered             HASH  agent name -> when it registered (Unix ns)
-// A batch is written in one MULTI/EXEC, so it is stored entirely or not at all. The window JSON
-// contains its start, so a resent window is the same member and cannot be counted twice even by
-// another controller sharing the Redis.
-#include <hiredis/hiredis.h>
-
+// The Redis store (keys documented in docs/store-redis.md). Every key of one agent's windows
+// carries the hash tag {AGENT}, so in a Redis Cluster they all live on one shard and a report is
+// still written in one MULTI/EXEC; the same keys work on a single server.
+//   weft:sources                         SET   agents that have windows stored
+//   weft:{SRC}:pairs                     SET   "proto|dst" of every pair of SRC ever stored
+//   weft:{SRC}:hist:<proto>:<dst>        ZSET  score = window start (ns), member = window JSON
+//   weft:{SRC}:latest:<proto>            HASH  dst -> window JSON (newest start seen, never moves back)
+//   weft:{SRC}:latest_start:<proto>      HASH  dst -> that window's start, 20 digits (for the compare)
+//   weft:{SRC}:seen                      STRING when SRC last reported (Unix ns)
+//   weft:{agents}                        HASH  agent name -> its registration body as received
+//   weft:{agents}:registered             HASH  agent name -> when it registered (Unix ns)
+// Every write is idempotent (a window's JSON contains its start, so a resent window is the same
+// ZSET member; latest only moves forward), which is what lets the connection redo a write whose
+// outcome a lost connection or a failover left unknown, and lets several controllers share it.
 #include <charconv>
 #include <map>
 #include <mutex>
+#include <set>
 #include <span>
 #include <string_view>
 #include <vector>
 
 #include "base/log.hpp"
+#include "controller/redis_conn.hpp"
 #include "controller/store.hpp"
-#include "net/address.hpp"
 #include "proto/report.hpp"
 
 namespace weft::controller {
 namespace {
 
-// Sets weft:latest (KEYS[1]) field DST to a window only if its start is not older than the one
-// stored in weft:latest_start (KEYS[2]). ARGV = DST, START, JSON, DST, START, JSON, ... with START
+using redis::Command;
+using redis::Reply;
+
+// Sets the latest hash (KEYS[1]) field DST to a window only if its start is not older than the one
+// stored in the start hash (KEYS[2]). ARGV = DST, START, JSON, DST, START, JSON, ... with START
 // zero-padded to 20 digits, so string order is number order (Lua numbers are doubles and would
 // round nanosecond timestamps).
 constexpr std::string_view kLatestScript = R"lua(
@@ -40,68 +46,49 @@ end
 return 0
 )lua";
 
-struct ReplyDeleter {
-  void operator()(redisReply* r) const { freeReplyObject(r); }
-};
-using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
+constexpr std::string_view kSources = "weft:sources";
+constexpr std::string_view kAgents = "weft:{agents}";
+constexpr std::string_view kAgentsRegistered = "weft:{agents}:registered";
+
+std::string tag(std::string_view src) { return fmt::format("weft:{{{}}}", src); }
+std::string hist_key(std::string_view src, std::string_view proto, std::string_view dst) {
+  return fmt::format("weft:{{{}}}:hist:{}:{}", src, proto, dst);
+}
+
+std::string_view text(const redisReply* r) { return {r->str, static_cast<size_t>(r->len)}; }
+
+// A reply that must be an array; its error (or a transport error) otherwise.
+Result<Reply> array(Result<Reply> r, std::string_view what) {
+  if (!r) return fail("redis {}: {}", what, r.error().message);
+  if ((*r)->type == REDIS_REPLY_ERROR) return fail("redis {}: {}", what, text(r->get()));
+  if ((*r)->type != REDIS_REPLY_ARRAY) return fail("redis {}: unexpected reply", what);
+  return r;
+}
 
 class RedisStore final : public Store {
  public:
-  explicit RedisStore(std::string spec) : spec_(std::move(spec)) {}
-  ~RedisStore() override {
-    if (ctx_) redisFree(ctx_);
-  }
-
-  Status connect() {
-    if (ctx_) {
-      redisFree(ctx_);
-      ctx_ = nullptr;
-    }
-    timeval tv{2, 0};
-    if (spec_.starts_with("redis+unix://")) {
-      std::string path = spec_.substr(13);
-      ctx_ = redisConnectUnixWithTimeout(path.c_str(), tv);
-    } else {
-      std::string hp = spec_.substr(8);
-      if (auto slash = hp.find('/'); slash != std::string::npos) hp.resize(slash);
-      auto host_port = net::split_host_port(hp, 6379);
-      if (!host_port) return fail("redis store '{}': {}", spec_, host_port.error().message);
-      ctx_ = redisConnectWithTimeout(host_port->first.c_str(), host_port->second, tv);
-    }
-    if (!ctx_ || ctx_->err) {
-      std::string e = ctx_ ? ctx_->errstr : "out of memory";
-      return fail("redis store {}: {}", spec_, e);
-    }
-    redisSetTimeout(ctx_, timeval{5, 0});
-    Reply r(static_cast<redisReply*>(redisCommand(ctx_, "PING")));
-    if (!r || r->type == REDIS_REPLY_ERROR)
-      return fail("redis store {}: PING failed: {}", spec_, r ? r->str : ctx_->errstr);
-    return {};
-  }
+  explicit RedisStore(std::unique_ptr<redis::Conn> conn) : conn_(std::move(conn)) {}
 
   Status append(const std::string& src, std::span<const proto::WindowStats> windows, int64_t received_ns,
                 std::string_view) override {
     if (windows.empty()) return {};
     std::lock_guard lk(mu_);
-    return write_locked([&] { return append_locked(src, windows, received_ns); });
+    return track(append_locked(src, windows, received_ns));
   }
 
   Result<std::vector<proto::WindowStats>> history(proto::Protocol protocol, const std::string& src,
                                                   const std::string& dst, int64_t since_ns, int64_t until_ns,
                                                   size_t limit) override {
     std::lock_guard lk(mu_);
-    if (auto st = ensure(); !st) return std::unexpected(st.error());
-    std::string key = fmt::format("weft:hist:{}:{}:{}", proto::to_string(protocol), src, dst);
-    std::string lo = std::to_string(since_ns), hi = "(" + std::to_string(until_ns);
+    std::string key = hist_key(src, proto::to_string(protocol), dst);
     // Newest `limit` in the range: reverse range with a limit, then put back in order.
-    Reply r(static_cast<redisReply*>(redisCommand(ctx_, "ZREVRANGEBYSCORE %b %b %b LIMIT 0 %lld", key.data(),
-                                                  key.size(), hi.data(), hi.size(), lo.data(), lo.size(),
-                                                  static_cast<long long>(limit))));
-    if (!r || r->type != REDIS_REPLY_ARRAY)
-      return fail("redis history: {}", r ? (r->str ? r->str : "bad reply") : ctx_->errstr);
+    auto r = array(conn_->run(key, {"ZREVRANGEBYSCORE", key, "(" + std::to_string(until_ns),
+                                    std::to_string(since_ns), "LIMIT", "0", std::to_string(limit)}),
+                   "history");
+    if (!r) return std::unexpected(r.error());
     std::vector<proto::WindowStats> out;
-    for (size_t i = r->elements; i-- > 0;) {
-      auto w = proto::parse_window_json(std::string_view(r->element[i]->str, r->element[i]->len));
+    for (size_t i = (*r)->elements; i-- > 0;) {
+      auto w = proto::parse_window_json(text((*r)->element[i]));
       if (!w) return fail("redis history: corrupt member in {}: {}", key, w.error().message);
       out.push_back(std::move(*w));
     }
@@ -110,40 +97,32 @@ class RedisStore final : public Store {
 
   Status load_recent(int64_t since_ns, const RestoreFn& fn) override {
     std::lock_guard lk(mu_);
-    if (auto st = ensure(); !st) return st;
-    Reply pairs(static_cast<redisReply*>(redisCommand(ctx_, "SMEMBERS weft:pairs")));
-    if (!pairs || pairs->type != REDIS_REPLY_ARRAY) return fail("redis load: SMEMBERS weft:pairs failed");
-    std::map<std::string, std::vector<proto::WindowStats>> by_src;
+    auto sources = array(conn_->run(kSources, {"SMEMBERS", std::string(kSources)}), "load");
+    if (!sources) return std::unexpected(sources.error());
     std::string lo = std::to_string(since_ns);
-    for (size_t i = 0; i < pairs->elements; ++i) {
-      std::string p(pairs->element[i]->str, pairs->element[i]->len);
-      auto a = p.find('|'), b = p.rfind('|');
-      if (a == std::string::npos || a == b) continue;
-      std::string key =
-          fmt::format("weft:hist:{}:{}:{}", p.substr(0, a), p.substr(a + 1, b - a - 1), p.substr(b + 1));
-      Reply r(static_cast<redisReply*>(
-          redisCommand(ctx_, "ZRANGEBYSCORE %b %b +inf", key.data(), key.size(), lo.data(), lo.size())));
-      if (!r || r->type != REDIS_REPLY_ARRAY) return fail("redis load: ZRANGEBYSCORE {} failed", key);
-      auto& v = by_src[p.substr(a + 1, b - a - 1)];
-      for (size_t k = 0; k < r->elements; ++k) {
-        auto w = proto::parse_window_json(std::string_view(r->element[k]->str, r->element[k]->len));
-        if (w) v.push_back(std::move(*w));
+    for (size_t i = 0; i < (*sources)->elements; ++i) {
+      std::string src(text((*sources)->element[i]));
+      std::string pairs_key = tag(src) + ":pairs";
+      auto pairs = array(conn_->run(pairs_key, {"SMEMBERS", pairs_key}), "load");
+      if (!pairs) return std::unexpected(pairs.error());
+      std::vector<proto::WindowStats> ws;
+      for (size_t k = 0; k < (*pairs)->elements; ++k) {
+        std::string_view p = text((*pairs)->element[k]);
+        auto bar = p.find('|');
+        if (bar == std::string_view::npos) continue;
+        std::string key = hist_key(src, p.substr(0, bar), p.substr(bar + 1));
+        auto r = array(conn_->run(key, {"ZRANGEBYSCORE", key, lo, "+inf"}), "load");
+        if (!r) return std::unexpected(r.error());
+        for (size_t m = 0; m < (*r)->elements; ++m)
+          if (auto w = proto::parse_window_json(text((*r)->element[m]))) ws.push_back(std::move(*w));
       }
-    }
-    Reply seen(static_cast<redisReply*>(redisCommand(ctx_, "HGETALL weft:agents_seen")));
-    std::map<std::string, int64_t, std::less<>> seen_ns;
-    if (seen && seen->type == REDIS_REPLY_ARRAY)
-      for (size_t i = 0; i + 1 < seen->elements; i += 2) {
-        int64_t v = 0;
-        std::string_view t(seen->element[i + 1]->str, seen->element[i + 1]->len);
-        std::from_chars(t.data(), t.data() + t.size(), v);
-        seen_ns[std::string(seen->element[i]->str, seen->element[i]->len)] = v;
-      }
-    for (auto& [src, ws] : by_src) {
+      int64_t seen_ns = 0;
+      std::string seen_key = tag(src) + ":seen";
+      if (auto seen = conn_->run(seen_key, {"GET", seen_key}); seen && (*seen)->type == REDIS_REPLY_STRING)
+        std::from_chars((*seen)->str, (*seen)->str + (*seen)->len, seen_ns);
       std::stable_sort(ws.begin(), ws.end(),
                        [](const auto& x, const auto& y) { return x.start_unix_ns < y.start_unix_ns; });
-      auto it = seen_ns.find(src);
-      fn(src, ws, it == seen_ns.end() ? 0 : it->second);
+      fn(src, ws, seen_ns);
     }
     return {};
   }
@@ -151,192 +130,138 @@ class RedisStore final : public Store {
   Status save_registration(const std::string& name, std::string_view registration,
                            int64_t received_ns) override {
     std::lock_guard lk(mu_);
-    return write_locked([&] { return save_registration_locked(name, registration, received_ns); });
+    // Both hashes share the {agents} tag: one MULTI/EXEC, so no other client sees one without
+    // the other. (Redis does not roll back: if one fails when EXEC runs it, the write is reported
+    // failed, the agent is answered 503 and registers again.)
+    std::vector<Command> cmds{{"HSET", std::string(kAgents), name, std::string(registration)},
+                              {"HSET", std::string(kAgentsRegistered), name, std::to_string(received_ns)}};
+    return track(conn_->transaction(kAgents, cmds, "register"));
   }
 
   Status remove_registration(const std::string& name) override {
     std::lock_guard lk(mu_);
-    return write_locked([&]() -> Status {
-      if (auto st = ensure(); !st) return st;
-      redisAppendCommand(ctx_, "MULTI");
-      for (const char* h : {"weft:agents", "weft:agents_registered", "weft:agents_seen"})
-        redisAppendCommand(ctx_, "HDEL %s %b", h, name.data(), name.size());
-      redisAppendCommand(ctx_, "EXEC");
-      return read_transaction(5, "unregister");
-    });
+    std::vector<Command> cmds{{"HDEL", std::string(kAgents), name},
+                              {"HDEL", std::string(kAgentsRegistered), name}};
+    if (auto st = conn_->transaction(kAgents, cmds, "unregister"); !st) return track(st);
+    std::string seen_key = tag(name) + ":seen";
+    auto r = conn_->run(seen_key, {"DEL", seen_key});
+    if (!r) return track(fail("redis unregister: {}", r.error().message));
+    return track({});
   }
 
   Status load_registrations(const RegistrationFn& fn) override {
     std::lock_guard lk(mu_);
-    if (auto st = ensure(); !st) return st;
-    Reply regs(static_cast<redisReply*>(redisCommand(ctx_, "HGETALL weft:agents")));
-    if (!regs || regs->type != REDIS_REPLY_ARRAY) return fail("redis load: HGETALL weft:agents failed");
-    Reply times(static_cast<redisReply*>(redisCommand(ctx_, "HGETALL weft:agents_registered")));
-    if (!times || times->type != REDIS_REPLY_ARRAY)
-      return fail("redis load: HGETALL weft:agents_registered failed");
+    auto regs = array(conn_->run(kAgents, {"HGETALL", std::string(kAgents)}), "load registrations");
+    if (!regs) return std::unexpected(regs.error());
+    auto times =
+        array(conn_->run(kAgents, {"HGETALL", std::string(kAgentsRegistered)}), "load registrations");
+    if (!times) return std::unexpected(times.error());
     std::map<std::string, int64_t, std::less<>> registered;
-    for (size_t i = 0; i + 1 < times->elements; i += 2) {
+    for (size_t i = 0; i + 1 < (*times)->elements; i += 2) {
       int64_t ns = 0;
-      std::from_chars(times->element[i + 1]->str, times->element[i + 1]->str + times->element[i + 1]->len,
-                      ns);
-      registered[std::string(times->element[i]->str, times->element[i]->len)] = ns;
+      auto t = text((*times)->element[i + 1]);
+      std::from_chars(t.data(), t.data() + t.size(), ns);
+      registered[std::string(text((*times)->element[i]))] = ns;
     }
-    for (size_t i = 0; i + 1 < regs->elements; i += 2) {
-      auto it = registered.find(std::string_view(regs->element[i]->str, regs->element[i]->len));
-      fn(std::string_view(regs->element[i + 1]->str, regs->element[i + 1]->len),
-         it == registered.end() ? 0 : it->second);
+    for (size_t i = 0; i + 1 < (*regs)->elements; i += 2) {
+      auto it = registered.find(text((*regs)->element[i]));
+      fn(text((*regs)->element[i + 1]), it == registered.end() ? 0 : it->second);
     }
     return {};
   }
 
   Status apply_retention(int64_t before_ns) override {
     std::lock_guard lk(mu_);
-    if (auto st = ensure(); !st) return st;
-    Reply pairs(static_cast<redisReply*>(redisCommand(ctx_, "SMEMBERS weft:pairs")));
-    if (!pairs || pairs->type != REDIS_REPLY_ARRAY) return fail("redis retention: SMEMBERS failed");
+    auto sources = array(conn_->run(kSources, {"SMEMBERS", std::string(kSources)}), "retention");
+    if (!sources) return std::unexpected(sources.error());
     std::string hi = "(" + std::to_string(before_ns);
-    for (size_t i = 0; i < pairs->elements; ++i) {
-      std::string p(pairs->element[i]->str, pairs->element[i]->len);
-      auto a = p.find('|'), b = p.rfind('|');
-      if (a == std::string::npos || a == b) continue;
-      std::string key =
-          fmt::format("weft:hist:{}:{}:{}", p.substr(0, a), p.substr(a + 1, b - a - 1), p.substr(b + 1));
-      Reply r(static_cast<redisReply*>(
-          redisCommand(ctx_, "ZREMRANGEBYSCORE %b -inf %b", key.data(), key.size(), hi.data(), hi.size())));
-      if (!r) return fail("redis retention: {}", ctx_->errstr);
+    for (size_t i = 0; i < (*sources)->elements; ++i) {
+      std::string src(text((*sources)->element[i]));
+      std::string pairs_key = tag(src) + ":pairs";
+      auto pairs = array(conn_->run(pairs_key, {"SMEMBERS", pairs_key}), "retention");
+      if (!pairs) return std::unexpected(pairs.error());
+      for (size_t k = 0; k < (*pairs)->elements; ++k) {
+        std::string_view p = text((*pairs)->element[k]);
+        auto bar = p.find('|');
+        if (bar == std::string_view::npos) continue;
+        std::string key = hist_key(src, p.substr(0, bar), p.substr(bar + 1));
+        auto r = conn_->run(key, {"ZREMRANGEBYSCORE", key, "-inf", hi});
+        if (!r) return fail("redis retention: {}", r.error().message);
+      }
     }
     return {};
   }
 
   StoreInfo info() const override {
     std::lock_guard lk(mu_);
-    return {"redis", spec_, last_error_.empty(), last_error_};
+    return {conn_->cluster() ? "redis-cluster" : "redis", conn_->spec(), last_error_.empty(), last_error_};
   }
 
  private:
-  Status ensure() {
-    if (ctx_ && !ctx_->err) return {};
-    return connect();
-  }
-
-  // A write, retried once on a new connection if the connection failed; its outcome is what
-  // /healthz and weft_controller_store_up report.
-  template <typename Write>
-  Status write_locked(Write&& write) {
-    auto st = write();
-    if (!st && ctx_ && ctx_->err) {  // connection trouble: one reconnect, then one more try
-      if (connect()) st = write();
-    }
+  // A write's outcome is what /healthz and weft_controller_store_up report.
+  Status track(Status st) {
     last_error_ = st ? std::string() : st.error().message;
     return st;
   }
 
-  // Reads the replies of `queued` pipelined commands that end with MULTI ... EXEC: the first
-  // error of any of them, an aborted transaction (EXEC not an array), or an error inside EXEC's
-  // results (a command that failed when it ran, e.g. WRONGTYPE) fails the write.
-  Status read_transaction(size_t queued, const char* what) {
-    std::string err;
-    for (size_t i = 0; i < queued; ++i) {
-      redisReply* raw = nullptr;
-      if (redisGetReply(ctx_, reinterpret_cast<void**>(&raw)) != REDIS_OK)
-        return fail("redis {}: {}", what, ctx_->errstr);
-      Reply r(raw);
-      if (i + 1 == queued) {
-        if (r->type != REDIS_REPLY_ARRAY) err = err.empty() ? "transaction aborted" : err;
-        for (size_t k = 0; r->type == REDIS_REPLY_ARRAY && k < r->elements && err.empty(); ++k)
-          if (r->element[k]->type == REDIS_REPLY_ERROR)
-            err = std::string(r->element[k]->str, r->element[k]->len);
-      } else if (r->type == REDIS_REPLY_ERROR && err.empty()) {
-        err = std::string(r->str, r->len);
-      }
-    }
-    if (!err.empty()) return fail("redis {}: {}", what, err);
-    return {};
-  }
-
-  // Both hashes in one MULTI/EXEC, so no other client sees one without the other. (Redis does not
-  // roll back: if one fails when EXEC runs it, the write is reported failed, the agent is answered
-  // 503 and registers again.)
-  Status save_registration_locked(const std::string& name, std::string_view registration,
-                                  int64_t received_ns) {
-    if (auto st = ensure(); !st) return st;
-    std::string ns = std::to_string(received_ns);
-    redisAppendCommand(ctx_, "MULTI");
-    redisAppendCommand(ctx_, "HSET weft:agents %b %b", name.data(), name.size(), registration.data(),
-                       registration.size());
-    redisAppendCommand(ctx_, "HSET weft:agents_registered %b %b", name.data(), name.size(), ns.data(),
-                       ns.size());
-    redisAppendCommand(ctx_, "EXEC");
-    return read_transaction(4, "register");
-  }
-
   Status append_locked(const std::string& src, std::span<const proto::WindowStats> windows,
                        int64_t received_ns) {
-    if (auto st = ensure(); !st) return st;
-    size_t queued = 0;
-    auto cmd_argv = [&](std::span<const std::string_view> args) {
-      std::vector<const char*> argv;
-      std::vector<size_t> lens;
-      for (auto a : args) {
-        argv.push_back(a.data());
-        lens.push_back(a.size());
-      }
-      redisAppendCommandArgv(ctx_, static_cast<int>(argv.size()), argv.data(), lens.data());
-      ++queued;
-    };
-    auto cmd = [&](std::initializer_list<std::string_view> args) {
-      cmd_argv(std::span(args.begin(), args.size()));
-    };
-    cmd({"MULTI"});
+    // The agent's name goes into the global index first (idempotent, once per process and agent):
+    // if the report's transaction then fails, a listed agent without windows is harmless.
+    if (!sources_known_.contains(src)) {
+      auto r = conn_->run(kSources, {"SADD", std::string(kSources), src});
+      if (!r) return fail("redis append: {}", r.error().message);
+      if ((*r)->type == REDIS_REPLY_ERROR) return fail("redis append: {}", text(r->get()));
+      sources_known_.insert(src);
+    }
+    std::string t = tag(src);
+    std::vector<Command> cmds;
+    std::set<std::string> pairs;
     std::map<std::pair<int, std::string>, const proto::WindowStats*> newest;  // (proto, dst) -> window
     for (const auto& w : windows) {
       std::string proto = proto::to_string(w.protocol);
-      std::string key = fmt::format("weft:hist:{}:{}:{}", proto, src, w.target);
-      std::string member = proto::window_json(w);
-      std::string score = std::to_string(w.start_unix_ns);
-      cmd({"ZADD", key, score, member});
-      cmd({"SADD", "weft:pairs", fmt::format("{}|{}|{}", proto, src, w.target)});
+      cmds.push_back(
+          {"ZADD", hist_key(src, proto, w.target), std::to_string(w.start_unix_ns), proto::window_json(w)});
+      pairs.insert(proto + "|" + w.target);
       auto& n = newest[{static_cast<int>(w.protocol), w.target}];
       if (!n || w.start_unix_ns > n->start_unix_ns) n = &w;
     }
-    // weft:latest only moves forward: a late out-of-order window (or a second controller writing an
+    Command sadd{"SADD", t + ":pairs"};
+    sadd.insert(sadd.end(), pairs.begin(), pairs.end());
+    cmds.push_back(std::move(sadd));
+    // latest only moves forward: a late out-of-order window (or a second controller writing an
     // older one) must not replace a newer one, so the compare happens inside Redis (one script call
     // per protocol, inside the same MULTI).
-    std::vector<std::string> args;  // owns the strings the argv below points into
     for (auto proto : {proto::Protocol::udp, proto::Protocol::tcp, proto::Protocol::rdma}) {
-      args.clear();
+      Command eval{"EVAL", std::string(kLatestScript), "2",
+                   fmt::format("{}:latest:{}", t, proto::to_string(proto)),
+                   fmt::format("{}:latest_start:{}", t, proto::to_string(proto))};
       for (const auto& [k, w] : newest) {
         if (w->protocol != proto) continue;
-        args.push_back(w->target);
-        args.push_back(fmt::format("{:020d}", w->start_unix_ns));  // fixed width: compares as a string
-        args.push_back(proto::window_json(*w));
+        eval.push_back(w->target);
+        eval.push_back(fmt::format("{:020d}", w->start_unix_ns));  // fixed width: compares as a string
+        eval.push_back(proto::window_json(*w));
       }
-      if (args.empty()) continue;
-      std::string latest = fmt::format("weft:latest:{}:{}", proto::to_string(proto), src);
-      std::string starts = fmt::format("weft:latest_start:{}:{}", proto::to_string(proto), src);
-      std::vector<std::string_view> argv{"EVAL", kLatestScript, "2", latest, starts};
-      argv.insert(argv.end(), args.begin(), args.end());
-      cmd_argv(argv);
+      if (eval.size() > 5) cmds.push_back(std::move(eval));
     }
     // When the agent was last heard from: a restarted controller keeps agents that were alive up
     // (and their peers' pinglists unchanged) instead of waiting for each to report again.
-    cmd({"HSET", "weft:agents_seen", src, std::to_string(received_ns)});
-    cmd({"EXEC"});
-    return read_transaction(queued, "append");
+    cmds.push_back({"SET", t + ":seen", std::to_string(received_ns)});
+    return conn_->transaction(t, cmds, "append");
   }
 
-  std::string spec_;
+  std::unique_ptr<redis::Conn> conn_;
   mutable std::mutex mu_;
-  redisContext* ctx_ = nullptr;
   std::string last_error_;
+  std::set<std::string, std::less<>> sources_known_;
 };
 
 }  // namespace
 
 Result<std::unique_ptr<Store>> open_redis_store(const std::string& spec) {
-  auto s = std::make_unique<RedisStore>(spec);
-  if (auto st = s->connect(); !st) return std::unexpected(st.error());
-  return std::unique_ptr<Store>(std::move(s));
+  auto conn = redis::Conn::open(spec);
+  if (!conn) return std::unexpected(conn.error());
+  return std::unique_ptr<Store>(std::make_unique<RedisStore>(std::move(*conn)));
 }
 
 }  // namespace weft::controller

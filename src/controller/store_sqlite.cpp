@@ -371,8 +371,13 @@ Result<std::unique_ptr<Store>> open_sqlite_store(const std::string& path) {
 
 Result<std::unique_ptr<Store>> open_store(const std::string& spec) {
   if (spec.starts_with("sqlite:")) return open_sqlite_store(spec.substr(7));
-  if (spec.starts_with("redis://") || spec.starts_with("redis+unix://")) return open_redis_store(spec);
-  return fail("unknown store '{}' (expected sqlite:PATH, redis://HOST:PORT or redis+unix:///PATH)", spec);
+  if (spec.starts_with("redis://") || spec.starts_with("redis+unix://") ||
+      spec.starts_with("redis-cluster://"))
+    return open_redis_store(spec);
+  return fail(
+      "unknown store '{}' (expected sqlite:PATH, redis://HOST:PORT, redis+unix:///PATH or "
+      "redis-cluster://HOST:PORT[,HOST:PORT...])",
+      spec);
 }
 
 }  // namespace weft::controller

@@ -44,3 +44,17 @@ TEST(ControllerUrl, ClearErrors) {
 }
 
 }  // namespace
+
+TEST(ControllerUrl, SeveralReplicas) {
+  auto l = weft::agent::parse_controller_urls("http://10.0.0.1:8080,http://[::1]:9090,ctrl3");
+  ASSERT_TRUE(l) << l.error().message;
+  ASSERT_EQ(l->size(), 3u);
+  EXPECT_EQ((*l)[0].host, "10.0.0.1");
+  EXPECT_EQ((*l)[1].host, "::1");
+  EXPECT_EQ((*l)[1].port, 9090);
+  EXPECT_EQ((*l)[2].host, "ctrl3");
+  EXPECT_EQ((*l)[2].port, 80);
+  EXPECT_EQ(weft::agent::parse_controller_urls("http://a:1")->size(), 1u);
+  EXPECT_FALSE(weft::agent::parse_controller_urls("http://a:1,"));
+  EXPECT_FALSE(weft::agent::parse_controller_urls("http://a:1,https://b:2"));
+}

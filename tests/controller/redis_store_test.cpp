@@ -63,8 +63,8 @@ TEST(RedisStore, LatestOnlyMovesForward) {
   // A late window arrives after a newer one (e.g. a resend after a timeout): history gets it,
   // the latest stays the newer window.
   ASSERT_TRUE((*s)->append("fwd1", std::span(&older, 1), now_ns()));
-  auto latest = nlohmann::json::parse(redis_hget("weft:latest:udp:fwd1", "fwd2"), nullptr, false);
-  ASSERT_TRUE(latest.is_object()) << redis_hget("weft:latest:udp:fwd1", "fwd2");
+  auto latest = nlohmann::json::parse(redis_hget("weft:{fwd1}:latest:udp", "fwd2"), nullptr, false);
+  ASSERT_TRUE(latest.is_object()) << redis_hget("weft:{fwd1}:latest:udp", "fwd2");
   EXPECT_EQ(latest["start_unix_ns"].get<int64_t>(), newer.start_unix_ns);
   EXPECT_EQ(latest["lost"].get<uint64_t>(), 7u);
   EXPECT_EQ((*s)->history(Protocol::udp, "fwd1", "fwd2", 0, INT64_MAX, 100)->size(), 2u);
@@ -72,7 +72,7 @@ TEST(RedisStore, LatestOnlyMovesForward) {
   auto newest = window("fwd2", t + 5'000'000'000, 100, 9);
   std::vector<weft::proto::WindowStats> batch{newest, window("fwd2", t + 4'000'000'000, 100, 1)};
   ASSERT_TRUE((*s)->append("fwd1", batch, now_ns()));
-  latest = nlohmann::json::parse(redis_hget("weft:latest:udp:fwd1", "fwd2"), nullptr, false);
+  latest = nlohmann::json::parse(redis_hget("weft:{fwd1}:latest:udp", "fwd2"), nullptr, false);
   ASSERT_TRUE(latest.is_object());
   EXPECT_EQ(latest["start_unix_ns"].get<int64_t>(), newest.start_unix_ns);
   EXPECT_EQ(latest["lost"].get<uint64_t>(), 9u);
@@ -135,16 +135,16 @@ TEST(RedisStore, RegistrationFailingInsideTheTransactionIsAnError) {
   if (redis_url().empty()) GTEST_SKIP() << "WEFT_TEST_REDIS not set (run through with_redis.sh)";
   auto s = open_store(redis_url());
   ASSERT_TRUE(s) << s.error().message;
-  ASSERT_EQ(redis_run({"SET", "weft:agents_registered", "not-a-hash"}), "OK");
+  ASSERT_EQ(redis_run({"SET", "weft:{agents}:registered", "not-a-hash"}), "OK");
   auto st = (*s)->save_registration("wrongtype1", R"({"name":"wrongtype1"})", now_ns());
   EXPECT_FALSE(st);
   if (!st) {
     EXPECT_NE(st.error().message.find("WRONGTYPE"), std::string::npos) << st.error().message;
   }
-  redis_run({"DEL", "weft:agents_registered"});
-  redis_run({"HDEL", "weft:agents", "wrongtype1"});
+  redis_run({"DEL", "weft:{agents}:registered"});
+  redis_run({"HDEL", "weft:{agents}", "wrongtype1"});
   EXPECT_TRUE((*s)->save_registration("wrongtype2", R"({"name":"wrongtype2"})", now_ns()));
-  EXPECT_EQ(redis_hget("weft:agents", "wrongtype2"), R"({"name":"wrongtype2"})");
-  redis_run({"HDEL", "weft:agents", "wrongtype2"});
-  redis_run({"HDEL", "weft:agents_registered", "wrongtype2"});
+  EXPECT_EQ(redis_hget("weft:{agents}", "wrongtype2"), R"({"name":"wrongtype2"})");
+  redis_run({"HDEL", "weft:{agents}", "wrongtype2"});
+  redis_run({"HDEL", "weft:{agents}:registered", "wrongtype2"});
 }

@@ -1,0 +1,318 @@
+#include "controller/redis_conn.hpp"
+
+#include <set>
+#include <thread>
+
+#include "net/address.hpp"
+
+namespace weft::controller::redis {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string_view error_text(const redisReply& r) { return {r.str, static_cast<size_t>(r.len)}; }
+
+// Errors that mean "this node cannot answer for the slot right now": the cluster is failing over
+// (CLUSTERDOWN), a slot is being migrated (TRYAGAIN), or the node just lost its master role
+// (READONLY / MASTERDOWN on a former master now a replica).
+bool transient(std::string_view e) {
+  return e.starts_with("CLUSTERDOWN") || e.starts_with("TRYAGAIN") || e.starts_with("READONLY") ||
+         e.starts_with("MASTERDOWN") || e.starts_with("LOADING");
+}
+
+void append_argv(redisContext* c, const Command& cmd) {
+  std::vector<const char*> argv;
+  std::vector<size_t> lens;
+  argv.reserve(cmd.size());
+  lens.reserve(cmd.size());
+  for (const auto& a : cmd) {
+    argv.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  redisAppendCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data());
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Conn>> Conn::open(const std::string& spec, ConnOptions options) {
+  std::unique_ptr<Conn> c(new Conn(spec, options));
+  if (spec.starts_with("redis-cluster://")) {
+    c->cluster_ = true;
+    std::string_view rest = std::string_view(spec).substr(16);
+    if (auto slash = rest.find('/'); slash != std::string_view::npos) rest = rest.substr(0, slash);
+    while (!rest.empty()) {
+      auto comma = rest.find(',');
+      auto one = rest.substr(0, comma);
+      auto hp = net::split_host_port(one, 6379);
+      if (!hp) return fail("redis store '{}': {}", spec, hp.error().message);
+      std::string host = hp->first.find(':') != std::string::npos ? "[" + hp->first + "]" : hp->first;
+      c->seeds_.push_back(host + ":" + std::to_string(hp->second));
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
+    }
+    if (c->seeds_.empty()) return fail("redis store '{}': no cluster node given", spec);
+    if (auto st = c->refresh_slots(); !st) return fail("redis store {}: {}", spec, st.error().message);
+    return c;
+  }
+  if (spec.starts_with("redis+unix://")) {
+    c->single_ = "unix:" + spec.substr(13);
+  } else if (spec.starts_with("redis://")) {
+    std::string hp = spec.substr(8);
+    if (auto slash = hp.find('/'); slash != std::string::npos) hp.resize(slash);
+    auto host_port = net::split_host_port(hp, 6379);
+    if (!host_port) return fail("redis store '{}': {}", spec, host_port.error().message);
+    std::string host =
+        host_port->first.find(':') != std::string::npos ? "[" + host_port->first + "]" : host_port->first;
+    c->single_ = host + ":" + std::to_string(host_port->second);
+  } else {
+    return fail("redis store '{}': expected redis://, redis+unix:// or redis-cluster://", spec);
+  }
+  auto pong = c->run("", {"PING"});
+  if (!pong) return fail("redis store {}: {}", spec, pong.error().message);
+  if ((*pong)->type == REDIS_REPLY_ERROR)
+    return fail("redis store {}: PING failed: {}", spec, error_text(**pong));
+  return c;
+}
+
+Conn::~Conn() {
+  for (auto& [addr, ctx] : conns_) redisFree(ctx);
+}
+
+Result<redisContext*> Conn::node(const std::string& address) {
+  if (auto it = conns_.find(address); it != conns_.end()) {
+    if (!it->second->err) return it->second;
+    redisFree(it->second);
+    conns_.erase(it);
+  }
+  timeval connect_timeout{1, 0};
+  redisContext* ctx = nullptr;
+  if (address.starts_with("unix:")) {
+    ctx = redisConnectUnixWithTimeout(address.c_str() + 5, connect_timeout);
+  } else {
+    auto hp = net::split_host_port(address, 6379);
+    if (!hp) return fail("{}: {}", address, hp.error().message);
+    ctx = redisConnectWithTimeout(hp->first.c_str(), hp->second, connect_timeout);
+  }
+  if (!ctx || ctx->err) {
+    std::string e = ctx ? ctx->errstr : "out of memory";
+    if (ctx) redisFree(ctx);
+    return fail("{}: {}", address, e);
+  }
+  redisSetTimeout(ctx, timeval{5, 0});
+  conns_[address] = ctx;
+  return ctx;
+}
+
+void Conn::drop(const std::string& address) {
+  if (auto it = conns_.find(address); it != conns_.end()) {
+    redisFree(it->second);
+    conns_.erase(it);
+  }
+}
+
+Status Conn::refresh_slots() {
+  // Ask the nodes we know (masters first: they are the likeliest alive), then the seeds.
+  std::vector<std::string> candidates;
+  std::set<std::string> seen;
+  auto add = [&](const std::string& a) {
+    if (seen.insert(a).second) candidates.push_back(a);
+  };
+  for (const auto& r : ranges_) add(r.master);
+  for (const auto& r : ranges_)
+    for (const auto& rep : r.replicas) add(rep);
+  for (const auto& s : seeds_) add(s);
+  std::string last = "no node to ask";
+  for (const auto& a : candidates) {
+    auto ctx = node(a);
+    if (!ctx) {
+      last = ctx.error().message;
+      continue;
+    }
+    Reply r(static_cast<redisReply*>(redisCommand(*ctx, "CLUSTER SLOTS")));
+    if (!r) {
+      last = fmt::format("{}: {}", a, (*ctx)->errstr);
+      drop(a);
+      continue;
+    }
+    auto ranges = parse_cluster_slots(*r);
+    if (!ranges) {
+      last = fmt::format("{}: {}", a, ranges.error().message);
+      continue;
+    }
+    ranges_ = std::move(*ranges);
+    slot_range_.assign(kSlots, -1);
+    for (size_t i = 0; i < ranges_.size(); ++i)
+      for (int s = ranges_[i].first; s <= ranges_[i].last; ++s) slot_range_[s] = static_cast<int16_t>(i);
+    return {};
+  }
+  return fail("cannot read CLUSTER SLOTS: {}", last);
+}
+
+std::string Conn::route(std::string_view key) const {
+  if (!cluster_) return single_;
+  if (slot_range_.empty()) return {};
+  int r = slot_range_[key_slot(key)];
+  return r < 0 ? std::string() : ranges_[r].master;
+}
+
+int Conn::replicas_of(std::string_view key) const {
+  if (!cluster_ || slot_range_.empty()) return 0;
+  int r = slot_range_[key_slot(key)];
+  return r < 0 ? 0 : static_cast<int>(ranges_[r].replicas.size());
+}
+
+std::vector<std::string> Conn::masters() const {
+  if (!cluster_) return {single_};
+  std::vector<std::string> out;
+  for (const auto& r : ranges_) out.push_back(r.master);
+  return out;
+}
+
+Result<Reply> Conn::run_once(const std::string& address, const Command& cmd, bool asking, bool& retry) {
+  retry = false;
+  if (address.empty()) {
+    retry = true;
+    return fail("no node serves the slot");
+  }
+  auto ctx = node(address);
+  if (!ctx) {
+    retry = true;
+    return std::unexpected(ctx.error());
+  }
+  if (asking) redisAppendCommand(*ctx, "ASKING");
+  append_argv(*ctx, cmd);
+  Reply out;
+  for (int i = 0; i < (asking ? 2 : 1); ++i) {
+    redisReply* raw = nullptr;
+    if (redisGetReply(*ctx, reinterpret_cast<void**>(&raw)) != REDIS_OK) {
+      std::string e = fmt::format("{}: {}", address, (*ctx)->errstr);
+      drop(address);
+      retry = true;
+      return fail("{}", e);
+    }
+    out.reset(raw);
+  }
+  return out;
+}
+
+Result<Reply> Conn::run(std::string_view route_key, const Command& cmd) {
+  auto deadline = Clock::now() + options_.retry_for;
+  std::string address = route(route_key);
+  bool asking = false;
+  std::string last;
+  auto backoff = std::chrono::milliseconds(20);
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    bool retry = false;
+    auto r = run_once(address, cmd, asking, retry);
+    asking = false;
+    if (r && (*r)->type == REDIS_REPLY_ERROR) {
+      auto e = error_text(**r);
+      if (auto redirect = parse_redirect(e); redirect && cluster_) {
+        if (redirect->ask) {  // this one command, on the node importing the slot
+          address = redirect->node;
+          asking = true;
+          continue;
+        }
+        if (!refresh_slots())
+          address = redirect->node;
+        else
+          address = route(route_key);
+        continue;
+      }
+      if (transient(e)) {
+        retry = true;
+        last = std::string(e);
+      } else {
+        return r;
+      }
+    } else if (r) {
+      return r;
+    } else {
+      last = r.error().message;
+    }
+    if (!retry || Clock::now() >= deadline || (!cluster_ && attempt >= 1)) break;
+    if (cluster_) {
+      std::this_thread::sleep_for(backoff);
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(250));
+      (void)refresh_slots();  // may fail while the cluster elects; the next round asks again
+      address = route(route_key);
+    }
+  }
+  return fail("{}", last);
+}
+
+Status Conn::transaction_once(const std::string& address, std::span<const Command> cmds, int wait,
+                              std::string_view what, bool& retry) {
+  retry = false;
+  if (address.empty()) {
+    retry = true;
+    return fail("no node serves the slot");
+  }
+  auto ctx = node(address);
+  if (!ctx) {
+    retry = true;
+    return std::unexpected(ctx.error());
+  }
+  redisAppendCommand(*ctx, "MULTI");
+  for (const auto& c : cmds) append_argv(*ctx, c);
+  redisAppendCommand(*ctx, "EXEC");
+  if (wait > 0)
+    redisAppendCommand(*ctx, "WAIT %d %lld", wait, static_cast<long long>(options_.wait_timeout.count()));
+  size_t replies = cmds.size() + 2 + (wait > 0 ? 1 : 0);
+  std::string err;
+  // Every reply is read, even after an error, so the connection stays in step.
+  for (size_t i = 0; i < replies; ++i) {
+    redisReply* raw = nullptr;
+    if (redisGetReply(*ctx, reinterpret_cast<void**>(&raw)) != REDIS_OK) {
+      // The EXEC may or may not have run: the caller's writes are idempotent, so it is redone.
+      std::string e = fmt::format("{}: {}", address, (*ctx)->errstr);
+      drop(address);
+      retry = true;
+      return fail("redis {}: {}", what, e);
+    }
+    Reply r(raw);
+    bool is_exec = i == cmds.size() + 1, is_wait = i == cmds.size() + 2;
+    if (r->type == REDIS_REPLY_ERROR) {
+      auto e = error_text(*r);
+      if (parse_redirect(e) || transient(e)) retry = true;
+      if (err.empty()) err = std::string(e);
+    } else if (is_exec) {
+      if (r->type != REDIS_REPLY_ARRAY) {
+        if (err.empty()) err = "transaction aborted";
+      } else {
+        for (size_t k = 0; k < r->elements && err.empty(); ++k)
+          if (r->element[k]->type == REDIS_REPLY_ERROR) err = std::string(error_text(*r->element[k]));
+      }
+    } else if (is_wait && err.empty() && r->type == REDIS_REPLY_INTEGER && r->integer < wait) {
+      // On the master but not (yet) on a replica: not acknowledged, the write is redone (and the
+      // slot map re-read: the replica may have failed).
+      retry = true;
+      err = fmt::format("written on {} but on {} of {} replicas within {} ms", address, r->integer, wait,
+                        options_.wait_timeout.count());
+    }
+  }
+  if (!err.empty()) return fail("redis {}: {}", what, err);
+  return {};
+}
+
+Status Conn::transaction(std::string_view route_key, std::span<const Command> cmds, std::string_view what) {
+  auto deadline = Clock::now() + options_.retry_for;
+  auto backoff = std::chrono::milliseconds(20);
+  Status st;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    bool retry = false;
+    int wait = std::min(options_.wait_replicas, replicas_of(route_key));
+    st = transaction_once(route(route_key), cmds, wait, what, retry);
+    if (st || !retry || Clock::now() >= deadline || (!cluster_ && attempt >= 1)) return st;
+    if (cluster_) {
+      if (attempt > 0) {
+        std::this_thread::sleep_for(backoff);
+        backoff = std::min(backoff * 2, std::chrono::milliseconds(250));
+      }
+      (void)refresh_slots();
+    }
+  }
+  return st;
+}
+
+}  // namespace weft::controller::redis
