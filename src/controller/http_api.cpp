@@ -460,15 +460,12 @@ Status Controller::start_http(const Config& cfg) {
   api_ = std::make_unique<HttpApi>(*mesh_, *store_, *ingest_);
   server_ = std::make_unique<net::http::Server>(api_->routes(), HttpApi::server_options(cfg));
   for (const auto& addr : cfg.listen) {
-    // "HOST:PORT" or "[IPv6]:PORT"; port 0 picks a free port (tests, benchmarks).
-    auto colon = addr.rfind(':');
-    if (colon == std::string::npos) return fail("listen '{}': not HOST:PORT", addr);
-    std::string host = addr.substr(0, colon);
-    if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
-    uint16_t want = 0;
-    auto [p, ec] = std::from_chars(addr.data() + colon + 1, addr.data() + addr.size(), want);
-    if (ec != std::errc{} || p != addr.data() + addr.size()) return fail("listen '{}': not HOST:PORT", addr);
-    auto sa = net::resolve(host, want);
+    // "HOST:PORT" or "[IPv6]:PORT" (net/address.hpp parses it); port 0 picks a free port (tests,
+    // benchmarks). The config file already requires an explicit port; one given in code must too.
+    auto hp = net::split_host_port(addr, 0, /*allow_port_zero=*/true);
+    if (!hp) return fail("listen '{}': not HOST:PORT: {}", addr, hp.error().message);
+    if (!addr.ends_with(":" + std::to_string(hp->second))) return fail("listen '{}': not HOST:PORT", addr);
+    auto sa = net::resolve(hp->first, hp->second);
     if (!sa) return fail("listen '{}': {}", addr, sa.error().message);
     auto port = server_->listen(*sa);
     if (!port) return fail("cannot listen on {}: {}", addr, port.error().message);

@@ -122,7 +122,8 @@ Result<SocketAddress> SocketAddress::parse_ip(std::string_view ip, uint16_t port
   return fail("'{}' is not an IPv4 or IPv6 address", s);
 }
 
-Result<std::pair<std::string, uint16_t>> split_host_port(std::string_view text, uint16_t default_port) {
+Result<std::pair<std::string, uint16_t>> split_host_port(std::string_view text, uint16_t default_port,
+                                                         bool allow_port_zero) {
   if (text.empty()) return fail("empty address");
   std::string_view host = text, port_text;
   if (text.front() == '[') {
@@ -146,8 +147,9 @@ Result<std::pair<std::string, uint16_t>> split_host_port(std::string_view text, 
   if (!port_text.empty()) {
     unsigned value = 0;
     auto [p, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), value);
-    if (ec != std::errc() || p != port_text.data() + port_text.size() || value == 0 || value > 65535)
-      return fail("'{}': bad port '{}' (1-65535)", text, port_text);
+    if (ec != std::errc() || p != port_text.data() + port_text.size() || (value == 0 && !allow_port_zero) ||
+        value > 65535)
+      return fail("'{}': bad port '{}' ({}-65535)", text, port_text, allow_port_zero ? 0 : 1);
     port = static_cast<uint16_t>(value);
   }
   return std::pair{std::string(host), port};

@@ -34,7 +34,9 @@ struct SocketAddress {
 };
 
 // Splits "HOST:PORT" / "[HOST]:PORT" / "HOST" (a bare IPv6 literal is a host). Fails on a bad port.
-Result<std::pair<std::string, uint16_t>> split_host_port(std::string_view text, uint16_t default_port);
+// Port 0 is refused unless allow_port_zero: a listener given port 0 takes any free port (tests).
+Result<std::pair<std::string, uint16_t>> split_host_port(std::string_view text, uint16_t default_port,
+                                                         bool allow_port_zero = false);
 
 // Resolves a host name or literal to one address (IPv4 preferred), for command-line use.
 Result<SocketAddress> resolve(std::string_view host, uint16_t port);

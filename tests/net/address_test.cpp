@@ -47,6 +47,20 @@ TEST(Address, SplitsHostAndPort) {
   EXPECT_FALSE(split_host_port(":80", 7));
 }
 
+TEST(Address, SplitAllowsPortZeroOnlyWhenAsked) {
+  auto p = split_host_port("127.0.0.1:0", 7, /*allow_port_zero=*/true);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->first, "127.0.0.1");
+  EXPECT_EQ(p->second, 0);
+  p = split_host_port("[::1]:0", 7, true);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->first, "::1");
+  EXPECT_EQ(p->second, 0);
+  EXPECT_FALSE(split_host_port("127.0.0.1:0", 7));
+  EXPECT_FALSE(split_host_port("127.0.0.1:65536", 7, true));
+  EXPECT_FALSE(split_host_port("127.0.0.1:-1", 7, true));
+}
+
 TEST(Address, SameEndpointTreatsMappedIPv4AsIPv4) {
   auto v4 = SocketAddress::parse_ip("127.0.0.1", 5);
   auto mapped = SocketAddress::parse_ip("::ffff:127.0.0.1", 5);
