@@ -17,6 +17,8 @@
 #include "controller/metrics_renderer.hpp"
 #include "controller/metrics_text.hpp"
 #include "net/address.hpp"
+#include "proto/pinglist.hpp"
+#include "proto/register_reply.hpp"
 #include "proto/registration.hpp"
 
 // Defined by src/controller/CMakeLists.txt when web/ (the dashboard) is part of the build.
@@ -205,11 +207,10 @@ void HttpApi::register_agent(const Req& req, Res& res) {
   log().info("agent {} registered ({} {}, version {}{})", r.name, r.addresses.front(),
              protocols_json(r.protocols).dump(), r.version, rdma);
   auto pl = mesh_.pinglist_for(r.name);
-  reply(res, 200,
-        json{{"pinglist_version", pl.version},
-             {"report_interval_ms", cfg->report_interval_ns / 1'000'000},
-             {"sync_interval_ms", cfg->pinglist_sync_ns / 1'000'000},
-             {"window_ms", cfg->window_ns / 1'000'000}});
+  res.set(200,
+          proto::register_reply_json(proto::RegisterReply{pl.version, cfg->report_interval_ns,
+                                                          cfg->pinglist_sync_ns, cfg->window_ns}),
+          kJson);
 }
 
 void HttpApi::pinglist(const Req& req, Res& res) {
@@ -221,7 +222,7 @@ void HttpApi::pinglist(const Req& req, Res& res) {
   uint64_t have = 0;
   std::string v = req.param("version");
   std::from_chars(v.data(), v.data() + v.size(), have);
-  if (have == pl.version) return reply(res, 200, json{{"version", pl.version}, {"unchanged", true}});
+  if (have == pl.version) return res.set(200, proto::pinglist_unchanged_json(pl.version), kJson);
   res.set(200, pinglist_json(pl), kJson);
 }
 
