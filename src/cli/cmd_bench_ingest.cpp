@@ -15,7 +15,6 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -47,36 +46,6 @@ int64_t unix_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-struct ProcStat {
-  double cpu_s = 0;
-  uint64_t rss_kb = 0;
-};
-
-ProcStat proc_stat(pid_t pid) {
-  ProcStat ps;
-  std::ifstream st(fmt::format("/proc/{}/stat", pid));
-  std::string s((std::istreambuf_iterator<char>(st)), {});
-  auto close = s.rfind(')');
-  if (close != std::string::npos) {
-    std::istringstream rest(s.substr(close + 2));
-    std::string tok;
-    double ut = 0, stime = 0;
-    for (int field = 3; rest >> tok; ++field) {
-      if (field == 14) ut = std::stod(tok);
-      if (field == 15) {
-        stime = std::stod(tok);
-        break;
-      }
-    }
-    ps.cpu_s = (ut + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
-  }
-  std::ifstream status(fmt::format("/proc/{}/status", pid));
-  std::string line;
-  while (std::getline(status, line))
-    if (line.starts_with("VmRSS:")) ps.rss_kb = std::stoull(line.substr(6));
-  return ps;
 }
 
 double self_cpu_s() { return static_cast<double>(weft::self_cpu_ns()) / 1e9; }
@@ -173,7 +142,7 @@ int run_bench(const Options& o) {
       bodies.push_back(
           weft::cli::build_post_request("/api/v1/report", weft::proto::kBinaryContentType, body));
     }
-  ProcStat before = proc_stat(child);
+  weft::ProcStats before = weft::read_proc_stats(child);
   double client_before = self_cpu_s();
 
   std::atomic<size_t> next{0}, errors{0}, accepted{0};
@@ -200,7 +169,8 @@ int run_bench(const Options& o) {
     });
   for (auto& t : clients) t.join();
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  ProcStat after = proc_stat(child);
+  weft::ProcStats after = weft::read_proc_stats(child);
+  double controller_cpu_s = static_cast<double>(after.cpu_ns - before.cpu_ns) / 1e9;
   double client_cpu = self_cpu_s() - client_before;
 
   size_t pairs = 0;
@@ -214,31 +184,30 @@ int run_bench(const Options& o) {
   cleanup();
 
   size_t windows = o.agents * o.targets * o.rounds;
-  nlohmann::json out{
-      {"windows_per_s", static_cast<double>(accepted.load()) / secs},
-      {"cpu_percent", (after.cpu_s - before.cpu_s) / secs * 100.0},
-      {"rss_kb", after.rss_kb},
-      {"agents", o.agents},
-      {"targets", o.targets},
-      {"rounds", o.rounds},
-      {"windows_sent", windows},
-      {"windows_accepted", accepted.load()},
-      {"request_errors", errors.load()},
-      {"seconds", secs},
-      // Controller CPU time per window: the figure that does not depend on what else
-      // the machine is running (windows_per_s does).
-      {"cpu_us_per_window",
-       accepted.load() ? (after.cpu_s - before.cpu_s) * 1e6 / static_cast<double>(accepted.load()) : 0.0},
-      // The simulated agents' CPU time per window (this process): they share the
-      // machine with the controller, so they have to be cheap.
-      {"client_cpu_us_per_window",
-       accepted.load() ? client_cpu * 1e6 / static_cast<double>(accepted.load()) : 0.0},
-      {"bytes_per_window", static_cast<double>(body_bytes) / static_cast<double>(windows)},
-      {"pairs_held", pairs},
-      {"rss_growth_per_pair_bytes",
-       pairs ? static_cast<double>(after.rss_kb - std::min(after.rss_kb, before.rss_kb)) * 1024.0 /
-                   static_cast<double>(pairs)
-             : 0.0}};
+  nlohmann::json out{{"windows_per_s", static_cast<double>(accepted.load()) / secs},
+                     {"cpu_percent", controller_cpu_s / secs * 100.0},
+                     {"rss_kb", after.rss_kb},
+                     {"agents", o.agents},
+                     {"targets", o.targets},
+                     {"rounds", o.rounds},
+                     {"windows_sent", windows},
+                     {"windows_accepted", accepted.load()},
+                     {"request_errors", errors.load()},
+                     {"seconds", secs},
+                     // Controller CPU time per window: the figure that does not depend on what else
+                     // the machine is running (windows_per_s does).
+                     {"cpu_us_per_window",
+                      accepted.load() ? controller_cpu_s * 1e6 / static_cast<double>(accepted.load()) : 0.0},
+                     // The simulated agents' CPU time per window (this process): they share the
+                     // machine with the controller, so they have to be cheap.
+                     {"client_cpu_us_per_window",
+                      accepted.load() ? client_cpu * 1e6 / static_cast<double>(accepted.load()) : 0.0},
+                     {"bytes_per_window", static_cast<double>(body_bytes) / static_cast<double>(windows)},
+                     {"pairs_held", pairs},
+                     {"rss_growth_per_pair_bytes",
+                      pairs ? static_cast<double>(after.rss_kb - std::min(after.rss_kb, before.rss_kb)) *
+                                  1024.0 / static_cast<double>(pairs)
+                            : 0.0}};
   if (!first_error.empty()) out["first_error"] = first_error;
   if (o.json) {
     fmt::print("{}\n", out.dump());
