@@ -15,25 +15,22 @@
 #include <fmt/format.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <signal.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
-#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "base/proc_stats.hpp"
+#include "cli/bench_controller.hpp"
 #include "cli/bench_http_client.hpp"
 #include "cli/bench_sample.hpp"
 #include "cli/command_registry.hpp"
-#include "controller/controller.hpp"
 #include "net/socket.hpp"
 #include "proto/report.hpp"
 
@@ -66,38 +63,6 @@ int64_t mono_ns() {
 std::string agent_name(size_t a) { return fmt::format("agent-{:05d}", a); }
 std::string agent_ip(size_t a, size_t per) {
   return fmt::format("127.1.{}.{}", a / per / 250, a / per % 250 + 1);
-}
-
-[[noreturn]] void controller_child(const Options& o, const std::string& dir, int ready_fd) {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  std::string yaml = fmt::format(
-      "listen: 127.0.0.1:{}\nstore: sqlite:{}/fleet.db\nwindow: 10s\nreport_interval: 1s\n"
-      "agent_down_after: 30s\nhttp_max_connections_per_address: {}\ngroups:\n",
-      o.port, dir, o.agents_per_address + 16);
-  for (size_t r = 0; r * 100 < o.agents; ++r)
-    yaml += fmt::format("  - {{name: rack-{:03d}, protocols: [udp], members: ['agent-{:03d}?\?']}}\n", r, r);
-  auto cfg = weft::controller::parse_config(yaml, "<bench fleet>");
-  char ok = 0;
-  if (!cfg) {
-    fmt::print(stderr, "bench fleet: {}\n", cfg.error().message);
-    (void)!write(ready_fd, &ok, 1);
-    _exit(1);
-  }
-  weft::controller::Controller c;
-  if (auto st = c.start(*cfg); !st) {
-    fmt::print(stderr, "bench fleet: controller: {}\n", st.error().message);
-    (void)!write(ready_fd, &ok, 1);
-    _exit(1);
-  }
-  ok = 1;
-  (void)!write(ready_fd, &ok, 1);
-  int sig = 0;
-  sigwait(&set, &sig);
-  c.stop();
-  _exit(0);
 }
 
 enum Kind : uint8_t {
@@ -406,37 +371,26 @@ int run_fleet(const Options& o) {
     fmt::print(stderr, "bench fleet: the descriptor limit ({}) is below {} agents + 64\n", fds, o.agents);
     return 1;
   }
-  std::string dir = (std::filesystem::temp_directory_path() / fmt::format("wms-fleet-{}", getpid())).string();
-  std::filesystem::create_directories(dir);
-  int pfd[2];
-  if (pipe(pfd) != 0) return 1;
-  pid_t child = fork();
-  if (child < 0) return 1;
-  if (child == 0) {
-    close(pfd[0]);
-    controller_child(o, dir, pfd[1]);
-  }
-  close(pfd[1]);
-  auto cleanup = [&] {
-    kill(child, SIGTERM);
-    int status = 0;
-    waitpid(child, &status, 0);
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
+  auto yaml = [&](const std::string& dir) {
+    std::string y = fmt::format(
+        "listen: 127.0.0.1:{}\nstore: sqlite:{}/fleet.db\nwindow: 10s\nreport_interval: 1s\n"
+        "agent_down_after: 30s\nhttp_max_connections_per_address: {}\ngroups:\n",
+        o.port, dir, o.agents_per_address + 16);
+    for (size_t r = 0; r * 100 < o.agents; ++r)
+      y += fmt::format("  - {{name: rack-{:03d}, protocols: [udp], members: ['agent-{:03d}?\?']}}\n", r, r);
+    return y;
   };
-  char ok = 0;
-  if (read(pfd[0], &ok, 1) != 1 || !ok) {
-    fmt::print(stderr, "bench fleet: the controller did not start\n");
-    cleanup();
+  auto controller = weft::cli::BenchController::start("bench fleet", yaml);
+  if (!controller) {
+    fmt::print(stderr, "{}\n", controller.error().message);
     return 1;
   }
-  close(pfd[0]);
+  pid_t child = (*controller)->pid();
   weft::ProcStats idle = weft::read_proc_stats(child);
 
   Fleet fleet(o);
   if (auto st = fleet.connect_all(); !st) {
     fmt::print(stderr, "bench fleet: {}\n", st.error().message);
-    cleanup();
     return 1;
   }
   weft::ProcStats connected = weft::read_proc_stats(child);
@@ -472,7 +426,7 @@ int run_fleet(const Options& o) {
       }
     }
   }
-  cleanup();
+  (*controller)->stop();
 
   auto& L = fleet.lat();
   for (int k = kApiHealthz; k < kKinds; ++k) {

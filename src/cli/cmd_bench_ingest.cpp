@@ -8,18 +8,15 @@
 // several keep-alive connections (bench_http_client.hpp: one send() per request).
 #include <fmt/format.h>
 #include <httplib.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
-#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "base/log.hpp"
 #include "base/proc_stats.hpp"
+#include "cli/bench_controller.hpp"
 #include "cli/bench_http_client.hpp"
 #include "cli/bench_sample.hpp"
 #include "cli/command_registry.hpp"
@@ -50,75 +47,33 @@ int64_t unix_ns() {
 
 double self_cpu_s() { return static_cast<double>(weft::self_cpu_ns()) / 1e9; }
 
-// The child: a controller with the embedded store in a temp dir, until SIGTERM.
-[[noreturn]] void run_controller_child(const Options& o, const std::string& dir, int ready_fd) {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  auto cfg = weft::controller::parse_config(
-      fmt::format("listen: 127.0.0.1:{}\nstore: {}\nwindow: 10s\n"
-                  "agent_down_after: 1h\nhttp_threads: {}\nmax_body_bytes: 67108864\n"
-                  "groups:\n  - {{name: all, protocols: [udp], members: ['*']}}\n",
-                  o.port, o.store.empty() ? "sqlite:" + dir + "/bench.db" : o.store, o.http_threads),
-      "<bench>");
-  char ok = 0;
-  if (!cfg) {
-    fmt::print(stderr, "bench: {}\n", cfg.error().message);
-    (void)!write(ready_fd, &ok, 1);
-    _exit(1);
-  }
-  weft::controller::Controller c;
-  if (auto st = c.start(*cfg); !st) {
-    fmt::print(stderr, "bench: controller: {}\n", st.error().message);
-    (void)!write(ready_fd, &ok, 1);
-    _exit(1);
-  }
-  // Agents register as they would (the registry is part of what a controller holds).
-  for (size_t a = 0; a < o.agents; ++a)
-    c.mesh().register_agent({fmt::format("agent-{:05d}", a),
-                             {fmt::format("10.{}.{}.{}", a >> 16 & 255, a >> 8 & 255, a & 255)},
-                             {weft::proto::Protocol::udp},
-                             "bench",
-                             7777,
-                             0},
-                            unix_ns());
-  // ... and fetch their pinglists once, as real agents do right after registering.
-  for (size_t a = 0; a < o.agents; ++a) (void)c.mesh().pinglist_for(fmt::format("agent-{:05d}", a));
-  ok = 1;
-  (void)!write(ready_fd, &ok, 1);
-  int sig = 0;
-  sigwait(&set, &sig);
-  c.stop();
-  _exit(0);
-}
-
 int run_bench(const Options& o) {
-  std::string dir = (std::filesystem::temp_directory_path() / fmt::format("wms-bench-{}", getpid())).string();
-  std::filesystem::create_directories(dir);
-  int fds[2];
-  if (pipe(fds) != 0) return 1;
-  pid_t child = fork();
-  if (child < 0) return 1;
-  if (child == 0) {
-    close(fds[0]);
-    run_controller_child(o, dir, fds[1]);
-  }
-  close(fds[1]);
-  auto cleanup = [&] {
-    kill(child, SIGTERM);
-    int status = 0;
-    waitpid(child, &status, 0);
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
+  auto yaml = [&](const std::string& dir) {
+    return fmt::format(
+        "listen: 127.0.0.1:{}\nstore: {}\nwindow: 10s\n"
+        "agent_down_after: 1h\nhttp_threads: {}\nmax_body_bytes: 67108864\n"
+        "groups:\n  - {{name: all, protocols: [udp], members: ['*']}}\n",
+        o.port, o.store.empty() ? "sqlite:" + dir + "/bench.db" : o.store, o.http_threads);
   };
-  char ok = 0;
-  if (read(fds[0], &ok, 1) != 1 || !ok) {
-    fmt::print(stderr, "bench: the controller did not start\n");
-    cleanup();
+  auto setup = [&](weft::controller::Controller& c) {
+    // Agents register as they would (the registry is part of what a controller holds).
+    for (size_t a = 0; a < o.agents; ++a)
+      c.mesh().register_agent({fmt::format("agent-{:05d}", a),
+                               {fmt::format("10.{}.{}.{}", a >> 16 & 255, a >> 8 & 255, a & 255)},
+                               {weft::proto::Protocol::udp},
+                               "bench",
+                               7777,
+                               0},
+                              unix_ns());
+    // ... and fetch their pinglists once, as real agents do right after registering.
+    for (size_t a = 0; a < o.agents; ++a) (void)c.mesh().pinglist_for(fmt::format("agent-{:05d}", a));
+  };
+  auto controller = weft::cli::BenchController::start("bench", yaml, setup);
+  if (!controller) {
+    fmt::print(stderr, "{}\n", controller.error().message);
     return 1;
   }
-  close(fds[0]);
+  pid_t child = (*controller)->pid();
 
   // Pre-encode every report: round r of agent a has its T windows starting at base + r * 10 s.
   int64_t base = unix_ns() - static_cast<int64_t>(o.rounds + 2) * 10'000'000'000;
@@ -181,7 +136,7 @@ int run_bench(const Options& o) {
       if (j.is_object()) pairs = j.value("pairs", size_t{0});
     }
   }
-  cleanup();
+  (*controller)->stop();
 
   size_t windows = o.agents * o.targets * o.rounds;
   nlohmann::json out{{"windows_per_s", static_cast<double>(accepted.load()) / secs},

@@ -1,0 +1,91 @@
+#include "cli/bench_controller.hpp"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "controller/config.hpp"
+#include "controller/controller.hpp"
+
+namespace weft::cli {
+
+namespace {
+
+// The child: SIGTERM is blocked before anything starts so that it is only ever taken by sigwait,
+// and the controller stops cleanly (its store flushed) instead of dying mid-write.
+[[noreturn]] void child_main(const std::string& what, const std::string& yaml,
+                             const BenchController::Setup& setup, int ready_fd) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  char ok = 0;
+  auto cfg = controller::parse_config(yaml, "<" + what + ">");
+  if (!cfg) {
+    fmt::print(stderr, "{}: {}\n", what, cfg.error().message);
+    (void)!write(ready_fd, &ok, 1);
+    _exit(1);
+  }
+  controller::Controller c;
+  if (auto st = c.start(*cfg); !st) {
+    fmt::print(stderr, "{}: controller: {}\n", what, st.error().message);
+    (void)!write(ready_fd, &ok, 1);
+    _exit(1);
+  }
+  if (setup) setup(c);
+  ok = 1;
+  (void)!write(ready_fd, &ok, 1);
+  int sig = 0;
+  sigwait(&set, &sig);
+  c.stop();
+  _exit(0);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<BenchController>> BenchController::start(const std::string& what,
+                                                                const ConfigYaml& yaml, const Setup& setup) {
+  std::string name = what;
+  std::replace(name.begin(), name.end(), ' ', '-');
+  std::string dir =
+      (std::filesystem::temp_directory_path() / fmt::format("wms-{}-{}", name, getpid())).string();
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return fail("{}: cannot create {}: {}", what, dir, ec.message());
+  std::string config = yaml(dir);
+  int fds[2];
+  if (pipe(fds) != 0) return fail("{}: pipe failed", what);
+  pid_t child = fork();
+  if (child < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return fail("{}: fork failed", what);
+  }
+  if (child == 0) {
+    close(fds[0]);
+    child_main(what, config, setup, fds[1]);
+  }
+  close(fds[1]);
+  std::unique_ptr<BenchController> bc(new BenchController(child, dir));
+  char ok = 0;
+  bool started = read(fds[0], &ok, 1) == 1 && ok;
+  close(fds[0]);
+  if (!started) return fail("{}: the controller did not start", what);  // bc stops the child
+  return bc;
+}
+
+void BenchController::stop() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGTERM);
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+  std::error_code ec;
+  std::filesystem::remove_all(dir_, ec);
+}
+
+}  // namespace weft::cli

@@ -1,0 +1,44 @@
+#pragma once
+// A controller in a forked child process, so that `weft bench ingest` and `weft bench fleet` measure
+// its CPU time and memory alone (base/proc_stats.hpp on pid()) while the parent plays the agents.
+#include <sys/types.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "base/result.hpp"
+
+namespace weft::controller {
+class Controller;
+}
+
+namespace weft::cli {
+
+class BenchController {
+ public:
+  // The child's configuration, given a fresh temp dir (for the SQLite store).
+  using ConfigYaml = std::function<std::string(const std::string& dir)>;
+  // Runs in the child once the controller is up, before the parent is told it is ready
+  // (e.g. registering the simulated agents).
+  using Setup = std::function<void(controller::Controller&)>;
+
+  // Forks; the child starts a controller from the YAML and runs until stop(). Fails (naming why on
+  // stderr as `what: ...` in the child) when the controller did not start. `what` names the temp dir too.
+  static Result<std::unique_ptr<BenchController>> start(const std::string& what, const ConfigYaml& yaml,
+                                                        const Setup& setup = {});
+  BenchController(const BenchController&) = delete;
+  BenchController& operator=(const BenchController&) = delete;
+  ~BenchController() { stop(); }
+
+  pid_t pid() const { return pid_; }
+  // SIGTERM to the child, waits for it and removes the temp dir; idempotent.
+  void stop();
+
+ private:
+  BenchController(pid_t pid, std::string dir) : pid_(pid), dir_(std::move(dir)) {}
+  pid_t pid_ = -1;
+  std::string dir_;
+};
+
+}  // namespace weft::cli
