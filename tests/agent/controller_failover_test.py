@@ -11,7 +11,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
-from mesh_harness import controller_config, get, start_agent, stop, wait  # noqa: E402  (tests/pylib: shared set-up)
+from mesh_harness import controller_config, finish, get, start_agent, stop, wait  # noqa: E402  (tests/pylib: shared set-up)
 
 WEFT = sys.argv[1]
 REDIS = os.environ.get("WEFT_TEST_REDIS")
@@ -68,8 +68,4 @@ try:
         failed.append("agent a did not say it moved to the other controller")
 finally:
     stop(procs)
-if failed:
-    for f in failed:
-        print("FAIL:", f)
-    sys.exit(1)
-print("ok   controller failover lost nothing")
+finish(failed, "ok   controller failover lost nothing")

@@ -3,6 +3,7 @@ on loopback addresses, JSON reads of the controller's HTTP API, a bounded wait f
 stop that ends every process even when the test failed. Loopback only."""
 import json
 import subprocess
+import sys
 import time
 import urllib.request
 
@@ -59,3 +60,12 @@ def stop(procs):
             p.wait(timeout=10)
         except subprocess.TimeoutExpired:
             p.kill()
+
+
+def finish(failed, ok):
+    """Ends the test: one FAIL line per entry of failed and exit code 1, or the `ok` line."""
+    if failed:
+        for f in failed:
+            print("FAIL:", f)
+        sys.exit(1)
+    print(ok)
