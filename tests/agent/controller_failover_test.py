@@ -11,7 +11,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
-from mesh_harness import controller_config, finish, get, start_agent, stop, wait  # noqa: E402  (tests/pylib: shared set-up)
+from mesh_harness import controller_config, finish, get, start_agent, stop, wait  # noqa: E402  (tests/pylib)
 
 WEFT = sys.argv[1]
 REDIS = os.environ.get("WEFT_TEST_REDIS")

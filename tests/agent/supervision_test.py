@@ -9,7 +9,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
-from mesh_harness import controller_config, get, start_agent, stop, wait  # noqa: E402  (tests/pylib: shared set-up)
+from mesh_harness import controller_config, get, start_agent, stop, wait  # noqa: E402  (tests/pylib)
 
 WEFT = sys.argv[1]
 PORT = 18096
