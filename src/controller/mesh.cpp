@@ -12,6 +12,13 @@ constexpr size_t kMaxNames = 1'000'000;  // bounds memory if agents report garba
 
 uint64_t pair_key(proto::Protocol p, uint32_t dst) { return static_cast<uint64_t>(p) << 32 | dst; }
 
+// The order latest and latest_between answer in.
+void sort_by_pair(std::vector<PairWindow>& v) {
+  std::sort(v.begin(), v.end(), [](const PairWindow& a, const PairWindow& b) {
+    return std::tie(a.src, a.dst) < std::tie(b.src, b.dst);
+  });
+}
+
 }  // namespace
 
 Mesh::Mesh(std::shared_ptr<const Config> cfg) : cfg_(std::move(cfg)) {}
@@ -164,6 +171,17 @@ void Mesh::restore(const std::string& src, std::span<const proto::WindowStats> w
 // 10,000 agents report, and counting by taking every source lock put it behind their ingest.
 size_t Mesh::pair_count() const { return pairs_held_.load(std::memory_order_relaxed); }
 
+PairWindow Mesh::pair_window(std::string src, std::string dst, const SourceTxn::Slot& slot) {
+  PairWindow pw;
+  pw.src = std::move(src);
+  pw.dst = std::move(dst);
+  pw.window = slot.latest;
+  pw.window.target = pw.dst;
+  pw.received_unix_ns = slot.received_ns;
+  pw.baseline_rtt_ns = slot.baseline_before_ns;
+  return pw;
+}
+
 // Lock order is source -> names (classify interns target names under the source lock), so readers
 // copy what they need from the name table first and take the source locks after releasing it.
 std::vector<PairWindow> Mesh::latest(proto::Protocol protocol) const {
@@ -182,19 +200,10 @@ std::vector<PairWindow> Mesh::latest(proto::Protocol protocol) const {
     for (const auto& [key, slot] : s->pairs) {
       if (!slot.has_latest || static_cast<proto::Protocol>(key >> 32) != protocol) continue;
       uint32_t dst = static_cast<uint32_t>(key);
-      PairWindow pw;
-      pw.src = names[id];
-      pw.dst = dst < names.size() ? names[dst] : name_of(dst);
-      pw.window = slot.latest;
-      pw.window.target = pw.dst;
-      pw.received_unix_ns = slot.received_ns;
-      pw.baseline_rtt_ns = slot.baseline_before_ns;
-      out.push_back(std::move(pw));
+      out.push_back(pair_window(names[id], dst < names.size() ? names[dst] : name_of(dst), slot));
     }
   }
-  std::sort(out.begin(), out.end(), [](const PairWindow& a, const PairWindow& b) {
-    return std::tie(a.src, a.dst) < std::tie(b.src, b.dst);
-  });
+  sort_by_pair(out);
   return out;
 }
 
@@ -226,19 +235,10 @@ std::vector<PairWindow> Mesh::latest_between(proto::Protocol protocol, const std
       if (!slot.has_latest || static_cast<proto::Protocol>(key >> 32) != protocol || dst >= dst_ok.size() ||
           !dst_ok[dst])
         continue;
-      PairWindow pw;
-      pw.src = names[id];
-      pw.dst = names[dst];
-      pw.window = slot.latest;
-      pw.window.target = pw.dst;
-      pw.received_unix_ns = slot.received_ns;
-      pw.baseline_rtt_ns = slot.baseline_before_ns;
-      out.push_back(std::move(pw));
+      out.push_back(pair_window(names[id], names[dst], slot));
     }
   }
-  std::sort(out.begin(), out.end(), [](const PairWindow& a, const PairWindow& b) {
-    return std::tie(a.src, a.dst) < std::tie(b.src, b.dst);
-  });
+  sort_by_pair(out);
   return out;
 }
 

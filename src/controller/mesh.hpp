@@ -172,6 +172,8 @@ class Mesh final : public MeshView {
   int64_t window_ns() const override;
 
  private:
+  // The PairWindow of a slot that has a latest window (latest, latest_between).
+  static PairWindow pair_window(std::string src, std::string dst, const SourceTxn::Slot& slot);
   struct AgentRecord {
     AgentInfo info;
     Peer peer;

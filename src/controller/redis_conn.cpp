@@ -168,27 +168,34 @@ std::vector<std::string> Conn::masters() const {
   return out;
 }
 
-Result<Reply> Conn::run_once(const std::string& address, const Command& cmd, bool asking, bool& retry) {
-  retry = false;
+Result<redisContext*> Conn::node_for_attempt(const std::string& address, bool& retry) {
   if (address.empty()) {
     retry = true;
     return fail("no node serves the slot");
   }
   auto ctx = node(address);
-  if (!ctx) {
-    retry = true;
-    return std::unexpected(ctx.error());
-  }
+  if (!ctx) retry = true;
+  return ctx;
+}
+
+std::string Conn::drop_broken(const std::string& address, redisContext* ctx) {
+  std::string e = fmt::format("{}: {}", address, ctx->errstr);
+  drop(address);
+  return e;
+}
+
+Result<Reply> Conn::run_once(const std::string& address, const Command& cmd, bool asking, bool& retry) {
+  retry = false;
+  auto ctx = node_for_attempt(address, retry);
+  if (!ctx) return std::unexpected(ctx.error());
   if (asking) redisAppendCommand(*ctx, "ASKING");
   append_argv(*ctx, cmd);
   Reply out;
   for (int i = 0; i < (asking ? 2 : 1); ++i) {
     redisReply* raw = nullptr;
     if (redisGetReply(*ctx, reinterpret_cast<void**>(&raw)) != REDIS_OK) {
-      std::string e = fmt::format("{}: {}", address, (*ctx)->errstr);
-      drop(address);
       retry = true;
-      return fail("{}", e);
+      return fail("{}", drop_broken(address, *ctx));
     }
     out.reset(raw);
   }
@@ -244,15 +251,8 @@ Result<Reply> Conn::run(std::string_view route_key, const Command& cmd) {
 Status Conn::transaction_once(const std::string& address, std::span<const Command> cmds, int wait,
                               std::string_view what, bool& retry) {
   retry = false;
-  if (address.empty()) {
-    retry = true;
-    return fail("no node serves the slot");
-  }
-  auto ctx = node(address);
-  if (!ctx) {
-    retry = true;
-    return std::unexpected(ctx.error());
-  }
+  auto ctx = node_for_attempt(address, retry);
+  if (!ctx) return std::unexpected(ctx.error());
   redisAppendCommand(*ctx, "MULTI");
   for (const auto& c : cmds) append_argv(*ctx, c);
   redisAppendCommand(*ctx, "EXEC");
@@ -265,10 +265,8 @@ Status Conn::transaction_once(const std::string& address, std::span<const Comman
     redisReply* raw = nullptr;
     if (redisGetReply(*ctx, reinterpret_cast<void**>(&raw)) != REDIS_OK) {
       // The EXEC may or may not have run: the caller's writes are idempotent, so it is redone.
-      std::string e = fmt::format("{}: {}", address, (*ctx)->errstr);
-      drop(address);
       retry = true;
-      return fail("redis {}: {}", what, e);
+      return fail("redis {}: {}", what, drop_broken(address, *ctx));
     }
     Reply r(raw);
     bool is_exec = i == cmds.size() + 1, is_wait = i == cmds.size() + 2;

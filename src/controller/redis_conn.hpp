@@ -68,6 +68,12 @@ class Conn {
   std::string route(std::string_view key) const;
   int replicas_of(std::string_view key) const;
 
+  // The open connection to the node an attempt goes to; when there is none (no node serves the
+  // slot, or it cannot be reached) sets `retry`: a refresh of the slot map may find another.
+  Result<redisContext*> node_for_attempt(const std::string& address, bool& retry);
+  // A connection whose reply could not be read is out of step: closes it (the next use reopens it)
+  // and returns why, naming the node.
+  std::string drop_broken(const std::string& address, redisContext* ctx);
   // One attempt; `retry` is set when the failure is one worth another try after a refresh.
   Result<Reply> run_once(const std::string& address, const Command& cmd, bool asking, bool& retry);
   Status transaction_once(const std::string& address, std::span<const Command> cmds, int wait,

@@ -4,13 +4,14 @@ pair, because an agent dropped a batch answered with HTTP 401. The outbox must k
 once the token is accepted again. Two agents on loopback, the controller's token swapped for 4 s by
 rewriting its config (it reloads on change); afterwards every pair's history has no hole.
 Loopback only. Usage: token_rotation_test.py WEFT"""
-import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from mesh_harness import controller_config, finish, get, start_agent, stop, wait  # noqa: E402  (tests/pylib)
 
 WEFT = sys.argv[1]
 PORT = 18097
@@ -19,35 +20,14 @@ A, B = "127.0.0.41", "127.0.0.42"
 UDP, TCP = 18121, 18122
 
 
-def get(path):
-    with urllib.request.urlopen(f"http://127.0.0.1:{PORT}{path}", timeout=5) as r:
-        return json.loads(r.read())
-
-
-def wait(pred, what, timeout=30):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        try:
-            v = pred()
-            if v:
-                return v
-        except OSError:
-            pass
-        time.sleep(0.3)
-    raise SystemExit(f"FAIL: {what}")
-
-
 def write_config(tmp, token):
     with open(f"{tmp}/weft.yaml.new", "w") as f:
-        f.write(f"listen: 127.0.0.1:{PORT}\ntokens: [{token}]\nstore: sqlite:{tmp}/h.db\nwindow: 1s\n"
-                "report_interval: 300ms\npinglist_sync: 1s\nagent_down_after: 60s\n"
-                "protocols:\n  udp: {interval: 50ms, timeout: 300ms}\n"
-                "groups:\n  - {name: all, protocols: [udp], members: ['*']}\n")
+        f.write(controller_config(PORT, token, f"sqlite:{tmp}/h.db"))
     os.replace(f"{tmp}/weft.yaml.new", f"{tmp}/weft.yaml")
 
 
 def history(src, dst):
-    return get(f"/api/v1/pairs/{src}/{dst}/history?protocol=udp")["windows"]
+    return get(PORT, f"/api/v1/pairs/{src}/{dst}/history?protocol=udp")["windows"]
 
 
 tmp = tempfile.mkdtemp(prefix="wms-rot-")
@@ -56,12 +36,9 @@ procs = [subprocess.Popen([WEFT, "--log-level", "warn", "controller", "-c", f"{t
                           stderr=open(f"{tmp}/controller.log", "w"))]
 failed = []
 try:
-    wait(lambda: get("/healthz")["status"] == "ok", "controller up")
+    wait(lambda: get(PORT, "/healthz")["status"] == "ok", "controller up")
     for name, addr in (("a", A), ("b", B)):
-        procs.append(subprocess.Popen([WEFT, "--log-level", "info", "agent", "--controller", f"http://127.0.0.1:{PORT}",
-                                       "--token", TOKEN, "--name", name, "--address", addr, "--protocols", "udp",
-                                       "--udp-port", str(UDP), "--tcp-port", str(TCP)],
-                                      stdout=subprocess.DEVNULL, stderr=open(f"{tmp}/agent-{name}.log", "w")))
+        procs.append(start_agent(WEFT, tmp, f"http://127.0.0.1:{PORT}", TOKEN, name, addr, UDP, TCP))
     wait(lambda: len(history("a", "b")) >= 2 and len(history("b", "a")) >= 2, "windows flowing both ways")
 
     write_config(tmp, OTHER)  # the agents' token is now refused
@@ -89,15 +66,5 @@ try:
     if "keeping" not in logs:
         failed.append("no agent said it kept the refused windows")
 finally:
-    for p in procs[::-1]:
-        p.terminate()
-    for p in procs:
-        try:
-            p.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            p.kill()
-if failed:
-    for f in failed:
-        print("FAIL:", f)
-    sys.exit(1)
-print("ok   token rotation lost nothing")
+    stop(procs)
+finish(failed, "ok   token rotation lost nothing")
