@@ -43,17 +43,19 @@ Result<ExtendedCq> ExtendedCq::create(const Device& dev, int depth, bool timesta
 Result<size_t> ExtendedCq::poll(std::span<WorkCompletion> out) {
   ibv_cq_ex* cq = ex_.get();
   size_t n = 0;
-  // One clock read per call: every completion taken in it was already there when the first was,
-  // and on an emulated CPU a clock read costs more than the poll itself.
-  int64_t stamp = 0;
   while (n < out.size()) {
     ibv_poll_cq_attr attr{};
     int rc = ibv_start_poll(cq, &attr);
     if (rc == ENOENT) break;
     if (rc != 0) return verb_error("ibv_start_poll", rc);
+    // One clock read per pass, taken once the pass found its first completion (on an emulated CPU
+    // a clock read costs more than the poll): a later entry of the same pass landed at most the
+    // pass's own microseconds after it. Not one per call: rxe's single-step passes can find a
+    // completion that arrived long after an earlier pass, and that pass's stamp would put its
+    // arrival before its sending (a responder delay longer than the whole round trip).
+    const int64_t stamp = mono_ns();
     for (;;) {
       WorkCompletion& c = out[n];
-      if (stamp == 0) stamp = mono_ns();
       c.poll_mono_ns = stamp;
       c.wr_id = cq->wr_id;
       c.status = cq->status;

@@ -34,7 +34,7 @@ struct WorkCompletion {
   uint32_t byte_len = 0;
   uint32_t src_qp = 0;
   uint64_t nic_ticks = 0;    // raw NIC completion timestamp; 0 without timestamps
-  int64_t poll_mono_ns = 0;  // CLOCK_MONOTONIC when the batch holding it was read
+  int64_t poll_mono_ns = 0;  // CLOCK_MONOTONIC when the poll pass holding it found it
 };
 
 class ExtendedCq {
