@@ -23,7 +23,7 @@ if [[ -n ${KEEP:-} ]]; then echo "callgrind files kept in $DIR" >&2; else trap '
 # The first (self) line of a function in callgrind_annotate's inclusive listing, its count (0 if
 # the function never ran).
 inclusive() {
-  grep -m1 -E "^ *[0-9,]+ .*:weft::probe::Prober::Impl::$2\(" "$1" | awk '{gsub(",", "", $1); n = $1} END {print n + 0}'
+  { grep -m1 -E "^ *[0-9,]+ .*:weft::probe::Prober::Impl::$2\(" "$1" || true; } | awk '{gsub(",", "", $1); n = $1} END {print n + 0}'
 }
 results=()
 for r in $(seq 1 "$ROUNDS"); do
