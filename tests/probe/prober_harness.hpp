@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -53,8 +54,11 @@ struct Collected {
   std::vector<std::string> probe_targets;
 };
 
-// Runs the prober for `d`, then stops it; windows and probes are collected.
-inline ProberCounters run_for(Prober& p, std::chrono::milliseconds d, Collected& c) {
+// Runs the prober for `d`, then stops it; windows and probes are collected. With `until`: stops
+// 100 ms after `until(counters)` first holds instead (at most `d`), so that a test waits for an
+// amount of work, not for a time a loaded machine may not give it.
+inline ProberCounters run_for(Prober& p, std::chrono::milliseconds d, Collected& c,
+                              std::function<bool(const ProberCounters&)> until = {}) {
   p.set_on_probe([&](const ProbeResult& r) {
     std::lock_guard lk(c.mu);
     c.probes.push_back(r);
@@ -82,7 +86,13 @@ inline ProberCounters run_for(Prober& p, std::chrono::milliseconds d, Collected&
     });
     EXPECT_TRUE(st) << (st ? "" : st.error().message);
   });
-  std::this_thread::sleep_for(d);
+  if (until) {
+    const auto end = std::chrono::steady_clock::now() + d;
+    while (std::chrono::steady_clock::now() < end && !until(p.counters())) std::this_thread::sleep_for(5ms);
+    std::this_thread::sleep_for(100ms);
+  } else {
+    std::this_thread::sleep_for(d);
+  }
   const auto t0 = std::chrono::steady_clock::now();
   p.stop();
   th.join();

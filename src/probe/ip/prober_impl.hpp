@@ -1,0 +1,376 @@
+#pragma once
+// The IP prober's state (Prober::Impl), shared by the files that implement it: set-up
+// (prober_setup.cpp), the event loop and schedule (prober_loop.cpp) and one file per kind of probe
+// (udp_probes.cpp, tcp_connect_probes.cpp, tcp_stream_probes.cpp). The helpers every probe passes
+// through (new slot, resolution, windows) are defined here, in the class, so that each of those
+// files inlines them: split across translation units as real calls they cost 13 % more
+// instructions per probe (docs/BENCHMARKS.md, "Probe"; bench/probe-callgrind.sh is the gate).
+// Nothing on the per-packet path allocates: buffers, the in-flight table and the windows are made
+// once. Private to src/probe/ip: the public interface is probe/prober.hpp.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/clock.hpp"
+#include "base/random.hpp"
+#include "net/address.hpp"
+#include "net/epoll.hpp"
+#include "net/recv_batch.hpp"
+#include "net/socket.hpp"
+#include "net/stream_timestamps.hpp"
+#include "net/timestamping.hpp"
+#include "probe/accumulator.hpp"
+#include "probe/in_flight.hpp"
+#include "probe/prober.hpp"
+#include "probe/wire.hpp"
+
+namespace weft::probe {
+
+struct Prober::Impl {
+  static constexpr int kBatch = 64;
+  // epoll events taken per wake-up: TCP connect probes give one per connection, and a wake-up
+  // every 5 ms with 64 would cap them at 12,800 a second (see the responder's kEvents).
+  static constexpr int kEvents = 1024;
+  static constexpr size_t kRecvBytes =
+      1024;  // larger than any message (wire::kMaxFollowupsSize) so oversized ones are seen as such
+
+  // epoll data: kind in the top byte, a value below.
+  enum Kind : uint64_t { kWake = 1, kUdp = 2, kTcpConnect = 3, kTcpConn = 4 };
+  static uint64_t tag(Kind k, uint64_t v) { return net::event_tag(static_cast<uint8_t>(k), v); }
+
+  struct Counters {
+    std::atomic<uint64_t> sent{0}, received{0}, lost{0}, late{0}, duplicate{0}, malformed{0},
+        unknown_session{0}, unknown_probe{0}, evicted{0}, send_errors{0}, unsent{0}, weird{0}, wakeups{0},
+        streaming_wakeups{0};
+    static void inc(std::atomic<uint64_t>& c, uint64_t n = 1) {
+      c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    }
+  };
+
+  struct TargetState {
+    Target target;
+    net::SocketAddress addr;
+    std::string addr_text;
+    uint32_t gen = 0;
+    int sock = 0;  // UDP socket index (0 = IPv4, 1 = IPv6)
+    bool retired = false;
+    int64_t phase_mono = 0;
+    uint64_t k = 0;  // the k-th nominal send is at phase + k * interval
+    uint64_t sends = 0;
+    uint64_t in_flight = 0;
+    std::vector<WindowAccumulator> windows;
+    // Kept-open TCP connection.
+    net::Fd conn;
+    bool connected = false;
+    int64_t connect_started_mono = 0;
+    int64_t reconnect_after_mono = 0;
+    std::string connect_local_error;  // why the last connect could not even start here ("" = it did)
+    uint8_t rbuf[wire::kSize * 32];
+    size_t rlen = 0;
+    // Its transmit stamps: OPT_ID counts bytes, so a probe's key is the stream offset of its last
+    // byte; the sequence numbers of the last kTxFrames probes written, by frame number.
+    static constexpr size_t kTxFrames = 64;
+    bool tx_stamps = false;
+    net::FrameTxKeys<wire::kSize> keys;
+    uint64_t tx_seq[kTxFrames];
+  };
+
+  struct HeapEntry {
+    int64_t t;
+    uint32_t index;
+    uint32_t gen;
+    bool operator>(const HeapEntry& o) const { return t > o.t; }
+  };
+
+  struct UdpSock {
+    net::Fd fd;
+    int family = 0;
+    uint32_t tx_counter = 0;      // OPT_ID of the next datagram
+    std::vector<uint64_t> txmap;  // OPT_ID & mask -> seq
+    size_t targets = 0;           // targets probed from it (retired ones until released)
+    bool polled = false;          // out of the epoll set, read on every wake-up (see poll_udp)
+  };
+
+  ProberConfig cfg;
+  uint64_t session = 0;
+  Rng rng;
+  net::Epoll ep;
+  net::EventFd wake;
+  UdpSock udp[2];
+  net::SocketAddress bind_addr[2];
+  InFlightTable table;
+  uint64_t tx_mask = 0;
+  uint64_t next_seq = 1, expire_cursor = 1;
+  std::vector<uint64_t> grace_ring;  // answered seqs waiting for follow-ups, in answer order
+  size_t grace_head = 0, grace_count = 0;
+
+  std::vector<std::unique_ptr<TargetState>> targets;
+  std::vector<uint32_t> free_ids;
+  uint32_t gen_counter = 0;
+  std::vector<HeapEntry> heap;
+  size_t n_windows = 2;
+  int64_t window_ns = 0, interval_ns = 0, timeout_ns = 0;
+  int64_t offset_rt = 0;  // realtime - monotonic, fixed when run() starts
+  int64_t next_flush_mono = 0;
+  int64_t slack_ns = 0;     // sends due this soon are sent now (see loop())
+  bool udp_polled = false;  // some UDP socket is out of the epoll set and read on every wake-up
+  uint64_t tcp_open = 0, tcp_cap = 0;
+  bool warned_send = false;
+  mutable std::mutex local_error_mu;  // local_error is read by other threads (last_local_error)
+  std::string local_error;
+  int64_t local_error_at = 0;
+
+  std::mutex mu;
+  std::optional<std::vector<Target>> pending_targets;
+  std::atomic<bool> has_pending{false};
+  std::atomic<bool> stop_flag{false};
+  Counters ctr;
+  std::function<void(const ProbeResult&)> on_probe;
+  std::function<void(WindowStats&&)> on_window;
+
+  // Receive buffers.
+  net::RecvBatch<kBatch, kRecvBytes, net::kControlBytes> udp_in;
+  net::RecvBatch<kBatch, 0, net::kErrQueueControlBytes> tx_stamps;
+  // Probes resolved by one recvmmsg batch: a reply or single follow-up resolves at most one, a
+  // follow-ups message up to wire::kMaxFollowups.
+  static constexpr size_t kReadyCap = kBatch * wire::kMaxFollowups;
+  uint64_t ready[kReadyCap];
+  size_t n_ready = 0;
+  wire::Followups followups_in;
+  // Send buffers.
+  mmsghdr smsg[kBatch];
+  iovec siov[kBatch];
+  uint8_t sdata[kBatch][wire::kSize];
+  uint64_t sseq[kBatch];
+  int sbatch_sock = -1;
+  int sbatch_n = 0;
+
+  // The table starts small and grows with the target list, up to max_in_flight.
+  explicit Impl(const ProberConfig& c) : cfg(c), table(std::min<size_t>(c.max_in_flight, 1024)) {}
+
+  // ---- Set-up: targets, table, sockets, windows (prober_setup.cpp).
+  TargetState* target_by_addr(const sockaddr_storage& ss, socklen_t len);
+  void apply_targets(int64_t now);
+  void grow_table(size_t wanted);
+  void close_conn(TargetState& t);
+  void count_socket_targets();
+  void release_retired();
+  Status open_sockets();
+  void emit(TargetState& t, WindowAccumulator& w);
+  void flush_windows(int64_t now);
+  void mark_unsent(Slot& s, std::string_view why);
+
+  // ---- The event loop, the send schedule, expiry (prober_loop.cpp).
+  Status loop();
+  void send_due(int64_t now);
+  void expire(int64_t now);
+  int64_t expire_next();
+  void grace_sweep(int64_t now);
+  int64_t grace_next();
+  void poll_udp(bool streaming);
+
+  // ---- UDP probes (udp_probes.cpp).
+  void udp_flush_batch();
+  void drain_errqueue(int sidx);
+  void udp_malformed(int i);
+  void udp_followups(int i, int64_t rx_mono);
+  void udp_datagram(int i, int64_t rx_mono);
+  void udp_readable(int sidx, uint32_t events);
+
+  // ---- TCP connect probes (tcp_connect_probes.cpp).
+  void tcp_start(uint32_t tindex, TargetState& t);
+  void tcp_connected(uint64_t seq);
+
+  // ---- TCP probes on kept-open connections (tcp_stream_probes.cpp).
+  void keep_open_connect(uint32_t tindex, TargetState& t, int64_t now);
+  void keep_open_send(uint32_t tindex, TargetState& t, int64_t now);
+  size_t keep_open_tx_stamps(uint32_t tindex);
+  void keep_open_event(uint32_t tindex, uint32_t events);
+  bool keep_open_frame(uint32_t tindex, TargetState& t, std::span<const uint8_t, wire::kSize> frame,
+                       const net::KernelTime& kt);
+
+  // ---- On every probe's path, inlined where used.
+  TargetState* target_of(const Slot& s) {
+    if (s.target >= targets.size()) return nullptr;
+    TargetState* t = targets[s.target].get();
+    return (t && t->gen == s.target_gen) ? t : nullptr;
+  }
+
+  WindowAccumulator& window_at(TargetState& t, int64_t mono) {
+    const int64_t idx = window_index(mono + offset_rt, window_ns);
+    auto& w = t.windows[static_cast<size_t>(idx) % n_windows];
+    if (w.index() != idx) {
+      if (w.open()) emit(t, w);
+      w.start(idx);
+    }
+    return w;
+  }
+
+  void report(const TargetState* t, const Slot& s, bool answered, const RttSample* r) {
+    if (!on_probe) return;
+    ProbeResult pr;
+    pr.target = t ? std::string_view(t->target.name) : std::string_view();
+    pr.seq = s.seq;
+    pr.answered = answered;
+    if (r) {
+      pr.weird = r->weird;
+      pr.rtt_ns = r->total_ns;
+      pr.network_rtt_ns = r->has_network ? r->network_ns : 0;
+      pr.responder_delay_ns = r->has_responder_delay ? r->responder_delay_ns : 0;
+      pr.source = r->source;
+    }
+    on_probe(pr);
+  }
+
+  void close_probe_fd(Slot& s) {
+    if (s.fd >= 0) {
+      ::close(s.fd);  // also leaves epoll
+      s.fd = -1;
+      --tcp_open;
+    }
+  }
+
+  int64_t deadline(const Slot& s) const { return s.timing.tx_user_mono + timeout_ns; }
+
+  void lose(Slot& s) {
+    close_probe_fd(s);
+    s.state = SlotState::expired;
+    TargetState* t = target_of(s);
+    if (t) --t->in_flight;
+    if (s.unsent) {  // this host's failure, not the network's: no window counts it
+      report(t, s, false, nullptr);
+      return;
+    }
+    Counters::inc(ctr.lost);
+    if (t) window_at(*t, deadline(s)).add_lost();
+    report(t, s, false, nullptr);
+  }
+
+  // Failures of this host rather than of the path to the target.
+  static bool is_local_failure(int err) {
+    return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM || err == EADDRNOTAVAIL;
+  }
+
+  void finalize(Slot& s) {
+    close_probe_fd(s);
+    if (cfg.protocol == Protocol::tcp && cfg.tcp_keep_open && s.tx_id_valid &&
+        !s.timing.tx_kernel.software_ns && !s.timing.tx_kernel.hardware_ns)
+      keep_open_tx_stamps(s.target);  // its send stamp may be waiting on the error queue
+    const RttSample r = compute_rtt(s.timing);
+    TargetState* t = target_of(s);
+    if (r.total_ns > timeout_ns) {  // read late by a busy loop, but it truly came too late
+      s.state = SlotState::expired;
+      Counters::inc(ctr.lost);
+      Counters::inc(ctr.late);
+      if (t) {
+        --t->in_flight;
+        window_at(*t, deadline(s)).add_lost();
+        window_at(*t, mono_ns()).add_late();
+      }
+      report(t, s, false, nullptr);
+      return;
+    }
+    s.state = SlotState::done;
+    Counters::inc(ctr.received);
+    if (r.weird) Counters::inc(ctr.weird);
+    if (t) {
+      --t->in_flight;
+      window_at(*t, deadline(s)).add_answer(r);
+    }
+    report(t, s, true, &r);
+  }
+
+  void grace_push(uint64_t seq) {
+    if (grace_count == grace_ring.size()) {  // full: resolve the oldest now
+      Slot* s = table.find(grace_ring[grace_head]);
+      if (s && s->state == SlotState::answered) finalize(*s);
+      grace_head = (grace_head + 1) % grace_ring.size();
+      --grace_count;
+    }
+    grace_ring[(grace_head + grace_count) % grace_ring.size()] = seq;
+    ++grace_count;
+  }
+
+  // A new slot for the next sequence number, evicting an unresolved probe if the table is full.
+  Slot& new_slot(uint32_t tindex, TargetState& t, int64_t tx_mono) {
+    const uint64_t seq = next_seq++;
+    Slot& s = table.at(seq);
+    if (s.state == SlotState::pending) {
+      Counters::inc(ctr.evicted);
+      lose(s);
+    } else if (s.state == SlotState::answered) {
+      finalize(s);
+    }
+    s = Slot{};
+    s.seq = seq;
+    s.state = SlotState::pending;
+    s.target = tindex;
+    s.target_gen = t.gen;
+    s.timing.tx_user_mono = tx_mono;
+    ++t.in_flight;
+    Counters::inc(ctr.sent);
+    return s;
+  }
+
+  // The responder's kernel receive/send pair for one of our probes (UDP and kept-open TCP).
+  // Returns true when it completes an answered probe, which the caller then resolves.
+  bool apply_followup(uint64_t seq, uint8_t flags, int64_t responder_rx_ns, int64_t responder_tx_ns,
+                      int64_t rx_mono) {
+    Slot* s = table.find(seq);
+    if (!s) return false;   // older than the table remembers: far too slow to use
+    if (s->has_followup) {  // a second copy, before or after the probe was resolved
+      Counters::inc(ctr.duplicate);
+      if (TargetState* t = target_of(*s)) window_at(*t, rx_mono).add_duplicate();
+      return false;
+    }
+    if (s->state != SlotState::pending && s->state != SlotState::answered)
+      return false;  // resolved without it
+    s->has_followup = true;
+    s->timing.responder_rx_ns = responder_rx_ns;
+    s->timing.responder_tx_ns = responder_tx_ns;
+    s->timing.responder_flags = flags;
+    return s->state == SlotState::answered;
+  }
+
+  void udp_queue(uint32_t tindex, TargetState& t) {
+    if (sbatch_n > 0 && (sbatch_sock != t.sock || sbatch_n == kBatch)) udp_flush_batch();
+    sbatch_sock = t.sock;
+    sseq[sbatch_n++] = tindex;  // the target index until the batch is flushed
+  }
+
+  // Restores the heap after the earliest entry's time moved later: one pass down the tree,
+  // instead of a pop and a push for every send.
+  void heap_sift_down_top() {
+    const size_t n = heap.size();
+    size_t i = 0;
+    const HeapEntry moving = heap[0];
+    for (;;) {
+      size_t c = 2 * i + 1;
+      if (c >= n) break;
+      if (c + 1 < n && heap[c + 1].t < heap[c].t) ++c;
+      if (!(heap[c].t < moving.t)) break;
+      heap[i] = heap[c];
+      i = c;
+    }
+    heap[i] = moving;
+  }
+
+  void heap_pop_top() {
+    std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+    heap.pop_back();
+  }
+};
+
+}  // namespace weft::probe
