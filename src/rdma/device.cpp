@@ -82,6 +82,9 @@ Result<DeviceCaps> Device::caps() const {
   c.max_sge = attr.orig_attr.max_sge;
   c.max_srq_wr = attr.orig_attr.max_srq_wr;
   c.atomics = attr.orig_attr.atomic_cap != IBV_ATOMIC_NONE;
+  c.max_qp_rd_atom = attr.orig_attr.max_qp_rd_atom;
+  c.max_qp_init_rd_atom = attr.orig_attr.max_qp_init_rd_atom;
+  c.vendor_id = attr.orig_attr.vendor_id;
   c.completion_timestamp_mask = attr.completion_timestamp_mask;
   c.hca_core_clock_khz = attr.hca_core_clock;
   c.phys_port_cnt = attr.orig_attr.phys_port_cnt;

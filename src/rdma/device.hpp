@@ -33,7 +33,10 @@ struct DeviceCaps {
   int max_cqe = 0;
   int max_sge = 0;
   int max_srq_wr = 0;
-  bool atomics = false;  // atomic_cap != IBV_ATOMIC_NONE
+  bool atomics = false;         // atomic_cap != IBV_ATOMIC_NONE
+  int max_qp_rd_atom = 0;       // READs/atomics one QP may have outstanding as their target
+  int max_qp_init_rd_atom = 0;  // ... as their initiator
+  uint32_t vendor_id = 0;       // rxe: 0xffffff
   uint64_t completion_timestamp_mask = 0;
   uint64_t hca_core_clock_khz = 0;
   uint8_t phys_port_cnt = 0;

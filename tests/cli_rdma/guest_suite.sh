@@ -37,6 +37,34 @@ ping_no_ah() {
   [ $rc -ne 124 ] && echo "$out" | grep -q "cannot probe" && echo "$out" | grep -q "3 sent"
 }
 
+# Sizes are bounded like perftest's with a real device too: --size 4294967295 used to wrap the
+# buffer maths and crash `pingpong --qp ud`; now a usage error (exit 2) before any verbs.
+size_bound() {
+  out=$(timeout 20 $W rdma pingpong --client "$ip" --qp ud --size 4294967295 2>&1); rc=$?
+  echo "$out"
+  [ $rc -eq 2 ] && echo "$out" | grep -q -- "--size" || return 1
+  out=$(timeout 20 $W rdma bench --client "$ip" --size 4294967295 2>&1); rc=$?
+  echo "$out"
+  [ $rc -eq 2 ] && echo "$out" | grep -q -- "--size"
+}
+
+# The device is -d/--device in every command, and the older DEVICE:TARGET prefix still works:
+# all three spellings reach a real responder (3 answers each).
+device_spellings() {
+  timeout 60 $W rdma responder -d rxe0 --address "$ip" --discovery "$ip:47190" --duration 40 >/tmp/wcr-resp.out 2>&1 &
+  rpid=$!
+  i=0; while [ $i -lt 50 ] && ! grep -q 'RDMA responder on' /tmp/wcr-resp.out; do sleep 0.1; i=$((i + 1)); done
+  ok=0
+  for t in "-d rxe0 $ip" "rxe0:$ip" "--device rxe0 rxe0:$ip"; do
+    # shellcheck disable=SC2086
+    out=$(timeout 30 $W ping rdma $t --discovery-port 47190 -c 3 -i 0.05 2>&1); rc=$?
+    echo "$t: $out" | tail -n 4
+    [ $rc -eq 0 ] && echo "$out" | grep -q "3 sent, 3 received" || ok=1
+  done
+  kill -INT $rpid; wait $rpid
+  return $ok
+}
+
 port=47110
 # bench_pair NAME SERVER_EXTRA -- CLIENT_ARGS...: server and client with the same args; the
 # client's output must have a result line.
@@ -73,6 +101,8 @@ bench_mismatch() {
 step ud-above-mtu ud_above_mtu
 step ping-no-address-handle ping_no_ah
 step bench-mismatch bench_mismatch
+step size-bound size_bound
+step device-spellings device_spellings
 for op in send write write_imm read faa cas; do
   step "bench-lat-$op" bench --op $op --test lat -n 300
   step "bench-bw-$op" bench --op $op --test bw -n 2000 -s $( [ $op = faa ] || [ $op = cas ] && echo 8 || echo 4096)
