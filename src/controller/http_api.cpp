@@ -208,8 +208,9 @@ void HttpApi::register_agent(const Req& req, Res& res) {
              protocols_json(r.protocols).dump(), r.version, rdma);
   auto pl = mesh_.pinglist_for(r.name);
   res.set(200,
-          proto::register_reply_json(proto::RegisterReply{pl.version, cfg->report_interval_ns,
-                                                          cfg->pinglist_sync_ns, cfg->window_ns}),
+          proto::register_reply_json(proto::RegisterReply{pl.version, Duration(cfg->report_interval_ns),
+                                                          Duration(cfg->pinglist_sync_ns),
+                                                          Duration(cfg->window_ns)}),
           kJson);
 }
 
