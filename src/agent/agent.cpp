@@ -53,8 +53,8 @@ struct Agent::Impl {
   // Control thread only, but pl_version is also read by stats().
   std::atomic<uint64_t> pl_version{0};
   // Until the register reply says otherwise.
-  int64_t report_interval_ns = proto::defaults::kReportInterval.count();
-  int64_t sync_interval_ns = proto::defaults::kPinglistSync.count();
+  Duration report_interval = proto::defaults::kReportInterval;
+  Duration sync_interval = proto::defaults::kPinglistSync;
   bool registered = false;
 
   explicit Impl(AgentConfig c) : cfg(std::move(c)), outbox(cfg.outbox) {}
@@ -95,9 +95,10 @@ struct Agent::Impl {
 
   // How often to report and to ask for the pinglist: what the controller says, within floors that
   // keep a misconfigured controller from being flooded.
-  void set_intervals(int64_t report_ns, int64_t sync_ns) {
-    report_interval_ns = std::max<int64_t>(100'000'000, report_ns);
-    sync_interval_ns = std::max<int64_t>(500'000'000, sync_ns);
+  void set_intervals(Duration report, Duration sync) {
+    using namespace std::chrono_literals;
+    report_interval = std::max<Duration>(100ms, report);
+    sync_interval = std::max<Duration>(500ms, sync);
   }
 
   bool do_register() {
@@ -116,7 +117,7 @@ struct Agent::Impl {
       return false;
     }
     if (auto reply = proto::decode_register_reply(res.body); reply)
-      set_intervals(reply->report_interval_ns, reply->sync_interval_ns);
+      set_intervals(reply->report_interval, reply->sync_interval);
     else
       log().warn("register: {} (keeping the intervals as they were)", reply.error().message);
     log().info("registered with {} as {} ({}{})", cfg.controller_url, cfg.name, cfg.address,
@@ -127,8 +128,7 @@ struct Agent::Impl {
 
   // `pl` was decoded strictly (proto/pinglist.hpp): every field is there and in range.
   void apply_pinglist(const proto::Pinglist& pl) {
-    const int64_t window_ns = pl.window_ns;
-    set_intervals(pl.report_interval_ns, pl.sync_interval_ns);
+    set_intervals(pl.report_interval, pl.sync_interval);
     std::map<proto::Protocol, ProberPlan> wanted;
     const proto::ProtocolPinglist* rdma_plan = nullptr;
     for (const auto& pp : pl.protocols) {
@@ -140,15 +140,15 @@ struct Agent::Impl {
       probe::ProberConfig pc;
       pc.protocol = pp.protocol;
       pc.bind_address = cfg.address;
-      pc.interval = std::chrono::nanoseconds(pp.interval_ns);
-      pc.timeout = std::chrono::nanoseconds(pp.timeout_ns);
-      pc.window = std::chrono::nanoseconds(window_ns);
+      pc.interval = pp.interval;
+      pc.timeout = pp.timeout;
+      pc.window = pl.window;
       std::vector<probe::Target> targets;
       targets.reserve(pp.targets.size());
       for (const auto& t : pp.targets) targets.push_back({t.name, t.host, t.port});
       wanted[pp.protocol] = {pc, std::move(targets)};
     }
-    if (!rails.empty()) rails.apply(rdma_plan, window_ns);
+    if (!rails.empty()) rails.apply(rdma_plan, pl.window);
     probers.apply(std::move(wanted));
   }
 
@@ -191,9 +191,9 @@ struct Agent::Impl {
 
   void control_loop() {
     std::mt19937_64 rng(std::random_device{}());
-    auto jitter = [&](int64_t ns) {  // a thousand agents do not ask at the same instant
-      std::uniform_real_distribution<double> d(0.8, 1.2);
-      return std::chrono::nanoseconds(static_cast<int64_t>(static_cast<double>(ns) * d(rng)));
+    auto jitter = [&](Duration d) {  // a thousand agents do not ask at the same instant
+      std::uniform_real_distribution<double> f(0.8, 1.2);
+      return Duration(static_cast<int64_t>(static_cast<double>(d.count()) * f(rng)));
     };
     auto backoff = std::chrono::milliseconds(250);
     while (!state.is_stopping()) {
@@ -207,8 +207,8 @@ struct Agent::Impl {
         backoff = std::chrono::milliseconds(250);
         sync_pinglist();
       }
-      auto next_sync = Clock::now() + jitter(sync_interval_ns);
-      auto next_report = Clock::now() + std::chrono::nanoseconds(report_interval_ns);
+      auto next_sync = Clock::now() + jitter(sync_interval);
+      auto next_report = Clock::now() + report_interval;
       while (registered && !state.is_stopping()) {
         const bool again = state.wait_until(std::min(next_sync, next_report));
         if (state.is_stopping()) break;
@@ -221,11 +221,11 @@ struct Agent::Impl {
         if (now >= next_report) {
           flush_collected();
           changed = deliver();
-          next_report = now + std::chrono::nanoseconds(report_interval_ns);
+          next_report = now + report_interval;
         }
         if (changed || now >= next_sync) {
           sync_pinglist();
-          next_sync = Clock::now() + jitter(sync_interval_ns);
+          next_sync = Clock::now() + jitter(sync_interval);
         }
       }
     }

@@ -119,14 +119,12 @@ std::vector<proto::RdmaEndpoint> RdmaRails::endpoints() {
   return out;
 }
 
-void RdmaRails::apply(const proto::ProtocolPinglist* pp, int64_t window_ns) {
+void RdmaRails::apply(const proto::ProtocolPinglist* pp, Duration window) {
   std::vector<std::vector<probe::RdmaTarget>> by_rail(rails_.size());
   std::optional<probe::RdmaSchedule> schedule;
   if (pp) {
     by_rail = rdma_targets_by_rail(pp->targets, rails_.size());
-    schedule =
-        probe::RdmaSchedule{std::chrono::nanoseconds(pp->interval_ns),
-                            std::chrono::nanoseconds(pp->timeout_ns), std::chrono::nanoseconds(window_ns)};
+    schedule = probe::RdmaSchedule{pp->interval, pp->timeout, window};
   }
   for (auto& r : rails_) {
     std::lock_guard lk(r->mu);

@@ -30,7 +30,7 @@ class RdmaRails {
   // first rail whose engine is not running (the ones after it are registered once it is back).
   std::vector<proto::RdmaEndpoint> endpoints();
   // The rdma part of a pinglist (nullptr: the pinglist has none; the rails then probe nobody).
-  void apply(const proto::ProtocolPinglist* pp, int64_t window_ns);
+  void apply(const proto::ProtocolPinglist* pp, Duration window);
   // Stops the running engines (after RunState::request_stop(), so their threads exit).
   void stop();
   void join();

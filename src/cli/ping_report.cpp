@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "proto/window_counters.hpp"
+
 namespace weft::cli {
 
 double ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
@@ -32,23 +34,17 @@ std::string summary_text(const char* what, const LogHistogram& h) {
 }
 
 nlohmann::json window_json(const probe::WindowStats& w) {
-  return {{"type", "window"},
-          {"protocol", probe::to_string(w.protocol)},
-          {"target", w.target},
-          {"address", w.target_address},
-          {"start_unix_ns", w.start_unix_ns},
-          {"end_unix_ns", w.end_unix_ns},
-          {"sent", w.sent},
-          {"received", w.received},
-          {"lost", w.lost},
-          {"late", w.late},
-          {"duplicate", w.duplicate},
-          {"malformed", w.malformed},
-          {"weird", w.weird},
-          {"timestamp_source", probe::to_string(w.timestamp_source)},
-          {"rtt_us", latency_json(w.rtt)},
-          {"network_rtt_us", latency_json(w.network_rtt)},
-          {"responder_delay_us", latency_json(w.responder_delay)}};
+  nlohmann::json j{{"type", "window"},
+                   {"protocol", probe::to_string(w.protocol)},
+                   {"target", w.target},
+                   {"address", w.target_address},
+                   {"start_unix_ns", w.start_unix_ns},
+                   {"end_unix_ns", w.end_unix_ns},
+                   {"rtt_us", latency_json(w.rtt)},
+                   {"network_rtt_us", latency_json(w.network_rtt)},
+                   {"responder_delay_us", latency_json(w.responder_delay)}};
+  proto::put_window_counters(j, w);
+  return j;
 }
 
 int bad_args(const std::string& msg) {

@@ -20,6 +20,7 @@
 #include "proto/pinglist.hpp"
 #include "proto/register_reply.hpp"
 #include "proto/registration.hpp"
+#include "proto/window_counters.hpp"
 
 // Defined by src/controller/CMakeLists.txt when web/ (the dashboard) is part of the build.
 #ifdef WEFT_WEB_ASSETS
@@ -63,21 +64,15 @@ json summary_us(const proto::LatencySummary& s) {
 
 json window_api_json(const proto::WindowStats& w) {
   double loss = w.sent == 0 ? 0.0 : static_cast<double>(w.lost) / static_cast<double>(w.sent);
-  return json{{"window_start", unix_s(w.start_unix_ns)},
-              {"window_end", unix_s(w.end_unix_ns)},
-              {"target_address", w.target_address},
-              {"sent", w.sent},
-              {"received", w.received},
-              {"lost", w.lost},
-              {"late", w.late},
-              {"duplicate", w.duplicate},
-              {"malformed", w.malformed},
-              {"weird", w.weird},
-              {"loss_ratio", loss},
-              {"timestamp_source", proto::to_string(w.timestamp_source)},
-              {"network_rtt_us", summary_us(w.network_rtt)},
-              {"rtt_us", summary_us(w.rtt)},
-              {"responder_delay_us", summary_us(w.responder_delay)}};
+  json j{{"window_start", unix_s(w.start_unix_ns)},
+         {"window_end", unix_s(w.end_unix_ns)},
+         {"target_address", w.target_address},
+         {"loss_ratio", loss},
+         {"network_rtt_us", summary_us(w.network_rtt)},
+         {"rtt_us", summary_us(w.rtt)},
+         {"responder_delay_us", summary_us(w.responder_delay)}};
+  proto::put_window_counters(j, w);  // sent, received, lost... as in every JSON form of a window
+  return j;
 }
 
 json protocols_json(const std::vector<proto::Protocol>& ps) {
@@ -208,8 +203,9 @@ void HttpApi::register_agent(const Req& req, Res& res) {
              protocols_json(r.protocols).dump(), r.version, rdma);
   auto pl = mesh_.pinglist_for(r.name);
   res.set(200,
-          proto::register_reply_json(proto::RegisterReply{pl.version, cfg->report_interval_ns,
-                                                          cfg->pinglist_sync_ns, cfg->window_ns}),
+          proto::register_reply_json(proto::RegisterReply{pl.version, Duration(cfg->report_interval_ns),
+                                                          Duration(cfg->pinglist_sync_ns),
+                                                          Duration(cfg->window_ns)}),
           kJson);
 }
 

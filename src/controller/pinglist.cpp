@@ -42,9 +42,9 @@ uint64_t fnv1a(const std::string& s) {
 
 Pinglist compute_pinglist(const Config& cfg, const std::string& agent, const std::vector<Peer>& peers) {
   Pinglist out;
-  out.window_ns = cfg.window_ns;
-  out.report_interval_ns = cfg.report_interval_ns;
-  out.sync_interval_ns = cfg.pinglist_sync_ns;
+  out.window = Duration(cfg.window_ns);
+  out.report_interval = Duration(cfg.report_interval_ns);
+  out.sync_interval = Duration(cfg.pinglist_sync_ns);
   const Peer* self = nullptr;
   for (const auto& p : peers)
     if (p.name == agent) self = &p;
@@ -62,7 +62,7 @@ Pinglist compute_pinglist(const Config& cfg, const std::string& agent, const std
         for (const auto& peer : peers)
           if (matches_any(a.to, peer.name)) wanted.insert(peer.name);
       }
-      ProtocolPinglist pl{plan.protocol, plan.interval_ns, plan.timeout_ns, {}};
+      ProtocolPinglist pl{plan.protocol, Duration(plan.interval_ns), Duration(plan.timeout_ns), {}};
       for (const auto& peer : peers) {  // peers are sorted by name, so targets are too
         if (peer.name == agent || !peer.up || !wanted.contains(peer.name) ||
             !has(peer.protocols, plan.protocol))

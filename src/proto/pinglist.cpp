@@ -6,15 +6,13 @@
 
 #include "proto/json_fields.hpp"
 #include "proto/names.hpp"
+#include "proto/wire_duration.hpp"
 
 namespace weft::proto {
 namespace {
 
 using nlohmann::json;
 
-// Durations travel in ms or us; decoded they are ns, so they must fit int64 nanoseconds.
-constexpr uint64_t kMaxMs = INT64_MAX / 1'000'000;
-constexpr uint64_t kMaxUs = INT64_MAX / 1'000;
 // More targets than any mesh has (rails included): a bound on what one answer may allocate.
 constexpr size_t kMaxTargetsPerProtocol = 1'000'000;
 
@@ -30,15 +28,16 @@ json content(const Pinglist& p) {
       }
       targets.push_back(std::move(tj));
     }
-    protos.push_back({{"protocol", to_string(pp.protocol)},
-                      {"interval_us", pp.interval_ns / 1000},
-                      {"timeout_us", pp.timeout_ns / 1000},
-                      {"targets", std::move(targets)}});
+    json pj{{"protocol", to_string(pp.protocol)}, {"targets", std::move(targets)}};
+    put_duration(pj, kProbeIntervalField, pp.interval);
+    put_duration(pj, kProbeTimeoutField, pp.timeout);
+    protos.push_back(std::move(pj));
   }
-  return {{"window_ms", p.window_ns / 1'000'000},
-          {"report_interval_ms", p.report_interval_ns / 1'000'000},
-          {"sync_interval_ms", p.sync_interval_ns / 1'000'000},
-          {"protocols", std::move(protos)}};
+  json j{{"protocols", std::move(protos)}};
+  put_duration(j, kWindowField, p.window);
+  put_duration(j, kReportIntervalField, p.report_interval);
+  put_duration(j, kSyncIntervalField, p.sync_interval);
+  return j;
 }
 
 bool is_ip_literal(const std::string& s) {
@@ -77,19 +76,19 @@ Result<PinglistTarget> decode_target(const json& t, Protocol protocol) {
 }
 
 Result<ProtocolPinglist> decode_protocol(const json& pj) {
-  if (!pj.is_object()) return fail("expected an object {{protocol, interval_us, timeout_us, targets}}");
+  if (!pj.is_object()) return fail("expected an object {{protocol, interval_ns, timeout_ns, targets}}");
   ProtocolPinglist out;
   auto name = string_field(pj, "protocol", 16);
   if (!name) return unexpected(name.error());
   auto protocol = parse_protocol(*name);
   if (!protocol) return fail("protocol: {}", protocol.error().message);
   out.protocol = *protocol;
-  auto interval = unsigned_field(pj, "interval_us", 1, kMaxUs);
+  auto interval = duration_field(pj, kProbeIntervalField);
   if (!interval) return unexpected(interval.error());
-  out.interval_ns = static_cast<int64_t>(*interval) * 1000;
-  auto timeout = unsigned_field(pj, "timeout_us", 1, kMaxUs);
+  out.interval = *interval;
+  auto timeout = duration_field(pj, kProbeTimeoutField);
   if (!timeout) return unexpected(timeout.error());
-  out.timeout_ns = static_cast<int64_t>(*timeout) * 1000;
+  out.timeout = *timeout;
   auto targets = pj.find("targets");
   if (targets == pj.end() || !targets->is_array()) return fail("targets: expected a list");
   if (targets->size() > kMaxTargetsPerProtocol)
@@ -132,12 +131,12 @@ Result<PinglistAnswer> decode_pinglist(std::string_view body) {
       return out;
     }
   }
-  for (auto [key, field] : {std::pair{"window_ms", &out.pinglist.window_ns},
-                            std::pair{"report_interval_ms", &out.pinglist.report_interval_ns},
-                            std::pair{"sync_interval_ms", &out.pinglist.sync_interval_ns}}) {
-    auto ms = unsigned_field(j, key, 1, kMaxMs);
-    if (!ms) return fail("pinglist: {}", ms.error().message);
-    *field = static_cast<int64_t>(*ms) * 1'000'000;
+  for (auto [f, field] : {std::pair{&kWindowField, &out.pinglist.window},
+                          std::pair{&kReportIntervalField, &out.pinglist.report_interval},
+                          std::pair{&kSyncIntervalField, &out.pinglist.sync_interval}}) {
+    auto d = duration_field(j, *f);
+    if (!d) return fail("pinglist: {}", d.error().message);
+    *field = *d;
   }
   auto protos = j.find("protocols");
   if (protos == j.end() || !protos->is_array()) return fail("pinglist: protocols: expected a list");

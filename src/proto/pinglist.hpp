@@ -3,8 +3,9 @@
 // docs/api.md). The controller computes and encodes it (controller/pinglist.hpp); the agent
 // decodes it here and probes nothing it did not fully understand.
 //
-// {"version":..,"window_ms":..,"report_interval_ms":..,"sync_interval_ms":..,
-//  "protocols":[{"protocol":"udp","interval_us":..,"timeout_us":..,"targets":[{"name","host","port"}]}]}
+// {"version":..,"window_ns":..,"report_interval_ns":..,"sync_interval_ns":..,
+//  "protocols":[{"protocol":"udp","interval_ns":..,"timeout_ns":..,"targets":[{"name","host","port"}]}]}
+// Every duration also goes out in its pre-0.2 form (window_ms, interval_us...: wire_duration.hpp).
 // rdma targets also carry "rail" and "rdma" (the peer's endpoint, rdma_endpoint.hpp). An agent
 // that already has the version gets {"version":..,"unchanged":true}.
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/duration.hpp"
 #include "base/result.hpp"
 #include "proto/protocol.hpp"
 #include "proto/rdma_endpoint.hpp"
@@ -32,16 +34,16 @@ struct PinglistTarget {
 
 struct ProtocolPinglist {
   Protocol protocol = Protocol::udp;
-  int64_t interval_ns = 0;              // per target; on the wire in microseconds
-  int64_t timeout_ns = 0;               // on the wire in microseconds
+  Duration interval{};                  // between two probes to one target
+  Duration timeout{};                   // a probe unanswered this long is lost
   std::vector<PinglistTarget> targets;  // sorted by name, no duplicates, never the agent itself
 };
 
 struct Pinglist {
-  uint64_t version = 0;   // a hash of the content: 0 means "none yet" to agents
-  int64_t window_ns = 0;  // on the wire in milliseconds, as are the two intervals
-  int64_t report_interval_ns = 0;
-  int64_t sync_interval_ns = 0;
+  uint64_t version = 0;                     // a hash of the content: 0 means "none yet" to agents
+  Duration window{};                        // one window of results per target
+  Duration report_interval{};               // how often the agent reports
+  Duration sync_interval{};                 // how often it asks for its pinglist again
   std::vector<ProtocolPinglist> protocols;  // at most one per protocol
 
   size_t target_count() const {

@@ -3,15 +3,16 @@
 #include <nlohmann/json.hpp>
 
 #include "proto/json_fields.hpp"
+#include "proto/wire_duration.hpp"
 
 namespace weft::proto {
 
 std::string register_reply_json(const RegisterReply& r) {
-  return nlohmann::json{{"pinglist_version", r.pinglist_version},
-                        {"report_interval_ms", r.report_interval_ns / 1'000'000},
-                        {"sync_interval_ms", r.sync_interval_ns / 1'000'000},
-                        {"window_ms", r.window_ns / 1'000'000}}
-      .dump();
+  nlohmann::json j{{"pinglist_version", r.pinglist_version}};
+  put_duration(j, kReportIntervalField, r.report_interval);
+  put_duration(j, kSyncIntervalField, r.sync_interval);
+  put_duration(j, kWindowField, r.window);
+  return j.dump();
 }
 
 Result<RegisterReply> decode_register_reply(std::string_view body) {
@@ -22,12 +23,12 @@ Result<RegisterReply> decode_register_reply(std::string_view body) {
   auto version = unsigned_field(j, "pinglist_version", 0, UINT64_MAX);
   if (!version) return fail("register reply: {}", version.error().message);
   r.pinglist_version = *version;
-  for (auto [key, field] :
-       {std::pair{"report_interval_ms", &r.report_interval_ns},
-        std::pair{"sync_interval_ms", &r.sync_interval_ns}, std::pair{"window_ms", &r.window_ns}}) {
-    auto ms = unsigned_field(j, key, 1, INT64_MAX / 1'000'000);
-    if (!ms) return fail("register reply: {}", ms.error().message);
-    *field = static_cast<int64_t>(*ms) * 1'000'000;
+  for (auto [f, field] :
+       {std::pair{&kReportIntervalField, &r.report_interval},
+        std::pair{&kSyncIntervalField, &r.sync_interval}, std::pair{&kWindowField, &r.window}}) {
+    auto d = duration_field(j, *f);
+    if (!d) return fail("register reply: {}", d.error().message);
+    *field = *d;
   }
   return r;
 }

@@ -6,6 +6,8 @@
 #include <span>
 #include <unordered_map>
 
+#include "proto/window_counters.hpp"
+
 namespace weft::proto {
 namespace {
 
@@ -325,22 +327,16 @@ struct JsonReader {
 };
 
 json window_to_json(const WindowStats& w) {
-  return json{{"protocol", to_string(w.protocol)},
-              {"target", w.target},
-              {"target_address", w.target_address},
-              {"start_unix_ns", w.start_unix_ns},
-              {"end_unix_ns", w.end_unix_ns},
-              {"sent", w.sent},
-              {"received", w.received},
-              {"lost", w.lost},
-              {"late", w.late},
-              {"duplicate", w.duplicate},
-              {"malformed", w.malformed},
-              {"weird", w.weird},
-              {"timestamp_source", to_string(w.timestamp_source)},
-              {"rtt", summary_json(w.rtt)},
-              {"network_rtt", summary_json(w.network_rtt)},
-              {"responder_delay", summary_json(w.responder_delay)}};
+  json j{{"protocol", to_string(w.protocol)},
+         {"target", w.target},
+         {"target_address", w.target_address},
+         {"start_unix_ns", w.start_unix_ns},
+         {"end_unix_ns", w.end_unix_ns},
+         {"rtt", summary_json(w.rtt)},
+         {"network_rtt", summary_json(w.network_rtt)},
+         {"responder_delay", summary_json(w.responder_delay)}};
+  put_window_counters(j, w);
+  return j;
 }
 
 // Reads one window object; errors go to jr.error (or the returned status for enum values).
@@ -354,13 +350,7 @@ Status window_from_json(const json& o, const std::string& where, JsonReader& jr,
   w.target_address = jr.str(o, "target_address", where, kMaxNameLength, false);
   w.start_unix_ns = jr.i64(o, "start_unix_ns", where, true);
   w.end_unix_ns = jr.i64(o, "end_unix_ns", where, true);
-  w.sent = jr.u64(o, "sent", where, true);
-  w.received = jr.u64(o, "received", where, true);
-  w.lost = jr.u64(o, "lost", where, true);
-  w.late = jr.u64(o, "late", where);
-  w.duplicate = jr.u64(o, "duplicate", where);
-  w.malformed = jr.u64(o, "malformed", where);
-  w.weird = jr.u64(o, "weird", where);
+  for (const auto& c : kWindowCounters) w.*c.member = jr.u64(o, c.name, where, c.required);
   if (o.contains("timestamp_source")) {
     auto ts = parse_timestamp_source(jr.str(o, "timestamp_source", where, 16, true));
     if (!jr.error.empty()) return {};

@@ -65,8 +65,8 @@ TEST(PinglistRdma, EntriesCarryThePeersAddress) {
   auto pl = compute_pinglist(cfg, "h1", ps);
   auto* r = of(pl, Protocol::rdma);
   ASSERT_NE(r, nullptr);
-  EXPECT_EQ(r->interval_ns, 20'000'000);
-  EXPECT_EQ(r->timeout_ns, 500'000'000);
+  EXPECT_EQ(r->interval, std::chrono::milliseconds(20));
+  EXPECT_EQ(r->timeout, std::chrono::milliseconds(500));
   ASSERT_EQ(r->targets.size(), 2u);
   EXPECT_EQ(r->targets[0].name, "h2");
   EXPECT_EQ(r->targets[0].rail, 0u);

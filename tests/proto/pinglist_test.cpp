@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 using namespace weft::proto;
+using namespace std::chrono_literals;
 using nlohmann::json;
 
 namespace {
@@ -25,16 +26,15 @@ RdmaEndpoint endpoint(uint32_t qpn) {
 Pinglist sample() {
   Pinglist p;
   p.version = 77;
-  p.window_ns = 10'000'000'000;
-  p.report_interval_ns = 1'000'000'000;
-  p.sync_interval_ns = 10'000'000'000;
-  p.protocols.push_back(
-      {Protocol::udp, 100'000'000, 1'000'000'000, {{"h2", "10.0.0.2", 7777}, {"h3", "::1", 7777}}});
-  p.protocols.push_back({Protocol::tcp, 250'000, 500'000'000, {}});
+  p.window = 10s;
+  p.report_interval = 1s;
+  p.sync_interval = 10s;
+  p.protocols.push_back({Protocol::udp, 100ms, 1s, {{"h2", "10.0.0.2", 7777}, {"h3", "::1", 7777}}});
+  p.protocols.push_back({Protocol::tcp, 250us, 500ms, {}});
   p.protocols.push_back(
       {Protocol::rdma,
-       100'000'000,
-       1'000'000'000,
+       100ms,
+       1s,
        {{"h2", "10.0.0.2", 0, 0, endpoint(17)}, {"h2:rxe1", "10.0.0.2", 0, 1, endpoint(18)}}});
   return p;
 }
@@ -56,14 +56,14 @@ TEST(Pinglist, RoundTrip) {
   const Pinglist& p = r->pinglist;
   const Pinglist want = sample();
   EXPECT_EQ(p.version, 77u);
-  EXPECT_EQ(p.window_ns, want.window_ns);
-  EXPECT_EQ(p.report_interval_ns, want.report_interval_ns);
-  EXPECT_EQ(p.sync_interval_ns, want.sync_interval_ns);
+  EXPECT_EQ(p.window, want.window);
+  EXPECT_EQ(p.report_interval, want.report_interval);
+  EXPECT_EQ(p.sync_interval, want.sync_interval);
   ASSERT_EQ(p.protocols.size(), 3u);
   for (size_t i = 0; i < 3; ++i) {
     EXPECT_EQ(p.protocols[i].protocol, want.protocols[i].protocol);
-    EXPECT_EQ(p.protocols[i].interval_ns, want.protocols[i].interval_ns);
-    EXPECT_EQ(p.protocols[i].timeout_ns, want.protocols[i].timeout_ns);
+    EXPECT_EQ(p.protocols[i].interval, want.protocols[i].interval);
+    EXPECT_EQ(p.protocols[i].timeout, want.protocols[i].timeout);
     EXPECT_EQ(p.protocols[i].targets, want.protocols[i].targets);
   }
   EXPECT_EQ(p.target_count(), 4u);
@@ -104,17 +104,23 @@ TEST(Pinglist, MalformedDocuments) {
     ASSERT_TRUE(r) << r.error().message;
     EXPECT_EQ(r->pinglist.protocols.size(), sample_json()["protocols"].size());
   }
-  for (const char* key : {"window_ms", "report_interval_ms", "sync_interval_ms"}) {
+  // Each duration in either form (wire_duration_test.cpp has the rules): here, that the pinglist
+  // reads all three and names the one that is wrong.
+  for (const char* name : {"window", "report_interval", "sync_interval"}) {
+    const std::string ns = std::string(name) + "_ns", ms = std::string(name) + "_ms";
     j = sample_json();
-    j.erase(key);
-    EXPECT_EQ(error_of(j), fmt::format("pinglist: {}: missing", key));
-    j[key] = 0;
-    EXPECT_EQ(error_of(j), fmt::format("pinglist: {}: 0 is out of range [1, 9223372036854]", key));
-    j[key] = "10s";
-    EXPECT_EQ(error_of(j), fmt::format("pinglist: {}: expected an integer in [1, 9223372036854]", key));
-    j[key] = 9223372036855;  // would overflow int64 nanoseconds
+    j.erase(ns);
+    j.erase(ms);
+    EXPECT_EQ(error_of(j), fmt::format("pinglist: {}: missing", ns));
+    j[ns] = 999'999;  // under a millisecond
     EXPECT_EQ(error_of(j),
-              fmt::format("pinglist: {}: 9223372036855 is out of range [1, 9223372036854]", key));
+              fmt::format("pinglist: {}: 999999 is out of range [1000000, 9223372036854775807]", ns));
+    j[ns] = "10s";
+    EXPECT_EQ(error_of(j),
+              fmt::format("pinglist: {}: expected an integer in [1000000, 9223372036854775807]", ns));
+    j.erase(ns);
+    j[ms] = 9223372036855;  // an older controller's form that would overflow int64 nanoseconds
+    EXPECT_EQ(error_of(j), fmt::format("pinglist: {}: 9223372036855 is out of range [1, 9223372036854]", ms));
   }
   j = sample_json();
   j["protocols"] = json::object();
@@ -135,7 +141,7 @@ TEST(Pinglist, MalformedProtocols) {
   auto j = sample_json();
   j["protocols"][0] = 7;
   EXPECT_EQ(error_of(j),
-            "pinglist: protocols[0]: expected an object {protocol, interval_us, timeout_us, targets}");
+            "pinglist: protocols[0]: expected an object {protocol, interval_ns, timeout_ns, targets}");
   {  // a protocol this agent does not know is skipped and named; the others stay
     auto k = sample_json();
     k["protocols"][0]["protocol"] = "icmp";
@@ -147,12 +153,18 @@ TEST(Pinglist, MalformedProtocols) {
   }
   EXPECT_EQ(with("protocol", 1), "pinglist: protocols[0]: protocol: expected a string");
   EXPECT_EQ(with("protocol", json(json::value_t::discarded)), "pinglist: protocols[0]: protocol: missing");
-  EXPECT_EQ(with("interval_us", 0),
-            "pinglist: protocols[0]: interval_us: 0 is out of range [1, 9223372036854775]");
-  EXPECT_EQ(with("interval_us", 1.5),
-            "pinglist: protocols[0]: interval_us: expected an integer in [1, 9223372036854775]");
-  EXPECT_EQ(with("timeout_us", json(json::value_t::discarded)),
-            "pinglist: protocols[0]: timeout_us: missing");
+  EXPECT_EQ(with("interval_ns", 0),
+            "pinglist: protocols[0]: interval_ns: 0 is out of range [1000, 9223372036854775807]");
+  EXPECT_EQ(with("interval_ns", 1.5),
+            "pinglist: protocols[0]: interval_ns: expected an integer in [1000, 9223372036854775807]");
+  EXPECT_EQ(with("interval_us", 99'999),  // the legacy form disagrees with the new one
+            "pinglist: protocols[0]: interval_us: 99999 disagrees with interval_ns (100000000)");
+  {
+    auto k = sample_json();
+    k["protocols"][0].erase("timeout_ns");
+    k["protocols"][0].erase("timeout_us");
+    EXPECT_EQ(error_of(k), "pinglist: protocols[0]: timeout_ns: missing");
+  }
   EXPECT_EQ(with("targets", json::object()), "pinglist: protocols[0]: targets: expected a list");
   j = sample_json();
   j["protocols"][0]["tcp_port"] = 1;  // unknown keys are ignored

@@ -7,10 +7,11 @@
 #include "proto/report_reply.hpp"
 
 using namespace weft::proto;
+using namespace std::chrono_literals;
 using nlohmann::json;
 
 TEST(RegisterReply, RoundTrip) {
-  RegisterReply r{42, 1'000'000'000, 10'000'000'000, 30'000'000'000};
+  RegisterReply r{42, 1s, 10s, 30s};
   auto out = decode_register_reply(register_reply_json(r));
   ASSERT_TRUE(out) << out.error().message;
   EXPECT_EQ(*out, r);
@@ -22,16 +23,25 @@ TEST(RegisterReply, Malformed) {
     EXPECT_FALSE(r) << body;
     return r ? std::string() : r.error().message;
   };
+  // As a released (pre-0.2) controller answers: durations only in milliseconds.
   const json good{{"pinglist_version", 1},
                   {"report_interval_ms", 1000},
                   {"sync_interval_ms", 10000},
                   {"window_ms", 10000}};
+  {
+    auto old = decode_register_reply(good.dump());
+    ASSERT_TRUE(old) << old.error().message;
+    EXPECT_EQ(*old, (RegisterReply{1, 1s, 10s, 10s}));
+  }
   EXPECT_EQ(err("not json"), "register reply: not valid JSON");
   EXPECT_EQ(err("[1]"), "register reply: expected a JSON object");
   for (const char* key : {"pinglist_version", "report_interval_ms", "sync_interval_ms", "window_ms"}) {
     json j = good;
     j.erase(key);
-    EXPECT_EQ(err(j.dump()), fmt::format("register reply: {}: missing", key));
+    const std::string missing = key == std::string("pinglist_version")
+                                    ? key
+                                    : std::string(key).replace(std::string(key).size() - 2, 2, "ns");
+    EXPECT_EQ(err(j.dump()), fmt::format("register reply: {}: missing", missing));
     j[key] = "1";
     EXPECT_NE(err(j.dump()).find(fmt::format("register reply: {}: expected an integer", key)),
               std::string::npos);
@@ -39,6 +49,10 @@ TEST(RegisterReply, Malformed) {
   json j = good;
   j["window_ms"] = 0;
   EXPECT_EQ(err(j.dump()), "register reply: window_ms: 0 is out of range [1, 9223372036854]");
+  j = json::parse(register_reply_json(RegisterReply{1, 1s, 10s, 10s}));
+  j["window_ns"] = 999'999;
+  EXPECT_EQ(err(j.dump()),
+            "register reply: window_ns: 999999 is out of range [1000000, 9223372036854775807]");
   j = good;
   j["token"] = "x";  // a newer controller's key: ignored
   EXPECT_TRUE(decode_register_reply(j.dump()));
