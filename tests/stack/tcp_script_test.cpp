@@ -31,6 +31,36 @@ const std::string kPassive = R"(
 0.1   state ESTABLISHED
 )";
 
+// The same two with SACK offered by both sides (RFC 2018).
+const std::string kSackActive = R"(
+0     config ts=0 ws=0 sack=1
+0     connect
+0     > S 0:0(0) win 65535 <mss 1460,sackOK>
+0.1   < S. 0:0(0) ack 1 win 65535 <mss 1460,sackOK>
+0.1   > . 1:1(0) ack 1
+0.1   state ESTABLISHED
+)";
+
+const std::string kSackPassive = R"(
+0     config ts=0 ws=0 sack=1
+0     < S 0:0(0) win 65535 <mss 1460,sackOK>
+0     > S. 0:0(0) ack 1 win 65535 <mss 1460,sackOK>
+0.1   < . 1:1(0) ack 1 win 65535
+0.1   state ESTABLISHED
+)";
+
+// Expect lines for `count` full 1460-byte segments from segment `first` (0-based) at time `t`;
+// the one that ends the queued data at relative sequence `end` carries PSH.
+std::string segments_out(const std::string& t, uint32_t first, uint32_t count, uint32_t end) {
+  std::string out;
+  for (uint32_t i = first; i < first + count; ++i) {
+    const uint32_t l = 1 + i * 1460, r = l + 1460;
+    out +=
+        t + (r == end ? " > P. " : " > . ") + std::to_string(l) + ":" + std::to_string(r) + "(1460) ack 1\n";
+  }
+  return out;
+}
+
 struct Scenario {
   const char* name;
   std::string script;
@@ -594,6 +624,154 @@ std::vector<Scenario> scenarios() {
 0.5   > P. 1:101(100) ack 1
 0.5   stat tail_loss_probes 0
 0.5   stat timeouts 1
+)"},
+      // --- SACK (RFC 2018) and SACK-based loss recovery (RFC 6675) ---
+      {"SackIsUsedOnlyWhenBothSidesOfferIt", R"(
+0     config ts=0 ws=0 sack=1
+0     connect
+0     > S 0:0(0) win 65535 <mss 1460,sackOK>
+0.1   < S. 0:0(0) ack 1 win 65535 <mss 1460>
+0.1   > . 1:1(0) ack 1
+0.2   send 2920
+0.2   > . 1:1461(1460) ack 1
+0.2   > P. 1461:2921(1460) ack 1
+0.3   < . 1:1(0) ack 1 <sack 1461:2921>
+0.3   > . 1:1461(1460) ack 1
+0.3   stat sacked_bytes 0
+0.3   stat early_retransmits 1
+)"},
+      {"PassiveOpenAnswersSackPermitted", kSackPassive},
+      {"PassiveOpenWithoutPeerSackSendsNoSackPermitted", R"(
+0     config ts=0 ws=0 sack=1
+0     < S 0:0(0) win 65535 <mss 1460>
+0     > S. 0:0(0) ack 1 win 65535 <mss 1460>
+0.1   < . 1:1(0) ack 1 win 65535
+0.2   < . 1461:2921(1460) ack 1
+0.2   > . 1:1(0) ack 1 <>
+)"},
+      // RFC 2018 4: the first block holds the segment that arrived last; holes filled shrink them.
+      {"SackBlocksReportOutOfOrderDataMostRecentFirst", kSackPassive + R"(
+0.2   < . 1461:2921(1460) ack 1
+0.2   > . 1:1(0) ack 1 <sack 1461:2921>
+0.2   < . 4381:5841(1460) ack 1
+0.2   > . 1:1(0) ack 1 <sack 4381:5841 1461:2921>
+0.2   < . 7301:8761(1460) ack 1
+0.2   > . 1:1(0) ack 1 <sack 7301:8761 4381:5841 1461:2921>
+0.2   < . 2921:4381(1460) ack 1
+0.2   > . 1:1(0) ack 1 <sack 1461:5841 7301:8761>
+0.2   < . 1:1461(1460) ack 1
+0.2   > . 1:1(0) ack 5841 <sack 7301:8761>
+0.2   < . 5841:7301(1460) ack 1
+0.2   > . 1:1(0) ack 8761 <>
+)"},
+      // A data segment with SACK blocks carries 12 bytes fewer per block (with the 4 bytes of
+      // NOP NOP kind length) so that the frame still fits the MSS.
+      {"SegmentsWithSackBlocksCarryLessData", kSackPassive + R"(
+0.2   < . 1461:2921(1460) ack 1
+0.2   > . 1:1(0) ack 1 <sack 1461:2921>
+0.3   nagle off
+0.3   send 2000
+0.3   > . 1:1449(1448) ack 1 <sack 1461:2921>
+0.3   > P. 1449:2001(552) ack 1 <sack 1461:2921>
+)"},
+      // RFC 6675 5: three SACKs start recovery; cwnd = ssthresh = FlightSize / 2 (the segments
+      // limited transmit sent left out); pipe gates what follows, and rule 2 sends new data once
+      // cwnd - pipe >= 1 SMSS. The full ACK ends it.
+      {"SackRecoveryPipeGatesNewData",
+       kSackActive + "0.2   send 29200\n" + segments_out("0.2", 0, 10, 29201) + R"(
+0.3   < . 1:1(0) ack 1 <sack 1461:2921>
+0.3   > . 14601:16061(1460) ack 1
+0.3   < . 1:1(0) ack 1 <sack 1461:4381>
+0.3   > . 16061:17521(1460) ack 1
+0.3   < . 1:1(0) ack 1 <sack 1461:5841>
+0.3   > . 1:1461(1460) ack 1
+0.3   stat fast_retransmits 1
+0.3   cwnd 7300
+0.3   ssthresh 7300
+0.3   pipe 13140
+0.4   < . 1:1(0) ack 1 <sack 1461:13141>
+0.4   > . 17521:18981(1460) ack 1
+0.4   pipe 7300
+0.45  < . 1:1(0) ack 17521
+0.45  > . 18981:20441(1460) ack 1
+0.45  cwnd 2920
+0.45  stat retransmits 1
+)"},
+      // RFC 6675 IsLost: more than 2 SMSS SACKed above a hole; rule 1 resends each lost hole
+      // once, in order, when pipe allows. A partial ACK then sends nothing already resent.
+      {"SackRecoveryResendsALaterHoleOnceItIsLost",
+       kSackActive + "0.2   send 14600\n" + segments_out("0.2", 0, 10, 14601) + R"(
+0.3   < . 1:1(0) ack 1 <sack 1461:2921>
+0.3   < . 1:1(0) ack 1 <sack 4381:5841 1461:2921>
+0.3   < . 1:1(0) ack 1 <sack 4381:7301 1461:2921>
+0.3   > . 1:1461(1460) ack 1
+0.3   pipe 10220
+0.35  < . 1:1(0) ack 1 <sack 4381:8761 1461:2921>
+0.35  pipe 7300
+0.4   < . 1:1(0) ack 1 <sack 4381:10221 1461:2921>
+0.4   > . 2921:4381(1460) ack 1
+0.4   stat sack_retransmits 1
+0.4   pipe 7300
+0.45  < . 1:1(0) ack 2921 <sack 4381:10221>
+0.5   < . 1:1(0) ack 14601
+0.5   cwnd 2920
+0.5   stat retransmits 2
+)"},
+      // RFC 6675 5 step (2): one ACK SACKing more than 2 SMSS makes the first hole lost at once.
+      {"SackRecoveryStartsOnOneAckSackingThreeSegments",
+       kSackActive + "0.2   send 14600\n" + segments_out("0.2", 0, 10, 14601) + R"(
+0.3   < . 1:1(0) ack 1 <sack 1461:5841>
+0.3   > . 1:1461(1460) ack 1
+0.3   stat fast_retransmits 1
+)"},
+      // A partial ACK with the next hole not yet lost by IsLost: resent at once (RFC 6582's
+      // inference), as it was sent before the retransmission that just arrived.
+      {"SackPartialAckResendsTheNextHole",
+       kSackActive + "0.2   send 14600\n" + segments_out("0.2", 0, 10, 14601) + R"(
+0.3   < . 1:1(0) ack 1 <sack 1461:2921>
+0.3   < . 1:1(0) ack 1 <sack 4381:5841 1461:2921>
+0.3   < . 1:1(0) ack 1 <sack 4381:7301 1461:2921>
+0.3   > . 1:1461(1460) ack 1
+0.4   < . 1:1(0) ack 2921 <sack 4381:7301>
+0.4   > . 2921:4381(1460) ack 1
+)"},
+      // A peer that sends data too acknowledges on its data segments: with SACK those count as
+      // duplicates when they SACK new data (RFC 6675 2), so recovery does not wait for the RTO.
+      {"DataSegmentsSackingNewDataCountAsDupAcks",
+       kSackActive + "0.2   send 14600\n" + segments_out("0.2", 0, 10, 14601) + R"(
+0.3   < . 1:101(100) ack 1 <sack 1461:2921>
+0.3   < . 101:201(100) ack 1 <sack 1461:4381>
+0.3   < . 201:301(100) ack 1 <sack 1461:5841>
+0.3   > . 1:1461(1460) ack 201
+0.3   stat fast_retransmits 1
+0.34  > . 14601:14601(0) ack 301
+)"},
+      // After a timeout go-back-N resends only what was not SACKed (RFC 6675 5.1 keeps the
+      // scoreboard through the first timeout).
+      {"GoBackNAfterATimeoutSkipsSackedData",
+       kSackActive + "0.2   send 14600\n" + segments_out("0.2", 0, 10, 14601) + R"(
+0.3   < . 1:1(0) ack 1 <sack 1461:2921>
+0.3   < . 1:1(0) ack 1 <sack 4381:5841 1461:2921>
+0.5   > . 1:1461(1460) ack 1
+0.5   stat timeouts 1
+0.6   < . 1:1(0) ack 2921 <sack 4381:5841>
+0.6   > . 2921:4381(1460) ack 1
+0.7   < . 1:1(0) ack 5841
+0.7   > . 5841:7301(1460) ack 1
+0.7   > . 7301:8761(1460) ack 1
+0.7   > . 8761:10221(1460) ack 1
+)"},
+      // Blocks at or below the cumulative ACK (D-SACK, RFC 2883) or past what was sent are not
+      // taken into the scoreboard and are not duplicate ACKs.
+      {"SackBlocksOutsideTheUnackedDataAreIgnored", kSackActive + R"(
+0.2   send 2920
+0.2   > . 1:1461(1460) ack 1
+0.2   > P. 1461:2921(1460) ack 1
+0.3   < . 1:1(0) ack 1461 <sack 1:1461>
+0.3   < . 1:1(0) ack 1461 <sack 2921:4381>
+0.3   < . 1:1(0) ack 1461 <sack 5000:9000>
+0.3   stat sacked_bytes 0
+0.3   stat fast_retransmits 0
 )"},
       {"AWindowUpdateIsNotADupAck", kActive + R"(
 0.2   send 4380
