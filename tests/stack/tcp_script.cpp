@@ -217,6 +217,12 @@ class Runner {
       const auto eq = kv.find('=');
       if (eq == std::string::npos) return "config wants KEY=VALUE";
       const std::string k = kv.substr(0, eq);
+      if (k == "cc") {
+        const std::string a = kv.substr(eq + 1);
+        if (a != "reno" && a != "cubic") return "cc is reno or cubic";
+        cfg_.congestion_control = a == "cubic" ? tcp::CcAlgorithm::cubic : tcp::CcAlgorithm::reno;
+        continue;
+      }
       const long long v = std::stoll(kv.substr(eq + 1), nullptr, 0);
       if (k == "mss")
         cfg_.mss = static_cast<uint16_t>(v);
@@ -424,6 +430,7 @@ class Runner {
     tcp::Config c;
     c.tail_loss_probe = false;  // see tcp_script.hpp: scripts turn it on with `config tlp=1`
     c.sack = false;             // and `config sack=1`
+    c.congestion_control = tcp::CcAlgorithm::reno;  // and `config cc=cubic`
     return c;
   }();
   VirtualClock clock_;

@@ -773,6 +773,22 @@ std::vector<Scenario> scenarios() {
 0.3   stat sacked_bytes 0
 0.3   stat fast_retransmits 0
 )"},
+      // --- CUBIC (RFC 9438 4.6): the multiplicative decrease is 0.7 of the flight, not half ---
+      {"CubicFastRetransmitLeavesSevenTenths", "0 config cc=cubic\n" + kActive + R"(
+0.2   send 7300
+0.2   > . 1:1461(1460) ack 1
+0.2   > . 1461:2921(1460) ack 1
+0.2   > . 2921:4381(1460) ack 1
+0.2   > . 4381:5841(1460) ack 1
+0.2   > P. 5841:7301(1460) ack 1
+0.3   < . 1:1(0) ack 1461
+0.3   < . 1:1(0) ack 1461
+0.3   < . 1:1(0) ack 1461
+0.3   < . 1:1(0) ack 1461
+0.3   > . 1461:2921(1460) ack 1
+0.3   ssthresh 4088
+0.3   cwnd 8468
+)"},
       {"AWindowUpdateIsNotADupAck", kActive + R"(
 0.2   send 4380
 0.2   > . 1:1461(1460) ack 1

@@ -67,6 +67,7 @@ Connection::Connection(const Config& cfg, const Clock& clock, SegmentSink& sink,
       snd_ring_(cfg.send_buffer),
       rcv_ring_(cfg.recv_buffer),
       ts_offset_(iss * 2654435761u),  // per-connection offset (RFC 7323 5.4), fixed by the ISS
+      cc_(cfg.congestion_control),
       recover_(iss),
       rto_(cfg.rto),
       rtx_deadline_(kNever),
@@ -551,7 +552,7 @@ bool Connection::sack_recovery_send() {
 // what limited transmit sent (RFC 5681 3.2 step 2).
 void Connection::enter_recovery() {
   const uint32_t flight = (dupacks_ > 0 ? lt_base_ : snd_max_) - snd_una_;
-  ssthresh_ = std::max(flight / 2, 2 * smss_);
+  ssthresh_ = cc_.on_congestion(flight, smss_);
   recover_ = snd_max_;
   in_recovery_ = true;
   tlp_deadline_ = kNever;
@@ -779,11 +780,7 @@ void Connection::on_new_ack(uint32_t a, uint32_t acked) {
     if (cwnd_ < ssthresh_) {
       cwnd_ += std::min(acked, smss_);  // slow start (RFC 5681 eq. 2)
     } else {
-      ca_acked_ += acked;  // congestion avoidance: one SMSS per cwnd acknowledged
-      if (ca_acked_ >= cwnd_) {
-        ca_acked_ -= cwnd_;
-        cwnd_ += smss_;
-      }
+      cwnd_ = cc_.on_ack(cwnd_, acked, smss_, clock_.now_ns(), rto_.srtt_ns());
     }
     cwnd_ = std::min(cwnd_, kMaxCwnd);
   }
@@ -915,11 +912,10 @@ void Connection::on_rtx_timeout() {
   }
   if (snd_una_ == snd_max_) return;
   if (++retries_ > cfg_.max_retransmits) return terminate(CloseReason::timeout);
-  if (retries_ == 1) ssthresh_ = std::max((snd_max_ - snd_una_) / 2, 2 * smss_);  // RFC 5681 eq. 4
+  if (retries_ == 1) ssthresh_ = cc_.on_congestion(snd_max_ - snd_una_, smss_);  // RFC 5681 eq. 4
   if (retries_ >= 2) sacked_.clear();  // RFC 2018 8: the receiver may have reneged on its SACKs
   high_rxt_ = snd_una_;
   cwnd_ = smss_;  // loss window
-  ca_acked_ = 0;
   in_recovery_ = false;
   dupacks_ = 0;
   recover_ = snd_max_;  // RFC 6582 4.1: no fast retransmit on dup ACKs from before the timeout

@@ -14,7 +14,7 @@
 // Nagle (switchable), sender and receiver silly-window avoidance, zero-window probes (Linux
 // style: a zero-length segment below snd_una that the peer must ACK), keepalive, SACK (RFC 2018:
 // negotiated on the SYN, blocks sent from the out-of-order ranges) and SACK-based loss recovery
-// (RFC 6675: scoreboard, pipe, NextSeg rules 1 and 2). CUBIC is not yet (docs/stack.md).
+// (RFC 6675: scoreboard, pipe, NextSeg rules 1 and 2), CUBIC (RFC 9438) or Reno.
 #include <cstdint>
 
 #include "stack/clock.hpp"
@@ -120,6 +120,7 @@ class Connection {
   // Introspection for tests and statistics.
   uint32_t cwnd() const { return cwnd_; }
   uint32_t ssthresh() const { return ssthresh_; }
+  const CongestionControl& congestion_control() const { return cc_; }
   uint32_t send_mss() const { return smss_; }
   uint32_t snd_wnd() const { return snd_wnd_; }
   uint32_t bytes_in_flight() const { return snd_nxt_ - snd_una_; }
@@ -226,10 +227,11 @@ class Connection {
   uint32_t last_ack_sent_ = 0;
   uint32_t ts_offset_ = 0;
 
-  // Congestion control (RFC 5681 / 6582).
+  // Congestion control (RFC 5681 / 6582 / 6675; growth past ssthresh and ssthresh after a loss
+  // by CUBIC or Reno).
+  CongestionControl cc_;
   uint32_t cwnd_ = 0;
   uint32_t ssthresh_ = 0x7fffffff;
-  uint32_t ca_acked_ = 0;  // bytes acknowledged in congestion avoidance toward the next +MSS
   uint32_t dupacks_ = 0;
   uint32_t lt_base_ = 0;  // snd_max_ at the first dup ACK: what limited transmit sent is past it
   bool in_recovery_ = false;
