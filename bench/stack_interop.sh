@@ -11,12 +11,15 @@
 # Reference (KERNEL_REF=1, the default): the same echo between two kernels through the same router
 # and loss, the client in K and the server in a third namespace S behind its own veth to R.
 # Retransmissions: weft's own counters; the kernel's from `nstat TcpRetransSegs` in the namespace.
-# Usage: bench/stack_interop.sh build/weft [bytes=104857600] [losses="0 0.1 1 5 10"] [limit_s=900]
+# Usage: bench/stack_interop.sh build/weft [bytes=104857600] [losses="0 0.1 1 5 10"] [limit_s=900] [rounds=1]
+# ends with a summary: per role and loss, the median seconds and the median over rounds of the
+# kernel reference's seconds / weft's seconds in the same round (throughput relative to the kernel).
 set -euo pipefail
 WEFT=${1:?usage: $0 path/to/weft [bytes] [losses] [limit_s]}
 SIZE=${2:-104857600}
 LOSSES=${3:-0 0.1 1 5 10}
 LIMIT=${4:-900}
+ROUNDS=${5:-1}
 [[ $(id -u) == 0 ]] || { echo "needs root"; exit 1; }
 R=wst-ior-$$ K=wst-iok-$$ S=wst-ios-$$
 TAP=wstio$((RANDOM % 1000))
@@ -35,7 +38,7 @@ cleanup() {
   ip netns del "$K" 2>/dev/null || true
   ip netns del "$S" 2>/dev/null || true
   ip netns del "$R" 2>/dev/null || true
-  rm -f "/tmp/$R.err"
+  rm -f "/tmp/$R.err" "/tmp/$R.runs"
 }
 trap cleanup EXIT
 ip netns add "$R"; ip netns add "$K"; ip netns add "$S"
@@ -96,51 +99,95 @@ def serve(c):
 while True:
     c, _ = ls.accept(); threading.Thread(target=serve, args=(c,), daemon=True).start()
 '
-echo "# $(date -u +%FT%TZ) size $SIZE bytes each way, load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "| weft as | loss % | result | bytes back | seconds | Mb/s each way | weft retransmits (timeouts) | kernel retransmits | frames dropped |"
-echo "|---|---|---|---|---|---|---|---|---|"
+echo "# $(date -u +%FT%TZ) size $SIZE bytes each way, $ROUNDS round(s), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "| round | weft as | loss % | result | bytes back | seconds | Mb/s each way | weft retransmits (timeouts) | kernel retransmits | frames dropped |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 fail=0
-if [[ ${KERNEL_REF:-1} == 1 ]]; then
-  ip netns exec "$S" python3 -c "$ECHO_SERVER" &
-  pids+=($!)
-  for _ in $(seq 50); do ip netns exec "$S" ss -ltn 2>/dev/null | grep -q ':7 ' && break; sleep 0.1; done
-  for loss in $LOSSES; do
-    set_loss "$loss"; k0=$(($(kretrans) + $(sretrans)))
-    if out=$(timeout $((LIMIT + 30)) ip netns exec "$K" python3 -c "$ECHO_CLIENT" "$REF_IP" "$SIZE" "$LIMIT"); then :; else fail=1; fi
-    read -r res got secs <<<"${out:-timeout 0 0}"
-    echo "| kernel (reference) | $loss | $res | $got | $secs | $(python3 -c "print(f'{$got*8/max($secs,1e-9)/1e6:.0f}')") | – | $(($(kretrans) + $(sretrans) - k0)) | $(drops) |"
-  done
-  kill "${pids[0]}" 2>/dev/null || true; wait "${pids[0]}" 2>/dev/null || true; pids=()
-  set_loss 0
-fi
-"$WEFT" stack echo --tap "$TAP" --ip "$STACK_IP/24" --gateway "$GW_IP" --kernel-ip "$GW_IP/24" --netns "$R" \
-  2>"/tmp/$R.err" &
-pids+=($!)
-for _ in $(seq 100); do rx ip link show "$TAP" >/dev/null 2>&1 && break; sleep 0.1; done
-for loss in $LOSSES; do
-  set_loss "$loss"; k0=$(kretrans); l0=$(wc -l <"/tmp/$R.err")
+RUNS=/tmp/$R.runs  # role loss round seconds ok, for the summary
+: >"$RUNS"
+mbps() { python3 -c "print(f'{$1*8/max($2,1e-9)/1e6:.0f}')"; }
+run_kernel() {  # $1 loss $2 round: kernel client in K -> kernel echo server in S
+  local k0 out res got secs; set_loss "$1"; k0=$(($(kretrans) + $(sretrans)))
+  if out=$(timeout $((LIMIT + 30)) ip netns exec "$K" python3 -c "$ECHO_CLIENT" "$REF_IP" "$SIZE" "$LIMIT"); then :; else fail=1; fi
+  read -r res got secs <<<"${out:-timeout 0 0}"
+  echo "| $2 | kernel (reference) | $1 | $res | $got | $secs | $(mbps "$got" "$secs") | – | $(($(kretrans) + $(sretrans) - k0)) | $(drops) |"
+  echo "kernel $1 $2 $secs $([[ $res == match ]] && echo 1 || echo 0)" >>"$RUNS"
+}
+run_server() {  # weft stack echo on the TAP <- kernel client in K
+  local k0 out res got secs w p; set_loss 0
+  "$WEFT" stack echo --tap "$TAP" --ip "$STACK_IP/24" --gateway "$GW_IP" --kernel-ip "$GW_IP/24" --netns "$R" \
+    2>"/tmp/$R.err" &
+  p=$!; pids+=("$p")
+  for _ in $(seq 100); do rx ip link show "$TAP" 2>/dev/null | grep -q UP && break; sleep 0.1; done
+  set_loss "$1"; k0=$(kretrans)
   if out=$(timeout $((LIMIT + 30)) ip netns exec "$K" python3 -c "$ECHO_CLIENT" "$STACK_IP" "$SIZE" "$LIMIT"); then :; else fail=1; fi
   read -r res got secs <<<"${out:-timeout 0 0}"
   sleep 0.3
-  w=$(tail -n +"$((l0 + 1))" "/tmp/$R.err" | grep -o '[0-9]* retransmits ([0-9]* timeouts)' | head -1 | sed 's/ retransmits / /; s/ timeouts//')
-  echo "| server | $loss | $res | $got | $secs | $(python3 -c "print(f'{$got*8/max($secs,1e-9)/1e6:.0f}')") | ${w:-?} | $(($(kretrans) - k0)) | $(drops) |"
-done
-kill "${pids[0]}" 2>/dev/null || true; wait "${pids[0]}" 2>/dev/null || true; pids=()
-set_loss 0
-nsx python3 -c "$ECHO_SERVER" &
-pids+=($!)
-for _ in $(seq 50); do nsx ss -ltn 2>/dev/null | grep -q ':7 ' && break; sleep 0.1; done
-for loss in $LOSSES; do
-  set_loss "$loss"; k0=$(kretrans)
+  [[ -n ${STACK_JSON:-} ]] && cat "/tmp/$R.err" >>"$STACK_JSON"
+  w=$(grep -o '[0-9]* retransmits ([0-9]* timeouts)' "/tmp/$R.err" | head -1 | sed 's/ retransmits / /; s/ timeouts//')
+  echo "| $2 | server | $1 | $res | $got | $secs | $(mbps "$got" "$secs") | ${w:-?} | $(($(kretrans) - k0)) | $(drops) |"
+  echo "server $1 $2 $secs $([[ $res == match ]] && echo 1 || echo 0)" >>"$RUNS"
+  kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true
+  for _ in $(seq 50); do rx ip link show "$TAP" >/dev/null 2>&1 || break; sleep 0.1; done
+}
+run_client() {  # weft stack connect --echo-check -> kernel echo server in K
+  local k0 out; set_loss "$1"; k0=$(kretrans)
   out=$(timeout $((LIMIT + 30)) "$WEFT" stack connect "$KERN_IP" --echo-check "$SIZE" --tap "$TAP" \
         --ip "$STACK_IP/24" --gateway "$GW_IP" --kernel-ip "$GW_IP/24" --netns "$R" -t "$LIMIT" 2>/dev/null) || fail=1
-  python3 - "${out:-{\}}" "$loss" "$(($(kretrans) - k0))" "$(drops)" <<'PY'
+  [[ -n ${STACK_JSON:-} ]] && echo "$out" >>"$STACK_JSON"
+  python3 - "${out:-{\}}" "$1" "$(($(kretrans) - k0))" "$(drops)" "$2" "$RUNS" <<'PY'
 import json, sys
 j = json.loads(sys.argv[1]) if sys.argv[1] != "{}" else {}
 secs = j.get("seconds", 0) or 1e-9
-print("| client | %s | %s | %s | %.2f | %.0f | %s (%s) | %s | %s |" % (sys.argv[2],
-      "match" if j.get("match") else "MISMATCH/timeout", j.get("echoed", 0), secs,
+ok = bool(j.get("match"))
+print("| %s | client | %s | %s | %s | %.2f | %.0f | %s (%s) | %s | %s |" % (sys.argv[5], sys.argv[2],
+      "match" if ok else "MISMATCH/timeout", j.get("echoed", 0), secs,
       j.get("echoed", 0) * 8 / secs / 1e6, j.get("retransmits", "?"), j.get("timeouts", "?"), sys.argv[3], sys.argv[4]))
+open(sys.argv[6], "a").write("client %s %s %.3f %d\n" % (sys.argv[2], sys.argv[5], secs, ok))
 PY
+}
+# Every server stays up for the whole run: the kernel reference's in S, the kernel echo server
+# for weft's client in K; weft's own echo server is started per run (it shares the TAP with the
+# client).
+ip netns exec "$S" python3 -c "$ECHO_SERVER" &
+pids+=($!)
+nsx python3 -c "$ECHO_SERVER" &
+pids+=($!)
+for _ in $(seq 50); do
+  ip netns exec "$S" ss -ltn 2>/dev/null | grep -q ':7 ' && nsx ss -ltn 2>/dev/null | grep -q ':7 ' && break
+  sleep 0.1
 done
+# Interleaved: each round runs every loss rate, each the kernel reference then weft as server
+# then as client, so a ratio compares runs minutes apart under the same load.
+for round in $(seq "$ROUNDS"); do
+  for loss in $LOSSES; do
+    [[ ${KERNEL_REF:-1} == 1 ]] && run_kernel "$loss" "$round"
+    run_server "$loss" "$round"
+    run_client "$loss" "$round"
+  done
+done
+set_loss 0
+echo
+echo "Summary: median seconds over rounds; ratio = kernel seconds / weft seconds in the same round"
+echo "(throughput relative to the kernel), median over rounds. Failed runs are left out."
+python3 - "$RUNS" <<'PY'
+import sys, statistics as st
+rows = [l.split() for l in open(sys.argv[1])]
+t = {}
+for role, loss, rnd, secs, ok in rows:
+    if ok == "1": t[(role, loss, rnd)] = float(secs)
+losses = sorted({r[1] for r in rows}, key=float)
+rounds = sorted({r[2] for r in rows}, key=int)
+print("| weft as | loss % | runs ok | median s | kernel median s | throughput / kernel (median of rounds) | min | max |")
+print("|---|---|---|---|---|---|---|---|")
+for role in ("server", "client"):
+    for loss in losses:
+        ws = [t[(role, loss, r)] for r in rounds if (role, loss, r) in t]
+        ks = [t[("kernel", loss, r)] for r in rounds if ("kernel", loss, r) in t]
+        ratios = [t[("kernel", loss, r)] / t[(role, loss, r)] for r in rounds
+                  if (role, loss, r) in t and ("kernel", loss, r) in t]
+        f = lambda xs: "%.2f" % st.median(xs) if xs else "–"
+        print("| %s | %s | %d/%d | %s | %s | %s | %s | %s |" % (role, loss, len(ws), len(rounds), f(ws), f(ks),
+              f(ratios), "%.2f" % min(ratios) if ratios else "–", "%.2f" % max(ratios) if ratios else "–"))
+PY
 exit $fail

@@ -227,9 +227,12 @@ int run_server(const Common& c, uint16_t port, bool echo) {
     }
     std::erase_if(conns, [&](const ServerConn& sc) {
       if (!sc.c->is_closed() && sc.c->state() != tcp::State::time_wait) return false;
-      fmt::print(stderr, "weft stack: connection from {}:{} done, {} bytes, {} retransmits ({} timeouts)\n",
-                 ip_str(sc.c->tuple().remote_ip), sc.c->tuple().remote_port, sc.bytes,
-                 sc.c->stats().retransmits, sc.c->stats().timeouts);
+      const auto& st = sc.c->stats();
+      fmt::print(stderr,
+                 "weft stack: connection from {}:{} done, {} bytes, {} retransmits ({} timeouts), {} fast "
+                 "recoveries, {} SACK retransmits, {} tail loss probes, {} out of order\n",
+                 ip_str(sc.c->tuple().remote_ip), sc.c->tuple().remote_port, sc.bytes, st.retransmits,
+                 st.timeouts, st.fast_retransmits, st.sack_retransmits, st.tail_loss_probes, st.out_of_order);
       tcpl.release(sc.c);
       return true;
     });
@@ -272,9 +275,12 @@ int run_echo_check(const Common& c, const std::string& server, uint16_t port, si
   const double secs = (s.clock.now_ns() - t0) / 1e9;
   fmt::print(
       "{{\"bytes\":{},\"echoed\":{},\"match\":{},\"seconds\":{:.3f},\"retransmits\":{},\"timeouts\":{},"
-      "\"fast_retransmits\":{},\"state\":\"{}\",\"reason\":\"{}\"}}\n",
+      "\"fast_retransmits\":{},\"sack_retransmits\":{},\"tail_loss_probes\":{},\"out_of_order\":{},"
+      "\"sack\":{},\"state\":\"{}\",\"reason\":\"{}\"}}\n",
       total, got, !bad && got == total, secs, conn.stats().retransmits, conn.stats().timeouts,
-      conn.stats().fast_retransmits, tcp::to_string(conn.state()), tcp::to_string(conn.close_reason()));
+      conn.stats().fast_retransmits, conn.stats().sack_retransmits, conn.stats().tail_loss_probes,
+      conn.stats().out_of_order, conn.sack_on(), tcp::to_string(conn.state()),
+      tcp::to_string(conn.close_reason()));
   return !bad && got == total ? 0 : 1;
 }
 

@@ -239,7 +239,8 @@ void Connection::send_rst(uint32_t seq) {
 
 void Connection::arm_rtx() { rtx_deadline_ = clock_.now_ns() + rto_.rto_ns(); }
 
-// RFC 8985 7.2: a probe timeout of 2 SRTT (at least 10 ms, as Linux), plus the peer's worst
+// RFC 8985 7.2: a probe timeout of 2 SRTT (at least 2 ms: Linux adds TCP_TIMEOUT_MIN, 2 jiffies;
+// a 10 ms floor is tens of round trips on the interop grid's sub-ms path), plus the peer's worst
 // delayed ACK when one segment is out; none when the RTO would come first, in loss recovery, after
 // a timeout or while a probe is unanswered.
 void Connection::arm_tlp() {
@@ -250,7 +251,7 @@ void Connection::arm_tlp() {
     return;
   const uint32_t flight = snd_max_ - snd_una_;
   if (flight == 0 || snd_wnd_ == 0) return;
-  int64_t pto = std::max<int64_t>(2 * rto_.srtt_ns(), 10'000'000);
+  int64_t pto = std::max<int64_t>(2 * rto_.srtt_ns(), 2'000'000);
   if (flight <= smss_) pto = std::max<int64_t>(pto, rto_.srtt_ns() * 3 / 2 + 200'000'000);
   const int64_t at = clock_.now_ns() + pto;
   if (at < rtx_deadline_) tlp_deadline_ = at;
