@@ -12,15 +12,25 @@ using weft::stack::test::run_tcp_script;
 
 namespace {
 
+// Active and passive opens without window scaling or timestamps plus `config` (KEY=VALUE ...);
+// RTT 100 ms, so RTO = 100 + 4 * 50 = 300 ms. Scenarios append their lines.
+std::string active(const std::string& config = "") {
+  return "0     config ts=0 ws=0 " + config +
+         "\n0     connect\n"
+         "0     > S 0:0(0) win 65535 <mss 1460>\n"
+         "0.1   < S. 0:0(0) ack 1 win 65535 <mss 1460>\n"
+         "0.1   > . 1:1(0) ack 1\n";
+}
+
+std::string passive(const std::string& config = "") {
+  return "0     config ts=0 ws=0 " + config +
+         "\n0     < S 0:0(0) win 65535 <mss 1460>\n"
+         "0     > S. 0:0(0) ack 1 <mss 1460>\n"
+         "0.1   < . 1:1(0) ack 1\n";
+}
+
 // Active open without window scaling or timestamps; RTT 100 ms, so RTO = 100 + 4 * 50 = 300 ms.
-const std::string kActive = R"(
-0     config ts=0 ws=0
-0     connect
-0     > S 0:0(0) win 65535 <mss 1460>
-0.1   < S. 0:0(0) ack 1 win 65535 <mss 1460>
-0.1   > . 1:1(0) ack 1
-0.1   state ESTABLISHED
-)";
+const std::string kActive = active() + "0.1   state ESTABLISHED\n";
 
 // Passive open, the same options.
 const std::string kPassive = R"(
@@ -60,6 +70,16 @@ std::string segments_out(const std::string& t, uint32_t first, uint32_t count, u
   }
   return out;
 }
+
+// Ten segments out with SACK on; then segments 1 and 3 lost: three ACKs SACK 2, 4 and 5 and the
+// first hole is resent (RFC 6675 5 step 4).
+const std::string kSackFlight = kSackActive + "0.2   send 14600\n" + segments_out("0.2", 0, 10, 14601);
+const std::string kSackTwoHoles = kSackFlight + R"(
+0.3   < . 1:1(0) ack 1 <sack 1461:2921>
+0.3   < . 1:1(0) ack 1 <sack 4381:5841 1461:2921>
+0.3   < . 1:1(0) ack 1 <sack 4381:7301 1461:2921>
+0.3   > . 1:1461(1460) ack 1
+)";
 
 struct Scenario {
   const char* name;
@@ -181,12 +201,7 @@ std::vector<Scenario> scenarios() {
 0.2   > P. 1:11(10) ack 1
 )"},
       // --- Closing (RFC 9293 3.6) ---
-      {"ActiveCloseThroughTimeWait", R"(
-0     config ts=0 ws=0 msl_ms=1000
-0     connect
-0     > S 0:0(0) <mss 1460>
-0.1   < S. 0:0(0) ack 1 win 65535 <mss 1460>
-0.1   > . 1:1(0) ack 1
+      {"ActiveCloseThroughTimeWait", active("msl_ms=1000") + R"(
 0.2   close
 0.2   > F. 1:1(0) ack 1
 0.2   state FIN-WAIT-1
@@ -226,12 +241,7 @@ std::vector<Scenario> scenarios() {
 0.3   > . 2:2(0) ack 2
 0.3   state TIME-WAIT
 )"},
-      {"TimeWaitAcksARetransmittedFinAndRestarts", R"(
-0     config ts=0 ws=0 msl_ms=1000
-0     connect
-0     > S 0:0(0) <mss 1460>
-0.1   < S. 0:0(0) ack 1 win 65535 <mss 1460>
-0.1   > . 1:1(0) ack 1
+      {"TimeWaitAcksARetransmittedFinAndRestarts", active("msl_ms=1000") + R"(
 0.2   close
 0.2   > F. 1:1(0) ack 1
 0.3   < F. 1:1(0) ack 2
@@ -318,11 +328,7 @@ std::vector<Scenario> scenarios() {
 0.2   > . 1:1(0) ack 2921
 0.2   recv 2920
 )"},
-      {"NoDelayedAckWhenSwitchedOff", R"(
-0     config ts=0 ws=0 delack=0
-0     < S 0:0(0) win 65535 <mss 1460>
-0     > S. 0:0(0) ack 1 <mss 1460>
-0.1   < . 1:1(0) ack 1
+      {"NoDelayedAckWhenSwitchedOff", passive("delack=0") + R"(
 0.2   < P. 1:101(100) ack 1
 0.2   > . 1:1(0) ack 101
 )"},
@@ -362,12 +368,7 @@ std::vector<Scenario> scenarios() {
 0.5   recv 4096
 0.5   > . 1:1(0) ack 4097 win 4096
 )"},
-      {"SequenceNumbersWrap", R"(
-0     config ts=0 ws=0 iss=0xfffffc00 peer_iss=0xfffffe00 nagle=0
-0     connect
-0     > S 0:0(0) <mss 1460>
-0.1   < S. 0:0(0) ack 1 win 65535 <mss 1460>
-0.1   > . 1:1(0) ack 1
+      {"SequenceNumbersWrap", active("iss=0xfffffc00 peer_iss=0xfffffe00 nagle=0") + R"(
 0.2   send 2000
 0.2   > . 1:1461(1460) ack 1
 0.2   > P. 1461:2001(540) ack 1
@@ -427,16 +428,7 @@ std::vector<Scenario> scenarios() {
 )"},
       {"InitialWindowIsTenSegmentsThenSlowStart", kActive + R"(
 0.2   send 20000
-0.2   > . 1:1461(1460) ack 1
-0.2   > . 1461:2921(1460) ack 1
-0.2   > . 2921:4381(1460) ack 1
-0.2   > . 4381:5841(1460) ack 1
-0.2   > . 5841:7301(1460) ack 1
-0.2   > . 7301:8761(1460) ack 1
-0.2   > . 8761:10221(1460) ack 1
-0.2   > . 10221:11681(1460) ack 1
-0.2   > . 11681:13141(1460) ack 1
-0.2   > . 13141:14601(1460) ack 1
+)" + segments_out("0.2", 0, 10, 0) + R"(
 0.2   cwnd 14600
 0.3   < . 1:1(0) ack 2921
 0.3   > . 14601:16061(1460) ack 1
@@ -460,12 +452,7 @@ std::vector<Scenario> scenarios() {
 1.4   < . 1:1(0) ack 1101
 1.4   rto_ms 250
 )"},
-      {"RetransmissionsGiveUp", R"(
-0     config ts=0 ws=0 max_retransmits=2
-0     connect
-0     > S 0:0(0) <mss 1460>
-0.1   < S. 0:0(0) ack 1 win 65535 <mss 1460>
-0.1   > . 1:1(0) ack 1
+      {"RetransmissionsGiveUp", active("max_retransmits=2") + R"(
 0.2   send 10
 0.2   > P. 1:11(10) ack 1
 0.5   > P. 1:11(10) ack 1
@@ -485,11 +472,7 @@ std::vector<Scenario> scenarios() {
       // --- Fast retransmit and NewReno (RFC 5681 3.2, RFC 6582) ---
       {"FastRetransmitOnThirdDupAckAndNewRenoRecovery", kActive + R"(
 0.2   send 7300
-0.2   > . 1:1461(1460) ack 1
-0.2   > . 1461:2921(1460) ack 1
-0.2   > . 2921:4381(1460) ack 1
-0.2   > . 4381:5841(1460) ack 1
-0.2   > P. 5841:7301(1460) ack 1
+)" + segments_out("0.2", 0, 5, 7301) + R"(
 0.3   < . 1:1(0) ack 1461
 0.3   < . 1:1(0) ack 1461
 0.3   < . 1:1(0) ack 1461
@@ -506,13 +489,7 @@ std::vector<Scenario> scenarios() {
 )"},
       {"TwoDupAcksDoNotRetransmitWithFourOrMoreOut", kActive + R"(
 0.2   send 10220
-0.2   > . 1:1461(1460) ack 1
-0.2   > . 1461:2921(1460) ack 1
-0.2   > . 2921:4381(1460) ack 1
-0.2   > . 4381:5841(1460) ack 1
-0.2   > . 5841:7301(1460) ack 1
-0.2   > . 7301:8761(1460) ack 1
-0.2   > P. 8761:10221(1460) ack 1
+)" + segments_out("0.2", 0, 7, 10221) + R"(
 0.3   < . 1:1(0) ack 1461
 0.3   < . 1:1(0) ack 1461
 0.3   < . 1:1(0) ack 1461
@@ -520,16 +497,9 @@ std::vector<Scenario> scenarios() {
 )"},
       // RFC 3042: the first and second dup ACK each send one new segment past cwnd (iw 3 here,
       // 4 after the first ACK); the third retransmits, with ssthresh from the flight before them.
-      {"LimitedTransmitSendsANewSegmentOnEachOfTwoDupAcks", R"(
-0     config ts=0 ws=0 iw=3
-0     connect
-0     > S 0:0(0) win 65535 <mss 1460>
-0.1   < S. 0:0(0) ack 1 win 65535 <mss 1460>
-0.1   > . 1:1(0) ack 1
+      {"LimitedTransmitSendsANewSegmentOnEachOfTwoDupAcks", active("iw=3") + R"(
 0.2   send 10220
-0.2   > . 1:1461(1460) ack 1
-0.2   > . 1461:2921(1460) ack 1
-0.2   > . 2921:4381(1460) ack 1
+)" + segments_out("0.2", 0, 3, 0) + R"(
 0.3   < . 1:1(0) ack 1461
 0.3   > . 4381:5841(1460) ack 1
 0.3   > . 5841:7301(1460) ack 1
@@ -549,9 +519,7 @@ std::vector<Scenario> scenarios() {
       // RFC 5827: two segments out, nothing more to send: one dup ACK is all the peer can give.
       {"EarlyRetransmitWithTwoSegmentsOut", kActive + R"(
 0.2   send 4380
-0.2   > . 1:1461(1460) ack 1
-0.2   > . 1461:2921(1460) ack 1
-0.2   > P. 2921:4381(1460) ack 1
+)" + segments_out("0.2", 0, 3, 4381) + R"(
 0.3   < . 1:1(0) ack 1461
 0.3   < . 1:1(0) ack 1461
 0.3   > . 1461:2921(1460) ack 1
@@ -564,9 +532,7 @@ std::vector<Scenario> scenarios() {
       // RFC 5827 with three segments out: the threshold is two dup ACKs.
       {"EarlyRetransmitWithThreeSegmentsOutWaitsForTwoDupAcks", kActive + R"(
 0.2   send 4380
-0.2   > . 1:1461(1460) ack 1
-0.2   > . 1461:2921(1460) ack 1
-0.2   > P. 2921:4381(1460) ack 1
+)" + segments_out("0.2", 0, 3, 4381) + R"(
 0.3   < . 1:1(0) ack 1
 0.3   stat fast_retransmits 0
 0.3   < . 1:1(0) ack 1
@@ -575,16 +541,9 @@ std::vector<Scenario> scenarios() {
 )"},
       // RFC 8985 7: two segments of three lost at the tail; no dup ACK comes, so at 2 SRTT the
       // last segment is resent, its dup ACK lets early retransmit repair the hole: no RTO.
-      {"TailLossProbeResendsTheLastSegmentAndEarlyRetransmitRepairs", R"(
-0     config ts=0 ws=0 tlp=1
-0     connect
-0     > S 0:0(0) win 65535 <mss 1460>
-0.1   < S. 0:0(0) ack 1 win 65535 <mss 1460>
-0.1   > . 1:1(0) ack 1
+      {"TailLossProbeResendsTheLastSegmentAndEarlyRetransmitRepairs", active("tlp=1") + R"(
 0.2   send 4380
-0.2   > . 1:1461(1460) ack 1
-0.2   > . 1461:2921(1460) ack 1
-0.2   > P. 2921:4381(1460) ack 1
+)" + segments_out("0.2", 0, 3, 4381) + R"(
 0.3   < . 1:1(0) ack 1461
 0.5   > P. 2921:4381(1460) ack 1
 0.5   stat tail_loss_probes 1
@@ -595,16 +554,9 @@ std::vector<Scenario> scenarios() {
 0.7   stat timeouts 0
 )"},
       // Every segment arrived but the ACKs were lost: the probe draws an ACK for all of it.
-      {"TailLossProbeRecoversFromLostAcks", R"(
-0     config ts=0 ws=0 tlp=1
-0     connect
-0     > S 0:0(0) win 65535 <mss 1460>
-0.1   < S. 0:0(0) ack 1 win 65535 <mss 1460>
-0.1   > . 1:1(0) ack 1
+      {"TailLossProbeRecoversFromLostAcks", active("tlp=1") + R"(
 0.2   send 4380
-0.2   > . 1:1461(1460) ack 1
-0.2   > . 1461:2921(1460) ack 1
-0.2   > P. 2921:4381(1460) ack 1
+)" + segments_out("0.2", 0, 3, 4381) + R"(
 0.4   > P. 2921:4381(1460) ack 1
 0.5   < . 1:1(0) ack 4381
 0.5   stat tail_loss_probes 1
@@ -613,12 +565,7 @@ std::vector<Scenario> scenarios() {
 )"},
       // One segment out: the probe would wait for the peer's delayed ACK (1.5 SRTT + 200 ms),
       // later than the RTO (300 ms), so the RTO handles it and no probe is sent.
-      {"NoTailLossProbeWhenTheRtoComesFirst", R"(
-0     config ts=0 ws=0 tlp=1
-0     connect
-0     > S 0:0(0) win 65535 <mss 1460>
-0.1   < S. 0:0(0) ack 1 win 65535 <mss 1460>
-0.1   > . 1:1(0) ack 1
+      {"NoTailLossProbeWhenTheRtoComesFirst", active("tlp=1") + R"(
 0.2   send 100
 0.2   > P. 1:101(100) ack 1
 0.5   > P. 1:101(100) ack 1
@@ -699,12 +646,7 @@ std::vector<Scenario> scenarios() {
 )"},
       // RFC 6675 IsLost: more than 2 SMSS SACKed above a hole; rule 1 resends each lost hole
       // once, in order, when pipe allows. A partial ACK then sends nothing already resent.
-      {"SackRecoveryResendsALaterHoleOnceItIsLost",
-       kSackActive + "0.2   send 14600\n" + segments_out("0.2", 0, 10, 14601) + R"(
-0.3   < . 1:1(0) ack 1 <sack 1461:2921>
-0.3   < . 1:1(0) ack 1 <sack 4381:5841 1461:2921>
-0.3   < . 1:1(0) ack 1 <sack 4381:7301 1461:2921>
-0.3   > . 1:1461(1460) ack 1
+      {"SackRecoveryResendsALaterHoleOnceItIsLost", kSackTwoHoles + R"(
 0.3   pipe 10220
 0.35  < . 1:1(0) ack 1 <sack 4381:8761 1461:2921>
 0.35  pipe 7300
@@ -718,27 +660,20 @@ std::vector<Scenario> scenarios() {
 0.5   stat retransmits 2
 )"},
       // RFC 6675 5 step (2): one ACK SACKing more than 2 SMSS makes the first hole lost at once.
-      {"SackRecoveryStartsOnOneAckSackingThreeSegments",
-       kSackActive + "0.2   send 14600\n" + segments_out("0.2", 0, 10, 14601) + R"(
+      {"SackRecoveryStartsOnOneAckSackingThreeSegments", kSackFlight + R"(
 0.3   < . 1:1(0) ack 1 <sack 1461:5841>
 0.3   > . 1:1461(1460) ack 1
 0.3   stat fast_retransmits 1
 )"},
       // A partial ACK with the next hole not yet lost by IsLost: resent at once (RFC 6582's
       // inference), as it was sent before the retransmission that just arrived.
-      {"SackPartialAckResendsTheNextHole",
-       kSackActive + "0.2   send 14600\n" + segments_out("0.2", 0, 10, 14601) + R"(
-0.3   < . 1:1(0) ack 1 <sack 1461:2921>
-0.3   < . 1:1(0) ack 1 <sack 4381:5841 1461:2921>
-0.3   < . 1:1(0) ack 1 <sack 4381:7301 1461:2921>
-0.3   > . 1:1461(1460) ack 1
+      {"SackPartialAckResendsTheNextHole", kSackTwoHoles + R"(
 0.4   < . 1:1(0) ack 2921 <sack 4381:7301>
 0.4   > . 2921:4381(1460) ack 1
 )"},
       // A peer that sends data too acknowledges on its data segments: with SACK those count as
       // duplicates when they SACK new data (RFC 6675 2), so recovery does not wait for the RTO.
-      {"DataSegmentsSackingNewDataCountAsDupAcks",
-       kSackActive + "0.2   send 14600\n" + segments_out("0.2", 0, 10, 14601) + R"(
+      {"DataSegmentsSackingNewDataCountAsDupAcks", kSackFlight + R"(
 0.3   < . 1:101(100) ack 1 <sack 1461:2921>
 0.3   < . 101:201(100) ack 1 <sack 1461:4381>
 0.3   < . 201:301(100) ack 1 <sack 1461:5841>
@@ -748,8 +683,7 @@ std::vector<Scenario> scenarios() {
 )"},
       // After a timeout go-back-N resends only what was not SACKed (RFC 6675 5.1 keeps the
       // scoreboard through the first timeout).
-      {"GoBackNAfterATimeoutSkipsSackedData",
-       kSackActive + "0.2   send 14600\n" + segments_out("0.2", 0, 10, 14601) + R"(
+      {"GoBackNAfterATimeoutSkipsSackedData", kSackFlight + R"(
 0.3   < . 1:1(0) ack 1 <sack 1461:2921>
 0.3   < . 1:1(0) ack 1 <sack 4381:5841 1461:2921>
 0.5   > . 1:1461(1460) ack 1
@@ -776,11 +710,7 @@ std::vector<Scenario> scenarios() {
       // --- CUBIC (RFC 9438 4.6): the multiplicative decrease is 0.7 of the flight, not half ---
       {"CubicFastRetransmitLeavesSevenTenths", "0 config cc=cubic\n" + kActive + R"(
 0.2   send 7300
-0.2   > . 1:1461(1460) ack 1
-0.2   > . 1461:2921(1460) ack 1
-0.2   > . 2921:4381(1460) ack 1
-0.2   > . 4381:5841(1460) ack 1
-0.2   > P. 5841:7301(1460) ack 1
+)" + segments_out("0.2", 0, 5, 7301) + R"(
 0.3   < . 1:1(0) ack 1461
 0.3   < . 1:1(0) ack 1461
 0.3   < . 1:1(0) ack 1461
@@ -791,9 +721,7 @@ std::vector<Scenario> scenarios() {
 )"},
       {"AWindowUpdateIsNotADupAck", kActive + R"(
 0.2   send 4380
-0.2   > . 1:1461(1460) ack 1
-0.2   > . 1461:2921(1460) ack 1
-0.2   > P. 2921:4381(1460) ack 1
+)" + segments_out("0.2", 0, 3, 4381) + R"(
 0.3   < . 1:1(0) ack 1461 win 65535
 0.3   < . 1:1(0) ack 1461 win 60000
 0.3   < . 1:1(0) ack 1461 win 50000
@@ -810,22 +738,16 @@ std::vector<Scenario> scenarios() {
 1.2   > P. 1:101(100) ack 1
 1.2   stat window_probes 2
 )"},
-      {"KeepaliveProbesThenTimesOut", R"(
-0     config ts=0 ws=0 keepalive=1 keepalive_idle_ms=1000 keepalive_intvl_ms=100 keepalive_probes=2
-0     < S 0:0(0) win 65535 <mss 1460>
-0     > S. 0:0(0) ack 1 <mss 1460>
-0.1   < . 1:1(0) ack 1
+      {"KeepaliveProbesThenTimesOut",
+       passive("keepalive=1 keepalive_idle_ms=1000 keepalive_intvl_ms=100 keepalive_probes=2") + R"(
 1.1   > . 0:0(0) ack 1
 1.2   > . 0:0(0) ack 1
 1.29  state ESTABLISHED
 1.3   state CLOSED
 1.3   reason timeout
 )"},
-      {"AnsweredKeepaliveKeepsTheConnection", R"(
-0     config ts=0 ws=0 keepalive=1 keepalive_idle_ms=1000 keepalive_intvl_ms=100 keepalive_probes=2
-0     < S 0:0(0) win 65535 <mss 1460>
-0     > S. 0:0(0) ack 1 <mss 1460>
-0.1   < . 1:1(0) ack 1
+      {"AnsweredKeepaliveKeepsTheConnection",
+       passive("keepalive=1 keepalive_idle_ms=1000 keepalive_intvl_ms=100 keepalive_probes=2") + R"(
 1.1   > . 0:0(0) ack 1
 1.15  < . 1:1(0) ack 1
 2.1   state ESTABLISHED
