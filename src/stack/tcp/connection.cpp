@@ -161,6 +161,14 @@ void Connection::fill_options(wire::TcpHeader& h, bool syn) {
   }
 }
 
+void Connection::send_at_nxt(uint32_t len, bool fin, bool push) {
+  send_range(snd_nxt_, len, fin, push);
+  snd_nxt_ += len + (fin ? 1 : 0);
+  if (fin) fin_sent_ = true;
+  snd_max_ = seq_max(snd_max_, snd_nxt_);
+  if (rtx_deadline_ == kNever) arm_rtx();
+}
+
 uint32_t Connection::mss_now() const {
   if (!sack_on_ || ooo_.empty()) return smss_;
   const size_t blocks = std::min<size_t>(ooo_.count(), ts_on_ ? 3 : 4);
@@ -425,11 +433,7 @@ void Connection::output() {
         break;  // Nagle: one small segment in flight at a time
       }
     }
-    send_range(snd_nxt_, static_cast<uint32_t>(len), fin, len > 0 && len == avail);
-    snd_nxt_ += static_cast<uint32_t>(len) + (fin ? 1 : 0);
-    if (fin) fin_sent_ = true;
-    snd_max_ = seq_max(snd_max_, snd_nxt_);
-    if (rtx_deadline_ == kNever) arm_rtx();
+    send_at_nxt(static_cast<uint32_t>(len), fin, len > 0 && len == avail);
     sent_any = true;
   }
   // Zero window with data waiting and nothing in flight: probe until it opens.
@@ -539,11 +543,7 @@ bool Connection::sack_recovery_send() {
     const size_t len = std::min<size_t>({avail, mss, room});
     const bool fin = fin_queued_ && len == avail;
     if ((len == 0 && !fin) || (len < mss && len < avail)) break;
-    send_range(snd_nxt_, static_cast<uint32_t>(len), fin, len > 0 && len == avail);
-    snd_nxt_ += static_cast<uint32_t>(len) + (fin ? 1 : 0);
-    if (fin) fin_sent_ = true;
-    snd_max_ = seq_max(snd_max_, snd_nxt_);
-    if (rtx_deadline_ == kNever) arm_rtx();
+    send_at_nxt(static_cast<uint32_t>(len), fin, len > 0 && len == avail);
     sent = true;
   }
   return sent;

@@ -153,6 +153,8 @@ class Connection {
   // Sends [seq, seq + len) of the send ring (plus the FIN when it reaches the end and one was
   // sent or is to be sent); counts a retransmission when below snd_max_.
   void send_range(uint32_t seq, uint32_t len, bool fin, bool push);
+  // send_range at snd_nxt_, which then moves past it (and snd_max_ with it); arms the RTO.
+  void send_at_nxt(uint32_t len, bool fin, bool push);
   uint32_t data_end() const { return snd_una_ + static_cast<uint32_t>(snd_ring_.size()); }
 
   // Input steps (RFC 9293 3.10.7).
