@@ -4,68 +4,35 @@
 # Python kernel client in the namespace) and as client (`weft stack connect --echo-check`, a Python
 # kernel echo server in the namespace). Kernel client: random bytes, SHA-256 of what was sent and
 # what came back compared. weft client: every byte checked against a non-repeating pattern.
-# Path: the stack's TAP has its kernel end in a router namespace R (forwarding on); the kernel
-# peer sits in namespace K behind a veth pair to R. Loss: nftables `numgen random` in R's forward
-# chain, each direction at the given rate, so both senders lose segments without being told (a drop
-# in the sender's own output hook would return an error to the kernel's TCP instead).
+# Path (lab/stack_netns.sh, shared with the lab test): the stack's TAP has its kernel end in a
+# router namespace R (forwarding on); the kernel peer sits in namespace K behind a veth pair to R.
+# Loss: nftables `numgen random` in R's forward chain, each direction at the given rate, so both
+# senders lose segments without being told.
 # Reference (KERNEL_REF=1, the default): the same echo between two kernels through the same router
 # and loss, the client in K and the server in a third namespace S behind its own veth to R.
 # Retransmissions: weft's own counters; the kernel's from `nstat TcpRetransSegs` in the namespace.
-# Usage: bench/stack_interop.sh build/weft [bytes=104857600] [losses="0 0.1 1 5 10"] [limit_s=900]
+# Usage: bench/stack_interop.sh build/weft [bytes=104857600] [losses="0 0.1 1 5 10"] [limit_s=900] [rounds=1]
+# ends with a summary: per role and loss, the median seconds and the median over rounds of the
+# kernel reference's seconds / weft's seconds in the same round (throughput relative to the kernel).
+# WEFT_ARGS="..." adds options to both weft commands (--buffer, --cc, --no-sack).
 set -euo pipefail
 WEFT=${1:?usage: $0 path/to/weft [bytes] [losses] [limit_s]}
 SIZE=${2:-104857600}
 LOSSES=${3:-0 0.1 1 5 10}
 LIMIT=${4:-900}
+ROUNDS=${5:-1}
+WEFT_ARGS=${WEFT_ARGS:-}  # more options for both weft commands, e.g. "--buffer 1048576 --cc reno"
 [[ $(id -u) == 0 ]] || { echo "needs root"; exit 1; }
-R=wst-ior-$$ K=wst-iok-$$ S=wst-ios-$$
-TAP=wstio$((RANDOM % 1000))
-VR=wstvr$((RANDOM % 1000)) VK=wstvk$((RANDOM % 1000)) VRS=wstvq$((RANDOM % 1000)) VS=wstvs$((RANDOM % 1000))
-N1=10.$((90 + RANDOM % 60)).$((RANDOM % 250))  # stack <-> R over the TAP
-N2=10.$((150 + RANDOM % 60)).$((RANDOM % 250)) # R <-> K over the veth
-N3=10.$((210 + RANDOM % 40)).$((RANDOM % 250)) # R <-> S over a second veth
-STACK_IP=$N1.2 GW_IP=$N1.1 KERN_IP=$N2.2 REF_IP=$N3.2
+. "$(dirname "$0")/../lab/stack_netns.sh"  # R, K and the TAP's addresses; cleans up on exit
+stack_lab_init io
+S=wst-io-s-$$
+N3=10.$((210 + RANDOM % 40)).$((RANDOM % 250))  # R <-> S over a second veth
+REF_IP=$N3.2
+stack_lab_add_peer "$S" "$N3" "$REF_IP"
 pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for ns in "$K" "$S" "$R"; do
-    for p in $(ip netns pids "$ns" 2>/dev/null); do kill "$p" 2>/dev/null || true; done
-  done
-  wait 2>/dev/null || true
-  ip netns del "$K" 2>/dev/null || true
-  ip netns del "$S" 2>/dev/null || true
-  ip netns del "$R" 2>/dev/null || true
-  rm -f "/tmp/$R.err"
-}
-trap cleanup EXIT
-ip netns add "$R"; ip netns add "$K"; ip netns add "$S"
-ip -n "$R" link set lo up; ip -n "$K" link set lo up; ip -n "$S" link set lo up
-ip link add "$VR" netns "$R" type veth peer name "$VK" netns "$K"
-ip -n "$R" addr add "$N2.1/24" dev "$VR"; ip -n "$R" link set "$VR" up
-ip -n "$K" addr add "$KERN_IP/24" dev "$VK"; ip -n "$K" link set "$VK" up
-ip -n "$K" route add default via "$N2.1"
-ip link add "$VRS" netns "$R" type veth peer name "$VS" netns "$S"
-ip -n "$R" addr add "$N3.1/24" dev "$VRS"; ip -n "$R" link set "$VRS" up
-ip -n "$S" addr add "$REF_IP/24" dev "$VS"; ip -n "$S" link set "$VS" up
-ip -n "$S" route add default via "$N3.1"
-# One segment per packet on the veths (no GSO super-packets), so the loss counts segments for the
-# kernel reference as it does for the stack's frames (no ethtool on this host to turn TSO off).
-for d in "$R $VR" "$R $VRS" "$K $VK" "$S $VS"; do set -- $d; ip -n "$1" link set "$2" gso_max_segs 1; done
-ip netns exec "$R" sysctl -qw net.ipv4.ip_forward=1
-nsx() { ip netns exec "$K" "$@"; }
-rx() { ip netns exec "$R" "$@"; }
-set_loss() {
-  rx nft delete table inet wstloss 2>/dev/null || true
-  [[ $1 == 0 ]] && return 0
-  local pm; pm=$(python3 -c "print(round($1 * 10))")  # numgen gives 0..999
-  rx nft add table inet wstloss
-  rx nft add chain inet wstloss passing '{ type filter hook forward priority 0; policy accept; }'
-  rx nft add rule inet wstloss passing ip saddr "$STACK_IP" numgen random mod 1000 '<' "$pm" counter drop
-  rx nft add rule inet wstloss passing ip daddr "$STACK_IP" numgen random mod 1000 '<' "$pm" counter drop
-  rx nft add rule inet wstloss passing ip saddr "$REF_IP" numgen random mod 1000 '<' "$pm" counter drop
-  rx nft add rule inet wstloss passing ip daddr "$REF_IP" numgen random mod 1000 '<' "$pm" counter drop
-}
-drops() { rx nft list table inet wstloss 2>/dev/null | grep -o 'packets [0-9]*' | awk '{s+=$2} END {print s+0}'; }
+trap 'stack_lab_pids=("${pids[@]}"); stack_lab_cleanup; rm -f "/tmp/$R.err" "/tmp/$R.runs"' EXIT
+set_loss() { stack_lab_set_loss "$1" "$STACK_IP" "$REF_IP"; }
+drops() { stack_lab_drops; }
 kretrans() { nsx nstat -az TcpRetransSegs | awk '/TcpRetransSegs/ {print $2}'; }
 sretrans() { ip netns exec "$S" nstat -az TcpRetransSegs | awk '/TcpRetransSegs/ {print $2}'; }
 ECHO_CLIENT='
@@ -84,63 +51,96 @@ ok = h.digest() == hashlib.sha256(data).digest() and got == n
 print("%s %d %.2f" % ("match" if ok else "MISMATCH", got, time.time() - t0))
 sys.exit(0 if ok else 1)
 '
-ECHO_SERVER='
-import socket, threading
-ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); ls.bind(("0.0.0.0", 7)); ls.listen(16)
-def serve(c):
-    while True:
-        b = c.recv(1 << 20)
-        if not b: break
-        c.sendall(b)
-    c.close()
-while True:
-    c, _ = ls.accept(); threading.Thread(target=serve, args=(c,), daemon=True).start()
-'
-echo "# $(date -u +%FT%TZ) size $SIZE bytes each way, load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "| weft as | loss % | result | bytes back | seconds | Mb/s each way | weft retransmits (timeouts) | kernel retransmits | frames dropped |"
-echo "|---|---|---|---|---|---|---|---|---|"
+ECHO_SERVER=$STACK_LAB_ECHO_SERVER
+echo "# $(date -u +%FT%TZ) size $SIZE bytes each way, $ROUNDS round(s), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "| round | weft as | loss % | result | bytes back | seconds | Mb/s each way | weft retransmits (timeouts) | kernel retransmits | frames dropped |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 fail=0
-if [[ ${KERNEL_REF:-1} == 1 ]]; then
-  ip netns exec "$S" python3 -c "$ECHO_SERVER" &
-  pids+=($!)
-  for _ in $(seq 50); do ip netns exec "$S" ss -ltn 2>/dev/null | grep -q ':7 ' && break; sleep 0.1; done
-  for loss in $LOSSES; do
-    set_loss "$loss"; k0=$(($(kretrans) + $(sretrans)))
-    if out=$(timeout $((LIMIT + 30)) ip netns exec "$K" python3 -c "$ECHO_CLIENT" "$REF_IP" "$SIZE" "$LIMIT"); then :; else fail=1; fi
-    read -r res got secs <<<"${out:-timeout 0 0}"
-    echo "| kernel (reference) | $loss | $res | $got | $secs | $(python3 -c "print(f'{$got*8/max($secs,1e-9)/1e6:.0f}')") | – | $(($(kretrans) + $(sretrans) - k0)) | $(drops) |"
-  done
-  kill "${pids[0]}" 2>/dev/null || true; wait "${pids[0]}" 2>/dev/null || true; pids=()
-  set_loss 0
-fi
-"$WEFT" stack echo --tap "$TAP" --ip "$STACK_IP/24" --gateway "$GW_IP" --kernel-ip "$GW_IP/24" --netns "$R" \
-  2>"/tmp/$R.err" &
-pids+=($!)
-for _ in $(seq 100); do rx ip link show "$TAP" >/dev/null 2>&1 && break; sleep 0.1; done
-for loss in $LOSSES; do
-  set_loss "$loss"; k0=$(kretrans); l0=$(wc -l <"/tmp/$R.err")
+RUNS=/tmp/$R.runs  # role loss round seconds ok, for the summary
+: >"$RUNS"
+mbps() { python3 -c "print(f'{$1*8/max($2,1e-9)/1e6:.0f}')"; }
+run_kernel() {  # $1 loss $2 round: kernel client in K -> kernel echo server in S
+  local k0 out res got secs; set_loss "$1"; k0=$(($(kretrans) + $(sretrans)))
+  if out=$(timeout $((LIMIT + 30)) ip netns exec "$K" python3 -c "$ECHO_CLIENT" "$REF_IP" "$SIZE" "$LIMIT"); then :; else fail=1; fi
+  read -r res got secs <<<"${out:-timeout 0 0}"
+  echo "| $2 | kernel (reference) | $1 | $res | $got | $secs | $(mbps "$got" "$secs") | – | $(($(kretrans) + $(sretrans) - k0)) | $(drops) |"
+  echo "kernel $1 $2 $secs $([[ $res == match ]] && echo 1 || echo 0)" >>"$RUNS"
+}
+run_server() {  # weft stack echo on the TAP <- kernel client in K
+  local k0 out res got secs w p; set_loss 0
+  "$WEFT" stack echo --tap "$TAP" --ip "$STACK_IP/24" --gateway "$GW_IP" --kernel-ip "$GW_IP/24" --netns "$R" \
+    $WEFT_ARGS 2>"/tmp/$R.err" &
+  p=$!; pids+=("$p")
+  for _ in $(seq 100); do rx ip link show "$TAP" 2>/dev/null | grep -q UP && break; sleep 0.1; done
+  set_loss "$1"; k0=$(kretrans)
   if out=$(timeout $((LIMIT + 30)) ip netns exec "$K" python3 -c "$ECHO_CLIENT" "$STACK_IP" "$SIZE" "$LIMIT"); then :; else fail=1; fi
   read -r res got secs <<<"${out:-timeout 0 0}"
   sleep 0.3
-  w=$(tail -n +"$((l0 + 1))" "/tmp/$R.err" | grep -o '[0-9]* retransmits ([0-9]* timeouts)' | head -1 | sed 's/ retransmits / /; s/ timeouts//')
-  echo "| server | $loss | $res | $got | $secs | $(python3 -c "print(f'{$got*8/max($secs,1e-9)/1e6:.0f}')") | ${w:-?} | $(($(kretrans) - k0)) | $(drops) |"
-done
-kill "${pids[0]}" 2>/dev/null || true; wait "${pids[0]}" 2>/dev/null || true; pids=()
-set_loss 0
-nsx python3 -c "$ECHO_SERVER" &
-pids+=($!)
-for _ in $(seq 50); do nsx ss -ltn 2>/dev/null | grep -q ':7 ' && break; sleep 0.1; done
-for loss in $LOSSES; do
-  set_loss "$loss"; k0=$(kretrans)
+  [[ -n ${STACK_JSON:-} ]] && cat "/tmp/$R.err" >>"$STACK_JSON"
+  w=$(grep -o '[0-9]* retransmits ([0-9]* timeouts)' "/tmp/$R.err" | head -1 | sed 's/ retransmits / /; s/ timeouts//')
+  echo "| $2 | server | $1 | $res | $got | $secs | $(mbps "$got" "$secs") | ${w:-?} | $(($(kretrans) - k0)) | $(drops) |"
+  echo "server $1 $2 $secs $([[ $res == match ]] && echo 1 || echo 0)" >>"$RUNS"
+  kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true
+  for _ in $(seq 50); do rx ip link show "$TAP" >/dev/null 2>&1 || break; sleep 0.1; done
+}
+run_client() {  # weft stack connect --echo-check -> kernel echo server in K
+  local k0 out; set_loss "$1"; k0=$(kretrans)
   out=$(timeout $((LIMIT + 30)) "$WEFT" stack connect "$KERN_IP" --echo-check "$SIZE" --tap "$TAP" \
-        --ip "$STACK_IP/24" --gateway "$GW_IP" --kernel-ip "$GW_IP/24" --netns "$R" -t "$LIMIT" 2>/dev/null) || fail=1
-  python3 - "${out:-{\}}" "$loss" "$(($(kretrans) - k0))" "$(drops)" <<'PY'
+        --ip "$STACK_IP/24" --gateway "$GW_IP" --kernel-ip "$GW_IP/24" --netns "$R" -t "$LIMIT" $WEFT_ARGS 2>/dev/null) || fail=1
+  [[ -n ${STACK_JSON:-} ]] && echo "$out" >>"$STACK_JSON"
+  python3 - "${out:-{\}}" "$1" "$(($(kretrans) - k0))" "$(drops)" "$2" "$RUNS" <<'PY'
 import json, sys
 j = json.loads(sys.argv[1]) if sys.argv[1] != "{}" else {}
 secs = j.get("seconds", 0) or 1e-9
-print("| client | %s | %s | %s | %.2f | %.0f | %s (%s) | %s | %s |" % (sys.argv[2],
-      "match" if j.get("match") else "MISMATCH/timeout", j.get("echoed", 0), secs,
+ok = bool(j.get("match"))
+print("| %s | client | %s | %s | %s | %.2f | %.0f | %s (%s) | %s | %s |" % (sys.argv[5], sys.argv[2],
+      "match" if ok else "MISMATCH/timeout", j.get("echoed", 0), secs,
       j.get("echoed", 0) * 8 / secs / 1e6, j.get("retransmits", "?"), j.get("timeouts", "?"), sys.argv[3], sys.argv[4]))
+open(sys.argv[6], "a").write("client %s %s %.3f %d\n" % (sys.argv[2], sys.argv[5], secs, ok))
 PY
+}
+# Every server stays up for the whole run: the kernel reference's in S, the kernel echo server
+# for weft's client in K; weft's own echo server is started per run (it shares the TAP with the
+# client).
+ip netns exec "$S" python3 -c "$ECHO_SERVER" &
+pids+=($!)
+nsx python3 -c "$ECHO_SERVER" &
+pids+=($!)
+for _ in $(seq 50); do
+  ip netns exec "$S" ss -ltn 2>/dev/null | grep -q ':7 ' && nsx ss -ltn 2>/dev/null | grep -q ':7 ' && break
+  sleep 0.1
 done
+# Interleaved: each round runs every loss rate, each the kernel reference then weft as server
+# then as client, so a ratio compares runs minutes apart under the same load.
+for round in $(seq "$ROUNDS"); do
+  for loss in $LOSSES; do
+    [[ ${KERNEL_REF:-1} == 1 ]] && run_kernel "$loss" "$round"
+    run_server "$loss" "$round"
+    run_client "$loss" "$round"
+  done
+done
+set_loss 0
+echo
+echo "Summary: median seconds over rounds; ratio = kernel seconds / weft seconds in the same round"
+echo "(throughput relative to the kernel), median over rounds. Failed runs are left out."
+python3 - "$RUNS" <<'PY'
+import sys, statistics as st
+rows = [l.split() for l in open(sys.argv[1])]
+t = {}
+for role, loss, rnd, secs, ok in rows:
+    if ok == "1": t[(role, loss, rnd)] = float(secs)
+losses = sorted({r[1] for r in rows}, key=float)
+rounds = sorted({r[2] for r in rows}, key=int)
+print("| weft as | loss % | runs ok | median s | kernel median s | throughput / kernel (median of rounds) | min | max |")
+print("|---|---|---|---|---|---|---|---|")
+for role in ("server", "client"):
+    for loss in losses:
+        ws = [t[(role, loss, r)] for r in rounds if (role, loss, r) in t]
+        ks = [t[("kernel", loss, r)] for r in rounds if ("kernel", loss, r) in t]
+        ratios = [t[("kernel", loss, r)] / t[(role, loss, r)] for r in rounds
+                  if (role, loss, r) in t and ("kernel", loss, r) in t]
+        f = lambda xs: "%.2f" % st.median(xs) if xs else "–"
+        print("| %s | %s | %d/%d | %s | %s | %s | %s | %s |" % (role, loss, len(ws), len(rounds), f(ws), f(ks),
+              f(ratios), "%.2f" % min(ratios) if ratios else "–", "%.2f" % max(ratios) if ratios else "–"))
+PY
 exit $fail

@@ -43,6 +43,9 @@ struct Common {
   std::string netns;      // move the kernel end into this namespace first (optional)
   bool no_vnet_hdr = false;
   bool nagle = false;
+  uint32_t buffer = 256 * 1024;  // each connection's send and receive buffer
+  std::string cc = "cubic";
+  bool no_sack = false;
   double seconds = 0;  // 0: until a signal (echo, serve) or 10 s (connect)
 };
 
@@ -88,6 +91,9 @@ struct Session {
     if (!c.gateway.empty() && !parse_cidr(c.gateway, cfg.gateway, ignored))
       return fail("--gateway wants A.B.C.D, got '{}'", c.gateway);
     cfg.tcp.nagle = c.nagle;
+    cfg.tcp.send_buffer = cfg.tcp.recv_buffer = c.buffer;
+    cfg.tcp.congestion_control = c.cc == "reno" ? tcp::CcAlgorithm::reno : tcp::CcAlgorithm::cubic;
+    cfg.tcp.sack = !c.no_sack;
     auto d = TapDevice::open({c.tap, !c.no_vnet_hdr, 1500, {}});
     if (!d) return std::unexpected(d.error());
     dev = std::move(*d);
@@ -133,6 +139,13 @@ void add_common(CLI::App* sub, Common& c) {
   sub->add_option("--ip", c.ip, "the stack's address, A.B.C.D/P")->required();
   sub->add_option("--gateway", c.gateway, "next hop for addresses off the subnet");
   sub->add_option("--kernel-ip", c.kernel_ip, "address A.B.C.D/P to give the kernel end of the TAP");
+  sub->add_option("--buffer", c.buffer, "each connection's send and receive buffer, bytes")
+      ->capture_default_str()
+      ->check(CLI::Range(4096u, 1u << 30));
+  sub->add_option("--cc", c.cc, "congestion control: cubic or reno")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cubic", "reno"}));
+  sub->add_flag("--no-sack", c.no_sack, "do not offer SACK (RFC 2018)");
   sub->add_option("--netns", c.netns, "move the kernel end into this network namespace first");
   sub->add_flag("--no-vnet-hdr", c.no_vnet_hdr, "plain frames: the stack computes every checksum");
   sub->add_flag("--nagle", c.nagle, "turn Nagle's algorithm on (off by default, like TCP_NODELAY)");
@@ -227,9 +240,12 @@ int run_server(const Common& c, uint16_t port, bool echo) {
     }
     std::erase_if(conns, [&](const ServerConn& sc) {
       if (!sc.c->is_closed() && sc.c->state() != tcp::State::time_wait) return false;
-      fmt::print(stderr, "weft stack: connection from {}:{} done, {} bytes, {} retransmits ({} timeouts)\n",
-                 ip_str(sc.c->tuple().remote_ip), sc.c->tuple().remote_port, sc.bytes,
-                 sc.c->stats().retransmits, sc.c->stats().timeouts);
+      const auto& st = sc.c->stats();
+      fmt::print(stderr,
+                 "weft stack: connection from {}:{} done, {} bytes, {} retransmits ({} timeouts), {} fast "
+                 "recoveries, {} SACK retransmits, {} tail loss probes, {} out of order\n",
+                 ip_str(sc.c->tuple().remote_ip), sc.c->tuple().remote_port, sc.bytes, st.retransmits,
+                 st.timeouts, st.fast_retransmits, st.sack_retransmits, st.tail_loss_probes, st.out_of_order);
       tcpl.release(sc.c);
       return true;
     });
@@ -272,9 +288,12 @@ int run_echo_check(const Common& c, const std::string& server, uint16_t port, si
   const double secs = (s.clock.now_ns() - t0) / 1e9;
   fmt::print(
       "{{\"bytes\":{},\"echoed\":{},\"match\":{},\"seconds\":{:.3f},\"retransmits\":{},\"timeouts\":{},"
-      "\"fast_retransmits\":{},\"state\":\"{}\",\"reason\":\"{}\"}}\n",
+      "\"fast_retransmits\":{},\"sack_retransmits\":{},\"tail_loss_probes\":{},\"out_of_order\":{},"
+      "\"sack\":{},\"state\":\"{}\",\"reason\":\"{}\"}}\n",
       total, got, !bad && got == total, secs, conn.stats().retransmits, conn.stats().timeouts,
-      conn.stats().fast_retransmits, tcp::to_string(conn.state()), tcp::to_string(conn.close_reason()));
+      conn.stats().fast_retransmits, conn.stats().sack_retransmits, conn.stats().tail_loss_probes,
+      conn.stats().out_of_order, conn.sack_on(), tcp::to_string(conn.state()),
+      tcp::to_string(conn.close_reason()));
   return !bad && got == total ? 0 : 1;
 }
 

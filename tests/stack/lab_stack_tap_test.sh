@@ -7,54 +7,17 @@
 # in BOTH directions (silent to both senders: a drop in a sender's own output hook would be
 # reported to it); malformed frames injected from R (truncated, bad checksums, a SYN flood) do not
 # stop the stack answering. The full 100 MiB grid is bench/stack_interop.sh.
-# Cleans up (processes, namespaces) on any exit.
+# Cleans up (processes, namespaces) on any exit. The namespaces come from lab/stack_netns.sh,
+# which bench/stack_interop.sh shares.
 set -euo pipefail
 WEFT=${1:?usage: $0 path/to/weft}
 [[ $(id -u) == 0 ]] || { echo "SKIP: needs root"; exit 0; }
-R=wst-lab-r-$$ K=wst-lab-k-$$
-TAP=wstk$((RANDOM % 10000))
-VR=wstlr$((RANDOM % 1000)) VK=wstlk$((RANDOM % 1000))
-N1=10.$((90 + RANDOM % 60)).$((RANDOM % 250))   # stack <-> R over the TAP
-N2=10.$((150 + RANDOM % 60)).$((RANDOM % 250))  # R <-> K over the veth
-STACK_IP=$N1.2 GW_IP=$N1.1 KERN_IP=$N2.2
+. "$(dirname "$0")/../../lab/stack_netns.sh"
+stack_lab_init lab
 pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  # Whatever still runs inside the namespaces this test made (the kernel-side echo server).
-  for ns in "$K" "$R"; do
-    for p in $(ip netns pids "$ns" 2>/dev/null); do kill "$p" 2>/dev/null || true; done
-  done
-  wait 2>/dev/null || true
-  ip netns del "$K" 2>/dev/null || true
-  ip netns del "$R" 2>/dev/null || true
-}
-trap cleanup EXIT
-ip netns add "$R"
-ip netns add "$K"
-ip -n "$R" link set lo up
-ip -n "$K" link set lo up
-ip link add "$VR" netns "$R" type veth peer name "$VK" netns "$K"
-ip -n "$R" addr add "$N2.1/24" dev "$VR"
-ip -n "$R" link set "$VR" up
-ip -n "$K" addr add "$KERN_IP/24" dev "$VK"
-ip -n "$K" link set "$VK" up
-ip -n "$K" route add default via "$N2.1"
-ip netns exec "$R" sysctl -qw net.ipv4.ip_forward=1
-nsx() { ip netns exec "$K" "$@"; }
-rx() { ip netns exec "$R" "$@"; }
+trap 'stack_lab_pids=("${pids[@]}"); stack_lab_cleanup' EXIT
 NS=$K
-
-set_loss() {  # percent, each direction, in R's forward chain
-  rx nft delete table inet wstloss 2>/dev/null || true
-  [[ $1 == 0 ]] && return 0
-  rx nft add table inet wstloss
-  rx nft add chain inet wstloss passing '{ type filter hook forward priority 0; policy accept; }'
-  # numgen gives 0..999: drop below 10 * percent (0.1% -> 1 in 1000).
-  local per_mille
-  per_mille=$(python3 -c "print(round($1 * 10))")
-  rx nft add rule inet wstloss passing ip saddr "$STACK_IP" numgen random mod 1000 '<' "$per_mille" counter drop
-  rx nft add rule inet wstloss passing ip daddr "$STACK_IP" numgen random mod 1000 '<' "$per_mille" counter drop
-}
+set_loss() { stack_lab_set_loss "$1" "$STACK_IP"; }  # percent, each direction, in R's forward chain
 
 wait_tap() {
   for _ in $(seq 100); do rx ip link show "$TAP" >/dev/null 2>&1 && return 0; sleep 0.1; done
@@ -75,18 +38,7 @@ ok = bytes(got) == data
 print("sha256 %s %s, %d of %d bytes back" % (hashlib.sha256(data).hexdigest()[:16], "match" if ok else "MISMATCH", len(got), n))
 sys.exit(0 if ok else 1)
 '
-ECHO_SERVER='
-import socket, threading
-ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); ls.bind(("0.0.0.0", 7)); ls.listen(16)
-def serve(c):
-    while True:
-        b = c.recv(1 << 16)
-        if not b: break
-        c.sendall(b)
-    c.close()
-while True:
-    c, _ = ls.accept(); threading.Thread(target=serve, args=(c,), daemon=True).start()
-'
+ECHO_SERVER=$STACK_LAB_ECHO_SERVER
 bytes_for() { case $1 in 0|0.1|1) echo 2097152 ;; *) echo 524288 ;; esac; }
 fail=0
 

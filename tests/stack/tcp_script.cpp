@@ -182,10 +182,11 @@ class Runner {
                  ? ""
                  : fmt::format("close reason is {}", tcp::to_string(conn_->close_reason()));
     }
-    if (ev == "cwnd" || ev == "ssthresh" || ev == "rto_ms") {
+    if (ev == "cwnd" || ev == "ssthresh" || ev == "rto_ms" || ev == "pipe") {
       ls >> n;
       const long v = ev == "cwnd"       ? conn_->cwnd()
                      : ev == "ssthresh" ? conn_->ssthresh()
+                     : ev == "pipe"     ? conn_->pipe()
                                         : static_cast<long>(conn_->rto().rto_ns() / 1'000'000);
       return v == n ? "" : fmt::format("{} is {}", ev, v);
     }
@@ -201,6 +202,8 @@ class Runner {
                      : word == "window_probes"     ? static_cast<long>(s.window_probes)
                      : word == "tail_loss_probes"  ? static_cast<long>(s.tail_loss_probes)
                      : word == "out_of_order"      ? static_cast<long>(s.out_of_order)
+                     : word == "sack_retransmits"  ? static_cast<long>(s.sack_retransmits)
+                     : word == "sacked_bytes"      ? static_cast<long>(s.sacked_bytes)
                                                    : -1;
       return v == n ? "" : fmt::format("stat {} is {}", word, v);
     }
@@ -214,6 +217,12 @@ class Runner {
       const auto eq = kv.find('=');
       if (eq == std::string::npos) return "config wants KEY=VALUE";
       const std::string k = kv.substr(0, eq);
+      if (k == "cc") {
+        const std::string a = kv.substr(eq + 1);
+        if (a != "reno" && a != "cubic") return "cc is reno or cubic";
+        cfg_.congestion_control = a == "cubic" ? tcp::CcAlgorithm::cubic : tcp::CcAlgorithm::reno;
+        continue;
+      }
       const long long v = std::stoll(kv.substr(eq + 1), nullptr, 0);
       if (k == "mss")
         cfg_.mss = static_cast<uint16_t>(v);
@@ -229,6 +238,8 @@ class Runner {
         cfg_.delayed_ack = v != 0;
       else if (k == "nagle")
         cfg_.nagle = v != 0;
+      else if (k == "sack")
+        cfg_.sack = v != 0;
       else if (k == "tlp")
         cfg_.tail_loss_probe = v != 0;
       else if (k == "iw")
@@ -338,8 +349,9 @@ class Runner {
             while (is >> blk && o.sack_count < wire::kMaxSackBlocks) {
               unsigned long l = 0, r = 0;
               std::sscanf(blk.c_str(), "%lu:%lu", &l, &r);
-              o.sack[o.sack_count++] = {static_cast<uint32_t>(l) + peer_iss_,
-                                        static_cast<uint32_t>(r) + peer_iss_};
+              // Blocks acknowledge the other side's data: ours (outbound) or the stack's.
+              const uint32_t base = outbound ? peer_iss_ : iss_;
+              o.sack[o.sack_count++] = {static_cast<uint32_t>(l) + base, static_cast<uint32_t>(r) + base};
             }
           } else if (k != "nop" && !k.empty()) {
             return "unknown option " + k;
@@ -417,6 +429,8 @@ class Runner {
   tcp::Config cfg_ = [] {
     tcp::Config c;
     c.tail_loss_probe = false;  // see tcp_script.hpp: scripts turn it on with `config tlp=1`
+    c.sack = false;             // and `config sack=1`
+    c.congestion_control = tcp::CcAlgorithm::reno;  // and `config cc=cubic`
     return c;
   }();
   VirtualClock clock_;

@@ -7,13 +7,15 @@
 //   < FLAGS START:END(LEN) [ack N] [win W] [<OPTIONS>]   a segment from the peer
 //   > FLAGS START:END(LEN) [ack N] [win W] [<OPTIONS>]   the segment the stack must send now
 //   connect | close | abort | send N | recv N | nagle on|off
-//   state NAME | reason NAME | cwnd N | ssthresh N | rto_ms N | stat NAME N
+//   state NAME | reason NAME | cwnd N | ssthresh N | pipe N | rto_ms N | stat NAME N
 //   config KEY=VALUE...   (before the connection exists: mss, rcvbuf, sndbuf, ws, ts, delack,
 //                          nagle, iss, peer_iss, keepalive, keepalive_idle_ms, tlp, ... )
-//   Tail loss probes (tlp) are off unless a script turns them on: the RFC scenarios written
-//   before them check the RTO alone, as packetdrill scripts pin the sysctls they rely on.
+//   Tail loss probes (tlp) and SACK (sack) are off and congestion control is Reno (cc=reno|cubic)
+//   unless a script says otherwise: the RFC scenarios written before them check the RTO and
+//   NewReno alone, as packetdrill scripts pin the sysctls they rely on.
 // FLAGS as tcpdump: S F R P and '.' for ACK. Sequence numbers are relative to the sender's ISN
-// and ACK numbers to the receiver's, as in packetdrill; SACK blocks are relative to the peer's ISN.
+// and ACK numbers to the receiver's, as in packetdrill; SACK blocks are relative to the ISN of
+// the side whose data they acknowledge (the stack's in `<` lines, the peer's in `>` lines).
 // OPTIONS: mss N, wscale N, sackOK, TS val V ecr E (V may be *), sack L:R ..., nop (ignored:
 // the stack's layout is canonical). An expect line without `win` or OPTIONS does not check them.
 // Payload bytes are a pattern of the stream offset in each direction, so `recv` and every

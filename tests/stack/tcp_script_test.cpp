@@ -12,15 +12,25 @@ using weft::stack::test::run_tcp_script;
 
 namespace {
 
+// Active and passive opens without window scaling or timestamps plus `config` (KEY=VALUE ...);
+// RTT 100 ms, so RTO = 100 + 4 * 50 = 300 ms. Scenarios append their lines.
+std::string active(const std::string& config = "") {
+  return "0     config ts=0 ws=0 " + config +
+         "\n0     connect\n"
+         "0     > S 0:0(0) win 65535 <mss 1460>\n"
+         "0.1   < S. 0:0(0) ack 1 win 65535 <mss 1460>\n"
+         "0.1   > . 1:1(0) ack 1\n";
+}
+
+std::string passive(const std::string& config = "") {
+  return "0     config ts=0 ws=0 " + config +
+         "\n0     < S 0:0(0) win 65535 <mss 1460>\n"
+         "0     > S. 0:0(0) ack 1 <mss 1460>\n"
+         "0.1   < . 1:1(0) ack 1\n";
+}
+
 // Active open without window scaling or timestamps; RTT 100 ms, so RTO = 100 + 4 * 50 = 300 ms.
-const std::string kActive = R"(
-0     config ts=0 ws=0
-0     connect
-0     > S 0:0(0) win 65535 <mss 1460>
-0.1   < S. 0:0(0) ack 1 win 65535 <mss 1460>
-0.1   > . 1:1(0) ack 1
-0.1   state ESTABLISHED
-)";
+const std::string kActive = active() + "0.1   state ESTABLISHED\n";
 
 // Passive open, the same options.
 const std::string kPassive = R"(
@@ -29,6 +39,46 @@ const std::string kPassive = R"(
 0     > S. 0:0(0) ack 1 win 65535 <mss 1460>
 0.1   < . 1:1(0) ack 1 win 65535
 0.1   state ESTABLISHED
+)";
+
+// The same two with SACK offered by both sides (RFC 2018).
+const std::string kSackActive = R"(
+0     config ts=0 ws=0 sack=1
+0     connect
+0     > S 0:0(0) win 65535 <mss 1460,sackOK>
+0.1   < S. 0:0(0) ack 1 win 65535 <mss 1460,sackOK>
+0.1   > . 1:1(0) ack 1
+0.1   state ESTABLISHED
+)";
+
+const std::string kSackPassive = R"(
+0     config ts=0 ws=0 sack=1
+0     < S 0:0(0) win 65535 <mss 1460,sackOK>
+0     > S. 0:0(0) ack 1 win 65535 <mss 1460,sackOK>
+0.1   < . 1:1(0) ack 1 win 65535
+0.1   state ESTABLISHED
+)";
+
+// Expect lines for `count` full 1460-byte segments from segment `first` (0-based) at time `t`;
+// the one that ends the queued data at relative sequence `end` carries PSH.
+std::string segments_out(const std::string& t, uint32_t first, uint32_t count, uint32_t end) {
+  std::string out;
+  for (uint32_t i = first; i < first + count; ++i) {
+    const uint32_t l = 1 + i * 1460, r = l + 1460;
+    out +=
+        t + (r == end ? " > P. " : " > . ") + std::to_string(l) + ":" + std::to_string(r) + "(1460) ack 1\n";
+  }
+  return out;
+}
+
+// Ten segments out with SACK on; then segments 1 and 3 lost: three ACKs SACK 2, 4 and 5 and the
+// first hole is resent (RFC 6675 5 step 4).
+const std::string kSackFlight = kSackActive + "0.2   send 14600\n" + segments_out("0.2", 0, 10, 14601);
+const std::string kSackTwoHoles = kSackFlight + R"(
+0.3   < . 1:1(0) ack 1 <sack 1461:2921>
+0.3   < . 1:1(0) ack 1 <sack 4381:5841 1461:2921>
+0.3   < . 1:1(0) ack 1 <sack 4381:7301 1461:2921>
+0.3   > . 1:1461(1460) ack 1
 )";
 
 struct Scenario {
@@ -151,12 +201,7 @@ std::vector<Scenario> scenarios() {
 0.2   > P. 1:11(10) ack 1
 )"},
       // --- Closing (RFC 9293 3.6) ---
-      {"ActiveCloseThroughTimeWait", R"(
-0     config ts=0 ws=0 msl_ms=1000
-0     connect
-0     > S 0:0(0) <mss 1460>
-0.1   < S. 0:0(0) ack 1 win 65535 <mss 1460>
-0.1   > . 1:1(0) ack 1
+      {"ActiveCloseThroughTimeWait", active("msl_ms=1000") + R"(
 0.2   close
 0.2   > F. 1:1(0) ack 1
 0.2   state FIN-WAIT-1
@@ -196,12 +241,7 @@ std::vector<Scenario> scenarios() {
 0.3   > . 2:2(0) ack 2
 0.3   state TIME-WAIT
 )"},
-      {"TimeWaitAcksARetransmittedFinAndRestarts", R"(
-0     config ts=0 ws=0 msl_ms=1000
-0     connect
-0     > S 0:0(0) <mss 1460>
-0.1   < S. 0:0(0) ack 1 win 65535 <mss 1460>
-0.1   > . 1:1(0) ack 1
+      {"TimeWaitAcksARetransmittedFinAndRestarts", active("msl_ms=1000") + R"(
 0.2   close
 0.2   > F. 1:1(0) ack 1
 0.3   < F. 1:1(0) ack 2
@@ -288,11 +328,7 @@ std::vector<Scenario> scenarios() {
 0.2   > . 1:1(0) ack 2921
 0.2   recv 2920
 )"},
-      {"NoDelayedAckWhenSwitchedOff", R"(
-0     config ts=0 ws=0 delack=0
-0     < S 0:0(0) win 65535 <mss 1460>
-0     > S. 0:0(0) ack 1 <mss 1460>
-0.1   < . 1:1(0) ack 1
+      {"NoDelayedAckWhenSwitchedOff", passive("delack=0") + R"(
 0.2   < P. 1:101(100) ack 1
 0.2   > . 1:1(0) ack 101
 )"},
@@ -332,12 +368,7 @@ std::vector<Scenario> scenarios() {
 0.5   recv 4096
 0.5   > . 1:1(0) ack 4097 win 4096
 )"},
-      {"SequenceNumbersWrap", R"(
-0     config ts=0 ws=0 iss=0xfffffc00 peer_iss=0xfffffe00 nagle=0
-0     connect
-0     > S 0:0(0) <mss 1460>
-0.1   < S. 0:0(0) ack 1 win 65535 <mss 1460>
-0.1   > . 1:1(0) ack 1
+      {"SequenceNumbersWrap", active("iss=0xfffffc00 peer_iss=0xfffffe00 nagle=0") + R"(
 0.2   send 2000
 0.2   > . 1:1461(1460) ack 1
 0.2   > P. 1461:2001(540) ack 1
@@ -397,16 +428,7 @@ std::vector<Scenario> scenarios() {
 )"},
       {"InitialWindowIsTenSegmentsThenSlowStart", kActive + R"(
 0.2   send 20000
-0.2   > . 1:1461(1460) ack 1
-0.2   > . 1461:2921(1460) ack 1
-0.2   > . 2921:4381(1460) ack 1
-0.2   > . 4381:5841(1460) ack 1
-0.2   > . 5841:7301(1460) ack 1
-0.2   > . 7301:8761(1460) ack 1
-0.2   > . 8761:10221(1460) ack 1
-0.2   > . 10221:11681(1460) ack 1
-0.2   > . 11681:13141(1460) ack 1
-0.2   > . 13141:14601(1460) ack 1
+)" + segments_out("0.2", 0, 10, 0) + R"(
 0.2   cwnd 14600
 0.3   < . 1:1(0) ack 2921
 0.3   > . 14601:16061(1460) ack 1
@@ -430,12 +452,7 @@ std::vector<Scenario> scenarios() {
 1.4   < . 1:1(0) ack 1101
 1.4   rto_ms 250
 )"},
-      {"RetransmissionsGiveUp", R"(
-0     config ts=0 ws=0 max_retransmits=2
-0     connect
-0     > S 0:0(0) <mss 1460>
-0.1   < S. 0:0(0) ack 1 win 65535 <mss 1460>
-0.1   > . 1:1(0) ack 1
+      {"RetransmissionsGiveUp", active("max_retransmits=2") + R"(
 0.2   send 10
 0.2   > P. 1:11(10) ack 1
 0.5   > P. 1:11(10) ack 1
@@ -455,11 +472,7 @@ std::vector<Scenario> scenarios() {
       // --- Fast retransmit and NewReno (RFC 5681 3.2, RFC 6582) ---
       {"FastRetransmitOnThirdDupAckAndNewRenoRecovery", kActive + R"(
 0.2   send 7300
-0.2   > . 1:1461(1460) ack 1
-0.2   > . 1461:2921(1460) ack 1
-0.2   > . 2921:4381(1460) ack 1
-0.2   > . 4381:5841(1460) ack 1
-0.2   > P. 5841:7301(1460) ack 1
+)" + segments_out("0.2", 0, 5, 7301) + R"(
 0.3   < . 1:1(0) ack 1461
 0.3   < . 1:1(0) ack 1461
 0.3   < . 1:1(0) ack 1461
@@ -476,13 +489,7 @@ std::vector<Scenario> scenarios() {
 )"},
       {"TwoDupAcksDoNotRetransmitWithFourOrMoreOut", kActive + R"(
 0.2   send 10220
-0.2   > . 1:1461(1460) ack 1
-0.2   > . 1461:2921(1460) ack 1
-0.2   > . 2921:4381(1460) ack 1
-0.2   > . 4381:5841(1460) ack 1
-0.2   > . 5841:7301(1460) ack 1
-0.2   > . 7301:8761(1460) ack 1
-0.2   > P. 8761:10221(1460) ack 1
+)" + segments_out("0.2", 0, 7, 10221) + R"(
 0.3   < . 1:1(0) ack 1461
 0.3   < . 1:1(0) ack 1461
 0.3   < . 1:1(0) ack 1461
@@ -490,16 +497,9 @@ std::vector<Scenario> scenarios() {
 )"},
       // RFC 3042: the first and second dup ACK each send one new segment past cwnd (iw 3 here,
       // 4 after the first ACK); the third retransmits, with ssthresh from the flight before them.
-      {"LimitedTransmitSendsANewSegmentOnEachOfTwoDupAcks", R"(
-0     config ts=0 ws=0 iw=3
-0     connect
-0     > S 0:0(0) win 65535 <mss 1460>
-0.1   < S. 0:0(0) ack 1 win 65535 <mss 1460>
-0.1   > . 1:1(0) ack 1
+      {"LimitedTransmitSendsANewSegmentOnEachOfTwoDupAcks", active("iw=3") + R"(
 0.2   send 10220
-0.2   > . 1:1461(1460) ack 1
-0.2   > . 1461:2921(1460) ack 1
-0.2   > . 2921:4381(1460) ack 1
+)" + segments_out("0.2", 0, 3, 0) + R"(
 0.3   < . 1:1(0) ack 1461
 0.3   > . 4381:5841(1460) ack 1
 0.3   > . 5841:7301(1460) ack 1
@@ -519,9 +519,7 @@ std::vector<Scenario> scenarios() {
       // RFC 5827: two segments out, nothing more to send: one dup ACK is all the peer can give.
       {"EarlyRetransmitWithTwoSegmentsOut", kActive + R"(
 0.2   send 4380
-0.2   > . 1:1461(1460) ack 1
-0.2   > . 1461:2921(1460) ack 1
-0.2   > P. 2921:4381(1460) ack 1
+)" + segments_out("0.2", 0, 3, 4381) + R"(
 0.3   < . 1:1(0) ack 1461
 0.3   < . 1:1(0) ack 1461
 0.3   > . 1461:2921(1460) ack 1
@@ -534,9 +532,7 @@ std::vector<Scenario> scenarios() {
       // RFC 5827 with three segments out: the threshold is two dup ACKs.
       {"EarlyRetransmitWithThreeSegmentsOutWaitsForTwoDupAcks", kActive + R"(
 0.2   send 4380
-0.2   > . 1:1461(1460) ack 1
-0.2   > . 1461:2921(1460) ack 1
-0.2   > P. 2921:4381(1460) ack 1
+)" + segments_out("0.2", 0, 3, 4381) + R"(
 0.3   < . 1:1(0) ack 1
 0.3   stat fast_retransmits 0
 0.3   < . 1:1(0) ack 1
@@ -545,16 +541,9 @@ std::vector<Scenario> scenarios() {
 )"},
       // RFC 8985 7: two segments of three lost at the tail; no dup ACK comes, so at 2 SRTT the
       // last segment is resent, its dup ACK lets early retransmit repair the hole: no RTO.
-      {"TailLossProbeResendsTheLastSegmentAndEarlyRetransmitRepairs", R"(
-0     config ts=0 ws=0 tlp=1
-0     connect
-0     > S 0:0(0) win 65535 <mss 1460>
-0.1   < S. 0:0(0) ack 1 win 65535 <mss 1460>
-0.1   > . 1:1(0) ack 1
+      {"TailLossProbeResendsTheLastSegmentAndEarlyRetransmitRepairs", active("tlp=1") + R"(
 0.2   send 4380
-0.2   > . 1:1461(1460) ack 1
-0.2   > . 1461:2921(1460) ack 1
-0.2   > P. 2921:4381(1460) ack 1
+)" + segments_out("0.2", 0, 3, 4381) + R"(
 0.3   < . 1:1(0) ack 1461
 0.5   > P. 2921:4381(1460) ack 1
 0.5   stat tail_loss_probes 1
@@ -565,16 +554,9 @@ std::vector<Scenario> scenarios() {
 0.7   stat timeouts 0
 )"},
       // Every segment arrived but the ACKs were lost: the probe draws an ACK for all of it.
-      {"TailLossProbeRecoversFromLostAcks", R"(
-0     config ts=0 ws=0 tlp=1
-0     connect
-0     > S 0:0(0) win 65535 <mss 1460>
-0.1   < S. 0:0(0) ack 1 win 65535 <mss 1460>
-0.1   > . 1:1(0) ack 1
+      {"TailLossProbeRecoversFromLostAcks", active("tlp=1") + R"(
 0.2   send 4380
-0.2   > . 1:1461(1460) ack 1
-0.2   > . 1461:2921(1460) ack 1
-0.2   > P. 2921:4381(1460) ack 1
+)" + segments_out("0.2", 0, 3, 4381) + R"(
 0.4   > P. 2921:4381(1460) ack 1
 0.5   < . 1:1(0) ack 4381
 0.5   stat tail_loss_probes 1
@@ -583,23 +565,163 @@ std::vector<Scenario> scenarios() {
 )"},
       // One segment out: the probe would wait for the peer's delayed ACK (1.5 SRTT + 200 ms),
       // later than the RTO (300 ms), so the RTO handles it and no probe is sent.
-      {"NoTailLossProbeWhenTheRtoComesFirst", R"(
-0     config ts=0 ws=0 tlp=1
-0     connect
-0     > S 0:0(0) win 65535 <mss 1460>
-0.1   < S. 0:0(0) ack 1 win 65535 <mss 1460>
-0.1   > . 1:1(0) ack 1
+      {"NoTailLossProbeWhenTheRtoComesFirst", active("tlp=1") + R"(
 0.2   send 100
 0.2   > P. 1:101(100) ack 1
 0.5   > P. 1:101(100) ack 1
 0.5   stat tail_loss_probes 0
 0.5   stat timeouts 1
 )"},
+      // --- SACK (RFC 2018) and SACK-based loss recovery (RFC 6675) ---
+      {"SackIsUsedOnlyWhenBothSidesOfferIt", R"(
+0     config ts=0 ws=0 sack=1
+0     connect
+0     > S 0:0(0) win 65535 <mss 1460,sackOK>
+0.1   < S. 0:0(0) ack 1 win 65535 <mss 1460>
+0.1   > . 1:1(0) ack 1
+0.2   send 2920
+0.2   > . 1:1461(1460) ack 1
+0.2   > P. 1461:2921(1460) ack 1
+0.3   < . 1:1(0) ack 1 <sack 1461:2921>
+0.3   > . 1:1461(1460) ack 1
+0.3   stat sacked_bytes 0
+0.3   stat early_retransmits 1
+)"},
+      {"PassiveOpenAnswersSackPermitted", kSackPassive},
+      {"PassiveOpenWithoutPeerSackSendsNoSackPermitted", R"(
+0     config ts=0 ws=0 sack=1
+0     < S 0:0(0) win 65535 <mss 1460>
+0     > S. 0:0(0) ack 1 win 65535 <mss 1460>
+0.1   < . 1:1(0) ack 1 win 65535
+0.2   < . 1461:2921(1460) ack 1
+0.2   > . 1:1(0) ack 1 <>
+)"},
+      // RFC 2018 4: the first block holds the segment that arrived last; holes filled shrink them.
+      {"SackBlocksReportOutOfOrderDataMostRecentFirst", kSackPassive + R"(
+0.2   < . 1461:2921(1460) ack 1
+0.2   > . 1:1(0) ack 1 <sack 1461:2921>
+0.2   < . 4381:5841(1460) ack 1
+0.2   > . 1:1(0) ack 1 <sack 4381:5841 1461:2921>
+0.2   < . 7301:8761(1460) ack 1
+0.2   > . 1:1(0) ack 1 <sack 7301:8761 4381:5841 1461:2921>
+0.2   < . 2921:4381(1460) ack 1
+0.2   > . 1:1(0) ack 1 <sack 1461:5841 7301:8761>
+0.2   < . 1:1461(1460) ack 1
+0.2   > . 1:1(0) ack 5841 <sack 7301:8761>
+0.2   < . 5841:7301(1460) ack 1
+0.2   > . 1:1(0) ack 8761 <>
+)"},
+      // A data segment with SACK blocks carries 12 bytes fewer per block (with the 4 bytes of
+      // NOP NOP kind length) so that the frame still fits the MSS.
+      {"SegmentsWithSackBlocksCarryLessData", kSackPassive + R"(
+0.2   < . 1461:2921(1460) ack 1
+0.2   > . 1:1(0) ack 1 <sack 1461:2921>
+0.3   nagle off
+0.3   send 2000
+0.3   > . 1:1449(1448) ack 1 <sack 1461:2921>
+0.3   > P. 1449:2001(552) ack 1 <sack 1461:2921>
+)"},
+      // RFC 6675 5: three SACKs start recovery; cwnd = ssthresh = FlightSize / 2 (the segments
+      // limited transmit sent left out); pipe gates what follows, and rule 2 sends new data once
+      // cwnd - pipe >= 1 SMSS. The full ACK ends it.
+      {"SackRecoveryPipeGatesNewData",
+       kSackActive + "0.2   send 29200\n" + segments_out("0.2", 0, 10, 29201) + R"(
+0.3   < . 1:1(0) ack 1 <sack 1461:2921>
+0.3   > . 14601:16061(1460) ack 1
+0.3   < . 1:1(0) ack 1 <sack 1461:4381>
+0.3   > . 16061:17521(1460) ack 1
+0.3   < . 1:1(0) ack 1 <sack 1461:5841>
+0.3   > . 1:1461(1460) ack 1
+0.3   stat fast_retransmits 1
+0.3   cwnd 7300
+0.3   ssthresh 7300
+0.3   pipe 13140
+0.4   < . 1:1(0) ack 1 <sack 1461:13141>
+0.4   > . 17521:18981(1460) ack 1
+0.4   pipe 7300
+0.45  < . 1:1(0) ack 17521
+0.45  > . 18981:20441(1460) ack 1
+0.45  cwnd 2920
+0.45  stat retransmits 1
+)"},
+      // RFC 6675 IsLost: more than 2 SMSS SACKed above a hole; rule 1 resends each lost hole
+      // once, in order, when pipe allows. A partial ACK then sends nothing already resent.
+      {"SackRecoveryResendsALaterHoleOnceItIsLost", kSackTwoHoles + R"(
+0.3   pipe 10220
+0.35  < . 1:1(0) ack 1 <sack 4381:8761 1461:2921>
+0.35  pipe 7300
+0.4   < . 1:1(0) ack 1 <sack 4381:10221 1461:2921>
+0.4   > . 2921:4381(1460) ack 1
+0.4   stat sack_retransmits 1
+0.4   pipe 7300
+0.45  < . 1:1(0) ack 2921 <sack 4381:10221>
+0.5   < . 1:1(0) ack 14601
+0.5   cwnd 2920
+0.5   stat retransmits 2
+)"},
+      // RFC 6675 5 step (2): one ACK SACKing more than 2 SMSS makes the first hole lost at once.
+      {"SackRecoveryStartsOnOneAckSackingThreeSegments", kSackFlight + R"(
+0.3   < . 1:1(0) ack 1 <sack 1461:5841>
+0.3   > . 1:1461(1460) ack 1
+0.3   stat fast_retransmits 1
+)"},
+      // A partial ACK with the next hole not yet lost by IsLost: resent at once (RFC 6582's
+      // inference), as it was sent before the retransmission that just arrived.
+      {"SackPartialAckResendsTheNextHole", kSackTwoHoles + R"(
+0.4   < . 1:1(0) ack 2921 <sack 4381:7301>
+0.4   > . 2921:4381(1460) ack 1
+)"},
+      // A peer that sends data too acknowledges on its data segments: with SACK those count as
+      // duplicates when they SACK new data (RFC 6675 2), so recovery does not wait for the RTO.
+      {"DataSegmentsSackingNewDataCountAsDupAcks", kSackFlight + R"(
+0.3   < . 1:101(100) ack 1 <sack 1461:2921>
+0.3   < . 101:201(100) ack 1 <sack 1461:4381>
+0.3   < . 201:301(100) ack 1 <sack 1461:5841>
+0.3   > . 1:1461(1460) ack 201
+0.3   stat fast_retransmits 1
+0.34  > . 14601:14601(0) ack 301
+)"},
+      // After a timeout go-back-N resends only what was not SACKed (RFC 6675 5.1 keeps the
+      // scoreboard through the first timeout).
+      {"GoBackNAfterATimeoutSkipsSackedData", kSackFlight + R"(
+0.3   < . 1:1(0) ack 1 <sack 1461:2921>
+0.3   < . 1:1(0) ack 1 <sack 4381:5841 1461:2921>
+0.5   > . 1:1461(1460) ack 1
+0.5   stat timeouts 1
+0.6   < . 1:1(0) ack 2921 <sack 4381:5841>
+0.6   > . 2921:4381(1460) ack 1
+0.7   < . 1:1(0) ack 5841
+0.7   > . 5841:7301(1460) ack 1
+0.7   > . 7301:8761(1460) ack 1
+0.7   > . 8761:10221(1460) ack 1
+)"},
+      // Blocks at or below the cumulative ACK (D-SACK, RFC 2883) or past what was sent are not
+      // taken into the scoreboard and are not duplicate ACKs.
+      {"SackBlocksOutsideTheUnackedDataAreIgnored", kSackActive + R"(
+0.2   send 2920
+0.2   > . 1:1461(1460) ack 1
+0.2   > P. 1461:2921(1460) ack 1
+0.3   < . 1:1(0) ack 1461 <sack 1:1461>
+0.3   < . 1:1(0) ack 1461 <sack 2921:4381>
+0.3   < . 1:1(0) ack 1461 <sack 5000:9000>
+0.3   stat sacked_bytes 0
+0.3   stat fast_retransmits 0
+)"},
+      // --- CUBIC (RFC 9438 4.6): the multiplicative decrease is 0.7 of the flight, not half ---
+      {"CubicFastRetransmitLeavesSevenTenths", "0 config cc=cubic\n" + kActive + R"(
+0.2   send 7300
+)" + segments_out("0.2", 0, 5, 7301) + R"(
+0.3   < . 1:1(0) ack 1461
+0.3   < . 1:1(0) ack 1461
+0.3   < . 1:1(0) ack 1461
+0.3   < . 1:1(0) ack 1461
+0.3   > . 1461:2921(1460) ack 1
+0.3   ssthresh 4088
+0.3   cwnd 8468
+)"},
       {"AWindowUpdateIsNotADupAck", kActive + R"(
 0.2   send 4380
-0.2   > . 1:1461(1460) ack 1
-0.2   > . 1461:2921(1460) ack 1
-0.2   > P. 2921:4381(1460) ack 1
+)" + segments_out("0.2", 0, 3, 4381) + R"(
 0.3   < . 1:1(0) ack 1461 win 65535
 0.3   < . 1:1(0) ack 1461 win 60000
 0.3   < . 1:1(0) ack 1461 win 50000
@@ -616,22 +738,16 @@ std::vector<Scenario> scenarios() {
 1.2   > P. 1:101(100) ack 1
 1.2   stat window_probes 2
 )"},
-      {"KeepaliveProbesThenTimesOut", R"(
-0     config ts=0 ws=0 keepalive=1 keepalive_idle_ms=1000 keepalive_intvl_ms=100 keepalive_probes=2
-0     < S 0:0(0) win 65535 <mss 1460>
-0     > S. 0:0(0) ack 1 <mss 1460>
-0.1   < . 1:1(0) ack 1
+      {"KeepaliveProbesThenTimesOut",
+       passive("keepalive=1 keepalive_idle_ms=1000 keepalive_intvl_ms=100 keepalive_probes=2") + R"(
 1.1   > . 0:0(0) ack 1
 1.2   > . 0:0(0) ack 1
 1.29  state ESTABLISHED
 1.3   state CLOSED
 1.3   reason timeout
 )"},
-      {"AnsweredKeepaliveKeepsTheConnection", R"(
-0     config ts=0 ws=0 keepalive=1 keepalive_idle_ms=1000 keepalive_intvl_ms=100 keepalive_probes=2
-0     < S 0:0(0) win 65535 <mss 1460>
-0     > S. 0:0(0) ack 1 <mss 1460>
-0.1   < . 1:1(0) ack 1
+      {"AnsweredKeepaliveKeepsTheConnection",
+       passive("keepalive=1 keepalive_idle_ms=1000 keepalive_intvl_ms=100 keepalive_probes=2") + R"(
 1.1   > . 0:0(0) ack 1
 1.15  < . 1:1(0) ack 1
 2.1   state ESTABLISHED

@@ -3,6 +3,7 @@
 // leave room (each says which).
 #include <cstdint>
 
+#include "stack/tcp/congestion.hpp"
 #include "stack/tcp/rto.hpp"
 
 namespace weft::stack::tcp {
@@ -16,6 +17,8 @@ struct Config {
   int64_t delayed_ack_ns = 40'000'000;  // Linux's minimum; RFC 5681 allows up to 500 ms
   bool window_scaling = true;           // RFC 7323
   bool timestamps = true;               // RFC 7323
+  CcAlgorithm congestion_control = CcAlgorithm::cubic;  // RFC 9438, Linux's default; or reno
+  bool sack = true;                     // RFC 2018 blocks and RFC 6675 loss recovery when both offer it
   uint32_t initial_cwnd_segments = 10;  // RFC 6928
   bool tail_loss_probe = true;          // RFC 8985 7 (TLP; without RACK): resend the tail at ~2 SRTT
   RtoEstimator::Config rto;

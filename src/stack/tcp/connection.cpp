@@ -67,6 +67,7 @@ Connection::Connection(const Config& cfg, const Clock& clock, SegmentSink& sink,
       snd_ring_(cfg.send_buffer),
       rcv_ring_(cfg.recv_buffer),
       ts_offset_(iss * 2654435761u),  // per-connection offset (RFC 7323 5.4), fixed by the ISS
+      cc_(cfg.congestion_control),
       recover_(iss),
       rto_(cfg.rto),
       rtx_deadline_(kNever),
@@ -116,6 +117,7 @@ void Connection::apply_syn_options(const wire::TcpOptions& o) {
     snd_wscale_ = 0;
     rcv_wscale_ = 0;
   }
+  sack_on_ = cfg_.sack && o.sack_permitted;
   peer_offered_ts_ = o.has_timestamps;
   ts_on_ = cfg_.timestamps && o.has_timestamps;
   if (ts_on_) {
@@ -139,6 +141,7 @@ void Connection::fill_options(wire::TcpHeader& h, bool syn) {
       h.options.ts_val = now_ts();
       h.options.ts_ecr = active ? 0 : ts_recent_;
     }
+    h.options.sack_permitted = active ? cfg_.sack : sack_on_;
     return;
   }
   if (ts_on_) {
@@ -146,6 +149,48 @@ void Connection::fill_options(wire::TcpHeader& h, bool syn) {
     h.options.ts_val = now_ts();
     h.options.ts_ecr = ts_recent_;
   }
+  if (sack_on_ && !ooo_.empty()) {
+    // RFC 2018 4: the first block holds the segment that arrived last; then the others, highest
+    // first (the sender has the lower ones from earlier ACKs, and holes near snd_una are filled
+    // first). As many as fit: 3 next to timestamps, 4 without.
+    const size_t max_blocks = ts_on_ ? 3 : 4;
+    const size_t first = ooo_.last_added();
+    h.options.sack[h.options.sack_count++] = {ooo_[first].left, ooo_[first].right};
+    for (size_t k = ooo_.count(); k-- > 0 && h.options.sack_count < max_blocks;)
+      if (k != first) h.options.sack[h.options.sack_count++] = {ooo_[k].left, ooo_[k].right};
+  }
+}
+
+void Connection::send_at_nxt(uint32_t len, bool fin, bool push) {
+  send_range(snd_nxt_, len, fin, push);
+  snd_nxt_ += len + (fin ? 1 : 0);
+  if (fin) fin_sent_ = true;
+  snd_max_ = seq_max(snd_max_, snd_nxt_);
+  if (rtx_deadline_ == kNever) arm_rtx();
+}
+
+uint32_t Connection::mss_now() const {
+  if (!sack_on_ || ooo_.empty()) return smss_;
+  const size_t blocks = std::min<size_t>(ooo_.count(), ts_on_ ? 3 : 4);
+  return smss_ - static_cast<uint32_t>(4 + 8 * blocks);  // NOP NOP kind len + 8 bytes a block
+}
+
+void Connection::send_range(uint32_t seq, uint32_t len, bool fin, bool push) {
+  const auto [p1, p2] = snd_ring_.peek(seq - snd_una_, len);
+  wire::TcpHeader h;
+  h.seq = seq;
+  h.flags = static_cast<uint8_t>(ack | (push ? psh : 0) | (fin ? wire::tcpflag::fin : 0));
+  h.window = window_field();
+  fill_options(h, false);
+  if (seq_lt(seq, snd_max_)) {
+    ++stats_.retransmits;
+    rtt_active_ = false;  // Karn
+  } else if (!rtt_active_ && len > 0) {
+    rtt_active_ = true;
+    rtt_seq_ = seq;
+    rtt_start_ns_ = clock_.now_ns();
+  }
+  emit(h, p1, p2);
 }
 
 void Connection::emit(wire::TcpHeader& h, wire::Bytes p1, wire::Bytes p2) {
@@ -202,7 +247,8 @@ void Connection::send_rst(uint32_t seq) {
 
 void Connection::arm_rtx() { rtx_deadline_ = clock_.now_ns() + rto_.rto_ns(); }
 
-// RFC 8985 7.2: a probe timeout of 2 SRTT (at least 10 ms, as Linux), plus the peer's worst
+// RFC 8985 7.2: a probe timeout of 2 SRTT (at least 2 ms: Linux adds TCP_TIMEOUT_MIN, 2 jiffies;
+// a 10 ms floor is tens of round trips on the interop grid's sub-ms path), plus the peer's worst
 // delayed ACK when one segment is out; none when the RTO would come first, in loss recovery, after
 // a timeout or while a probe is unanswered.
 void Connection::arm_tlp() {
@@ -213,7 +259,7 @@ void Connection::arm_tlp() {
     return;
   const uint32_t flight = snd_max_ - snd_una_;
   if (flight == 0 || snd_wnd_ == 0) return;
-  int64_t pto = std::max<int64_t>(2 * rto_.srtt_ns(), 10'000'000);
+  int64_t pto = std::max<int64_t>(2 * rto_.srtt_ns(), 2'000'000);
   if (flight <= smss_) pto = std::max<int64_t>(pto, rto_.srtt_ns() * 3 / 2 + 200'000'000);
   const int64_t at = clock_.now_ns() + pto;
   if (at < rtx_deadline_) tlp_deadline_ = at;
@@ -226,19 +272,12 @@ void Connection::on_tlp() {
   tlp_deadline_ = kNever;
   if (snd_max_ == snd_una_ || in_recovery_ || retries_ > 0 || !seq_ge(snd_nxt_, snd_max_)) return;
   const size_t data_out = fin_sent_ ? snd_ring_.size() : snd_max_ - snd_una_;
-  const size_t len = std::min<size_t>(data_out, smss_);
+  const size_t len = std::min<size_t>(data_out, mss_now());
   if (len == 0 && !fin_sent_) return;
-  const auto [p1, p2] = snd_ring_.peek(data_out - len, len);
-  wire::TcpHeader h;
-  h.seq = snd_una_ + static_cast<uint32_t>(data_out - len);
-  h.flags = static_cast<uint8_t>(ack | (len > 0 ? psh : 0) | (fin_sent_ ? wire::tcpflag::fin : 0));
-  h.window = window_field();
-  fill_options(h, false);
-  ++stats_.retransmits;
   ++stats_.tail_loss_probes;
-  rtt_active_ = false;  // Karn
   tlp_out_ = true;
-  emit(h, p1, p2);
+  send_range(snd_una_ + static_cast<uint32_t>(data_out - len), static_cast<uint32_t>(len), fin_sent_,
+             len > 0);
   arm_rtx();
 }
 
@@ -349,8 +388,30 @@ void Connection::output() {
                              state_ == State::fin_wait_1 || state_ == State::closing ||
                              state_ == State::last_ack;
   while (may_send_data) {
+    if (in_recovery_ && sack_on_) {  // RFC 6675: what goes out in recovery is NextSeg's choice
+      sent_any = sack_recovery_send();
+      break;
+    }
     const uint32_t end = data_end();
     if (fin_sent_ && seq_gt(snd_nxt_, end)) break;  // everything including the FIN is out
+    // Go-back-N after a timeout skips what the peer SACKed (the scoreboard outlives the first
+    // timeout; a second one clears it, RFC 2018 8, in case the receiver reneged).
+    size_t sack_cap = SIZE_MAX;
+    if (seq_lt(snd_nxt_, snd_max_) && !sacked_.empty()) {
+      bool skipped = false;
+      for (size_t k = 0; k < sacked_.count(); ++k) {
+        if (seq_gt(sacked_[k].left, snd_nxt_)) {
+          sack_cap = sacked_[k].left - snd_nxt_;
+          break;
+        }
+        if (seq_lt(snd_nxt_, sacked_[k].right)) {
+          snd_nxt_ = sacked_[k].right;
+          skipped = true;
+          break;
+        }
+      }
+      if (skipped) continue;
+    }
     const size_t off = snd_nxt_ - snd_una_;
     const size_t avail = snd_ring_.size() - off;
     const uint32_t inflight = snd_nxt_ - snd_una_;
@@ -361,36 +422,18 @@ void Connection::output() {
         !in_recovery_ && seq_ge(snd_nxt_, snd_max_) ? std::min<uint32_t>(dupacks_, 2) * smss_ : 0;
     const uint32_t wnd = std::min(snd_wnd_, cwnd_ + lt_allow);
     const uint32_t usable = wnd > inflight ? wnd - inflight : 0;
-    const size_t len = std::min<size_t>({avail, smss_, usable});
+    const uint32_t mss = mss_now();
+    const size_t len = std::min<size_t>({avail, mss, usable, sack_cap});
     const bool fin = fin_queued_ && len == avail;
     if (len == 0 && !fin) break;
-    if (len < smss_ && !fin) {
+    if (len < mss && !fin && len != sack_cap) {
       if (len < avail) {
         if (inflight > 0) break;  // window-limited: wait for the window to open (sender SWS)
       } else if (cfg_.nagle && inflight > 0) {
         break;  // Nagle: one small segment in flight at a time
       }
     }
-    const auto [p1, p2] = snd_ring_.peek(off, len);
-    wire::TcpHeader h;
-    h.seq = snd_nxt_;
-    h.flags =
-        static_cast<uint8_t>(ack | (len > 0 && len == avail ? psh : 0) | (fin ? wire::tcpflag::fin : 0));
-    h.window = window_field();
-    fill_options(h, false);
-    if (seq_lt(snd_nxt_, snd_max_)) {
-      ++stats_.retransmits;
-      rtt_active_ = false;  // Karn
-    } else if (!rtt_active_ && len > 0) {
-      rtt_active_ = true;
-      rtt_seq_ = snd_nxt_;
-      rtt_start_ns_ = clock_.now_ns();
-    }
-    emit(h, p1, p2);
-    snd_nxt_ += static_cast<uint32_t>(len) + (fin ? 1 : 0);
-    if (fin) fin_sent_ = true;
-    snd_max_ = seq_max(snd_max_, snd_nxt_);
-    if (rtx_deadline_ == kNever) arm_rtx();
+    send_at_nxt(static_cast<uint32_t>(len), fin, len > 0 && len == avail);
     sent_any = true;
   }
   // Zero window with data waiting and nothing in flight: probe until it opens.
@@ -404,18 +447,122 @@ void Connection::output() {
 }
 
 void Connection::retransmit_head() {
-  const size_t len = std::min<size_t>(snd_ring_.size(), smss_);
+  const size_t len = std::min<size_t>(snd_ring_.size(), mss_now());
   const bool fin = fin_sent_ && len == snd_ring_.size();
   if (len == 0 && !fin) return;
-  const auto [p1, p2] = snd_ring_.peek(0, len);
-  wire::TcpHeader h;
-  h.seq = snd_una_;
-  h.flags = static_cast<uint8_t>(ack | (fin ? wire::tcpflag::fin : 0));
-  h.window = window_field();
-  fill_options(h, false);
-  ++stats_.retransmits;
-  rtt_active_ = false;  // Karn
-  emit(h, p1, p2);
+  send_range(snd_una_, static_cast<uint32_t>(len), fin, false);
+  high_rxt_ = seq_max(high_rxt_, snd_una_ + static_cast<uint32_t>(len) + (fin ? 1 : 0));
+}
+
+uint32_t Connection::take_sack_blocks(const wire::TcpOptions& o, uint32_t ack_seq) {
+  if (!sack_on_ || o.sack_count == 0) return 0;
+  const uint32_t before = sacked_.bytes();
+  for (size_t i = 0; i < o.sack_count; ++i) {
+    const wire::SackBlock& b = o.sack[i];
+    // Blocks at or below the cumulative ACK (D-SACK, RFC 2883) or past what was sent are ignored.
+    if (!seq_lt(b.left, b.right) || seq_le(b.right, ack_seq) || seq_gt(b.right, snd_max_)) continue;
+    sacked_.add(seq_max(b.left, ack_seq), b.right);
+  }
+  const uint32_t after = sacked_.bytes();
+  const uint32_t added = seq_gt(after, before) ? after - before : 0;
+  stats_.sacked_bytes += added;
+  return added;
+}
+
+// RFC 6675 IsLost(): a byte is lost when DupThresh (3) separate SACKed ranges or more than
+// (DupThresh - 1) * SMSS SACKed bytes lie above it. That holds for every hole below some SACKed
+// range's left edge: returns that edge (snd_una_ when no hole is lost).
+uint32_t Connection::lost_below() const {
+  const size_t n = sacked_.count();
+  uint32_t above = 0;
+  for (size_t k = n; k-- > 0;) {
+    above += sacked_[k].right - sacked_[k].left;
+    if (above > 2 * smss_ || n - k >= 3) return sacked_[k].left;
+  }
+  return snd_una_;
+}
+
+// RFC 6675 SetPipe(): un-SACKed bytes not deemed lost, plus those retransmitted (below HighRxt).
+uint32_t Connection::pipe() const {
+  const uint32_t lost = lost_below();
+  uint32_t p = 0;
+  uint32_t l = snd_una_;
+  for (size_t k = 0; k <= sacked_.count(); ++k) {
+    const uint32_t r = k < sacked_.count() ? sacked_[k].left : snd_max_;
+    if (seq_lt(l, r)) {
+      if (seq_lt(lost, r)) p += r - seq_max(l, lost);
+      const uint32_t rx = seq_min(r, high_rxt_);
+      if (in_recovery_ && seq_lt(l, rx)) p += rx - l;
+    }
+    if (k < sacked_.count()) l = sacked_[k].right;
+  }
+  return p;
+}
+
+// RFC 6675 5 step (C): while cwnd - pipe >= 1 SMSS, send NextSeg(): rule 1, the first lost
+// un-SACKed byte past HighRxt; rule 2, new data the peer's window allows. Rules 3 and 4 (resending
+// holes not yet deemed lost, the rescue retransmission) are left to the TLP and the RTO.
+bool Connection::sack_recovery_send() {
+  bool sent = false;
+  // Bounded: each pass sends a segment that raises pipe by at least one byte, or stops.
+  for (uint32_t guard = 0; guard < 4096; ++guard) {
+    const uint32_t p = pipe();
+    if (cwnd_ <= p || cwnd_ - p < smss_) break;
+    const uint32_t mss = mss_now();
+    const uint32_t lost = lost_below();
+    const uint32_t from = seq_max(high_rxt_, snd_una_);
+    bool resent = false;
+    uint32_t l = snd_una_;
+    for (size_t k = 0; k <= sacked_.count() && !resent; ++k) {
+      const uint32_t r = k < sacked_.count() ? sacked_[k].left : snd_max_;
+      const uint32_t start = seq_max(l, from);
+      const uint32_t stop = seq_min(r, lost);
+      if (seq_lt(start, stop)) {  // rule 1
+        const uint32_t end = data_end();
+        const uint32_t data_stop = seq_min(stop, end);
+        const uint32_t len = seq_lt(start, data_stop) ? std::min(data_stop - start, mss) : 0;
+        const bool fin = fin_sent_ && start + len == end && seq_gt(stop, end);
+        if (len == 0 && !fin) break;
+        send_range(start, len, fin, false);
+        ++stats_.sack_retransmits;
+        high_rxt_ = start + len + (fin ? 1 : 0);
+        resent = true;
+      }
+      if (k < sacked_.count()) l = sacked_[k].right;
+    }
+    if (resent) {
+      sent = true;
+      continue;
+    }
+    // Rule 2: new data, as output() would send it (snd_nxt_ == snd_max_ in recovery).
+    if (seq_lt(snd_nxt_, snd_max_) || (fin_sent_ && seq_gt(snd_nxt_, data_end()))) break;
+    const size_t off = snd_nxt_ - snd_una_;
+    const size_t avail = snd_ring_.size() - off;
+    const uint32_t out = snd_nxt_ - snd_una_;
+    const size_t room = snd_wnd_ > out ? snd_wnd_ - out : 0;
+    const size_t len = std::min<size_t>({avail, mss, room});
+    const bool fin = fin_queued_ && len == avail;
+    if ((len == 0 && !fin) || (len < mss && len < avail)) break;
+    send_at_nxt(static_cast<uint32_t>(len), fin, len > 0 && len == avail);
+    sent = true;
+  }
+  return sent;
+}
+
+// Fast retransmit (RFC 5681 3.2, RFC 6582 3.2 step 2, RFC 6675 5 step 4). FlightSize leaves out
+// what limited transmit sent (RFC 5681 3.2 step 2).
+void Connection::enter_recovery() {
+  const uint32_t flight = (dupacks_ > 0 ? lt_base_ : snd_max_) - snd_una_;
+  ssthresh_ = cc_.on_congestion(flight, smss_);
+  recover_ = snd_max_;
+  in_recovery_ = true;
+  tlp_deadline_ = kNever;
+  ++stats_.fast_retransmits;
+  if (dupacks_ < 3) ++stats_.early_retransmits;
+  high_rxt_ = snd_una_;
+  retransmit_head();
+  // NewReno inflates by the segments that left the network; with SACK, pipe counts them.
+  cwnd_ = sack_on_ ? ssthresh_ : ssthresh_ + dupacks_ * smss_;
 }
 
 void Connection::input_syn_sent(const wire::TcpSegment& s) {
@@ -577,12 +724,20 @@ bool Connection::process_ack(const wire::TcpSegment& s) {
     snd_wl1_ = s.h.seq;
     snd_wl2_ = a;
   }
+  const uint32_t newly_sacked = take_sack_blocks(s.h.options, a);
   if (seq_gt(a, snd_una_)) {
     on_new_ack(a, a - snd_una_);
-  } else if (a == snd_una_ && s.payload.empty() && !(s.h.flags & (syn | wire::tcpflag::fin)) &&
-             !window_changed && snd_max_ != snd_una_) {
-    on_dup_ack();  // RFC 5681 section 2's definition of a duplicate ACK
+  } else if (a == snd_una_ && snd_max_ != snd_una_ &&
+             (sack_on_ ? newly_sacked > 0
+                       : s.payload.empty() && !(s.h.flags & (syn | wire::tcpflag::fin)) && !window_changed)) {
+    // RFC 5681 section 2's duplicate ACK; with SACK, RFC 6675's: one that SACKs new data,
+    // whether or not it carries data (a peer sending too piggybacks its ACKs).
+    on_dup_ack();
   }
+  // RFC 6675 5 step (2): recovery also starts when IsLost(HighACK + 1).
+  if (newly_sacked > 0 && !in_recovery_ && state_ != State::closed && snd_max_ != snd_una_ &&
+      seq_ge(snd_una_, recover_) && seq_gt(lost_below(), snd_una_))
+    enter_recovery();
   if (snd_wnd_ > 0) {
     persist_deadline_ = kNever;
     persist_backoff_ = 0;
@@ -610,6 +765,11 @@ void Connection::on_new_ack(uint32_t a, uint32_t acked) {
       cwnd_ = std::min(ssthresh_, std::max(flight, smss_) + smss_);
       in_recovery_ = false;
       dupacks_ = 0;
+    } else if (sack_on_) {
+      // Partial ACK (RFC 6675): NextSeg picks what to send. The segment after the cumulative ACK
+      // was sent before the retransmission that just arrived, so it is lost too unless already
+      // resent (the RFC 6582 inference, which IsLost may not make yet with few SACKs above it).
+      if (seq_le(high_rxt_, snd_una_)) retransmit_head();
     } else {  // partial ACK: the next hole is lost too; retransmit it and deflate
       retransmit_head();
       cwnd_ = cwnd_ > acked ? cwnd_ - acked : 0;
@@ -621,14 +781,11 @@ void Connection::on_new_ack(uint32_t a, uint32_t acked) {
     if (cwnd_ < ssthresh_) {
       cwnd_ += std::min(acked, smss_);  // slow start (RFC 5681 eq. 2)
     } else {
-      ca_acked_ += acked;  // congestion avoidance: one SMSS per cwnd acknowledged
-      if (ca_acked_ >= cwnd_) {
-        ca_acked_ -= cwnd_;
-        cwnd_ += smss_;
-      }
+      cwnd_ = cc_.on_ack(cwnd_, acked, smss_, clock_.now_ns(), rto_.srtt_ns());
     }
     cwnd_ = std::min(cwnd_, kMaxCwnd);
   }
+  sacked_.trim_below(snd_una_);
   tlp_out_ = false;
   if (snd_una_ == snd_max_)
     rtx_deadline_ = kNever;
@@ -660,22 +817,13 @@ uint32_t Connection::dupack_threshold() const {
 void Connection::on_dup_ack() {
   ++stats_.dup_acks;
   if (in_recovery_) {
-    cwnd_ = std::min(cwnd_ + smss_, kMaxCwnd);  // each dup ACK is a segment that left the network
+    // NewReno: each dup ACK is a segment that left the network. With SACK pipe counts them.
+    if (!sack_on_) cwnd_ = std::min(cwnd_ + smss_, kMaxCwnd);
     return;
   }
   if (++dupacks_ == 1) lt_base_ = snd_max_;
   if (dupacks_ < dupack_threshold() || !seq_ge(snd_una_, recover_)) return;
-  // Fast retransmit (RFC 5681 3.2, RFC 6582 3.2 step 2). FlightSize leaves out what limited
-  // transmit sent (RFC 5681 3.2 step 2).
-  const uint32_t flight = lt_base_ - snd_una_;
-  ssthresh_ = std::max(flight / 2, 2 * smss_);
-  recover_ = snd_max_;
-  in_recovery_ = true;
-  tlp_deadline_ = kNever;
-  ++stats_.fast_retransmits;
-  if (dupacks_ < 3) ++stats_.early_retransmits;
-  retransmit_head();
-  cwnd_ = ssthresh_ + dupacks_ * smss_;  // the segments that left the network
+  enter_recovery();
 }
 
 void Connection::process_data(const wire::TcpSegment& s) {
@@ -765,9 +913,10 @@ void Connection::on_rtx_timeout() {
   }
   if (snd_una_ == snd_max_) return;
   if (++retries_ > cfg_.max_retransmits) return terminate(CloseReason::timeout);
-  if (retries_ == 1) ssthresh_ = std::max((snd_max_ - snd_una_) / 2, 2 * smss_);  // RFC 5681 eq. 4
-  cwnd_ = smss_;                                                                  // loss window
-  ca_acked_ = 0;
+  if (retries_ == 1) ssthresh_ = cc_.on_congestion(snd_max_ - snd_una_, smss_);  // RFC 5681 eq. 4
+  if (retries_ >= 2) sacked_.clear();  // RFC 2018 8: the receiver may have reneged on its SACKs
+  high_rxt_ = snd_una_;
+  cwnd_ = smss_;  // loss window
   in_recovery_ = false;
   dupacks_ = 0;
   recover_ = snd_max_;  // RFC 6582 4.1: no fast retransmit on dup ACKs from before the timeout

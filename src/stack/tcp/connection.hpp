@@ -12,8 +12,9 @@
 // rule and exponential backoff, slow start / congestion avoidance and NewReno fast retransmit
 // and recovery (RFC 5681, 6582), window scaling, timestamps and PAWS (RFC 7323), delayed ACKs,
 // Nagle (switchable), sender and receiver silly-window avoidance, zero-window probes (Linux
-// style: a zero-length segment below snd_una that the peer must ACK), keepalive. SACK and CUBIC
-// are not yet (docs/stack.md).
+// style: a zero-length segment below snd_una that the peer must ACK), keepalive, SACK (RFC 2018:
+// negotiated on the SYN, blocks sent from the out-of-order ranges) and SACK-based loss recovery
+// (RFC 6675: scoreboard, pipe, NextSeg rules 1 and 2), CUBIC (RFC 9438) or Reno.
 #include <cstdint>
 
 #include "stack/clock.hpp"
@@ -73,6 +74,8 @@ struct ConnectionStats {
   uint64_t paws_drops = 0;
   uint64_t window_probes = 0;
   uint64_t tail_loss_probes = 0;  // RFC 8985 7: the last segment resent before the RTO
+  uint64_t sack_retransmits = 0;  // holes resent by RFC 6675 NextSeg (rule 1)
+  uint64_t sacked_bytes = 0;      // bytes the peer newly SACKed, summed over ACKs
 };
 
 class Connection {
@@ -117,6 +120,7 @@ class Connection {
   // Introspection for tests and statistics.
   uint32_t cwnd() const { return cwnd_; }
   uint32_t ssthresh() const { return ssthresh_; }
+  const CongestionControl& congestion_control() const { return cc_; }
   uint32_t send_mss() const { return smss_; }
   uint32_t snd_wnd() const { return snd_wnd_; }
   uint32_t bytes_in_flight() const { return snd_nxt_ - snd_una_; }
@@ -125,6 +129,9 @@ class Connection {
   bool timestamps_on() const { return ts_on_; }
   uint8_t snd_wscale() const { return snd_wscale_; }
   uint8_t rcv_wscale() const { return rcv_wscale_; }
+  bool sack_on() const { return sack_on_; }
+  // RFC 6675 pipe: the sender's estimate of the bytes still in the network.
+  uint32_t pipe() const;
 
  private:
   bool synchronized() const;
@@ -141,6 +148,13 @@ class Connection {
   void send_rst(uint32_t seq);
   void send_probe();  // zero window probe / keepalive: ack-eliciting, no data
   void emit(wire::TcpHeader& h, wire::Bytes p1, wire::Bytes p2);
+  // The payload a segment may carry now: smss_ less the SACK blocks it will carry.
+  uint32_t mss_now() const;
+  // Sends [seq, seq + len) of the send ring (plus the FIN when it reaches the end and one was
+  // sent or is to be sent); counts a retransmission when below snd_max_.
+  void send_range(uint32_t seq, uint32_t len, bool fin, bool push);
+  // send_range at snd_nxt_, which then moves past it (and snd_max_ with it); arms the RTO.
+  void send_at_nxt(uint32_t len, bool fin, bool push);
   uint32_t data_end() const { return snd_una_ + static_cast<uint32_t>(snd_ring_.size()); }
 
   // Input steps (RFC 9293 3.10.7).
@@ -152,6 +166,12 @@ class Connection {
   void on_dup_ack();
   uint32_t dupack_threshold() const;
   void retransmit_head();
+
+  // SACK (RFC 2018 / 6675).
+  uint32_t take_sack_blocks(const wire::TcpOptions& o, uint32_t ack_seq);  // bytes newly SACKed
+  uint32_t lost_below() const;  // un-SACKed bytes below it are lost
+  bool sack_recovery_send();    // NextSeg while cwnd - pipe >= SMSS
+  void enter_recovery();
 
   // Timers.
   void on_rtx_timeout();
@@ -196,6 +216,12 @@ class Connection {
   ByteRing rcv_ring_;
   OooRanges ooo_;
 
+  // SACK: negotiated on the SYN; what the peer SACKed above snd_una_; the highest byte
+  // retransmitted in this recovery + 1 (RFC 6675 HighRxt).
+  bool sack_on_ = false;
+  SackScoreboard sacked_;
+  uint32_t high_rxt_ = 0;
+
   // Timestamps (RFC 7323).
   bool ts_on_ = false;
   bool peer_offered_ts_ = false;
@@ -203,10 +229,11 @@ class Connection {
   uint32_t last_ack_sent_ = 0;
   uint32_t ts_offset_ = 0;
 
-  // Congestion control (RFC 5681 / 6582).
+  // Congestion control (RFC 5681 / 6582 / 6675; growth past ssthresh and ssthresh after a loss
+  // by CUBIC or Reno).
+  CongestionControl cc_;
   uint32_t cwnd_ = 0;
   uint32_t ssthresh_ = 0x7fffffff;
-  uint32_t ca_acked_ = 0;  // bytes acknowledged in congestion avoidance toward the next +MSS
   uint32_t dupacks_ = 0;
   uint32_t lt_base_ = 0;  // snd_max_ at the first dup ACK: what limited transmit sent is past it
   bool in_recovery_ = false;

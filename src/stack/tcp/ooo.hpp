@@ -1,7 +1,9 @@
 #pragma once
-// Out-of-order ranges held past rcv_nxt, in sequence space: a small fixed array kept sorted and
-// merged. They are also what the receiver reports in SACK blocks (RFC 2018). When the array is
-// full a segment that would need a new range is dropped (the sender retransmits it).
+// Ranges of sequence space in a small fixed array kept sorted and merged. The receiver keeps the
+// out-of-order data held past rcv_nxt in one (OooRanges; also what it reports in SACK blocks, RFC
+// 2018): when full, a segment that would need a new range is dropped (the sender retransmits it).
+// The sender keeps what the peer SACKed in another (SackScoreboard, RFC 6675): when full, a block
+// that would need a new range is ignored (that data is then retransmitted as if not SACKed).
 #include <array>
 #include <cstdint>
 
@@ -14,9 +16,10 @@ struct SeqRange {
   uint32_t right = 0;  // one past the last
 };
 
-class OooRanges {
+template <size_t N>
+class SeqRangeSet {
  public:
-  static constexpr size_t kMax = 16;
+  static constexpr size_t kMax = N;
 
   size_t count() const { return n_; }
   const SeqRange& operator[](size_t i) const { return r_[i]; }
@@ -54,16 +57,40 @@ class OooRanges {
     const uint32_t right = seq_max(seq, r_[0].right);
     for (size_t k = 1; k < n_; ++k) r_[k - 1] = r_[k];
     --n_;
+    if (last_added_ > 0) --last_added_;  // it moved down with the others
     return right;
+  }
+
+  // Drops everything before `seq` (cut ranges that straddle it).
+  void trim_below(uint32_t seq) {
+    size_t k = 0;
+    while (k < n_ && seq_le(r_[k].right, seq)) ++k;
+    if (k > 0) {
+      for (size_t i = k; i < n_; ++i) r_[i - k] = r_[i];
+      n_ -= k;
+      last_added_ = 0;
+    }
+    if (n_ > 0 && seq_lt(r_[0].left, seq)) r_[0].left = seq;
+  }
+
+  // Bytes covered by all ranges.
+  uint32_t bytes() const {
+    uint32_t b = 0;
+    for (size_t i = 0; i < n_; ++i) b += r_[i].right - r_[i].left;
+    return b;
   }
 
   // The range most recently added or extended (the first SACK block, RFC 2018 section 4).
   size_t last_added() const { return last_added_ < n_ ? last_added_ : 0; }
 
  private:
-  std::array<SeqRange, kMax> r_{};
+  std::array<SeqRange, N> r_{};
   size_t n_ = 0;
   size_t last_added_ = 0;
 };
+
+using OooRanges = SeqRangeSet<16>;
+// 64 ranges: at 5 % loss a 256 KiB window of ~180 segments has about 9 holes; room for bursts.
+using SackScoreboard = SeqRangeSet<64>;
 
 }  // namespace weft::stack::tcp

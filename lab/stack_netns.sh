@@ -1,0 +1,95 @@
+# Shared lab shell for weft's user-space stack (sourced, root): the namespaces the stack's lab test
+# (tests/stack/lab_stack_tap_test.sh) and interop grid (bench/stack_interop.sh) both build.
+#
+# The stack's TAP gets its kernel end in a router namespace R (forwarding on); kernel peers sit in
+# namespaces behind veth pairs to R, so the stack reaches them through its gateway. Loss is nft
+# `numgen random` in R's forward chain, silent to both senders (a drop in a sender's own output hook
+# would be reported to it). Names and subnets are random per run so runs can overlap.
+#
+#   stack_lab_init TAG             R, K, TAP, N1, N2, STACK_IP, GW_IP, KERN_IP; EXIT trap cleans up
+#   stack_lab_add_peer NS NET IP   another namespace NS behind its own veth to R, IP on NET.0/24
+#   stack_lab_set_loss PCT IP...   drop PCT % of forwarded frames from and to each IP (0: none)
+#   stack_lab_drops                frames the loss rules dropped since the last set_loss
+#   nsx CMD... / rx CMD...         run in K / in R
+#   stack_lab_pids                 array: background processes to kill on exit
+#   STACK_LAB_ECHO_SERVER          Python kernel echo server on port 7 (a thread per connection)
+
+stack_lab_pids=()
+stack_lab_namespaces=()
+
+stack_lab_cleanup() {
+  local p ns
+  for p in "${stack_lab_pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  # Whatever still runs inside the namespaces (kernel echo servers started with ip netns exec).
+  for ns in "${stack_lab_namespaces[@]}"; do
+    for p in $(ip netns pids "$ns" 2>/dev/null); do kill "$p" 2>/dev/null || true; done
+  done
+  wait 2>/dev/null || true
+  for ns in "${stack_lab_namespaces[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
+}
+
+stack_lab_init() {  # TAG: a short word in the names, so a leftover namespace says who made it
+  local tag=$1
+  R=wst-$tag-r-$$ K=wst-$tag-k-$$
+  TAP=wst$tag$((RANDOM % 1000))
+  N1=10.$((90 + RANDOM % 60)).$((RANDOM % 250))   # stack <-> R over the TAP
+  N2=10.$((150 + RANDOM % 60)).$((RANDOM % 250))  # R <-> K over a veth
+  STACK_IP=$N1.2 GW_IP=$N1.1 KERN_IP=$N2.2
+  trap stack_lab_cleanup EXIT
+  ip netns add "$R"
+  stack_lab_namespaces+=("$R")
+  ip -n "$R" link set lo up
+  ip netns exec "$R" sysctl -qw net.ipv4.ip_forward=1
+  stack_lab_add_peer "$K" "$N2" "$KERN_IP"
+}
+
+stack_lab_add_peer() {  # NS NET IP
+  local ns=$1 net=$2 ip=$3 vr=wstr$((RANDOM % 10000)) vp=wstp$((RANDOM % 10000))
+  ip netns add "$ns"
+  stack_lab_namespaces+=("$ns")
+  ip -n "$ns" link set lo up
+  ip link add "$vr" netns "$R" type veth peer name "$vp" netns "$ns"
+  ip -n "$R" addr add "$net.1/24" dev "$vr"
+  ip -n "$R" link set "$vr" up
+  ip -n "$ns" addr add "$ip/24" dev "$vp"
+  ip -n "$ns" link set "$vp" up
+  ip -n "$ns" route add default via "$net.1"
+  # One segment per packet (no GSO super-packets), so the loss counts segments for kernel senders
+  # as it does for the stack's frames (there is no ethtool on this host to turn TSO off).
+  ip -n "$R" link set "$vr" gso_max_segs 1
+  ip -n "$ns" link set "$vp" gso_max_segs 1
+}
+
+nsx() { ip netns exec "$K" "$@"; }
+rx() { ip netns exec "$R" "$@"; }
+
+stack_lab_set_loss() {  # PCT IP...: each direction, for each address
+  local pct=$1 per_mille ip
+  shift
+  rx nft delete table inet wstloss 2>/dev/null || true
+  [[ $pct == 0 ]] && return 0
+  per_mille=$(python3 -c "print(round($pct * 10))")  # numgen gives 0..999: 0.1 % -> 1 in 1000
+  rx nft add table inet wstloss
+  rx nft add chain inet wstloss passing '{ type filter hook forward priority 0; policy accept; }'
+  for ip in "$@"; do
+    rx nft add rule inet wstloss passing ip saddr "$ip" numgen random mod 1000 '<' "$per_mille" counter drop
+    rx nft add rule inet wstloss passing ip daddr "$ip" numgen random mod 1000 '<' "$per_mille" counter drop
+  done
+}
+
+stack_lab_drops() {
+  rx nft list table inet wstloss 2>/dev/null | grep -o 'packets [0-9]*' | awk '{s+=$2} END {print s+0}'
+}
+
+STACK_LAB_ECHO_SERVER='
+import socket, threading
+ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); ls.bind(("0.0.0.0", 7)); ls.listen(16)
+def serve(c):
+    while True:
+        b = c.recv(1 << 20)
+        if not b: break
+        c.sendall(b)
+    c.close()
+while True:
+    c, _ = ls.accept(); threading.Thread(target=serve, args=(c,), daemon=True).start()
+'
