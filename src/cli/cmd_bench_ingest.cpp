@@ -37,6 +37,9 @@ struct Options {
   uint16_t port = 18095;
   bool json = false;
   std::string store;  // empty: the embedded SQLite store in a temp dir
+  // Names are PREFIX00000..: several benches, one per controller replica on one shared store,
+  // simulate different agents (bench/redis_cluster_ingest.sh).
+  std::string agent_prefix = "agent-";
 };
 
 int64_t unix_ns() {
@@ -58,7 +61,7 @@ int run_bench(const Options& o) {
   auto setup = [&](weft::controller::Controller& c) {
     // Agents register as they would (the registry is part of what a controller holds).
     for (size_t a = 0; a < o.agents; ++a)
-      c.mesh().register_agent({fmt::format("agent-{:05d}", a),
+      c.mesh().register_agent({fmt::format("{}{:05d}", o.agent_prefix, a),
                                {fmt::format("10.{}.{}.{}", a >> 16 & 255, a >> 8 & 255, a & 255)},
                                {weft::proto::Protocol::udp},
                                "bench",
@@ -66,7 +69,8 @@ int run_bench(const Options& o) {
                                0},
                               unix_ns());
     // ... and fetch their pinglists once, as real agents do right after registering.
-    for (size_t a = 0; a < o.agents; ++a) (void)c.mesh().pinglist_for(fmt::format("agent-{:05d}", a));
+    for (size_t a = 0; a < o.agents; ++a)
+      (void)c.mesh().pinglist_for(fmt::format("{}{:05d}", o.agent_prefix, a));
   };
   auto controller = weft::cli::BenchController::start("bench", yaml, setup);
   if (!controller) {
@@ -83,11 +87,11 @@ int run_bench(const Options& o) {
   for (size_t r = 0; r < o.rounds; ++r)
     for (size_t a = 0; a < o.agents; ++a) {
       weft::proto::Report rep;
-      rep.agent = fmt::format("agent-{:05d}", a);
+      rep.agent = fmt::format("{}{:05d}", o.agent_prefix, a);
       rep.seq = r;
       rep.windows.reserve(o.targets);
       for (size_t t = 0; t < o.targets; ++t) {
-        std::string tgt = fmt::format("agent-{:05d}", (a + t + 1) % (o.agents + o.targets));
+        std::string tgt = fmt::format("{}{:05d}", o.agent_prefix, (a + t + 1) % (o.agents + o.targets));
         if (tgt == rep.agent) tgt = "elsewhere";
         rep.windows.push_back(
             weft::cli::sample_window(tgt, base + static_cast<int64_t>(r) * 10'000'000'000, a * 31 + t));
@@ -191,6 +195,8 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
   sub->add_option("--http-threads", o->http_threads, "Controller HTTP worker threads")->capture_default_str();
   sub->add_option("--store", o->store,
                   "Store spec, e.g. redis-cluster://127.0.0.1:7000 (default: SQLite in a temp dir)");
+  sub->add_option("--agent-prefix", o->agent_prefix, "Simulated agents' names: PREFIX00000, ...")
+      ->capture_default_str();
   sub->add_option("--port", o->port, "Loopback port for the controller")->capture_default_str();
   sub->add_flag("--json", o->json, "Print one JSON object");
   sub->callback([o] { weft::cli::set_exit_code(run_bench(*o)); });

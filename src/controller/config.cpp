@@ -176,6 +176,8 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
                 "tokens",
                 "store",
                 "retention",
+                "remote_write",
+                "remote_write_interval",
                 "window",
                 "agent_down_after",
                 "report_interval",
@@ -217,6 +219,16 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
                           cfg.store));
     }
     if (root["retention"]) cfg.retention_ns = duration(c, root["retention"], "retention", 60'000'000'000);
+    if (root["remote_write"]) {
+      cfg.remote_write = scalar(c, root["remote_write"], "remote_write");
+      if (!cfg.remote_write.starts_with("http://"))
+        c.bad(root["remote_write"], "remote_write",
+              fmt::format("'{}': expected http://HOST:PORT/PATH (e.g. Prometheus' /api/v1/write)",
+                          cfg.remote_write));
+    }
+    if (root["remote_write_interval"])
+      cfg.remote_write_interval_ns =
+          duration(c, root["remote_write_interval"], "remote_write_interval", 1'000'000'000);
     if (root["window"]) cfg.window_ns = duration(c, root["window"], "window", 100'000'000);
     if (root["agent_down_after"])
       cfg.agent_down_after_ns = duration(c, root["agent_down_after"], "agent_down_after", 1'000'000'000);

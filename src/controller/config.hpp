@@ -43,6 +43,10 @@ struct Config {
   std::vector<std::string> tokens;               // agent tokens; empty list = agent endpoints need no token
   std::string store = "sqlite:weft-history.db";  // sqlite:PATH | redis://HOST:PORT | redis+unix:///PATH
   int64_t retention_ns = 7LL * 24 * 3600 * 1'000'000'000;
+  // Prometheus remote write of the pairs' windows (controller/remote_write.hpp): http://HOST:PORT/PATH
+  // or "" (off), and how often.
+  std::string remote_write;
+  int64_t remote_write_interval_ns = 10'000'000'000;
   int64_t window_ns = proto::defaults::kWindow.count();  // the agents' window length
   int64_t agent_down_after_ns = 30'000'000'000;          // no report this long -> down
   int64_t report_interval_ns =

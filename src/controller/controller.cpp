@@ -7,6 +7,8 @@
 
 #include "base/log.hpp"
 #include "controller/http_api.hpp"
+#include "controller/remote_write.hpp"
+#include "controller/replica_sync.hpp"
 #include "net/http/server.hpp"
 #include "proto/registration.hpp"
 
@@ -82,6 +84,12 @@ Status Controller::start(Config cfg) {
                agents, up, agents - up);
   }
 
+  // Other controllers sharing the store: follow what they take in (the feed was positioned when
+  // the store opened, so nothing they did during the restore above is missed).
+  sync_ = std::make_unique<ReplicaSync>(*mesh_, *store_);
+  sync_->start();
+  remote_write_ = std::make_unique<RemoteWriter>(*mesh_);
+  remote_write_->start();
   if (auto s = start_http(*shared); !s) return s;
   threads_.emplace_back([this] { chores(); });
   return {};
@@ -100,6 +108,8 @@ void Controller::stop() {
   }
   cv_.notify_all();
   if (server_) server_->stop();
+  if (sync_) sync_->stop();
+  if (remote_write_) remote_write_->stop();
   for (auto& t : threads_)
     if (t.joinable()) t.join();
   threads_.clear();

@@ -22,6 +22,8 @@ class Server;
 namespace weft::controller {
 
 class HttpApi;
+class ReplicaSync;
+class RemoteWriter;
 
 class Controller {
  public:
@@ -55,6 +57,8 @@ class Controller {
   std::unique_ptr<Ingest> ingest_;
   std::unique_ptr<HttpApi> api_;
   std::unique_ptr<net::http::Server> server_;
+  std::unique_ptr<ReplicaSync> sync_;           // a shared store's other controllers (replica_sync.hpp)
+  std::unique_ptr<RemoteWriter> remote_write_;  // Prometheus remote write (remote_write.hpp)
   std::vector<std::thread> threads_;
   std::vector<int> ports_;
   std::mutex mu_;

@@ -487,6 +487,25 @@ void Mesh::record_pinglist_sent(const std::string& name, const Pinglist& p) {
   }
 }
 
+void Mesh::seen_locked(AgentRecord& rec, int64_t now_ns) {
+  AgentInfo& a = rec.info;
+  a.last_seen_unix_ns = std::max(a.last_seen_unix_ns, now_ns);
+  if (a.state == AgentState::down) {
+    a.state = AgentState::up;
+    a.up_again_unix_ns = now_ns;
+    rec.peer.up = true;
+    std::erase_if(a.alarms, [](const Alarm& al) { return al.kind == "agent_down"; });
+    invalidate_peers_locked(a.name);
+  }
+}
+
+void Mesh::peer_report(const std::string& src, std::span<const proto::WindowStats> windows,
+                       int64_t received_ns) {
+  restore(src, windows, received_ns);
+  std::lock_guard lk(reg_mu_);
+  if (auto it = agents_.find(src); it != agents_.end()) seen_locked(it->second, received_ns);
+}
+
 uint64_t Mesh::touch(const std::string& name, const proto::Health& h,
                      std::span<const proto::AlarmEvent> alarms, int64_t now_ns) {
   auto cfg = config();
@@ -494,14 +513,7 @@ uint64_t Mesh::touch(const std::string& name, const proto::Health& h,
   auto it = agents_.find(name);
   if (it == agents_.end()) return compute_pinglist(*cfg, name, {}).version;
   AgentInfo& a = it->second.info;
-  a.last_seen_unix_ns = now_ns;
-  if (a.state == AgentState::down) {
-    a.state = AgentState::up;
-    a.up_again_unix_ns = now_ns;
-    it->second.peer.up = true;
-    std::erase_if(a.alarms, [](const Alarm& al) { return al.kind == "agent_down"; });
-    invalidate_peers_locked(name);
-  }
+  seen_locked(it->second, now_ns);
   a.health = AgentHealth{h.cpu_percent,     h.rss_kb,          h.probes_per_s,
                          h.dropped_windows, h.spooled_windows, h.prober_restarts};
   for (const auto& e : alarms) a.alarms.push_back({e.kind, e.message, e.unix_ns});

@@ -135,6 +135,11 @@ class Mesh final : public MeshView {
   // Restores state from stored windows (controller restart): latest and dedup rings, and the
   // last-seen time of a restored agent (`received_ns`, when the store kept it).
   void restore(const std::string& src, std::span<const proto::WindowStats> windows, int64_t received_ns);
+  // A report another controller sharing the store took in (controller/replica_sync.hpp): its
+  // windows go through the same dedup and latest/baseline update as here, and the agent counts as
+  // seen at `received_ns` (up again if it was down), so every replica holds the same mesh and
+  // pinglists. Its health and alarms stay with the replica it reported to.
+  void peer_report(const std::string& src, std::span<const proto::WindowStats> windows, int64_t received_ns);
 
   // --- counters (ingest updates them) ---
   struct Counters {
@@ -181,6 +186,8 @@ class Mesh final : public MeshView {
     Pinglist cached;
   };
 
+  // A report (here or at a replica) came in at `now_ns`: last seen, and up again if it was down.
+  void seen_locked(AgentRecord& rec, int64_t now_ns);
   // The agent's pinglist, recomputed if a change made it stale (reg_mu_ held).
   const Pinglist& cached_pinglist_locked(const std::shared_ptr<const Config>& cfg, AgentRecord& rec);
   uint32_t intern(const std::string& name);

@@ -21,6 +21,18 @@
 
 namespace weft::controller {
 
+// What another controller sharing the store did (controller/redis_feed.hpp): a report it took in
+// (the windows it stored, each with its target), an agent it registered or one it forgot.
+struct PeerEvent {
+  enum class Kind : uint8_t { report, registration, removal };
+  Kind kind = Kind::report;
+  std::string agent;
+  int64_t received_ns = 0;                  // report, registration: when that replica took it
+  std::vector<proto::WindowStats> windows;  // report
+  std::string registration;                 // registration: the body as received
+};
+using PeerEventFn = std::function<void(const PeerEvent&)>;
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -56,6 +68,12 @@ class Store {
   virtual Status apply_retention(int64_t before_ns) = 0;
 
   virtual StoreInfo info() const = 0;
+
+  // Calls fn for what the other controllers sharing this store did since the last call (each
+  // agent's events in order) and returns how many; one thread at a time. A store only one
+  // controller uses (SQLite) has none. append(), save_registration() and remove_registration()
+  // are what a shared store publishes to the others.
+  virtual Result<size_t> poll_peers(const PeerEventFn&) { return size_t{0}; }
 };
 
 // "sqlite:PATH", "redis://HOST:PORT" or "redis+unix:///PATH".

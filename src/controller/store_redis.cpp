@@ -9,12 +9,14 @@
 //   weft:{SRC}:seen                      STRING when SRC last reported (Unix ns)
 //   weft:{agents}                        HASH  agent name -> its registration body as received
 //   weft:{agents}:registered             HASH  agent name -> when it registered (Unix ns)
+//   weft:{feed.N}                        STREAM what each replica took in (controller/redis_feed.hpp)
 // Every write is idempotent (a window's JSON contains its start, so a resent window is the same
 // ZSET member; latest only moves forward), which is what lets the connection redo a write whose
 // outcome a lost connection or a failover left unknown, and lets several controllers share it.
 #include <charconv>
 #include <map>
 #include <mutex>
+#include <random>
 #include <set>
 #include <span>
 #include <string_view>
@@ -22,6 +24,7 @@
 
 #include "base/log.hpp"
 #include "controller/redis_conn.hpp"
+#include "controller/redis_feed.hpp"
 #include "controller/store.hpp"
 #include "proto/report.hpp"
 
@@ -67,13 +70,17 @@ Result<Reply> array(Result<Reply> r, std::string_view what) {
 
 class RedisStore final : public Store {
  public:
-  explicit RedisStore(std::unique_ptr<redis::Conn> conn) : conn_(std::move(conn)) {}
+  // `poll_conn`: the feed is read on a connection of its own, so polling never waits for a write.
+  RedisStore(std::unique_ptr<redis::Conn> conn, std::unique_ptr<redis::Conn> poll_conn, redis::Feed feed)
+      : conn_(std::move(conn)), poll_conn_(std::move(poll_conn)), feed_(std::move(feed)) {}
 
   Status append(const std::string& src, std::span<const proto::WindowStats> windows, int64_t received_ns,
-                std::string_view) override {
+                std::string_view encoded) override {
     if (windows.empty()) return {};
     std::lock_guard lk(mu_);
-    return track(append_locked(src, windows, received_ns));
+    if (auto st = track(append_locked(src, windows, received_ns)); !st) return st;
+    publish(src, feed_.report(src, windows, received_ns, encoded));
+    return {};
   }
 
   Result<std::vector<proto::WindowStats>> history(proto::Protocol protocol, const std::string& src,
@@ -135,7 +142,9 @@ class RedisStore final : public Store {
     // failed, the agent is answered 503 and registers again.)
     std::vector<Command> cmds{{"HSET", std::string(kAgents), name, std::string(registration)},
                               {"HSET", std::string(kAgentsRegistered), name, std::to_string(received_ns)}};
-    return track(conn_->transaction(kAgents, cmds, "register"));
+    if (auto st = track(conn_->transaction(kAgents, cmds, "register")); !st) return st;
+    publish(name, feed_.registration(name, registration, received_ns));
+    return {};
   }
 
   Status remove_registration(const std::string& name) override {
@@ -146,6 +155,7 @@ class RedisStore final : public Store {
     std::string seen_key = tag(name) + ":seen";
     auto r = conn_->run(seen_key, {"DEL", seen_key});
     if (!r) return track(fail("redis unregister: {}", r.error().message));
+    publish(name, feed_.removal(name));
     return track({});
   }
 
@@ -195,6 +205,11 @@ class RedisStore final : public Store {
   StoreInfo info() const override {
     std::lock_guard lk(mu_);
     return {conn_->cluster() ? "redis-cluster" : "redis", conn_->spec(), last_error_.empty(), last_error_};
+  }
+
+  Result<size_t> poll_peers(const PeerEventFn& fn) override {
+    std::lock_guard lk(poll_mu_);
+    return feed_.poll(*poll_conn_, fn);
   }
 
  private:
@@ -250,7 +265,25 @@ class RedisStore final : public Store {
     return conn_->transaction(t, cmds, "append");
   }
 
+  // After the write succeeded (mu_ held, so one agent's events go out in the order they were
+  // stored). Best effort: the write is durable, the other replicas catch up with the agent's next
+  // report (redis_feed.hpp).
+  void publish(const std::string& agent, const redis::Command& cmd) {
+    auto r = conn_->run(redis::Feed::stream_of(agent), cmd);
+    std::string_view err = !r                                ? std::string_view(r.error().message)
+                           : (*r)->type == REDIS_REPLY_ERROR ? text(r->get())
+                                                             : std::string_view();
+    if (err.empty()) return;
+    if (feed_errors_++ % 100 == 0)
+      log().warn("redis feed: publishing {}'s update to the other replicas failed ({} so far): {}", agent,
+                 feed_errors_, err);
+  }
+
   std::unique_ptr<redis::Conn> conn_;
+  std::unique_ptr<redis::Conn> poll_conn_;
+  redis::Feed feed_;
+  std::mutex poll_mu_;
+  uint64_t feed_errors_ = 0;
   mutable std::mutex mu_;
   std::string last_error_;
   std::set<std::string, std::less<>> sources_known_;
@@ -261,7 +294,14 @@ class RedisStore final : public Store {
 Result<std::unique_ptr<Store>> open_redis_store(const std::string& spec) {
   auto conn = redis::Conn::open(spec);
   if (!conn) return std::unexpected(conn.error());
-  return std::unique_ptr<Store>(std::make_unique<RedisStore>(std::move(*conn)));
+  auto poll_conn = redis::Conn::open(spec);
+  if (!poll_conn) return std::unexpected(poll_conn.error());
+  // A random name for this controller's feed entries (its own are skipped when it reads).
+  std::random_device rd;
+  redis::Feed feed(fmt::format("{:08x}{:08x}", rd(), rd()));
+  if (auto st = feed.start(**poll_conn); !st) return std::unexpected(st.error());
+  return std::unique_ptr<Store>(
+      std::make_unique<RedisStore>(std::move(*conn), std::move(*poll_conn), std::move(feed)));
 }
 
 }  // namespace weft::controller

@@ -148,3 +148,37 @@ TEST(RedisStore, RegistrationFailingInsideTheTransactionIsAnError) {
   redis_run({"HDEL", "weft:{agents}", "wrongtype2"});
   redis_run({"HDEL", "weft:{agents}:registered", "wrongtype2"});
 }
+
+// Issue 15: what one controller stores reaches the others sharing the Redis through the replica
+// feed (controller/redis_feed.hpp), in order, each window with its target; its own events are not
+// given back to it. A store opened later starts at the feed's end (it restores from the store).
+TEST(RedisStore, FeedReachesTheOtherReplicas) {
+  if (redis_url().empty()) GTEST_SKIP() << "WEFT_TEST_REDIS not set (run through with_redis.sh)";
+  auto s1 = open_store(redis_url()), s2 = open_store(redis_url());
+  ASSERT_TRUE(s1 && s2);
+  int64_t t = now_ns() - 30'000'000'000;
+  std::vector<weft::proto::WindowStats> ws{window("feed2", t, 100, 3), window("feed3", t, 50, 0)};
+  ASSERT_TRUE((*s1)->save_registration("feed1", R"({"name":"feed1"})", t));
+  ASSERT_TRUE((*s1)->append("feed1", ws, t + 5));
+  ASSERT_TRUE((*s1)->remove_registration("feed1"));
+  std::vector<PeerEvent> got;
+  auto collect = [&](const PeerEvent& ev) { got.push_back(ev); };
+  ASSERT_EQ((*s1)->poll_peers(collect).value_or(99), 0u) << "a replica's own events came back to it";
+  ASSERT_EQ((*s2)->poll_peers(collect).value_or(99), 3u);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0].kind, PeerEvent::Kind::registration);
+  EXPECT_EQ(got[0].registration, R"({"name":"feed1"})");
+  EXPECT_EQ(got[0].received_ns, t);
+  EXPECT_EQ(got[1].kind, PeerEvent::Kind::report);
+  EXPECT_EQ(got[1].agent, "feed1");
+  EXPECT_EQ(got[1].received_ns, t + 5);
+  ASSERT_EQ(got[1].windows.size(), 2u);
+  EXPECT_EQ(got[1].windows[0].target, "feed2");
+  EXPECT_EQ(got[1].windows[0].lost, 3u);
+  EXPECT_EQ(got[1].windows[1].target, "feed3");
+  EXPECT_EQ(got[2].kind, PeerEvent::Kind::removal);
+  EXPECT_EQ((*s2)->poll_peers(collect).value_or(99), 0u) << "an event was given twice";
+  auto s3 = open_store(redis_url());
+  ASSERT_TRUE(s3);
+  EXPECT_EQ((*s3)->poll_peers(collect).value_or(99), 0u) << "a new replica replayed old events";
+}
