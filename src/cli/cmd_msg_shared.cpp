@@ -149,8 +149,10 @@ Status serve_shared(rdma::SideChannel first, const Plan& plan, rdma::SideChannel
   std::vector<uint64_t> verified(plan.senders, 0), delivered(plan.senders, 0);
   uint64_t want = 0;
   for (uint64_t n : iters) want += n;
-  const int64_t cpu0 = self_cpu_ns();
-  int64_t t0 = 0, t1 = 0;
+  // From the moment every sender is set up (each starts sending as soon as its own set-up ends,
+  // so the first ones may have a head start of one set-up) to the last message.
+  const int64_t cpu0 = self_cpu_ns(), t0 = mono_ns();
+  int64_t t1 = t0;
   Status run{};
   for (uint64_t total = 0; total < want;) {
     auto m = r.receive(t);
@@ -159,7 +161,7 @@ Status serve_shared(rdma::SideChannel first, const Plan& plan, rdma::SideChannel
       break;
     }
     t1 = mono_ns();
-    if (total++ == 0) t0 = t1;
+    ++total;
     const uint64_t i = delivered[m->sender]++;
     if (i >= iters[m->sender]) {
       run = fail("sender {}: message {} of {}", m->sender, i + 1, iters[m->sender]);
@@ -192,7 +194,7 @@ Status serve_shared(rdma::SideChannel first, const Plan& plan, rdma::SideChannel
       "\"msg_rate_mpps\":{:.6f},\"bw_gbps\":{:.4f},\"recv_wrs_per_msg\":{:.3f},\"cpu_ns_per_msg\":{:.0f},"
       "\"error\":\"{}\"}}\n",
       plan.mode, plan.size, plan.senders, join(delivered), join(verified), join(iters), st.holes,
-      st.hole_bytes, st.senders_gone, secs, secs > 0 && n > 1 ? (n - 1) / secs / 1e6 : 0,
+      st.hole_bytes, st.senders_gone, secs, secs > 0 ? n / secs / 1e6 : 0,
       secs > 0 ? static_cast<double>(st.bytes) * 8 / secs / 1e9 : 0,
       n > 0 ? static_cast<double>(r.recv_wrs()) / n : 0,
       n > 0 ? static_cast<double>(self_cpu_ns() - cpu0) / n : 0, run ? "" : run.error().message);
