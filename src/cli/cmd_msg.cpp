@@ -180,16 +180,7 @@ LatencySummary summarize(std::vector<double>& us) {
 
 Status run_client_one(const BenchOptions& o, const Plan& plan) {
   const milliseconds t(o.timeout_ms);
-  auto ch = rdma::SideChannel::connect(o.client, o.port, t);
-  if (!ch) return std::unexpected(ch.error());
-  if (auto a = ch->exchange_record(to_bytes(plan.encode()), 0, t); !a) return std::unexpected(a.error());
-  auto answer = ch->exchange_record({}, 4096, t);
-  if (!answer) return std::unexpected(answer.error());
-  if (to_string_bytes(*answer) != "ok")
-    return fail("the server refused the run: {}", to_string_bytes(*answer));
-  auto mo = connection_options(o, plan);
-  if (!mo) return std::unexpected(mo.error());
-  auto conn = open_connection(std::move(*ch), *mo);
+  auto conn = open_run(o, plan);
   if (!conn) return std::unexpected(conn.error());
   Connection& c = **conn;
   const int64_t cpu0 = self_cpu_ns();

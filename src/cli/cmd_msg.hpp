@@ -128,7 +128,23 @@ inline Result<msg::Options> connection_options(const BenchOptions& o, const Plan
   if (!w) return std::unexpected(w.error());
   mo.wait = *w;
   mo.setup_timeout = milliseconds(o.timeout_ms);
+  mo.test_abandon_at = o.abandon_at;
   return mo;
+}
+
+// The client's side of one run: sends the plan, takes the server's answer, opens the connection.
+inline Result<std::unique_ptr<Connection>> open_run(const BenchOptions& o, const Plan& plan) {
+  const milliseconds t(o.timeout_ms);
+  auto ch = rdma::SideChannel::connect(o.client, o.port, t);
+  if (!ch) return std::unexpected(ch.error());
+  if (auto a = ch->exchange_record(to_bytes(plan.encode()), 0, t); !a) return std::unexpected(a.error());
+  auto answer = ch->exchange_record({}, 4096, t);
+  if (!answer) return std::unexpected(answer.error());
+  if (to_string_bytes(*answer) != "ok")
+    return fail("the server refused the run: {}", to_string_bytes(*answer));
+  auto mo = connection_options(o, plan);
+  if (!mo) return std::unexpected(mo.error());
+  return open_connection(std::move(*ch), *mo);
 }
 
 // The shared ring (cmd_msg_shared.cpp). The server got `first` with its plan and answered ok; it

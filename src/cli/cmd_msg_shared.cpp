@@ -29,17 +29,7 @@ std::string join(const std::vector<uint64_t>& v) {
 
 Status run_sender(const BenchOptions& o, const Plan& plan) {
   const milliseconds t(o.timeout_ms);
-  auto ch = rdma::SideChannel::connect(o.client, o.port, t);
-  if (!ch) return std::unexpected(ch.error());
-  if (auto a = ch->exchange_record(to_bytes(plan.encode()), 0, t); !a) return std::unexpected(a.error());
-  auto answer = ch->exchange_record({}, 4096, t);
-  if (!answer) return std::unexpected(answer.error());
-  if (to_string_bytes(*answer) != "ok")
-    return fail("the server refused the run: {}", to_string_bytes(*answer));
-  auto mo = connection_options(o, plan);
-  if (!mo) return std::unexpected(mo.error());
-  mo->test_abandon_at = o.abandon_at;
-  auto conn = open_connection(std::move(*ch), *mo);
+  auto conn = open_run(o, plan);
   if (!conn) return std::unexpected(conn.error());
   Connection& c = **conn;
   // Scripts that kill a sender mid-stream wait for this line.
