@@ -397,6 +397,10 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
       ->check(CLI::Range(0, 63));
   sub->add_option("--abandon-at", o.abandon_at,
                   "shared-ring tests: reserve message N's space, then exit without writing it");
+  sub->add_option("--setup-timeout-ms", o.setup_timeout_ms,
+                  "limit for setting up each run (side channel, plan, connection)")
+      ->check(CLI::Range(1, 3600000))
+      ->capture_default_str();
   sub->add_flag("--json", o.json, "one JSON object per run (perftest's --out_json field names)");
   sub->add_option("--cdf", o.cdf, "latency: append each run's sorted samples to FILE (type wait bytes usec)");
   sub->callback([] {

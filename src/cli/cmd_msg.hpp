@@ -34,6 +34,9 @@ struct BenchOptions {
   uint64_t seed = 1;
   int timeout_ms = 10000;
   bool json = false;
+  // Set-up (side channel, plan, connection) has its own limit, so a short --timeout-ms (a test
+  // that stops the peer and wants a quick timeout) does not also bound a set-up on loaded cores.
+  int setup_timeout_ms = 20000;
   uint32_t senders = 1;              // shared-ring: senders into one receiver
   int sender_index = -1;             // shared-ring: run only this sender (-1: fork all of them)
   uint64_t abandon_at = UINT64_MAX;  // shared-ring tests: reserve this message's space, then die
@@ -127,14 +130,14 @@ inline Result<msg::Options> connection_options(const BenchOptions& o, const Plan
   auto w = rdma::parse_wait_mode(p.wait);
   if (!w) return std::unexpected(w.error());
   mo.wait = *w;
-  mo.setup_timeout = milliseconds(o.timeout_ms);
+  mo.setup_timeout = milliseconds(o.setup_timeout_ms);
   mo.test_abandon_at = o.abandon_at;
   return mo;
 }
 
 // The client's side of one run: sends the plan, takes the server's answer, opens the connection.
 inline Result<std::unique_ptr<Connection>> open_run(const BenchOptions& o, const Plan& plan) {
-  const milliseconds t(o.timeout_ms);
+  const milliseconds t(o.setup_timeout_ms);
   auto ch = rdma::SideChannel::connect(o.client, o.port, t);
   if (!ch) return std::unexpected(ch.error());
   if (auto a = ch->exchange_record(to_bytes(plan.encode()), 0, t); !a) return std::unexpected(a.error());
