@@ -5,6 +5,8 @@
 # perftest's ib_send_lat / ib_write_lat / ib_read_lat, then `weft msg bench` latency for every
 # type; then ib_send_bw / ib_write_bw and weft bandwidth for every type. perftest and weft runs
 # alternate within a round, so each weft figure has a perftest reference from the same minute.
+# Then the shared ring N:1 for N in SHARED_SENDERS (default "1 3"): N sender processes stream
+# ITERS messages each into one receiver (--mode bandwidth); the receiver's and senders' JSON lines.
 # Prints raw lines: "PT <test> <size> <perftest data row>" and weft's JSON lines.
 # Environment: WAITS="busy channel" runs every weft run once per wait mode (busy polling, or
 # blocking on the completion channel: Options::wait), back to back; SIZES="64 4096" other sizes.
@@ -32,6 +34,17 @@ exec "$here/../lab/rdma-guest" --timeout "${MSG_BENCH_TIMEOUT:-3000}" --bin "$we
       wait
     done
   }
+  shr() {  # shr SIZE: the shared ring with N senders, for each N
+    for n in ${SHARED_SENDERS:-1 3}; do
+      port=\$((port + 1))
+      weft --log-level warn msg bench --server --bind 10.9.0.1 --port \$port --timeout-ms 60000 >/tmp/sh.out 2>/dev/null &
+      weft --log-level warn msg bench --client 10.9.0.1 --port \$port --type shared-ring --senders \$n --mode bandwidth \
+        --sizes \$1 --max-message 65536 --iters $iters --timeout-ms 60000 --json 2>/dev/null | grep '^{' |
+        sed \"s/^{/{\\\"round\\\":\$r,\\\"n\\\":\$n,/\"
+      wait
+      grep '^{' /tmp/sh.out | sed \"s/^{/{\\\"round\\\":\$r,\\\"n\\\":\$n,/\"
+    done
+  }
   port=47200
   for r in \$(seq 1 $rounds); do
     for s in ${SIZES:-64 4096 65536}; do
@@ -39,5 +52,6 @@ exec "$here/../lab/rdma-guest" --timeout "${MSG_BENCH_TIMEOUT:-3000}" --bin "$we
       wb latency \$s
       pt ib_send_bw \$s $iters; pt ib_write_bw \$s $iters
       wb bandwidth \$s
+      shr \$s
     done
   done"

@@ -9,6 +9,7 @@ from collections import defaultdict
 
 pt = defaultdict(dict)  # (test, size) -> round -> fields
 weft = defaultdict(dict)  # (mode, type, size) -> round -> json
+shared = defaultdict(lambda: defaultdict(lambda: {"senders": []}))  # (n, size) -> round -> receiver/senders
 rounds_seen = defaultdict(int)
 for line in sys.stdin:
     line = line.strip()
@@ -23,6 +24,13 @@ for line in sys.stdin:
             pt[(test, size)][r] = dict(bw_avg=vals[3], mpps=vals[4])
     elif line.startswith("{"):
         j = json.loads(line)
+        if "side" in j:  # the shared ring, N:1 (bench/msg_guest.sh SHARED_SENDERS)
+            r = shared[(j["n"], j["bytes"])][j["round"]]
+            if j["side"] == "receiver":
+                r["receiver"] = j
+            else:
+                r["senders"].append(j)
+            continue
         # A run that blocked on the completion channel is its own row (WAITS="busy channel").
         t = j["type"] if j.get("wait", "busy") == "busy" else f'{j["type"]} ({j["wait"]})'
         weft[(j["mode"], t, j["bytes"])][j["round"]] = j
@@ -33,7 +41,7 @@ def med(xs):
     return st.median(xs) if xs else float("nan")
 
 
-sizes = sorted({k[2] for k in weft})
+sizes = sorted({k[2] for k in weft} | {k[1] for k in shared})
 types = []
 for k in weft:
     if k[1] not in types:
@@ -74,3 +82,19 @@ for size in sizes:
         print(f"| {t} | {med([v['bw_gbps'] for v in rs.values()]):.4f} | {med([v['msg_rate_mpps'] for v in rs.values()]):.6f} | "
               f"{med(ratios):.2f} | {med([v['wr_per_msg'] for v in rs.values()]):.2f} | "
               f"{med([v['cpu_ns_per_msg'] for v in rs.values()]):.0f} |")
+    rows = sorted(k for k in shared if k[1] == size)
+    if rows:
+        print(f"\n### {size} B shared ring, N senders into one receiver (median over rounds; ratio = receiver MsgRate / ib_send_bw MsgRate, same round)\n")
+        print("| senders | receiver MsgRate Mpps | ratio to ib_send_bw | Gb/s | WR/msg | CPU ns/msg | holes |")
+        print("|---|---|---|---|---|---|---|")
+        for key in rows:
+            rs = {r: v for r, v in shared[key].items() if "receiver" in v}
+            rate = [v["receiver"]["msg_rate_mpps"] for v in rs.values()]
+            ratios = [v["receiver"]["msg_rate_mpps"] / base[r]["mpps"] for r, v in rs.items() if r in base and base[r]["mpps"] > 0]
+            # Both ends per message: the senders' posted WRs (announce, FAA, WRITE_WITH_IMM, READs) and the
+            # receiver's receives; CPU: the receiver's plus the senders' (each per its own messages).
+            wr = [v["receiver"]["recv_wrs_per_msg"] + st.mean(x["send_wrs_per_msg"] for x in v["senders"]) for v in rs.values() if v["senders"]]
+            cpu = [v["receiver"]["cpu_ns_per_msg"] + st.mean(x["cpu_ns_per_msg"] for x in v["senders"]) for v in rs.values() if v["senders"]]
+            holes = sum(v["receiver"]["holes"] for v in rs.values())
+            print(f"| {key[0]} | {med(rate):.6f} | {med(ratios):.2f} | {med([v['receiver']['bw_gbps'] for v in rs.values()]):.4f} | "
+                  f"{med(wr):.2f} | {med(cpu):.0f} | {holes} |")

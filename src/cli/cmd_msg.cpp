@@ -8,6 +8,8 @@
 // answers "ok" or why not, so a mismatch is an error message, not a timeout. The client prints
 // one line per run (perftest-like text, or JSON with --json) with both ends' work requests and
 // CPU time per message.
+#include "cli/cmd_msg.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -30,105 +32,8 @@ namespace {
 
 using namespace weft;
 using namespace weft::msg;
+using namespace weft::msg_bench;
 using std::chrono::milliseconds;
-
-struct Options {
-  bool server = false;
-  std::string client;
-  std::string bind = "0.0.0.0";
-  uint16_t port = 47100;
-  std::string device;
-  std::string types = "all";
-  std::string sizes = "64,4096,65536";
-  std::string mode = "latency";
-  std::string wait = "busy";
-  uint64_t iters = 1000;
-  uint64_t warmup = 100;
-  uint32_t slots = 64;
-  uint32_t max_message = 0;  // 0: the largest size (check: 65536)
-  uint64_t seed = 1;
-  int timeout_ms = 10000;
-  bool json = false;
-  std::string cdf;  // latency: append every run's sorted samples here ("type wait size usec" lines)
-};
-
-// What the client asks the server to do for one run: "key=value" pairs separated by spaces.
-struct Plan {
-  std::string mode;
-  Kind kind = Kind::send_recv;
-  uint32_t size = 0, max_message = 0, slots = 0;
-  uint64_t iters = 0, warmup = 0, seed = 0;
-  std::string wait;
-
-  std::string encode() const {
-    return fmt::format("mode={} type={} size={} max={} slots={} iters={} warmup={} seed={} wait={}", mode,
-                       to_string(kind), size, max_message, slots, iters, warmup, seed, wait);
-  }
-  static Result<Plan> decode(std::string_view s) {
-    std::map<std::string, std::string, std::less<>> kv;
-    while (!s.empty()) {
-      auto sp = s.find(' ');
-      auto tok = s.substr(0, sp);
-      s = sp == std::string_view::npos ? std::string_view{} : s.substr(sp + 1);
-      auto eq = tok.find('=');
-      if (eq == std::string_view::npos) return fail("plan: '{}' is not key=value", tok);
-      kv.emplace(std::string(tok.substr(0, eq)), std::string(tok.substr(eq + 1)));
-    }
-    Plan p;
-    auto num = [&](const char* k, auto& out) -> Status {
-      auto it = kv.find(k);
-      if (it == kv.end()) return fail("plan: no {}", k);
-      auto r = std::from_chars(it->second.data(), it->second.data() + it->second.size(), out);
-      if (r.ec != std::errc() || r.ptr != it->second.data() + it->second.size())
-        return fail("plan: bad {}", k);
-      return {};
-    };
-    for (auto [k, out] : {std::pair{"size", &p.size}, {"max", &p.max_message}, {"slots", &p.slots}})
-      if (auto st = num(k, *out); !st) return std::unexpected(st.error());
-    for (auto [k, out] : {std::pair{"iters", &p.iters}, {"warmup", &p.warmup}, {"seed", &p.seed}})
-      if (auto st = num(k, *out); !st) return std::unexpected(st.error());
-    if (!kv.contains("mode") || !kv.contains("type") || !kv.contains("wait"))
-      return fail("plan: mode/type/wait missing");
-    p.mode = kv.find("mode")->second;
-    if (p.mode != "latency" && p.mode != "bandwidth" && p.mode != "check")
-      return fail("plan: unknown mode {}", p.mode);
-    auto k = parse_kind(kv.find("type")->second);
-    if (!k) return std::unexpected(k.error());
-    p.kind = *k;
-    p.wait = kv.find("wait")->second;
-    if (p.size > p.max_message) return fail("plan: size {} above max {}", p.size, p.max_message);
-    return p;
-  }
-};
-
-// What the server reports back after a run.
-struct PeerReport {
-  Stats stats;
-  int64_t cpu_ns = 0;
-  std::string error;
-  uint64_t verified = 0;
-};
-
-std::vector<std::byte> to_bytes(std::string_view s) {
-  auto* p = reinterpret_cast<const std::byte*>(s.data());
-  return {p, p + s.size()};
-}
-std::string to_string_bytes(const std::vector<std::byte>& b) {
-  return std::string(reinterpret_cast<const char*>(b.data()), b.size());
-}
-
-Result<msg::Options> connection_options(const Options& o, const Plan& p) {
-  msg::Options mo;
-  mo.kind = p.kind;
-  mo.max_message = p.max_message;
-  mo.slots = p.slots;
-  mo.device = o.device;
-  auto w = rdma::parse_wait_mode(p.wait);
-  if (!w) return std::unexpected(w.error());
-  mo.wait = *w;
-  mo.setup_timeout = milliseconds(o.timeout_ms);
-  return mo;
-}
 
 std::string report_text(const PeerReport& r) {
   return fmt::format(
@@ -168,7 +73,7 @@ PeerReport parse_report(std::string_view s) {
 
 // ---- server ----
 
-Status serve_one(rdma::SideChannel ch, const Options& o) {
+Status serve_one(rdma::SideChannel ch, rdma::SideChannel& listener, const BenchOptions& o) {
   const milliseconds t(o.timeout_ms);
   auto plan_bytes = ch.exchange_record({}, 4096, t);
   if (!plan_bytes) return std::unexpected(plan_bytes.error());
@@ -179,6 +84,7 @@ Status serve_one(rdma::SideChannel ch, const Options& o) {
   const std::string answer = mo ? "ok" : mo.error().message;
   if (auto a = ch.exchange_record(to_bytes(answer), 0, t); !a) return std::unexpected(a.error());
   if (!mo) return std::unexpected(mo.error());
+  if (plan->kind == Kind::shared_ring) return serve_shared(std::move(ch), *plan, listener, o);
   // The side channel goes to the connection; a second one carries the report (below).
   auto conn = open_connection(std::move(ch), *mo);
   if (!conn) return std::unexpected(conn.error());
@@ -230,13 +136,13 @@ Status serve_one(rdma::SideChannel ch, const Options& o) {
   return run;
 }
 
-Status serve(const Options& o) {
+Status serve(const BenchOptions& o) {
   auto l = rdma::SideChannel::listen(o.bind, o.port);
   if (!l) return std::unexpected(l.error());
   for (;;) {
     auto ch = l->accept(milliseconds(o.timeout_ms));
     if (!ch) return std::unexpected(ch.error());
-    auto s = serve_one(std::move(*ch), o);
+    auto s = serve_one(std::move(*ch), *l, o);
     if (!s && s.error().message == "quit") return {};
     if (!s) {
       fmt::print(stderr, "weft msg bench (server): {}\n", s.error().message);
@@ -272,18 +178,9 @@ LatencySummary summarize(std::vector<double>& us) {
   return s;
 }
 
-Status run_client_one(const Options& o, const Plan& plan) {
+Status run_client_one(const BenchOptions& o, const Plan& plan) {
   const milliseconds t(o.timeout_ms);
-  auto ch = rdma::SideChannel::connect(o.client, o.port, t);
-  if (!ch) return std::unexpected(ch.error());
-  if (auto a = ch->exchange_record(to_bytes(plan.encode()), 0, t); !a) return std::unexpected(a.error());
-  auto answer = ch->exchange_record({}, 4096, t);
-  if (!answer) return std::unexpected(answer.error());
-  if (to_string_bytes(*answer) != "ok")
-    return fail("the server refused the run: {}", to_string_bytes(*answer));
-  auto mo = connection_options(o, plan);
-  if (!mo) return std::unexpected(mo.error());
-  auto conn = open_connection(std::move(*ch), *mo);
+  auto conn = open_run(o, plan);
   if (!conn) return std::unexpected(conn.error());
   Connection& c = **conn;
   const int64_t cpu0 = self_cpu_ns();
@@ -400,7 +297,7 @@ Result<std::vector<uint32_t>> parse_sizes(const std::string& s) {
   return out;
 }
 
-Status run_client(const Options& o) {
+Status run_client(const BenchOptions& o) {
   std::vector<Kind> kinds;
   if (o.types == "all") {
     kinds = all_kinds();
@@ -434,7 +331,19 @@ Status run_client(const Options& o) {
   Status all{};
   for (Kind k : kinds)
     for (uint32_t size : *sizes) {
-      Plan p{o.mode, k, size, max_message, o.slots, o.iters, o.warmup, o.seed, o.wait};
+      Plan p{o.mode, k, size, max_message, o.slots, o.iters, o.warmup, o.seed, o.wait, o.senders, 0};
+      if (k == Kind::shared_ring) {
+        if (auto s = run_shared_client(o, p); !s) {
+          fmt::print(stderr, "weft msg bench: {} {} B: {}\n", to_string(k), size, s.error().message);
+          all = s;
+        }
+        if (o.sender_index > 0) return all;  // one of several sender processes: sender 0 ends the server
+        continue;
+      }
+      if (o.senders > 1) {
+        all = fail("--senders {} needs --type shared-ring", o.senders);
+        continue;
+      }
       if (auto s = run_client_one(o, p); !s) {
         fmt::print(stderr, "weft msg bench: {} {} B: {}\n", to_string(k), size, s.error().message);
         all = s;
@@ -447,7 +356,7 @@ Status run_client(const Options& o) {
 }
 
 weft::cli::Registrar reg{[](weft::cli::Root& root) {
-  static Options o;
+  static BenchOptions o;
   auto* msg = root.app.add_subcommand("msg", "RDMA message connections (src/msg)");
   msg->require_subcommand(1);
   auto* sub =
@@ -478,6 +387,18 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
       ->check(CLI::Range(0u, 1u << 24));
   sub->add_option("--seed", o.seed, "check: pattern seed")->capture_default_str();
   sub->add_option("--timeout-ms", o.timeout_ms, "limit for each wait")
+      ->check(CLI::Range(1, 3600000))
+      ->capture_default_str();
+  sub->add_option("--senders", o.senders, "shared-ring: senders into one receiver (forked by the client)")
+      ->check(CLI::Range(1u, 64u))
+      ->capture_default_str();
+  sub->add_option("--sender-index", o.sender_index,
+                  "shared-ring: be only this sender of --senders (one process each; scripts)")
+      ->check(CLI::Range(0, 63));
+  sub->add_option("--abandon-at", o.abandon_at,
+                  "shared-ring tests: reserve message N's space, then exit without writing it");
+  sub->add_option("--setup-timeout-ms", o.setup_timeout_ms,
+                  "limit for setting up each run (side channel, plan, connection)")
       ->check(CLI::Range(1, 3600000))
       ->capture_default_str();
   sub->add_flag("--json", o.json, "one JSON object per run (perftest's --out_json field names)");

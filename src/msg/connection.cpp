@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "msg/shared_ring_math.hpp"
 #include "msg/types.hpp"
 
 namespace weft::msg {
@@ -29,16 +30,21 @@ Result<std::unique_ptr<Connection>> open_connection(rdma::SideChannel ch, const 
     case Kind::simplex_ring:
     case Kind::magic_ring:
     case Kind::duplex_ring:
-    case Kind::faa_ring: {
+    case Kind::faa_ring:
+    case Kind::shared_ring: {
       // A ring must hold the message the receiver still holds, a quarter ring of released but
       // unacknowledged bytes, a skipped tail and the next message (see write_ring.cpp).
-      if (ring_bytes_for(o) < 4 * uint64_t{o.max_message})
+      if (ring_bytes_for(o) < 4 * reserved_bytes(o.max_message))
         return fail("msg: a {}-byte ring is smaller than 4 x max message ({})", ring_bytes_for(o),
                     o.max_message);
+      if (ring_bytes_for(o) > (uint64_t{1} << 32))
+        return fail("msg: a {}-byte ring is above 4 GiB (offsets travel in 32-bit immediates)",
+                    ring_bytes_for(o));
       RingMode m;
       m.double_mapped = o.kind != Kind::simplex_ring;
-      m.read_ack = o.kind == Kind::duplex_ring || o.kind == Kind::faa_ring;
-      m.reserve_faa = o.kind == Kind::faa_ring;
+      m.read_ack = o.kind == Kind::duplex_ring || o.kind == Kind::faa_ring || o.kind == Kind::shared_ring;
+      m.reserve_faa = o.kind == Kind::faa_ring || o.kind == Kind::shared_ring;
+      m.shared = o.kind == Kind::shared_ring;
       return open_write_ring(std::move(ch), o, m);
     }
   }

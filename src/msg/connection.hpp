@@ -37,6 +37,8 @@ struct Options {
   std::string device;                          // empty: the first one
   rdma::ConnectOptions rdma{};
   milliseconds setup_timeout{5000};
+  // shared_ring sender, tests only: reserve message n's space, then die without writing it.
+  uint64_t test_abandon_at = UINT64_MAX;
 };
 
 // What a sender may still put in flight right now, and the connection's limits.

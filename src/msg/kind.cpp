@@ -24,6 +24,8 @@ std::string_view to_string(Kind k) {
       return "duplex-ring";
     case Kind::faa_ring:
       return "faa-ring";
+    case Kind::shared_ring:
+      return "shared-ring";
   }
   return "?";
 }
@@ -31,9 +33,10 @@ std::string_view to_string(Kind k) {
 Result<Kind> parse_kind(std::string_view s) {
   for (Kind k : all_kinds())
     if (to_string(k) == s) return k;
+  if (s == to_string(Kind::shared_ring)) return Kind::shared_ring;
   return fail(
       "unknown connection type '{}' (send-recv|send-recv-srq|read-pull|simplex-ring|magic-ring|"
-      "duplex-ring|faa-ring)",
+      "duplex-ring|faa-ring|shared-ring)",
       s);
 }
 

@@ -16,10 +16,12 @@ enum class Kind : uint8_t {
   magic_ring = 5,     // the same over a double-mapped ring: a message never wraps
   duplex_ring = 6,    // magic ring; the sender READs the receiver's head (receiver makes no acks)
   faa_ring = 7,       // magic ring; space reserved with FETCH_AND_ADD on the receiver's tail word
+  shared_ring = 8,    // faa_ring with N senders and one receiver (shared_ring.hpp); not duplex
 };
 
 std::string_view to_string(Kind k);
 Result<Kind> parse_kind(std::string_view s);
+// The duplex (1:1) types, what `--type all` runs; shared_ring is N:1 and not among them.
 const std::vector<Kind>& all_kinds();
 
 }  // namespace weft::msg

@@ -231,12 +231,31 @@ Status Link::read(LocalBuf into, RemoteBuf from, Deadline d) {
 }
 
 Result<uint64_t> Link::fetch_add_peer(size_t off, uint64_t add, Deadline d) {
-  auto w = SendWr::fetch_add(ctrl_.local(ctrl::kScratch, 8), peer_ctrl(off, 8), add, make_wr_id(Op::faa, 0));
-  if (auto s = post(w, d); !s) return std::unexpected(s.error());
+  return fetch_add(peer_ctrl(off, 8), add, d);
+}
+
+Result<uint64_t> Link::fetch_add(RemoteBuf at, uint64_t add, Deadline d, SendWr* before) {
+  std::array<SendWr, 2> ws{
+      SendWr::fetch_add(ctrl_.local(ctrl::kScratch, 8), at, add, make_wr_id(Op::faa, 0)),
+      SendWr::fetch_add(ctrl_.local(ctrl::kScratch, 8), at, add, make_wr_id(Op::faa, 0))};
+  std::span<SendWr> list(ws.data() + 1, 1);
+  if (before) {
+    ws[0] = *before;
+    list = std::span<SendWr>(ws.data(), 2);
+  }
+  if (auto s = post(list, d); !s) return std::unexpected(s.error());
   if (auto s = wait_op(Op::faa, ++posted_faas_, d, "waiting for a FETCH_AND_ADD"); !s)
     return std::unexpected(s.error());
   return load(ctrl::kScratch);
 }
+
+Result<int> Link::poll_recv(std::span<ibv_wc> out) {
+  auto n = recv_cq_.poll(out);
+  if (!n) return std::unexpected(die(n.error()).error());
+  return n;
+}
+
+Status Link::fence() { return qp_.to_error(); }
 
 Result<ibv_wc> Link::next_recv(Deadline d) {
   const bool channel = opts_.wait != WaitMode::busy;

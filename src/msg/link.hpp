@@ -40,7 +40,7 @@ inline constexpr size_t kSize = 64;
 }  // namespace ctrl
 
 // What a completed send-side work request was (top byte of wr_id).
-enum class Op : uint8_t { data = 1, ack = 2, read = 3, faa = 4 };
+enum class Op : uint8_t { data = 1, ack = 2, read = 3, faa = 4, announce = 5 };
 inline uint64_t make_wr_id(Op op, uint64_t n) {
   return (uint64_t{static_cast<uint8_t>(op)} << 56) | (n & 0xffffffffffffffull);
 }
@@ -92,6 +92,9 @@ class Link {
   Status read_peer_ctrl(size_t off, uint32_t len, Deadline d);
   // FETCH_AND_ADD on the peer's control word at off; the old value.
   Result<uint64_t> fetch_add_peer(size_t off, uint64_t add, Deadline d);
+  // FETCH_AND_ADD on any 8-byte word of the peer (landing in our scratch); `before`, if given, is
+  // posted in the same list just ahead of it (RC executes them in order at the peer).
+  Result<uint64_t> fetch_add(rdma::RemoteBuf at, uint64_t add, Deadline d, rdma::SendWr* before = nullptr);
 
   // Waits until every send-side work request posted so far has completed.
   Status flush(Deadline d);
@@ -103,6 +106,13 @@ class Link {
   Status wait_until(Pred pred, Deadline d, const char* what);
   // The next receive completion (checked for errors), or a timeout / peer error.
   Result<ibv_wc> next_recv(Deadline d);
+  // Takes the receive completions that are there, unchecked (the shared-ring receiver polls many
+  // links and judges each completion itself; it also drains a link that died). An error polling
+  // the CQ kills the link.
+  Result<int> poll_recv(std::span<ibv_wc> out);
+  // Moves our QP to the error state: nothing the peer still sends lands after this (a gone
+  // sender of a shared ring is fenced off before its hole is skipped).
+  Status fence();
 
   // Non-null once the connection died: the error every later call returns.
   const std::optional<Error>& dead() const { return dead_; }

@@ -16,6 +16,7 @@ struct RingMode {
   bool double_mapped = false;  // a message never wraps (else it skips to the next lap)
   bool read_ack = false;       // the sender READs the receiver's head (else the receiver WRITEs acks)
   bool reserve_faa = false;    // space reserved by FETCH_AND_ADD on the receiver's counter
+  bool shared = false;  // shared_ring sender: others reserve in the same ring (announces, no order check)
 };
 // simplex_ring, magic_ring, duplex_ring, faa_ring
 Result<std::unique_ptr<Connection>> open_write_ring(rdma::SideChannel ch, const Options& o, RingMode mode);

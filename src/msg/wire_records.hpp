@@ -21,7 +21,7 @@ struct Buf {
 inline constexpr uint32_t kHelloMagic = 0x534d4657;  // "WFMS" little-endian
 inline constexpr uint16_t kHelloVersion = 1;
 inline constexpr size_t kHelloSize = 112;
-inline constexpr uint8_t kMaxKind = 7;  // kinds are 1..kMaxKind (kind.hpp)
+inline constexpr uint8_t kMaxKind = 8;  // kinds are 1..kMaxKind (kind.hpp)
 
 struct HelloFields {
   uint8_t kind = 0;

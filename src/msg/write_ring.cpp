@@ -28,6 +28,7 @@
 
 #include "msg/link_connection.hpp"
 #include "msg/ring_math.hpp"
+#include "msg/shared_ring_math.hpp"
 #include "msg/types.hpp"
 #include "rdma/double_mapped_buffer.hpp"
 
@@ -91,7 +92,11 @@ class WriteRing final : public LinkConnection {
         !s)
       return s;
     Placement p;
-    if (mode_.reserve_faa) {
+    if (mode_.shared) {
+      auto r = reserve_shared(len, d, waited);
+      if (!r) return std::unexpected(r.error());
+      p = *r;
+    } else if (mode_.reserve_faa) {
       auto start = link_->fetch_add_peer(ctrl::kReserve, len, d);
       if (!start) return std::unexpected(start.error());
       if (*start != tail_)
@@ -132,6 +137,8 @@ class WriteRing final : public LinkConnection {
   }
 
   Result<std::span<const std::byte>> receive(milliseconds timeout) override {
+    if (mode_.shared)
+      return fail("msg shared-ring: this end only sends (the receiver is a SharedRingReceiver)");
     const Deadline d = Clock::now() + timeout;
     if (auto s = release_held(d); !s) return std::unexpected(s.error());
     auto wc = link_->next_recv(d);
@@ -158,6 +165,7 @@ class WriteRing final : public LinkConnection {
     return {credits(sent_, acked_msgs_, slots_), size_ - used(acked_bytes_, tail_), max_, slots_};
   }
   Kind kind() const override {
+    if (mode_.shared) return Kind::shared_ring;
     if (mode_.reserve_faa) return Kind::faa_ring;
     if (mode_.read_ack) return Kind::duplex_ring;
     return mode_.double_mapped ? Kind::magic_ring : Kind::simplex_ring;
@@ -195,6 +203,47 @@ class WriteRing final : public LinkConnection {
     }
   }
 
+  // shared_ring: reserves reserved_bytes(len) of the peer's ring among other senders. First the
+  // announcement {sequence, start unknown} and the FETCH_AND_ADD in one list (RC makes the
+  // announcement visible before the reservation exists); if the space is not free yet, a second
+  // announcement with the start, so the receiver knows this sender does not own an older hole
+  // while it waits (shared_ring_math.hpp judge_hole).
+  Result<Placement> reserve_shared(uint64_t len, Deadline d, bool& waited) {
+    const uint64_t rsv = reserved_bytes(len);
+    announce_ = announce_word(sent_ + 1, std::nullopt);
+    auto a = SendWr::write(LocalBuf{&announce_, 8, 0}, link_->peer_ctrl(ctrl::kReserve, 8),
+                           make_wr_id(Op::announce, sent_))
+                 .inlined();
+    auto start = link_->fetch_add(link_->peer().outbox, rsv, d, &a);
+    if (!start) return std::unexpected(start.error());
+    if (sent_ == link_->options().test_abandon_at) {
+      // Test hook: the hole a sender leaves when it dies between reserving and writing.
+      (void)link_->flush(d);
+      return std::unexpected(
+          link_
+              ->die(Error{fmt::format("msg shared-ring: abandoned the reservation at {} (test hook)", *start),
+                          ECANCELED})
+              .error());
+    }
+    const Placement p{*start, *start + rsv};
+    if (p.start % 8 != 0)
+      return std::unexpected(
+          link_
+              ->die(
+                  Error{fmt::format("msg shared-ring: reserved at {}, not a multiple of 8", p.start), EPROTO})
+              .error());
+    if (fits(p, acked_bytes_, size_)) return p;
+    if (auto s = refresh(d); !s) return std::unexpected(s.error());
+    if (fits(p, acked_bytes_, size_)) return p;
+    announce_ = announce_word(sent_ + 1, p.start);
+    auto b = SendWr::write(LocalBuf{&announce_, 8, 0}, link_->peer_ctrl(ctrl::kReserve, 8),
+                           make_wr_id(Op::announce, sent_))
+                 .inlined();
+    if (auto s = link_->post(b, d); !s) return std::unexpected(s.error());
+    waited = true;
+    return p;
+  }
+
   Status repost() {
     auto r = RecvWr::into(link_->ctrl_local(ctrl::kRecvSink, 0), 0);
     return link_->post_recv(r);
@@ -229,6 +278,8 @@ class WriteRing final : public LinkConnection {
   uint64_t received_ = 0, rtail_ = 0, released_msgs_ = 0, released_bytes_ = 0, acked_out_msgs_ = 0,
            acked_out_bytes_ = 0;
   std::optional<Placement> held_;
+  // shared_ring sender: the announcement word (inline WRITEs copy it at post time).
+  uint64_t announce_ = 0;
 };
 
 }  // namespace

@@ -8,10 +8,16 @@
 #  3. stall: the receiver is stopped (SIGSTOP); the sender must give up with a timeout naming
 #     what it waited for (a credit, ring space) within its limit;
 #  4. a latency and a bandwidth run of 200 messages (the bench's own plumbing).
+# Then the shared ring (N:1, MSG_SHARED_COUNT messages per sender, 0..64 KiB):
+#  5. shared-check: 3 sender processes into one receiver, every byte of every sender checked;
+#  6. shared-holes: 4 senders; sender 2 reserves its message 200 and exits without writing it (a
+#     hole in the ring), sender 3 is killed (SIGKILL) mid-stream; senders 0 and 1 must get every
+#     message through (the receiver skips the holes) and sender 2's first 200 must be delivered.
 # Exit 0 if all passed.
 set -u
 ip=${WRD_IP:-10.9.0.1}
 count=${MSG_CHECK_COUNT:-20000}
+shared=${MSG_SHARED_COUNT:-2000}
 small=${MSG_SMALL_COUNT:-50000}
 types=${MSG_TYPES:-"send-recv send-recv-srq read-pull simplex-ring magic-ring duplex-ring faa-ring"}
 failed=""
@@ -104,5 +110,46 @@ for t in $types; do
     fi
   done
 done
+# 5. shared ring, 3 senders, every byte checked
+S="--type shared-ring --mode check --timeout-ms 20000"
+port=$((port + 1))
+$W --server --bind "$ip" --port $port --mode check --timeout-ms 20000 >/tmp/shared.s 2>&1 &
+spid=$!
+s0=$(date +%s)
+if $W --client "$ip" --port $port $S --senders 3 --iters "$shared" --json >/tmp/shared.c 2>&1 && wait $spid &&
+   grep -q "\"verified\":\[$shared,$shared,$shared\],.*\"error\":\"\"" /tmp/shared.s; then
+  ok "shared-check (3 senders x $shared messages of 0..65536 bytes, $(($(date +%s) - s0)) s)"
+else
+  kill $spid 2>/dev/null; wait $spid 2>/dev/null
+  bad "shared-check" "server: $(cat /tmp/shared.s) client: $(cat /tmp/shared.c)"
+fi
+
+# 6. shared ring, 4 senders: one leaves a reservation unwritten, one is killed mid-stream
+port=$((port + 1))
+$W --server --bind "$ip" --port $port --mode check --timeout-ms 20000 >/tmp/holes.s 2>&1 &
+spid=$!
+for k in 0 1; do
+  $W --client "$ip" --port $port $S --senders 4 --sender-index $k --iters "$shared" --json >/tmp/holes.$k 2>&1 &
+  eval "c$k=\$!"
+done
+$W --client "$ip" --port $port $S --senders 4 --sender-index 2 --iters "$shared" --abandon-at 200 >/tmp/holes.2 2>&1 &
+$W --client "$ip" --port $port $S --senders 4 --sender-index 3 --iters 100000000 >/tmp/holes.3 2>&1 &
+kpid=$!
+connected /tmp/holes.3
+kill -9 $kpid
+s0=$(date +%s)
+wait $c0; r0=$?
+wait $c1; r1=$?
+wait $spid
+took=$(($(date +%s) - s0))
+wait
+v=$(grep -o '"verified":\[[0-9,]*\]' /tmp/holes.s)
+if [ $r0 -eq 0 ] && [ $r1 -eq 0 ] && echo "$v" | grep -q "\[$shared,$shared,200,[1-9][0-9]*\]" &&
+   grep -q '"holes":[1-9]' /tmp/holes.s && grep -q "every sender is gone" /tmp/holes.s && [ $took -lt 30 ]; then
+  ok "shared-holes ($v, $(grep -o '"holes":[0-9]*' /tmp/holes.s), ended $took s after the kill)"
+else
+  bad "shared-holes" "senders rc $r0 $r1 after $took s; server: $(cat /tmp/holes.s); 0: $(cat /tmp/holes.0); 2: $(cat /tmp/holes.2)"
+fi
+
 if [ -n "$failed" ]; then echo "msg guest suite FAILED:$failed"; exit 1; fi
 echo "msg guest suite passed"

@@ -93,4 +93,10 @@ TEST(Kind, NamesRoundTrip) {
   }
   EXPECT_FALSE(parse_kind("ring"));
   EXPECT_EQ(all_kinds().size(), 7u);
+  // The N:1 shared ring parses but is not among the duplex types `--type all` runs.
+  auto s = parse_kind("shared-ring");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(*s, Kind::shared_ring);
+  EXPECT_EQ(to_string(Kind::shared_ring), "shared-ring");
+  for (Kind k : all_kinds()) EXPECT_NE(k, Kind::shared_ring);
 }

@@ -2,7 +2,7 @@
 # ctest (label rdma-guest): boots the Soft-RoCE guest once and runs guest_suite.sh inside it
 # (every message connection type: random sizes with every byte checked (5 000 of 0..64 KiB and
 # 50 000 of 0..256 B per type), a sender killed
-# mid-stream, latency and bandwidth runs). Skips (77) without root, qemu or a Debian kernel.
+# mid-stream, latency and bandwidth runs; the shared ring with 3 and 4 senders, one leaving a hole). Skips (77) without root, qemu or a Debian kernel.
 #   run_guest_suite.sh WEFT_BINARY
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -11,4 +11,4 @@ root=$(cd "$here/../.." && pwd)
 command -v qemu-system-x86_64 >/dev/null || { echo "skip: qemu-system-x86_64 not installed"; exit 77; }
 compgen -G "/boot/vmlinuz-*" >/dev/null || { echo "skip: no Debian kernel in /boot"; exit 77; }
 exec "$root/lab/rdma-guest" --timeout "${WRD_GUEST_TIMEOUT:-840}" --bin "$1" --bin "$here/guest_suite.sh" -- \
-  "MSG_CHECK_COUNT=${MSG_CHECK_COUNT:-5000} MSG_SMALL_COUNT=${MSG_SMALL_COUNT:-50000} guest_suite.sh"
+  "MSG_CHECK_COUNT=${MSG_CHECK_COUNT:-5000} MSG_SMALL_COUNT=${MSG_SMALL_COUNT:-50000} MSG_SHARED_COUNT=${MSG_SHARED_COUNT:-2000} guest_suite.sh"
