@@ -131,11 +131,24 @@ net::http::ServerOptions HttpApi::server_options(const Config& cfg) {
   o.header_timeout_ns = cfg.http_header_timeout_ns;
   o.request_timeout_ns = cfg.http_request_timeout_ns;
   o.error_response = [](Response& res, int status, std::string_view msg) { error(res, status, msg); };
+  if (request_stats_)
+    o.on_request = [s = request_stats_.get()](const net::http::RequestTiming& t) { s->record(t); };
   return o;
 }
 
 net::http::Router HttpApi::routes() {
-  net::http::Router r;
+  net::http::Router router;
+  std::vector<std::string> names;
+  // Adds the route and names it for the request timings (RequestStats).
+  struct Adder {
+    net::http::Router& r;
+    std::vector<std::string>& names;
+    void add(std::string method, std::string pattern, net::http::Handler h, size_t lane,
+             net::http::HeadCheck check = {}) {
+      names.push_back(method + " " + pattern);
+      r.add(std::move(method), std::move(pattern), std::move(h), lane, std::move(check));
+    }
+  } r{router, names};
   auto h = [this](void (HttpApi::*f)(const Req&, Res&)) {
     return [this, f](const Req& req, Res& res) { (this->*f)(req, res); };
   };
@@ -160,7 +173,8 @@ net::http::Router HttpApi::routes() {
   r.add("GET", "/index.html", h(&HttpApi::web_asset), kReadLane);
   r.add("GET", "/assets/**", h(&HttpApi::web_asset), kReadLane);
 #endif
-  return r;
+  request_stats_ = std::make_unique<RequestStats>(std::move(names));
+  return router;
 }
 
 bool HttpApi::check_token(const Req& req, Res& res) {
@@ -303,12 +317,19 @@ void HttpApi::suspects(const Req& req, Res& res) {
       return error(res, 400, fmt::format("loss must be a number in (0, 1], not '{}'", v));
     opt.loss_threshold = x;
   }
+  // Blame ranks every pair of the protocol: at most once per kMeshAnswerMaxAgeNs in a large mesh.
+  const std::string key = fmt::format("suspects {} {}", proto::to_string(*proto), opt.loss_threshold);
+  res.set(200, whole_mesh_answers_.get(key, [this, p = *proto, opt] { return suspects_json(p, opt); }),
+          kJson);
+}
+
+std::string HttpApi::suspects_json(proto::Protocol protocol, const BlameOptions& opt) const {
   std::vector<std::string> down;
   const auto agents = mesh_.agents();
   for (const auto& ag : agents)
     if (ag.state == AgentState::down) down.push_back(ag.name);
-  const Blame b = find_blame(mesh_.latest(*proto), down, now_ns(), mesh_.window_ns(), opt,
-                             blame_context(*proto, agents, mesh_.groups()));
+  const Blame b = find_blame(mesh_.latest(protocol), down, now_ns(), mesh_.window_ns(), opt,
+                             blame_context(protocol, agents, mesh_.groups()));
   json hosts = json::array(), links = json::array();
   for (const auto& h : b.hosts)
     hosts.push_back({{"host", h.host},
@@ -323,17 +344,16 @@ void HttpApi::suspects(const Req& req, Res& res) {
     if (l.expected_ns) lj["expected_rtt_us"] = static_cast<double>(l.expected_ns) / 1e3;
     links.push_back(std::move(lj));
   }
-  reply(res, 200,
-        json{{"protocol", proto::to_string(*proto)},
-             {"loss_threshold", opt.loss_threshold},
-             {"latency_factor", opt.latency_factor},
-             {"latency_margin_us", static_cast<double>(opt.latency_margin_ns) / 1e3},
-             {"measured_pairs", b.measured_pairs},
-             {"bad_pairs", b.bad_pairs},
-             {"slow_pairs", b.slow_pairs},
-             {"hosts", std::move(hosts)},
-             {"links", std::move(links)},
-             {"down", down}});
+  return dumps(json{{"protocol", proto::to_string(protocol)},
+                    {"loss_threshold", opt.loss_threshold},
+                    {"latency_factor", opt.latency_factor},
+                    {"latency_margin_us", static_cast<double>(opt.latency_margin_ns) / 1e3},
+                    {"measured_pairs", b.measured_pairs},
+                    {"bad_pairs", b.bad_pairs},
+                    {"slow_pairs", b.slow_pairs},
+                    {"hosts", std::move(hosts)},
+                    {"links", std::move(links)},
+                    {"down", down}});
 }
 
 void HttpApi::pair_history(const Req& req, Res& res) {
@@ -439,7 +459,14 @@ void HttpApi::pinglist_view(const Req& req, Res& res) {
 void HttpApi::metrics(const Req& req, Res& res) {
   MetricsOptions opt;
   opt.per_pair = req.param("pairs") == "1";  // per-pair series are opt-in (docs/metrics.md)
-  res.set(200, render_metrics(mesh_, opt, now_ns()), std::string(kPromContentType));
+  // The mesh's series walk every pair: at most once per kMeshAnswerMaxAgeNs in a large mesh. The
+  // request timings are counters, always current.
+  std::string body = whole_mesh_answers_.get(opt.per_pair ? "metrics pairs" : "metrics",
+                                             [this, opt] { return render_metrics(mesh_, opt, now_ns()); });
+  PromText t;
+  if (request_stats_) request_stats_->render(t);
+  body += t.text();
+  res.set(200, std::move(body), std::string(kPromContentType));
 }
 
 void HttpApi::web_asset([[maybe_unused]] const Req& req, Res& res) {
@@ -459,7 +486,8 @@ void HttpApi::web_asset([[maybe_unused]] const Req& req, Res& res) {
 
 Status Controller::start_http(const Config& cfg) {
   api_ = std::make_unique<HttpApi>(*mesh_, *store_, *ingest_);
-  server_ = std::make_unique<net::http::Server>(api_->routes(), HttpApi::server_options(cfg));
+  auto routes = api_->routes();
+  server_ = std::make_unique<net::http::Server>(std::move(routes), api_->server_options(cfg));
   for (const auto& addr : cfg.listen) {
     // "HOST:PORT" or "[IPv6]:PORT" (net/address.hpp parses it); port 0 picks a free port (tests,
     // benchmarks). The config file already requires an explicit port; one given in code must too.
