@@ -375,21 +375,34 @@ bool Mesh::is_registered(const std::string& name) const {
   return agents_.contains(name);
 }
 
+// Walks the registry in slices of kSweepSlice agents, taking the registry lock per slice: with 10,000
+// agents one walk under the lock would hold up every registration, report and API read for it.
 std::vector<std::string> Mesh::sweep(int64_t now_ns) {
+  constexpr size_t kSweepSlice = 256;
   int64_t down_after = config()->agent_down_after_ns;
   std::vector<std::string> gone;
-  std::lock_guard lk(reg_mu_);
-  for (auto& [name, rec] : agents_) {
-    if (rec.info.state == AgentState::up && now_ns - rec.info.last_seen_unix_ns > down_after) {
-      rec.info.state = AgentState::down;
-      rec.peer.up = false;
-      rec.info.alarms.push_back(
-          {"agent_down",
-           fmt::format("no report for {} s", (now_ns - rec.info.last_seen_unix_ns) / 1'000'000'000), now_ns});
-      gone.push_back(name);
+  std::string next;  // the first name of the next slice
+  bool more = true;
+  while (more) {
+    std::lock_guard lk(reg_mu_);
+    auto it = agents_.lower_bound(next);
+    size_t first_gone = gone.size();
+    for (size_t n = 0; it != agents_.end() && n < kSweepSlice; ++it, ++n) {
+      auto& [name, rec] = *it;
+      if (rec.info.state == AgentState::up && now_ns - rec.info.last_seen_unix_ns > down_after) {
+        rec.info.state = AgentState::down;
+        rec.peer.up = false;
+        rec.info.alarms.push_back(
+            {"agent_down",
+             fmt::format("no report for {} s", (now_ns - rec.info.last_seen_unix_ns) / 1'000'000'000),
+             now_ns});
+        gone.push_back(name);
+      }
     }
+    more = it != agents_.end();
+    if (more) next = it->first;
+    for (size_t i = first_gone; i < gone.size(); ++i) invalidate_peers_locked(gone[i]);
   }
-  for (const auto& n : gone) invalidate_peers_locked(n);
   return gone;
 }
 
