@@ -10,6 +10,7 @@
 #include <set>
 
 #include "base/log.hpp"
+#include "base/parse_integer.hpp"
 #include "controller/blame.hpp"
 #include "controller/controller.hpp"
 #include "controller/gzip.hpp"
@@ -204,9 +205,9 @@ void HttpApi::healthz(const Req&, Res& res) {
 
 void HttpApi::register_agent(const Req& req, Res& res) {
   auto cfg = mesh_.config();
-  auto parsed = parse_registration(req.body);
+  auto parsed = proto::parse_registration(req.body);
   if (!parsed) return error(res, 400, parsed.error().message);
-  const Registration& r = *parsed;
+  const proto::Registration& r = *parsed;
   int64_t now = now_ns();
   if (auto free = mesh_.check_name_free(r, now); !free) return error(res, 409, free.error().message);
   // Kept as received, before the agent is told it is registered: a restarted controller replays
@@ -229,15 +230,16 @@ void HttpApi::register_agent(const Req& req, Res& res) {
 
 void HttpApi::pinglist(const Req& req, Res& res) {
   std::string name = req.param("agent");
-  if (!valid_host_name(name)) return error(res, 400, "agent: required, a host name");
+  if (!proto::valid_host_name(name)) return error(res, 400, "agent: required, a host name");
   if (!mesh_.is_registered(name)) return error(res, 409, fmt::format("agent '{}' is not registered", name));
+  // The version the agent holds (0 or absent: none); text that is not exactly a number is refused,
+  // not read as its leading digits.
+  std::optional<uint64_t> have = req.has_param("version") ? parse_integer<uint64_t>(req.param("version")) : 0;
+  if (!have) return error(res, 400, "version: a pinglist version, an unsigned integer");
   auto pl = mesh_.pinglist_for(name);
   mesh_.record_pinglist_sent(name, pl);
-  uint64_t have = 0;
-  std::string v = req.param("version");
-  std::from_chars(v.data(), v.data() + v.size(), have);
-  if (have == pl.version) return res.set(200, proto::pinglist_unchanged_json(pl.version), kJson);
-  res.set(200, pinglist_json(pl), kJson);
+  if (*have == pl.version) return res.set(200, proto::pinglist_unchanged_json(pl.version), kJson);
+  res.set(200, proto::pinglist_json(pl), kJson);
 }
 
 void HttpApi::report(const Req& req, Res& res) {
@@ -359,7 +361,7 @@ std::string HttpApi::suspects_json(proto::Protocol protocol, const BlameOptions&
 void HttpApi::pair_history(const Req& req, Res& res) {
   const std::string& src = req.matches.at(0);
   const std::string& dst = req.matches.at(1);
-  if (!valid_host_name(src) || !valid_host_name(dst))
+  if (!proto::valid_host_name(src) || !proto::valid_host_name(dst))
     return error(res, 400, "src and dst must be host names");
   auto proto = protocol_param(req);
   if (!proto) return error(res, 400, proto.error().message);
@@ -371,10 +373,9 @@ void HttpApi::pair_history(const Req& req, Res& res) {
     return error(res, 400, "until: Unix seconds or Unix nanoseconds");
   size_t limit = 10000;
   if (req.has_param("limit")) {
-    std::string l = req.param("limit");
-    auto [p, ec] = std::from_chars(l.data(), l.data() + l.size(), limit);
-    if (ec != std::errc{} || p != l.data() + l.size() || limit == 0 || limit > 100000)
-      return error(res, 400, "limit: 1..100000");
+    auto l = parse_integer<size_t>(req.param("limit"));
+    if (!l || *l == 0 || *l > 100000) return error(res, 400, "limit: 1..100000");
+    limit = *l;
   }
   auto h = store_.history(*proto, src, dst, since, until, limit);
   if (!h) return error(res, 503, "history unavailable: " + h.error().message);
@@ -434,7 +435,7 @@ void HttpApi::groups(const Req&, Res& res) {
 // with its next report, so one still reporting needs ?force=1 (stop it first).
 void HttpApi::delete_agent(const Req& req, Res& res) {
   const std::string& name = req.matches.at(0);
-  if (!valid_host_name(name)) return error(res, 400, "not a host name");
+  if (!proto::valid_host_name(name)) return error(res, 400, "not a host name");
   if (!mesh_.is_registered(name)) return error(res, 404, fmt::format("agent '{}' is not registered", name));
   if (auto age = mesh_.up_for(name, now_ns()); age && req.param("force") != "1")
     return error(res, 409,
@@ -451,9 +452,9 @@ void HttpApi::delete_agent(const Req& req, Res& res) {
 // Read-only view of what an agent is told to probe (for operators and tests).
 void HttpApi::pinglist_view(const Req& req, Res& res) {
   const std::string& name = req.matches.at(0);
-  if (!valid_host_name(name)) return error(res, 400, "not a host name");
+  if (!proto::valid_host_name(name)) return error(res, 400, "not a host name");
   if (!mesh_.is_registered(name)) return error(res, 404, fmt::format("agent '{}' is not registered", name));
-  res.set(200, pinglist_json(mesh_.pinglist_for(name)), kJson);
+  res.set(200, proto::pinglist_json(mesh_.pinglist_for(name)), kJson);
 }
 
 void HttpApi::metrics(const Req& req, Res& res) {
