@@ -1,5 +1,6 @@
 #include "controller/render_cache.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 namespace weft::controller {
@@ -31,7 +32,8 @@ std::string RenderCache::get(const std::string& key, Compute compute) {
     auto it = entries_.find(key);
     if (it != entries_.end() && it->second.value && it->second.cost_ns >= cheap_ns_) {
       Entry& e = it->second;
-      if (mono_ns() - e.computed_ns > max_age_ns_ && !e.refreshing) {
+      // An answer that takes long is refreshed less often: at most a tenth of the time goes to it.
+      if (mono_ns() - e.computed_ns > std::max(max_age_ns_, 10 * e.cost_ns) && !e.refreshing) {
         e.refreshing = true;
         e.compute = std::move(compute);
         queue_.push_back(key);
