@@ -1,6 +1,7 @@
 #include "cli/bench_controller.hpp"
 
 #include <fmt/format.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,17 +14,29 @@
 
 namespace weft::cli {
 
+bool pin_to_cpu(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return sched_setaffinity(0, sizeof set, &set) == 0;
+}
+
 namespace {
 
 // The child: SIGTERM is blocked before anything starts so that it is only ever taken by sigwait,
 // and the controller stops cleanly (its store flushed) instead of dying mid-write.
 [[noreturn]] void child_main(const std::string& what, const std::string& yaml,
-                             const BenchController::Setup& setup, int ready_fd) {
+                             const BenchController::Setup& setup, int cpu, int ready_fd) {
+  char ok = 0;
+  if (cpu >= 0 && !pin_to_cpu(cpu)) {
+    fmt::print(stderr, "{}: cannot pin the controller to CPU {}\n", what, cpu);
+    (void)!write(ready_fd, &ok, 1);
+    _exit(1);
+  }
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  char ok = 0;
   auto cfg = controller::parse_config(yaml, "<" + what + ">");
   if (!cfg) {
     fmt::print(stderr, "{}: {}\n", what, cfg.error().message);
@@ -48,7 +61,8 @@ namespace {
 }  // namespace
 
 Result<std::unique_ptr<BenchController>> BenchController::start(const std::string& what,
-                                                                const ConfigYaml& yaml, const Setup& setup) {
+                                                                const ConfigYaml& yaml, const Setup& setup,
+                                                                int cpu) {
   std::string name = what;
   std::replace(name.begin(), name.end(), ' ', '-');
   std::string dir =
@@ -67,7 +81,7 @@ Result<std::unique_ptr<BenchController>> BenchController::start(const std::strin
   }
   if (child == 0) {
     close(fds[0]);
-    child_main(what, config, setup, fds[1]);
+    child_main(what, config, setup, cpu, fds[1]);
   }
   close(fds[1]);
   std::unique_ptr<BenchController> bc(new BenchController(child, dir));

@@ -15,6 +15,9 @@ class Controller;
 
 namespace weft::cli {
 
+// Pins the calling thread, and the threads it starts from then on, to one CPU.
+bool pin_to_cpu(int cpu);
+
 class BenchController {
  public:
   // The child's configuration, given a fresh temp dir (for the SQLite store).
@@ -25,8 +28,10 @@ class BenchController {
 
   // Forks; the child starts a controller from the YAML and runs until stop(). Fails (naming why on
   // stderr as `what: ...` in the child) when the controller did not start. `what` names the temp dir too.
+  // `cpu` >= 0 pins the child (every thread of the controller) to that CPU, so a benchmark can keep
+  // it and the simulated agents off each other's core.
   static Result<std::unique_ptr<BenchController>> start(const std::string& what, const ConfigYaml& yaml,
-                                                        const Setup& setup = {});
+                                                        const Setup& setup = {}, int cpu = -1);
   BenchController(const BenchController&) = delete;
   BenchController& operator=(const BenchController&) = delete;
   ~BenchController() { stop(); }

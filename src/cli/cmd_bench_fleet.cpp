@@ -16,13 +16,19 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -42,6 +48,9 @@ struct Options {
   double seconds = 40;
   size_t agents_per_address = 200;
   uint16_t port = 18099;
+  int controller_cpu = -1;  // >= 0: pin the controller child to this CPU
+  int sim_cpu = -1;         // >= 0: pin the simulated agents and the API client to this CPU
+  int controller_nice = 0;  // the controller child's nice value (negative: ahead of other work)
   bool json = false;
 };
 
@@ -365,7 +374,60 @@ void api_client(const Options& o, std::atomic<bool>& stop, Latencies& lat) {
   }
 }
 
+double load_average() {
+  double l = 0;
+  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(f, "%lf", &l) != 1) l = 0;
+    std::fclose(f);
+  }
+  return l;
+}
+
+// The controller's own account of where its requests spent their time (/metrics,
+// weft_controller_http_request_stage_seconds): per route and stage, the bucket bounds that hold the
+// median and the 99th percentile, in ms ("+Inf" above the last bucket).
+nlohmann::json server_stages(const std::string& metrics) {
+  constexpr std::string_view kFamily = "weft_controller_http_request_stage_seconds_bucket{";
+  // (route, stage) -> [(le, cumulative count)]
+  std::map<std::pair<std::string, std::string>, std::vector<std::pair<double, double>>> h;
+  size_t pos = 0;
+  while (pos < metrics.size()) {
+    size_t eol = metrics.find('\n', pos);
+    if (eol == std::string::npos) eol = metrics.size();
+    std::string_view line(metrics.data() + pos, eol - pos);
+    pos = eol + 1;
+    if (!line.starts_with(kFamily)) continue;
+    auto label = [&](std::string_view name) -> std::string {
+      size_t at = line.find(fmt::format("{}=\"", name));
+      if (at == std::string_view::npos) return {};
+      at += name.size() + 2;
+      return std::string(line.substr(at, line.find('"', at) - at));
+    };
+    std::string le = label("le");
+    double bound = le == "+Inf" ? std::numeric_limits<double>::infinity() : std::strtod(le.c_str(), nullptr);
+    double count = std::strtod(std::string(line.substr(line.rfind(' ') + 1)).c_str(), nullptr);
+    h[{label("route"), label("stage")}].emplace_back(bound, count);
+  }
+  nlohmann::json out = nlohmann::json::object();
+  for (auto& [key, buckets] : h) {
+    std::sort(buckets.begin(), buckets.end());
+    double total = buckets.empty() ? 0 : buckets.back().second;
+    auto at = [&](double q) -> nlohmann::json {
+      for (const auto& [le, c] : buckets)
+        if (c >= q * total) return std::isinf(le) ? nlohmann::json("+Inf") : nlohmann::json(le * 1e3);
+      return nullptr;
+    };
+    out[key.first][key.second] = {{"count", total}, {"p50_le_ms", at(0.5)}, {"p99_le_ms", at(0.99)}};
+  }
+  return out;
+}
+
 int run_fleet(const Options& o) {
+  if (o.sim_cpu >= 0 && !weft::cli::pin_to_cpu(o.sim_cpu)) {
+    fmt::print(stderr, "bench fleet: cannot pin the simulator to CPU {}\n", o.sim_cpu);
+    return 1;
+  }
+  const double load_start = load_average();
   uint64_t fds = weft::net::raise_fd_limit();
   if (fds < o.agents + 64) {
     fmt::print(stderr, "bench fleet: the descriptor limit ({}) is below {} agents + 64\n", fds, o.agents);
@@ -380,7 +442,14 @@ int run_fleet(const Options& o) {
       y += fmt::format("  - {{name: rack-{:03d}, protocols: [udp], members: ['agent-{:03d}?\?']}}\n", r, r);
     return y;
   };
-  auto controller = weft::cli::BenchController::start("bench fleet", yaml);
+  auto controller = weft::cli::BenchController::start("bench fleet", yaml, {}, o.controller_cpu);
+  if (controller && o.controller_nice != 0) {
+    // Every thread of the child: on Linux the nice value is per thread.
+    for (const auto& t :
+         std::filesystem::directory_iterator(fmt::format("/proc/{}/task", (*controller)->pid())))
+      setpriority(PRIO_PROCESS, static_cast<id_t>(std::stoi(t.path().filename().string())),
+                  o.controller_nice);
+  }
   if (!controller) {
     fmt::print(stderr, "{}\n", controller.error().message);
     return 1;
@@ -408,6 +477,8 @@ int run_fleet(const Options& o) {
 
   // What the controller says it holds.
   size_t up = 0, agents_listed = 0, pairs = 0;
+  nlohmann::json stages;
+  double metrics_ms = 0, suspects_ms = 0;  // one whole-mesh answer each, computed for the request
   {
     weft::cli::BenchHttpConnection c;
     if (c.connect_loopback(o.port)) {
@@ -423,6 +494,15 @@ int run_fleet(const Options& o) {
       if (auto r = c.exchange("GET /healthz HTTP/1.1\r\nHost: bench\r\n\r\n"); r && r->status == 200) {
         auto j = nlohmann::json::parse(r->body, nullptr, false);
         if (j.is_object()) pairs = j.value("pairs", size_t{0});
+      }
+      int64_t t = mono_ns();
+      if (auto r = c.exchange("GET /api/v1/suspects?protocol=udp HTTP/1.1\r\nHost: bench\r\n\r\n");
+          r && r->status == 200)
+        suspects_ms = static_cast<double>(mono_ns() - t) / 1e6;
+      t = mono_ns();
+      if (auto r = c.exchange("GET /metrics HTTP/1.1\r\nHost: bench\r\n\r\n"); r && r->status == 200) {
+        metrics_ms = static_cast<double>(mono_ns() - t) / 1e6;
+        stages = server_stages(r->body);
       }
     }
   }
@@ -458,6 +538,14 @@ int run_fleet(const Options& o) {
                      {"request_errors", errors},
                      {"latency", lat},
                      {"controller_cpu_percent", cpu_s / secs * 100.0},
+                     {"controller_cpu", o.controller_cpu},
+                     {"sim_cpu", o.sim_cpu},
+                     {"load_average_start", load_start},
+                     {"load_average_end", load_average()},
+                     {"controller_nice", o.controller_nice},
+                     {"first_suspects_ms", suspects_ms},
+                     {"first_metrics_ms", metrics_ms},
+                     {"server_stages", stages},
                      {"controller_rss_kb_idle", idle.rss_kb},
                      {"controller_rss_kb_connected", connected.rss_kb},
                      {"controller_rss_kb", after.rss_kb},
@@ -483,6 +571,13 @@ int run_fleet(const Options& o) {
         "alone)\n",
         out["controller_cpu_percent"].get<double>(), after.rss_kb / 1024,
         out["rss_per_agent_bytes"].get<double>(), out["rss_per_connection_bytes"].get<double>());
+    for (const auto& [route, st] : stages.items())
+      for (const auto& [stage, v] : st.items())
+        fmt::print("  server {:28s} {:8s} {:7} requests  p50 <= {} ms  p99 <= {} ms\n", route, stage,
+                   v["count"].get<double>(), v["p50_le_ms"].dump(), v["p99_le_ms"].dump());
+    fmt::print("  first /api/v1/suspects {:.0f} ms, first /metrics {:.0f} ms (whole mesh, after the run)\n",
+               suspects_ms, metrics_ms);
+    fmt::print("  load average {:.1f} -> {:.1f}\n", load_start, load_average());
     if (!L.first_error.empty()) fmt::print("first error: {}\n", L.first_error);
   }
   return errors == 0 && fleet.registered() == o.agents && up == o.agents ? 0 : 1;
@@ -500,6 +595,14 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
                   "Agents sharing one 127.1.x.y source address")
       ->capture_default_str();
   sub->add_option("--port", o->port, "Loopback port for the controller")->capture_default_str();
+  sub->add_option("--controller-cpu", o->controller_cpu, "Pin the controller to this CPU (-1: no)")
+      ->capture_default_str();
+  sub->add_option("--sim-cpu", o->sim_cpu, "Pin the simulated agents and API client to this CPU (-1: no)")
+      ->capture_default_str();
+  sub->add_option(
+         "--controller-nice", o->controller_nice,
+         "Nice value of the controller's threads (e.g. -10: ahead of other work on a shared machine)")
+      ->capture_default_str();
   sub->add_flag("--json", o->json, "Print one JSON object");
   sub->callback([o] { weft::cli::set_exit_code(run_fleet(*o)); });
 }};

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "base/log.hpp"
+#include "base/parse_integer.hpp"
 #include "controller/blame.hpp"
 #include "controller/controller.hpp"
 #include "controller/gzip.hpp"
@@ -126,11 +127,24 @@ net::http::ServerOptions HttpApi::server_options(const Config& cfg) {
   o.header_timeout_ns = cfg.http_header_timeout_ns;
   o.request_timeout_ns = cfg.http_request_timeout_ns;
   o.error_response = [](Response& res, int status, std::string_view msg) { error(res, status, msg); };
+  if (request_stats_)
+    o.on_request = [s = request_stats_.get()](const net::http::RequestTiming& t) { s->record(t); };
   return o;
 }
 
 net::http::Router HttpApi::routes() {
-  net::http::Router r;
+  net::http::Router router;
+  std::vector<std::string> names;
+  // Adds the route and names it for the request timings (RequestStats).
+  struct Adder {
+    net::http::Router& r;
+    std::vector<std::string>& names;
+    void add(std::string method, std::string pattern, net::http::Handler h, size_t lane,
+             net::http::HeadCheck check = {}) {
+      names.push_back(method + " " + pattern);
+      r.add(std::move(method), std::move(pattern), std::move(h), lane, std::move(check));
+    }
+  } r{router, names};
   auto h = [this](void (HttpApi::*f)(const Req&, Res&)) {
     return [this, f](const Req& req, Res& res) { (this->*f)(req, res); };
   };
@@ -155,7 +169,8 @@ net::http::Router HttpApi::routes() {
   r.add("GET", "/index.html", h(&HttpApi::web_asset), kReadLane);
   r.add("GET", "/assets/**", h(&HttpApi::web_asset), kReadLane);
 #endif
-  return r;
+  request_stats_ = std::make_unique<RequestStats>(std::move(names));
+  return router;
 }
 
 bool HttpApi::check_token(const Req& req, Res& res) {
@@ -185,9 +200,9 @@ void HttpApi::healthz(const Req&, Res& res) {
 
 void HttpApi::register_agent(const Req& req, Res& res) {
   auto cfg = mesh_.config();
-  auto parsed = parse_registration(req.body);
+  auto parsed = proto::parse_registration(req.body);
   if (!parsed) return error(res, 400, parsed.error().message);
-  const Registration& r = *parsed;
+  const proto::Registration& r = *parsed;
   int64_t now = now_ns();
   if (auto free = mesh_.check_name_free(r, now); !free) return error(res, 409, free.error().message);
   // Kept as received, before the agent is told it is registered: a restarted controller replays
@@ -211,15 +226,16 @@ void HttpApi::register_agent(const Req& req, Res& res) {
 
 void HttpApi::pinglist(const Req& req, Res& res) {
   std::string name = req.param("agent");
-  if (!valid_host_name(name)) return error(res, 400, "agent: required, a host name");
+  if (!proto::valid_host_name(name)) return error(res, 400, "agent: required, a host name");
   if (!mesh_.is_registered(name)) return error(res, 409, fmt::format("agent '{}' is not registered", name));
+  // The version the agent holds (0 or absent: none); text that is not exactly a number is refused,
+  // not read as its leading digits.
+  std::optional<uint64_t> have = req.has_param("version") ? parse_integer<uint64_t>(req.param("version")) : 0;
+  if (!have) return error(res, 400, "version: a pinglist version, an unsigned integer");
   auto pl = mesh_.pinglist_for(name);
   mesh_.record_pinglist_sent(name, pl);
-  uint64_t have = 0;
-  std::string v = req.param("version");
-  std::from_chars(v.data(), v.data() + v.size(), have);
-  if (have == pl.version) return res.set(200, proto::pinglist_unchanged_json(pl.version), kJson);
-  res.set(200, pinglist_json(pl), kJson);
+  if (*have == pl.version) return res.set(200, proto::pinglist_unchanged_json(pl.version), kJson);
+  res.set(200, proto::pinglist_json(pl), kJson);
 }
 
 void HttpApi::report(const Req& req, Res& res) {
@@ -299,12 +315,19 @@ void HttpApi::suspects(const Req& req, Res& res) {
       return error(res, 400, fmt::format("loss must be a number in (0, 1], not '{}'", v));
     opt.loss_threshold = x;
   }
+  // Blame ranks every pair of the protocol: at most once per kMeshAnswerMaxAgeNs in a large mesh.
+  const std::string key = fmt::format("suspects {} {}", proto::to_string(*proto), opt.loss_threshold);
+  res.set(200, whole_mesh_answers_.get(key, [this, p = *proto, opt] { return suspects_json(p, opt); }),
+          kJson);
+}
+
+std::string HttpApi::suspects_json(proto::Protocol protocol, const BlameOptions& opt) const {
   std::vector<std::string> down;
   const auto agents = mesh_.agents();
   for (const auto& ag : agents)
     if (ag.state == AgentState::down) down.push_back(ag.name);
-  const Blame b = find_blame(mesh_.latest(*proto), down, now_ns(), mesh_.window_ns(), opt,
-                             blame_context(*proto, agents, mesh_.groups()));
+  const Blame b = find_blame(mesh_.latest(protocol), down, now_ns(), mesh_.window_ns(), opt,
+                             blame_context(protocol, agents, mesh_.groups()));
   json hosts = json::array(), links = json::array();
   for (const auto& h : b.hosts)
     hosts.push_back({{"host", h.host},
@@ -319,23 +342,22 @@ void HttpApi::suspects(const Req& req, Res& res) {
     if (l.expected_ns) lj["expected_rtt_us"] = static_cast<double>(l.expected_ns) / 1e3;
     links.push_back(std::move(lj));
   }
-  reply(res, 200,
-        json{{"protocol", proto::to_string(*proto)},
-             {"loss_threshold", opt.loss_threshold},
-             {"latency_factor", opt.latency_factor},
-             {"latency_margin_us", static_cast<double>(opt.latency_margin_ns) / 1e3},
-             {"measured_pairs", b.measured_pairs},
-             {"bad_pairs", b.bad_pairs},
-             {"slow_pairs", b.slow_pairs},
-             {"hosts", std::move(hosts)},
-             {"links", std::move(links)},
-             {"down", down}});
+  return dumps(json{{"protocol", proto::to_string(protocol)},
+                    {"loss_threshold", opt.loss_threshold},
+                    {"latency_factor", opt.latency_factor},
+                    {"latency_margin_us", static_cast<double>(opt.latency_margin_ns) / 1e3},
+                    {"measured_pairs", b.measured_pairs},
+                    {"bad_pairs", b.bad_pairs},
+                    {"slow_pairs", b.slow_pairs},
+                    {"hosts", std::move(hosts)},
+                    {"links", std::move(links)},
+                    {"down", down}});
 }
 
 void HttpApi::pair_history(const Req& req, Res& res) {
   const std::string& src = req.matches.at(0);
   const std::string& dst = req.matches.at(1);
-  if (!valid_host_name(src) || !valid_host_name(dst))
+  if (!proto::valid_host_name(src) || !proto::valid_host_name(dst))
     return error(res, 400, "src and dst must be host names");
   auto proto = protocol_param(req);
   if (!proto) return error(res, 400, proto.error().message);
@@ -347,10 +369,9 @@ void HttpApi::pair_history(const Req& req, Res& res) {
     return error(res, 400, "until: Unix seconds or Unix nanoseconds");
   size_t limit = 10000;
   if (req.has_param("limit")) {
-    std::string l = req.param("limit");
-    auto [p, ec] = std::from_chars(l.data(), l.data() + l.size(), limit);
-    if (ec != std::errc{} || p != l.data() + l.size() || limit == 0 || limit > 100000)
-      return error(res, 400, "limit: 1..100000");
+    auto l = parse_integer<size_t>(req.param("limit"));
+    if (!l || *l == 0 || *l > 100000) return error(res, 400, "limit: 1..100000");
+    limit = *l;
   }
   auto h = store_.history(*proto, src, dst, since, until, limit);
   if (!h) return error(res, 503, "history unavailable: " + h.error().message);
@@ -410,7 +431,7 @@ void HttpApi::groups(const Req&, Res& res) {
 // with its next report, so one still reporting needs ?force=1 (stop it first).
 void HttpApi::delete_agent(const Req& req, Res& res) {
   const std::string& name = req.matches.at(0);
-  if (!valid_host_name(name)) return error(res, 400, "not a host name");
+  if (!proto::valid_host_name(name)) return error(res, 400, "not a host name");
   if (!mesh_.is_registered(name)) return error(res, 404, fmt::format("agent '{}' is not registered", name));
   if (auto age = mesh_.up_for(name, now_ns()); age && req.param("force") != "1")
     return error(res, 409,
@@ -427,15 +448,22 @@ void HttpApi::delete_agent(const Req& req, Res& res) {
 // Read-only view of what an agent is told to probe (for operators and tests).
 void HttpApi::pinglist_view(const Req& req, Res& res) {
   const std::string& name = req.matches.at(0);
-  if (!valid_host_name(name)) return error(res, 400, "not a host name");
+  if (!proto::valid_host_name(name)) return error(res, 400, "not a host name");
   if (!mesh_.is_registered(name)) return error(res, 404, fmt::format("agent '{}' is not registered", name));
-  res.set(200, pinglist_json(mesh_.pinglist_for(name)), kJson);
+  res.set(200, proto::pinglist_json(mesh_.pinglist_for(name)), kJson);
 }
 
 void HttpApi::metrics(const Req& req, Res& res) {
   MetricsOptions opt;
   opt.per_pair = req.param("pairs") == "1";  // per-pair series are opt-in (docs/metrics.md)
-  res.set(200, render_metrics(mesh_, opt, now_ns()), std::string(kPromContentType));
+  // The mesh's series walk every pair: at most once per kMeshAnswerMaxAgeNs in a large mesh. The
+  // request timings are counters, always current.
+  std::string body = whole_mesh_answers_.get(opt.per_pair ? "metrics pairs" : "metrics",
+                                             [this, opt] { return render_metrics(mesh_, opt, now_ns()); });
+  PromText t;
+  if (request_stats_) request_stats_->render(t);
+  body += t.text();
+  res.set(200, std::move(body), std::string(kPromContentType));
 }
 
 void HttpApi::web_asset([[maybe_unused]] const Req& req, Res& res) {
@@ -455,7 +483,8 @@ void HttpApi::web_asset([[maybe_unused]] const Req& req, Res& res) {
 
 Status Controller::start_http(const Config& cfg) {
   api_ = std::make_unique<HttpApi>(*mesh_, *store_, *ingest_);
-  server_ = std::make_unique<net::http::Server>(api_->routes(), HttpApi::server_options(cfg));
+  auto routes = api_->routes();
+  server_ = std::make_unique<net::http::Server>(std::move(routes), api_->server_options(cfg));
   for (const auto& addr : cfg.listen) {
     // "HOST:PORT" or "[IPv6]:PORT" (net/address.hpp parses it); port 0 picks a free port (tests,
     // benchmarks). The config file already requires an explicit port; one given in code must too.

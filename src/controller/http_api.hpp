@@ -2,9 +2,14 @@
 // The controller's HTTP API (docs/api.md): one named handler per route, served by the
 // event-driven server in net/http. Routes run on two worker lanes so that a flood of agent
 // reports never queues ahead of the read API, the dashboard or /metrics, and the reverse.
+#include <memory>
+
+#include "controller/blame.hpp"
 #include "controller/config.hpp"
 #include "controller/ingest.hpp"
 #include "controller/mesh.hpp"
+#include "controller/render_cache.hpp"
+#include "controller/request_stats.hpp"
 #include "controller/store.hpp"
 #include "net/http/router.hpp"
 #include "net/http/server.hpp"
@@ -17,9 +22,16 @@ class HttpApi {
 
   HttpApi(Mesh& mesh, Store& store, Ingest& ingest) : mesh_(mesh), store_(store), ingest_(ingest) {}
 
+  // The routes (call once, before server_options()).
   net::http::Router routes();
-  // The server's limits and worker counts from the config (docs/controller.md).
-  static net::http::ServerOptions server_options(const Config& cfg);
+  // The server's limits and worker counts from the config (docs/controller.md), and the hook that
+  // times every request into /metrics (request_stats.hpp).
+  net::http::ServerOptions server_options(const Config& cfg);
+
+  // Answers that walk the whole mesh are computed at most once per this interval when they are
+  // expensive (render_cache.hpp): the report interval, so they lag the mesh by one report at most.
+  static constexpr int64_t kMeshAnswerMaxAgeNs = 1'000'000'000;
+  static constexpr int64_t kCheapAnswerNs = 20'000'000;
 
  private:
   using Req = net::http::Request;
@@ -35,6 +47,7 @@ class HttpApi {
   void report(const Req& req, Res& res);
   void mesh(const Req& req, Res& res);
   void suspects(const Req& req, Res& res);
+  std::string suspects_json(proto::Protocol protocol, const BlameOptions& opt) const;
   void pair_history(const Req& req, Res& res);
   void agents(const Req& req, Res& res);
   void groups(const Req& req, Res& res);
@@ -46,6 +59,8 @@ class HttpApi {
   Mesh& mesh_;
   Store& store_;
   Ingest& ingest_;
+  std::unique_ptr<RequestStats> request_stats_;
+  RenderCache whole_mesh_answers_{kMeshAnswerMaxAgeNs, kCheapAnswerNs};
 };
 
 }  // namespace weft::controller

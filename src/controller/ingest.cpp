@@ -38,17 +38,18 @@ Status check_summary(const proto::LatencySummary& s, const char* what, uint64_t 
 std::string error_json(std::string_view message) { return nlohmann::json{{"error", message}}.dump(); }
 
 Status validate_report(const proto::Report& r, const Config& cfg, int64_t now_ns) {
-  if (!valid_host_name(r.agent)) return fail("agent: '{}' is not a valid host name", r.agent.substr(0, 64));
+  if (!proto::valid_host_name(r.agent))
+    return fail("agent: '{}' is not a valid host name", r.agent.substr(0, 64));
   if (!(r.health.cpu_percent >= 0 && r.health.cpu_percent <= 1e5))
     return fail("health.cpu_percent out of range");
   if (!(r.health.probes_per_s >= 0 && r.health.probes_per_s <= 1e9))
     return fail("health.probes_per_s out of range");
   for (size_t i = 0; i < r.alarms.size(); ++i)
-    if (!valid_host_name(r.alarms[i].kind)) return fail("alarms[{}].kind: not a valid identifier", i);
+    if (!proto::valid_host_name(r.alarms[i].kind)) return fail("alarms[{}].kind: not a valid identifier", i);
   int64_t oldest = now_ns - cfg.retention_ns;
   for (size_t i = 0; i < r.windows.size(); ++i) {
     const auto& w = r.windows[i];
-    if (!valid_host_name(w.target))
+    if (!proto::valid_host_name(w.target))
       return fail("windows[{}].target: '{}' is not a valid host name", i, w.target.substr(0, 64));
     if (w.target == r.agent) return fail("windows[{}].target: an agent does not probe itself", i);
     if (w.target_address.size() > proto::kMaxNameLength)

@@ -19,9 +19,6 @@ struct IngestReply {
 // Checks what the numbers mean; decoding already checked the encoding. `now_ns` is the controller's
 // clock: windows may not end in the future (beyond a clock-skew allowance) nor before retention.
 Status validate_report(const proto::Report& r, const Config& cfg, int64_t now_ns);
-// The name rule is the protocol's (proto/names.hpp); http_api.cpp checks query parameters with it.
-using proto::valid_host_name;
-
 class Ingest {
  public:
   Ingest(Mesh& mesh, Store& store) : mesh_(mesh), store_(store) {}

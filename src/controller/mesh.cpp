@@ -256,16 +256,14 @@ std::optional<PairWindow> Mesh::latest_pair(proto::Protocol protocol, const std:
   std::lock_guard sl(s->mu);
   auto it = s->pairs.find(pair_key(protocol, dst_id));
   if (it == s->pairs.end() || !it->second.has_latest) return std::nullopt;
-  PairWindow pw{src, dst, it->second.latest, it->second.received_ns};
-  pw.window.target = dst;
-  return pw;
+  return pair_window(src, dst, it->second);  // the same fields as latest(), the baseline too
 }
 
 // ---- registry -------------------------------------------------------------------------------------
 
 namespace {
 // What a registration says of an agent, the same whether it just came or was replayed at start.
-void fill_info(AgentInfo& info, const Registration& r, int64_t registered_ns) {
+void fill_info(AgentInfo& info, const proto::Registration& r, int64_t registered_ns) {
   info.name = r.name;
   info.addresses = r.addresses;
   info.protocols = r.protocols;
@@ -275,7 +273,7 @@ void fill_info(AgentInfo& info, const Registration& r, int64_t registered_ns) {
   info.last_seen_unix_ns = registered_ns;
 }
 
-Peer peer_of(const Registration& r, bool up) {
+Peer peer_of(const proto::Registration& r, bool up) {
   return Peer{r.name,      r.addresses.empty() ? std::string() : r.addresses.front(),
               r.protocols, r.udp_port,
               r.tcp_port,  up,
@@ -283,7 +281,7 @@ Peer peer_of(const Registration& r, bool up) {
 }
 }  // namespace
 
-void Mesh::register_agent(const Registration& r, int64_t now_ns) {
+void Mesh::register_agent(const proto::Registration& r, int64_t now_ns) {
   std::lock_guard lk(reg_mu_);
   AgentRecord& rec = agents_[r.name];
   bool was_new = rec.info.name.empty();
@@ -307,7 +305,7 @@ void Mesh::register_agent(const Registration& r, int64_t now_ns) {
 
 // A registration replayed from the store at start: listed, down until settle_restored() or a report, and with
 // all it registered (its RDMA engines too: an agent that kept running keeps their addresses).
-void Mesh::restore_agent(const Registration& r, int64_t registered_ns, int64_t now_ns) {
+void Mesh::restore_agent(const proto::Registration& r, int64_t registered_ns, int64_t now_ns) {
   std::lock_guard lk(reg_mu_);
   if (agents_.contains(r.name)) return;
   AgentRecord& rec = agents_[r.name];
@@ -338,7 +336,7 @@ size_t Mesh::settle_restored(int64_t now_ns) {
   return up;
 }
 
-Status Mesh::check_name_free(const Registration& r, int64_t now_ns) const {
+Status Mesh::check_name_free(const proto::Registration& r, int64_t now_ns) const {
   int64_t down_after = config()->agent_down_after_ns;
   std::lock_guard lk(reg_mu_);
   auto it = agents_.find(r.name);
@@ -375,21 +373,34 @@ bool Mesh::is_registered(const std::string& name) const {
   return agents_.contains(name);
 }
 
+// Walks the registry in slices of kSweepSlice agents, taking the registry lock per slice: with 10,000
+// agents one walk under the lock would hold up every registration, report and API read for it.
 std::vector<std::string> Mesh::sweep(int64_t now_ns) {
+  constexpr size_t kSweepSlice = 256;
   int64_t down_after = config()->agent_down_after_ns;
   std::vector<std::string> gone;
-  std::lock_guard lk(reg_mu_);
-  for (auto& [name, rec] : agents_) {
-    if (rec.info.state == AgentState::up && now_ns - rec.info.last_seen_unix_ns > down_after) {
-      rec.info.state = AgentState::down;
-      rec.peer.up = false;
-      rec.info.alarms.push_back(
-          {"agent_down",
-           fmt::format("no report for {} s", (now_ns - rec.info.last_seen_unix_ns) / 1'000'000'000), now_ns});
-      gone.push_back(name);
+  std::string next;  // the first name of the next slice
+  bool more = true;
+  while (more) {
+    std::lock_guard lk(reg_mu_);
+    auto it = agents_.lower_bound(next);
+    size_t first_gone = gone.size();
+    for (size_t n = 0; it != agents_.end() && n < kSweepSlice; ++it, ++n) {
+      auto& [name, rec] = *it;
+      if (rec.info.state == AgentState::up && now_ns - rec.info.last_seen_unix_ns > down_after) {
+        rec.info.state = AgentState::down;
+        rec.peer.up = false;
+        rec.info.alarms.push_back(
+            {"agent_down",
+             fmt::format("no report for {} s", (now_ns - rec.info.last_seen_unix_ns) / 1'000'000'000),
+             now_ns});
+        gone.push_back(name);
+      }
     }
+    more = it != agents_.end();
+    if (more) next = it->first;
+    for (size_t i = first_gone; i < gone.size(); ++i) invalidate_peers_locked(gone[i]);
   }
-  for (const auto& n : gone) invalidate_peers_locked(n);
   return gone;
 }
 
@@ -454,7 +465,8 @@ std::vector<Peer> Mesh::candidates_locked(const std::shared_ptr<const Config>& c
   return out;
 }
 
-const Pinglist& Mesh::cached_pinglist_locked(const std::shared_ptr<const Config>& cfg, AgentRecord& rec) {
+const proto::Pinglist& Mesh::cached_pinglist_locked(const std::shared_ptr<const Config>& cfg,
+                                                    AgentRecord& rec) {
   if (rec.cached_generation != generation_) {
     rec.cached = compute_pinglist(*cfg, rec.info.name, candidates_locked(cfg, rec.info.name));
     rec.cached_generation = generation_;
@@ -462,7 +474,7 @@ const Pinglist& Mesh::cached_pinglist_locked(const std::shared_ptr<const Config>
   return rec.cached;
 }
 
-Pinglist Mesh::pinglist_for(const std::string& name) {
+proto::Pinglist Mesh::pinglist_for(const std::string& name) {
   auto cfg = config();
   std::lock_guard lk(reg_mu_);
   auto it = agents_.find(name);
@@ -479,7 +491,7 @@ uint64_t Mesh::pinglist_version(const std::string& name) {
   return cached_pinglist_locked(cfg, it->second).version;
 }
 
-void Mesh::record_pinglist_sent(const std::string& name, const Pinglist& p) {
+void Mesh::record_pinglist_sent(const std::string& name, const proto::Pinglist& p) {
   std::lock_guard lk(reg_mu_);
   if (auto it = agents_.find(name); it != agents_.end()) {
     it->second.info.pinglist_version = p.version;

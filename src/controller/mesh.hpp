@@ -29,9 +29,6 @@
 
 namespace weft::controller {
 
-using Registration = proto::Registration;
-using proto::parse_registration;  // http_api.cpp decodes registrations with it
-
 // How one window of a report was classified.
 enum class WindowFate : uint8_t { accepted, duplicate, stale };
 
@@ -46,11 +43,11 @@ class Mesh final : public MeshView {
   std::shared_ptr<const Config> config() const;
 
   // --- registry ---
-  void register_agent(const Registration& r, int64_t now_ns);
+  void register_agent(const proto::Registration& r, int64_t now_ns);
   // An agent known from before a controller restart (its registration replayed from the store):
   // listed, and down until settle_restored() finds it was alive just before the restart. No-op if
   // already known.
-  void restore_agent(const Registration& r, int64_t registered_ns, int64_t now_ns);
+  void restore_agent(const proto::Registration& r, int64_t registered_ns, int64_t now_ns);
   // After restore_agent() and restore(): a restored agent whose last sign of life (registration or
   // stored window) is within `agent_down_after` of `now_ns` is up again, so a restart leaves every
   // pinglist as it was (agents keep probing what they probed); the sweep takes it down as usual if
@@ -65,12 +62,12 @@ class Mesh final : public MeshView {
   // and cloned images share): a registration from another address, while the agent of that name
   // is alive (seen within agent_down_after), is refused with a message naming both. The same
   // address is the same agent coming back (a restart) and always allowed.
-  Status check_name_free(const Registration& r, int64_t now_ns) const;
+  Status check_name_free(const proto::Registration& r, int64_t now_ns) const;
   // Marks agents without a report for `down_after` as down; returns the names that went down.
   std::vector<std::string> sweep(int64_t now_ns);
   // The agent's pinglist (cached until membership or config changes).
-  Pinglist pinglist_for(const std::string& name);
-  void record_pinglist_sent(const std::string& name, const Pinglist& p);
+  proto::Pinglist pinglist_for(const std::string& name);
+  void record_pinglist_sent(const std::string& name, const proto::Pinglist& p);
   // A report came in: last seen, health, alarms, and back to "up" if it was down. Returns the
   // version of the agent's pinglist (what the report's answer carries), under the same lock: the
   // registry lock is taken once per report, not twice.
@@ -183,13 +180,13 @@ class Mesh final : public MeshView {
     AgentInfo info;
     Peer peer;
     uint64_t cached_generation = UINT64_MAX;
-    Pinglist cached;
+    proto::Pinglist cached;
   };
 
   // A report (here or at a replica) came in at `now_ns`: last seen, and up again if it was down.
   void seen_locked(AgentRecord& rec, int64_t now_ns);
   // The agent's pinglist, recomputed if a change made it stale (reg_mu_ held).
-  const Pinglist& cached_pinglist_locked(const std::shared_ptr<const Config>& cfg, AgentRecord& rec);
+  const proto::Pinglist& cached_pinglist_locked(const std::shared_ptr<const Config>& cfg, AgentRecord& rec);
   uint32_t intern(const std::string& name);
   std::string name_of(uint32_t id) const;
   // The peers a pinglist of `name` can hold (itself, and the members of the groups and the targets of

@@ -78,11 +78,16 @@ void PromText::family(std::string_view name, PromType type, std::string_view hel
   append_escaped_help(out_, help);
   out_ += "\n# TYPE ";
   out_ += name;
-  out_ += type == PromType::counter ? " counter\n" : " gauge\n";
+  out_ += type == PromType::counter     ? " counter\n"
+          : type == PromType::histogram ? " histogram\n"
+                                        : " gauge\n";
 }
 
-void PromText::sample(std::initializer_list<PromLabel> labels, double value) {
+void PromText::sample(std::initializer_list<PromLabel> labels, double value) { sample("", labels, value); }
+
+void PromText::sample(std::string_view suffix, std::initializer_list<PromLabel> labels, double value) {
   out_ += name_;
+  out_ += suffix;
   if (labels.size() != 0) {
     out_ += '{';
     bool first = true;

@@ -13,7 +13,7 @@ struct PromLabel {
   std::string_view value;
 };
 
-enum class PromType { gauge, counter };
+enum class PromType { gauge, counter, histogram };
 
 class PromText {
  public:
@@ -22,6 +22,8 @@ class PromText {
   void family(std::string_view name, PromType type, std::string_view help);
   void sample(std::initializer_list<PromLabel> labels, double value);
   void sample(double value) { sample({}, value); }
+  // A sample named family + suffix (a histogram's "_bucket", "_sum", "_count").
+  void sample(std::string_view suffix, std::initializer_list<PromLabel> labels, double value);
 
   const std::string& text() const { return out_; }
   std::string take() { return std::move(out_); }

@@ -40,8 +40,9 @@ uint64_t fnv1a(const std::string& s) {
 
 }  // namespace
 
-Pinglist compute_pinglist(const Config& cfg, const std::string& agent, const std::vector<Peer>& peers) {
-  Pinglist out;
+proto::Pinglist compute_pinglist(const Config& cfg, const std::string& agent,
+                                 const std::vector<Peer>& peers) {
+  proto::Pinglist out;
   out.window = Duration(cfg.window_ns);
   out.report_interval = Duration(cfg.report_interval_ns);
   out.sync_interval = Duration(cfg.pinglist_sync_ns);
@@ -62,7 +63,7 @@ Pinglist compute_pinglist(const Config& cfg, const std::string& agent, const std
         for (const auto& peer : peers)
           if (matches_any(a.to, peer.name)) wanted.insert(peer.name);
       }
-      ProtocolPinglist pl{plan.protocol, Duration(plan.interval_ns), Duration(plan.timeout_ns), {}};
+      proto::ProtocolPinglist pl{plan.protocol, Duration(plan.interval_ns), Duration(plan.timeout_ns), {}};
       for (const auto& peer : peers) {  // peers are sorted by name, so targets are too
         if (peer.name == agent || !peer.up || !wanted.contains(peer.name) ||
             !has(peer.protocols, plan.protocol))

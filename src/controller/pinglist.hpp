@@ -26,18 +26,11 @@ struct Peer {
   std::vector<proto::RdmaEndpoint> rdma{};  // its RDMA engines (rails); none: not an rdma target
 };
 
-// The pinglist types and their encoding are the protocol's (proto/pinglist.hpp); these names keep
-// the controller's code (and http_api.cpp) unchanged.
-using proto::Pinglist;
-using proto::pinglist_json;
-using proto::PinglistTarget;
-using proto::ProtocolPinglist;
-
 // `peers` holds every registered agent (also the one asking, and down ones: they are skipped).
 // An agent that is not among the peers gets an empty pinglist.
 // Protocol rdma: an agent with k RDMA engines probes, from its engine i < k, every wanted peer's
 // engine i; the target of rail 0 is named after the peer, that of rail i > 0 "PEER:DEVICE" (so
 // that each rail is its own pair in the mesh). Agents without engines neither probe nor are probed.
-Pinglist compute_pinglist(const Config& cfg, const std::string& agent, const std::vector<Peer>& peers);
+proto::Pinglist compute_pinglist(const Config& cfg, const std::string& agent, const std::vector<Peer>& peers);
 
 }  // namespace weft::controller

@@ -12,7 +12,7 @@ void apply_peer_event(Mesh& mesh, const PeerEvent& ev) {
       mesh.peer_report(ev.agent, ev.windows, ev.received_ns);
       break;
     case PeerEvent::Kind::registration:
-      if (auto r = parse_registration(ev.registration); r && r->name == ev.agent)
+      if (auto r = proto::parse_registration(ev.registration); r && r->name == ev.agent)
         mesh.register_agent(*r, ev.received_ns);
       else
         log().warn("replica feed: ignoring a registration of '{}' that does not parse", ev.agent);

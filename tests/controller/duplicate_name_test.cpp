@@ -16,8 +16,8 @@ using namespace weft::controller::testing;
 
 namespace {
 
-Registration reg(const std::string& name, const std::string& address) {
-  return Registration{name, {address}, {weft::proto::Protocol::udp}, "v-test", 7777, 0};
+weft::proto::Registration reg(const std::string& name, const std::string& address) {
+  return weft::proto::Registration{name, {address}, {weft::proto::Protocol::udp}, "v-test", 7777, 0};
 }
 
 std::shared_ptr<const Config> config_down_after_10s() {

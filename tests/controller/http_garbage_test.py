@@ -141,6 +141,11 @@ def main():
         if v["loss_threshold"] != 0.2 or not {"hosts", "links", "down", "measured_pairs", "bad_pairs"} <= set(v):
             raise SystemExit(f"FAIL suspects answer: {b[:300]!r}")
         expect({400}, call("GET", "/api/v1/pinglist?agent=%00"), "pinglist bad name")
+        for bad in ("12abc", "-1", "+1", "", "1.0", "99999999999999999999"):
+            expect({400}, call("GET", f"/api/v1/pinglist?agent=g1&version={bad}"), f"pinglist version={bad!r}")
+        for bad in ("10x", "+5", "", "-1"):
+            expect({400}, call("GET", f"/api/v1/pairs/g1/g2/history?protocol=udp&limit={bad}"), f"history limit={bad!r}")
+        expect({200}, call("GET", "/api/v1/pinglist?agent=g1&version=0"), "pinglist version=0")
         # Broken HTTP on a raw socket.
         for raw in [b"GARBAGE\r\n\r\n", b"POST /api/v1/report HTTP/1.1\r\nContent-Length: 99999999999\r\n\r\n",
                     b"\x00" * 5000, b"GET /" + b"a" * 100000 + b" HTTP/1.1\r\n\r\n"]:

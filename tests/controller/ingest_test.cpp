@@ -152,6 +152,24 @@ TEST_F(Fixture, OutOfOrderWindowsAreKeptButLatestStaysNewest) {
   EXPECT_EQ(body(stale)["stale"], 1);
 }
 
+// latest_pair (one pair) and latest (every pair) give the same PairWindow, the pair's RTT baseline
+// included: latest_pair used to leave baseline_rtt_ns at 0.
+TEST_F(Fixture, LatestPairCarriesTheBaselineAsLatestDoes) {
+  register_all(*mesh, {"h1", "h2"});
+  int64_t t = now_ns() - 100'000'000'000;
+  for (int i = 0; i < 3; ++i)
+    ASSERT_EQ(ingest->handle_report(report("h1", {window("h2", t + i * 1'000'000'000LL)}), now_ns()).status,
+              200);
+  auto one = mesh->latest_pair(Protocol::udp, "h1", "h2");
+  auto all = mesh->latest(Protocol::udp);
+  ASSERT_TRUE(one);
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_GT(all[0].baseline_rtt_ns, 0);
+  EXPECT_EQ(one->baseline_rtt_ns, all[0].baseline_rtt_ns);
+  EXPECT_EQ(one->received_unix_ns, all[0].received_unix_ns);
+  EXPECT_EQ(one->window.target, "h2");
+}
+
 TEST_F(Fixture, InvalidRequestsAreRejectedWhole) {
   register_all(*mesh, {"h1", "h2", "h3"});
   int64_t t = now_ns() - 10'000'000'000;

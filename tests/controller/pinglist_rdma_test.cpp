@@ -47,7 +47,7 @@ std::vector<Peer> peers(int n) {
   return out;
 }
 
-const ProtocolPinglist* of(const Pinglist& p, Protocol proto) {
+const weft::proto::ProtocolPinglist* of(const weft::proto::Pinglist& p, Protocol proto) {
   for (const auto& pp : p.protocols)
     if (pp.protocol == proto) return &pp;
   return nullptr;
@@ -76,7 +76,7 @@ TEST(PinglistRdma, EntriesCarryThePeersAddress) {
   // The udp entries are as before: no RDMA address in them.
   for (const auto& t : of(pl, Protocol::udp)->targets) EXPECT_FALSE(t.rdma);
 
-  auto j = nlohmann::json::parse(pinglist_json(pl));
+  auto j = nlohmann::json::parse(weft::proto::pinglist_json(pl));
   for (const auto& pj : j["protocols"]) {
     if (pj["protocol"] != "rdma") continue;
     EXPECT_EQ(pj["targets"][0]["rdma"]["gid"], "::ffff:10.9.0.2");
@@ -187,7 +187,7 @@ TEST(PinglistRdma, TheAgentDecodesTheEntriesItWasSent) {
   auto sent = compute_pinglist(cfg, "h1", ps);
   // What the agent decodes (proto::decode_pinglist) is what the controller computed, rails and
   // endpoints included; agent/rdma_pinglist_test turns such entries into engine targets.
-  auto got = proto::decode_pinglist(pinglist_json(sent));
+  auto got = proto::decode_pinglist(weft::proto::pinglist_json(sent));
   ASSERT_TRUE(got) << got.error().message;
   ASSERT_FALSE(got->unchanged);
   EXPECT_EQ(got->pinglist.version, sent.version);

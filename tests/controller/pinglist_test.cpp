@@ -21,7 +21,7 @@ std::vector<Peer> peers(std::initializer_list<const char*> names) {
   return out;
 }
 
-std::vector<std::string> names(const Pinglist& p, Protocol proto) {
+std::vector<std::string> names(const weft::proto::Pinglist& p, Protocol proto) {
   std::vector<std::string> out;
   for (const auto& pp : p.protocols)
     if (pp.protocol == proto)

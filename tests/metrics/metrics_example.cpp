@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "controller/metrics_renderer.hpp"
+#include "controller/request_stats.hpp"
 #include "fake_mesh_view.hpp"
 
 using namespace weft::controller;
@@ -24,7 +25,16 @@ int main() {
       testing::pair(Protocol::udp, "host-2", "host-1", t, 100, 0, 90'000, 200'000),
       testing::pair(Protocol::udp, "host-2", "host \"3\"", now - 60'000'000'000, 100, 0, 90'000, 200'000),
       testing::pair(Protocol::tcp, "host-1", "host-2", t, 100, 0, 120'000, 300'000)};
-  const std::string text = render_metrics(v, {.per_pair = true}, now);
+  std::string text = render_metrics(v, {.per_pair = true}, now);
+  // What GET /metrics appends: the server-side request timings (a route asked twice, one not at all).
+  RequestStats stats({"GET /healthz", "POST /api/v1/report"});
+  weft::net::http::RequestTiming timing{"GET", "/healthz", 200, 50'000, 2'000'000, 300'000, 10'000};
+  stats.record(timing);
+  timing.status = 503;
+  stats.record(timing);
+  PromText p;
+  stats.render(p);
+  text += p.text();
   std::fwrite(text.data(), 1, text.size(), stdout);
   return 0;
 }

@@ -9,10 +9,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "net/http/server.hpp"
 
@@ -355,6 +358,51 @@ TEST(HttpServer, AtTheCapTheOldestIdleConnectionMakesRoom) {
   ASSERT_TRUE(cs[0]->send("GET /echo?x=0 HTTP/1.1\r\n\r\n"));
   EXPECT_EQ(cs[0]->answer().body, "x=0");
   EXPECT_EQ(f.server->stats().shed_idle, 1u);
+}
+
+// The timing hook: where a request spent its time, measured on the server's side. Lower bounds
+// only (a loaded machine makes every stage longer, never shorter): a handler that sleeps 200 ms
+// took at least that in `handler`, and a second request for the lane's only worker waited at least
+// most of it in `queue`.
+TEST(HttpServer, TimingHookSplitsQueueFromHandler) {
+  std::mutex mu;
+  std::vector<RequestTiming> seen;
+  std::vector<std::string> patterns;
+  ServerOptions opt;
+  opt.lane_threads = {1};
+  opt.on_request = [&](const RequestTiming& t) {
+    std::lock_guard lk(mu);
+    seen.push_back(t);
+    patterns.emplace_back(t.pattern);
+  };
+  Router r;
+  r.add("GET", "/sleep/*", [](const Request&, Response& s) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    s.set(201, "z", "text/plain");
+  });
+  Server server(std::move(r), std::move(opt));
+  auto p = server.listen(*SocketAddress::parse_ip("127.0.0.1", 0));
+  ASSERT_TRUE(p.has_value());
+  ASSERT_TRUE(server.start().has_value());
+  Client a(*p), b(*p);
+  ASSERT_TRUE(a.send("GET /sleep/1 HTTP/1.1\r\n\r\n"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(b.send("GET /sleep/2 HTTP/1.1\r\n\r\n"));
+  EXPECT_EQ(a.answer().status, 201);
+  EXPECT_EQ(b.answer().status, 201);
+  server.stop();
+  std::lock_guard lk(mu);
+  ASSERT_EQ(seen.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(seen[i].method, "GET");
+    EXPECT_EQ(patterns[i], "/sleep/*");
+    EXPECT_EQ(seen[i].status, 201);
+    EXPECT_GE(seen[i].handler_ns, 200'000'000);
+    EXPECT_GE(seen[i].read_ns, 0);
+    EXPECT_GE(seen[i].reply_ns, 0);
+  }
+  // The second waited for the first (sent 20 ms later, so at least 180 ms of its 200 ms).
+  EXPECT_GE(std::max(seen[0].queue_ns, seen[1].queue_ns), 150'000'000);
 }
 
 }  // namespace

@@ -80,12 +80,16 @@ struct Server::Impl {
     uint64_t conn = 0;
     Request req;
     const Route* route = nullptr;
+    int64_t started_ns = 0, queued_ns = 0;  // the request's first byte, its dispatch (mono_ns)
   };
   struct Done {
     uint64_t conn = 0;
     Response res;
     bool keep_alive = true;
     bool head_only = false;
+    const Route* route = nullptr;
+    RequestTiming timing;  // read_ns, queue_ns, handler_ns filled in; reply_ns by collect_done
+    int64_t done_ns = 0;
   };
   struct Lane {
     std::mutex mu;
@@ -326,9 +330,10 @@ struct Server::Impl {
     set_events(c, 0);
     n.requests++;
     Lane& lane = *lanes[std::min(c.route->lane, lanes.size() - 1)];
+    const int64_t now = mono_ns();
     {
       std::lock_guard lk(lane.mu);
-      lane.jobs.push_back(Job{c.id, std::move(c.req), c.route});
+      lane.jobs.push_back(Job{c.id, std::move(c.req), c.route, c.request_start ? c.request_start : now, now});
     }
     lane.cv.notify_one();
     c.req = Request{};
@@ -442,12 +447,18 @@ struct Server::Impl {
       d.conn = job.conn;
       d.keep_alive = job.req.keep_alive;
       d.head_only = job.req.method == "HEAD";
+      d.route = job.route;
+      const int64_t picked = mono_ns();
       try {
         job.route->handler(job.req, d.res);
       } catch (...) {
         d.res = Response{};
         opt.error_response(d.res, 500, "internal error");
       }
+      d.done_ns = mono_ns();
+      d.timing.read_ns = job.queued_ns - job.started_ns;
+      d.timing.queue_ns = picked - job.queued_ns;
+      d.timing.handler_ns = d.done_ns - picked;
       {
         std::lock_guard lk(done_mu);
         done.push_back(std::move(d));
@@ -472,6 +483,13 @@ struct Server::Impl {
         continue;
       }
       c.drain_after = false;
+      if (opt.on_request) {
+        d.timing.method = d.route->method;
+        d.timing.pattern = d.route->pattern;
+        d.timing.status = d.res.status;
+        d.timing.reply_ns = mono_ns() - d.done_ns;
+        opt.on_request(d.timing);
+      }
       start_write(c, std::move(d.res), d.keep_alive, d.head_only);
     }
   }

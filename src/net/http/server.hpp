@@ -27,6 +27,18 @@
 
 namespace weft::net::http {
 
+// Where one handled request spent its time, in steady-clock nanoseconds (ServerOptions::on_request):
+// reading (its first byte to its last body byte: the client's sending and the event loop's turn),
+// queued for a worker of its lane, in the handler, and back to the event loop until its answer
+// starts going out. A long tail in `queue` means the lane's workers are busy (or not scheduled);
+// in `handler`, the handler itself; in `reply`, the event loop is.
+struct RequestTiming {
+  std::string_view method;
+  std::string_view pattern;  // the route's pattern, e.g. "/api/v1/pairs/*/*/history"
+  int status = 0;
+  int64_t read_ns = 0, queue_ns = 0, handler_ns = 0, reply_ns = 0;
+};
+
 struct ServerOptions {
   Limits limits;
   std::vector<size_t> lane_threads{4};  // worker threads per lane (Route::lane indexes it)
@@ -40,6 +52,9 @@ struct ServerOptions {
   // Fills in the server's own error answers (400, 404, 408, 413, 431, 500, 503...). The default
   // writes the message as text/plain.
   std::function<void(Response&, int status, std::string_view message)> error_response;
+  // Called on the event loop for every request a handler answered, as its answer starts going
+  // out: it must be quick and must not block (count it, do not log it). May be empty.
+  std::function<void(const RequestTiming&)> on_request;
 };
 
 struct ServerStats {
