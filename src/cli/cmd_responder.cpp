@@ -32,9 +32,11 @@ int run_responder(const weft::probe::ResponderConfig& cfg, const std::string& hw
   const auto c = (*r)->counters();
   g_responder = nullptr;
   weft::log().info(
-      "responder: answered {}, follow-ups {}, without follow-up (behind) {}, malformed {}, tcp accepted {}, "
-      "wake-ups {} ({} streaming)",
-      c.answered, c.followups, c.shed, c.malformed, c.tcp_accepted, c.wakeups, c.streaming_wakeups);
+      "responder: answered {}, follow-ups {}, without follow-up (behind) {}, without follow-up (no send "
+      "stamp in "
+      "time) {}, malformed {}, tcp accepted {}, wake-ups {} ({} streaming)",
+      c.answered, c.followups, c.shed, c.unstamped, c.malformed, c.tcp_accepted, c.wakeups,
+      c.streaming_wakeups);
   if (!st) {
     weft::log().error("{}", st.error().message);
     return 1;

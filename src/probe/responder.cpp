@@ -186,7 +186,7 @@ struct Responder::Impl {
   bool stream_nostamp_ok = true;             // per-send "no transmit stamp" works on TCP here
   std::atomic<bool> stop_flag{false};
   std::atomic<uint64_t> answered{0}, malformed{0}, tcp_accepted{0}, tcp_refused{0}, tcp_reaped{0},
-      followups{0}, shed{0}, wakeups{0}, streaming_wakeups{0};
+      followups{0}, shed{0}, unstamped{0}, wakeups{0}, streaming_wakeups{0};
   size_t conn_cap = 0;  // max_tcp_connections within half the descriptor limit (open())
   int64_t next_reap_ns = 0;
   int64_t refused_logged_ns = 0;
@@ -583,7 +583,10 @@ struct Responder::Impl {
       const bool have =
           followup_times(e->rx, e->reply_rx_ns, e->tx, f.flags, f.responder_rx_ns, f.responder_tx_ns);
       c.echoes.pop();
-      if (!have) continue;  // no send stamp came: nothing to tell
+      if (!have) {  // no send stamp came: nothing to tell
+        inc(unstamped);
+        continue;
+      }
       if (!send_frame(c, f, false)) return false;
       inc(followups);
     }
@@ -753,6 +756,7 @@ ResponderCounters Responder::counters() const {
   out.tcp_reaped = l(impl_->tcp_reaped);
   out.followups = l(impl_->followups);
   out.shed = l(impl_->shed);
+  out.unstamped = l(impl_->unstamped);
   out.wakeups = l(impl_->wakeups);
   out.streaming_wakeups = l(impl_->streaming_wakeups);
   return out;

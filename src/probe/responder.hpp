@@ -47,6 +47,7 @@ struct ResponderCounters {
   uint64_t tcp_reaped = 0;         // closed for idleness (the idle timeout, or replaced at the cap)
   uint64_t followups = 0;          // follow-ups sent with the kernel TX timestamp (UDP entries, TCP frames)
   uint64_t shed = 0;               // replies sent without a follow-up because the responder was behind
+  uint64_t unstamped = 0;          // TCP replies whose send stamp never came in time: no follow-up sent
   uint64_t wakeups = 0;            // event-loop wake-ups
   uint64_t streaming_wakeups = 0;  // ... of them with the UDP socket read without epoll (a stream flowing)
 };
