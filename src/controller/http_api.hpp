@@ -48,6 +48,7 @@ class HttpApi {
   void mesh(const Req& req, Res& res);
   void suspects(const Req& req, Res& res);
   std::string suspects_json(proto::Protocol protocol, const BlameOptions& opt) const;
+  std::string mesh_columns_body(proto::Protocol protocol, const std::string& group, bool gzip) const;
   void pair_history(const Req& req, Res& res);
   void agents(const Req& req, Res& res);
   void groups(const Req& req, Res& res);
