@@ -32,6 +32,8 @@ class HttpApi {
   // expensive (render_cache.hpp): the report interval, so they lag the mesh by one report at most.
   static constexpr int64_t kMeshAnswerMaxAgeNs = 1'000'000'000;
   static constexpr int64_t kCheapAnswerNs = 20'000'000;
+  // Never serve such an answer older than this (three default windows): recompute and wait.
+  static constexpr int64_t kMeshAnswerMaxStaleNs = 30'000'000'000;
 
  private:
   using Req = net::http::Request;
@@ -61,7 +63,7 @@ class HttpApi {
   Store& store_;
   Ingest& ingest_;
   std::unique_ptr<RequestStats> request_stats_;
-  RenderCache whole_mesh_answers_{kMeshAnswerMaxAgeNs, kCheapAnswerNs};
+  RenderCache whole_mesh_answers_{kMeshAnswerMaxAgeNs, kCheapAnswerNs, kMeshAnswerMaxStaleNs};
 };
 
 }  // namespace weft::controller

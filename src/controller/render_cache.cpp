@@ -13,8 +13,11 @@ int64_t mono_ns() {
 }
 }  // namespace
 
-RenderCache::RenderCache(int64_t max_age_ns, int64_t cheap_ns)
-    : max_age_ns_(max_age_ns), cheap_ns_(cheap_ns), thread_([this] { refresher(); }) {}
+RenderCache::RenderCache(int64_t max_age_ns, int64_t cheap_ns, int64_t max_stale_ns)
+    : max_age_ns_(max_age_ns),
+      cheap_ns_(cheap_ns),
+      max_stale_ns_(max_stale_ns),
+      thread_([this] { refresher(); }) {}
 
 RenderCache::~RenderCache() {
   {
@@ -30,7 +33,8 @@ std::string RenderCache::get(const std::string& key, Compute compute) {
   {
     std::lock_guard lk(mu_);
     auto it = entries_.find(key);
-    if (it != entries_.end() && it->second.value && it->second.cost_ns >= cheap_ns_) {
+    if (it != entries_.end() && it->second.value && it->second.cost_ns >= cheap_ns_ &&
+        mono_ns() - it->second.computed_ns <= max_stale_ns_) {
       Entry& e = it->second;
       // An answer that takes long is refreshed less often: at most a tenth of the time goes to it.
       if (mono_ns() - e.computed_ns > std::max(max_age_ns_, 10 * e.cost_ns) && !e.refreshing) {

@@ -9,7 +9,8 @@
 // last computed, at most `max_age_ns` old: when it is older, the request still gets it at once and
 // the cache's own thread computes the next one (one refresh at a time per key). An answer that
 // took c to compute is refreshed at most every max(max_age_ns, 10 c), so refreshing costs at most a
-// tenth of a core however large the mesh. Only a key's first request waits for a computation.
+// tenth of a core however large the mesh. Only a key's first request waits for a computation, and
+// one that comes after the cached answer grew older than max_stale_ns.
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -29,7 +30,10 @@ class RenderCache {
   // further keys are computed per request, uncached.
   static constexpr size_t kMaxKeys = 32;
 
-  RenderCache(int64_t max_age_ns, int64_t cheap_ns);
+  // `max_stale_ns`: a cached answer older than this is not served at all (the request computes a
+  // new one and waits): after a quiet spell the first dashboard load must not show a mesh from
+  // minutes ago as if it were now.
+  RenderCache(int64_t max_age_ns, int64_t cheap_ns, int64_t max_stale_ns = INT64_MAX);
   ~RenderCache();  // waits for a refresh under way
   RenderCache(const RenderCache&) = delete;
   RenderCache& operator=(const RenderCache&) = delete;
@@ -53,7 +57,7 @@ class RenderCache {
   };
   void refresher();
 
-  const int64_t max_age_ns_, cheap_ns_;
+  const int64_t max_age_ns_, cheap_ns_, max_stale_ns_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::string, Entry> entries_;

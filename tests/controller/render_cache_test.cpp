@@ -42,6 +42,19 @@ TEST(RenderCache, ExpensiveAnswersAreServedCachedAndRefreshedInTheBackground) {
   EXPECT_EQ(c.get("other", f), "3");
 }
 
+TEST(RenderCache, AnAnswerOlderThanTheStaleLimitIsComputedAgainInline) {
+  RenderCache c(/*max_age_ns=*/50'000'000, /*cheap_ns=*/0, /*max_stale_ns=*/200'000'000);
+  std::atomic<int> n{0};
+  auto f = [&n] { return std::to_string(++n); };
+  EXPECT_EQ(c.get("k", f), "1");
+  EXPECT_EQ(c.get("k", f), "1");  // young: cached
+  std::this_thread::sleep_for(300ms);
+  // Older than the stale limit (load only makes it older): this request waits for a new answer
+  // instead of getting the old one while a refresh starts.
+  EXPECT_EQ(c.get("k", f), "2");
+  EXPECT_EQ(c.stats().computed_inline, 2u);
+}
+
 TEST(RenderCache, KeysBeyondTheCapAreComputedUncached) {
   RenderCache c(60'000'000'000, 0);
   int n = 0;
