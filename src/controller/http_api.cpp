@@ -253,22 +253,20 @@ bool is_gzip(std::string_view body) {
 // The columnar mesh of one protocol (and group, "" for all hosts), gzipped at a fast level when
 // `gzip` and it is large. Reads the mesh as it is now: it may run on the render cache's thread.
 std::string HttpApi::mesh_columns_body(proto::Protocol protocol, const std::string& group, bool gzip) const {
-  std::vector<std::string> hosts, srcs, dsts;
-  std::vector<PairWindow> kept;
+  std::vector<std::string> hosts;
+  MeshCells kept;
   if (!group.empty()) {
     if (auto ends = mesh_.group_ends(group)) {  // a group gone since the request: an empty mesh
-      srcs = std::move(ends->from);
-      dsts = std::move(ends->to);
-      std::set<std::string> both(srcs.begin(), srcs.end());
-      both.insert(dsts.begin(), dsts.end());
+      std::set<std::string> both(ends->from.begin(), ends->from.end());
+      both.insert(ends->to.begin(), ends->to.end());
       hosts.assign(both.begin(), both.end());
-      kept = mesh_.latest_between(protocol, srcs, dsts);
+      kept = mesh_.latest_cells(protocol, &ends->from, &ends->to);
     }
   } else {
     for (const auto& ag : mesh_.agents())
       if (std::find(ag.protocols.begin(), ag.protocols.end(), protocol) != ag.protocols.end())
         hosts.push_back(ag.name);
-    kept = mesh_.latest(protocol);
+    kept = mesh_.latest_cells(protocol);
   }
   std::string body = mesh_columns_json(
       {proto::to_string(protocol), group, mesh_.window_ns(), now_ns(), std::move(hosts)}, kept);

@@ -242,6 +242,60 @@ std::vector<PairWindow> Mesh::latest_between(proto::Protocol protocol, const std
   return out;
 }
 
+MeshCells Mesh::latest_cells(proto::Protocol protocol, const std::vector<std::string>* srcs,
+                             const std::vector<std::string>* dsts) const {
+  MeshCells out;
+  std::vector<std::pair<uint32_t, SourceTxn::Source*>> sources;  // (id, source) of each wanted source
+  std::vector<uint8_t> dst_ok;                                   // by id; empty: every destination
+  {
+    std::shared_lock lk(names_mu_);
+    out.names = names_;
+    if (dsts) {
+      dst_ok.assign(names_.size(), 0);
+      for (const auto& d : *dsts)
+        if (auto it = ids_.find(d); it != ids_.end()) dst_ok[it->second] = 1;
+    }
+    if (srcs) {
+      for (const auto& s : *srcs)
+        if (auto it = ids_.find(s); it != ids_.end() && sources_[it->second])
+          sources.emplace_back(it->second, sources_[it->second].get());
+    } else {
+      for (uint32_t id = 0; id < sources_.size(); ++id)
+        if (sources_[id]) sources.emplace_back(id, sources_[id].get());
+    }
+  }
+  for (const auto& [id, s] : sources) {
+    std::lock_guard sl(s->mu);
+    for (const auto& [key, slot] : s->pairs) {
+      const uint32_t dst = static_cast<uint32_t>(key);
+      if (!slot.has_latest || static_cast<proto::Protocol>(key >> 32) != protocol) continue;
+      if (dsts && (dst >= dst_ok.size() || !dst_ok[dst])) continue;
+      const proto::WindowStats& w = slot.latest;
+      const proto::LatencySummary& r = w.network_rtt;
+      out.pairs.push_back(PairCells{id, dst, w.timestamp_source, w.end_unix_ns, w.sent, w.received, w.lost,
+                                    w.late, w.duplicate, r.count, r.p50_ns, r.p90_ns, r.p99_ns, r.max_ns});
+    }
+  }
+  // A destination interned after the name table was copied (classify interns under the source
+  // lock): take the table again for the missing names.
+  uint32_t top = 0;
+  for (const auto& p : out.pairs) top = std::max({top, p.src, p.dst});
+  if (!out.pairs.empty() && top >= out.names.size()) {
+    std::shared_lock lk(names_mu_);
+    out.names = names_;
+  }
+  // Rank names once, then sort the pairs by rank: the order of latest() without a string compare
+  // per comparison.
+  std::vector<uint32_t> order(out.names.size()), rank(out.names.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return out.names[a] < out.names[b]; });
+  for (uint32_t i = 0; i < order.size(); ++i) rank[order[i]] = i;
+  std::sort(out.pairs.begin(), out.pairs.end(), [&](const PairCells& a, const PairCells& b) {
+    return std::pair(rank[a.src], rank[a.dst]) < std::pair(rank[b.src], rank[b.dst]);
+  });
+  return out;
+}
+
 std::optional<PairWindow> Mesh::latest_pair(proto::Protocol protocol, const std::string& src,
                                             const std::string& dst) const {
   SourceTxn::Source* s = nullptr;

@@ -154,6 +154,10 @@ class Mesh final : public MeshView {
   // The latest windows of the pairs from a host in `srcs` to a host in `dsts`, sorted by (src, dst).
   // Only those sources are visited and only those pairs copied: one rack's mesh in a 10,000-agent
   // fleet costs its 10,000 pairs, not the million of latest(protocol) filtered afterwards.
+  // The same pairs as latest() (srcs and dsts null) or latest_between(), in the dashboard's compact
+  // form (PairCells), in the same order.
+  MeshCells latest_cells(proto::Protocol protocol, const std::vector<std::string>* srcs = nullptr,
+                         const std::vector<std::string>* dsts = nullptr) const;
   std::vector<PairWindow> latest_between(proto::Protocol protocol, const std::vector<std::string>& srcs,
                                          const std::vector<std::string>& dsts) const;
   // The registered agents a group (members, both ends) or an arrow (from, to) of the config in force

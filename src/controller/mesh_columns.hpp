@@ -23,7 +23,9 @@ struct MeshColumnsHeader {
   std::vector<std::string> hosts;  // listed first; hosts that only appear in pairs are appended
 };
 
-// `pairs` already filtered to what the request asked for.
+// `cells` already filtered to what the request asked for (Mesh::latest_cells).
+std::string mesh_columns_json(MeshColumnsHeader header, const MeshCells& cells);
+// The same from full windows (tests, callers that have them).
 std::string mesh_columns_json(MeshColumnsHeader header, const std::vector<PairWindow>& pairs);
 
 }  // namespace weft::controller

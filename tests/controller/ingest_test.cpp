@@ -346,6 +346,30 @@ TEST(MeshRegistry, GroupMeshHoldsOnlyItsOwnPairs) {
   EXPECT_EQ(between("a-to-b"), (std::vector<std::string>{"a1>b1", "a1>b2", "a2>b1", "a2>b2"}));
   EXPECT_EQ(pairs(mesh.latest(Protocol::udp)).size(), 12u);
   EXPECT_TRUE(mesh.latest_between(Protocol::tcp, hosts, hosts).empty());
+  // The dashboard's compact copy (latest_cells) holds the same pairs, in the same order, with the
+  // same numbers as latest() and latest_between().
+  auto cells_pairs = [](const MeshCells& c) {
+    std::vector<std::string> out;
+    for (const auto& p : c.pairs) out.push_back(c.names.at(p.src) + ">" + c.names.at(p.dst));
+    return out;
+  };
+  EXPECT_EQ(cells_pairs(mesh.latest_cells(Protocol::udp)), pairs(mesh.latest(Protocol::udp)));
+  {
+    auto ends = mesh.group_ends("a-to-b");
+    ASSERT_TRUE(ends);
+    EXPECT_EQ(cells_pairs(mesh.latest_cells(Protocol::udp, &ends->from, &ends->to)), between("a-to-b"));
+    const auto full = mesh.latest_between(Protocol::udp, ends->from, ends->to);
+    const auto cells = mesh.latest_cells(Protocol::udp, &ends->from, &ends->to);
+    ASSERT_EQ(full.size(), cells.pairs.size());
+    for (size_t i = 0; i < full.size(); ++i) {
+      EXPECT_EQ(cells.pairs[i].sent, full[i].window.sent);
+      EXPECT_EQ(cells.pairs[i].lost, full[i].window.lost);
+      EXPECT_EQ(cells.pairs[i].end_unix_ns, full[i].window.end_unix_ns);
+      EXPECT_EQ(cells.pairs[i].p50_ns, full[i].window.network_rtt.p50_ns);
+      EXPECT_EQ(cells.pairs[i].rtt_count, full[i].window.network_rtt.count);
+    }
+  }
+  EXPECT_TRUE(mesh.latest_cells(Protocol::tcp).pairs.empty());
   // A removed agent leaves its group's mesh.
   mesh.remove_agent("a2");
   EXPECT_EQ(between("rack-a"), std::vector<std::string>{});

@@ -56,7 +56,7 @@ TEST(MeshColumns, ArraysLineUpWithHostsByIndex) {
 }
 
 TEST(MeshColumns, GroupAndEmptyMesh) {
-  json j = json::parse(mesh_columns_json({"tcp", "rack1", 1'000'000'000, kNow, {}}, {}));
+  json j = json::parse(mesh_columns_json({"tcp", "rack1", 1'000'000'000, kNow, {}}, MeshCells{}));
   EXPECT_EQ(j["group"], "rack1");
   EXPECT_EQ(j["pairs"], 0);
   EXPECT_TRUE(j["columns"]["src"].empty());
