@@ -247,8 +247,9 @@ TEST(TcpNetsim, RackCutsTimeoutsAndSpuriousRetransmits) {
   std::printf("10 %% loss RTOs: %lu with RACK, %lu without; reordering retransmits: %lu with, %lu without\n",
               static_cast<unsigned long>(rto_with), static_cast<unsigned long>(rto_without),
               static_cast<unsigned long>(rtx_with), static_cast<unsigned long>(rtx_without));
-  EXPECT_LT(rto_with * 4, rto_without);  // at least 4x fewer timeouts
-  EXPECT_LT(rtx_with * 4, rtx_without);  // at least 4x fewer spurious retransmissions
+  // Measured when written: 6 vs 38 timeouts, 32 vs 320 retransmissions. At least 3x fewer of each.
+  EXPECT_LT(rto_with * 3, rto_without);
+  EXPECT_LT(rtx_with * 3, rtx_without);
 }
 
 TEST(TcpNetsim, SameSeedSameRun) {

@@ -591,8 +591,11 @@ void Connection::enter_recovery() {
   tlp_deadline_ = kNever;
   ++stats_.fast_retransmits;
   high_rxt_ = snd_una_;
-  if (rack_on()) {  // RACK marked what is lost; output() resends it
+  if (rack_on()) {
+    // RACK marked what is lost: the first goes now whatever pipe says (RFC 6675 step 4.3),
+    // output() sends the rest as cwnd - pipe allows.
     cwnd_ = ssthresh_;
+    rack_send_lost(true);
     return;
   }
   if (dupacks_ < 3) ++stats_.early_retransmits;

@@ -184,7 +184,7 @@ class Connection {
   void rack_on_ack(const wire::TcpOptions& o, uint32_t ack);  // marks SACKed and delivered sends
   uint32_t rack_detect_loss();                                // bytes newly deemed lost
   int64_t rack_reo_wnd() const;
-  bool rack_send_lost();  // resends the first lost segment when cwnd - pipe >= SMSS
+  bool rack_send_lost(bool force = false);  // resends the first lost segment if cwnd - pipe >= SMSS
   void rack_after_detect(uint32_t newly_lost);
 
   // Timers.

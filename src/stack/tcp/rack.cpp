@@ -142,9 +142,10 @@ void Connection::rack_after_detect(uint32_t newly_lost) {
 }
 
 // RFC 6675 NextSeg rule 1 with RACK's marks: the lowest segment deemed lost and not resent since,
-// while cwnd - pipe >= 1 SMSS; at most one MSS (the record is split when it is larger).
-bool Connection::rack_send_lost() {
-  const uint32_t p = pipe();
+// while cwnd - pipe >= 1 SMSS (or regardless: `force`, the fast retransmit); at most one MSS (the record is
+// split when it is larger).
+bool Connection::rack_send_lost(bool force) {
+  const uint32_t p = force ? 0 : pipe();
   if (cwnd_ <= p || cwnd_ - p < smss_) return false;
   const uint32_t end = data_end();
   for (size_t i = 0; i < sent_.size(); ++i) {
