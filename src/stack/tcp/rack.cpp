@@ -162,6 +162,8 @@ bool Connection::rack_send_lost(bool force) {
     if (len == 0 && !fin) continue;
     send_range(r.start, len, fin, false);
     ++stats_.sack_retransmits;
+    // A resent head gets a whole RTO (as Linux does): RACK finds its loss again sooner if it is.
+    if (r.start == snd_una_) arm_rtx();
     return true;
   }
   return false;
