@@ -784,6 +784,32 @@ std::vector<Scenario> scenarios() {
 0.7   < . 1:1(0) ack 4381
 0.7   stat timeouts 0
 )"},
+      // A loss of data sent during a recovery (14601:16061, deemed lost at 0.4 and resent) is a
+      // new congestion event: when the first recovery ends at 0.45 with it still outstanding, a
+      // second begins (ssthresh 0.5 x 10220 with Reno) rather than the loss costing nothing.
+      {"RackLossOfDataSentInRecoveryStartsANewRecovery",
+       "0 config rack=1\n" + kSackActive + "0.2   send 29200\n" + segments_out("0.2", 0, 10, 0) + R"(
+0.3   < . 1:1(0) ack 1 <sack 1461:14601>
+0.3   > . 1:1461(1460) ack 1
+0.3   > . 14601:16061(1460) ack 1
+0.3   > . 16061:17521(1460) ack 1
+0.3   > . 17521:18981(1460) ack 1
+0.3   > . 18981:20441(1460) ack 1
+0.4   < . 1:1(0) ack 1 <sack 16061:20441 1461:14601>
+0.4   > . 1:1461(1460) ack 1
+0.4   > . 14601:16061(1460) ack 1
+0.4   > . 20441:21901(1460) ack 1
+0.4   > . 21901:23361(1460) ack 1
+0.4   > . 23361:24821(1460) ack 1
+0.4   stat rack_lost 3
+0.4   stat lost_retransmits 1
+0.45  < . 1:1(0) ack 14601 <sack 16061:20441>
+0.45  stat fast_retransmits 2
+0.45  ssthresh 5110
+0.5   < . 1:1(0) ack 24821
+0.5   > . 24821:26281(1460) ack 1
+0.5   > . 26281:27741(1460) ack 1
+)"},
       // After an RTO with RACK everything not SACKed is deemed lost and resent in order as cwnd
       // grows from one segment; what the peer SACKed meanwhile is not resent.
       {"RackTimeoutResendsOnlyWhatWasNotSacked", "0 config rack=1\n" + kSackActive + R"(

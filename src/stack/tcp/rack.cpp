@@ -136,9 +136,14 @@ uint32_t Connection::rack_detect_loss() {
 }
 
 // A loss starts fast recovery (RFC 8985 3.4 with RFC 6675's window), unless one is under way
-// or the loss is of data sent before the last recovery point (RFC 6582 4.1).
+// or the loss is of data sent before the last recovery point (RFC 6582 4.1). Losses found
+// during a recovery in data sent after it began are a new congestion event once it ends.
 void Connection::rack_after_detect(uint32_t newly_lost) {
-  if (newly_lost > 0 && !in_recovery_ && snd_max_ != snd_una_ && seq_ge(snd_una_, recover_)) enter_recovery();
+  if (in_recovery_ || snd_max_ == snd_una_ || !seq_ge(snd_una_, recover_)) return;
+  bool lost = newly_lost > 0;
+  for (size_t i = 0; i < sent_.size() && !lost; ++i)
+    lost = sent_[i].has(SentSeg::kLost) && !sent_[i].has(SentSeg::kSacked);
+  if (lost) enter_recovery();
 }
 
 // RFC 6675 NextSeg rule 1 with RACK's marks: the lowest segment deemed lost and not resent since,
