@@ -43,10 +43,10 @@ struct Common {
   std::string netns;      // move the kernel end into this namespace first (optional)
   bool no_vnet_hdr = false;
   bool nagle = false;
-  // Each connection's send and receive buffer. 4 MiB, not the library's 256 KiB: at 1 % loss the
-  // echo server's window closed while its 256 KiB send ring waited on recovery (the kernel's
-  // autotuned buffers reach MBs); 3 interleaved rounds at 1 % went 0.62x -> 0.80x the kernel as
-  // server, 0.68x -> 0.84x as client (docs/BENCHMARKS.md). The tool holds few connections.
+  // Each connection's send and receive buffer: 4 MiB, not the library's 256 KiB, as the kernel's
+  // autotuned buffers reach MBs. Measured at 1 % loss (docs/BENCHMARKS.md, issue 13): before RACK
+  // 3 rounds hinted at a gain (0.62x -> 0.80x the kernel as server); with RACK 256 KiB did as well
+  // (0.97x server, 1.13x client against 0.92x and 1.14x), so on this sub-ms path it is not the limit.
   uint32_t buffer = 4 * 1024 * 1024;
   std::string cc = "cubic";
   bool no_sack = false;
