@@ -247,7 +247,7 @@ TEST(TcpNetsim, RackCutsTimeoutsAndSpuriousRetransmits) {
   std::printf("10 %% loss RTOs: %lu with RACK, %lu without; reordering retransmits: %lu with, %lu without\n",
               static_cast<unsigned long>(rto_with), static_cast<unsigned long>(rto_without),
               static_cast<unsigned long>(rtx_with), static_cast<unsigned long>(rtx_without));
-  // Measured when written: 6 vs 38 timeouts, 32 vs 320 retransmissions. At least 3x fewer of each.
+  // Measured when written: 10 vs 38 timeouts, 32 vs 320 retransmissions. At least 3x fewer of each.
   EXPECT_LT(rto_with * 3, rto_without);
   EXPECT_LT(rtx_with * 3, rtx_without);
 }

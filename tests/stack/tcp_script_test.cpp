@@ -747,6 +747,15 @@ std::vector<Scenario> scenarios() {
 0.4   < . 1:1(0) ack 14601
 0.4   stat timeouts 0
 )"},
+      // One ACK newly SACKing two ranges, the higher first as RFC 2018 orders them, is not
+      // reordering: with 3 segments SACKed the window is 0 and the holes are lost at once.
+      {"RackTwoBlocksInOneAckAreNotReordering", "0 config rack=1\n" + kSackFlight + R"(
+0.3   < . 1:1(0) ack 1 <sack 7301:10221 1461:2921>
+0.3   > . 1:1461(1460) ack 1
+0.3   > . 2921:4381(1460) ack 1
+0.3   stat rack_lost 4
+0.3   pipe 7300
+)"},
       // The same, but the "missing" segment was only reordered: it arrives within the window, is
       // not resent, and the reordering seen keeps a window later (RFC 8985 6.2 step 4).
       {"RackDoesNotResendASegmentReorderedWithinTheWindow", "0 config rack=1\n" + kSackFlight + R"(

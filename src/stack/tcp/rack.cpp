@@ -68,7 +68,17 @@ void Connection::rack_on_ack(const wire::TcpOptions& o, uint32_t ack) {
   for (size_t i = 0; i < sent_.size() && seq_le(sent_[i].end, ack); ++i)
     if (!sent_[i].has(SentSeg::kSacked)) deliver(sent_[i]);
   const uint32_t low = seq_max(ack, snd_una_);
-  for (size_t b = 0; b < o.sack_count; ++b) {
+  // Blocks in sequence order (the receiver sends the most recent first): two ranges newly SACKed
+  // by one ACK are not reordering.
+  size_t order[wire::kMaxSackBlocks];
+  const size_t nb = std::min<size_t>(o.sack_count, wire::kMaxSackBlocks);
+  for (size_t b = 0; b < nb; ++b) {
+    size_t k = b;
+    for (; k > 0 && seq_gt(o.sack[order[k - 1]].left, o.sack[b].left); --k) order[k] = order[k - 1];
+    order[k] = b;
+  }
+  for (size_t ob = 0; ob < nb; ++ob) {
+    const size_t b = order[ob];
     // The blocks take_sack_blocks() takes: above the cumulative ACK and within what was sent.
     if (!seq_lt(o.sack[b].left, o.sack[b].right) || seq_le(o.sack[b].right, low) ||
         seq_gt(o.sack[b].right, snd_max_))
