@@ -14,7 +14,7 @@
 # Usage: bench/stack_interop.sh build/weft [bytes=104857600] [losses="0 0.1 1 5 10"] [limit_s=900] [rounds=1]
 # ends with a summary: per role and loss, the median seconds and the median over rounds of the
 # kernel reference's seconds / weft's seconds in the same round (throughput relative to the kernel).
-# WEFT_ARGS="..." adds options to both weft commands (--buffer, --cc, --no-sack).
+# WEFT_ARGS="..." adds options to both weft commands (--buffer, --cc, --no-sack, --no-rack).
 set -euo pipefail
 WEFT=${1:?usage: $0 path/to/weft [bytes] [losses] [limit_s]}
 SIZE=${2:-104857600}

@@ -202,23 +202,54 @@ Result run(LinkParams p, size_t a_to_b, size_t b_to_a, uint64_t seed, tcp::Confi
   return r;
 }
 
+// The grid with RACK (RFC 8985, the default) and without (RFC 6675's DupThresh alone), so both
+// loss detectors stay byte-exact.
 TEST(TcpNetsim, LossReorderDuplicateGridIsByteExact) {
   constexpr size_t kAB = 2 << 20, kBA = 512 << 10;
-  std::printf("%-8s %-8s %-6s %9s %9s %6s %6s %6s %6s\n", "loss", "reorder", "dup", "seconds", "Mb/s A>B",
-              "lost", "qdrop", "rtx", "rto");
-  for (double loss : {0.0, 0.001, 0.01, 0.05, 0.10}) {
-    for (auto [reorder, dup] : {std::pair{0.0, 0.0}, std::pair{0.05, 0.02}}) {
-      for (uint64_t seed : {1, 2}) {
-        const Result r = run({loss, reorder, dup}, kAB, kBA, seed);
-        std::printf("%-8.3f %-8.2f %-6.2f %9.2f %9.1f %6lu %6lu %6lu %6lu\n", loss, reorder, dup, r.seconds,
-                    kAB * 8 / r.seconds / 1e6, static_cast<unsigned long>(r.lost),
-                    static_cast<unsigned long>(r.queue_drops), static_cast<unsigned long>(r.retransmits),
-                    static_cast<unsigned long>(r.timeouts));
-        EXPECT_TRUE(r.ok) << "loss " << loss << " reorder " << reorder << " dup " << dup << " seed " << seed
-                          << ": " << r.why;
+  std::printf("%-5s %-8s %-8s %-6s %9s %9s %6s %6s %6s %6s\n", "rack", "loss", "reorder", "dup", "seconds",
+              "Mb/s A>B", "lost", "qdrop", "rtx", "rto");
+  for (bool rack : {true, false}) {
+    tcp::Config cfg;
+    cfg.rack = rack;
+    for (double loss : {0.0, 0.001, 0.01, 0.05, 0.10}) {
+      for (auto [reorder, dup] : {std::pair{0.0, 0.0}, std::pair{0.05, 0.02}}) {
+        for (uint64_t seed : {1, 2}) {
+          const Result r = run({loss, reorder, dup}, kAB, kBA, seed, cfg);
+          std::printf("%-5s %-8.3f %-8.2f %-6.2f %9.2f %9.1f %6lu %6lu %6lu %6lu\n", rack ? "on" : "off",
+                      loss, reorder, dup, r.seconds, kAB * 8 / r.seconds / 1e6,
+                      static_cast<unsigned long>(r.lost), static_cast<unsigned long>(r.queue_drops),
+                      static_cast<unsigned long>(r.retransmits), static_cast<unsigned long>(r.timeouts));
+          EXPECT_TRUE(r.ok) << "rack " << rack << " loss " << loss << " reorder " << reorder << " dup " << dup
+                            << " seed " << seed << ": " << r.why;
+        }
       }
     }
   }
+}
+
+// What RACK is for, on fixed seeds (deterministic, no timing): lost retransmissions found without
+// waiting for the RTO, and reordering tolerated once seen instead of resent.
+TEST(TcpNetsim, RackCutsTimeoutsAndSpuriousRetransmits) {
+  constexpr size_t kAB = 2 << 20, kBA = 512 << 10;
+  tcp::Config with, without;
+  without.rack = false;
+  uint64_t rto_with = 0, rto_without = 0, rtx_with = 0, rtx_without = 0;
+  for (uint64_t seed : {1, 2}) {
+    const Result a = run({0.10, 0, 0}, kAB, kBA, seed, with), b = run({0.10, 0, 0}, kAB, kBA, seed, without);
+    const Result c = run({0, 0.05, 0.02}, kAB, kBA, seed, with),
+                 d = run({0, 0.05, 0.02}, kAB, kBA, seed, without);
+    ASSERT_TRUE(a.ok && b.ok && c.ok && d.ok) << a.why << b.why << c.why << d.why;
+    rto_with += a.timeouts;
+    rto_without += b.timeouts;
+    rtx_with += c.retransmits;
+    rtx_without += d.retransmits;
+  }
+  std::printf("10 %% loss RTOs: %lu with RACK, %lu without; reordering retransmits: %lu with, %lu without\n",
+              static_cast<unsigned long>(rto_with), static_cast<unsigned long>(rto_without),
+              static_cast<unsigned long>(rtx_with), static_cast<unsigned long>(rtx_without));
+  // Measured when written: 10 vs 38 timeouts, 32 vs 320 retransmissions. At least 3x fewer of each.
+  EXPECT_LT(rto_with * 3, rto_without);
+  EXPECT_LT(rtx_with * 3, rtx_without);
 }
 
 TEST(TcpNetsim, SameSeedSameRun) {

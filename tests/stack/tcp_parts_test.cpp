@@ -1,5 +1,5 @@
 // The TCP connection's building blocks: sequence arithmetic across the wrap, the byte ring, the
-// out-of-order range set and the RFC 6298 estimator.
+// out-of-order range set, RACK's send log and the RFC 6298 estimator.
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -9,6 +9,7 @@
 #include "stack/tcp/ooo.hpp"
 #include "stack/tcp/ring.hpp"
 #include "stack/tcp/rto.hpp"
+#include "stack/tcp/sent_log.hpp"
 #include "stack/tcp/seq.hpp"
 
 using namespace weft::stack::tcp;
@@ -113,4 +114,76 @@ TEST(TcpRto, FollowsRfc6298) {
   r.sample(1'000'000);                    // a new sample ends the backoff; the minimum holds
   EXPECT_GE(r.rto_ns(), 200'000'000);
   EXPECT_LT(r.rto_ns(), 1'450'000'000);
+}
+
+TEST(TcpSentLog, SplitsFindsAndTrimsAcrossTheWrap) {
+  SentLog log(8);
+  const uint32_t base = 0xfffff000u;  // the records cross the 32-bit wrap
+  for (uint32_t i = 0; i < 4; ++i) log.append(base + i * 1000, base + (i + 1) * 1000, i);
+  ASSERT_EQ(log.size(), 4u);
+  EXPECT_EQ(log.find(base), 0u);
+  EXPECT_EQ(log.find(base + 999), 0u);
+  EXPECT_EQ(log.find(base + 1000), 1u);
+  EXPECT_EQ(log.find(base + 4000), 4u);
+  ASSERT_TRUE(log.split_at(base + 2500));  // inside the third record, past the wrap
+  ASSERT_EQ(log.size(), 5u);
+  EXPECT_EQ(log[2].end, base + 2500);
+  EXPECT_EQ(log[3].start, base + 2500);
+  EXPECT_EQ(log[3].xmit_ns, 2);            // both halves keep the send time
+  EXPECT_TRUE(log.split_at(base + 3000));  // already a boundary: nothing to do
+  EXPECT_EQ(log.size(), 5u);
+  log.trim_below(base + 1500);  // drops the first, cuts the second
+  ASSERT_EQ(log.size(), 4u);
+  EXPECT_EQ(log[0].start, base + 1500);
+  EXPECT_EQ(log[0].end, base + 2000);
+}
+
+TEST(TcpSentLog, FullRingMergesNewDataAndRefusesSplits) {
+  SentLog log(4);
+  for (uint32_t i = 0; i < 4; ++i) log.append(i * 100, (i + 1) * 100, i);
+  log.append(400, 500, 9);  // no room: the last record grows and keeps its older time
+  ASSERT_EQ(log.size(), 4u);
+  EXPECT_EQ(log[3].end, 500u);
+  EXPECT_EQ(log[3].xmit_ns, 3);
+  EXPECT_FALSE(log.split_at(450));
+  log.trim_below(100);  // room again after the ring wrapped its head
+  EXPECT_TRUE(log.split_at(450));
+  ASSERT_EQ(log.size(), 4u);
+  EXPECT_EQ(log[2].end, 450u);
+  EXPECT_EQ(log[3].start, 450u);
+}
+
+// Random appends, splits and trims against a byte-by-byte model: the records always tile
+// [una, end) in order, and every byte keeps the send time of the append that logged it.
+TEST(TcpSentLog, RandomOperationsMatchAByteModel) {
+  std::mt19937 rng(7);
+  SentLog log(64);
+  const uint32_t start = 0xffff0000u;
+  uint32_t una = start, end = start;
+  std::vector<int64_t> when;  // send time of byte una + i
+  for (int step = 0; step < 20000; ++step) {
+    const int op = static_cast<int>(rng() % 4);
+    if (op == 0 && log.size() < log.capacity()) {
+      const uint32_t len = 1 + rng() % 1500;
+      log.append(end, end + len, step);
+      when.insert(when.end(), len, step);
+      end += len;
+    } else if (op == 1 && end != una) {
+      log.split_at(una + static_cast<uint32_t>(rng() % (end - una)));
+    } else if (op == 2 && end != una) {
+      const uint32_t n = static_cast<uint32_t>(rng() % (end - una + 1));
+      log.trim_below(una + n);
+      when.erase(when.begin(), when.begin() + n);
+      una += n;
+    }
+    uint32_t at = una;
+    for (size_t i = 0; i < log.size(); ++i) {
+      ASSERT_EQ(log[i].start, at) << "step " << step;
+      ASSERT_TRUE(seq_lt(log[i].start, log[i].end));
+      for (uint32_t b = log[i].start; seq_lt(b, log[i].end); b += 97)
+        ASSERT_EQ(log[i].xmit_ns, when[b - una]) << "step " << step;
+      at = log[i].end;
+    }
+    ASSERT_EQ(at, end);
+  }
 }

@@ -204,6 +204,8 @@ class Runner {
                      : word == "out_of_order"      ? static_cast<long>(s.out_of_order)
                      : word == "sack_retransmits"  ? static_cast<long>(s.sack_retransmits)
                      : word == "sacked_bytes"      ? static_cast<long>(s.sacked_bytes)
+                     : word == "rack_lost"         ? static_cast<long>(s.rack_lost)
+                     : word == "lost_retransmits"  ? static_cast<long>(s.lost_retransmits)
                                                    : -1;
       return v == n ? "" : fmt::format("stat {} is {}", word, v);
     }
@@ -242,6 +244,8 @@ class Runner {
         cfg_.sack = v != 0;
       else if (k == "tlp")
         cfg_.tail_loss_probe = v != 0;
+      else if (k == "rack")
+        cfg_.rack = v != 0;
       else if (k == "iw")
         cfg_.initial_cwnd_segments = static_cast<uint32_t>(v);
       else if (k == "keepalive")
@@ -430,6 +434,7 @@ class Runner {
     tcp::Config c;
     c.tail_loss_probe = false;  // see tcp_script.hpp: scripts turn it on with `config tlp=1`
     c.sack = false;             // and `config sack=1`
+    c.rack = false;             // and `config rack=1` (with sack=1)
     c.congestion_control = tcp::CcAlgorithm::reno;  // and `config cc=cubic`
     return c;
   }();

@@ -10,8 +10,8 @@
 //   state NAME | reason NAME | cwnd N | ssthresh N | pipe N | rto_ms N | stat NAME N
 //   config KEY=VALUE...   (before the connection exists: mss, rcvbuf, sndbuf, ws, ts, delack,
 //                          nagle, iss, peer_iss, keepalive, keepalive_idle_ms, tlp, ... )
-//   Tail loss probes (tlp) and SACK (sack) are off and congestion control is Reno (cc=reno|cubic)
-//   unless a script says otherwise: the RFC scenarios written before them check the RTO and
+//   Tail loss probes (tlp), SACK (sack) and RACK (rack) are off and congestion control is Reno
+//   (cc=reno|cubic) unless a script says otherwise: the RFC scenarios written before them check the RTO and
 //   NewReno alone, as packetdrill scripts pin the sysctls they rely on.
 // FLAGS as tcpdump: S F R P and '.' for ACK. Sequence numbers are relative to the sender's ISN
 // and ACK numbers to the receiver's, as in packetdrill; SACK blocks are relative to the ISN of

@@ -707,6 +707,130 @@ std::vector<Scenario> scenarios() {
 0.3   stat sacked_bytes 0
 0.3   stat fast_retransmits 0
 )"},
+      // --- RACK-TLP (RFC 8985): losses by send time (config rack=1; RTT 100 ms, so the
+      // reordering window is min_RTT / 4 = 25 ms until DupThresh segments are SACKed) ---
+      // RFC 8985 3.3.1 (lost retransmission): the hole's retransmission at 0.3 is lost too. A
+      // segment sent after it is SACKed at 0.4, more than RACK.rtt after the retransmission, so
+      // it is deemed lost and resent at once, where RFC 6675 alone waits for the RTO.
+      {"RackResendsALostRetransmissionWithoutTheRto",
+       "0 config rack=1\n" + kSackActive + "0.2   send 29200\n" + segments_out("0.2", 0, 10, 0) + R"(
+0.3   < . 1:1(0) ack 1 <sack 1461:14601>
+0.3   > . 1:1461(1460) ack 1
+0.3   > . 14601:16061(1460) ack 1
+0.3   > . 16061:17521(1460) ack 1
+0.3   > . 17521:18981(1460) ack 1
+0.3   > . 18981:20441(1460) ack 1
+0.3   stat fast_retransmits 1
+0.3   cwnd 7300
+0.3   pipe 7300
+0.4   < . 1:1(0) ack 1 <sack 1461:16061>
+0.4   > . 1:1461(1460) ack 1
+0.4   > . 20441:21901(1460) ack 1
+0.4   stat lost_retransmits 1
+0.4   stat rack_lost 2
+0.4   pipe 7300
+0.5   < . 1:1(0) ack 21901
+0.5   > . 21901:23361(1460) ack 1
+0.5   > . 23361:24821(1460) ack 1
+0.5   stat timeouts 0
+0.5   stat fast_retransmits 1
+)"},
+      // RFC 8985 6.2 (reordering window and timer): one SACK does not make the hole lost at
+      // once; 25 ms later the timer does, without DupThresh SACKs (RFC 6675 would wait for them
+      // or the RTO).
+      {"RackTimerMarksTheHoleAfterTheReorderingWindow", "0 config rack=1\n" + kSackFlight + R"(
+0.3   < . 1:1(0) ack 1 <sack 1461:2921>
+0.324 stat retransmits 0
+0.325 > . 1:1461(1460) ack 1
+0.325 stat rack_lost 1
+0.325 stat fast_retransmits 1
+0.4   < . 1:1(0) ack 14601
+0.4   stat timeouts 0
+)"},
+      // One ACK newly SACKing two ranges, the higher first as RFC 2018 orders them, is not
+      // reordering: with 3 segments SACKed the window is 0 and the holes are lost at once.
+      {"RackTwoBlocksInOneAckAreNotReordering", "0 config rack=1\n" + kSackFlight + R"(
+0.3   < . 1:1(0) ack 1 <sack 7301:10221 1461:2921>
+0.3   > . 1:1461(1460) ack 1
+0.3   > . 2921:4381(1460) ack 1
+0.3   stat rack_lost 4
+0.3   pipe 7300
+)"},
+      // The same, but the "missing" segment was only reordered: it arrives within the window, is
+      // not resent, and the reordering seen keeps a window later (RFC 8985 6.2 step 4).
+      {"RackDoesNotResendASegmentReorderedWithinTheWindow", "0 config rack=1\n" + kSackFlight + R"(
+0.3   < . 1:1(0) ack 1 <sack 1461:2921>
+0.31  < . 1:1(0) ack 2921
+0.4   stat retransmits 0
+0.4   stat rack_lost 0
+0.4   < . 1:1(0) ack 14601
+)"},
+      // Two holes, two SACKs: both are lost once the window passes (0.325); the first is resent
+      // at once and the second when pipe allows. RFC 6675 alone waits for the RTO here
+      // (GoBackNAfterATimeoutSkipsSackedData).
+      {"RackRepairsTwoHolesWithoutTheRto", "0 config rack=1\n" + kSackFlight + R"(
+0.3   < . 1:1(0) ack 1 <sack 1461:2921>
+0.3   < . 1:1(0) ack 1 <sack 4381:5841 1461:2921>
+0.325 > . 1:1461(1460) ack 1
+0.325 stat rack_lost 2
+0.4   < . 1:1(0) ack 2921 <sack 4381:8761>
+0.4   > . 2921:4381(1460) ack 1
+0.5   < . 1:1(0) ack 14601
+0.5   stat timeouts 0
+0.5   stat retransmits 2
+)"},
+      // RFC 8985 7 with RACK: the tail of three is lost but the first; the probe (the last
+      // segment again) is SACKed, which makes the middle one lost by its send time.
+      {"RackTailLossProbeThenRackRepairsTheHole", "0 config rack=1 tlp=1\n" + kSackActive + R"(
+0.2   send 4380
+)" + segments_out("0.2", 0, 3, 4381) + R"(
+0.3   < . 1:1(0) ack 1461
+0.5   > P. 2921:4381(1460) ack 1
+0.5   stat tail_loss_probes 1
+0.6   < . 1:1(0) ack 1461 <sack 2921:4381>
+0.6   > . 1461:2921(1460) ack 1
+0.6   stat rack_lost 1
+0.7   < . 1:1(0) ack 4381
+0.7   stat timeouts 0
+)"},
+      // A loss of data sent during a recovery (14601:16061, deemed lost at 0.4 and resent) is a
+      // new congestion event: when the first recovery ends at 0.45 with it still outstanding, a
+      // second begins (ssthresh 0.5 x 10220 with Reno) rather than the loss costing nothing.
+      {"RackLossOfDataSentInRecoveryStartsANewRecovery",
+       "0 config rack=1\n" + kSackActive + "0.2   send 29200\n" + segments_out("0.2", 0, 10, 0) + R"(
+0.3   < . 1:1(0) ack 1 <sack 1461:14601>
+0.3   > . 1:1461(1460) ack 1
+0.3   > . 14601:16061(1460) ack 1
+0.3   > . 16061:17521(1460) ack 1
+0.3   > . 17521:18981(1460) ack 1
+0.3   > . 18981:20441(1460) ack 1
+0.4   < . 1:1(0) ack 1 <sack 16061:20441 1461:14601>
+0.4   > . 1:1461(1460) ack 1
+0.4   > . 14601:16061(1460) ack 1
+0.4   > . 20441:21901(1460) ack 1
+0.4   > . 21901:23361(1460) ack 1
+0.4   > . 23361:24821(1460) ack 1
+0.4   stat rack_lost 3
+0.4   stat lost_retransmits 1
+0.45  < . 1:1(0) ack 14601 <sack 16061:20441>
+0.45  stat fast_retransmits 2
+0.45  ssthresh 5110
+0.5   < . 1:1(0) ack 24821
+0.5   > . 24821:26281(1460) ack 1
+0.5   > . 26281:27741(1460) ack 1
+)"},
+      // After an RTO with RACK everything not SACKed is deemed lost and resent in order as cwnd
+      // grows from one segment; what the peer SACKed meanwhile is not resent.
+      {"RackTimeoutResendsOnlyWhatWasNotSacked", "0 config rack=1\n" + kSackActive + R"(
+0.2   send 4380
+)" + segments_out("0.2", 0, 3, 4381) + R"(
+0.5   > . 1:1461(1460) ack 1
+0.5   stat timeouts 1
+0.6   < . 1:1(0) ack 1461 <sack 2921:4381>
+0.6   > . 1461:2921(1460) ack 1
+0.7   < . 1:1(0) ack 4381
+0.7   stat retransmits 2
+)"},
       // --- CUBIC (RFC 9438 4.6): the multiplicative decrease is 0.7 of the flight, not half ---
       {"CubicFastRetransmitLeavesSevenTenths", "0 config cc=cubic\n" + kActive + R"(
 0.2   send 7300

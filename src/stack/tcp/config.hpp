@@ -20,7 +20,8 @@ struct Config {
   CcAlgorithm congestion_control = CcAlgorithm::cubic;  // RFC 9438, Linux's default; or reno
   bool sack = true;                     // RFC 2018 blocks and RFC 6675 loss recovery when both offer it
   uint32_t initial_cwnd_segments = 10;  // RFC 6928
-  bool tail_loss_probe = true;          // RFC 8985 7 (TLP; without RACK): resend the tail at ~2 SRTT
+  bool tail_loss_probe = true;          // RFC 8985 7 (TLP): resend the tail at ~2 SRTT
+  bool rack = true;  // RFC 8985 RACK loss detection (with SACK): by send times, not DupThresh
   RtoEstimator::Config rto;
   int syn_retries = 6;              // Linux tcp_syn_retries
   int max_retransmits = 15;         // Linux tcp_retries2: then the connection times out

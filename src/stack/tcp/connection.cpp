@@ -66,12 +66,18 @@ Connection::Connection(const Config& cfg, const Clock& clock, SegmentSink& sink,
       snd_max_(iss),
       snd_ring_(cfg.send_buffer),
       rcv_ring_(cfg.recv_buffer),
+      // A record per segment: room for a full send buffer of 512-byte segments (full-sized ones
+      // need a third of that), allocated once.
+      sent_(cfg.send_buffer / 512 + 64),
+      rack_min_rtt_ns_(kNever),
+      rack_fack_(iss),
       ts_offset_(iss * 2654435761u),  // per-connection offset (RFC 7323 5.4), fixed by the ISS
       cc_(cfg.congestion_control),
       recover_(iss),
       rto_(cfg.rto),
       rtx_deadline_(kNever),
       tlp_deadline_(kNever),
+      rack_deadline_(kNever),
       delack_deadline_(kNever),
       persist_deadline_(kNever),
       keepalive_deadline_(kNever),
@@ -182,6 +188,7 @@ void Connection::send_range(uint32_t seq, uint32_t len, bool fin, bool push) {
   h.flags = static_cast<uint8_t>(ack | (push ? psh : 0) | (fin ? wire::tcpflag::fin : 0));
   h.window = window_field();
   fill_options(h, false);
+  if (rack_on() && (len > 0 || fin)) rack_log_send(seq, seq + len + (fin ? 1 : 0));
   if (seq_lt(seq, snd_max_)) {
     ++stats_.retransmits;
     rtt_active_ = false;  // Karn
@@ -284,13 +291,13 @@ void Connection::on_tlp() {
 void Connection::terminate(CloseReason why) {
   state_ = State::closed;
   reason_ = why;
-  rtx_deadline_ = tlp_deadline_ = delack_deadline_ = persist_deadline_ = keepalive_deadline_ =
-      time_wait_deadline_ = kNever;
+  rtx_deadline_ = tlp_deadline_ = rack_deadline_ = delack_deadline_ = persist_deadline_ =
+      keepalive_deadline_ = time_wait_deadline_ = kNever;
 }
 
 void Connection::enter_time_wait() {
   state_ = State::time_wait;
-  rtx_deadline_ = tlp_deadline_ = persist_deadline_ = keepalive_deadline_ = kNever;
+  rtx_deadline_ = tlp_deadline_ = rack_deadline_ = persist_deadline_ = keepalive_deadline_ = kNever;
   time_wait_deadline_ = clock_.now_ns() + 2 * cfg_.msl_ns;
 }
 
@@ -388,7 +395,12 @@ void Connection::output() {
                              state_ == State::fin_wait_1 || state_ == State::closing ||
                              state_ == State::last_ack;
   while (may_send_data) {
-    if (in_recovery_ && sack_on_) {  // RFC 6675: what goes out in recovery is NextSeg's choice
+    if (rack_on()) {  // segments deemed lost go first (RFC 6675 NextSeg rule 1 by RACK's marks)
+      if (rack_send_lost()) {
+        sent_any = true;
+        continue;
+      }
+    } else if (in_recovery_ && sack_on_) {  // RFC 6675: what goes out in recovery is NextSeg's choice
       sent_any = sack_recovery_send();
       break;
     }
@@ -418,10 +430,20 @@ void Connection::output() {
     // RFC 3042 limited transmit: the first two dup ACKs each let one new segment out past cwnd
     // (never a retransmission), so a small window still collects the three that fast retransmit
     // needs instead of waiting for the RTO.
-    const uint32_t lt_allow =
-        !in_recovery_ && seq_ge(snd_nxt_, snd_max_) ? std::min<uint32_t>(dupacks_, 2) * smss_ : 0;
-    const uint32_t wnd = std::min(snd_wnd_, cwnd_ + lt_allow);
-    const uint32_t usable = wnd > inflight ? wnd - inflight : 0;
+    // With RACK, cwnd is measured against pipe (what SACKs and loss marks say is still in the
+    // network, as Linux's packets_in_flight), which lets new data out on SACKs as limited transmit
+    // would.
+    const uint32_t lt_allow = !rack_on() && !in_recovery_ && seq_ge(snd_nxt_, snd_max_)
+                                  ? std::min<uint32_t>(dupacks_, 2) * smss_
+                                  : 0;
+    uint32_t usable;
+    if (rack_on()) {
+      const uint32_t p = pipe();
+      usable = std::min(snd_wnd_ > inflight ? snd_wnd_ - inflight : 0, cwnd_ > p ? cwnd_ - p : 0);
+    } else {
+      const uint32_t wnd = std::min(snd_wnd_, cwnd_ + lt_allow);
+      usable = wnd > inflight ? wnd - inflight : 0;
+    }
     const uint32_t mss = mss_now();
     const size_t len = std::min<size_t>({avail, mss, usable, sack_cap});
     const bool fin = fin_queued_ && len == avail;
@@ -484,6 +506,16 @@ uint32_t Connection::lost_below() const {
 
 // RFC 6675 SetPipe(): un-SACKed bytes not deemed lost, plus those retransmitted (below HighRxt).
 uint32_t Connection::pipe() const {
+  if (rack_on()) {  // Linux's packets_in_flight in bytes: out - SACKed - lost + retransmitted
+    uint32_t p = 0;
+    for (size_t i = 0; i < sent_.size(); ++i) {
+      const SentSeg& r = sent_[i];
+      if (r.has(SentSeg::kSacked)) continue;
+      if (!r.has(SentSeg::kLost)) p += r.len();
+      if (r.has(SentSeg::kRetrans)) p += r.len();
+    }
+    return p;
+  }
   const uint32_t lost = lost_below();
   uint32_t p = 0;
   uint32_t l = snd_una_;
@@ -552,14 +584,21 @@ bool Connection::sack_recovery_send() {
 // Fast retransmit (RFC 5681 3.2, RFC 6582 3.2 step 2, RFC 6675 5 step 4). FlightSize leaves out
 // what limited transmit sent (RFC 5681 3.2 step 2).
 void Connection::enter_recovery() {
-  const uint32_t flight = (dupacks_ > 0 ? lt_base_ : snd_max_) - snd_una_;
+  const uint32_t flight = (dupacks_ > 0 && !rack_on() ? lt_base_ : snd_max_) - snd_una_;
   ssthresh_ = cc_.on_congestion(flight, smss_);
   recover_ = snd_max_;
   in_recovery_ = true;
   tlp_deadline_ = kNever;
   ++stats_.fast_retransmits;
-  if (dupacks_ < 3) ++stats_.early_retransmits;
   high_rxt_ = snd_una_;
+  if (rack_on()) {
+    // RACK marked what is lost: the first goes now whatever pipe says (RFC 6675 step 4.3),
+    // output() sends the rest as cwnd - pipe allows.
+    cwnd_ = ssthresh_;
+    rack_send_lost(true);
+    return;
+  }
+  if (dupacks_ < 3) ++stats_.early_retransmits;
   retransmit_head();
   // NewReno inflates by the segments that left the network; with SACK, pipe counts them.
   cwnd_ = sack_on_ ? ssthresh_ : ssthresh_ + dupacks_ * smss_;
@@ -725,6 +764,7 @@ bool Connection::process_ack(const wire::TcpSegment& s) {
     snd_wl2_ = a;
   }
   const uint32_t newly_sacked = take_sack_blocks(s.h.options, a);
+  if (rack_on()) rack_on_ack(s.h.options, a);
   if (seq_gt(a, snd_una_)) {
     on_new_ack(a, a - snd_una_);
   } else if (a == snd_una_ && snd_max_ != snd_una_ &&
@@ -735,9 +775,12 @@ bool Connection::process_ack(const wire::TcpSegment& s) {
     on_dup_ack();
   }
   // RFC 6675 5 step (2): recovery also starts when IsLost(HighACK + 1).
-  if (newly_sacked > 0 && !in_recovery_ && state_ != State::closed && snd_max_ != snd_una_ &&
-      seq_ge(snd_una_, recover_) && seq_gt(lost_below(), snd_una_))
+  if (rack_on()) {
+    if (state_ != State::closed) rack_after_detect(rack_detect_loss());
+  } else if (newly_sacked > 0 && !in_recovery_ && state_ != State::closed && snd_max_ != snd_una_ &&
+             seq_ge(snd_una_, recover_) && seq_gt(lost_below(), snd_una_)) {
     enter_recovery();
+  }
   if (snd_wnd_ > 0) {
     persist_deadline_ = kNever;
     persist_backoff_ = 0;
@@ -769,7 +812,8 @@ void Connection::on_new_ack(uint32_t a, uint32_t acked) {
       // Partial ACK (RFC 6675): NextSeg picks what to send. The segment after the cumulative ACK
       // was sent before the retransmission that just arrived, so it is lost too unless already
       // resent (the RFC 6582 inference, which IsLost may not make yet with few SACKs above it).
-      if (seq_le(high_rxt_, snd_una_)) retransmit_head();
+      // With RACK the send times say it (the retransmission delivered was sent after it).
+      if (!rack_on() && seq_le(high_rxt_, snd_una_)) retransmit_head();
     } else {  // partial ACK: the next hole is lost too; retransmit it and deflate
       retransmit_head();
       cwnd_ = cwnd_ > acked ? cwnd_ - acked : 0;
@@ -786,6 +830,7 @@ void Connection::on_new_ack(uint32_t a, uint32_t acked) {
     cwnd_ = std::min(cwnd_, kMaxCwnd);
   }
   sacked_.trim_below(snd_una_);
+  sent_.trim_below(snd_una_);
   tlp_out_ = false;
   if (snd_una_ == snd_max_)
     rtx_deadline_ = kNever;
@@ -822,6 +867,7 @@ void Connection::on_dup_ack() {
     return;
   }
   if (++dupacks_ == 1) lt_base_ = snd_max_;
+  if (rack_on()) return;  // RACK, not DupThresh, decides (RFC 8985 3.4; as Linux with RACK)
   if (dupacks_ < dupack_threshold() || !seq_ge(snd_una_, recover_)) return;
   enter_recovery();
 }
@@ -921,7 +967,19 @@ void Connection::on_rtx_timeout() {
   dupacks_ = 0;
   recover_ = snd_max_;  // RFC 6582 4.1: no fast retransmit on dup ACKs from before the timeout
   rto_.back_off();
-  snd_nxt_ = snd_una_;  // go back: resend from the first unacknowledged byte
+  rack_deadline_ = kNever;
+  if (rack_on()) {
+    // Everything not SACKed is deemed lost and resent in order as cwnd grows from one segment
+    // (rack_send_lost; RFC 8985 6.3 would spare recent sends, Linux's go-back-N does not).
+    for (size_t i = 0; i < sent_.size(); ++i) {
+      SentSeg& r = sent_[i];
+      if (retries_ >= 2) r.flags &= static_cast<uint8_t>(~SentSeg::kSacked);
+      if (!r.has(SentSeg::kSacked))
+        r.flags = static_cast<uint8_t>((r.flags | SentSeg::kLost) & ~SentSeg::kRetrans);
+    }
+  } else {
+    snd_nxt_ = snd_una_;  // go back: resend from the first unacknowledged byte
+  }
   arm_rtx();
   output();
 }
@@ -934,6 +992,11 @@ void Connection::poll() {
   }
   if (state_ == State::closed) return;
   if (tlp_deadline_ <= now) on_tlp();
+  if (rack_deadline_ <= now) {
+    rack_deadline_ = kNever;
+    rack_after_detect(rack_detect_loss());
+    output();
+  }
   if (delack_deadline_ <= now) {
     delack_deadline_ = kNever;
     ack_now_ = true;
@@ -961,8 +1024,8 @@ void Connection::poll() {
 }
 
 int64_t Connection::next_deadline() const {
-  return std::min({rtx_deadline_, tlp_deadline_, delack_deadline_, persist_deadline_, keepalive_deadline_,
-                   time_wait_deadline_});
+  return std::min({rtx_deadline_, tlp_deadline_, rack_deadline_, delack_deadline_, persist_deadline_,
+                   keepalive_deadline_, time_wait_deadline_});
 }
 
 bool reset_for(const wire::TcpSegment& s, wire::TcpHeader& out) {

@@ -14,7 +14,8 @@
 // Nagle (switchable), sender and receiver silly-window avoidance, zero-window probes (Linux
 // style: a zero-length segment below snd_una that the peer must ACK), keepalive, SACK (RFC 2018:
 // negotiated on the SYN, blocks sent from the out-of-order ranges) and SACK-based loss recovery
-// (RFC 6675: scoreboard, pipe, NextSeg rules 1 and 2), CUBIC (RFC 9438) or Reno.
+// (RFC 6675: scoreboard, pipe, NextSeg rules 1 and 2), RACK-TLP (RFC 8985: losses deemed by
+// send times, lost retransmissions included; Config::rack), CUBIC (RFC 9438) or Reno.
 #include <cstdint>
 
 #include "stack/clock.hpp"
@@ -22,6 +23,7 @@
 #include "stack/tcp/ooo.hpp"
 #include "stack/tcp/ring.hpp"
 #include "stack/tcp/rto.hpp"
+#include "stack/tcp/sent_log.hpp"
 #include "stack/wire/tcp.hpp"
 
 namespace weft::stack::tcp {
@@ -76,6 +78,8 @@ struct ConnectionStats {
   uint64_t tail_loss_probes = 0;  // RFC 8985 7: the last segment resent before the RTO
   uint64_t sack_retransmits = 0;  // holes resent by RFC 6675 NextSeg (rule 1)
   uint64_t sacked_bytes = 0;      // bytes the peer newly SACKed, summed over ACKs
+  uint64_t rack_lost = 0;         // segments RACK (RFC 8985) deemed lost
+  uint64_t lost_retransmits = 0;  // of which retransmissions lost again
 };
 
 class Connection {
@@ -130,6 +134,8 @@ class Connection {
   uint8_t snd_wscale() const { return snd_wscale_; }
   uint8_t rcv_wscale() const { return rcv_wscale_; }
   bool sack_on() const { return sack_on_; }
+  // RACK (RFC 8985) decides losses: on when SACK is (it needs SACKed sends) and Config::rack.
+  bool rack_on() const { return sack_on_ && cfg_.rack; }
   // RFC 6675 pipe: the sender's estimate of the bytes still in the network.
   uint32_t pipe() const;
 
@@ -172,6 +178,14 @@ class Connection {
   uint32_t lost_below() const;  // un-SACKed bytes below it are lost
   bool sack_recovery_send();    // NextSeg while cwnd - pipe >= SMSS
   void enter_recovery();
+
+  // RACK (RFC 8985): the send log, loss detection by send times and the reordering timer.
+  void rack_log_send(uint32_t seq, uint32_t end);
+  void rack_on_ack(const wire::TcpOptions& o, uint32_t ack);  // marks SACKed and delivered sends
+  uint32_t rack_detect_loss();                                // bytes newly deemed lost
+  int64_t rack_reo_wnd() const;
+  bool rack_send_lost(bool force = false);  // resends the first lost segment if cwnd - pipe >= SMSS
+  void rack_after_detect(uint32_t newly_lost);
 
   // Timers.
   void on_rtx_timeout();
@@ -222,6 +236,17 @@ class Connection {
   SackScoreboard sacked_;
   uint32_t high_rxt_ = 0;
 
+  // RACK (RFC 8985 6.1): every segment in flight with its send time; the send time and end of
+  // the most recently sent segment delivered (RACK.xmit_ts, RACK.end_seq), its RTT, the minimum
+  // RTT, the highest end delivered (RACK.fack) and whether reordering was seen.
+  SentLog sent_;
+  int64_t rack_xmit_ns_ = -1;  // -1: nothing delivered yet
+  uint32_t rack_end_ = 0;
+  int64_t rack_rtt_ns_ = 0;
+  int64_t rack_min_rtt_ns_;
+  uint32_t rack_fack_ = 0;
+  bool rack_reordering_seen_ = false;
+
   // Timestamps (RFC 7323).
   bool ts_on_ = false;
   bool peer_offered_ts_ = false;
@@ -249,7 +274,8 @@ class Connection {
   int64_t rtx_deadline_;
   int retries_ = 0;
   int64_t tlp_deadline_;
-  bool tlp_out_ = false;  // a probe was sent and no ACK has moved SND.UNA since
+  int64_t rack_deadline_;  // RACK's reordering timer (RFC 8985 6.2 step 5)
+  bool tlp_out_ = false;   // a probe was sent and no ACK has moved SND.UNA since
   int64_t delack_deadline_;
   uint32_t segs_unacked_ = 0;  // full segments received since our last ACK
   bool ack_now_ = false;
