@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
+#include "probe/coalesce_defaults.hpp"
+
 using weft::probe::WakeCoalescer;
 
 namespace {
@@ -82,4 +86,31 @@ TEST(WakeCoalescer, ZeroMeansReactAtOnce) {
   WakeCoalescer inverted(3 * kMs, 1 * kMs);  // a max below the min is the min
   settle(inverted, 100'000);
   EXPECT_EQ(inverted.period_ns(), 3 * kMs);
+}
+
+// The responder's hold bound (docs/probe.md "RTT fields"): whatever the load does to the period,
+// the loop never plans its next look at the sockets later than max_coalesce after a wake-up, and
+// the defaults every config starts from are the documented 1 and 5 ms.
+TEST(CoalescingWait, NeverPlansAWakeUpLaterThanMaxCoalesceAfterTheLast) {
+  EXPECT_EQ(weft::probe::kDefaultCoalesce, std::chrono::milliseconds(1));
+  EXPECT_EQ(weft::probe::kDefaultMaxCoalesce, std::chrono::milliseconds(5));
+  constexpr int64_t kMax = 2 * kMs;
+  auto ep = weft::net::Epoll::create();
+  auto ev = weft::net::EventFd::create();
+  ASSERT_TRUE(ep && ev);
+  ASSERT_TRUE(ep->add(ev->fd(), EPOLLIN, 1));
+  ev->signal();  // always readable: every wait returns once its sleep is over
+  weft::probe::CoalescingWait w(kMs / 4, kMax);
+  epoll_event events[4];
+  uint64_t datagrams = 0;
+  const size_t loads[] = {0, 3, 50, 600, 5'000, 0, 0, 1'000, 7, 0};  // idle, light, heavy, bursts
+  for (int i = 0; i < 40; ++i) {
+    auto n = w.wait(*ep, events, 4, weft::mono_ns() + 1'000'000'000);
+    ASSERT_TRUE(n);
+    const int64_t woke = weft::mono_ns();  // at or after the wait's own record of the wake-up
+    datagrams += loads[i % 10];
+    w.handled(datagrams);
+    EXPECT_LE(w.next_wake_ns(), woke + kMax) << i;
+    EXPECT_LE(w.period_ns(), kMax) << i;
+  }
 }
