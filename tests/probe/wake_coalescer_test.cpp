@@ -56,6 +56,39 @@ TEST(WakeCoalescer, AFewDatagramsAreNotAStream) {
   EXPECT_TRUE(c.streaming());
 }
 
+// Hysteresis (issue 17): a stream that dips below kBusy stays a stream; only kQuietWakeups
+// wake-ups in a row with fewer than kQuiet datagrams end it.
+TEST(WakeCoalescer, AStreamThatDipsStaysAStream) {
+  WakeCoalescer c(1 * kMs, 5 * kMs);
+  c.observe(WakeCoalescer::kBusy);
+  ASSERT_TRUE(c.streaming());
+  int flips = 0;
+  bool was = true;
+  for (size_t i = 0; i < 1'000; ++i) {  // 1,000 probes/s over 100 targets: 3..12 datagrams a wake-up
+    c.observe(3 + (i * 7) % 10);
+    flips += c.streaming() != was;
+    was = c.streaming();
+  }
+  EXPECT_EQ(flips, 0);
+  EXPECT_TRUE(c.streaming());
+  // Quiet wake-ups that are not consecutive do not end it...
+  for (int i = 0; i < 10; ++i) {
+    c.observe(WakeCoalescer::kQuiet - 1);
+    c.observe(WakeCoalescer::kQuiet);
+  }
+  EXPECT_TRUE(c.streaming());
+  // ...kQuietWakeups in a row do.
+  for (int i = 0; i + 1 < WakeCoalescer::kQuietWakeups; ++i) {
+    c.observe(0);
+    EXPECT_TRUE(c.streaming()) << i;
+  }
+  c.observe(0);
+  EXPECT_FALSE(c.streaming());
+  // And below kBusy nothing starts one.
+  c.observe(WakeCoalescer::kBusy - 1);
+  EXPECT_FALSE(c.streaming());
+}
+
 TEST(WakeCoalescer, HeavyLoadKeepsEachWakeUpWithinBounds) {
   WakeCoalescer c(1 * kMs, 5 * kMs);
   // 100,000 probes/s: 200,000 datagrams/s would be 1,000 a wake-up at 5 ms.
