@@ -74,19 +74,40 @@ class WakeCoalescer {
 // The wait at the top of a coalescing event loop (prober, responder): sleep out the rest of the
 // current period since the last wake-up (never past `deadline_mono`), then wait for events until
 // `deadline_mono`. handled() after the events were dealt with adapts the period.
+//
+// One wait per wake-up where it can (issue 17): a streaming loop has taken its busy sockets out of
+// the epoll set and passes a deadline no later than the period's end, so the sleep ran to the
+// deadline and the epoll call after it only collected what the rest of the set (wake-up eventfd,
+// TCP) had: two system calls per wake-up. With `set_quiet` (the busy sockets are out) the wait is
+// epoll's own timeout instead. Anything left in the set may then end the period early; after such
+// an early wake-up the loop sleeps again for the next kSleepAfterEarly wake-ups, so a busy TCP
+// side beside a UDP stream cannot make the loop wake once per connection.
 class CoalescingWait {
  public:
+  static constexpr int kSleepAfterEarly = 8;
+
   CoalescingWait(int64_t min_ns, int64_t max_ns) : coalescer_(min_ns, max_ns) {}
 
   int64_t period_ns() const { return coalescer_.period_ns(); }
   bool streaming() const { return coalescer_.streaming(); }
   // When the current period since the last wake-up ends.
   int64_t next_wake_ns() const { return last_wake_ + coalescer_.period_ns(); }
+  // Waits done as one epoll call with the period's timeout (for tests and counters).
+  uint64_t single_waits() const { return single_waits_; }
 
-  Result<int> wait(net::Epoll& ep, epoll_event* events, int max_events, int64_t deadline_mono) {
+  Result<int> wait(net::Epoll& ep, epoll_event* events, int max_events, int64_t deadline_mono,
+                   bool set_quiet = false) {
     const int64_t until = std::min(last_wake_ + coalescer_.period_ns(), deadline_mono);
-    if (until > mono_ns()) sleep_until_mono(until);
-    auto n = ep.wait(events, max_events, std::max<int64_t>(0, deadline_mono - mono_ns()));
+    Result<int> n = 0;
+    if (set_quiet && until == deadline_mono && sleep_left_ == 0) {
+      ++single_waits_;
+      n = ep.wait(events, max_events, std::max<int64_t>(0, deadline_mono - mono_ns()));
+      if (n && *n > 0) sleep_left_ = kSleepAfterEarly;  // the rest of the set woke us
+    } else {
+      if (sleep_left_ > 0) --sleep_left_;
+      if (until > mono_ns()) sleep_until_mono(until);
+      n = ep.wait(events, max_events, std::max<int64_t>(0, deadline_mono - mono_ns()));
+    }
     last_wake_ = mono_ns();
     return n;
   }
@@ -102,6 +123,8 @@ class CoalescingWait {
   WakeCoalescer coalescer_;
   int64_t last_wake_ = 0;
   uint64_t before_ = 0;
+  uint64_t single_waits_ = 0;
+  int sleep_left_ = 0;  // wake-ups that still sleep after an early one
 };
 
 }  // namespace weft::probe

@@ -147,3 +147,42 @@ TEST(CoalescingWait, NeverPlansAWakeUpLaterThanMaxCoalesceAfterTheLast) {
     EXPECT_LE(w.period_ns(), kMax) << i;
   }
 }
+
+// One wait per wake-up (issue 17): with its busy sockets out of the epoll set, a streaming loop
+// waits once, in epoll, until the period's end; something else in the set that ends the period
+// early sends it back to sleep-then-poll for kSleepAfterEarly wake-ups.
+TEST(CoalescingWait, AQuietSetIsWaitedOnOnceAndAnEarlyWakeFallsBackToSleeping) {
+  auto ep = weft::net::Epoll::create();
+  auto ev = weft::net::EventFd::create();
+  ASSERT_TRUE(ep && ev);
+  ASSERT_TRUE(ep->add(ev->fd(), EPOLLIN, 1));
+  weft::probe::CoalescingWait w(kMs / 2, kMs);
+  w.handled(WakeCoalescer::kBusy);  // a stream is flowing
+  ASSERT_TRUE(w.streaming());
+  epoll_event events[4];
+  auto deadline = [&] { return std::min(weft::mono_ns() + 1'000'000'000, w.next_wake_ns()); };
+  // Not quiet: never a single wait.
+  ASSERT_TRUE(w.wait(*ep, events, 4, deadline(), false));
+  EXPECT_EQ(w.single_waits(), 0u);
+  // Quiet and nothing ready: one epoll wait that lasts to the deadline.
+  for (int i = 0; i < 3; ++i) {
+    const int64_t d = deadline();
+    auto n = w.wait(*ep, events, 4, d, true);
+    ASSERT_TRUE(n);
+    EXPECT_EQ(*n, 0);
+    EXPECT_GE(weft::mono_ns(), d);  // epoll's timeout is a lower bound, whatever the load
+  }
+  EXPECT_EQ(w.single_waits(), 3u);
+  // The eventfd ends a period early: the next kSleepAfterEarly wake-ups sleep first.
+  ev->signal();
+  auto n = w.wait(*ep, events, 4, deadline(), true);
+  ASSERT_TRUE(n);
+  EXPECT_EQ(*n, 1);
+  EXPECT_EQ(w.single_waits(), 4u);
+  ev->drain();
+  for (int i = 0; i < weft::probe::CoalescingWait::kSleepAfterEarly; ++i)
+    ASSERT_TRUE(w.wait(*ep, events, 4, deadline(), true));
+  EXPECT_EQ(w.single_waits(), 4u);
+  ASSERT_TRUE(w.wait(*ep, events, 4, deadline(), true));
+  EXPECT_EQ(w.single_waits(), 5u);
+}
