@@ -89,7 +89,7 @@ for line in open(sys.argv[1]):
     if kind == "rss" or kind.startswith("agent-"):
         runs.setdefault((b, kind), []).append((j["rss_kb"] / 1024.0, 0.0))
     else:
-        r = j["rtt_us"]
+        r = j.get("rtt_incl_responder_delay_us") or j["rtt_us"]  # weft ping rdma, or rdma pingpong
         runs.setdefault((b, kind), []).append((r["min"], r["p50"]))
 med = lambda xs: statistics.median(xs) if xs else float("nan")
 for (b, kind), v in sorted(runs.items()):

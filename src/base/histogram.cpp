@@ -65,16 +65,23 @@ int64_t LogHistogram::percentile(double q) const {
   q = std::clamp(q, 0.0, 1.0);
   auto rank = static_cast<uint64_t>(std::ceil(q * static_cast<double>(count_)));
   rank = std::clamp<uint64_t>(rank, 1, count_);
+  if (rank == 1) return min_;  // kept exactly
+  if (rank == count_) return max_;
   uint64_t seen = 0;
   for (int b = bucket_of(min_), last = bucket_of(max_); b <= last; ++b) {
-    seen += counts_[static_cast<size_t>(b)];
-    if (seen >= rank) {
-      if (b == kBuckets - 1 && max_ >= bucket_high(b)) return max_;  // the overflow bucket
-      const int64_t lo = bucket_low(b);
-      const int64_t hi = bucket_high(b);  // exclusive
-      const int64_t mid = b < kSub ? lo : lo + (hi - lo) / 2;
-      return std::clamp(mid, min_, max_);
+    const uint64_t c = counts_[static_cast<size_t>(b)];
+    if (seen + c < rank) {
+      seen += c;
+      continue;
     }
+    if (b == kBuckets - 1 && max_ >= bucket_high(b)) return max_;  // the overflow bucket
+    // The part of the bucket samples can be in, [lo, hi): the bucket clipped to [min, max]. Its c
+    // samples are taken as spread evenly, each in the middle of its 1/c of it.
+    const int64_t lo = std::max(bucket_low(b), min_);
+    const int64_t hi = std::min(bucket_high(b), max_ + 1);
+    const uint64_t k = rank - seen;  // 1..c
+    const double frac = (static_cast<double>(k) - 0.5) / static_cast<double>(c);
+    return lo + static_cast<int64_t>(frac * static_cast<double>(hi - lo));
   }
   return max_;
 }

@@ -2,9 +2,20 @@
 // A fixed-memory log-bucket histogram of non-negative integers (nanoseconds here).
 //
 // Values below 2^kSubBits are counted exactly; above, each power of two is split into 2^kSubBits
-// equal buckets, so a bucket is at most 1/64 of its lower bound wide. A percentile is reported as
-// its bucket's midpoint (clamped to the exact min/max), so its relative error is at most
-// 1/128 < 1%. Memory is fixed (about 9 KB) whatever the number of samples; nothing allocates.
+// equal buckets, so a bucket is at most 1/64 of its lower bound wide. Memory is fixed (about 9 KB)
+// whatever the number of samples; nothing allocates.
+//
+// A percentile is interpolated inside the bucket that holds its rank: the bucket's c samples are
+// taken as spread evenly over the part of the bucket that can hold samples ([min, max] clipped to
+// the bucket), each in the middle of its 1/c of it, and rank k of them (1..c) is reported there.
+// The estimate always lies in the same bucket as the exact nearest-rank sample, so its relative
+// error is below 1/64 (1.6%) whatever the data (the worst case: many samples at one edge of a
+// bucket); a lone sample in its bucket is reported at the middle (within 1/128), and where samples
+// fill buckets densely, as RTTs do at a percentile that matters, the error is far smaller (under
+// 0.1%, tests/base/histogram_test.cpp). Reporting every bucket's midpoint (before issue 17) made
+// every percentile of a busy window one of a few fixed values 1.6% apart (p50 = 2,572.288 us in
+// every run) and gave the same p50 to quantities that differed by 10 us.
+
 #include <array>
 #include <cstdint>
 
@@ -25,7 +36,8 @@ class LogHistogram {
   int64_t min() const { return count_ ? min_ : 0; }
   int64_t max() const { return count_ ? max_ : 0; }
   int64_t mean() const { return count_ ? static_cast<int64_t>(sum_ / static_cast<__int128>(count_)) : 0; }
-  // Nearest-rank percentile, q in [0, 1]: the value of rank ceil(q * count) (at least 1).
+  // Nearest-rank percentile, q in [0, 1]: the value of rank ceil(q * count) (at least 1),
+  // interpolated inside its bucket (see above). The first rank is min(), the last max().
   int64_t percentile(double q) const;
 
   // Bucket arithmetic, exposed for tests.

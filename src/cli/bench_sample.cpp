@@ -25,7 +25,7 @@ weft::proto::WindowStats sample_window(const std::string& target, int64_t start,
     s.p999_ns = b + 45'000;
     s.max_ns = b + 50'000;
   };
-  fill(w.rtt, base + 5'000);
+  fill(w.rtt_incl_responder_delay, base + 5'000);
   fill(w.network_rtt, base);
   fill(w.responder_delay, 3'000);
   return w;

@@ -150,8 +150,9 @@ int run_ping(const PingArgs& a) {
       if (!r.answered)
         fmt::print("{}seq={} timeout\n", who, r.seq);
       else if (echo)
-        fmt::print("{}seq={} rtt={:.3f} ms network={:.3f} ms responder={:.1f} us time={}{}\n", who, r.seq,
-                   ms(r.rtt_ns), ms(r.network_rtt_ns), us(r.responder_delay_ns), probe::to_string(r.source),
+        // network + responder = total: the responder's part includes its hold (docs/probe.md).
+        fmt::print("{}seq={} network={:.3f} ms responder={:.1f} us total={:.3f} ms time={}{}\n", who, r.seq,
+                   ms(r.network_rtt_ns), us(r.responder_delay_ns), ms(r.rtt_ns), probe::to_string(r.source),
                    r.weird ? " weird" : "");
       else
         fmt::print("{}seq={} connect={:.3f} ms time={}\n", who, r.seq, ms(r.rtt_ns),
@@ -204,7 +205,7 @@ int run_ping(const PingArgs& a) {
           {"malformed", multi ? s.malformed : c.malformed + c.unknown_session + c.unknown_probe},
           {"weird", s.weird},
           {"timestamp_source", src},
-          {"rtt_us", summary_json(s.rtt)},
+          {"rtt_incl_responder_delay_us", summary_json(s.rtt)},
           {"network_rtt_us", summary_json(s.network)},
           {"responder_delay_us", summary_json(s.delay)}};
       if (a.window_s > 0) j["type"] = "summary";
@@ -215,8 +216,8 @@ int run_ping(const PingArgs& a) {
                  s.answered,
                  s.resolved ? 100.0 * static_cast<double>(lost) / static_cast<double>(s.resolved) : 0.0, late,
                  dup, src);
-      fmt::print("{}{}{}", summary_text("rtt", s.rtt), summary_text("network rtt", s.network),
-                 summary_text("responder delay", s.delay));
+      fmt::print("{}{}{}", summary_text("network rtt", s.network), summary_text("responder delay", s.delay),
+                 summary_text("rtt incl. responder delay", s.rtt));
     }
   }
   return answered_all > 0 ? 0 : 1;

@@ -233,11 +233,10 @@ int run_ping_rdma(const CLI::App& ping) {
       if (r.sample.has_responder_delay) s.delay.add(r.sample.responder_delay_ns);
       if (!json && !quiet)
         fmt::print(
-            "{}seq={} rtt={:.3f} ms network={} responder={} time={}{}\n", prefix(r.target), r.seq,
-            ms(r.sample.total_ns),
+            "{}seq={} network={} responder={} total={:.3f} ms time={}{}\n", prefix(r.target), r.seq,
             r.sample.has_network ? fmt::format("{:.3f} ms", ms(r.sample.network_ns)) : "-",
             r.sample.has_responder_delay ? fmt::format("{:.1f} us", us(r.sample.responder_delay_ns)) : "-",
-            probe::to_string(r.sample.source), r.sample.weird ? " weird" : "");
+            ms(r.sample.total_ns), probe::to_string(r.sample.source), r.sample.weird ? " weird" : "");
     } else if (!json && !quiet) {
       fmt::print("{}seq={} timeout\n", prefix(r.target), r.seq);
     }
@@ -288,7 +287,7 @@ int run_ping_rdma(const CLI::App& ping) {
                           {"malformed", c.garbage + c.unknown_session + c.unknown_probe},
                           {"timestamp_source", src},
                           {"timestamp_note", e->timestamp_note()},
-                          {"rtt_us", summary_json(s.rtt)},
+                          {"rtt_incl_responder_delay_us", summary_json(s.rtt)},
                           {"network_rtt_us", summary_json(s.network)},
                           {"responder_delay_us", summary_json(s.delay)}};
       fmt::print("{}\n", j.dump());
@@ -297,8 +296,8 @@ int run_ping_rdma(const CLI::App& ping) {
       fmt::print("{} sent, {} received, {:.1f}% loss, {} weird, timestamps: {}{}\n", s.resolved, s.answered,
                  s.resolved ? 100.0 * static_cast<double>(lost) / static_cast<double>(s.resolved) : 0.0,
                  s.weird, src, e->timestamp_note().empty() ? "" : " (" + e->timestamp_note() + ")");
-      fmt::print("{}{}{}", summary_text("rtt", s.rtt), summary_text("network rtt", s.network),
-                 summary_text("responder delay", s.delay));
+      fmt::print("{}{}{}", summary_text("network rtt", s.network), summary_text("responder delay", s.delay),
+                 summary_text("rtt incl. responder delay", s.rtt));
     }
   }
   return answered > 0 ? 0 : 1;

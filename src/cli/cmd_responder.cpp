@@ -65,9 +65,10 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{100'000}));
   auto max_coalesce_us = std::make_shared<int64_t>(cfg->max_coalesce.count() / 1000);
-  sub->add_option("--max-coalesce-us", *max_coalesce_us,
+  sub->add_option("--max-hold-us,--max-coalesce-us", *max_coalesce_us,
                   "Wait between wake-ups unless heavily loaded: the longest a probe is held before its "
-                  "answer (kernel timestamps keep it out of the network RTT)")
+                  "answer, in every responder delay and rtt_incl_responder_delay (kernel timestamps "
+                  "keep it out of the network RTT)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{100'000}));
   auto hw_interface = std::make_shared<std::string>();

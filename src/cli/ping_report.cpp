@@ -40,7 +40,7 @@ nlohmann::json window_json(const probe::WindowStats& w) {
                    {"address", w.target_address},
                    {"start_unix_ns", w.start_unix_ns},
                    {"end_unix_ns", w.end_unix_ns},
-                   {"rtt_us", latency_json(w.rtt)},
+                   {"rtt_incl_responder_delay_us", latency_json(w.rtt_incl_responder_delay)},
                    {"network_rtt_us", latency_json(w.network_rtt)},
                    {"responder_delay_us", latency_json(w.responder_delay)}};
   proto::put_window_counters(j, w);

@@ -70,7 +70,7 @@ json window_api_json(const proto::WindowStats& w) {
          {"target_address", w.target_address},
          {"loss_ratio", loss},
          {"network_rtt_us", summary_us(w.network_rtt)},
-         {"rtt_us", summary_us(w.rtt)},
+         {"rtt_incl_responder_delay_us", summary_us(w.rtt_incl_responder_delay)},
          {"responder_delay_us", summary_us(w.responder_delay)}};
   proto::put_window_counters(j, w);  // sent, received, lost... as in every JSON form of a window
   return j;

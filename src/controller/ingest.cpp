@@ -68,9 +68,13 @@ Status validate_report(const proto::Report& r, const Config& cfg, int64_t now_ns
     if (w.late > w.lost) return fail("windows[{}]: late ({}) exceeds lost ({})", i, w.late, w.lost);
     if (w.duplicate > kMaxCount || w.malformed > kMaxCount || w.weird > w.received)
       return fail("windows[{}]: duplicate/malformed/weird counts out of range", i);
-    if (auto st = check_summary(w.rtt, "rtt", w.received, i); !st) return st;
-    if (auto st = check_summary(w.network_rtt, "network_rtt", w.received, i); !st) return st;
-    if (auto st = check_summary(w.responder_delay, "responder_delay", w.received, i); !st) return st;
+    if (auto st =
+            check_summary(w.rtt_incl_responder_delay, proto::kRttInclResponderDelayField, w.received, i);
+        !st)
+      return st;
+    if (auto st = check_summary(w.network_rtt, proto::kNetworkRttField, w.received, i); !st) return st;
+    if (auto st = check_summary(w.responder_delay, proto::kResponderDelayField, w.received, i); !st)
+      return st;
   }
   return {};
 }

@@ -114,7 +114,7 @@ void Mesh::SourceTxn::commit(std::span<const proto::WindowStats> accepted, int64
       // The pair's usual RTT, for blame to see a link that got slower without losing anything.
       PairWindow as_pair;
       as_pair.window.network_rtt = w.network_rtt;
-      as_pair.window.rtt = w.rtt;
+      as_pair.window.rtt_incl_responder_delay = w.rtt_incl_responder_delay;
       s.baseline_before_ns = s.baseline_ns;
       if (const int64_t m = as_pair.median_rtt_ns(); m > 0)
         s.baseline_ns = s.baseline_ns == 0 ? m : s.baseline_ns + (m - s.baseline_ns) / 16;

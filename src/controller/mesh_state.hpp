@@ -35,7 +35,7 @@ struct PairWindow {
   // The window's median network RTT (total RTT if it has no network RTT); 0 with no answer.
   int64_t median_rtt_ns() const {
     if (window.network_rtt.count) return window.network_rtt.p50_ns;
-    return window.rtt.count ? window.rtt.p50_ns : 0;
+    return window.rtt_incl_responder_delay.count ? window.rtt_incl_responder_delay.p50_ns : 0;
   }
 
   double loss_ratio() const {

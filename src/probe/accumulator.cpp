@@ -49,7 +49,7 @@ void WindowAccumulator::finish(int64_t window_ns, WindowStats& out) {
   out.malformed = malformed_;
   out.weird = weird_;
   out.timestamp_source = any_source_ ? source_ : TimestampSource::user;
-  out.rtt = summarize(rtt_);
+  out.rtt_incl_responder_delay = summarize(rtt_);
   out.network_rtt = summarize(network_);
   out.responder_delay = summarize(delay_);
   index_ = -1;

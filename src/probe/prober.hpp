@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/result.hpp"
+#include "probe/coalesce_defaults.hpp"
 #include "probe/window.hpp"
 #include "proto/defaults.hpp"
 
@@ -48,8 +49,8 @@ struct ProberConfig {
   // This is the shortest period, reached only under heavy load (more than 512 datagrams a
   // wake-up); otherwise the loop wakes every max_coalesce (wake_coalescer.hpp), and sends due
   // within the current period are batched with the others (see batch_slack).
-  std::chrono::nanoseconds coalesce{std::chrono::milliseconds(1)};
-  std::chrono::nanoseconds max_coalesce{std::chrono::milliseconds(5)};
+  std::chrono::nanoseconds coalesce{kDefaultCoalesce};
+  std::chrono::nanoseconds max_coalesce{kDefaultMaxCoalesce};
 };
 
 struct ProberCounters {

@@ -635,8 +635,8 @@ struct Responder::Impl {
     while (!stop_flag.load(std::memory_order_relaxed)) {
       // stop() is noticed within 100 ms; a polled UDP socket is read at the end of each period.
       const int64_t deadline = std::min(mono_ns() + 100'000'000, next_stream_followup);
-      auto n =
-          waiter.wait(ep, events, kEvents, udp_polled ? std::min(deadline, waiter.next_wake_ns()) : deadline);
+      auto n = waiter.wait(ep, events, kEvents,
+                           udp_polled ? std::min(deadline, waiter.next_wake_ns()) : deadline, udp_polled);
       if (!n) return std::unexpected(n.error());
       for (int i = 0; i < *n; ++i) {
         const uint64_t d = events[i].data.u64;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "base/result.hpp"
+#include "probe/coalesce_defaults.hpp"
 
 namespace weft::probe {
 
@@ -33,10 +34,10 @@ struct ResponderConfig {
   // kernel receive and send timestamps, so it is taken out of the network RTT like any other
   // responder delay. An idle responder still answers the first probe at once.
   // This is the shortest period, reached only under heavy load; otherwise a responder that is not
-  // idle sleeps max_coalesce between wake-ups, which bounds how long it holds a probe
-  // (wake_coalescer.hpp, docs/probe.md "Wake-up coalescing").
-  std::chrono::nanoseconds coalesce{std::chrono::milliseconds(1)};
-  std::chrono::nanoseconds max_coalesce{std::chrono::milliseconds(5)};
+  // idle sleeps max_coalesce between wake-ups, which bounds how long it holds a probe: the hold in
+  // every responder delay it reports (coalesce_defaults.hpp, docs/probe.md "RTT fields").
+  std::chrono::nanoseconds coalesce{kDefaultCoalesce};
+  std::chrono::nanoseconds max_coalesce{kDefaultMaxCoalesce};
 };
 
 struct ResponderCounters {

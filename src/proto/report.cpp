@@ -198,7 +198,7 @@ template <typename R>
   w.duplicate = r.varint();
   w.malformed = r.varint();
   w.weird = r.varint();
-  w.rtt = get_summary(r);
+  w.rtt_incl_responder_delay = get_summary(r);
   w.network_rtt = get_summary(r);
   w.responder_delay = get_summary(r);
   return {};
@@ -332,9 +332,12 @@ json window_to_json(const WindowStats& w) {
          {"target_address", w.target_address},
          {"start_unix_ns", w.start_unix_ns},
          {"end_unix_ns", w.end_unix_ns},
-         {"rtt", summary_json(w.rtt)},
-         {"network_rtt", summary_json(w.network_rtt)},
-         {"responder_delay", summary_json(w.responder_delay)}};
+         {kRttInclResponderDelayField, summary_json(w.rtt_incl_responder_delay)},
+         {kNetworkRttField, summary_json(w.network_rtt)},
+         {kResponderDelayField, summary_json(w.responder_delay)}};
+  // A released (0.1) controller reads only "rtt", and the Redis store's values may be read by one
+  // during an upgrade: the old name stays beside the new one.
+  j[kLegacyRttField] = j[kRttInclResponderDelayField];
   put_window_counters(j, w);
   return j;
 }
@@ -357,9 +360,17 @@ Status window_from_json(const json& o, const std::string& where, JsonReader& jr,
     if (!ts) return fail("{}.timestamp_source: {}", where, ts.error().message);
     w.timestamp_source = *ts;
   }
-  w.rtt = jr.summary(o, "rtt", where);
-  w.network_rtt = jr.summary(o, "network_rtt", where);
-  w.responder_delay = jr.summary(o, "responder_delay", where);
+  // rtt_incl_responder_delay, or what a 0.1 agent or store value calls it (rtt); both must agree.
+  if (o.contains(kRttInclResponderDelayField)) {
+    w.rtt_incl_responder_delay = jr.summary(o, kRttInclResponderDelayField, where);
+    if (o.contains(kLegacyRttField) && jr.summary(o, kLegacyRttField, where) != w.rtt_incl_responder_delay &&
+        jr.error.empty())
+      jr.error = fmt::format("{}.{}: disagrees with {}", where, kLegacyRttField, kRttInclResponderDelayField);
+  } else {
+    w.rtt_incl_responder_delay = jr.summary(o, kLegacyRttField, where);
+  }
+  w.network_rtt = jr.summary(o, kNetworkRttField, where);
+  w.responder_delay = jr.summary(o, kResponderDelayField, where);
   return {};
 }
 
@@ -396,7 +407,7 @@ void append_window_list(std::string& out, std::span<const WindowStats> windows) 
     put_signed(body, wsub(w.end_unix_ns, w.start_unix_ns));
     for (uint64_t v : {w.sent, w.received, w.lost, w.late, w.duplicate, w.malformed, w.weird})
       put_varint(body, v);
-    put_summary(body, w.rtt);
+    put_summary(body, w.rtt_incl_responder_delay);
     put_summary(body, w.network_rtt);
     put_summary(body, w.responder_delay);
   }

@@ -20,7 +20,15 @@ struct LatencySummary {
   int64_t p99_ns = 0;
   int64_t p999_ns = 0;
   int64_t max_ns = 0;
+  bool operator==(const LatencySummary&) const = default;
 };
+
+// The JSON names of the three summaries (report.cpp); kLegacyRttField is what 0.1 called
+// rtt_incl_responder_delay, still written beside it for released controllers and still read.
+inline constexpr const char* kRttInclResponderDelayField = "rtt_incl_responder_delay";
+inline constexpr const char* kLegacyRttField = "rtt";
+inline constexpr const char* kNetworkRttField = "network_rtt";
+inline constexpr const char* kResponderDelayField = "responder_delay";
 
 struct WindowStats {
   Protocol protocol = Protocol::udp;
@@ -36,9 +44,14 @@ struct WindowStats {
   uint64_t malformed = 0;  // datagrams from this target that did not parse or matched no probe
   uint64_t weird = 0;      // responder delay larger than the measured RTT: counted, not averaged in
   TimestampSource timestamp_source = TimestampSource::user;
-  LatencySummary rtt;              // total round trip seen by the prober
-  LatencySummary network_rtt;      // rtt minus the responder's own processing time
-  LatencySummary responder_delay;  // responder receive -> send
+  // The three quantities of docs/probe.md "RTT fields". network_rtt is the network's round trip;
+  // rtt_incl_responder_delay = network_rtt + responder_delay is what the prober saw end to end,
+  // including however long the responder held the probe (its wake-up period, up to its
+  // max_coalesce: 5 ms by default). Before 0.2 it was called rtt (still on the JSON wire, see
+  // report.hpp).
+  LatencySummary rtt_incl_responder_delay;  // prober send -> prober receive
+  LatencySummary network_rtt;               // rtt_incl_responder_delay minus responder_delay
+  LatencySummary responder_delay;           // responder receive -> responder send (processing + hold)
 };
 
 }  // namespace weft::proto

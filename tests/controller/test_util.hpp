@@ -37,7 +37,7 @@ inline proto::WindowStats window(const std::string& target, int64_t start_ns, ui
     s.p99_ns = 90'000;
     s.p999_ns = 95'000;
     s.max_ns = 99'000;
-    w.rtt = s;
+    w.rtt_incl_responder_delay = s;
   }
   return w;
 }

@@ -155,7 +155,8 @@ TEST(KeepOpen, KernelStampsAtBothEnds) {
   EXPECT_EQ(ctr.malformed, 0u);
   EXPECT_EQ(ctr.duplicate, 0u);
   EXPECT_GE(resp.r->counters().followups, w.received * 9 / 10);
-  EXPECT_EQ(w.responder_delay.count, w.rtt.count);  // (the last window's) every answer had one
+  EXPECT_EQ(w.responder_delay.count,
+            w.rtt_incl_responder_delay.count);  // (the last window's) every answer had one
 }
 
 TEST(KeepOpen, AnOlderResponderWithoutFollowupsStillAnswers) {

@@ -78,7 +78,7 @@ inline ProberCounters run_for(Prober& p, std::chrono::milliseconds d, Collected&
       t.malformed += w.malformed;
       t.timestamp_source = w.timestamp_source;
       t.network_rtt = w.network_rtt;
-      t.rtt = w.rtt;
+      t.rtt_incl_responder_delay = w.rtt_incl_responder_delay;
       t.responder_delay = w.responder_delay;
       c.windows[w.target]++;
       EXPECT_EQ(w.end_unix_ns - w.start_unix_ns, 200'000'000);

@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
+#include "probe/coalesce_defaults.hpp"
+
 using weft::probe::WakeCoalescer;
 
 namespace {
@@ -52,6 +56,39 @@ TEST(WakeCoalescer, AFewDatagramsAreNotAStream) {
   EXPECT_TRUE(c.streaming());
 }
 
+// Hysteresis (issue 17): a stream that dips below kBusy stays a stream; only kQuietWakeups
+// wake-ups in a row with fewer than kQuiet datagrams end it.
+TEST(WakeCoalescer, AStreamThatDipsStaysAStream) {
+  WakeCoalescer c(1 * kMs, 5 * kMs);
+  c.observe(WakeCoalescer::kBusy);
+  ASSERT_TRUE(c.streaming());
+  int flips = 0;
+  bool was = true;
+  for (size_t i = 0; i < 1'000; ++i) {  // 1,000 probes/s over 100 targets: 3..12 datagrams a wake-up
+    c.observe(3 + (i * 7) % 10);
+    flips += c.streaming() != was;
+    was = c.streaming();
+  }
+  EXPECT_EQ(flips, 0);
+  EXPECT_TRUE(c.streaming());
+  // Quiet wake-ups that are not consecutive do not end it...
+  for (int i = 0; i < 10; ++i) {
+    c.observe(WakeCoalescer::kQuiet - 1);
+    c.observe(WakeCoalescer::kQuiet);
+  }
+  EXPECT_TRUE(c.streaming());
+  // ...kQuietWakeups in a row do.
+  for (int i = 0; i + 1 < WakeCoalescer::kQuietWakeups; ++i) {
+    c.observe(0);
+    EXPECT_TRUE(c.streaming()) << i;
+  }
+  c.observe(0);
+  EXPECT_FALSE(c.streaming());
+  // And below kBusy nothing starts one.
+  c.observe(WakeCoalescer::kBusy - 1);
+  EXPECT_FALSE(c.streaming());
+}
+
 TEST(WakeCoalescer, HeavyLoadKeepsEachWakeUpWithinBounds) {
   WakeCoalescer c(1 * kMs, 5 * kMs);
   // 100,000 probes/s: 200,000 datagrams/s would be 1,000 a wake-up at 5 ms.
@@ -82,4 +119,70 @@ TEST(WakeCoalescer, ZeroMeansReactAtOnce) {
   WakeCoalescer inverted(3 * kMs, 1 * kMs);  // a max below the min is the min
   settle(inverted, 100'000);
   EXPECT_EQ(inverted.period_ns(), 3 * kMs);
+}
+
+// The responder's hold bound (docs/probe.md "RTT fields"): whatever the load does to the period,
+// the loop never plans its next look at the sockets later than max_coalesce after a wake-up, and
+// the defaults every config starts from are the documented 1 and 5 ms.
+TEST(CoalescingWait, NeverPlansAWakeUpLaterThanMaxCoalesceAfterTheLast) {
+  EXPECT_EQ(weft::probe::kDefaultCoalesce, std::chrono::milliseconds(1));
+  EXPECT_EQ(weft::probe::kDefaultMaxCoalesce, std::chrono::milliseconds(5));
+  constexpr int64_t kMax = 2 * kMs;
+  auto ep = weft::net::Epoll::create();
+  auto ev = weft::net::EventFd::create();
+  ASSERT_TRUE(ep && ev);
+  ASSERT_TRUE(ep->add(ev->fd(), EPOLLIN, 1));
+  ev->signal();  // always readable: every wait returns once its sleep is over
+  weft::probe::CoalescingWait w(kMs / 4, kMax);
+  epoll_event events[4];
+  uint64_t datagrams = 0;
+  const size_t loads[] = {0, 3, 50, 600, 5'000, 0, 0, 1'000, 7, 0};  // idle, light, heavy, bursts
+  for (int i = 0; i < 40; ++i) {
+    auto n = w.wait(*ep, events, 4, weft::mono_ns() + 1'000'000'000);
+    ASSERT_TRUE(n);
+    const int64_t woke = weft::mono_ns();  // at or after the wait's own record of the wake-up
+    datagrams += loads[i % 10];
+    w.handled(datagrams);
+    EXPECT_LE(w.next_wake_ns(), woke + kMax) << i;
+    EXPECT_LE(w.period_ns(), kMax) << i;
+  }
+}
+
+// One wait per wake-up (issue 17): with its busy sockets out of the epoll set, a streaming loop
+// waits once, in epoll, until the period's end; something else in the set that ends the period
+// early sends it back to sleep-then-poll for kSleepAfterEarly wake-ups.
+TEST(CoalescingWait, AQuietSetIsWaitedOnOnceAndAnEarlyWakeFallsBackToSleeping) {
+  auto ep = weft::net::Epoll::create();
+  auto ev = weft::net::EventFd::create();
+  ASSERT_TRUE(ep && ev);
+  ASSERT_TRUE(ep->add(ev->fd(), EPOLLIN, 1));
+  weft::probe::CoalescingWait w(kMs / 2, kMs);
+  w.handled(WakeCoalescer::kBusy);  // a stream is flowing
+  ASSERT_TRUE(w.streaming());
+  epoll_event events[4];
+  auto deadline = [&] { return std::min(weft::mono_ns() + 1'000'000'000, w.next_wake_ns()); };
+  // Not quiet: never a single wait.
+  ASSERT_TRUE(w.wait(*ep, events, 4, deadline(), false));
+  EXPECT_EQ(w.single_waits(), 0u);
+  // Quiet and nothing ready: one epoll wait that lasts to the deadline.
+  for (int i = 0; i < 3; ++i) {
+    const int64_t d = deadline();
+    auto n = w.wait(*ep, events, 4, d, true);
+    ASSERT_TRUE(n);
+    EXPECT_EQ(*n, 0);
+    EXPECT_GE(weft::mono_ns(), d);  // epoll's timeout is a lower bound, whatever the load
+  }
+  EXPECT_EQ(w.single_waits(), 3u);
+  // The eventfd ends a period early: the next kSleepAfterEarly wake-ups sleep first.
+  ev->signal();
+  auto n = w.wait(*ep, events, 4, deadline(), true);
+  ASSERT_TRUE(n);
+  EXPECT_EQ(*n, 1);
+  EXPECT_EQ(w.single_waits(), 4u);
+  ev->drain();
+  for (int i = 0; i < weft::probe::CoalescingWait::kSleepAfterEarly; ++i)
+    ASSERT_TRUE(w.wait(*ep, events, 4, deadline(), true));
+  EXPECT_EQ(w.single_waits(), 4u);
+  ASSERT_TRUE(w.wait(*ep, events, 4, deadline(), true));
+  EXPECT_EQ(w.single_waits(), 5u);
 }

@@ -55,7 +55,7 @@ TEST(Window, AccumulatesCountsAndSummaries) {
   EXPECT_EQ(ws.malformed, 1u);
   EXPECT_EQ(ws.weird, 1u);
   EXPECT_EQ(ws.timestamp_source, TimestampSource::user);  // the worst one seen
-  EXPECT_EQ(ws.rtt.count, 101u);
+  EXPECT_EQ(ws.rtt_incl_responder_delay.count, 101u);
   EXPECT_EQ(ws.network_rtt.count, 100u);
   EXPECT_EQ(ws.network_rtt.min_ns, 1000);
   EXPECT_EQ(ws.network_rtt.max_ns, 100'000);
@@ -80,6 +80,6 @@ TEST(Window, RestartClearsEverything) {
   EXPECT_TRUE(a.empty());
   a.finish(1000, ws);
   EXPECT_EQ(ws.sent, 0u);
-  EXPECT_EQ(ws.rtt.count, 0u);
-  EXPECT_EQ(ws.rtt.p50_ns, 0);
+  EXPECT_EQ(ws.rtt_incl_responder_delay.count, 0u);
+  EXPECT_EQ(ws.rtt_incl_responder_delay.p50_ns, 0);
 }

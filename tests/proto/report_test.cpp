@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "test_util.hpp"
@@ -36,7 +37,7 @@ TEST(Wire, BinaryRoundTrip) {
   auto j = decode_json(encode_json(r));
   ASSERT_TRUE(j) << j.error().message;
   EXPECT_EQ(j->windows.size(), r.windows.size());
-  EXPECT_EQ(j->windows[5].rtt.p90_ns, r.windows[5].rtt.p90_ns);
+  EXPECT_EQ(j->windows[5].rtt_incl_responder_delay.p90_ns, r.windows[5].rtt_incl_responder_delay.p90_ns);
 }
 
 // Every varint length from 1 to 10 bytes, at both ends of each length, in every position of a
@@ -56,9 +57,10 @@ TEST(Wire, VarintsOfEveryLengthRoundTrip) {
     w.sent = values[i];
     w.lost = values[(i + 3) % values.size()];
     w.weird = values[(i + 5) % values.size()];
-    w.rtt.count = values[(i + 7) % values.size()] | 1;  // 0 would mean "no samples": nothing encoded
-    w.rtt.min_ns = -static_cast<int64_t>(values[i] >> 1);
-    w.rtt.max_ns = static_cast<int64_t>(values[(i + 2) % values.size()]);
+    w.rtt_incl_responder_delay.count =
+        values[(i + 7) % values.size()] | 1;  // 0 would mean "no samples": nothing encoded
+    w.rtt_incl_responder_delay.min_ns = -static_cast<int64_t>(values[i] >> 1);
+    w.rtt_incl_responder_delay.max_ns = static_cast<int64_t>(values[(i + 2) % values.size()]);
     r.windows.push_back(w);
   }
   auto d = decode_binary(encode_binary(r));
@@ -71,10 +73,10 @@ TEST(Wire, VarintsOfEveryLengthRoundTrip) {
     EXPECT_EQ(b.sent, a.sent) << i;
     EXPECT_EQ(b.lost, a.lost) << i;
     EXPECT_EQ(b.weird, a.weird) << i;
-    EXPECT_EQ(b.rtt.count, a.rtt.count) << i;
-    EXPECT_EQ(b.rtt.min_ns, a.rtt.min_ns) << i;
-    EXPECT_EQ(b.rtt.max_ns, a.rtt.max_ns) << i;
-    EXPECT_EQ(b.rtt.p99_ns, a.rtt.p99_ns) << i;
+    EXPECT_EQ(b.rtt_incl_responder_delay.count, a.rtt_incl_responder_delay.count) << i;
+    EXPECT_EQ(b.rtt_incl_responder_delay.min_ns, a.rtt_incl_responder_delay.min_ns) << i;
+    EXPECT_EQ(b.rtt_incl_responder_delay.max_ns, a.rtt_incl_responder_delay.max_ns) << i;
+    EXPECT_EQ(b.rtt_incl_responder_delay.p99_ns, a.rtt_incl_responder_delay.p99_ns) << i;
   }
 }
 
@@ -107,4 +109,52 @@ TEST(Wire, JsonTypesAreStrict) {
       R"({"agent":"a","windows":[{"protocol":"icmp","target":"b","start_unix_ns":1,"end_unix_ns":2,"sent":1,"received":1,"lost":0}]})"));
   EXPECT_TRUE(decode_json(
       R"({"agent":"a","windows":[{"protocol":"udp","target":"b","start_unix_ns":1,"end_unix_ns":2,"sent":1,"received":1,"lost":0}]})"));
+}
+
+// 0.1 called rtt_incl_responder_delay "rtt" (issue 17: users took it for the network's RTT). The
+// JSON form writes both names, so a released controller (and a Redis value it reads) still finds
+// "rtt"; it reads the new name, else the old one (a 0.1 agent or a stored value), and rejects the
+// two disagreeing.
+TEST(Wire, JsonRttNamesOldAndNew) {
+  auto w = window("b", 1'700'000'000'000'000'000LL);
+  w.rtt_incl_responder_delay.p50_ns = 2'500'000;  // a held probe: far above the network RTT
+  const auto text = window_json(w);
+  const auto j = nlohmann::json::parse(text);
+  ASSERT_TRUE(j.contains("rtt_incl_responder_delay"));
+  ASSERT_TRUE(j.contains("rtt"));
+  EXPECT_EQ(j["rtt"], j["rtt_incl_responder_delay"]);
+  EXPECT_EQ(j["rtt"]["p50_ns"], 2'500'000);
+  auto back = parse_window_json(text);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->rtt_incl_responder_delay, w.rtt_incl_responder_delay);
+  EXPECT_EQ(back->network_rtt, w.network_rtt);
+
+  auto old_only = j;  // what 0.1 wrote
+  old_only.erase("rtt_incl_responder_delay");
+  auto from_old = parse_window_json(old_only.dump());
+  ASSERT_TRUE(from_old) << from_old.error().message;
+  EXPECT_EQ(from_old->rtt_incl_responder_delay, w.rtt_incl_responder_delay);
+
+  auto new_only = j;  // a later encoder that dropped the old name
+  new_only.erase("rtt");
+  auto from_new = parse_window_json(new_only.dump());
+  ASSERT_TRUE(from_new) << from_new.error().message;
+  EXPECT_EQ(from_new->rtt_incl_responder_delay, w.rtt_incl_responder_delay);
+
+  auto disagree = j;
+  disagree["rtt"]["p50_ns"] = 1;
+  auto bad = parse_window_json(disagree.dump());
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("rtt: disagrees with rtt_incl_responder_delay"), std::string::npos)
+      << bad.error().message;
+
+  // The same through a whole report.
+  Report r;
+  r.agent = "a";
+  r.windows.push_back(w);
+  auto rep = nlohmann::json::parse(encode_json(r));
+  rep["windows"][0].erase("rtt_incl_responder_delay");
+  auto d = decode_json(rep.dump());
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_EQ(d->windows[0].rtt_incl_responder_delay.p50_ns, 2'500'000);
 }

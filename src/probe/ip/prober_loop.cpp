@@ -32,7 +32,7 @@ Status Prober::Impl::loop() {
     if (!heap.empty()) next = std::min(next, heap.front().t - slack_ns / 2);
     next = std::min({next, expire_next(), grace_next(), next_flush_mono});
     if (udp_polled) next = std::min(next, waiter.next_wake_ns());
-    auto n = waiter.wait(ep, events, kEvents, next);
+    auto n = waiter.wait(ep, events, kEvents, next, udp_polled);
     if (!n) return std::unexpected(n.error());
     for (int i = 0; i < *n; ++i) {
       const uint64_t d = events[i].data.u64;
