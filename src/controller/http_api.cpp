@@ -72,6 +72,9 @@ json window_api_json(const proto::WindowStats& w) {
          {"network_rtt_us", summary_us(w.network_rtt)},
          {"rtt_incl_responder_delay_us", summary_us(w.rtt_incl_responder_delay)},
          {"responder_delay_us", summary_us(w.responder_delay)}};
+  // The 0.1 name of rtt_incl_responder_delay_us, kept for scripts written against it (docs/api.md:
+  // deprecated, to go in 0.3).
+  j["rtt_us"] = j["rtt_incl_responder_delay_us"];
   proto::put_window_counters(j, w);  // sent, received, lost... as in every JSON form of a window
   return j;
 }
