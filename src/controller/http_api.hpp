@@ -34,6 +34,8 @@ class HttpApi {
   static constexpr int64_t kCheapAnswerNs = 20'000'000;
   // Never serve such an answer older than this (three default windows): recompute and wait.
   static constexpr int64_t kMeshAnswerMaxStaleNs = 30'000'000'000;
+  // GET /api/v1/agents?limit=N: the page size when only `after` is given, and the largest.
+  static constexpr uint64_t kAgentsPageDefault = 1000, kAgentsPageMax = 10000;
 
  private:
   using Req = net::http::Request;
@@ -53,6 +55,7 @@ class HttpApi {
   std::string mesh_columns_body(proto::Protocol protocol, const std::string& group, bool gzip) const;
   void pair_history(const Req& req, Res& res);
   void agents(const Req& req, Res& res);
+  std::string agents_json() const;
   void groups(const Req& req, Res& res);
   void delete_agent(const Req& req, Res& res);
   void pinglist_view(const Req& req, Res& res);

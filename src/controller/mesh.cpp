@@ -594,6 +594,15 @@ std::vector<AgentInfo> Mesh::agents() const {
   return out;
 }
 
+std::vector<AgentInfo> Mesh::agents_page(const std::string& after, size_t limit) const {
+  std::lock_guard lk(reg_mu_);
+  std::vector<AgentInfo> out;
+  for (auto it = after.empty() ? agents_.begin() : agents_.upper_bound(after);
+       it != agents_.end() && out.size() < limit; ++it)
+    out.push_back(it->second.info);
+  return out;
+}
+
 size_t Mesh::agent_count() const {
   std::lock_guard lk(reg_mu_);
   return agents_.size();

@@ -172,6 +172,9 @@ class Mesh final : public MeshView {
   std::optional<PairWindow> latest_pair(proto::Protocol protocol, const std::string& src,
                                         const std::string& dst) const override;
   std::vector<AgentInfo> agents() const override;
+  // At most `limit` agents whose names sort after `after` (all from the first if empty), in name
+  // order: one page of the list, copied under the registry's lock without copying the fleet.
+  std::vector<AgentInfo> agents_page(const std::string& after, size_t limit) const;
   std::vector<GroupInfo> groups() const override;
   IngestCounters ingest_counters() const override;
   StoreInfo store_info() const override;
