@@ -24,7 +24,7 @@ bool same(const WindowStats& a, const WindowStats& b) {
          a.start_unix_ns == b.start_unix_ns && a.end_unix_ns == b.end_unix_ns && a.sent == b.sent &&
          a.received == b.received && a.lost == b.lost && a.late == b.late && a.duplicate == b.duplicate &&
          a.malformed == b.malformed && a.weird == b.weird && a.timestamp_source == b.timestamp_source &&
-         same(a.rtt, b.rtt) && same(a.network_rtt, b.network_rtt) &&
+         same(a.rtt_incl_responder_delay, b.rtt_incl_responder_delay) && same(a.network_rtt, b.network_rtt) &&
          same(a.responder_delay, b.responder_delay);
 }
 
@@ -63,7 +63,7 @@ void check_binary(std::string_view in) {
 // set (which ingest validation refuses: "count is 0 but values are set") reads back as all zeros.
 void zero_empty_summaries(Report& r) {
   for (auto& w : r.windows)
-    for (LatencySummary* s : {&w.rtt, &w.network_rtt, &w.responder_delay})
+    for (LatencySummary* s : {&w.rtt_incl_responder_delay, &w.network_rtt, &w.responder_delay})
       if (s->count == 0) *s = {};
 }
 

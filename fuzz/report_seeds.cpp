@@ -22,7 +22,7 @@ WindowStats window(const std::string& target, int64_t start, Protocol p) {
   w.lost = 2;
   w.late = 1;
   w.timestamp_source = TimestampSource::kernel;
-  w.rtt = {98, 40'000, 52'000, 50'000, 60'000, 65'000, 80'000, 90'000, 95'000};
+  w.rtt_incl_responder_delay = {98, 40'000, 52'000, 50'000, 60'000, 65'000, 80'000, 90'000, 95'000};
   w.network_rtt = {98, 30'000, 42'000, 40'000, 50'000, 55'000, 70'000, 80'000, 85'000};
   w.responder_delay = {98, 9'000, 10'000, 10'000, 10'000, 10'000, 10'000, 10'000, 11'000};
   return w;
@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
     reports[2].windows.push_back(
         window("h" + std::to_string(3 + i % 4), 1'700'000'000'000'000'000 + i, static_cast<Protocol>(i % 3)));
   reports[3] = reports[2];
-  reports[3].windows[0].rtt = {};  // a window with no answers
+  reports[3].windows[0].rtt_incl_responder_delay = {};  // a window with no answers
   std::vector<std::string> seeds;
   for (const auto& r : reports) {
     seeds.push_back(encode_binary(r));
