@@ -253,26 +253,40 @@ bool is_gzip(std::string_view body) {
 }
 }  // namespace
 
-// The columnar mesh of one protocol (and group, "" for all hosts), gzipped at a fast level when
-// `gzip` and it is large. Reads the mesh as it is now: it may run on the render cache's thread.
-std::string HttpApi::mesh_columns_body(proto::Protocol protocol, const std::string& group, bool gzip) const {
-  std::vector<std::string> hosts;
-  MeshCells kept;
-  if (!group.empty()) {
-    if (auto ends = mesh_.group_ends(group)) {  // a group gone since the request: an empty mesh
-      std::set<std::string> both(ends->from.begin(), ends->from.end());
-      both.insert(ends->to.begin(), ends->to.end());
-      hosts.assign(both.begin(), both.end());
-      kept = mesh_.latest_cells(protocol, &ends->from, &ends->to);
-    }
-  } else {
+// Which hosts a mesh answer lists and which pairs it holds: a group's (or arrow's) ends, or every
+// agent that runs the protocol. Empty for a group not (or no longer) configured.
+std::optional<HttpApi::MeshPick> HttpApi::mesh_pick(proto::Protocol protocol,
+                                                    const std::string& group) const {
+  MeshPick pick;
+  if (group.empty()) {
     for (const auto& ag : mesh_.agents())
       if (std::find(ag.protocols.begin(), ag.protocols.end(), protocol) != ag.protocols.end())
-        hosts.push_back(ag.name);
-    kept = mesh_.latest_cells(protocol);
+        pick.hosts.push_back(ag.name);
+    return pick;
   }
-  std::string body = mesh_columns_json(
-      {proto::to_string(protocol), group, mesh_.window_ns(), now_ns(), std::move(hosts)}, kept);
+  auto ends = mesh_.group_ends(group);
+  if (!ends) return std::nullopt;
+  pick.srcs = std::move(ends->from);
+  pick.dsts = std::move(ends->to);
+  std::set<std::string> both(pick.srcs.begin(), pick.srcs.end());
+  both.insert(pick.dsts.begin(), pick.dsts.end());
+  pick.hosts.assign(both.begin(), both.end());
+  pick.whole = false;
+  return pick;
+}
+
+// The columnar mesh of one protocol (and group, "" for all hosts), gzipped at a fast level when
+// `gzip` and it is large. Reads the mesh as it is now: it may run on the render cache's thread
+// (a group gone since the request: an empty mesh).
+std::string HttpApi::mesh_columns_body(proto::Protocol protocol, const std::string& group, bool gzip) const {
+  auto pick = mesh_pick(protocol, group);
+  MeshCells kept;
+  if (pick)
+    kept =
+        pick->whole ? mesh_.latest_cells(protocol) : mesh_.latest_cells(protocol, &pick->srcs, &pick->dsts);
+  std::string body = mesh_columns_json({proto::to_string(protocol), group, mesh_.window_ns(), now_ns(),
+                                        pick ? std::move(pick->hosts) : std::vector<std::string>{}},
+                                       kept);
   if (gzip && body.size() > 64 * 1024)
     if (auto z = gzip_compress(body); z) return std::move(*z);
   return body;
@@ -281,30 +295,13 @@ std::string HttpApi::mesh_columns_body(proto::Protocol protocol, const std::stri
 void HttpApi::mesh(const Req& req, Res& res) {
   auto proto = protocol_param(req);
   if (!proto) return error(res, 400, proto.error().message);
-  // The pairs wanted are picked by source and destination inside the mesh (Mesh::latest_between):
-  // one group's mesh never copies the whole fleet's pairs.
-  std::vector<std::string> hosts, srcs, dsts;
-  std::string group = req.param("group");
-  auto cfg = mesh_.config();
-  if (!group.empty()) {
-    auto ends = mesh_.group_ends(group);
-    if (!ends) return error(res, 404, fmt::format("no group named '{}'", group));
-    srcs = std::move(ends->from);
-    dsts = std::move(ends->to);
-    std::set<std::string> both(srcs.begin(), srcs.end());
-    both.insert(dsts.begin(), dsts.end());
-    hosts.assign(both.begin(), both.end());
-  } else {
-    for (const auto& ag : mesh_.agents())
-      if (std::find(ag.protocols.begin(), ag.protocols.end(), *proto) != ag.protocols.end())
-        hosts.push_back(ag.name);
-  }
-  auto pick = [&] { return group.empty() ? mesh_.latest(*proto) : mesh_.latest_between(*proto, srcs, dsts); };
-  int64_t now = now_ns();
+  const std::string group = req.param("group");
   const std::string format = req.param("format");
   if (!format.empty() && format != "rows" && format != "columns")
     return error(res, 400,
                  fmt::format("format: 'rows' (the default) or 'columns', not '{}'", format.substr(0, 32)));
+  if (!group.empty() && !mesh_.group_ends(group))
+    return error(res, 404, fmt::format("no group named '{}'", group));
   if (format == "columns") {
     // The dashboard's form. At 1,000 hosts it copies, writes and compresses a million pairs (~5 s on
     // a loaded 2-core machine): like the suspects, it is computed at most once per
@@ -321,8 +318,14 @@ void HttpApi::mesh(const Req& req, Res& res) {
     res.set(200, std::move(body), kJson);
     return;
   }
+  // The pairs wanted are picked by source and destination inside the mesh (Mesh::latest_between):
+  // one group's mesh never copies the whole fleet's pairs.
+  auto pick = mesh_pick(*proto, group);
+  if (!pick) return error(res, 404, fmt::format("no group named '{}'", group));  // removed meanwhile
+  const int64_t now = now_ns();
   json pairs = json::array();
-  for (const auto& pw : pick()) {
+  for (const auto& pw :
+       pick->whole ? mesh_.latest(*proto) : mesh_.latest_between(*proto, pick->srcs, pick->dsts)) {
     json p = window_api_json(pw.window);
     p["src"] = pw.src;
     p["dst"] = pw.dst;
@@ -332,8 +335,8 @@ void HttpApi::mesh(const Req& req, Res& res) {
   reply(res, 200,
         json{{"protocol", proto::to_string(*proto)},
              {"group", group.empty() ? json(nullptr) : json(group)},
-             {"window_s", unix_s(cfg->window_ns)},
-             {"hosts", hosts},
+             {"window_s", unix_s(mesh_.window_ns())},
+             {"hosts", pick->hosts},
              {"pairs", std::move(pairs)}});
 }
 

@@ -3,6 +3,7 @@
 // event-driven server in net/http. Routes run on two worker lanes so that a flood of agent
 // reports never queues ahead of the read API, the dashboard or /metrics, and the reverse.
 #include <memory>
+#include <optional>
 
 #include "controller/blame.hpp"
 #include "controller/config.hpp"
@@ -52,6 +53,11 @@ class HttpApi {
   void mesh(const Req& req, Res& res);
   void suspects(const Req& req, Res& res);
   std::string suspects_json(proto::Protocol protocol, const BlameOptions& opt) const;
+  struct MeshPick {
+    std::vector<std::string> hosts, srcs, dsts;
+    bool whole = true;  // every pair of the protocol (no group): srcs and dsts unused
+  };
+  std::optional<MeshPick> mesh_pick(proto::Protocol protocol, const std::string& group) const;
   std::string mesh_columns_body(proto::Protocol protocol, const std::string& group, bool gzip) const;
   void pair_history(const Req& req, Res& res);
   void agents(const Req& req, Res& res);

@@ -207,49 +207,15 @@ std::vector<PairWindow> Mesh::latest(proto::Protocol protocol) const {
   return out;
 }
 
-std::vector<PairWindow> Mesh::latest_between(proto::Protocol protocol, const std::vector<std::string>& srcs,
-                                             const std::vector<std::string>& dsts) const {
-  std::vector<std::pair<uint32_t, SourceTxn::Source*>> sources;  // (id, source) of each wanted source
-  std::vector<uint8_t> dst_ok;                                   // by id
-  std::vector<std::string> names;                                // by id, only the wanted ones set
-  {
-    std::shared_lock lk(names_mu_);
-    names.resize(names_.size());
-    dst_ok.assign(names_.size(), 0);
-    for (const auto& d : dsts)
-      if (auto it = ids_.find(d); it != ids_.end()) {
-        dst_ok[it->second] = 1;
-        names[it->second] = d;
-      }
-    for (const auto& s : srcs)
-      if (auto it = ids_.find(s); it != ids_.end() && sources_[it->second]) {
-        sources.emplace_back(it->second, sources_[it->second].get());
-        names[it->second] = s;
-      }
-  }
-  std::vector<PairWindow> out;
-  for (const auto& [id, s] : sources) {
-    std::lock_guard sl(s->mu);
-    for (const auto& [key, slot] : s->pairs) {
-      const uint32_t dst = static_cast<uint32_t>(key);
-      if (!slot.has_latest || static_cast<proto::Protocol>(key >> 32) != protocol || dst >= dst_ok.size() ||
-          !dst_ok[dst])
-        continue;
-      out.push_back(pair_window(names[id], names[dst], slot));
-    }
-  }
-  sort_by_pair(out);
-  return out;
-}
-
-MeshCells Mesh::latest_cells(proto::Protocol protocol, const std::vector<std::string>* srcs,
-                             const std::vector<std::string>* dsts) const {
-  MeshCells out;
+template <typename Fn>
+std::vector<std::string> Mesh::visit_latest(proto::Protocol protocol, const std::vector<std::string>* srcs,
+                                            const std::vector<std::string>* dsts, Fn&& fn) const {
+  std::vector<std::string> names;
   std::vector<std::pair<uint32_t, SourceTxn::Source*>> sources;  // (id, source) of each wanted source
   std::vector<uint8_t> dst_ok;                                   // by id; empty: every destination
   {
     std::shared_lock lk(names_mu_);
-    out.names = names_;
+    names = names_;
     if (dsts) {
       dst_ok.assign(names_.size(), 0);
       for (const auto& d : *dsts)
@@ -264,26 +230,55 @@ MeshCells Mesh::latest_cells(proto::Protocol protocol, const std::vector<std::st
         if (sources_[id]) sources.emplace_back(id, sources_[id].get());
     }
   }
+  uint32_t top = 0;
   for (const auto& [id, s] : sources) {
     std::lock_guard sl(s->mu);
     for (const auto& [key, slot] : s->pairs) {
       const uint32_t dst = static_cast<uint32_t>(key);
       if (!slot.has_latest || static_cast<proto::Protocol>(key >> 32) != protocol) continue;
       if (dsts && (dst >= dst_ok.size() || !dst_ok[dst])) continue;
-      const proto::WindowStats& w = slot.latest;
-      const proto::LatencySummary& r = w.network_rtt;
-      out.pairs.push_back(PairCells{id, dst, w.timestamp_source, w.end_unix_ns, w.sent, w.received, w.lost,
-                                    w.late, w.duplicate, r.count, r.p50_ns, r.p90_ns, r.p99_ns, r.max_ns});
+      top = std::max({top, id, dst});
+      fn(id, dst, slot);
     }
   }
   // A destination interned after the name table was copied (classify interns under the source
   // lock): take the table again for the missing names.
-  uint32_t top = 0;
-  for (const auto& p : out.pairs) top = std::max({top, p.src, p.dst});
-  if (!out.pairs.empty() && top >= out.names.size()) {
+  if (top >= names.size()) {
     std::shared_lock lk(names_mu_);
-    out.names = names_;
+    names = names_;
   }
+  return names;
+}
+
+std::vector<PairWindow> Mesh::latest_between(proto::Protocol protocol, const std::vector<std::string>& srcs,
+                                             const std::vector<std::string>& dsts) const {
+  // Only listed destinations pass, and every one of them was in the name table when it was copied.
+  std::vector<PairWindow> out;
+  std::vector<std::pair<uint32_t, uint32_t>> ids;
+  const auto names =
+      visit_latest(protocol, &srcs, &dsts, [&](uint32_t src, uint32_t dst, const SourceTxn::Slot& slot) {
+        out.push_back(pair_window({}, {}, slot));
+        ids.emplace_back(src, dst);
+      });
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i].src = names[ids[i].first];
+    out[i].dst = names[ids[i].second];
+    out[i].window.target = out[i].dst;
+  }
+  sort_by_pair(out);
+  return out;
+}
+
+MeshCells Mesh::latest_cells(proto::Protocol protocol, const std::vector<std::string>* srcs,
+                             const std::vector<std::string>* dsts) const {
+  MeshCells out;
+  out.names =
+      visit_latest(protocol, srcs, dsts, [&](uint32_t src, uint32_t dst, const SourceTxn::Slot& slot) {
+        const proto::WindowStats& w = slot.latest;
+        const proto::LatencySummary& r = w.network_rtt;
+        out.pairs.push_back(PairCells{src, dst, w.timestamp_source, w.end_unix_ns, w.sent, w.received, w.lost,
+                                      w.late, w.duplicate, r.count, r.p50_ns, r.p90_ns, r.p99_ns, r.max_ns});
+      });
   // Rank names once, then sort the pairs by rank: the order of latest() without a string compare
   // per comparison.
   std::vector<uint32_t> order(out.names.size()), rank(out.names.size());

@@ -183,6 +183,12 @@ class Mesh final : public MeshView {
  private:
   // The PairWindow of a slot that has a latest window (latest, latest_between).
   static PairWindow pair_window(std::string src, std::string dst, const SourceTxn::Slot& slot);
+  // Calls fn(src_id, dst_id, slot) for every pair of `protocol` with a latest window, from a source
+  // in `srcs` to a destination in `dsts` (null: any), each source under its lock; returns the name
+  // table (by id) covering every id it passed (latest_between, latest_cells; defined in mesh.cpp).
+  template <typename Fn>
+  std::vector<std::string> visit_latest(proto::Protocol protocol, const std::vector<std::string>* srcs,
+                                        const std::vector<std::string>* dsts, Fn&& fn) const;
   struct AgentRecord {
     AgentInfo info;
     Peer peer;
