@@ -8,6 +8,7 @@
 
 #include "controller/controller.hpp"
 #include "proto/registration.hpp"
+#include "test_controller.hpp"
 #include "test_util.hpp"
 
 using namespace weft::controller;
@@ -15,15 +16,9 @@ using namespace weft::controller::testing;
 
 TEST(AgentsPage, PagesWalkTheFleetInNameOrder) {
   TempDir dir;
-  auto cfg = parse_config(fmt::format("store: sqlite:{}\ntokens: [t0k-pages]\n"
-                                      "groups:\n  - {{name: all, protocols: [udp], members: ['*']}}\n",
-                                      dir.file("pages.db")),
-                          "<test>");
-  ASSERT_TRUE(cfg) << cfg.error().message;
-  cfg->listen = {"127.0.0.1:0"};
-  Controller c;
-  ASSERT_TRUE(c.start(*cfg));
-  httplib::Client cli("127.0.0.1", c.bound_ports().at(0));
+  auto c = start_test_controller("sqlite:" + dir.file("pages.db"), "t0k-pages");
+  ASSERT_TRUE(c);
+  httplib::Client cli("127.0.0.1", c->bound_ports().at(0));
   httplib::Headers auth{{"Authorization", "Bearer t0k-pages"}};
   // Registered out of order: pages come in name order all the same.
   const std::vector<std::string> names = {"h5", "h1", "h4", "h2", "h3"};
@@ -65,5 +60,5 @@ TEST(AgentsPage, PagesWalkTheFleetInNameOrder) {
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 400) << bad;
   }
-  c.stop();
+  c->stop();
 }

@@ -9,6 +9,7 @@
 #include "controller/controller.hpp"
 #include "controller/mesh.hpp"
 #include "proto/registration.hpp"
+#include "test_controller.hpp"
 #include "test_util.hpp"
 
 using namespace weft::controller;
@@ -57,15 +58,9 @@ TEST(DuplicateName, SecondHostIsRefusedWhileTheFirstIsAlive) {
 // agent list still holds the first host's address.
 TEST(DuplicateName, ControllerAnswers409AndKeepsTheFirst) {
   TempDir dir;
-  auto cfg = parse_config(fmt::format("store: sqlite:{}\ntokens: [t0k-dup-name]\n"
-                                      "groups:\n  - {{name: all, protocols: [udp], members: ['*']}}\n",
-                                      dir.file("dup.db")),
-                          "<test>");
-  ASSERT_TRUE(cfg) << cfg.error().message;
-  cfg->listen = {"127.0.0.1:0"};
-  Controller c;
-  ASSERT_TRUE(c.start(*cfg));
-  httplib::Client cli("127.0.0.1", c.bound_ports().at(0));
+  auto c = start_test_controller("sqlite:" + dir.file("dup.db"), "t0k-dup-name");
+  ASSERT_TRUE(c);
+  httplib::Client cli("127.0.0.1", c->bound_ports().at(0));
   httplib::Headers auth{{"Authorization", "Bearer t0k-dup-name"}};
   auto first = cli.Post("/api/v1/register", auth, weft::proto::registration_json(reg("db", "10.0.0.1")),
                         "application/json");
@@ -80,5 +75,5 @@ TEST(DuplicateName, ControllerAnswers409AndKeepsTheFirst) {
   auto j = nlohmann::json::parse(agents->body);
   ASSERT_EQ(j["agents"].size(), 1u);
   EXPECT_EQ(j["agents"][0]["addresses"], nlohmann::json::array({"10.0.0.1"}));
-  c.stop();
+  c->stop();
 }

@@ -18,6 +18,7 @@
 
 #include "controller/controller.hpp"
 #include "proto/registration.hpp"
+#include "test_controller.hpp"
 #include "test_util.hpp"
 
 using namespace weft::controller;
@@ -27,18 +28,7 @@ using nlohmann::json;
 namespace {
 
 std::unique_ptr<Controller> start_controller(const std::string& store) {
-  auto cfg = parse_config(
-      fmt::format("listen: 127.0.0.1:1\nstore: {}\ntokens: [t0k-restart-test]\nagent_down_after: 2s\n"
-                  "groups:\n  - {{name: all, protocols: [udp, rdma], members: ['*']}}\n",
-                  store),
-      "<test>");
-  EXPECT_TRUE(cfg) << cfg.error().message;
-  if (!cfg) return nullptr;
-  cfg->listen = {"127.0.0.1:0"};  // the config wants a port; the controller takes any free one
-  auto c = std::make_unique<Controller>();
-  auto st = c->start(*cfg);
-  EXPECT_TRUE(st) << st.error().message;
-  return st ? std::move(c) : nullptr;
+  return start_test_controller(store, "t0k-restart-test", "udp, rdma", "agent_down_after: 2s\n");
 }
 
 httplib::Result post(Controller& c, const std::string& path, const std::string& body,
