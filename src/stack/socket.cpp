@@ -36,8 +36,15 @@ const char* to_string(SockErr e) {
 }
 
 Sockets::Sockets(Interface& iface, const SocketsConfig& cfg) : iface_(iface), cfg_(cfg) {
-  efd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   iface_.tcp().set_observer(this);
+}
+
+int Sockets::event_fd() {
+  if (efd_ < 0) {
+    efd_ = ::eventfd(ready_.empty() ? 0 : 1, EFD_NONBLOCK | EFD_CLOEXEC);
+    efd_set_ = efd_ >= 0 && !ready_.empty();
+  }
+  return efd_;
 }
 
 Sockets::~Sockets() {

@@ -57,7 +57,9 @@ class Sockets final : private tcp::TcpObserver, private UdpReceiver {
   Sockets& operator=(const Sockets&) = delete;
 
   // Readable while some socket has news (see events()); -1 if the eventfd could not be made.
-  int event_fd() const { return efd_; }
+  // Made on the first call: an application that only calls wait()/events() pays no eventfd
+  // write and read per wake-up.
+  int event_fd();
   int device_fd() const { return iface_.device_fd(); }
 
   // Reads what frames wait and runs due timers.

@@ -137,7 +137,9 @@ TEST(Socket, RefusedResetAndStaleHandles) {
   auto c = n.a.connect(kB, 9);  // nothing listens: RST
   ASSERT_TRUE(c);
   n.pump();
+  EXPECT_TRUE(fd_readable(n.a.event_fd()));  // made only now, with news already waiting
   auto ea = drain(n.a);
+  EXPECT_FALSE(fd_readable(n.a.event_fd()));
   EXPECT_EQ(ea[*c], sockev::readable | sockev::hangup | sockev::error);
   EXPECT_EQ(n.a.error(*c), SockErr::refused);
   uint8_t buf[8];
