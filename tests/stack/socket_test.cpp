@@ -322,3 +322,32 @@ TEST(Socket, UdpToAClosedPortDrawsARateLimitedPortUnreachable) {
   EXPECT_EQ(n.ib.stats().udp_no_port, 262u);
   EXPECT_EQ(n.ib.stats().icmp_unreach_sent, before);
 }
+
+// Closing a listener resets what waited in its accept queue and leaves accepted connections be.
+TEST(Socket, ClosingAListenerResetsUnacceptedConnectionsOnly) {
+  Net n;
+  auto l = n.b.listen(80);
+  auto c1 = n.a.connect(kB, 80);
+  auto c2 = n.a.connect(kB, 80);
+  ASSERT_TRUE(l && c1 && c2);
+  n.pump();
+  auto s1 = n.b.accept(*l);
+  ASSERT_TRUE(s1);  // c2 stays in the queue
+  drain(n.a);
+  n.b.close(*l);
+  EXPECT_EQ(n.b.accept(*l).error(), SockErr::bad_socket);
+  n.pump();
+  auto ea = drain(n.a);
+  EXPECT_EQ(ea.count(*c1), 0u);
+  EXPECT_EQ(n.a.error(*c2), SockErr::reset);
+  EXPECT_EQ(ea[*c2], sockev::readable | sockev::hangup | sockev::error);
+  EXPECT_EQ(n.ib.tcp().connection_count(), 1u);
+  // The accepted one still works both ways, and the port can be listened on again.
+  const uint8_t x = 42;
+  ASSERT_TRUE(n.a.send(*c1, wire::Bytes(&x, 1)));
+  n.pump();
+  uint8_t y = 0;
+  EXPECT_EQ(n.b.recv(*s1, wire::MutBytes(&y, 1)).value(), 1u);
+  EXPECT_EQ(y, 42);
+  EXPECT_TRUE(n.b.listen(80));
+}
