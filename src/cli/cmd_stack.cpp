@@ -20,12 +20,14 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "base/clock.hpp"
 #include "base/signals.hpp"
 #include "cli/command_registry.hpp"
 #include "stack/interface.hpp"
+#include "stack/socket.hpp"
 #include "stack/tap_device.hpp"
 
 namespace {
@@ -122,20 +124,24 @@ struct Session {
     return {};
   }
 
-  // Runs the stack until `until_ns` (mono) or a signal, calling `app` after every wake-up.
+  // The socket API over the interface (made on first use, so open() stays about the device).
+  std::unique_ptr<Sockets> sk;
+  Sockets& sockets() {
+    if (!sk) sk = std::make_unique<Sockets>(*iface);
+    return *sk;
+  }
+
+  // Runs the stack until `until_ns` (mono) or a signal, calling `app` after every wake-up (a
+  // frame, a timer, or at most 100 ms).
   template <typename App>
   void run(int64_t until_ns, App&& app) {
-    pollfd p{dev->fd(), POLLIN, 0};
+    Sockets& k = sockets();
+    k.poll();
     while (!g_stop.load(std::memory_order_relaxed)) {
       const int64_t now = clock.now_ns();
       if (now >= until_ns) break;
-      iface->poll_rx(256);
-      iface->poll_timers();
       if (!app()) break;
-      iface->poll_timers();
-      const int64_t next = std::min(iface->next_deadline(), until_ns);
-      const int64_t wait_ms = std::clamp<int64_t>((next - clock.now_ns() + 999'999) / 1'000'000, 0, 100);
-      ::poll(&p, 1, static_cast<int>(wait_ms));
+      k.wait(std::min<int64_t>(until_ns - clock.now_ns(), 100'000'000));
     }
   }
 };
@@ -199,66 +205,102 @@ int run_ping(const Common& c, const std::string& dest, int count, double interva
 
 // ---- echo / serve ----
 struct ServerConn {
-  tcp::Connection* c = nullptr;
   char mode = 0;  // serve: 'S' or 'R' once the first byte came
   uint64_t bytes = 0;
 };
 
+void print_done(const tcp::Connection& k, uint64_t bytes) {
+  const auto& st = k.stats();
+  fmt::print(stderr,
+             "weft stack: connection from {}:{} done, {} bytes, {} retransmits ({} timeouts), {} fast "
+             "recoveries, {} SACK retransmits, {} tail loss probes, {} RACK losses ({} lost "
+             "retransmissions), {} out of order{}\n",
+             ip_str(k.tuple().remote_ip), k.tuple().remote_port, bytes, st.retransmits, st.timeouts,
+             st.fast_retransmits, st.sack_retransmits, st.tail_loss_probes, st.rack_lost, st.lost_retransmits,
+             st.out_of_order,
+             k.close_reason() == tcp::CloseReason::none
+                 ? ""
+                 : fmt::format(" ({})", tcp::to_string(k.close_reason())));
+}
+
+// Echo: every received byte goes back (read in place from the receive ring, copied once into the
+// send ring); UDP datagrams to the same port are echoed too. Serve: the first byte says which way
+// data flows. Both are driven by the socket events.
 int run_server(const Common& c, uint16_t port, bool echo) {
   Session s;
   if (auto st = s.open(c); !st) return fail_with(st.error());
-  if (auto st = s.iface->tcp().listen(port, 1024); !st) return fail_with(st.error());
-  fmt::print(stderr, "weft stack: {} on {}:{}\n", echo ? "echo" : "serving", c.ip.substr(0, c.ip.find('/')),
-             port);
-  std::vector<ServerConn> conns;
-  std::vector<uint8_t> buf(256 * 1024), pattern(256 * 1024);
+  Sockets& sk = s.sockets();
+  auto listener = sk.listen(port, 1024);
+  if (!listener)
+    return fail_with(Error{fmt::format("listen on port {}: {}", port, to_string(listener.error()))});
+  SockResult<SockId> udp = echo ? sk.udp_bind(port) : std::unexpected(SockErr::bad_socket);
+  fmt::print(stderr, "weft stack: {} on {}:{}{}\n", echo ? "echo" : "serving", c.ip.substr(0, c.ip.find('/')),
+             port, udp ? " (TCP and UDP)" : "");
+  std::unordered_map<SockId, ServerConn> conns;
+  std::vector<uint8_t> buf(64 * 1024), pattern(256 * 1024);
   for (size_t i = 0; i < pattern.size(); ++i) pattern[i] = static_cast<uint8_t>(i * 7);
-  const int64_t until = c.seconds > 0 ? s.clock.now_ns() + static_cast<int64_t>(c.seconds * 1e9) : INT64_MAX;
-  s.run(until, [&] {
-    auto& tcpl = s.iface->tcp();
-    while (tcp::Connection* n = tcpl.accept(port)) {
-      n->set_nagle(c.nagle);
-      conns.push_back({n});
-    }
-    for (auto& sc : conns) {
-      tcp::Connection& k = *sc.c;
+  std::vector<SockEvent> events(256);
+  // Moves what it can on one connection; false once it is finished with (closed here).
+  auto serve_one = [&](SockId id, ServerConn& sc) {
+    for (;;) {
+      auto v = sk.recv_view(id);
+      if (!v) {
+        if (v.error() == SockErr::again) break;
+        print_done(*sk.connection(id), sc.bytes);
+        sk.close(id);
+        return false;
+      }
+      const auto [p1, p2] = *v;
+      if (p1.empty()) {  // end of stream: everything was echoed or discarded
+        print_done(*sk.connection(id), sc.bytes);
+        sk.close(id);
+        return false;
+      }
+      size_t used = 0;
       if (echo) {
-        for (size_t n; (n = std::min(k.readable(), k.send_space())) > 0;) {
-          n = k.recv(wire::MutBytes(buf.data(), std::min(n, buf.size())));
-          k.send(wire::Bytes(buf.data(), n));
-          sc.bytes += n;
+        for (wire::Bytes piece : {p1, p2}) {
+          if (piece.empty()) break;
+          auto n = sk.send(id, piece);
+          if (!n) break;
+          used += *n;
+          if (*n < piece.size()) break;
         }
       } else {
-        if (sc.mode == 0 && k.readable() > 0) {
-          uint8_t m = 0;
-          k.recv(wire::MutBytes(&m, 1));
-          sc.mode = static_cast<char>(m);
-        }
-        if (sc.mode == 'R') {
-          while (k.send_space() > 0 && !k.peer_closed()) {
-            const size_t n = k.send(wire::Bytes(pattern.data(), std::min(k.send_space(), pattern.size())));
-            sc.bytes += n;
-            if (n == 0) break;
-          }
-        }
-        for (size_t n; (n = k.recv(buf)) > 0;) sc.bytes += n;  // 'S': discard
+        if (sc.mode == 0) sc.mode = static_cast<char>(p1[0]);
+        used = p1.size() + p2.size();  // 'S' (and the mode byte): discarded in place
       }
-      if (k.peer_closed() && (k.state() == tcp::State::close_wait)) k.close();
+      if (used == 0) break;  // no room to echo: a writable event comes back here
+      sc.bytes += used;
+      (void)sk.consume(id, used);
     }
-    std::erase_if(conns, [&](const ServerConn& sc) {
-      if (!sc.c->is_closed() && sc.c->state() != tcp::State::time_wait) return false;
-      const auto& st = sc.c->stats();
-      fmt::print(stderr,
-                 "weft stack: connection from {}:{} done, {} bytes, {} retransmits ({} timeouts), {} fast "
-                 "recoveries, {} SACK retransmits, {} tail loss probes, {} RACK losses ({} lost "
-                 "retransmissions), {} "
-                 "out of order\n",
-                 ip_str(sc.c->tuple().remote_ip), sc.c->tuple().remote_port, sc.bytes, st.retransmits,
-                 st.timeouts, st.fast_retransmits, st.sack_retransmits, st.tail_loss_probes, st.rack_lost,
-                 st.lost_retransmits, st.out_of_order);
-      tcpl.release(sc.c);
-      return true;
-    });
+    if (sc.mode == 'R') {
+      for (;;) {
+        auto n = sk.send(id, pattern);
+        if (!n) break;
+        sc.bytes += *n;
+      }
+    }
+    return true;
+  };
+  const int64_t until = c.seconds > 0 ? s.clock.now_ns() + static_cast<int64_t>(c.seconds * 1e9) : INT64_MAX;
+  s.run(until, [&] {
+    for (size_t n; (n = sk.events(events)) > 0;) {
+      for (size_t i = 0; i < n; ++i) {
+        const SockId id = events[i].id;
+        if (id == *listener) {
+          for (SockResult<SockId> a; (a = sk.accept(*listener));) {
+            (void)sk.set_nagle(*a, c.nagle);
+            if (serve_one(*a, conns[*a])) continue;
+            conns.erase(*a);
+          }
+        } else if (udp && id == *udp) {
+          for (SockResult<DatagramInfo> d; (d = sk.recvfrom(*udp, buf));)
+            (void)sk.sendto(*udp, d->src, d->src_port, wire::Bytes(buf.data(), std::min(d->len, buf.size())));
+        } else if (auto it = conns.find(id); it != conns.end() && !serve_one(id, it->second)) {
+          conns.erase(it);
+        }
+      }
+    }
     return true;
   });
   return 0;
@@ -271,27 +313,35 @@ int run_echo_check(const Common& c, const std::string& server, uint16_t port, si
   wire::Ipv4Addr dst;
   uint8_t prefix = 0;
   if (!parse_cidr(server, dst, prefix)) return fail_with(Error{"bad server address " + server});
-  auto k = s.iface->tcp().connect(s.iface->ip(), dst, port);
-  if (!k) return fail_with(k.error());
-  tcp::Connection& conn = **k;
+  Sockets& sk = s.sockets();
+  auto id = sk.connect(dst, port);
+  if (!id) return fail_with(Error{fmt::format("connect: {}", to_string(id.error()))});
+  const tcp::Connection& conn = *sk.connection(*id);
   auto byte = [](size_t i) { return static_cast<uint8_t>((i * 2654435761u) >> 13); };
   std::vector<uint8_t> buf(256 * 1024);
   size_t sent = 0, got = 0;
-  bool bad = false;
+  bool bad = false, closed = false;
   const int64_t t0 = s.clock.now_ns();
   const double limit = c.seconds > 0 ? c.seconds : 120;
   s.run(t0 + static_cast<int64_t>(limit * 1e9), [&] {
     if (conn.is_closed()) return false;
     if (!conn.connected()) return true;
-    while (sent < total && conn.send_space() > 0) {
-      const size_t n = std::min({buf.size(), total - sent, conn.send_space()});
-      for (size_t i = 0; i < n; ++i) buf[i] = byte(sent + i);
-      sent += conn.send(wire::Bytes(buf.data(), n));
+    while (sent < total) {  // written straight into the send ring
+      auto r = sk.send_reserve(*id);
+      if (!r) break;
+      size_t k = 0;
+      for (wire::MutBytes piece : {r->first, r->second})
+        for (size_t i = 0; i < piece.size() && sent + k < total; ++i, ++k) piece[i] = byte(sent + k);
+      sent += sk.send_commit(*id, k).value_or(0);
+      if (k == 0) break;
     }
-    for (size_t n; (n = conn.recv(buf)) > 0; got += n)
-      for (size_t i = 0; i < n && !bad; ++i) bad = buf[i] != byte(got + i);
+    for (SockResult<size_t> n; (n = sk.recv(*id, buf)) && *n > 0; got += *n)
+      for (size_t i = 0; i < *n && !bad; ++i) bad = buf[i] != byte(got + i);
     if (bad) return false;
-    if (got == total && conn.state() == tcp::State::established) conn.close();
+    if (got == total && !closed) {
+      (void)sk.shutdown(*id);  // our FIN; the handle (and `conn`) stays until the end
+      closed = true;
+    }
     return !(got == total && (conn.state() == tcp::State::time_wait ||
                               conn.state() == tcp::State::fin_wait_2 || conn.is_closed()));
   });
@@ -305,6 +355,7 @@ int run_echo_check(const Common& c, const std::string& server, uint16_t port, si
       conn.stats().fast_retransmits, conn.stats().sack_retransmits, conn.stats().tail_loss_probes,
       conn.stats().rack_lost, conn.stats().lost_retransmits, conn.stats().out_of_order, conn.sack_on(),
       tcp::to_string(conn.state()), tcp::to_string(conn.close_reason()));
+  sk.close(*id);
   return !bad && got == total ? 0 : 1;
 }
 
@@ -316,13 +367,15 @@ int run_client(const Common& c, const std::string& server, uint16_t port, int st
   wire::Ipv4Addr dst;
   uint8_t prefix = 0;
   if (!parse_cidr(server, dst, prefix)) return fail_with(Error{"bad server address " + server});
-  std::vector<tcp::Connection*> conns;
+  Sockets& sk = s.sockets();
+  std::vector<SockId> conns;
   for (int i = 0; i < streams; ++i) {
-    auto k = s.iface->tcp().connect(s.iface->ip(), dst, port);
-    if (!k) return fail_with(k.error());
-    (*k)->set_nagle(c.nagle);
+    auto k = sk.connect(dst, port);
+    if (!k) return fail_with(Error{fmt::format("connect: {}", to_string(k.error()))});
+    (void)sk.set_nagle(*k, c.nagle);
     conns.push_back(*k);
   }
+  auto conn = [&](SockId id) -> const tcp::Connection& { return *sk.connection(id); };
   std::vector<bool> said(conns.size(), false);
   std::vector<uint8_t> buf(256 * 1024), pattern(256 * 1024);
   for (size_t i = 0; i < pattern.size(); ++i) pattern[i] = static_cast<uint8_t>(i * 7);
@@ -333,29 +386,27 @@ int run_client(const Common& c, const std::string& server, uint16_t port, int st
   bool closing = false, failed = false;
   s.run(s.clock.now_ns() + static_cast<int64_t>((seconds + 30) * 1e9), [&] {
     const int64_t now = s.clock.now_ns();
-    size_t open = 0;
     for (size_t i = 0; i < conns.size(); ++i) {
-      tcp::Connection& k = *conns[i];
-      if (k.is_closed() && k.close_reason() != tcp::CloseReason::none) failed = true;
-      if (!k.connected()) continue;
+      const SockId id = conns[i];
+      if (sk.error(id) != SockErr::again) failed = true;
+      if (!conn(id).connected()) continue;
       if (start == 0) start = last_tick = now;
       if (!said[i]) {
         const uint8_t m = reverse ? 'R' : 'S';
-        said[i] = k.send(wire::Bytes(&m, 1)) == 1;
+        said[i] = sk.send(id, wire::Bytes(&m, 1)).value_or(0) == 1;
       }
       if (!closing && !reverse) {
-        while (k.send_space() > 0) {
-          const size_t n = k.send(wire::Bytes(pattern.data(), std::min(k.send_space(), pattern.size())));
-          total += n;
-          interval_bytes += n;
-          if (n == 0) break;
+        for (SockResult<size_t> n; (n = sk.send(id, pattern));) {
+          total += *n;
+          interval_bytes += *n;
         }
       }
-      for (size_t n; (n = k.recv(buf)) > 0;) {
+      for (SockResult<std::pair<wire::Bytes, wire::Bytes>> v; (v = sk.recv_view(id)) && !v->first.empty();) {
+        const size_t n = v->first.size() + v->second.size();  // counted and dropped in place
+        (void)sk.consume(id, n);
         total += n;
         interval_bytes += n;
       }
-      if (k.state() != tcp::State::time_wait) ++open;
     }
     if (failed) return false;
     if (start != 0 && now - last_tick >= 1'000'000'000) {
@@ -373,15 +424,16 @@ int run_client(const Common& c, const std::string& server, uint16_t port, int st
     }
     if (!closing && start != 0 && now - start >= static_cast<int64_t>(seconds * 1e9)) {
       closing = true;
-      for (auto* k : conns) k->close();
+      for (SockId id : conns) (void)sk.shutdown(id);
     }
-    return !(closing && open == 0) || std::any_of(conns.begin(), conns.end(), [](auto* k) {
-      return k->state() != tcp::State::time_wait && !k->is_closed();
+    return !closing || std::any_of(conns.begin(), conns.end(), [&](SockId id) {
+      return conn(id).state() != tcp::State::time_wait && !conn(id).is_closed();
     });
   });
   const double elapsed = start ? (s.clock.now_ns() - start) / 1e9 : 0;
   uint64_t rtx = 0;
-  for (auto* k : conns) rtx += k->stats().retransmits;
+  for (SockId id : conns) rtx += conn(id).stats().retransmits;
+  for (SockId id : conns) sk.close(id);
   if (json) {
     nlohmann::json j{{"streams", streams},
                      {"reverse", reverse},

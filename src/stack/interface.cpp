@@ -6,6 +6,8 @@
 
 #include "base/random.hpp"
 #include "stack/wire/checksum.hpp"
+#include "stack/wire/icmp.hpp"
+#include "stack/wire/udp.hpp"
 
 namespace weft::stack {
 
@@ -93,10 +95,13 @@ void Interface::handle_frame(wire::Bytes frame, bool csum_ok) {
   if (ip.is_fragment()) {
     wire::Bytes whole;
     if (reasm_.feed(ip, clock_.now_ns(), whole) == wire::Ipv4Reassembler::Outcome::complete)
-      handle_l4(ip, whole, false);  // a device cannot have verified a reassembled datagram
+      handle_l4(ip, whole, false, {});  // a device cannot have verified a reassembled datagram
     return;
   }
-  handle_l4(ip, ip.payload, csum_ok);
+  // The packet as received, up to its total length (Ethernet may have padded it).
+  const wire::Bytes raw =
+      eth.payload.first(static_cast<size_t>(ip.payload.data() + ip.payload.size() - eth.payload.data()));
+  handle_l4(ip, ip.payload, csum_ok, raw);
 }
 
 void Interface::handle_arp(const wire::ArpPacket& a) {
@@ -118,7 +123,7 @@ void Interface::handle_arp(const wire::ArpPacket& a) {
   }
 }
 
-void Interface::handle_l4(const wire::Ipv4Packet& ip, wire::Bytes payload, bool csum_ok) {
+void Interface::handle_l4(const wire::Ipv4Packet& ip, wire::Bytes payload, bool csum_ok, wire::Bytes raw) {
   switch (ip.protocol) {
     case wire::ipproto::tcp: {
       wire::TcpSegment seg;
@@ -140,6 +145,10 @@ void Interface::handle_l4(const wire::Ipv4Packet& ip, wire::Bytes payload, bool 
         if (echo_fn_) echo_fn_(ip.src, m.ident, m.seq, m.payload.size());
         return;
       }
+      if (m.type == wire::icmptype::dest_unreachable || m.type == wire::icmptype::time_exceeded) {
+        ++stats_.icmp_errors_received;  // soft errors for TCP (RFC 5927); UDP sockets are not told
+        return;
+      }
       if (m.type != wire::icmptype::echo_request || m.code != 0 || ip.dst != cfg_.ip) return;
       if (kL3 + wire::kIcmpHeader + m.payload.size() > kL2 + dev_.mtu()) return;  // we do not fragment
       std::memcpy(tx_.data() + kL3 + wire::kIcmpHeader, m.payload.data(), m.payload.size());
@@ -157,18 +166,100 @@ void Interface::handle_l4(const wire::Ipv4Packet& ip, wire::Bytes payload, bool 
       send_ipv4(ip.src, wire::kIpv4Header + l4, {});
       return;
     }
-    case wire::ipproto::udp: {
-      wire::UdpDatagram d;
-      if (wire::parse_udp(payload, ip.src, ip.dst, d, !csum_ok) != wire::ParseError::ok) {
-        ++stats_.rx_bad;
-        return;
-      }
-      ++stats_.udp_received;  // no UDP sockets yet
+    case wire::ipproto::udp:
+      handle_udp(ip, payload, csum_ok, raw);
       return;
-    }
     default:
       ++stats_.rx_not_ours;
   }
+}
+
+void Interface::handle_udp(const wire::Ipv4Packet& ip, wire::Bytes payload, bool csum_ok, wire::Bytes raw) {
+  wire::UdpDatagram d;
+  if (wire::parse_udp(payload, ip.src, ip.dst, d, !csum_ok) != wire::ParseError::ok) {
+    ++stats_.rx_bad;
+    return;
+  }
+  ++stats_.udp_received;
+  if (auto it = udp_.find(d.dst_port); it != udp_.end()) {
+    it->second->on_datagram(ip.src, d.src_port, d.dst_port, d.payload);
+    return;
+  }
+  ++stats_.udp_no_port;
+  // RFC 1122 4.1.3.1: port unreachable, but never for a datagram to a broadcast or multicast
+  // address or from one that cannot be answered (3.2.2), nor for a reassembled one (no quote).
+  if (ip.dst != cfg_.ip || ip.src.is_unspecified() || ip.src.is_broadcast() || ip.src.is_multicast() ||
+      raw.empty())
+    return;
+  send_port_unreachable(ip, raw);
+}
+
+void Interface::send_port_unreachable(const wire::Ipv4Packet& ip, wire::Bytes raw) {
+  const int64_t now = clock_.now_ns();
+  if (icmp_refill_ns_ == 0) icmp_refill_ns_ = now;
+  if (const int64_t add = (now - icmp_refill_ns_) / kMs; add > 0) {
+    icmp_tokens_ = std::min<int64_t>(50, icmp_tokens_ + add);
+    icmp_refill_ns_ += add * kMs;
+  }
+  if (icmp_tokens_ == 0) {
+    ++stats_.icmp_rate_limited;
+    return;
+  }
+  --icmp_tokens_;
+  // RFC 792 quotes the IP header and 8 bytes; RFC 1812 4.3.2.3 allows up to 576 bytes in all.
+  const size_t quote = std::min(raw.size(), size_t{576} - wire::kIpv4Header - wire::kIcmpHeader);
+  std::memcpy(tx_.data() + kL3 + wire::kIcmpHeader, raw.data(), quote);
+  wire::emit_icmp(wire::MutBytes(tx_).subspan(kL3), wire::icmptype::dest_unreachable, 3, 0, 0, quote);
+  wire::Ipv4Emit h;
+  h.src = cfg_.ip;
+  h.dst = ip.src;
+  h.protocol = wire::ipproto::icmp;
+  h.ident = next_ident();
+  h.dont_fragment = false;
+  wire::emit_ipv4(wire::MutBytes(tx_).subspan(kL2), h, wire::kIcmpHeader + quote);
+  ++stats_.icmp_unreach_sent;
+  send_ipv4(ip.src, wire::kIpv4Header + wire::kIcmpHeader + quote, {});
+}
+
+Result<uint16_t> Interface::udp_bind(uint16_t port, UdpReceiver* r) {
+  if (r == nullptr) return fail("udp_bind: no receiver");
+  if (port == 0) {
+    for (int tries = 0; tries < 16384 && port == 0; ++tries) {
+      const uint16_t p = udp_next_port_;
+      udp_next_port_ = udp_next_port_ == 65535 ? 49152 : static_cast<uint16_t>(udp_next_port_ + 1);
+      if (!udp_.contains(p)) port = p;
+    }
+    if (port == 0) return fail("udp_bind: no free ephemeral port");
+  }
+  if (!udp_.emplace(port, r).second) return fail("udp_bind: port {} is bound already", port);
+  return port;
+}
+
+void Interface::udp_unbind(uint16_t port) { udp_.erase(port); }
+
+Status Interface::send_udp(uint16_t src_port, wire::Ipv4Addr dst, uint16_t dst_port, wire::Bytes payload) {
+  if (payload.size() > udp_max_payload())
+    return fail("udp: {} bytes exceed the MTU (no fragmentation on output)", payload.size());
+  wire::Ipv4Addr hop;
+  if (!next_hop(dst, hop)) {
+    ++stats_.no_route;
+    return fail("udp: no route to {}", dst.v);
+  }
+  uint8_t* l4 = tx_.data() + kL3;
+  if (!payload.empty()) std::memcpy(l4 + wire::kUdpHeader, payload.data(), payload.size());
+  const bool offload = dev_.tx_csum_offload();
+  wire::emit_udp(wire::MutBytes(l4, wire::kUdpHeader + payload.size()), src_port, dst_port, cfg_.ip, dst,
+                 payload.size(), offload ? wire::Csum::partial : wire::Csum::full);
+  wire::Ipv4Emit h;
+  h.src = cfg_.ip;
+  h.dst = dst;
+  h.protocol = wire::ipproto::udp;
+  h.ident = next_ident();
+  wire::emit_ipv4(wire::MutBytes(tx_).subspan(kL2), h, wire::kUdpHeader + payload.size());
+  TxOffload off;
+  if (offload) off = {true, static_cast<uint16_t>(kL3), 6};
+  send_ipv4(dst, wire::kIpv4Header + wire::kUdpHeader + payload.size(), off);
+  return {};
 }
 
 Status Interface::ping(wire::Ipv4Addr dst, uint16_t ident, uint16_t seq, size_t payload_len) {

@@ -1,12 +1,13 @@
 #pragma once
 // One IPv4 interface on one device: ARP (answers for its address, resolves next hops, parks a
 // few frames while it does), IPv4 with reassembly, routing to the local subnet or one gateway,
-// ICMP echo (answers pings, sends its own), and the TCP layer above it. UDP is parsed and counted
-// but has no sockets yet. Single-threaded and poll-driven: poll_rx() reads frames, poll_timers()
-// runs timers, next_deadline() says when. Frames are built in one preallocated buffer and the
-// transport checksum is left to the device when it offers that.
+// ICMP echo (answers pings, sends its own), UDP to bound ports (ICMP port unreachable, rate
+// limited, for the others), and the TCP layer above it. Single-threaded and poll-driven: poll_rx() reads
+// frames, poll_timers() runs timers, next_deadline() says when. Frames are built in one preallocated buffer
+// and the transport checksum is left to the device when it offers that.
 #include <array>
 #include <functional>
+#include <unordered_map>
 #include <vector>
 
 #include "stack/arp_cache.hpp"
@@ -37,7 +38,19 @@ struct IfaceStats {
   uint64_t no_route = 0;
   uint64_t parked_dropped = 0;  // frames waiting for ARP that had to be given up
   uint64_t udp_received = 0;
+  uint64_t udp_no_port = 0;           // to a port nothing is bound to
+  uint64_t icmp_unreach_sent = 0;     // port unreachable answers (RFC 1122 4.1.3.1)
+  uint64_t icmp_rate_limited = 0;     // of those, not sent for the rate limit
+  uint64_t icmp_errors_received = 0;  // destination unreachable / time exceeded (not acted on)
   uint64_t tx_errors = 0;
+};
+
+// Where datagrams to a bound UDP port go.
+class UdpReceiver {
+ public:
+  virtual ~UdpReceiver() = default;
+  // `payload` is valid only during the call.
+  virtual void on_datagram(wire::Ipv4Addr src, uint16_t src_port, uint16_t dst_port, wire::Bytes payload) = 0;
 };
 
 class Interface final : public tcp::SegmentSink {
@@ -50,12 +63,25 @@ class Interface final : public tcp::SegmentSink {
 
   tcp::TcpLayer& tcp() { return tcp_; }
   wire::Ipv4Addr ip() const { return cfg_.ip; }
+  const Clock& clock() const { return clock_; }
   const IfaceStats& stats() const { return stats_; }
 
   // Sends an ICMP echo request with `payload_len` bytes of pattern.
   Status ping(wire::Ipv4Addr dst, uint16_t ident, uint16_t seq, size_t payload_len);
   using EchoReplyFn = std::function<void(wire::Ipv4Addr from, uint16_t ident, uint16_t seq, size_t len)>;
   void on_echo_reply(EchoReplyFn f) { echo_fn_ = std::move(f); }
+
+  // UDP: datagrams to `port` go to `r` (port 0: a free ephemeral one); returns the port.
+  Result<uint16_t> udp_bind(uint16_t port, UdpReceiver* r);
+  void udp_unbind(uint16_t port);
+  // One datagram from our address; no fragmentation on output, so at most MTU - 28 bytes.
+  Status send_udp(uint16_t src_port, wire::Ipv4Addr dst, uint16_t dst_port, wire::Bytes payload);
+  size_t udp_max_payload() const { return dev_.mtu() - wire::kIpv4Header - 8; }
+  bool routable(wire::Ipv4Addr dst) const {
+    wire::Ipv4Addr hop;
+    return next_hop(dst, hop);
+  }
+  int device_fd() const { return dev_.fd(); }
 
   void send_segment(const tcp::FourTuple& t, const wire::TcpHeader& h, wire::Bytes p1,
                     wire::Bytes p2) override;
@@ -71,7 +97,10 @@ class Interface final : public tcp::SegmentSink {
   };
   void handle_frame(wire::Bytes frame, bool csum_ok);
   void handle_arp(const wire::ArpPacket& a);
-  void handle_l4(const wire::Ipv4Packet& ip, wire::Bytes payload, bool csum_ok);
+  // `raw` is the whole IP packet when it came in one frame (quoted in ICMP errors), else empty.
+  void handle_l4(const wire::Ipv4Packet& ip, wire::Bytes payload, bool csum_ok, wire::Bytes raw);
+  void handle_udp(const wire::Ipv4Packet& ip, wire::Bytes payload, bool csum_ok, wire::Bytes raw);
+  void send_port_unreachable(const wire::Ipv4Packet& ip, wire::Bytes raw);
   bool is_ours(wire::Ipv4Addr dst) const;
   bool next_hop(wire::Ipv4Addr dst, wire::Ipv4Addr& hop) const;
   // Sends the IPv4 packet of `ip_len` bytes at tx_[14...] (its header already written).
@@ -92,6 +121,12 @@ class Interface final : public tcp::SegmentSink {
   std::array<Parked, 16> parked_;
   uint16_t ident_ = 1;
   EchoReplyFn echo_fn_;
+  std::unordered_map<uint16_t, UdpReceiver*> udp_;
+  uint16_t udp_next_port_ = 49152;
+  // ICMP errors: a token bucket, one token a millisecond up to 50 (Linux's icmp_msgs_per_sec
+  // and icmp_msgs_burst), so a UDP scan cannot turn us into a reflector.
+  int64_t icmp_tokens_ = 50;
+  int64_t icmp_refill_ns_ = 0;
   tcp::TcpLayer tcp_;
 };
 

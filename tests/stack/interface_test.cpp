@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/random.hpp"
+#include "pipe_device.hpp"
 #include "stack/wire/checksum.hpp"
 
 using namespace weft;
@@ -19,46 +20,7 @@ namespace {
 const wire::Ipv4Addr kA = wire::Ipv4Addr::of(10, 7, 0, 1);
 const wire::Ipv4Addr kB = wire::Ipv4Addr::of(10, 7, 0, 2);
 
-// One end of a pipe; what it transmits appears in the peer's queue. With `offload` it completes
-// partial checksums the way a virtio-net device does.
-class PipeDevice : public Device {
- public:
-  PipeDevice(wire::MacAddr mac, bool offload) : mac_(mac), offload_(offload) {}
-  void connect(PipeDevice* peer) { peer_ = peer; }
-  Result<RxInfo> receive(wire::MutBytes buf) override {
-    if (queue_.empty()) return RxInfo{};
-    auto f = std::move(queue_.front());
-    queue_.pop_front();
-    if (f.size() > buf.size()) return fail("frame too big");
-    std::copy(f.begin(), f.end(), buf.begin());
-    return RxInfo{f.size(), false};
-  }
-  Status transmit(wire::Bytes frame, const TxOffload& off) override {
-    std::vector<uint8_t> f(frame.begin(), frame.end());
-    if (off.needs_csum) {
-      const uint16_t c = wire::csum_finish(wire::csum_add(0, wire::Bytes(f).subspan(off.csum_start)));
-      f[off.csum_start + off.csum_offset] = static_cast<uint8_t>(c >> 8);
-      f[off.csum_start + off.csum_offset + 1] = static_cast<uint8_t>(c);
-      ++completed;
-    }
-    sent.push_back(f);
-    if (peer_ && !drop_all) peer_->queue_.push_back(std::move(f));
-    return {};
-  }
-  wire::MacAddr mac() const override { return mac_; }
-  size_t mtu() const override { return 1500; }
-  bool tx_csum_offload() const override { return offload_; }
-
-  std::deque<std::vector<uint8_t>> queue_;
-  std::vector<std::vector<uint8_t>> sent;
-  size_t completed = 0;
-  bool drop_all = false;
-
- private:
-  wire::MacAddr mac_;
-  bool offload_;
-  PipeDevice* peer_ = nullptr;
-};
+using test::PipeDevice;
 
 struct Net {
   explicit Net(bool offload = false)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Lab test (root): weft's user-space stack on a TAP against the Linux kernel's TCP. The TAP's kernel
 # end sits in a router namespace R (forwarding on); the kernel peer sits in namespace K behind a
-# veth pair to R, so the stack reaches it through its gateway. Checks: the stack answers ping; as a
+# veth pair to R, so the stack reaches it through its gateway. Checks: the stack answers ping;
+# `weft stack echo` echoes UDP and a closed UDP port is refused (ICMP port unreachable); as a
 # server (weft stack echo) and as a client (weft stack connect --echo-check) data comes back
 # byte-exact at 0, 0.1, 1, 5 and 10% loss, made by nftables `numgen random` in R's forward chain
 # in BOTH directions (silent to both senders: a drop in a sender's own output hook would be
@@ -47,6 +48,21 @@ echo "== the stack as server (weft stack echo), kernel client in $NS"
 pids+=($!)
 wait_tap
 nsx ping -c 3 -i 0.2 -W 2 "$STACK_IP" >/dev/null && echo "ping: 3 of 3 answered" || { echo "FAIL: ping"; fail=1; }
+# UDP sockets: the echo answers datagrams on its port; a closed port draws ICMP port unreachable,
+# which the kernel turns into ECONNREFUSED on a connected UDP socket.
+nsx python3 - "$STACK_IP" <<'PY' || { echo "FAIL: UDP"; fail=1; }
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(3); s.connect((sys.argv[1], 7))
+for n in (1, 1000, 1472):
+    s.send((bytes(range(256)) * 6)[:n])
+    assert s.recv(4096) == (bytes(range(256)) * 6)[:n], n
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.settimeout(3); u.connect((sys.argv[1], 9))
+u.send(b"?")
+try:
+    u.recv(16); print("UDP: closed port answered?"); sys.exit(1)
+except ConnectionRefusedError:
+    print("UDP: echo of 1, 1000 and 1472 bytes; closed port refused (ICMP port unreachable)")
+PY
 for loss in 0 0.1 1 5 10; do
   set_loss "$loss"
   n=$(bytes_for "$loss")

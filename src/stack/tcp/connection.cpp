@@ -12,6 +12,13 @@ constexpr uint32_t kMaxCwnd = 1u << 30;
 using namespace wire::tcpflag;
 }  // namespace
 
+struct Connection::Notify {
+  Connection& c;
+  ~Notify() {
+    if (c.watcher_ != nullptr) c.watcher_->changed(c);
+  }
+};
+
 const char* to_string(State s) {
   switch (s) {
     case State::closed:
@@ -302,6 +309,7 @@ void Connection::enter_time_wait() {
 }
 
 void Connection::connect() {
+  Notify notify{*this};
   if (state_ != State::closed || reason_ != CloseReason::none) return;
   send_syn(false);
   state_ = State::syn_sent;
@@ -313,6 +321,7 @@ void Connection::connect() {
 }
 
 void Connection::accept_syn(const wire::TcpSegment& s) {
+  Notify notify{*this};
   irs_ = s.h.seq;
   rcv_nxt_ = irs_ + 1;
   apply_syn_options(s.h.options);
@@ -328,18 +337,50 @@ void Connection::accept_syn(const wire::TcpSegment& s) {
   arm_rtx();
 }
 
+bool Connection::may_queue_data() const {
+  return !fin_queued_ && (synchronized() || state_ == State::syn_sent || state_ == State::syn_received) &&
+         state_ != State::time_wait;
+}
+
 size_t Connection::send(wire::Bytes data) {
-  if (fin_queued_ || !(synchronized() || state_ == State::syn_sent || state_ == State::syn_received) ||
-      state_ == State::time_wait)
-    return 0;
+  Notify notify{*this};
+  if (!may_queue_data()) return 0;
   const size_t n = snd_ring_.push(data);
   output();
   return n;
 }
 
+std::pair<wire::MutBytes, wire::MutBytes> Connection::send_reserve() {
+  if (!may_queue_data()) return {};
+  return snd_ring_.reserve();
+}
+
+size_t Connection::send_commit(size_t n) {
+  Notify notify{*this};
+  if (!may_queue_data()) return 0;
+  n = std::min(n, snd_ring_.free());
+  snd_ring_.commit(n);
+  output();
+  return n;
+}
+
 size_t Connection::recv(wire::MutBytes out) {
+  Notify notify{*this};
   const uint32_t before = rcv_adv_;
   const size_t n = rcv_ring_.pop(out);
+  after_read(n, before);
+  return n;
+}
+
+void Connection::consume(size_t n) {
+  Notify notify{*this};
+  const uint32_t before = rcv_adv_;
+  n = std::min(n, rcv_ring_.size());
+  rcv_ring_.consume(n);
+  after_read(n, before);
+}
+
+void Connection::after_read(size_t n, uint32_t before) {
   if (n > 0 && synchronized() && !fin_received_) {
     // Window update when the right edge can move by enough (receiver SWS avoidance).
     const uint32_t right = rcv_nxt_ + rcv_window();
@@ -348,10 +389,10 @@ size_t Connection::recv(wire::MutBytes out) {
       output();
     }
   }
-  return n;
 }
 
 void Connection::close() {
+  Notify notify{*this};
   switch (state_) {
     case State::syn_sent:
       terminate(CloseReason::none);
@@ -375,6 +416,7 @@ void Connection::close() {
 }
 
 void Connection::abort() {
+  Notify notify{*this};
   if (state_ == State::closed) return;
   if (state_ != State::syn_sent && state_ != State::time_wait) {
     wire::TcpHeader h;
@@ -655,6 +697,7 @@ bool Connection::acceptable(const wire::TcpSegment& s) const {
 }
 
 void Connection::input(const wire::TcpSegment& in) {
+  Notify notify{*this};
   ++stats_.segments_in;
   const int64_t now = clock_.now_ns();
   last_input_ns_ = now;
@@ -985,6 +1028,7 @@ void Connection::on_rtx_timeout() {
 }
 
 void Connection::poll() {
+  Notify notify{*this};
   const int64_t now = clock_.now_ns();
   if (rtx_deadline_ <= now) {
     rtx_deadline_ = kNever;

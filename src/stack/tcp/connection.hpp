@@ -17,9 +17,11 @@
 // (RFC 6675: scoreboard, pipe, NextSeg rules 1 and 2), RACK-TLP (RFC 8985: losses deemed by
 // send times, lost retransmissions included; Config::rack), CUBIC (RFC 9438) or Reno.
 #include <cstdint>
+#include <utility>
 
 #include "stack/clock.hpp"
 #include "stack/tcp/config.hpp"
+#include "stack/tcp/deadline_heap.hpp"
 #include "stack/tcp/ooo.hpp"
 #include "stack/tcp/ring.hpp"
 #include "stack/tcp/rto.hpp"
@@ -59,6 +61,16 @@ class SegmentSink {
   virtual ~SegmentSink() = default;
   // The payload is p1 followed by p2; both stay valid only during the call.
   virtual void send_segment(const FourTuple& t, const wire::TcpHeader& h, wire::Bytes p1, wire::Bytes p2) = 0;
+};
+
+class Connection;
+
+// Told after every public call that may have changed a connection (its timers, its buffers, its
+// state): TcpLayer keeps its deadline heap with it, so nothing walks every connection.
+class ConnectionWatcher {
+ public:
+  virtual ~ConnectionWatcher() = default;
+  virtual void changed(Connection& c) = 0;
 };
 
 struct ConnectionStats {
@@ -102,6 +114,15 @@ class Connection {
   size_t send(wire::Bytes data);
   // Reads in-order bytes.
   size_t recv(wire::MutBytes out);
+  // Zero-copy receive: the readable bytes in place (two pieces when the ring wraps), valid until
+  // the next call on this connection; consume(n) then drops the first n of them.
+  std::pair<wire::Bytes, wire::Bytes> recv_view() const { return rcv_ring_.peek(0, rcv_ring_.size()); }
+  void consume(size_t n);
+  // Zero-copy send: the free send-buffer space in place (two pieces when it wraps); write into
+  // it, then send_commit(n) queues the first n bytes as send() would. Empty when send() would
+  // take nothing.
+  std::pair<wire::MutBytes, wire::MutBytes> send_reserve();
+  size_t send_commit(size_t n);
   // Orderly close of our direction: a FIN after the queued data.
   void close();
   // Abort: sends RST and goes to CLOSED at once.
@@ -115,11 +136,21 @@ class Connection {
   size_t readable() const { return rcv_ring_.size(); }
   bool peer_closed() const { return fin_received_ && rcv_ring_.size() == 0; }
   size_t send_space() const { return fin_queued_ ? 0 : snd_ring_.free(); }
+  // send() may still queue data: not closed by close(), not ended.
+  bool may_queue_data() const;
   bool is_closed() const { return state_ == State::closed; }
   // Established (or past it): the handshake completed.
   bool connected() const;
 
   void set_nagle(bool on) { cfg_.nagle = on; }
+  void set_watcher(ConnectionWatcher* w) { watcher_ = w; }
+  // An opaque value for whoever owns the connection (the socket table's handle).
+  uint64_t tag() const { return tag_; }
+  void set_tag(uint64_t t) { tag_ = t; }
+  // Memory this connection holds: the object, and its rings and send log once allocated.
+  size_t memory() const {
+    return sizeof(*this) + snd_ring_.allocated() + rcv_ring_.allocated() + sent_.allocated();
+  }
 
   // Introspection for tests and statistics.
   uint32_t cwnd() const { return cwnd_; }
@@ -140,7 +171,10 @@ class Connection {
   uint32_t pipe() const;
 
  private:
+  friend class TcpLayer;
+  struct Notify;  // calls the watcher when a public call returns
   bool synchronized() const;
+  void after_read(size_t n, uint32_t adv_before);
   uint32_t now_ts() const;
   uint32_t rcv_window() const;
   uint16_t window_field();
@@ -285,6 +319,14 @@ class Connection {
   int keepalive_sent_ = 0;
   int64_t time_wait_deadline_;
   int64_t last_input_ns_ = 0;
+
+  ConnectionWatcher* watcher_ = nullptr;
+  uint64_t tag_ = 0;
+  // TcpLayer's: the place in its deadline heap, whether the application released the connection
+  // and whether it is queued to be freed.
+  HeapSlot heap_;
+  bool released_ = false;
+  bool reaping_ = false;
 };
 
 // The reply to a segment that reaches no connection (RFC 9293 3.10.7.1): nothing to an RST,

@@ -1,12 +1,14 @@
 #pragma once
-// A byte ring of fixed capacity, allocated once per connection: the send buffer (unacknowledged
-// plus unsent bytes) and the receive buffer (unread in-order bytes, with out-of-order data parked
-// past the tail until the gap fills). Nothing on the per-segment path allocates.
+// A byte ring of fixed capacity: the send buffer (unacknowledged plus unsent bytes) and the
+// receive buffer (unread in-order bytes, with out-of-order data parked past the tail until the
+// gap fills). The memory is allocated (uninitialised) on the first write, not with the
+// connection: an idle connection costs no buffer at all, so 10,000 of them fit (issue 13).
+// After that nothing allocates.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <utility>
-#include <vector>
 
 #include "stack/wire/types.hpp"
 
@@ -14,11 +16,13 @@ namespace weft::stack::tcp {
 
 class ByteRing {
  public:
-  explicit ByteRing(size_t capacity) : buf_(std::max<size_t>(capacity, 1)) {}
+  explicit ByteRing(size_t capacity) : cap_(std::max<size_t>(capacity, 1)) {}
 
-  size_t capacity() const { return buf_.size(); }
+  size_t capacity() const { return cap_; }
   size_t size() const { return size_; }
-  size_t free() const { return buf_.size() - size_; }
+  size_t free() const { return cap_ - size_; }
+  // Bytes of memory held (0 until the first write).
+  size_t allocated() const { return buf_ ? cap_ : 0; }
 
   // Appends up to free() bytes; returns how many.
   size_t push(wire::Bytes data) {
@@ -38,7 +42,21 @@ class ByteRing {
   }
 
   // Makes `n` bytes already written past the tail readable.
-  void commit(size_t n) { size_ += std::min(n, free()); }
+  void commit(size_t n) {
+    ensure();  // never readable bytes without memory behind them
+    size_ += std::min(n, free());
+  }
+
+  // The free space past the tail, [offset, free()), as up to two writable pieces (zero-copy
+  // writes: fill them, then commit()).
+  std::pair<wire::MutBytes, wire::MutBytes> reserve(size_t offset = 0) {
+    if (offset >= free()) return {};
+    ensure();
+    const size_t len = free() - offset;
+    const size_t start = (head_ + size_ + offset) % cap_;
+    const size_t first = std::min(len, cap_ - start);
+    return {wire::MutBytes(buf_.get() + start, first), wire::MutBytes(buf_.get(), len - first)};
+  }
 
   // Copies up to out.size() bytes from the head and removes them.
   size_t pop(wire::MutBytes out) {
@@ -52,7 +70,7 @@ class ByteRing {
 
   void consume(size_t n) {
     n = std::min(n, size_);
-    head_ = (head_ + n) % buf_.size();
+    head_ = (head_ + n) % cap_;
     size_ -= n;
   }
 
@@ -60,21 +78,26 @@ class ByteRing {
   std::pair<wire::Bytes, wire::Bytes> peek(size_t offset, size_t len) const {
     if (offset >= size_) return {};
     len = std::min(len, size_ - offset);
-    const size_t start = (head_ + offset) % buf_.size();
-    const size_t first = std::min(len, buf_.size() - start);
-    return {wire::Bytes(buf_.data() + start, first), wire::Bytes(buf_.data(), len - first)};
+    const size_t start = (head_ + offset) % cap_;
+    const size_t first = std::min(len, cap_ - start);
+    return {wire::Bytes(buf_.get() + start, first), wire::Bytes(buf_.get(), len - first)};
   }
 
  private:
   void copy_in(size_t offset, wire::Bytes data) {
     if (data.empty()) return;
-    const size_t start = (head_ + offset) % buf_.size();
-    const size_t first = std::min(data.size(), buf_.size() - start);
-    std::memcpy(buf_.data() + start, data.data(), first);
-    if (first < data.size()) std::memcpy(buf_.data(), data.data() + first, data.size() - first);
+    ensure();
+    const size_t start = (head_ + offset) % cap_;
+    const size_t first = std::min(data.size(), cap_ - start);
+    std::memcpy(buf_.get() + start, data.data(), first);
+    if (first < data.size()) std::memcpy(buf_.get(), data.data() + first, data.size() - first);
+  }
+  void ensure() {
+    if (!buf_) buf_ = std::make_unique_for_overwrite<uint8_t[]>(cap_);
   }
 
-  std::vector<uint8_t> buf_;
+  size_t cap_;
+  std::unique_ptr<uint8_t[]> buf_;
   size_t head_ = 0;
   size_t size_ = 0;
 };

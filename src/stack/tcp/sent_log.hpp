@@ -10,7 +10,8 @@
 // older send time: at worst a spurious retransmission) and a split is skipped (the whole record
 // is treated as resent, or not SACKed: at worst a retransmission of SACKed data or an RTO).
 #include <cstdint>
-#include <vector>
+#include <cstdlib>
+#include <memory>
 
 #include "stack/tcp/seq.hpp"
 
@@ -33,11 +34,14 @@ struct SentSeg {
 
 class SentLog {
  public:
-  explicit SentLog(size_t capacity) : buf_(capacity < 4 ? 4 : capacity) {}
+  // The records are allocated on the first append (an idle connection holds none), and left
+  // uninitialised: the pages of a large log are only touched as the ring reaches them.
+  explicit SentLog(size_t capacity) : cap_(capacity < 4 ? 4 : capacity) {}
 
   size_t size() const { return n_; }
   bool empty() const { return n_ == 0; }
-  size_t capacity() const { return buf_.size(); }
+  size_t capacity() const { return cap_; }
+  size_t allocated() const { return buf_ ? cap_ * sizeof(SentSeg) : 0; }
   SentSeg& operator[](size_t i) { return buf_[slot(i)]; }
   const SentSeg& operator[](size_t i) const { return buf_[slot(i)]; }
   void clear() { head_ = n_ = 0; }
@@ -45,7 +49,9 @@ class SentLog {
   // A first transmission of [start, end), right after the last record.
   void append(uint32_t start, uint32_t end, int64_t now_ns) {
     if (!seq_lt(start, end)) return;
-    if (n_ == buf_.size()) {  // full: the last record grows (see above)
+    if (!buf_)
+      buf_.reset(static_cast<SentSeg*>(std::malloc(cap_ * sizeof(SentSeg))));  // implicit-lifetime type
+    if (n_ == cap_) {  // full: the last record grows (see above)
       (*this)[n_ - 1].end = end;
       return;
     }
@@ -71,7 +77,7 @@ class SentLog {
   bool split_at(uint32_t seq) {
     const size_t i = find(seq);
     if (i == n_ || !seq_gt(seq, (*this)[i].start)) return true;  // past the end or already a boundary
-    if (n_ == buf_.size()) return false;
+    if (n_ == cap_) return false;
     for (size_t k = n_; k > i + 1; --k) (*this)[k] = (*this)[k - 1];
     ++n_;
     (*this)[i + 1] = (*this)[i];
@@ -83,16 +89,20 @@ class SentLog {
   // Drops what the cumulative ACK `una` covers (and cuts a record that straddles it).
   void trim_below(uint32_t una) {
     while (n_ > 0 && seq_le((*this)[0].end, una)) {
-      head_ = (head_ + 1) % buf_.size();
+      head_ = (head_ + 1) % cap_;
       --n_;
     }
     if (n_ > 0 && seq_lt((*this)[0].start, una)) (*this)[0].start = una;
   }
 
  private:
-  size_t slot(size_t i) const { return (head_ + i) % buf_.size(); }
+  size_t slot(size_t i) const { return (head_ + i) % cap_; }
 
-  std::vector<SentSeg> buf_;
+  size_t cap_;
+  struct Free {
+    void operator()(SentSeg* p) const { std::free(p); }
+  };
+  std::unique_ptr<SentSeg[], Free> buf_;
   size_t head_ = 0;
   size_t n_ = 0;
 };

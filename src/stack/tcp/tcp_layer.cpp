@@ -8,11 +8,38 @@ namespace weft::stack::tcp {
 TcpLayer::TcpLayer(const Config& cfg, const Clock& clock, SegmentSink& sink, uint64_t s0, uint64_t s1)
     : cfg_(cfg), clock_(clock), sink_(sink), isn_(s0, s1) {}
 
+TcpLayer::~TcpLayer() {
+  // The connections go with the layer; none may call back into it while they are destroyed.
+  for (auto& [t, e] : conns_) e.conn->set_watcher(nullptr);
+}
+
 Status TcpLayer::listen(uint16_t port, size_t backlog) {
   if (port == 0) return fail("listen: port 0");
   if (listeners_.contains(port)) return fail("listen: port {} already has a listener", port);
   listeners_[port].backlog = std::max<size_t>(backlog, 1);
   return {};
+}
+
+void TcpLayer::unlisten(uint16_t port) {
+  auto lit = listeners_.find(port);
+  if (lit == listeners_.end()) return;
+  const std::deque<Connection*> ready = std::move(lit->second.ready);
+  listeners_.erase(lit);
+  // Rare (a listener closing), so a walk over all connections is fine here.
+  busy_ = true;
+  for (auto& [t, e] : conns_) {
+    if (e.listener != port) continue;
+    // Half-open, or established and waiting in the queue: nobody will accept it now. The rest
+    // were handed out (or died half-open and are freed already) and are left alone.
+    const bool waiting = !e.queued || std::find(ready.begin(), ready.end(), e.conn.get()) != ready.end();
+    e.listener = 0;
+    if (!waiting) continue;
+    e.queued = true;
+    e.conn->abort();
+    release(e.conn.get());
+  }
+  busy_ = false;
+  reap();
 }
 
 Connection* TcpLayer::accept(uint16_t port) {
@@ -23,6 +50,18 @@ Connection* TcpLayer::accept(uint16_t port) {
   return c;
 }
 
+size_t TcpLayer::acceptable(uint16_t port) const {
+  auto it = listeners_.find(port);
+  return it == listeners_.end() ? 0 : it->second.ready.size();
+}
+
+Connection& TcpLayer::create(const FourTuple& t, Entry& e) {
+  e.conn = std::make_unique<Connection>(cfg_, clock_, sink_, t, isn_.isn(t, clock_.now_ns()));
+  e.conn->set_watcher(this);
+  ++stats_.connections_made;
+  return *e.conn;
+}
+
 Result<Connection*> TcpLayer::connect(wire::Ipv4Addr local_ip, wire::Ipv4Addr remote_ip,
                                       uint16_t remote_port) {
   for (int tries = 0; tries < 16384; ++tries) {
@@ -30,11 +69,9 @@ Result<Connection*> TcpLayer::connect(wire::Ipv4Addr local_ip, wire::Ipv4Addr re
     next_port_ = next_port_ == 65535 ? 49152 : static_cast<uint16_t>(next_port_ + 1);
     const FourTuple t{local_ip, port, remote_ip, remote_port};
     if (conns_.contains(t) || listeners_.contains(port)) continue;
-    Entry& e = conns_[t];
-    e.conn = std::make_unique<Connection>(cfg_, clock_, sink_, t, isn_.isn(t, clock_.now_ns()));
-    e.conn->connect();
-    ++stats_.connections_made;
-    return e.conn.get();
+    Connection& c = create(t, conns_[t]);
+    c.connect();
+    return &c;
   }
   return fail("connect: no free ephemeral port to {}:{}", remote_ip.v, remote_port);
 }
@@ -42,8 +79,13 @@ Result<Connection*> TcpLayer::connect(wire::Ipv4Addr local_ip, wire::Ipv4Addr re
 void TcpLayer::input(wire::Ipv4Addr src, wire::Ipv4Addr dst, const wire::TcpSegment& seg) {
   const FourTuple t{dst, seg.h.dst_port, src, seg.h.src_port};
   if (auto it = conns_.find(t); it != conns_.end()) {
-    it->second.conn->input(seg);
+    Connection& c = *it->second.conn;
+    busy_ = true;
+    c.input(seg);
     after_input(it->second);
+    if (observer_ != nullptr) observer_->on_activity(c);
+    busy_ = false;
+    reap();
     return;
   }
   const uint8_t f = seg.h.flags;
@@ -57,10 +99,8 @@ void TcpLayer::input(wire::Ipv4Addr src, wire::Ipv4Addr dst, const wire::TcpSegm
     }
     Entry& e = conns_[t];
     e.listener = seg.h.dst_port;
-    e.conn = std::make_unique<Connection>(cfg_, clock_, sink_, t, isn_.isn(t, clock_.now_ns()));
-    e.conn->accept_syn(seg);
+    create(t, e).accept_syn(seg);
     ++l.half_open;
-    ++stats_.connections_made;
     return;
   }
   wire::TcpHeader rst;
@@ -78,43 +118,66 @@ void TcpLayer::after_input(Entry& e) {
     e.queued = true;
     --lit->second.half_open;
     lit->second.ready.push_back(e.conn.get());
+    if (observer_ != nullptr) observer_->on_acceptable(e.listener);
   } else if (e.conn->is_closed()) {
     e.queued = true;  // never reached the queue: the listener no longer counts it
-    e.released = true;
     --lit->second.half_open;
+    release(e.conn.get());
+  }
+}
+
+void TcpLayer::changed(Connection& c) {
+  timers_.set(&c, c.next_deadline());
+  if (c.released_ && c.is_closed() && !c.reaping_) {
+    c.reaping_ = true;
+    dead_.push_back(c.tuple());
   }
 }
 
 void TcpLayer::poll() {
-  for (auto& [t, e] : conns_) {
-    if (e.conn->next_deadline() <= clock_.now_ns()) {
-      e.conn->poll();
-      after_input(e);
-    }
+  const int64_t now = clock_.now_ns();
+  // Take the due connections out first: a connection's poll() puts it back with its next
+  // deadline, which must wait for the next poll() even if it is already due.
+  due_.clear();
+  while (!timers_.empty() && timers_.top_at() <= now) {
+    Connection* c = timers_.top();
+    timers_.remove(c);
+    due_.push_back(c);
   }
+  busy_ = true;
+  for (Connection* c : due_) {
+    ++stats_.timer_runs;
+    c->poll();
+    if (auto it = conns_.find(c->tuple()); it != conns_.end()) after_input(it->second);
+    if (observer_ != nullptr) observer_->on_activity(*c);
+  }
+  busy_ = false;
   reap();
 }
 
 void TcpLayer::reap() {
-  std::erase_if(conns_, [](const auto& kv) { return kv.second.released && kv.second.conn->is_closed(); });
-}
-
-int64_t TcpLayer::next_deadline() const {
-  int64_t d = std::numeric_limits<int64_t>::max();
-  for (const auto& [t, e] : conns_) d = std::min(d, e.conn->next_deadline());
-  return d;
+  if (busy_) return;
+  for (const FourTuple& t : dead_) {
+    auto it = conns_.find(t);
+    if (it == conns_.end()) continue;
+    timers_.remove(it->second.conn.get());
+    conns_.erase(it);
+  }
+  dead_.clear();
 }
 
 void TcpLayer::release(Connection* c) {
   if (c == nullptr) return;
   auto it = conns_.find(c->tuple());
-  if (it == conns_.end()) return;
-  it->second.released = true;
+  if (it == conns_.end() || it->second.conn.get() != c) return;
+  c->released_ = true;
+  c->set_tag(0);
   // A connection still queued for accept() is dropped from the queue with it.
   if (it->second.listener != 0) {
     if (auto lit = listeners_.find(it->second.listener); lit != listeners_.end())
       std::erase(lit->second.ready, c);
   }
+  changed(*c);
   reap();
 }
 

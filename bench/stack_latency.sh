@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Request/response latency (root): weft's user-space stack against the Linux kernel's TCP on the
+# same routed path, interleaved. Path (lab/stack_netns.sh): a kernel client in namespace K sends
+# SIZE-byte requests through the router namespace R, either to `weft stack echo` on its TAP (whose
+# kernel end is in R) or to a kernel echo server (bench/tcp_echo_lat.c, blocking, TCP_NODELAY) in
+# a namespace S behind its own veth to R. Both answers come from a user-space process that woke up.
+# Each round runs the kernel reference then weft, N round trips each (after 200 warm-up ones).
+# Usage: bench/stack_latency.sh build/weft [rounds=7] [n=5000] [size=64]
+# Prints a table per round and the medians over rounds of each side's median and p99 and of the
+# per-round ratio weft median / kernel median.
+set -euo pipefail
+WEFT=${1:?usage: $0 path/to/weft [rounds] [n] [size]}
+ROUNDS=${2:-7}
+N=${3:-5000}
+SIZE=${4:-64}
+[[ $(id -u) == 0 ]] || { echo "needs root"; exit 1; }
+. "$(dirname "$0")/../lab/stack_netns.sh"
+stack_lab_init lt
+S=wst-lt-s-$$
+N3=10.$((210 + RANDOM % 40)).$((RANDOM % 250))
+REF_IP=$N3.2
+stack_lab_add_peer "$S" "$N3" "$REF_IP"
+tmp=$(mktemp -d)
+trap 'stack_lab_cleanup; rm -rf "$tmp"' EXIT
+cc -O2 -o "$tmp/lat" "$(dirname "$0")/tcp_echo_lat.c"
+PORT=7007
+ip netns exec "$S" "$tmp/lat" server "$PORT" &
+stack_lab_pids+=($!)
+"$WEFT" stack echo --port "$PORT" --tap "$TAP" --ip "$STACK_IP/24" --gateway "$GW_IP" --kernel-ip "$GW_IP/24" \
+  --netns "$R" 2>"$tmp/weft.err" &
+stack_lab_pids+=($!)
+for _ in $(seq 100); do rx ip link show "$TAP" 2>/dev/null | grep -q UP && break; sleep 0.1; done
+sleep 0.5
+echo "# $(date -u +%FT%TZ) $N round trips of $SIZE B per run, $ROUNDS rounds, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "| round | kernel median us | kernel p99 us | weft median us | weft p99 us | weft/kernel median |"
+echo "|---|---|---|---|---|---|"
+: >"$tmp/runs"
+for r in $(seq "$ROUNDS"); do
+  k=$(nsx "$tmp/lat" client "$REF_IP" "$PORT" "$N" "$SIZE")
+  w=$(nsx "$tmp/lat" client "$STACK_IP" "$PORT" "$N" "$SIZE")
+  python3 - "$r" "$k" "$w" "$tmp/runs" <<'PY'
+import json, sys
+k, w = json.loads(sys.argv[2]), json.loads(sys.argv[3])
+print("| %s | %.1f | %.1f | %.1f | %.1f | %.3f |" % (sys.argv[1], k["median_us"], k["p99_us"], w["median_us"],
+      w["p99_us"], w["median_us"] / k["median_us"]))
+open(sys.argv[4], "a").write("%f %f %f %f\n" % (k["median_us"], k["p99_us"], w["median_us"], w["p99_us"]))
+PY
+done
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+python3 - "$tmp/runs" <<'PY'
+import sys, statistics as st
+rows = [list(map(float, l.split())) for l in open(sys.argv[1])]
+km, kp, wm, wp = (st.median(c) for c in zip(*rows))
+ratios = [r[2] / r[0] for r in rows]
+print("median over rounds: kernel median %.1f us p99 %.1f us; weft median %.1f us p99 %.1f us; "
+      "weft/kernel median ratio %.3f (min %.3f max %.3f); p99 ratio %.3f"
+      % (km, kp, wm, wp, st.median(ratios), min(ratios), max(ratios), st.median([r[3] / r[1] for r in rows])))
+PY
