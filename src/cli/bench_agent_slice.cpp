@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <thread>
 
 #include "base/clock.hpp"
@@ -127,6 +128,7 @@ Result<std::unique_ptr<AgentSlice>> AgentSlice::start(std::vector<agent::AgentCo
 
 Result<SliceReport> AgentSlice::stop(std::chrono::seconds timeout) {
   if (pid_ <= 0) return fail("bench agents: slice already stopped");
+  const pid_t pid = pid_;
   ::kill(pid_, SIGTERM);
   SliceReport rep;
   const bool ok = read_report(fd_, rep, mono_ns() + std::chrono::nanoseconds(timeout).count());
@@ -136,7 +138,15 @@ Result<SliceReport> AgentSlice::stop(std::chrono::seconds timeout) {
   ::close(fd_);
   pid_ = -1;
   fd_ = -1;
-  if (!ok) return fail("bench agents: a slice did not stop within {} s (killed)", timeout.count());
+  if (!ok) {
+    if (WIFSIGNALED(status) && WTERMSIG(status) != SIGKILL)
+      return fail("bench agents: slice process {} died of signal {} ({})", pid, WTERMSIG(status),
+                  strsignal(WTERMSIG(status)));
+    if (WIFEXITED(status))
+      return fail("bench agents: slice process {} exited with {} before sending its totals", pid,
+                  WEXITSTATUS(status));
+    return fail("bench agents: slice process {} did not stop within {} s (killed)", pid, timeout.count());
+  }
   return rep;
 }
 
