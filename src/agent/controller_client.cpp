@@ -3,6 +3,7 @@
 #include <httplib.h>
 
 #include "base/log.hpp"
+#include "base/signals.hpp"
 
 namespace weft::agent {
 
@@ -43,10 +44,14 @@ void ControllerClient::connect() {
 
 ControllerReply ControllerClient::post(const std::string& path, const std::string& body,
                                        std::string_view content_type) {
+  // httplib writes without MSG_NOSIGNAL: a controller that closed this connection (shed under load,
+  // restarted) must cost one failed request, not the agent process (SIGPIPE).
+  SigpipeBlock no_sigpipe;
   return reply_of(http_->client->Post(path, http_->headers, body, std::string(content_type)));
 }
 
 ControllerReply ControllerClient::get(const std::string& path) {
+  SigpipeBlock no_sigpipe;  // as in post()
   return reply_of(http_->client->Get(path, http_->headers));
 }
 

@@ -33,6 +33,7 @@
 #include <thread>
 
 #include "base/proc_stats.hpp"
+#include "cli/bench_common.hpp"
 #include "cli/bench_controller.hpp"
 #include "cli/bench_http_client.hpp"
 #include "cli/bench_sample.hpp"
@@ -95,12 +96,7 @@ struct Latencies {
   void add(Kind k, int64_t v) { ns[k].push_back(v); }
 };
 
-double pct_ms(std::vector<int64_t> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t i = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())));
-  return static_cast<double>(v[i]) / 1e6;
-}
+double pct_ms(const std::vector<int64_t>& v, double p) { return weft::cli::percentile_ms(v, p); }
 
 // One simulated agent: a kept-open connection with at most one request in flight.
 struct Sim {
@@ -374,15 +370,6 @@ void api_client(const Options& o, std::atomic<bool>& stop, Latencies& lat) {
   }
 }
 
-double load_average() {
-  double l = 0;
-  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
-    if (std::fscanf(f, "%lf", &l) != 1) l = 0;
-    std::fclose(f);
-  }
-  return l;
-}
-
 // The controller's own account of where its requests spent their time (/metrics,
 // weft_controller_http_request_stage_seconds): per route and stage, the bucket bounds that hold the
 // median and the 99th percentile, in ms ("+Inf" above the last bucket).
@@ -423,6 +410,7 @@ nlohmann::json server_stages(const std::string& metrics) {
 }
 
 int run_fleet(const Options& o) {
+  using weft::cli::load_average;
   if (o.sim_cpu >= 0 && !weft::cli::pin_to_cpu(o.sim_cpu)) {
     fmt::print(stderr, "bench fleet: cannot pin the simulator to CPU {}\n", o.sim_cpu);
     return 1;

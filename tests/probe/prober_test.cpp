@@ -197,6 +197,91 @@ TEST(Prober, CountsDuplicatesLateUnknownAndMalformedApart) {
   EXPECT_EQ(w.timestamp_source, TimestampSource::user);  // the fake sends no kernel times
 }
 
+// Issue 14: a late answer is counted in the window that counted its probe as lost, never in a later
+// one (per window late is part of lost, and the controller refuses a window with late > lost). The
+// fake answers at once, except the probes it gets 60-90 ms into one 200 ms window: those it answers
+// 150 ms later, 50 ms past their deadline, which falls in that window's last 40 ms, so the answers
+// arrive in the next window. Counted at arrival (before the fix), that next window had late answers
+// and no loss of its own.
+TEST(Prober, ALateAnswerCountsInItsLossWindowNeverALaterOne) {
+  auto fd = net::udp_socket(*net::SocketAddress::parse_ip("127.0.0.1", 0));
+  const uint16_t port = net::local_address(fd->get())->port();
+  constexpr int64_t kWindow = 200'000'000;
+  std::atomic<bool> done{false};
+  std::atomic<int> held_total{0};
+  const int64_t start = realtime_ns();
+  // The first window starting 300 ms after the start: its probes sent 60-90 ms in are held.
+  const int64_t late_window = (start + 300'000'000) / kWindow + 1;
+  std::thread fake([&] {
+    struct Held {
+      wire::Packet p;
+      net::SocketAddress to;
+      int64_t at;
+    };
+    std::vector<Held> held;
+    while (!done) {
+      pollfd pfd{fd->get(), POLLIN, 0};
+      poll(&pfd, 1, 2);
+      const int64_t now = mono_ns();
+      for (auto it = held.begin(); it != held.end();) {
+        if (it->at > now) {
+          ++it;
+          continue;
+        }
+        uint8_t out[wire::kSize];
+        wire::encode(it->p, out);
+        sendto(fd->get(), out, sizeof out, 0, it->to.sa(), it->to.length);
+        it = held.erase(it);
+      }
+      wire::Packet p;
+      net::SocketAddress to;
+      if (!recv_probe(fd->get(), p, to)) continue;
+      const int64_t rt = realtime_ns();
+      p.type = wire::Type::reply;
+      p.flags = 0;
+      p.responder_rx_ns = rt;
+      p.responder_tx_ns = rt + 1;
+      const int64_t phase = rt % kWindow;
+      if (rt / kWindow == late_window && phase >= 60'000'000 && phase < 90'000'000) {
+        held.push_back({p, to, mono_ns() + 150'000'000});
+        held_total++;
+        continue;
+      }
+      uint8_t out[wire::kSize];
+      wire::encode(p, out);
+      sendto(fd->get(), out, sizeof out, 0, to.sa(), to.length);
+    }
+  });
+  auto cfg = fast_config();
+  cfg.interval = 5ms;
+  cfg.timeout = 100ms;
+  cfg.window = std::chrono::nanoseconds(kWindow);
+  auto p = Prober::create(cfg);
+  ASSERT_TRUE(p);
+  (*p)->set_targets({{"fake", "127.0.0.1", port}});
+  std::mutex mu;
+  std::vector<WindowStats> windows;
+  std::thread runner([&] {
+    auto st = (*p)->run([&](WindowStats&& w) {
+      std::lock_guard lk(mu);
+      windows.push_back(std::move(w));
+    });
+    EXPECT_TRUE(st);
+  });
+  // Until two windows after the held one have ended (the late answers came and went out).
+  while (realtime_ns() < (late_window + 3) * kWindow) std::this_thread::sleep_for(10ms);
+  (*p)->stop();
+  runner.join();
+  done = true;
+  fake.join();
+  ASSERT_GT(held_total.load(), 0) << "the fake held no probe: the test proves nothing";
+  EXPECT_GT((*p)->counters().late, 0u);
+  std::lock_guard lk(mu);
+  for (const auto& w : windows)
+    EXPECT_LE(w.late, w.lost) << "window starting " << w.start_unix_ns << ": late " << w.late << ", lost "
+                              << w.lost;
+}
+
 TEST(Prober, TcpConnectAndKeepOpen) {
   RunningResponder resp;
   uint16_t closed_port = 0;

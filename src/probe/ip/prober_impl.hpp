@@ -244,6 +244,17 @@ struct Prober::Impl {
 
   int64_t deadline(const Slot& s) const { return s.timing.tx_user_mono + timeout_ns; }
 
+  // A late answer is counted in the window that counted its probe as lost (per window, late is part
+  // of lost: proto/window_stats.hpp, and the controller refuses a window with late > lost), while
+  // that window is open; once it has gone out the answer stays in the counters only. Counted in the
+  // window current at its arrival instead, a starved prober sent windows with late > lost, and the
+  // controller refused their whole batches (issue 14, 1,000 agents in one process).
+  void add_late_to_loss_window(TargetState& t, const Slot& s) {
+    const int64_t idx = window_index(deadline(s) + offset_rt, window_ns);
+    auto& w = t.windows[static_cast<size_t>(idx) % n_windows];
+    if (w.open() && w.index() == idx) w.add_late();
+  }
+
   void lose(Slot& s) {
     close_probe_fd(s);
     s.state = SlotState::expired;
@@ -277,7 +288,7 @@ struct Prober::Impl {
       if (t) {
         --t->in_flight;
         window_at(*t, deadline(s)).add_lost();
-        window_at(*t, mono_ns()).add_late();
+        add_late_to_loss_window(*t, s);
       }
       report(t, s, false, nullptr);
       return;

@@ -128,11 +128,8 @@ bool Prober::Impl::keep_open_frame(uint32_t tindex, TargetState& t,
     Counters::inc(ctr.unknown_probe);  // never sent, or sent to another target
     return true;
   }
-  if (!s) {  // older than the table remembers: a reply can only be late, a follow-up is useless
-    if (p.type == wire::Type::reply) {
-      Counters::inc(ctr.late);
-      window_at(t, rx_mono).add_late();
-    }
+  if (!s) {  // older than the table remembers: a reply can only be late (its loss has gone out)
+    if (p.type == wire::Type::reply) Counters::inc(ctr.late);
     return true;
   }
   if (p.type == wire::Type::followup) {
@@ -160,7 +157,7 @@ bool Prober::Impl::keep_open_frame(uint32_t tindex, TargetState& t,
       break;
     case SlotState::expired:
       Counters::inc(ctr.late);
-      window_at(t, rx_mono).add_late();
+      add_late_to_loss_window(t, *s);
       break;
     case SlotState::answered:
     case SlotState::done:

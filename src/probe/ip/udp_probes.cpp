@@ -138,12 +138,8 @@ void Prober::Impl::udp_datagram(int i, int64_t rx_mono) {
     return;
   }
   Slot* s = table.find(p.seq);
-  if (!s) {  // older than the table remembers: it can only be late
-    if (p.type == wire::Type::reply) {
-      Counters::inc(ctr.late);
-      if (TargetState* t = target_by_addr(udp_in.sender(i), udp_in.sender_length(i)))
-        window_at(*t, rx_mono).add_late();
-    }
+  if (!s) {  // older than the table remembers: it can only be late, and its loss has gone out
+    if (p.type == wire::Type::reply) Counters::inc(ctr.late);
     return;
   }
   TargetState* t = target_of(*s);
@@ -172,7 +168,7 @@ void Prober::Impl::udp_datagram(int i, int64_t rx_mono) {
         break;
       case SlotState::expired:
         Counters::inc(ctr.late);
-        if (t) window_at(*t, rx_mono).add_late();
+        if (t) add_late_to_loss_window(*t, *s);
         break;
       case SlotState::empty:
         break;
