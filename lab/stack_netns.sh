@@ -8,6 +8,8 @@
 #
 #   stack_lab_init TAG             R, K, TAP, N1, N2, STACK_IP, GW_IP, KERN_IP; EXIT trap cleans up
 #   stack_lab_add_peer NS NET IP   another namespace NS behind its own veth to R, IP on NET.0/24
+#   stack_lab_add_packet_link NS   instead of the TAP: namespace NS holding a veth end PKT_IF (up, no
+#                                  kernel address) for `weft stack --device packet`; R's end has GW_IP
 #   stack_lab_set_loss PCT IP...   drop PCT % of forwarded frames from and to each IP (0: none)
 #   stack_lab_drops                frames the loss rules dropped since the last set_loss
 #   nsx CMD... / rx CMD...         run in K / in R
@@ -58,6 +60,22 @@ stack_lab_add_peer() {  # NS NET IP
   # as it does for the stack's frames (there is no ethtool on this host to turn TSO off).
   ip -n "$R" link set "$vr" gso_max_segs 1
   ip -n "$ns" link set "$vp" gso_max_segs 1
+}
+
+stack_lab_add_packet_link() {  # NS: the stack runs in NS (ip netns exec NS weft stack --device packet)
+  local ns=$1 vr=wstq$((RANDOM % 10000))
+  PKT_IF=wstk$((RANDOM % 10000))
+  ip netns add "$ns"
+  stack_lab_namespaces+=("$ns")
+  ip -n "$ns" link set lo up
+  ip link add "$vr" netns "$R" type veth peer name "$PKT_IF" netns "$ns"
+  ip -n "$R" addr add "$GW_IP/24" dev "$vr"
+  ip -n "$R" link set "$vr" up
+  # The kernel keeps out of the stack's way on PKT_IF: no IPv4 address, no IPv6 either.
+  ip netns exec "$ns" sysctl -qw "net.ipv6.conf.$PKT_IF.disable_ipv6=1"
+  ip -n "$ns" link set "$PKT_IF" up
+  # As for the peers: one segment per packet from R's kernel (see stack_lab_add_peer).
+  ip -n "$R" link set "$vr" gso_max_segs 1
 }
 
 nsx() { ip netns exec "$K" "$@"; }

@@ -4,6 +4,8 @@
 // kernel programs there talk to the stack. Starting prints the interface, MAC and IP taken and
 // what to undo: nothing, because the TAP is not persistent and vanishes (with the addresses set
 // on it) when weft exits, also on SIGINT/SIGTERM.
+// `--device packet --ifname IF` takes an existing interface (a veth end, no kernel address on it)
+// through AF_PACKET instead (stack/packet_device.hpp); its promiscuous mode ends with weft.
 //
 //   ping DEST [-c N] [-i S] [-s BYTES]   ICMP echo from the stack
 //   echo [--port 7]                      echo every byte back (and answer pings) until -t or a signal
@@ -27,6 +29,7 @@
 #include "base/signals.hpp"
 #include "cli/command_registry.hpp"
 #include "stack/interface.hpp"
+#include "stack/packet_device.hpp"
 #include "stack/socket.hpp"
 #include "stack/tap_device.hpp"
 
@@ -38,6 +41,8 @@ using namespace weft::stack;
 std::atomic<bool> g_stop{false};
 
 struct Common {
+  std::string device = "tap";  // tap or packet
+  std::string ifname;          // --device packet: the interface to take
   std::string tap = "weft0";
   std::string ip;         // A.B.C.D/P for the stack
   std::string gateway;    // optional
@@ -85,9 +90,9 @@ int run_cmd(const std::string& cmd) {
   return rc;
 }
 
-// The TAP, its configuration and the interface on it.
+// The device (a TAP, or an interface through AF_PACKET), its configuration and the interface on it.
 struct Session {
-  std::unique_ptr<TapDevice> dev;
+  std::unique_ptr<Device> dev;
   MonotonicClock clock;
   std::unique_ptr<Interface> iface;
 
@@ -102,25 +107,50 @@ struct Session {
     cfg.tcp.congestion_control = c.cc == "reno" ? tcp::CcAlgorithm::reno : tcp::CcAlgorithm::cubic;
     cfg.tcp.sack = !c.no_sack;
     cfg.tcp.rack = !c.no_rack;
+    if (c.device == "packet") return open_packet(c, cfg);
     auto d = TapDevice::open({c.tap, !c.no_vnet_hdr, 1500, {}});
     if (!d) return std::unexpected(d.error());
+    const TapDevice& tap = **d;
     dev = std::move(*d);
     const std::string in_ns = c.netns.empty() ? "" : "ip netns exec " + c.netns + " ";
-    if (!c.netns.empty() && run_cmd(fmt::format("ip link set {} netns {}", dev->name(), c.netns)) != 0)
-      return fail("could not move {} into netns {}", dev->name(), c.netns);
+    if (!c.netns.empty() && run_cmd(fmt::format("ip link set {} netns {}", tap.name(), c.netns)) != 0)
+      return fail("could not move {} into netns {}", tap.name(), c.netns);
     if (!c.kernel_ip.empty()) {
-      if (run_cmd(fmt::format("{}ip addr add {} dev {}", in_ns, c.kernel_ip, dev->name())) != 0 ||
-          run_cmd(fmt::format("{}ip link set {} up", in_ns, dev->name())) != 0)
-        return fail("could not configure {}", dev->name());
+      if (run_cmd(fmt::format("{}ip addr add {} dev {}", in_ns, c.kernel_ip, tap.name())) != 0 ||
+          run_cmd(fmt::format("{}ip link set {} up", in_ns, tap.name())) != 0)
+        return fail("could not configure {}", tap.name());
     }
     iface = std::make_unique<Interface>(*dev, clock, cfg);
     fmt::print(stderr,
                "weft stack: took TAP {} (vnet_hdr {}){}; stack MAC {} IP {}/{}{}; kernel end {}.\n"
                "weft stack: nothing to undo: the TAP and any address on it go away when weft exits.\n",
-               dev->name(), c.no_vnet_hdr ? "off" : "on", c.netns.empty() ? "" : " in netns " + c.netns,
+               tap.name(), c.no_vnet_hdr ? "off" : "on", c.netns.empty() ? "" : " in netns " + c.netns,
                mac_str(dev->mac()), ip_str(cfg.ip), cfg.prefix_len,
                c.gateway.empty() ? "" : ", gateway " + c.gateway,
                c.kernel_ip.empty() ? "left unconfigured (bring it up and address it yourself)" : c.kernel_ip);
+    return {};
+  }
+
+  Status open_packet(const Common& c, const IfaceConfig& cfg) {
+    if (c.ifname.empty()) return fail("--device packet needs --ifname");
+    if (!c.netns.empty() || !c.kernel_ip.empty())
+      return fail("--netns and --kernel-ip are for the TAP; run weft in the interface's namespace instead");
+    PacketDevice::Options o;
+    o.ifname = c.ifname;
+    o.tx_csum_offload = !c.no_vnet_hdr;
+    auto d = PacketDevice::open(o);
+    if (!d) return std::unexpected(d.error());
+    const PacketDevice& p = **d;
+    dev = std::move(*d);
+    iface = std::make_unique<Interface>(*dev, clock, cfg);
+    fmt::print(stderr,
+               "weft stack: took {} through AF_PACKET (TPACKET_V3 receive ring {} x {} KiB, sendmmsg "
+               "batches of {}, qdisc bypass, checksum offload {}){}; stack MAC {} IP {}/{}{}.\n"
+               "weft stack: nothing to undo: {}the interface is left as it was when weft exits.\n",
+               p.name(), o.block_count, o.block_size / 1024, o.tx_batch, c.no_vnet_hdr ? "off" : "on",
+               p.promiscuous() ? ", promiscuous" : "", mac_str(p.mac()), ip_str(cfg.ip), cfg.prefix_len,
+               c.gateway.empty() ? "" : ", gateway " + c.gateway,
+               p.promiscuous() ? "promiscuous mode ends and " : "");
     return {};
   }
 
@@ -147,6 +177,10 @@ struct Session {
 };
 
 void add_common(CLI::App* sub, Common& c) {
+  sub->add_option("--device", c.device, "tap, or packet (AF_PACKET on --ifname)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"tap", "packet"}));
+  sub->add_option("--ifname", c.ifname, "--device packet: the interface to take (no kernel address on it)");
   sub->add_option("--tap", c.tap, "TAP interface name to create")->capture_default_str();
   sub->add_option("--ip", c.ip, "the stack's address, A.B.C.D/P")->required();
   sub->add_option("--gateway", c.gateway, "next hop for addresses off the subnet");
@@ -160,7 +194,8 @@ void add_common(CLI::App* sub, Common& c) {
   sub->add_flag("--no-sack", c.no_sack, "do not offer SACK (RFC 2018)");
   sub->add_flag("--no-rack", c.no_rack, "RFC 6675 DupThresh loss detection instead of RACK (RFC 8985)");
   sub->add_option("--netns", c.netns, "move the kernel end into this network namespace first");
-  sub->add_flag("--no-vnet-hdr", c.no_vnet_hdr, "plain frames: the stack computes every checksum");
+  sub->add_flag("--no-vnet-hdr", c.no_vnet_hdr,
+                "plain frames: the stack computes every checksum (tap or packet)");
   sub->add_flag("--nagle", c.nagle, "turn Nagle's algorithm on (off by default, like TCP_NODELAY)");
   sub->add_option("-t,--time", c.seconds, "seconds to run");
 }

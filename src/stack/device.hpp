@@ -1,6 +1,8 @@
 #pragma once
 // What the interface needs from a device (TAP, AF_PACKET, DPDK, or an in-memory pipe in tests):
-// frames in and out, one at a time, non-blocking, and what the device did about checksums.
+// frames in and out, one at a time, non-blocking, and what the device did about checksums. A
+// device may hold transmitted frames back to send them in batches: flush() sends what it holds,
+// and whoever drives the stack calls it before waiting for input.
 #include <cstdint>
 
 #include "base/result.hpp"
@@ -27,6 +29,7 @@ class Device {
   // Copies the next frame (Ethernet header first) into `buf`.
   virtual Result<RxInfo> receive(wire::MutBytes buf) = 0;
   virtual Status transmit(wire::Bytes frame, const TxOffload& off = {}) = 0;
+  virtual void flush() {}
   virtual wire::MacAddr mac() const = 0;
   virtual size_t mtu() const = 0;  // IP packet size, without the Ethernet header
   virtual bool tx_csum_offload() const { return false; }

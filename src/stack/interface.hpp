@@ -82,6 +82,8 @@ class Interface final : public tcp::SegmentSink {
     return next_hop(dst, hop);
   }
   int device_fd() const { return dev_.fd(); }
+  // Sends what a batching device (AF_PACKET) holds back; call before waiting for input.
+  void flush() { dev_.flush(); }
 
   void send_segment(const tcp::FourTuple& t, const wire::TcpHeader& h, wire::Bytes p1,
                     wire::Bytes p2) override;

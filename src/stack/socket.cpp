@@ -181,11 +181,13 @@ size_t Sockets::events(std::span<SockEvent> out) {
 void Sockets::poll(size_t rx_budget) {
   iface_.poll_rx(rx_budget);
   iface_.poll_timers();
+  iface_.flush();  // what input and timers made leaves now, not at the next batch
 }
 
 void Sockets::wait(int64_t max_wait_ns) {
   const int64_t now = iface_.clock().now_ns();
   const int64_t wake = std::min(iface_.next_deadline(), now + std::max<int64_t>(max_wait_ns, 0));
+  iface_.flush();  // what the application sent since poll() goes before we sleep
   if (const int fd = device_fd(); fd >= 0 && wake > now) {
     pollfd p{fd, POLLIN, 0};
     const int64_t ns = wake - now;

@@ -1,0 +1,223 @@
+#include "stack/packet_device.hpp"
+
+#include <arpa/inet.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "base/random.hpp"
+
+namespace weft::stack {
+
+namespace {
+// struct virtio_net_hdr (see tap_device.cpp: <linux/virtio_net.h> does not compile as C++).
+struct VirtioNetHdr {
+  uint8_t flags;
+  uint8_t gso_type;
+  uint16_t hdr_len;
+  uint16_t gso_size;
+  uint16_t csum_start;
+  uint16_t csum_offset;
+};
+static_assert(sizeof(VirtioNetHdr) == 10);
+constexpr uint8_t kNeedsCsum = 1;  // VIRTIO_NET_HDR_F_NEEDS_CSUM
+constexpr size_t kSllOffset = TPACKET_ALIGN(sizeof(tpacket3_hdr));
+
+int set_int(int fd, int opt, int v) { return setsockopt(fd, SOL_PACKET, opt, &v, sizeof v); }
+
+// Closes the descriptors and unmaps the ring if open() gives up half way.
+struct Undo {
+  int* fds[2];
+  uint8_t** ring;
+  size_t len;
+  bool armed = true;
+  ~Undo() {
+    if (!armed) return;
+    if (*ring != nullptr) munmap(*ring, len);
+    for (int* f : fds)
+      if (*f >= 0) ::close(*f);
+  }
+};
+}  // namespace
+
+Result<std::unique_ptr<PacketDevice>> PacketDevice::open(const Options& o) {
+  if (o.ifname.empty() || o.ifname.size() >= IFNAMSIZ)
+    return fail("packet: interface name '{}' must have 1 to {} characters", o.ifname, IFNAMSIZ - 1);
+  const long page = sysconf(_SC_PAGESIZE);
+  if (o.block_size == 0 || o.block_size % static_cast<size_t>(page) != 0 || o.block_count == 0)
+    return fail("packet: ring blocks must be a positive multiple of {} bytes", page);
+  const unsigned ifindex = if_nametoindex(o.ifname.c_str());
+  if (ifindex == 0) return fail_errno("packet: interface " + o.ifname);
+
+  std::unique_ptr<PacketDevice> d(new PacketDevice());
+  d->name_ = o.ifname;
+  Undo undo{{&d->rx_fd_, &d->tx_fd_}, &d->ring_, o.block_size * o.block_count};
+
+  d->rx_fd_ = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);  // protocol 0: no frames yet
+  if (d->rx_fd_ < 0) return fail_errno("packet: socket(AF_PACKET) (needs CAP_NET_RAW)");
+  ifreq ifr{};
+  std::memcpy(ifr.ifr_name, o.ifname.data(), o.ifname.size());
+  if (ioctl(d->rx_fd_, SIOCGIFFLAGS, &ifr) < 0) return fail_errno("packet: SIOCGIFFLAGS " + o.ifname);
+  if ((ifr.ifr_flags & IFF_UP) == 0)
+    return fail("packet: {} is down (ip link set {} up)", o.ifname, o.ifname);
+  if (ioctl(d->rx_fd_, SIOCGIFMTU, &ifr) < 0) return fail_errno("packet: SIOCGIFMTU " + o.ifname);
+  d->mtu_ = static_cast<size_t>(ifr.ifr_mtu);
+
+  if (set_int(d->rx_fd_, PACKET_VERSION, TPACKET_V3) < 0) return fail_errno("packet: TPACKET_V3");
+  tpacket_req3 req{};
+  req.tp_block_size = static_cast<unsigned>(o.block_size);
+  req.tp_block_nr = static_cast<unsigned>(o.block_count);
+  req.tp_frame_size = 2048;  // V3 packs frames by their real size; this only has to divide a block
+  req.tp_frame_nr = static_cast<unsigned>(o.block_size / req.tp_frame_size * o.block_count);
+  req.tp_retire_blk_tov = o.block_timeout_ms;
+  if (setsockopt(d->rx_fd_, SOL_PACKET, PACKET_RX_RING, &req, sizeof req) < 0)
+    return fail_errno("packet: PACKET_RX_RING");
+  void* m = mmap(nullptr, undo.len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, d->rx_fd_, 0);
+  if (m == MAP_FAILED) return fail_errno("packet: mmap of the receive ring");
+  d->ring_ = static_cast<uint8_t*>(m);
+  d->ring_len_ = undo.len;
+  d->block_size_ = o.block_size;
+  d->block_count_ = o.block_count;
+  // Our own transmissions would otherwise come back into the ring when the qdisc path is taken.
+  if (set_int(d->rx_fd_, PACKET_IGNORE_OUTGOING, 1) < 0) return fail_errno("packet: PACKET_IGNORE_OUTGOING");
+  sockaddr_ll sll{};
+  sll.sll_family = AF_PACKET;
+  sll.sll_protocol = htons(ETH_P_ALL);
+  sll.sll_ifindex = static_cast<int>(ifindex);
+  if (bind(d->rx_fd_, reinterpret_cast<sockaddr*>(&sll), sizeof sll) < 0)
+    return fail_errno("packet: bind to " + o.ifname);
+
+  d->mac_ = o.mac;
+  if (d->mac_.is_zero()) {
+    const uint64_t r = random_u64();
+    for (size_t i = 0; i < 6; ++i) d->mac_.b[i] = static_cast<uint8_t>(r >> (8 * i));
+    d->mac_.b[0] = static_cast<uint8_t>((d->mac_.b[0] & 0xfe) | 0x02);  // unicast, locally administered
+    packet_mreq mr{};
+    mr.mr_ifindex = static_cast<int>(ifindex);
+    mr.mr_type = PACKET_MR_PROMISC;
+    if (setsockopt(d->rx_fd_, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mr, sizeof mr) < 0)
+      return fail_errno("packet: promiscuous mode on " + o.ifname);
+    d->promisc_ = true;
+  }
+
+  // Transmit socket: protocol 0 receives nothing; bound only to name the interface.
+  d->tx_fd_ = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+  if (d->tx_fd_ < 0) return fail_errno("packet: socket(AF_PACKET) for transmit");
+  if (o.qdisc_bypass && set_int(d->tx_fd_, PACKET_QDISC_BYPASS, 1) < 0)
+    return fail_errno("packet: PACKET_QDISC_BYPASS");
+  d->tx_csum_ = o.tx_csum_offload;
+  if (d->tx_csum_ && set_int(d->tx_fd_, PACKET_VNET_HDR, 1) < 0) return fail_errno("packet: PACKET_VNET_HDR");
+  sll.sll_protocol = 0;
+  if (bind(d->tx_fd_, reinterpret_cast<sockaddr*>(&sll), sizeof sll) < 0)
+    return fail_errno("packet: bind (transmit) to " + o.ifname);
+
+  // The batch: one slot per frame, header and frame contiguous so each message is one iovec.
+  d->tx_batch_ = o.tx_batch == 0 ? 1 : o.tx_batch;
+  d->slot_size_ = sizeof(VirtioNetHdr) + 14 + d->mtu_;
+  d->tx_buf_.resize(d->slot_size_ * d->tx_batch_);
+  d->tx_iov_.resize(d->tx_batch_);
+  d->tx_msgs_.resize(d->tx_batch_);
+  for (size_t i = 0; i < d->tx_batch_; ++i) {
+    d->tx_msgs_[i] = {};
+    d->tx_msgs_[i].msg_hdr.msg_iov = &d->tx_iov_[i];
+    d->tx_msgs_[i].msg_hdr.msg_iovlen = 1;
+  }
+  undo.armed = false;
+  return d;
+}
+
+PacketDevice::~PacketDevice() {
+  flush();
+  if (ring_ != nullptr) munmap(ring_, ring_len_);
+  if (rx_fd_ >= 0) ::close(rx_fd_);
+  if (tx_fd_ >= 0) ::close(tx_fd_);
+}
+
+void PacketDevice::release_block() {
+  auto* b = reinterpret_cast<tpacket_block_desc*>(ring_ + cur_block_ * block_size_);
+  __atomic_store_n(&b->hdr.bh1.block_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+  cur_block_ = (cur_block_ + 1) % block_count_;
+  pkt_ = nullptr;
+}
+
+Result<RxInfo> PacketDevice::receive(wire::MutBytes buf) {
+  for (;;) {
+    if (pkt_ == nullptr) {
+      auto* b = reinterpret_cast<tpacket_block_desc*>(ring_ + cur_block_ * block_size_);
+      if ((__atomic_load_n(&b->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER) == 0)
+        return RxInfo{};
+      ++counters_.rx_blocks;
+      pkts_left_ = b->hdr.bh1.num_pkts;
+      pkt_ = reinterpret_cast<uint8_t*>(b) + b->hdr.bh1.offset_to_first_pkt;
+      if (pkts_left_ == 0) {
+        release_block();
+        continue;
+      }
+    }
+    const auto* h = reinterpret_cast<const tpacket3_hdr*>(pkt_);
+    const auto* sll = reinterpret_cast<const sockaddr_ll*>(pkt_ + kSllOffset);
+    const uint8_t* frame = pkt_ + h->tp_mac;
+    const size_t len = h->tp_snaplen;
+    const bool whole = h->tp_snaplen == h->tp_len && len <= buf.size();
+    const bool outgoing = sll->sll_pkttype == PACKET_OUTGOING;
+    // CSUMNOTREADY: sent on this host with the checksum left to hardware (cannot be corrupt);
+    // CSUM_VALID: a device checked it.
+    const bool csum_ok = (h->tp_status & (TP_STATUS_CSUMNOTREADY | TP_STATUS_CSUM_VALID)) != 0;
+    if (whole && !outgoing) std::memcpy(buf.data(), frame, len);
+    if (!whole) ++counters_.rx_truncated;
+    if (--pkts_left_ == 0)
+      release_block();  // the frame was copied: the kernel may refill the block
+    else
+      pkt_ += h->tp_next_offset;
+    if (whole && !outgoing) return RxInfo{len, csum_ok};
+  }
+}
+
+Status PacketDevice::transmit(wire::Bytes frame, const TxOffload& off) {
+  const size_t hdr = tx_csum_ ? sizeof(VirtioNetHdr) : 0;
+  if (frame.size() + hdr > slot_size_) return fail("packet: a {}-byte frame exceeds the MTU", frame.size());
+  uint8_t* slot = tx_buf_.data() + tx_queued_ * slot_size_;
+  if (tx_csum_) {
+    VirtioNetHdr h{};
+    if (off.needs_csum) {
+      h.flags = kNeedsCsum;
+      h.csum_start = off.csum_start;
+      h.csum_offset = off.csum_offset;
+    }
+    std::memcpy(slot, &h, sizeof h);
+  }
+  std::memcpy(slot + hdr, frame.data(), frame.size());
+  tx_iov_[tx_queued_] = {slot, hdr + frame.size()};
+  if (++tx_queued_ == tx_batch_) flush();
+  return {};
+}
+
+void PacketDevice::flush() {
+  size_t i = 0;
+  while (i < tx_queued_) {
+    const int n = sendmmsg(tx_fd_, &tx_msgs_[i], static_cast<unsigned>(tx_queued_ - i), MSG_DONTWAIT);
+    ++counters_.tx_batches;
+    if (n > 0) {
+      i += static_cast<size_t>(n);
+    } else if (errno != EINTR) {
+      ++counters_.tx_dropped;  // ENOBUFS (device queue full) and the like: a drop on the wire
+      ++i;
+    }
+  }
+  tx_queued_ = 0;
+}
+
+uint64_t PacketDevice::take_ring_drops() {
+  tpacket_stats_v3 st{};
+  socklen_t len = sizeof st;
+  if (getsockopt(rx_fd_, SOL_PACKET, PACKET_STATISTICS, &st, &len) < 0) return 0;
+  return st.tp_drops;
+}
+
+}  // namespace weft::stack

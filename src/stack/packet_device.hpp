@@ -1,0 +1,100 @@
+#pragma once
+// An AF_PACKET device: the stack owns an existing Ethernet interface (typically a veth end in a
+// namespace, with no address of the kernel's on it) through two packet sockets.
+//
+// Receive: a TPACKET_V3 ring mapped into the process. The kernel fills blocks of frames and hands
+// a whole block over when it is full or `block_timeout_ms` after its first frame, so a burst of
+// frames costs no system call at all; receive() copies one frame out of the ring per call and gives
+// the block back after its last frame. Outgoing frames are not looped back (PACKET_IGNORE_OUTGOING).
+// Transmit: frames are queued in a preallocated batch and sent with one sendmmsg() per batch (when
+// it is full, or on flush()), on a second socket with PACKET_QDISC_BYPASS (straight to the driver,
+// like a NIC queue owned by the stack) and PACKET_VNET_HDR (the kernel finishes TCP checksums,
+// virtio-net NEEDS_CSUM, as on the TAP). sendmmsg copies each frame into its skb, so a batch slot
+// is free again at once; a TX ring (PACKET_TX_RING) would save that copy, but its frames stay
+// shared with skbs whose lifetime veth and the receiver decide (not tried).
+//
+// With no MAC given the stack takes a random locally administered one and puts the interface in
+// promiscuous mode, so the kernel drops the stack's frames early (PACKET_OTHERHOST) instead of
+// routing them. Promiscuous mode is a socket membership: it ends when the device is closed, so
+// leaving needs no cleanup.
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/result.hpp"
+#include "stack/device.hpp"
+
+namespace weft::stack {
+
+class PacketDevice final : public Device {
+ public:
+  struct Options {
+    std::string ifname;
+    wire::MacAddr mac;  // zero: random, and the interface goes promiscuous
+    // Receive ring: block_count blocks of block_size bytes (a multiple of the page size). 64 x
+    // 64 KiB holds about 2,000 full-size frames; a block fills in ~0.3 ms at 2 Gb/s.
+    size_t block_size = 64 * 1024;
+    size_t block_count = 64;
+    unsigned block_timeout_ms = 1;  // a partly filled block goes to the stack after this long
+    size_t tx_batch = 64;           // frames per sendmmsg
+    bool qdisc_bypass = true;
+    bool tx_csum_offload = true;
+  };
+  static Result<std::unique_ptr<PacketDevice>> open(const Options& o);
+  ~PacketDevice() override;
+  PacketDevice(const PacketDevice&) = delete;
+  PacketDevice& operator=(const PacketDevice&) = delete;
+
+  Result<RxInfo> receive(wire::MutBytes buf) override;
+  Status transmit(wire::Bytes frame, const TxOffload& off) override;
+  void flush() override;
+  wire::MacAddr mac() const override { return mac_; }
+  size_t mtu() const override { return mtu_; }
+  bool tx_csum_offload() const override { return tx_csum_; }
+  int fd() const override { return rx_fd_; }
+  const std::string& name() const { return name_; }
+  bool promiscuous() const { return promisc_; }
+
+  struct Counters {
+    uint64_t rx_blocks = 0;     // ring blocks handed to the stack
+    uint64_t rx_truncated = 0;  // frames larger than the ring's frames (GSO super-frames), dropped
+    uint64_t tx_batches = 0;    // sendmmsg calls
+    uint64_t tx_dropped = 0;    // frames the kernel would not take (device queue full)
+  };
+  const Counters& counters() const { return counters_; }
+  // Frames the kernel dropped because the ring was full (PACKET_STATISTICS; reading resets it).
+  uint64_t take_ring_drops();
+
+ private:
+  PacketDevice() = default;
+  void release_block();
+
+  int rx_fd_ = -1;
+  int tx_fd_ = -1;
+  std::string name_;
+  size_t mtu_ = 1500;
+  wire::MacAddr mac_;
+  bool promisc_ = false;
+  bool tx_csum_ = false;
+  // Receive ring.
+  uint8_t* ring_ = nullptr;
+  size_t ring_len_ = 0;
+  size_t block_size_ = 0;
+  size_t block_count_ = 0;
+  size_t cur_block_ = 0;
+  uint8_t* pkt_ = nullptr;  // next frame in the current block; null when no block is held
+  uint32_t pkts_left_ = 0;
+  // Transmit batch: slot i holds a virtio_net_hdr then the frame.
+  size_t slot_size_ = 0;
+  size_t tx_batch_ = 0;
+  size_t tx_queued_ = 0;
+  std::vector<uint8_t> tx_buf_;
+  std::vector<iovec> tx_iov_;
+  std::vector<mmsghdr> tx_msgs_;
+  Counters counters_;
+};
+
+}  // namespace weft::stack
