@@ -433,12 +433,17 @@ void Connection::output() {
     return;
   }
   bool sent_any = false;
+  // pipe() walks the send log: taken once, then grown by the new data this loop sends (a
+  // retransmission makes it walk again).
+  uint32_t pipe_now = 0;
+  bool pipe_known = false;
   const bool may_send_data = state_ == State::established || state_ == State::close_wait ||
                              state_ == State::fin_wait_1 || state_ == State::closing ||
                              state_ == State::last_ack;
   while (may_send_data) {
     if (rack_on()) {  // segments deemed lost go first (RFC 6675 NextSeg rule 1 by RACK's marks)
       if (rack_send_lost()) {
+        pipe_known = false;
         sent_any = true;
         continue;
       }
@@ -480,7 +485,9 @@ void Connection::output() {
                                   : 0;
     uint32_t usable;
     if (rack_on()) {
-      const uint32_t p = pipe();
+      if (!pipe_known) pipe_now = pipe();
+      pipe_known = true;
+      const uint32_t p = pipe_now;
       usable = std::min(snd_wnd_ > inflight ? snd_wnd_ - inflight : 0, cwnd_ > p ? cwnd_ - p : 0);
     } else {
       const uint32_t wnd = std::min(snd_wnd_, cwnd_ + lt_allow);
@@ -497,6 +504,10 @@ void Connection::output() {
         break;  // Nagle: one small segment in flight at a time
       }
     }
+    if (seq_ge(snd_nxt_, snd_max_))
+      pipe_now += static_cast<uint32_t>(len) + (fin ? 1 : 0);  // a new record, in flight
+    else
+      pipe_known = false;  // go-back-N resends what the log already holds
     send_at_nxt(static_cast<uint32_t>(len), fin, len > 0 && len == avail);
     sent_any = true;
   }
@@ -1019,6 +1030,7 @@ void Connection::on_rtx_timeout() {
       if (retries_ >= 2) r.flags &= static_cast<uint8_t>(~SentSeg::kSacked);
       if (!r.has(SentSeg::kSacked))
         r.flags = static_cast<uint8_t>((r.flags | SentSeg::kLost) & ~SentSeg::kRetrans);
+      rack_maybe_lost_ = true;
     }
   } else {
     snd_nxt_ = snd_una_;  // go back: resend from the first unacknowledged byte

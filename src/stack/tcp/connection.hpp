@@ -309,7 +309,11 @@ class Connection {
   int retries_ = 0;
   int64_t tlp_deadline_;
   int64_t rack_deadline_;  // RACK's reordering timer (RFC 8985 6.2 step 5)
-  bool tlp_out_ = false;   // a probe was sent and no ACK has moved SND.UNA since
+  // Set when a record is marked lost, cleared when rack_send_lost finds none left to resend: the
+  // send loop then skips that scan of the whole log (and pipe()'s) for every segment, which made
+  // output quadratic in the segments in flight (4 MiB buffers: ~2,900 records per segment sent).
+  bool rack_maybe_lost_ = false;
+  bool tlp_out_ = false;  // a probe was sent and no ACK has moved SND.UNA since
   int64_t delack_deadline_;
   uint32_t segs_unacked_ = 0;  // full segments received since our last ACK
   bool ack_now_ = false;

@@ -139,6 +139,7 @@ uint32_t Connection::rack_detect_loss() {
     ++stats_.rack_lost;
     if (r.has(SentSeg::kRetrans)) ++stats_.lost_retransmits;
     r.flags = static_cast<uint8_t>((r.flags | SentSeg::kLost) & ~SentSeg::kRetrans);
+    rack_maybe_lost_ = true;
     newly += r.len();
   }
   if (wait > 0) rack_deadline_ = now + wait;
@@ -160,6 +161,7 @@ void Connection::rack_after_detect(uint32_t newly_lost) {
 // while cwnd - pipe >= 1 SMSS (or regardless: `force`, the fast retransmit); at most one MSS (the record is
 // split when it is larger).
 bool Connection::rack_send_lost(bool force) {
+  if (!rack_maybe_lost_) return false;
   const uint32_t p = force ? 0 : pipe();
   if (cwnd_ <= p || cwnd_ - p < smss_) return false;
   const uint32_t end = data_end();
@@ -181,6 +183,7 @@ bool Connection::rack_send_lost(bool force) {
     if (r.start == snd_una_) arm_rtx();
     return true;
   }
+  rack_maybe_lost_ = false;
   return false;
 }
 
