@@ -22,6 +22,10 @@ LOSSES=${3:-0 0.1 1 5 10}
 LIMIT=${4:-900}
 ROUNDS=${5:-1}
 WEFT_ARGS=${WEFT_ARGS:-}  # more options for both weft commands, e.g. "--buffer 1048576 --cc reno"
+# --no-tso: R's loss rule sees a TSO super-frame as one packet (it is cut after the forward hook),
+# so one drop would take up to 45 segments; the kernel senders here send single segments
+# (gso_max_segs 1), so weft does too and the loss counts segments for both.
+WEFT_ARGS="--no-tso $WEFT_ARGS"
 [[ $(id -u) == 0 ]] || { echo "needs root"; exit 1; }
 . "$(dirname "$0")/../lab/stack_netns.sh"  # R, K and the TAP's addresses; cleans up on exit
 stack_lab_init io

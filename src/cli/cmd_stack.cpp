@@ -49,6 +49,7 @@ struct Common {
   std::string kernel_ip;  // A.B.C.D/P to put on the kernel end (optional)
   std::string netns;      // move the kernel end into this namespace first (optional)
   bool no_vnet_hdr = false;
+  bool no_tso = false;  // TSO needs vnet headers (TAP) or PACKET_VNET_HDR (packet)
   bool nagle = false;
   // Each connection's send and receive buffer: 4 MiB, not the library's 256 KiB, as the kernel's
   // autotuned buffers reach MBs. Measured at 1 % loss (docs/BENCHMARKS.md, issue 13): before RACK
@@ -107,6 +108,7 @@ struct Session {
     cfg.tcp.congestion_control = c.cc == "reno" ? tcp::CcAlgorithm::reno : tcp::CcAlgorithm::cubic;
     cfg.tcp.sack = !c.no_sack;
     cfg.tcp.rack = !c.no_rack;
+    cfg.tso = !c.no_tso;
     if (c.device == "packet") return open_packet(c, cfg);
     auto d = TapDevice::open({c.tap, !c.no_vnet_hdr, 1500, {}});
     if (!d) return std::unexpected(d.error());
@@ -196,6 +198,8 @@ void add_common(CLI::App* sub, Common& c) {
   sub->add_option("--netns", c.netns, "move the kernel end into this network namespace first");
   sub->add_flag("--no-vnet-hdr", c.no_vnet_hdr,
                 "plain frames: the stack computes every checksum (tap or packet)");
+  sub->add_flag("--no-tso", c.no_tso,
+                "send one MSS per frame even where the device could cut super-segments (TSO/GSO)");
   sub->add_flag("--nagle", c.nagle, "turn Nagle's algorithm on (off by default, like TCP_NODELAY)");
   sub->add_option("-t,--time", c.seconds, "seconds to run");
 }

@@ -17,11 +17,21 @@ struct RxInfo {
 
 // Checksum offload on transmit (virtio-net NEEDS_CSUM): the device sums from csum_start to the end
 // and stores the result at csum_start + csum_offset, starting from the partial sum already there.
+// TSO (gso_size > 0, only where tso_max() says so): the frame is one TCP/IPv4 super-segment with
+// a partial checksum, to be cut into segments of gso_size payload bytes (virtio-net GSO_TCPV4:
+// the kernel's GSO numbers the IP IDs, fixes lengths and checksums, or hands the whole frame to a
+// local receiver as GRO would).
 struct TxOffload {
   bool needs_csum = false;
   uint16_t csum_start = 0;
   uint16_t csum_offset = 0;
+  uint16_t gso_size = 0;
+  uint16_t hdr_len = 0;  // Ethernet + IP + TCP headers of a super-segment
 };
+
+// The largest TCP payload of one super-segment: an IPv4 packet of at most 65535 bytes with a
+// 20-byte IP header and up to 60 bytes of TCP header.
+inline constexpr size_t kMaxTsoPayload = 65535 - 20 - 60;
 
 class Device {
  public:
@@ -33,7 +43,8 @@ class Device {
   virtual wire::MacAddr mac() const = 0;
   virtual size_t mtu() const = 0;  // IP packet size, without the Ethernet header
   virtual bool tx_csum_offload() const { return false; }
-  virtual int fd() const { return -1; }  // readable when frames wait, for epoll; -1 if none
+  virtual size_t tso_max() const { return 0; }  // TSO: the largest payload of a super-segment (0: none)
+  virtual int fd() const { return -1; }         // readable when frames wait, for epoll; -1 if none
 };
 
 }  // namespace weft::stack

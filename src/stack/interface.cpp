@@ -16,6 +16,11 @@ constexpr size_t kL2 = wire::kEthernetHeader;
 constexpr size_t kL3 = kL2 + wire::kIpv4Header;
 
 uint64_t or_random(uint64_t v) { return v != 0 ? v : random_u64(); }
+
+tcp::Config with_tso(tcp::Config c, const Device& dev, bool tso) {
+  c.tso_max = tso ? static_cast<uint32_t>(dev.tso_max()) : 0;
+  return c;
+}
 }  // namespace
 
 Interface::Interface(Device& dev, const Clock& clock, const IfaceConfig& cfg)
@@ -24,7 +29,8 @@ Interface::Interface(Device& dev, const Clock& clock, const IfaceConfig& cfg)
       cfg_(cfg),
       rx_(kL2 + wire::kIpv4MaxPacket + 64),
       tx_(kL2 + wire::kIpv4MaxPacket),
-      tcp_(cfg.tcp, clock, *this, or_random(cfg.secret0 | cfg.secret1 ? cfg.secret0 : 0),
+      tcp_(with_tso(cfg.tcp, dev, cfg.tso), clock, *this,
+           or_random(cfg.secret0 | cfg.secret1 ? cfg.secret0 : 0),
            or_random(cfg.secret0 | cfg.secret1 ? cfg.secret1 : 0)) {
   for (auto& p : parked_) p.frame.resize(kL2 + dev.mtu());
 }
@@ -304,6 +310,31 @@ void Interface::send_segment(const tcp::FourTuple& t, const wire::TcpHeader& h, 
   send_ipv4(t.remote_ip, wire::kIpv4Header + hlen + plen, off);
 }
 
+void Interface::send_super_segment(const tcp::FourTuple& t, const wire::TcpHeader& h, wire::Bytes p1,
+                                   wire::Bytes p2, uint32_t seg_size) {
+  const size_t hlen = wire::tcp_header_len(h);
+  const size_t plen = p1.size() + p2.size();
+  if (dev_.tso_max() < plen || kL3 + hlen + plen > tx_.size()) {  // the device cannot: cut it here
+    SegmentSink::send_super_segment(t, h, p1, p2, seg_size);
+    return;
+  }
+  uint8_t* l4 = tx_.data() + kL3;
+  if (!p1.empty()) std::memcpy(l4 + hlen, p1.data(), p1.size());
+  if (!p2.empty()) std::memcpy(l4 + hlen + p1.size(), p2.data(), p2.size());
+  // The pseudo-header sum over the whole length: the kernel's GSO adjusts it for each segment.
+  wire::emit_tcp(wire::MutBytes(l4, hlen + plen), h, t.local_ip, t.remote_ip, plen, wire::Csum::partial);
+  wire::Ipv4Emit ip;
+  ip.src = t.local_ip;
+  ip.dst = t.remote_ip;
+  ip.protocol = wire::ipproto::tcp;
+  ip.ident = ident_;
+  ident_ = static_cast<uint16_t>(ident_ + (plen + seg_size - 1) / seg_size);  // GSO numbers the segments
+  wire::emit_ipv4(wire::MutBytes(tx_).subspan(kL2), ip, hlen + plen);
+  TxOffload off{true, static_cast<uint16_t>(kL3), 16, static_cast<uint16_t>(seg_size),
+                static_cast<uint16_t>(kL3 + hlen)};
+  send_ipv4(t.remote_ip, wire::kIpv4Header + hlen + plen, off);
+}
+
 void Interface::send_ipv4(wire::Ipv4Addr dst, size_t ip_len, const TxOffload& off) {
   wire::Ipv4Addr hop;
   if (!next_hop(dst, hop)) {
@@ -322,7 +353,14 @@ void Interface::send_ipv4(wire::Ipv4Addr dst, size_t ip_len, const TxOffload& of
       }
       if (p.since < slot->since) slot = &p;
     }
-    if (slot->used) ++stats_.parked_dropped;
+    if (slot->used || kL2 + ip_len > slot->frame.size()) {
+      ++stats_.parked_dropped;  // (a TSO super-frame does not fit a slot: TCP sends it again)
+      if (kL2 + ip_len > slot->frame.size()) {
+        if (arp_.may_request(hop, now))
+          send_arp(wire::ArpOp::request, wire::MacAddr::broadcast(), hop, wire::MacAddr{});
+        return;
+      }
+    }
     slot->used = true;
     slot->hop = hop;
     slot->since = now;

@@ -25,6 +25,7 @@ struct IfaceConfig {
   wire::Ipv4Addr gateway;  // unspecified: only the local subnet is reachable
   tcp::Config tcp;
   uint64_t secret0 = 0, secret1 = 0;  // ISN secret; 0 and 0 take one from the kernel
+  bool tso = true;  // hand TCP super-segments to a device that can cut them (Device::tso_max)
 };
 
 struct IfaceStats {
@@ -87,6 +88,8 @@ class Interface final : public tcp::SegmentSink {
 
   void send_segment(const tcp::FourTuple& t, const wire::TcpHeader& h, wire::Bytes p1,
                     wire::Bytes p2) override;
+  void send_super_segment(const tcp::FourTuple& t, const wire::TcpHeader& h, wire::Bytes p1, wire::Bytes p2,
+                          uint32_t seg_size) override;
 
  private:
   struct Parked {

@@ -27,6 +27,7 @@ struct VirtioNetHdr {
 };
 static_assert(sizeof(VirtioNetHdr) == 10);
 constexpr uint8_t kNeedsCsum = 1;  // VIRTIO_NET_HDR_F_NEEDS_CSUM
+constexpr uint8_t kGsoTcpv4 = 1;   // VIRTIO_NET_HDR_GSO_TCPV4
 constexpr size_t kSllOffset = TPACKET_ALIGN(sizeof(tpacket3_hdr));
 
 int set_int(int fd, int opt, int v) { return setsockopt(fd, SOL_PACKET, opt, &v, sizeof v); }
@@ -181,17 +182,36 @@ Result<RxInfo> PacketDevice::receive(wire::MutBytes buf) {
 
 Status PacketDevice::transmit(wire::Bytes frame, const TxOffload& off) {
   const size_t hdr = tx_csum_ ? sizeof(VirtioNetHdr) : 0;
-  if (frame.size() + hdr > slot_size_) return fail("packet: a {}-byte frame exceeds the MTU", frame.size());
-  uint8_t* slot = tx_buf_.data() + tx_queued_ * slot_size_;
-  if (tx_csum_) {
-    VirtioNetHdr h{};
-    if (off.needs_csum) {
-      h.flags = kNeedsCsum;
-      h.csum_start = off.csum_start;
-      h.csum_offset = off.csum_offset;
-    }
-    std::memcpy(slot, &h, sizeof h);
+  VirtioNetHdr h{};
+  if (off.needs_csum) {
+    h.flags = kNeedsCsum;
+    h.csum_start = off.csum_start;
+    h.csum_offset = off.csum_offset;
   }
+  if (off.gso_size > 0) {
+    h.gso_type = kGsoTcpv4;
+    h.gso_size = off.gso_size;
+    h.hdr_len = off.hdr_len;
+  }
+  if (frame.size() + hdr > slot_size_) {
+    // A TSO super-frame: sent on its own, straight from the caller's buffer (after what is queued,
+    // to keep the order).
+    if (off.gso_size == 0 || !tx_csum_) return fail("packet: a {}-byte frame exceeds the MTU", frame.size());
+    flush();
+    iovec iov[2] = {{&h, sizeof h}, {const_cast<uint8_t*>(frame.data()), frame.size()}};
+    msghdr m{};
+    m.msg_iov = iov;
+    m.msg_iovlen = 2;
+    ++counters_.tx_batches;
+    while (sendmsg(tx_fd_, &m, MSG_DONTWAIT) < 0) {
+      if (errno == EINTR) continue;
+      ++counters_.tx_dropped;
+      break;
+    }
+    return {};
+  }
+  uint8_t* slot = tx_buf_.data() + tx_queued_ * slot_size_;
+  if (tx_csum_) std::memcpy(slot, &h, sizeof h);
   std::memcpy(slot + hdr, frame.data(), frame.size());
   tx_iov_[tx_queued_] = {slot, hdr + frame.size()};
   if (++tx_queued_ == tx_batch_) flush();

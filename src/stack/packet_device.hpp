@@ -54,6 +54,7 @@ class PacketDevice final : public Device {
   wire::MacAddr mac() const override { return mac_; }
   size_t mtu() const override { return mtu_; }
   bool tx_csum_offload() const override { return tx_csum_; }
+  size_t tso_max() const override { return tx_csum_ ? kMaxTsoPayload : 0; }
   int fd() const override { return rx_fd_; }
   const std::string& name() const { return name_; }
   bool promiscuous() const { return promisc_; }

@@ -29,6 +29,7 @@ static_assert(sizeof(VirtioNetHdr) == 10);
 constexpr uint8_t VIRTIO_NET_HDR_F_NEEDS_CSUM = 1;
 constexpr uint8_t VIRTIO_NET_HDR_F_DATA_VALID = 2;
 constexpr uint8_t VIRTIO_NET_HDR_GSO_NONE = 0;
+constexpr uint8_t VIRTIO_NET_HDR_GSO_TCPV4 = 1;
 }  // namespace
 
 Result<std::unique_ptr<TapDevice>> TapDevice::open(const Options& o) {
@@ -98,6 +99,11 @@ Status TapDevice::transmit(wire::Bytes frame, const TxOffload& off) {
     h.csum_offset = off.csum_offset;
   }
   h.gso_type = VIRTIO_NET_HDR_GSO_NONE;
+  if (off.gso_size > 0) {  // tun accepts GSO frames from user space whatever TUNSETOFFLOAD says
+    h.gso_type = VIRTIO_NET_HDR_GSO_TCPV4;
+    h.gso_size = off.gso_size;
+    h.hdr_len = off.hdr_len;
+  }
   iovec iov[2] = {{&h, sizeof h}, {const_cast<uint8_t*>(frame.data()), frame.size()}};
   const int first = vnet_hdr_ ? 0 : 1;
   for (;;) {

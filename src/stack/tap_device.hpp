@@ -31,6 +31,7 @@ class TapDevice final : public Device {
   wire::MacAddr mac() const override { return mac_; }
   size_t mtu() const override { return mtu_; }
   bool tx_csum_offload() const override { return vnet_hdr_; }
+  size_t tso_max() const override { return vnet_hdr_ ? kMaxTsoPayload : 0; }
   int fd() const override { return fd_; }
   const std::string& name() const { return name_; }
 

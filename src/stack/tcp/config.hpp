@@ -22,6 +22,11 @@ struct Config {
   uint32_t initial_cwnd_segments = 10;  // RFC 6928
   bool tail_loss_probe = true;          // RFC 8985 7 (TLP): resend the tail at ~2 SRTT
   bool rack = true;  // RFC 8985 RACK loss detection (with SACK): by send times, not DupThresh
+  // TSO: > 0 lets one segment of new data carry up to this many bytes (whole MSS pieces), which
+  // the sink cuts into MSS-sized segments (SegmentSink::send_super_segment; a TAP or AF_PACKET
+  // device hands that to the kernel's GSO). Slow start then counts every byte an ACK covers, as
+  // Linux does: the peer ACKs a super-segment at once. 0 (the default): one MSS per segment.
+  uint32_t tso_max = 0;
   RtoEstimator::Config rto;
   int syn_retries = 6;              // Linux tcp_syn_retries
   int max_retransmits = 15;         // Linux tcp_retries2: then the connection times out

@@ -204,10 +204,29 @@ void Connection::send_range(uint32_t seq, uint32_t len, bool fin, bool push) {
     rtt_seq_ = seq;
     rtt_start_ns_ = clock_.now_ns();
   }
-  emit(h, p1, p2);
+  const uint32_t mss = mss_now();
+  emit(h, p1, p2, len > mss ? mss : 0);
 }
 
-void Connection::emit(wire::TcpHeader& h, wire::Bytes p1, wire::Bytes p2) {
+void SegmentSink::send_super_segment(const FourTuple& t, const wire::TcpHeader& h, wire::Bytes p1,
+                                     wire::Bytes p2, uint32_t seg_size) {
+  const size_t total = p1.size() + p2.size();
+  for (size_t off = 0; off < total;) {
+    const size_t n = std::min<size_t>(seg_size, total - off);
+    const bool last = off + n == total;
+    wire::TcpHeader piece = h;
+    piece.seq = h.seq + static_cast<uint32_t>(off);
+    if (!last) piece.flags &= static_cast<uint8_t>(~(wire::tcpflag::psh | wire::tcpflag::fin));
+    // The piece as a slice of p1 then p2.
+    const size_t a = off < p1.size() ? std::min(n, p1.size() - off) : 0;
+    const wire::Bytes q1 = a > 0 ? p1.subspan(off, a) : p2.subspan(off - p1.size(), n);
+    const wire::Bytes q2 = a > 0 && a < n ? p2.subspan(0, n - a) : wire::Bytes{};
+    send_segment(t, piece, q1, q2);
+    off += n;
+  }
+}
+
+void Connection::emit(wire::TcpHeader& h, wire::Bytes p1, wire::Bytes p2, uint32_t seg_size) {
   h.src_port = tuple_.local_port;
   h.dst_port = tuple_.remote_port;
   if (h.flags & ack) {
@@ -216,6 +235,12 @@ void Connection::emit(wire::TcpHeader& h, wire::Bytes p1, wire::Bytes p2) {
     delack_deadline_ = kNever;
     segs_unacked_ = 0;
     ack_now_ = false;
+  }
+  const size_t len = p1.size() + p2.size();
+  if (seg_size > 0 && len > seg_size) {
+    stats_.segments_out += (len + seg_size - 1) / seg_size;
+    sink_.send_super_segment(tuple_, h, p1, p2, seg_size);
+    return;
   }
   ++stats_.segments_out;
   sink_.send_segment(tuple_, h, p1, p2);
@@ -494,7 +519,12 @@ void Connection::output() {
       usable = wnd > inflight ? wnd - inflight : 0;
     }
     const uint32_t mss = mss_now();
-    const size_t len = std::min<size_t>({avail, mss, usable, sack_cap});
+    // TSO: new data may go as one super-segment of whole MSS pieces (a partial piece only at the
+    // end of the data, so sender SWS avoidance holds); retransmissions stay one MSS.
+    const uint32_t cap =
+        cfg_.tso_max >= 2 * mss && seq_ge(snd_nxt_, snd_max_) ? cfg_.tso_max / mss * mss : mss;
+    size_t len = std::min<size_t>({avail, cap, usable, sack_cap});
+    if (len > mss && len < avail) len = len / mss * mss;
     const bool fin = fin_queued_ && len == avail;
     if (len == 0 && !fin) break;
     if (len < mss && !fin && len != sack_cap) {
@@ -877,7 +907,9 @@ void Connection::on_new_ack(uint32_t a, uint32_t acked) {
   } else {
     dupacks_ = 0;
     if (cwnd_ < ssthresh_) {
-      cwnd_ += std::min(acked, smss_);  // slow start (RFC 5681 eq. 2)
+      // Slow start (RFC 5681 eq. 2, at most one SMSS per ACK); with TSO every byte ACKed counts,
+      // as in Linux, since the peer ACKs each super-segment once.
+      cwnd_ += cfg_.tso_max > 0 ? acked : std::min(acked, smss_);
     } else {
       cwnd_ = cc_.on_ack(cwnd_, acked, smss_, clock_.now_ns(), rto_.srtt_ns());
     }

@@ -61,6 +61,11 @@ class SegmentSink {
   virtual ~SegmentSink() = default;
   // The payload is p1 followed by p2; both stay valid only during the call.
   virtual void send_segment(const FourTuple& t, const wire::TcpHeader& h, wire::Bytes p1, wire::Bytes p2) = 0;
+  // TSO (Config::tso_max): a segment whose payload exceeds `seg_size`, to go out as segments of
+  // `seg_size` bytes, each with this header, the sequence number advanced, PSH and FIN only on the
+  // last. This default cuts it here and calls send_segment for each piece.
+  virtual void send_super_segment(const FourTuple& t, const wire::TcpHeader& h, wire::Bytes p1,
+                                  wire::Bytes p2, uint32_t seg_size);
 };
 
 class Connection;
@@ -187,7 +192,8 @@ class Connection {
   void send_ack();
   void send_rst(uint32_t seq);
   void send_probe();  // zero window probe / keepalive: ack-eliciting, no data
-  void emit(wire::TcpHeader& h, wire::Bytes p1, wire::Bytes p2);
+  // seg_size > 0: the payload may be a TSO super-segment of pieces that size.
+  void emit(wire::TcpHeader& h, wire::Bytes p1, wire::Bytes p2, uint32_t seg_size = 0);
   // The payload a segment may carry now: smss_ less the SACK blocks it will carry.
   uint32_t mss_now() const;
   // Sends [seq, seq + len) of the send ring (plus the FIN when it reaches the end and one was
