@@ -590,13 +590,18 @@ uint32_t Connection::lost_below() const {
 // RFC 6675 SetPipe(): un-SACKed bytes not deemed lost, plus those retransmitted (below HighRxt).
 uint32_t Connection::pipe() const {
   if (rack_on()) {  // Linux's packets_in_flight in bytes: out - SACKed - lost + retransmitted
+    // The records cover [SND.UNA, SND.MAX) without gaps: with no marks that is the sum.
+    if (!rack_any_marked_) return snd_max_ - snd_una_;
     uint32_t p = 0;
+    bool marked = false;
     for (size_t i = 0; i < sent_.size(); ++i) {
       const SentSeg& r = sent_[i];
+      marked = marked || r.has(SentSeg::kSacked | SentSeg::kLost | SentSeg::kRetrans);
       if (r.has(SentSeg::kSacked)) continue;
       if (!r.has(SentSeg::kLost)) p += r.len();
       if (r.has(SentSeg::kRetrans)) p += r.len();
     }
+    rack_any_marked_ = marked;
     return p;
   }
   const uint32_t lost = lost_below();
@@ -1060,9 +1065,10 @@ void Connection::on_rtx_timeout() {
     for (size_t i = 0; i < sent_.size(); ++i) {
       SentSeg& r = sent_[i];
       if (retries_ >= 2) r.flags &= static_cast<uint8_t>(~SentSeg::kSacked);
-      if (!r.has(SentSeg::kSacked))
+      if (!r.has(SentSeg::kSacked)) {
         r.flags = static_cast<uint8_t>((r.flags | SentSeg::kLost) & ~SentSeg::kRetrans);
-      rack_maybe_lost_ = true;
+        rack_maybe_lost_ = rack_any_lost_ = rack_any_marked_ = true;
+      }
     }
   } else {
     snd_nxt_ = snd_una_;  // go back: resend from the first unacknowledged byte

@@ -319,6 +319,10 @@ class Connection {
   // send loop then skips that scan of the whole log (and pipe()'s) for every segment, which made
   // output quadratic in the segments in flight (4 MiB buffers: ~2,900 records per segment sent).
   bool rack_maybe_lost_ = false;
+  // Likewise for any record marked lost at all (rack_after_detect's question), and for any
+  // record with a mark (SACKed, lost, resent): without one pipe() is simply SND.MAX - SND.UNA.
+  bool rack_any_lost_ = false;
+  mutable bool rack_any_marked_ = false;
   bool tlp_out_ = false;  // a probe was sent and no ACK has moved SND.UNA since
   int64_t delack_deadline_;
   uint32_t segs_unacked_ = 0;  // full segments received since our last ACK

@@ -32,6 +32,7 @@ void Connection::rack_log_send(uint32_t seq, uint32_t end) {
       SentSeg& r = sent_[i];
       r.xmit_ns = now;
       r.flags |= SentSeg::kRetrans | SentSeg::kEverRetrans;
+      rack_any_marked_ = true;
     }
   }
   if (seq_gt(end, snd_max_)) sent_.append(seq_max(seq, snd_max_), end, now);
@@ -91,6 +92,7 @@ void Connection::rack_on_ack(const wire::TcpOptions& o, uint32_t ack) {
       SentSeg& r = sent_[i];
       if (r.has(SentSeg::kSacked) || seq_lt(r.start, left)) continue;
       r.flags |= SentSeg::kSacked;
+      rack_any_marked_ = true;
       deliver(r);
     }
   }
@@ -124,13 +126,17 @@ uint32_t Connection::rack_detect_loss() {
   rack_deadline_ = kNever;
   if (rack_xmit_ns_ < 0 || sent_.empty()) return 0;
   const int64_t now = clock_.now_ns();
-  const int64_t reo = rack_reo_wnd();
+  int64_t reo = -1;  // rack_reo_wnd() walks the log too: only when a candidate is found
   int64_t wait = 0;
   uint32_t newly = 0;
   for (size_t i = 0; i < sent_.size(); ++i) {
     SentSeg& r = sent_[i];
+    // Records are in sequence order and first sent in that order, and a resend only makes a
+    // record later: past a never-resent record sent after RACK.xmit_ts none was sent before it.
+    if (!r.has(SentSeg::kEverRetrans) && !sent_after(rack_xmit_ns_, rack_end_, r.xmit_ns, r.end)) break;
     if (r.has(SentSeg::kSacked) || (r.has(SentSeg::kLost) && !r.has(SentSeg::kRetrans))) continue;
     if (!sent_after(rack_xmit_ns_, rack_end_, r.xmit_ns, r.end)) continue;
+    if (reo < 0) reo = rack_reo_wnd();
     const int64_t remaining = r.xmit_ns + rack_rtt_ns_ + reo - now;
     if (remaining > 0) {
       wait = std::max(wait, remaining);
@@ -139,7 +145,7 @@ uint32_t Connection::rack_detect_loss() {
     ++stats_.rack_lost;
     if (r.has(SentSeg::kRetrans)) ++stats_.lost_retransmits;
     r.flags = static_cast<uint8_t>((r.flags | SentSeg::kLost) & ~SentSeg::kRetrans);
-    rack_maybe_lost_ = true;
+    rack_maybe_lost_ = rack_any_lost_ = rack_any_marked_ = true;
     newly += r.len();
   }
   if (wait > 0) rack_deadline_ = now + wait;
@@ -152,8 +158,13 @@ uint32_t Connection::rack_detect_loss() {
 void Connection::rack_after_detect(uint32_t newly_lost) {
   if (in_recovery_ || snd_max_ == snd_una_ || !seq_ge(snd_una_, recover_)) return;
   bool lost = newly_lost > 0;
-  for (size_t i = 0; i < sent_.size() && !lost; ++i)
+  if (!lost && !rack_any_lost_) return;
+  bool any_lost = false;
+  for (size_t i = 0; i < sent_.size() && !lost; ++i) {
+    any_lost = any_lost || sent_[i].has(SentSeg::kLost);
     lost = sent_[i].has(SentSeg::kLost) && !sent_[i].has(SentSeg::kSacked);
+  }
+  if (!lost && !any_lost) rack_any_lost_ = false;
   if (lost) enter_recovery();
 }
 
