@@ -1,67 +1,129 @@
 #!/usr/bin/env bash
-# Rough single-stream throughput, weft's stack vs the Linux kernel's TCP, interleaved (root).
-# Both send to the same kernel discard server (Python, 1 MiB recv) in namespace B:
-#   kernel: a Python client (sendall of 1 MiB buffers) in namespace A over a veth pair, MTU 1500;
-#   stack:  `weft stack connect` on a TAP (vnet_hdr, transmit checksum offload) whose kernel end is in B.
-# Offloads on the veth are left at their defaults (no ethtool on this host), so the kernel side
-# has TSO/GSO/GRO and the stack (no TSO yet) has per-1448-byte frames: expect the ratio to be low.
+# Single-stream throughput and CPU per GB, weft's user-space stack vs the Linux kernel's TCP, with
+# offloads off and on, interleaved in rounds (root). Every sender streams for SECS seconds into the
+# same kernel discard server (Python, 1 MiB recv_into, one thread per connection) in namespace B:
+#   kernel, offloads on:  a Python sendall client in namespace A, veth A<->B at its defaults
+#                         (tx checksum, SG, TSO, GSO on);
+#   kernel, offloads off: the same client in namespace C, veth C<->B with tx/sg/tso/gso/gro off
+#                         on both ends (lab/offloads.py: the ethtool -K ioctls);
+#   weft tap [--no-vnet-hdr]:    `weft stack connect` on a TAP whose kernel end is in B; with
+#                         IFF_VNET_HDR the kernel finishes the TCP checksums (weft's only offload:
+#                         it has no TSO), without it weft computes them;
+#   weft packet [--no-vnet-hdr]: `weft stack connect --device packet` in namespace P on a veth P<->B
+#                         (AF_PACKET: TPACKET_V3 receive ring, sendmmsg batches, PACKET_VNET_HDR).
+# "offloads on" compares kernel-on with weft's checksum-offloaded runs, "offloads off" kernel-off
+# with weft's --no-vnet-hdr runs; the ratio is taken within each round, then the median over rounds.
+# CPU: the sender's user+system seconds (/usr/bin/time, the whole process, so weft's TAP set-up and
+# the Python client's start-up are in it: a few tens of ms) plus the receiving thread's
+# (RUSAGE_THREAD), per GB received. Softirq work done in ksoftirqd is in neither; most of it runs
+# in the sender's system calls on this path (veth and tun hand frames to the receiver inline).
 # Usage: bench/stack_vs_kernel.sh build/weft [rounds=5] [seconds=3]
 set -euo pipefail
-WEFT=${1:?usage: $0 path/to/weft [rounds] [seconds]}
+WEFT=$(realpath "${1:?usage: $0 path/to/weft [rounds] [seconds]}")
 ROUNDS=${2:-5}
 SECS=${3:-3}
-A=wsb-a-$$ B=wsb-b-$$
+HERE=$(cd "$(dirname "$0")" && pwd)
+A=wsb-a-$$ B=wsb-b-$$ C=wsb-c-$$ P=wsb-p-$$
+OUT=/tmp/wsb-$$
+mkdir -p "$OUT"
 cleanup() {
-  for ns in "$A" "$B"; do
+  for ns in "$A" "$B" "$C" "$P"; do
     for p in $(ip netns pids "$ns" 2>/dev/null); do kill "$p" 2>/dev/null || true; done
     ip netns del "$ns" 2>/dev/null || true
   done
+  rm -rf "$OUT"
 }
 trap cleanup EXIT
-ip netns add "$A"; ip netns add "$B"
-ip link add wsbva netns "$A" type veth peer name wsbvb netns "$B"
-ip -n "$A" addr add 10.251.1.1/24 dev wsbva; ip -n "$A" link set wsbva up
-ip -n "$B" addr add 10.251.1.2/24 dev wsbvb; ip -n "$B" link set wsbvb up
+for ns in "$A" "$B" "$C" "$P"; do ip netns add "$ns"; ip -n "$ns" link set lo up; done
+pair() {  # NS_LEFT IF_LEFT IF_B NET: veth NS_LEFT<->B, NET.1 on the left end unless NS is P, NET.2 in B
+  ip link add "$2" netns "$1" type veth peer name "$3" netns "$B"
+  [[ $1 == "$P" ]] || ip -n "$1" addr add "$4.1/24" dev "$2"
+  ip -n "$B" addr add "$4.2/24" dev "$3"
+  ip -n "$1" link set "$2" up; ip -n "$B" link set "$3" up
+}
+pair "$A" wsba wsbb1 10.251.1
+pair "$C" wsbc wsbb2 10.254.1
+pair "$P" wsbp wsbb3 10.253.1
+ip netns exec "$P" sysctl -qw net.ipv6.conf.wsbp.disable_ipv6=1
+echo "offloads (kernel, on):  $(ip netns exec "$A" python3 "$HERE/../lab/offloads.py" wsba) / $(ip netns exec "$B" python3 "$HERE/../lab/offloads.py" wsbb1)"
+echo "offloads (kernel, off): $(ip netns exec "$C" python3 "$HERE/../lab/offloads.py" wsbc off) / $(ip netns exec "$B" python3 "$HERE/../lab/offloads.py" wsbb2 off)"
 ip netns exec "$B" python3 -c '
-import socket, threading, time, sys
+import socket, threading, time, resource
 ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); ls.bind(("0.0.0.0", 9000)); ls.listen(8)
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_THREAD); return r.ru_utime + r.ru_stime
 def serve(c, a):
-    n = 0; t0 = time.time(); buf = bytearray(1 << 20)
+    n = 0; t0 = time.time(); c0 = cpu(); buf = bytearray(1 << 20)
     while True:
         k = c.recv_into(buf)
         if not k: break
         n += k
     dt = time.time() - t0
-    print("%s %d %.3f %.3f" % (a[0], n, dt, n * 8 / dt / 1e9), flush=True)
+    print("%s %d %.3f %.3f" % (a[0], n, dt, cpu() - c0), flush=True)
+    c.close()  # the FIN back: the client may finish at once
 while True:
-    c, a = ls.accept(); threading.Thread(target=serve, args=(c, a), daemon=True).start()
-' > /tmp/wsb-server.$$ &
+    threading.Thread(target=serve, args=ls.accept(), daemon=True).start()
+' >"$OUT/server" &
 sleep 0.5
 KCLIENT='
 import socket, sys, time
-s = socket.create_connection(("10.251.1.2", 9000)); b = bytes(1 << 20); end = time.time() + float(sys.argv[1])
+s = socket.create_connection((sys.argv[1], 9000)); b = bytes(1 << 20); end = time.time() + float(sys.argv[2])
 while time.time() < end: s.sendall(b)
 s.close()'
-echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
+TIME=(/usr/bin/time -f "%U %S" -o "$OUT/cpu")
+lines=0
+record() {  # LABEL ROUND: waits for the server's line of the run that just ended
+  for _ in $(seq 100); do (($(wc -l <"$OUT/server") > lines)) && break; sleep 0.05; done
+  if (($(wc -l <"$OUT/server") == lines)); then echo "round $2: $1 reached no server (left out)"; return; fi
+  lines=$(wc -l <"$OUT/server")
+  echo "$1 $2 $(tail -1 "$OUT/server") $(tail -1 "$OUT/cpu")" >>"$OUT/runs"
+}
+weft_tap() {  # ROUND [options]
+  local r=$1; shift
+  "${TIME[@]}" "$WEFT" stack connect 10.252.1.1 --port 9000 -t "$SECS" --json --tap wsbt0 --ip 10.252.1.2/24 \
+    --kernel-ip 10.252.1.1/24 --netns "$B" "$@" 2>/dev/null >"$OUT/json" || true
+}
+weft_packet() {  # ROUND [options]
+  local r=$1; shift
+  ip netns exec "$P" "${TIME[@]}" "$WEFT" stack connect 10.253.1.2 --port 9000 -t "$SECS" --json --device packet \
+    --ifname wsbp --ip 10.253.1.1/24 "$@" 2>/dev/null >"$OUT/json" || true
+}
+echo "# $(date -u +%FT%TZ), $ROUNDS rounds of ${SECS} s, load $(cut -d' ' -f1-3 /proc/loadavg)"
+: >"$OUT/runs"
 for r in $(seq "$ROUNDS"); do
-  ip netns exec "$A" python3 -c "$KCLIENT" "$SECS"
-  sleep 0.3
-  "$WEFT" stack connect 10.252.1.1 --port 9000 -t "$SECS" --json --tap wsbt0 --ip 10.252.1.2/24 \
-    --kernel-ip 10.252.1.1/24 --netns "$B" 2>/dev/null > /tmp/wsb-stack.$$ || true
-  sleep 0.3
+  ip netns exec "$A" "${TIME[@]}" python3 -c "$KCLIENT" 10.251.1.2 "$SECS"; record kernel_on "$r"
+  ip netns exec "$C" "${TIME[@]}" python3 -c "$KCLIENT" 10.254.1.2 "$SECS"; record kernel_off "$r"
+  weft_tap "$r"; record tap_on "$r"
+  weft_tap "$r" --no-vnet-hdr; record tap_off "$r"
+  weft_packet "$r"; record packet_on "$r"
+  weft_packet "$r" --no-vnet-hdr; record packet_off "$r"
 done
-echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
-python3 - /tmp/wsb-server.$$ <<'PY'
-import sys, statistics
-k, s = [], []
+echo "# load at the end $(cut -d' ' -f1-3 /proc/loadavg)"
+python3 - "$OUT/runs" <<'PY'
+import sys, statistics as st
+runs = {}
 for line in open(sys.argv[1]):
-    src, n, dt, gbps = line.split()
-    (k if src.startswith("10.251.") else s).append(float(gbps))
-print("kernel Gb/s per round:", " ".join("%.3f" % x for x in k))
-print("stack  Gb/s per round:", " ".join("%.3f" % x for x in s))
-if k and s:
-    ratios = [a / b for a, b in zip(s, k)]
-    print("median kernel %.3f Gb/s, median stack %.3f Gb/s, median per-round ratio stack/kernel %.3f (min %.3f max %.3f)"
-          % (statistics.median(k), statistics.median(s), statistics.median(ratios), min(ratios), max(ratios)))
+    label, rnd, src, n, dt, srv_cpu, cu, cs = line.split()
+    n, dt = int(n), float(dt)
+    runs[(label, int(rnd))] = (n * 8 / dt / 1e9, (float(srv_cpu) + float(cu) + float(cs)) / (n / 1e9) if n else float("nan"),
+                               float(cu) + float(cs), float(srv_cpu))
+rounds = sorted({r for _, r in runs})
+labels = ["kernel_on", "kernel_off", "tap_on", "tap_off", "packet_on", "packet_off"]
+med = lambda xs: st.median(xs) if xs else float("nan")
+print("| sender | Gb/s per round | median Gb/s | CPU s/GB per round (sender + receiver) | median CPU s/GB |")
+print("|---|---|---|---|---|")
+for l in labels:
+    g = [runs[(l, r)][0] for r in rounds if (l, r) in runs]
+    c = [runs[(l, r)][1] for r in rounds if (l, r) in runs]
+    print("| %s | %s | %.3f | %s | %.2f |" % (l, " ".join("%.2f" % x for x in g), med(g), " ".join("%.2f" % x for x in c), med(c)))
+print()
+print("| weft / kernel | offloads | throughput ratio per round | median | min | max | CPU/GB ratio (median of rounds) |")
+print("|---|---|---|---|---|---|---|")
+for dev in ("tap", "packet"):
+    for mode in ("off", "on"):
+        k, w = "kernel_" + mode, dev + "_" + mode
+        rs = [runs[(w, r)][0] / runs[(k, r)][0] for r in rounds if (w, r) in runs and (k, r) in runs and runs[(k, r)][0] > 0]
+        cs = [runs[(w, r)][1] / runs[(k, r)][1] for r in rounds if (w, r) in runs and (k, r) in runs]
+        if rs:
+            print("| %s | %s | %s | %.2f | %.2f | %.2f | %.2f |" % (dev, mode, " ".join("%.2f" % x for x in rs), med(rs), min(rs), max(rs), med(cs)))
 PY
-rm -f /tmp/wsb-server.$$ /tmp/wsb-stack.$$
