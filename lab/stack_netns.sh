@@ -9,7 +9,8 @@
 #   stack_lab_init TAG             R, K, TAP, N1, N2, STACK_IP, GW_IP, KERN_IP; EXIT trap cleans up
 #   stack_lab_add_peer NS NET IP   another namespace NS behind its own veth to R, IP on NET.0/24
 #   stack_lab_add_packet_link NS   instead of the TAP: namespace NS holding a veth end PKT_IF (up, no
-#                                  kernel address) for `weft stack --device packet`; R's end has GW_IP
+#                                  kernel address) for `weft stack --device packet|dpdk`; R's end
+#                                  PKT_PEER has GW_IP
 #   stack_lab_set_loss PCT IP...   drop PCT % of forwarded frames from and to each IP (0: none)
 #   stack_lab_drops                frames the loss rules dropped since the last set_loss
 #   nsx CMD... / rx CMD...         run in K / in R
@@ -64,7 +65,7 @@ stack_lab_add_peer() {  # NS NET IP
 
 stack_lab_add_packet_link() {  # NS: the stack runs in NS (ip netns exec NS weft stack --device packet)
   local ns=$1 vr=wstq$((RANDOM % 10000))
-  PKT_IF=wstk$((RANDOM % 10000))
+  PKT_IF=wstk$((RANDOM % 10000)) PKT_PEER=$vr
   ip netns add "$ns"
   stack_lab_namespaces+=("$ns")
   ip -n "$ns" link set lo up

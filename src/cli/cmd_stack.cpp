@@ -31,6 +31,9 @@
 #include "stack/interface.hpp"
 #include "stack/packet_device.hpp"
 #include "stack/socket.hpp"
+#ifdef WEFT_HAVE_DPDK
+#include "stack/dpdk_device.hpp"
+#endif
 #include "stack/tap_device.hpp"
 
 namespace {
@@ -43,6 +46,7 @@ std::atomic<bool> g_stop{false};
 struct Common {
   std::string device = "tap";  // tap or packet
   std::string ifname;          // --device packet: the interface to take
+  std::string dpdk_vdev;       // --device dpdk: EAL --vdev, e.g. net_af_packet0,iface=veth1
   std::string tap = "weft0";
   std::string ip;         // A.B.C.D/P for the stack
   std::string gateway;    // optional
@@ -110,6 +114,7 @@ struct Session {
     cfg.tcp.rack = !c.no_rack;
     cfg.tso = !c.no_tso;
     if (c.device == "packet") return open_packet(c, cfg);
+    if (c.device == "dpdk") return open_dpdk(c, cfg);
     auto d = TapDevice::open({c.tap, !c.no_vnet_hdr, 1500, {}});
     if (!d) return std::unexpected(d.error());
     const TapDevice& tap = **d;
@@ -156,6 +161,29 @@ struct Session {
     return {};
   }
 
+  Status open_dpdk([[maybe_unused]] const Common& c, [[maybe_unused]] const IfaceConfig& cfg) {
+#ifdef WEFT_HAVE_DPDK
+    if (c.dpdk_vdev.empty())
+      return fail("--device dpdk needs --dpdk-vdev (net_af_packet0,iface=IF or net_tap0,iface=NAME)");
+    DpdkDevice::Options o;
+    o.vdev = c.dpdk_vdev;
+    auto d = DpdkDevice::open(o);
+    if (!d) return std::unexpected(d.error());
+    const DpdkDevice& p = **d;
+    dev = std::move(*d);
+    iface = std::make_unique<Interface>(*dev, clock, cfg);
+    fmt::print(
+        stderr,
+        "weft stack: took DPDK port {} (EAL --no-huge -m {} --no-pci, --vdev={}; busy polling); stack MAC {} "
+        "IP {}/{}{}.\nweft stack: nothing to undo: the port closes when weft exits.\n",
+        p.port_name(), o.memory_mb, o.vdev, mac_str(p.mac()), ip_str(cfg.ip), cfg.prefix_len,
+        c.gateway.empty() ? "" : ", gateway " + c.gateway);
+    return {};
+#else
+    return fail("this weft was built without DPDK (install libdpdk-dev and rebuild)");
+#endif
+  }
+
   // The socket API over the interface (made on first use, so open() stays about the device).
   std::unique_ptr<Sockets> sk;
   Sockets& sockets() {
@@ -179,9 +207,11 @@ struct Session {
 };
 
 void add_common(CLI::App* sub, Common& c) {
-  sub->add_option("--device", c.device, "tap, or packet (AF_PACKET on --ifname)")
+  sub->add_option("--device", c.device, "tap, packet (AF_PACKET on --ifname) or dpdk (if built with it)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"tap", "packet"}));
+      ->check(CLI::IsMember({"tap", "packet", "dpdk"}));
+  sub->add_option("--dpdk-vdev", c.dpdk_vdev,
+                  "--device dpdk: the EAL virtual device (net_af_packet0,iface=IF)");
   sub->add_option("--ifname", c.ifname, "--device packet: the interface to take (no kernel address on it)");
   sub->add_option("--tap", c.tap, "TAP interface name to create")->capture_default_str();
   sub->add_option("--ip", c.ip, "the stack's address, A.B.C.D/P")->required();
