@@ -10,7 +10,10 @@
 #                         IFF_VNET_HDR the kernel finishes the TCP checksums (weft's only offload:
 #                         it has no TSO), without it weft computes them;
 #   weft packet [--no-vnet-hdr]: `weft stack connect --device packet` in namespace P on a veth P<->B
-#                         (AF_PACKET: TPACKET_V3 receive ring, sendmmsg batches, PACKET_VNET_HDR).
+#                         (AF_PACKET: TPACKET_V3 receive ring, sendmmsg batches, PACKET_VNET_HDR);
+#   weft dpdk (when weft was built with DPDK): `--device dpdk` with a net_af_packet vdev in
+#                         namespace D on a veth D<->B, no offloads (the PMD has none here; B's end
+#                         sends full checksums), busy polling: compared with the kernel's off-run.
 # "offloads on" compares kernel-on with weft's checksum-offloaded runs, "offloads off" kernel-off
 # with weft's --no-vnet-hdr runs; the ratio is taken within each round, then the median over rounds.
 # CPU: the sender's user+system seconds (/usr/bin/time, the whole process, so weft's TAP set-up and
@@ -23,21 +26,21 @@ WEFT=$(realpath "${1:?usage: $0 path/to/weft [rounds] [seconds]}")
 ROUNDS=${2:-5}
 SECS=${3:-3}
 HERE=$(cd "$(dirname "$0")" && pwd)
-A=wsb-a-$$ B=wsb-b-$$ C=wsb-c-$$ P=wsb-p-$$
+A=wsb-a-$$ B=wsb-b-$$ C=wsb-c-$$ P=wsb-p-$$ D=wsb-d-$$
 OUT=/tmp/wsb-$$
 mkdir -p "$OUT"
 cleanup() {
-  for ns in "$A" "$B" "$C" "$P"; do
+  for ns in "$A" "$B" "$C" "$P" "$D"; do
     for p in $(ip netns pids "$ns" 2>/dev/null); do kill "$p" 2>/dev/null || true; done
     ip netns del "$ns" 2>/dev/null || true
   done
   rm -rf "$OUT"
 }
 trap cleanup EXIT
-for ns in "$A" "$B" "$C" "$P"; do ip netns add "$ns"; ip -n "$ns" link set lo up; done
+for ns in "$A" "$B" "$C" "$P" "$D"; do ip netns add "$ns"; ip -n "$ns" link set lo up; done
 pair() {  # NS_LEFT IF_LEFT IF_B NET: veth NS_LEFT<->B, NET.1 on the left end unless NS is P, NET.2 in B
   ip link add "$2" netns "$1" type veth peer name "$3" netns "$B"
-  [[ $1 == "$P" ]] || ip -n "$1" addr add "$4.1/24" dev "$2"
+  [[ $1 == "$P" || $1 == "$D" ]] || ip -n "$1" addr add "$4.1/24" dev "$2"
   ip -n "$B" addr add "$4.2/24" dev "$3"
   ip -n "$1" link set "$2" up; ip -n "$B" link set "$3" up
 }
@@ -45,6 +48,13 @@ pair "$A" wsba wsbb1 10.251.1
 pair "$C" wsbc wsbb2 10.254.1
 pair "$P" wsbp wsbb3 10.253.1
 ip netns exec "$P" sysctl -qw net.ipv6.conf.wsbp.disable_ipv6=1
+DPDK=0
+if ! "$WEFT" stack ping 10.255.255.1 --device dpdk --ip 10.255.255.2/24 2>&1 | grep -q "built without DPDK"; then
+  DPDK=1
+  pair "$D" wsbd wsbb4 10.248.1
+  ip netns exec "$D" sysctl -qw net.ipv6.conf.wsbd.disable_ipv6=1
+  ip netns exec "$B" python3 "$HERE/../lab/offloads.py" wsbb4 off >/dev/null
+fi
 echo "offloads (kernel, on):  $(ip netns exec "$A" python3 "$HERE/../lab/offloads.py" wsba) / $(ip netns exec "$B" python3 "$HERE/../lab/offloads.py" wsbb1)"
 echo "offloads (kernel, off): $(ip netns exec "$C" python3 "$HERE/../lab/offloads.py" wsbc off) / $(ip netns exec "$B" python3 "$HERE/../lab/offloads.py" wsbb2 off)"
 ip netns exec "$B" python3 -c '
@@ -97,6 +107,11 @@ for r in $(seq "$ROUNDS"); do
   weft_tap "$r" --no-vnet-hdr; record tap_off "$r"
   weft_packet "$r"; record packet_on "$r"
   weft_packet "$r" --no-vnet-hdr; record packet_off "$r"
+  if ((DPDK)); then
+    ip netns exec "$D" "${TIME[@]}" "$WEFT" stack connect 10.248.1.2 --port 9000 -t "$SECS" --json --device dpdk \
+      --dpdk-vdev net_af_packet0,iface=wsbd --ip 10.248.1.1/24 2>/dev/null >"$OUT/json" || true
+    record dpdk_off "$r"
+  fi
 done
 echo "# load at the end $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$OUT/runs" <<'PY'
@@ -108,7 +123,8 @@ for line in open(sys.argv[1]):
     runs[(label, int(rnd))] = (n * 8 / dt / 1e9, (float(srv_cpu) + float(cu) + float(cs)) / (n / 1e9) if n else float("nan"),
                                float(cu) + float(cs), float(srv_cpu))
 rounds = sorted({r for _, r in runs})
-labels = ["kernel_on", "kernel_off", "tap_on", "tap_off", "packet_on", "packet_off"]
+labels = [l for l in ["kernel_on", "kernel_off", "tap_on", "tap_off", "packet_on", "packet_off", "dpdk_off"]
+          if any(k == l for k, _ in runs)]
 med = lambda xs: st.median(xs) if xs else float("nan")
 print("| sender | Gb/s per round | median Gb/s | CPU s/GB per round (sender + receiver) | median CPU s/GB |")
 print("|---|---|---|---|---|")
@@ -119,7 +135,7 @@ for l in labels:
 print()
 print("| weft / kernel | offloads | throughput ratio per round | median | min | max | CPU/GB ratio (median of rounds) |")
 print("|---|---|---|---|---|---|---|")
-for dev in ("tap", "packet"):
+for dev in ("tap", "packet", "dpdk"):
     for mode in ("off", "on"):
         k, w = "kernel_" + mode, dev + "_" + mode
         rs = [runs[(w, r)][0] / runs[(k, r)][0] for r in rounds if (w, r) in runs and (k, r) in runs and runs[(k, r)][0] > 0]
