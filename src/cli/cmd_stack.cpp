@@ -521,7 +521,8 @@ int run_client(const Common& c, const std::string& server, uint16_t port, int st
 }
 
 weft::cli::Registrar reg{[](weft::cli::Root& root) {
-  auto* st = root.app.add_subcommand("stack", "weft's user-space TCP/IP stack on a TAP device");
+  auto* st =
+      root.app.add_subcommand("stack", "weft's user-space TCP/IP stack on a TAP, AF_PACKET or DPDK device");
   st->require_subcommand(1);
   static Common c;
   static std::string dest;
