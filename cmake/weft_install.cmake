@@ -7,6 +7,11 @@ include(GNUInstallDirs)
 # (tests, benchmarks) to package one binary.
 set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY ON)
 install(TARGETS weft RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# weft-dpdk (`weft stack --device dpdk`) only on request (`cmake --install build --component dpdk`):
+# in the package its libraries would make every agent host install DPDK.
+if(TARGET weft-dpdk)
+  install(TARGETS weft-dpdk RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT dpdk EXCLUDE_FROM_ALL)
+endif()
 install(FILES deploy/systemd/weft-controller.service deploy/systemd/weft-agent.service
         DESTINATION lib/systemd/system)
 install(FILES deploy/systemd/weft.sysusers.conf DESTINATION lib/sysusers.d RENAME weft.conf)

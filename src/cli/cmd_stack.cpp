@@ -15,10 +15,12 @@
 #include <arpa/inet.h>
 #include <fmt/format.h>
 #include <poll.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -179,10 +181,35 @@ struct Session {
         p.port_name(), o.memory_mb, o.vdev, mac_str(p.mac()), ip_str(cfg.ip), cfg.prefix_len,
         c.gateway.empty() ? "" : ", gateway " + c.gateway);
     return {};
+#elif defined(WEFT_DPDK_SIBLING)
+    return exec_dpdk_sibling();
 #else
     return fail("this weft was built without DPDK (install libdpdk-dev and rebuild)");
 #endif
   }
+
+#if !defined(WEFT_HAVE_DPDK) && defined(WEFT_DPDK_SIBLING)
+  // weft never links DPDK (src/stack/CMakeLists.txt): the same command line runs in weft-dpdk, the
+  // executable beside this one that has the device. Nothing is open yet, so nothing is lost.
+  static Status exec_dpdk_sibling() {
+    char self[4096];
+    const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) return fail_errno("readlink /proc/self/exe");
+    self[n] = '\0';
+    std::string path(self);
+    path = path.substr(0, path.rfind('/') + 1) + WEFT_DPDK_SIBLING;
+    std::ifstream in("/proc/self/cmdline", std::ios::binary);
+    std::vector<std::string> args;
+    for (std::string a; std::getline(in, a, '\0');) args.push_back(a);
+    if (args.empty()) return fail("could not read /proc/self/cmdline");
+    args[0] = path;
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(path.c_str(), argv.data());
+    return fail_errno(fmt::format("--device dpdk runs {} (weft links no DPDK), which could not start", path));
+  }
+#endif
 
   // The socket API over the interface (made on first use, so open() stays about the device).
   std::unique_ptr<Sockets> sk;
