@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <unordered_map>
 #include <vector>
@@ -735,6 +736,13 @@ struct Responder::Impl {
       if (!addr) return fail("responder: listen address: {}", addr.error().message);
       auto fd = net::tcp_listener(*addr, 4096);
       if (!fd) return fail("responder: {}", fd.error().message);
+      if (c.defer_accept) {
+        // Seconds before an accepted-but-silent connection is handed over anyway (responder.hpp).
+        int secs = 5;
+        if (setsockopt(fd->get(), IPPROTO_TCP, TCP_DEFER_ACCEPT, &secs, sizeof secs) != 0)
+          log().warn("responder: TCP_DEFER_ACCEPT: {}: every connect probe will be accepted",
+                     std::strerror(errno));
+      }
       listener = std::move(*fd);
       auto local = net::local_address(listener.get());
       tcp_port = local ? local->port() : c.tcp_port;
