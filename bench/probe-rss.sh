@@ -6,7 +6,8 @@
 # -q; after SETTLE seconds (default 5) VmRSS and VmHWM (/proc/PID/status) and Pss, Rss_Anon and
 # Rss_File (/proc/PID/smaps_rollup) of both, then SIGINT and the prober's total received/lost.
 # `weft ping` keeps a summary per target besides its windows (3 histograms of 9 KB each); an
-# agent does not. One line per build and rate; in kB.
+# agent does not. One line per build and rate; in kB. BEFORE=WEFT_BINARY adds a third build
+# ("before": e.g. the parent commit's weft) run first at each rate.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -29,8 +30,12 @@ mem() {  # mem PID -> "VmRSS VmHWM Pss Rss_Anon Rss_File" (kB)
 printf '%-6s %-6s %-6s | %-34s | %-34s | %s\n' build proto rate "responder VmRSS HWM Pss anon file" \
   "prober VmRSS HWM Pss anon file" "received lost load"
 for rate in $RATES; do
-  for build in full lean; do
-    if [[ $build == full ]]; then exe=("$BUILD/weft"); else exe=("$BUILD/weft-probe"); fi
+  for build in ${BEFORE:+before} full lean; do
+    case $build in
+      before) exe=("$BEFORE") ;;
+      full) exe=("$BUILD/weft") ;;
+      lean) exe=("$BUILD/weft-probe") ;;
+    esac
     "${exe[@]}" --log-level info responder --listen 0.0.0.0 --udp-port 0 --tcp-port 0 2>"$tmp/r.log" &
     rpid=$!
     pids=("$rpid")
