@@ -26,8 +26,9 @@ done
 # 2. The same options as the full commands (the help texts differ only in the program's name, and
 #    in `weft ping`'s RDMA options, which the lean ping leaves out: every lean line is a full one).
 for cmd in responder ping; do
-  "$LEAN" "$cmd" --help | sed 's/weft-probe/weft/g' >"$TMP/lean-$cmd"
-  "$FULL" "$cmd" --help >"$TMP/full-$cmd"
+  # The usage line names the program as run (its path): compare from its base name on.
+  "$LEAN" "$cmd" --help | sed -E 's#^Usage: [^ ]*weft-probe#Usage: weft#; s/weft-probe/weft/g' >"$TMP/lean-$cmd"
+  "$FULL" "$cmd" --help | sed -E 's#^Usage: [^ ]*weft#Usage: weft#' >"$TMP/full-$cmd"
   extra=$(comm -13 <(sort -u "$TMP/full-$cmd") <(sort -u "$TMP/lean-$cmd"))
   [[ -z $extra ]] || fail "'weft-probe $cmd --help' has lines 'weft $cmd --help' has not: $extra"
   [[ $(wc -l <"$TMP/lean-$cmd") -gt 5 ]] || fail "weft-probe $cmd --help: $(cat "$TMP/lean-$cmd")"
