@@ -8,7 +8,9 @@
 #   floor   bench/udp_floor_batched.c at the same rate to the same 100 addresses: 5 ms wake-ups on
 #           both sides, kernel rx + tx stamps read back, no wire format, no follow-ups, no windows
 # One line per round and rate, then per rate the medians and the median of the per-round ratios
-# engine/floor. ROUNDS (default 5), DUR seconds (default 10), TARGETS (default 100).
+# engine/floor, and the CPU per probe (us of CPU per probe achieved: engine and floor). ROUNDS
+# (default 5), DUR seconds (default 10), TARGETS (default 100); ROWS=FILE keeps the per-round rows
+# (bench/probe-cpu-vs-rate.sh reads them).
 
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,21 +22,21 @@ RATES=${RATES:-100 1000 10000}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cc -O2 -o "$tmp/floor" bench/udp_floor_batched.c
-engine() {  # engine RATE -> "cpu lost"
+engine() {  # engine RATE -> "cpu lost achieved"
   "$WEFT" --log-level warn bench probe --protocol udp --rate "$1" --targets "$TARGETS" --duration "$DUR" --json |
-    python3 -c 'import json,sys; d=json.load(sys.stdin); print(round(d["cpu_percent_prober"]+d["cpu_percent_responder"],2), d["lost"])'
+    python3 -c 'import json,sys; d=json.load(sys.stdin); print(round(d["cpu_percent_prober"]+d["cpu_percent_responder"],2), d["lost"], d["rate_achieved"])'
 }
 floor() {  # floor RATE -> cpu
   "$tmp/floor" "$1" "$DUR" 5000 2 "$TARGETS" |
     python3 -c 'import json,sys; d=json.load(sys.stdin); print(round(d["cpu_percent_client"]+d["cpu_percent_server"],2))'
 }
-printf '%-8s %-6s %-6s %-8s %-6s %-7s %-6s\n' time load rate engine lost floor ratio
+printf '%-8s %-6s %-6s %-8s %-6s %-7s %-6s %s\n' time load rate engine lost floor ratio achieved
 for _ in $(seq "$ROUNDS"); do
   for r in $RATES; do
-    read -r e lost < <(engine "$r")
+    read -r e lost achieved < <(engine "$r")
     f=$(floor "$r")
-    printf '%-8s %-6s %-6s %-8s %-6s %-7s %-6s\n' "$(date +%T)" "$(cut -d' ' -f1 /proc/loadavg)" "$r" "$e" "$lost" "$f" \
-      "$(python3 -c "print(round($e / $f, 2) if $f > 0 else 'inf')")" | tee -a "$tmp/rows"
+    printf '%-8s %-6s %-6s %-8s %-6s %-7s %-6s %s\n' "$(date +%T)" "$(cut -d' ' -f1 /proc/loadavg)" "$r" "$e" "$lost" "$f" \
+      "$(python3 -c "print(round($e / $f, 2) if $f > 0 else 'inf')")" "$achieved" | tee -a "$tmp/rows"
   done
 done
 python3 - "$tmp/rows" <<'PY'
@@ -45,7 +47,12 @@ for rate in dict.fromkeys(r[2] for r in rows):
     e = [float(r[3]) for r in rs]
     f = [float(r[5]) for r in rs]
     ratio = [a / b for a, b in zip(e, f) if b > 0]
+    # CPU per probe: % of a core is 10,000 us of CPU per second, over the probes sent per second.
+    per = [float(r[3]) * 1e4 / float(r[7]) for r in rs if float(r[7]) > 0]
+    per_f = [float(r[5]) * 1e4 / float(rate) for r in rs]
     print(f"median rate {rate:>6}: engine {statistics.median(e):.2f}%  floor {statistics.median(f):.2f}%  "
           f"engine/floor {statistics.median(ratio):.2f} (min {min(ratio):.2f}, max {max(ratio):.2f})  "
+          f"us/probe engine {statistics.median(per):.2f} floor {statistics.median(per_f):.2f}  "
           f"lost {sum(int(r[4]) for r in rs)}  rounds {len(rs)}")
 PY
+if [[ -n ${ROWS:-} ]]; then cp "$tmp/rows" "$ROWS"; fi

@@ -6,7 +6,8 @@ include(GNUInstallDirs)
 # cpack installs through the build tree's install rules: without this it first builds every target
 # (tests, benchmarks) to package one binary.
 set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY ON)
-install(TARGETS weft RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# weft-probe: the lean responder/prober executable (src/cli/probe_main.cpp, docs/probe.md).
+install(TARGETS weft weft-probe RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # weft-dpdk (`weft stack --device dpdk`) only on request (`cmake --install build --component dpdk`):
 # in the package its libraries would make every agent host install DPDK.
 if(TARGET weft-dpdk)

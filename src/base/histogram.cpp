@@ -1,8 +1,12 @@
 #include "base/histogram.hpp"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdint>
 
 namespace weft {
 
@@ -50,6 +54,16 @@ void LogHistogram::merge(const LogHistogram& other) {
 
 // Every counted value lies in [min, max], so only the buckets between theirs can be non-zero: a
 // window's few hundred bytes are cleared and scanned instead of the whole 9 KB.
+void LogHistogram::release_unused_pages() {
+  if (count_ != 0) return;
+  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<uintptr_t>(counts_.data());
+  const uintptr_t end = begin + sizeof counts_;
+  const uintptr_t first = (begin + page - 1) & ~(page - 1), last = end & ~(page - 1);
+  // Private anonymous memory (the heap) reads as zero after MADV_DONTNEED: the buckets stay empty.
+  if (first < last) (void)madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
 void LogHistogram::reset() {
   if (count_ != 0) {
     const int first = bucket_of(min_), last = bucket_of(max_);

@@ -44,13 +44,13 @@ Result<Fd> tcp_listener(const SocketAddress& bind, int backlog) {
   return fd;
 }
 
-Result<Fd> tcp_connect_start(const SocketAddress& bind, const SocketAddress& to) {
+Result<Fd> tcp_connect_start(const SocketAddress& bind, const SocketAddress& to, bool no_delay) {
   Fd fd(::socket(to.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return fail_errno("socket(tcp, " + to.to_string() + ")");
   linger lg{1, 0};
   setsockopt(fd.get(), SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
   int one = 1;
-  setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (no_delay) setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   if (bind.length != 0 && !bind.is_unspecified()) {
     setsockopt(fd.get(), IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
     if (::bind(fd.get(), bind.sa(), bind.length) != 0) return fail_errno("bind tcp " + bind.to_string());

@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <unordered_map>
 #include <vector>
@@ -116,10 +117,26 @@ bool same_source(const SourceInfo& a, const SourceInfo& b) {
   return true;
 }
 
-bool same_address(const net::SocketAddress& a, const net::SocketAddress& b) {
-  return a.length == b.length && std::memcmp(&a.storage, &b.storage, a.length) == 0;
-}
+// A prober's UDP address in the 28 bytes of a sockaddr_in6 (an IPv4 one fits too) rather than the
+// 128 of a sockaddr_storage: the TX ring holds kTxRing of them, and at 232 bytes an entry the ring
+// was 1.9 MB of the responder's memory; 128 bytes an entry is 1 MB (issue 17, RSS).
+struct PeerAddress {
+  sockaddr_in6 sa{};
+  socklen_t length = 0;
 
+  static PeerAddress from(const sockaddr* a, socklen_t len) {
+    PeerAddress p;
+    p.length = std::min<socklen_t>(len, sizeof p.sa);
+    std::memcpy(&p.sa, a, p.length);
+    return p;
+  }
+  sockaddr* name() { return reinterpret_cast<sockaddr*>(&sa); }
+  bool operator==(const PeerAddress& o) const {
+    return length == o.length && std::memcmp(&sa, &o.sa, length) == 0;
+  }
+};
+
+// 128 bytes (see PeerAddress): kTxRing of them are the bulk of the responder's own memory.
 struct TxEntry {
   uint32_t id = 0;
   bool reply = false;      // false: a follow-up (its own send time is of no use)
@@ -128,14 +145,15 @@ struct TxEntry {
   bool valid = false;
   wire::Packet packet;
   net::KernelTime rx;
-  net::SocketAddress to;
+  PeerAddress to;
   SourceInfo source;
 };
+static_assert(sizeof(TxEntry) <= 128, "the TX ring's entries grew: RSS");
 
 // A follow-ups message being filled during one wake-up for one prober (session and address).
 struct OpenFollowups {
   wire::Followups msg;
-  net::SocketAddress to;
+  PeerAddress to;
   SourceInfo source;
 };
 constexpr int kOpenFollowups = 8;  // probers served at once; more flushes the open ones early
@@ -237,8 +255,7 @@ struct Responder::Impl {
     int i = 0;
     while (i < n_open &&
            !(open_followups[i].msg.session == sent.packet.session && open_followups[i].msg.flags == flags &&
-             same_address(open_followups[i].to, sent.to) &&
-             same_source(open_followups[i].source, sent.source)))
+             open_followups[i].to == sent.to && same_source(open_followups[i].source, sent.source)))
       ++i;
     if (i == n_open) {
       if (n_open == kOpenFollowups) queue_followups(0);
@@ -273,7 +290,7 @@ struct Responder::Impl {
         wire::encode(e.packet, std::span<uint8_t, wire::kSize>(sdata[i], wire::kSize));
       siov[i] = {sdata[i], len};
       smsg[i] = {};
-      smsg[i].msg_hdr.msg_name = e.to.sa();
+      smsg[i].msg_hdr.msg_name = e.to.name();
       smsg[i].msg_hdr.msg_namelen = e.to.length;
       smsg[i].msg_hdr.msg_iov = &siov[i];
       smsg[i].msg_hdr.msg_iovlen = 1;
@@ -337,8 +354,8 @@ struct Responder::Impl {
         e.packet.flags = static_cast<uint8_t>((rx.software_ns ? wire::kRxKernel : 0) |
                                               (followups_on && !shedding ? wire::kFollowupComing : 0));
         e.packet.responder_rx_ns = rx.software_ns ? rx.software_ns : rx_user;
-        e.to = net::SocketAddress::from_sockaddr(
-            reinterpret_cast<const sockaddr*>(&udp_in.sender(static_cast<size_t>(i))), h.msg_namelen);
+        e.to = PeerAddress::from(reinterpret_cast<const sockaddr*>(&udp_in.sender(static_cast<size_t>(i))),
+                                 h.msg_namelen);
         read_source(h, e.source);
         if (n_send == kBatch) flush(true);
       }
@@ -719,6 +736,13 @@ struct Responder::Impl {
       if (!addr) return fail("responder: listen address: {}", addr.error().message);
       auto fd = net::tcp_listener(*addr, 4096);
       if (!fd) return fail("responder: {}", fd.error().message);
+      if (c.defer_accept) {
+        // Seconds before an accepted-but-silent connection is handed over anyway (responder.hpp).
+        int secs = 5;
+        if (setsockopt(fd->get(), IPPROTO_TCP, TCP_DEFER_ACCEPT, &secs, sizeof secs) != 0)
+          log().warn("responder: TCP_DEFER_ACCEPT: {}: every connect probe will be accepted",
+                     std::strerror(errno));
+      }
       listener = std::move(*fd);
       auto local = net::local_address(listener.get());
       tcp_port = local ? local->port() : c.tcp_port;

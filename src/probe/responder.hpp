@@ -23,6 +23,14 @@ struct ResponderConfig {
   // flood of connections can never take the descriptors this host's own probes need. At the cap a
   // new connection replaces the longest-idle one if that has been idle 5 s, else it is closed.
   size_t max_tcp_connections = 4096;
+  // Accept a TCP connection only once data comes on it (TCP_DEFER_ACCEPT). A connect probe, which
+  // the prober resets as soon as the handshake is done, then costs this process nothing: the
+  // kernel answers the SYN and drops the half-open entry on the reset; no accept, no epoll, no
+  // close (issue 17: what lets a responder keep up with tens of thousands a second). Kept-open
+  // probers send at once and are accepted with their first frame. A peer that connects and sends
+  // nothing is accepted after the kernel's deferral (about 5 s) or dropped. Off: every
+  // connection is accepted at once (and counted in tcp_accepted).
+  bool defer_accept = true;
   // A connection that sends nothing for this long is closed (probers keep theirs busy).
   std::chrono::nanoseconds tcp_idle_timeout{std::chrono::seconds(60)};
   // Send each reply's kernel send time in a follow-up (UDP, and kept-open TCP to probers that read
@@ -41,9 +49,9 @@ struct ResponderConfig {
 };
 
 struct ResponderCounters {
-  uint64_t answered = 0;   // UDP replies and TCP echoes sent
-  uint64_t malformed = 0;  // datagrams / frames that did not parse
-  uint64_t tcp_accepted = 0;
+  uint64_t answered = 0;           // UDP replies and TCP echoes sent
+  uint64_t malformed = 0;          // datagrams / frames that did not parse
+  uint64_t tcp_accepted = 0;       // connections accepted (with defer_accept: those that sent data)
   uint64_t tcp_refused = 0;        // closed at once: at the connection cap with none idle enough to replace
   uint64_t tcp_reaped = 0;         // closed for idleness (the idle timeout, or replaced at the cap)
   uint64_t followups = 0;          // follow-ups sent with the kernel TX timestamp (UDP entries, TCP frames)

@@ -2,9 +2,13 @@
 #include "base/histogram.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -194,6 +198,48 @@ TEST(LogHistogram, ResetForgetsEverythingAndReuseIsExact) {
   low.add(20);
   EXPECT_EQ(low.percentile(1.0), 20);  // nothing of the merged range is left
   EXPECT_EQ(low.count(), 1u);
+}
+
+// release_unused_pages (issue 17, RSS): an empty histogram's whole bucket pages leave memory
+// (mincore), read as empty, and come back with a sample; a histogram holding samples keeps them.
+TEST(LogHistogram, ReleasedPagesLeaveMemoryAndReadEmpty) {
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  auto h = std::make_unique<weft::LogHistogram>();
+  h->add(0);
+  h->add(int64_t{1} << 45);
+  h->reset();  // writes every bucket from the first to the last: all resident
+  const auto begin = reinterpret_cast<uintptr_t>(h.get());
+  // The buckets are the object's first member: the pages wholly inside them are the ones released.
+  const uintptr_t end = begin + weft::LogHistogram::kBuckets * sizeof(uint32_t);
+  const uintptr_t first = (begin + page - 1) & ~(page - 1), last = end & ~(page - 1);
+  ASSERT_LT(first, last) << "a 9 KB object holds at least one whole page";
+  auto resident = [&] {
+    std::vector<unsigned char> v((last - first) / page);
+    EXPECT_EQ(mincore(reinterpret_cast<void*>(first), last - first, v.data()), 0);
+    size_t n = 0;
+    for (auto b : v) n += b & 1;
+    return n;
+  };
+  EXPECT_EQ(resident(), (last - first) / page);
+  h->release_unused_pages();
+  EXPECT_EQ(resident(), 0u);
+  EXPECT_EQ(h->count(), 0u);
+  // Values spread over every octave: each lands in a bucket that must read 0 before it.
+  std::vector<int64_t> values;
+  for (int64_t v = 1; v < (int64_t{1} << 39); v = v * 3 / 2 + 1) values.push_back(v);
+  for (auto v : values) h->add(v);
+  EXPECT_EQ(h->count(), values.size());
+  for (double q : {0.0, 0.25, 0.5, 0.75, 1.0}) {
+    const double exact = static_cast<double>(exact_percentile(values, q));
+    EXPECT_LE(std::abs(static_cast<double>(h->percentile(q)) - exact) / exact, 1.0 / 64) << q;
+  }
+  EXPECT_GT(resident(), 0u);
+  const int64_t p25 = h->percentile(0.25), p50 = h->percentile(0.5), p75 = h->percentile(0.75);
+  h->release_unused_pages();  // not empty: a no-op
+  EXPECT_EQ(h->count(), values.size());
+  EXPECT_EQ(h->percentile(0.25), p25);
+  EXPECT_EQ(h->percentile(0.5), p50);
+  EXPECT_EQ(h->percentile(0.75), p75);
 }
 
 }  // namespace

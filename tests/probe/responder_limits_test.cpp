@@ -78,6 +78,7 @@ void send_probe(int fd, uint64_t seq) {
 
 TEST(ResponderLimits, ConnectionsBeyondTheCapAreClosedAtOnce) {
   ResponderConfig c;
+  c.defer_accept = false;  // these connections send nothing: accepted at once, as before
   c.max_tcp_connections = 8;
   c.tcp_idle_timeout = 60s;
   Running resp(c);
@@ -93,6 +94,7 @@ TEST(ResponderLimits, ConnectionsBeyondTheCapAreClosedAtOnce) {
 
 TEST(ResponderLimits, IdleConnectionsAreReapedBusyOnesKept) {
   ResponderConfig c;
+  c.defer_accept = false;  // these connections send nothing: accepted at once, as before
   c.tcp_idle_timeout = 1s;
   Running resp(c);
   std::vector<net::Fd> idle;
@@ -111,6 +113,7 @@ TEST(ResponderLimits, IdleConnectionsAreReapedBusyOnesKept) {
 
 TEST(ResponderLimits, AtTheCapAConnectionIdleFor5sMakesRoom) {
   ResponderConfig c;
+  c.defer_accept = false;  // these connections send nothing: accepted at once, as before
   c.max_tcp_connections = 2;
   Running resp(c);
   net::Fd a = connect_to(resp.r->tcp_port());
@@ -123,4 +126,29 @@ TEST(ResponderLimits, AtTheCapAConnectionIdleFor5sMakesRoom) {
   EXPECT_FALSE(closed_within(newcomer.get(), 300));  // served
   EXPECT_FALSE(closed_within(b.get(), 10));
   EXPECT_EQ(resp.r->counters().tcp_refused, 0u);
+}
+
+// Connect probes (reset by the prober as soon as the handshake is done) are answered by the kernel
+// and never reach the responder (TCP_DEFER_ACCEPT, issue 17); a connection that sends a probe frame
+// is accepted and answered.
+TEST(ResponderLimits, ConnectProbesAreNotAcceptedKeptOpenOnesAre) {
+  ResponderConfig c;
+  Running resp(c);
+  for (int i = 0; i < 20; ++i) {
+    net::Fd probe = connect_to(resp.r->tcp_port());  // handshake done; closed with a reset
+  }
+  net::Fd kept = connect_to(resp.r->tcp_port());
+  send_probe(kept.get(), 1);
+  pollfd p{kept.get(), POLLIN, 0};
+  ASSERT_EQ(poll(&p, 1, 2000), 1);
+  uint8_t in[wire::kSize];
+  ASSERT_EQ(recv(kept.get(), in, sizeof in, MSG_WAITALL), static_cast<ssize_t>(sizeof in));
+  wire::Packet reply;
+  ASSERT_EQ(wire::decode(in, reply), wire::ParseError::ok);
+  EXPECT_EQ(reply.type, wire::Type::reply);
+  EXPECT_EQ(reply.seq, 1u);
+  // The responder counts an answer after its send returns: the reply may be read here first.
+  for (int i = 0; i < 200 && resp.r->counters().answered == 0; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(resp.r->counters().answered, 1u);
+  EXPECT_EQ(resp.r->counters().tcp_accepted, 1u);
 }
