@@ -127,7 +127,7 @@ int64_t Prober::Impl::expire_next() {
 }
 
 void Prober::Impl::grace_sweep(int64_t now) {
-  const int64_t grace = cfg.followup_grace.count();
+  const int64_t grace = grace_ns;
   while (grace_count > 0) {
     Slot* s = table.find(grace_ring[grace_head]);
     if (s && s->state == SlotState::answered) {
@@ -142,7 +142,7 @@ void Prober::Impl::grace_sweep(int64_t now) {
 int64_t Prober::Impl::grace_next() {
   while (grace_count > 0) {
     Slot* s = table.find(grace_ring[grace_head]);
-    if (s && s->state == SlotState::answered) return s->timing.rx_user_mono + cfg.followup_grace.count();
+    if (s && s->state == SlotState::answered) return s->timing.rx_user_mono + grace_ns;
     grace_head = (grace_head + 1) % grace_ring.size();
     --grace_count;
   }

@@ -98,6 +98,11 @@ void Prober::Impl::udp_followups(int i, int64_t rx_mono) {
       window_at(*t, rx_mono).add_malformed();
     return;
   }
+  udp_apply_followups(i, f, rx_mono);
+}
+
+// The entries of a follow-ups message for our session (on its own or carried by a reply).
+void Prober::Impl::udp_apply_followups(int i, const wire::Followups& f, int64_t rx_mono) {
   for (size_t k = 0; k < f.count; ++k) {
     const wire::FollowupEntry& e = f.entries[k];
     if (e.seq >= next_seq) {  // one bad entry spoils the message: it cannot be ours
@@ -120,8 +125,11 @@ void Prober::Impl::udp_datagram(int i, int64_t rx_mono) {
     return;
   }
   wire::Packet p;
-  if ((h.msg_flags & MSG_TRUNC) || wire::decode(udp_in.data(i), p) != wire::ParseError::ok ||
-      p.type == wire::Type::probe) {
+  // A reply may carry follow-ups for earlier probes (wire.hpp); they are applied after the reply.
+  const bool carries = wire::is_reply_followups(udp_in.data(i));
+  const wire::ParseError err = carries ? wire::decode_reply_followups(udp_in.data(i), p, followups_in)
+                                       : wire::decode(udp_in.data(i), p);
+  if ((h.msg_flags & MSG_TRUNC) || err != wire::ParseError::ok || p.type == wire::Type::probe) {
     udp_malformed(i);
     return;
   }
@@ -137,6 +145,13 @@ void Prober::Impl::udp_datagram(int i, int64_t rx_mono) {
       window_at(*t, rx_mono).add_malformed();
     return;
   }
+  udp_reply_or_followup(i, p, rx_mono);
+  if (carries) udp_apply_followups(i, followups_in, rx_mono);
+}
+
+// A reply or single follow-up (type 2 or 3) for our session and a sequence number we sent.
+void Prober::Impl::udp_reply_or_followup(int i, const wire::Packet& p, int64_t rx_mono) {
+  const auto& h = udp_in.header(i);
   Slot* s = table.find(p.seq);
   if (!s) {  // older than the table remembers: it can only be late
     if (p.type == wire::Type::reply) {
