@@ -101,6 +101,9 @@ struct Prober::Impl {
     std::vector<uint64_t> txmap;  // OPT_ID & mask -> seq
     size_t targets = 0;           // targets probed from it (retired ones until released)
     bool polled = false;          // out of the epoll set, read on every wake-up (see poll_udp)
+    // Sent datagrams whose transmit stamps have not been read (0 also after a read found the error
+    // queue empty): a streaming wake-up reads the error queue only when this is not 0.
+    uint64_t unstamped = 0;
   };
 
   ProberConfig cfg;

@@ -58,6 +58,7 @@ void Prober::Impl::udp_flush_batch() {
       u.txmap[u.tx_counter & tx_mask] = s.seq;
       ++u.tx_counter;
     }
+    u.unstamped += static_cast<uint64_t>(r);
     done += r;
   }
   drain_errqueue(sbatch_sock_sent);
@@ -67,7 +68,11 @@ void Prober::Impl::drain_errqueue(int sidx) {
   UdpSock& u = udp[sidx];
   for (;;) {
     const int r = tx_stamps.read(u.fd.get(), MSG_ERRQUEUE);
-    if (r == 0) return;
+    if (r == 0) {
+      u.unstamped = 0;  // all read (a stamp the driver gives later is read with its answer)
+      return;
+    }
+    u.unstamped -= std::min(u.unstamped, static_cast<uint64_t>(r));
     for (int i = 0; i < r; ++i) {
       net::TxTimestamp ts;
       if (!net::parse_tx_timestamp(tx_stamps.header(static_cast<size_t>(i)), ts)) continue;
@@ -75,6 +80,8 @@ void Prober::Impl::drain_errqueue(int sidx) {
       Slot* s = table.find(seq);
       if (s && s->tx_id_valid && s->tx_id == ts.id && s->sock == sidx) s->timing.tx_kernel = ts.time;
     }
+    // Fewer stamps than datagrams sent may mean some are not there yet: the next streaming
+    // wake-up (unstamped != 0) or an answer whose stamp is missing reads them.
     if (r < kBatch) return;
   }
 }
