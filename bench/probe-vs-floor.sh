@@ -9,6 +9,9 @@
 #           both sides, kernel rx + tx stamps read back, no wire format, no follow-ups, no windows
 # One line per round and rate, then per rate the medians and the median of the per-round ratios
 # engine/floor. ROUNDS (default 5), DUR seconds (default 10), TARGETS (default 100).
+# WEFT_REF=BIN (optional): each round also runs that binary's engine next to WEFT's (rows marked
+# "ref"; the two take turns going first), so that a change is compared with its parent in the
+# same minutes.
 
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,32 +23,39 @@ RATES=${RATES:-100 1000 10000}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cc -O2 -o "$tmp/floor" bench/udp_floor_batched.c
-engine() {  # engine RATE -> "cpu lost"
-  "$WEFT" --log-level warn bench probe --protocol udp --rate "$1" --targets "$TARGETS" --duration "$DUR" --json |
+WEFT_REF=${WEFT_REF:-}
+engine() {  # engine RATE [BIN] -> "cpu lost"
+  "${2:-$WEFT}" --log-level warn bench probe --protocol udp --rate "$1" --targets "$TARGETS" --duration "$DUR" --json |
     python3 -c 'import json,sys; d=json.load(sys.stdin); print(round(d["cpu_percent_prober"]+d["cpu_percent_responder"],2), d["lost"])'
 }
 floor() {  # floor RATE -> cpu
   "$tmp/floor" "$1" "$DUR" 5000 2 "$TARGETS" |
     python3 -c 'import json,sys; d=json.load(sys.stdin); print(round(d["cpu_percent_client"]+d["cpu_percent_server"],2))'
 }
-printf '%-8s %-6s %-6s %-8s %-6s %-7s %-6s\n' time load rate engine lost floor ratio
-for _ in $(seq "$ROUNDS"); do
+printf '%-8s %-6s %-6s %-8s %-6s %-7s %-6s %s\n' time load rate engine lost floor ratio build
+for round in $(seq "$ROUNDS"); do
   for r in $RATES; do
+    # With WEFT_REF the two builds take turns going first, so neither always follows the floor.
+    if [[ -n $WEFT_REF ]] && ((round % 2)); then read -r eref lostref < <(engine "$r" "$WEFT_REF"); fi
     read -r e lost < <(engine "$r")
+    if [[ -n $WEFT_REF ]] && ! ((round % 2)); then read -r eref lostref < <(engine "$r" "$WEFT_REF"); fi
     f=$(floor "$r")
-    printf '%-8s %-6s %-6s %-8s %-6s %-7s %-6s\n' "$(date +%T)" "$(cut -d' ' -f1 /proc/loadavg)" "$r" "$e" "$lost" "$f" \
-      "$(python3 -c "print(round($e / $f, 2) if $f > 0 else 'inf')")" | tee -a "$tmp/rows"
+    for b in ${WEFT_REF:+ref} new; do
+      if [[ $b == ref ]]; then be=$eref bl=$lostref; else be=$e bl=$lost; fi
+      printf '%-8s %-6s %-6s %-8s %-6s %-7s %-6s %s\n' "$(date +%T)" "$(cut -d' ' -f1 /proc/loadavg)" "$r" "$be" "$bl" "$f" \
+        "$(python3 -c "print(round($be / $f, 2) if $f > 0 else 'inf')")" "$b" | tee -a "$tmp/rows"
+    done
   done
 done
 python3 - "$tmp/rows" <<'PY'
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1])]
-for rate in dict.fromkeys(r[2] for r in rows):
-    rs = [r for r in rows if r[2] == rate]
+for rate, build in dict.fromkeys((r[2], r[7]) for r in rows):
+    rs = [r for r in rows if r[2] == rate and r[7] == build]
     e = [float(r[3]) for r in rs]
     f = [float(r[5]) for r in rs]
     ratio = [a / b for a, b in zip(e, f) if b > 0]
-    print(f"median rate {rate:>6}: engine {statistics.median(e):.2f}%  floor {statistics.median(f):.2f}%  "
+    print(f"median rate {rate:>6} {build:>3}: engine {statistics.median(e):.2f}%  floor {statistics.median(f):.2f}%  "
           f"engine/floor {statistics.median(ratio):.2f} (min {min(ratio):.2f}, max {max(ratio):.2f})  "
           f"lost {sum(int(r[4]) for r in rs)}  rounds {len(rs)}")
 PY

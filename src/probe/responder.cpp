@@ -7,7 +7,9 @@
 // prober can take the responder's whole processing time out of the RTT. Replies and follow-ups
 // are matched to their send timestamps by the socket's OPT_ID counter. The send times of one
 // wake-up's replies to one prober travel together in one follow-ups message (wire.hpp, type 4):
-// a datagram per prober per wake-up, not one per probe.
+// a datagram per prober per wake-up, not one per probe. To probers that ask, a busy pair's send
+// times wait for the pair's next reply and ride in it (held_followups.hpp), so that a mesh, where
+// each pair is its own flow, does not pay a third datagram per probe.
 // TCP: accept every connection (connect probes close it at once); on kept-open ones echo each
 // 48-byte probe frame as a reply, in the same two steps as UDP for probers that read follow-ups
 // (wire::stream_followups_ok): the reply carries the probe's kernel receive time and the
