@@ -1,5 +1,6 @@
-// Fuzzes the probe packet parsers (the 48-byte packet and the follow-ups message): they must never
-// crash, read out of bounds or accept something that does not survive a round trip unchanged.
+// Fuzzes the probe packet parsers (the 48-byte packet, the follow-ups message and a reply carrying
+// one): they must never crash, read out of bounds or accept something that does not survive a round
+// trip unchanged.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -23,11 +24,27 @@ int check_followups(const uint8_t* data, size_t size) {
       std::abort();
   return 0;
 }
+
+// A reply carrying follow-ups: accepted means a reply and a follow-ups message of the same session
+// that re-encode to exactly the same bytes.
+int check_reply_followups(const uint8_t* data, size_t size) {
+  using namespace weft::probe::wire;
+  static Followups f;
+  Packet p;
+  if (decode_reply_followups(std::span<const uint8_t>(data, size), p, f) != ParseError::ok) return 0;
+  if (p.type != Type::reply || f.session != p.session || f.count == 0 || f.count > kMaxFollowups)
+    std::abort();
+  if (size != kSize + kFollowupsHeader + f.count * kFollowupsEntry) std::abort();
+  uint8_t again[kMaxReplyFollowupsSize];
+  if (encode_reply_followups(p, f, again) != size || std::memcmp(again, data, size) != 0) std::abort();
+  return 0;
+}
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace weft::probe::wire;
   if (is_followups(std::span<const uint8_t>(data, size))) return check_followups(data, size);
+  if (is_reply_followups(std::span<const uint8_t>(data, size))) return check_reply_followups(data, size);
   Packet p;
   if (decode(std::span<const uint8_t>(data, size), p) != ParseError::ok) return 0;
   // Accepted: it is exactly one packet, and re-encoding gives back the same bytes.

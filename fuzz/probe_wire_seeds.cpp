@@ -38,6 +38,21 @@ int main(int argc, char** argv) {
     b.resize(encode_followups(batch, b));
     seeds.push_back(b);
   }
+  // Replies carrying 1 and kMaxFollowups follow-ups (same session), and one whose follow-ups are
+  // another session's.
+  for (size_t n : {size_t{1}, kMaxFollowups}) {
+    batch.count = static_cast<uint8_t>(n);
+    for (size_t i = 0; i < n; ++i)
+      batch.entries[i] = {i + 1, 1'700'000'000'000'001'000, 1'700'000'000'000'002'000};
+    std::vector<uint8_t> b(kMaxReplyFollowupsSize);
+    b.resize(encode_reply_followups(reply, batch, b));
+    seeds.push_back(b);
+  }
+  {
+    auto foreign = seeds.back();
+    foreign[kSize + 15] ^= 1;
+    seeds.push_back(foreign);
+  }
   auto broken = seeds[1];
   broken[7] = 1;  // reserved byte set
   seeds.push_back(broken);

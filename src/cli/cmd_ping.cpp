@@ -68,6 +68,7 @@ probe::Prober* g_prober = nullptr;
 
 int run_ping(const PingArgs& a) {
   probe::ProberConfig cfg;
+  cfg.carried_followups = false;  // each probe is printed as it resolves: no hold for a later reply
   if (a.protocol == "udp")
     cfg.protocol = probe::Protocol::udp;
   else if (a.protocol == "tcp")

@@ -40,6 +40,12 @@ struct ProberConfig {
   // How long an answered UDP or kept-open TCP probe waits for the responder's follow-up (its
   // kernel TX timestamp) before the responder's user-space send time is used instead.
   std::chrono::nanoseconds followup_grace{std::chrono::milliseconds(20)};
+  // UDP: ask responders to hand a reply's kernel send time to the next reply to this prober from
+  // the same address instead of a follow-up datagram of its own (wire::replies_carry_followups_ok;
+  // a third datagram per probe is most of what a mesh's follow-ups cost). The prober then waits up
+  // to wire::kCarryHoldNs longer for follow-ups: results come later, their times are the same.
+  // Off for `weft ping`, which prints each probe as it resolves.
+  bool carried_followups = true;
   // Wake-up coalescing: after a wake-up the loop sleeps at least this long before it looks at
   // its sockets again, so a busy prober wakes at most 1/coalesce times a second whatever the
   // packet rate. Answers keep their kernel timestamps, so waiting changes no UDP or TCP-connect

@@ -7,7 +7,9 @@
 // prober can take the responder's whole processing time out of the RTT. Replies and follow-ups
 // are matched to their send timestamps by the socket's OPT_ID counter. The send times of one
 // wake-up's replies to one prober travel together in one follow-ups message (wire.hpp, type 4):
-// a datagram per prober per wake-up, not one per probe.
+// a datagram per prober per wake-up, not one per probe. To probers that ask, a busy pair's send
+// times wait for the pair's next reply and ride in it (held_followups.hpp), so that a mesh, where
+// each pair is its own flow, does not pay a third datagram per probe.
 // TCP: accept every connection (connect probes close it at once); on kept-open ones echo each
 // 48-byte probe frame as a reply, in the same two steps as UDP for probers that read follow-ups
 // (wire::stream_followups_ok): the reply carries the probe's kernel receive time and the
@@ -37,6 +39,7 @@
 #include "net/socket.hpp"
 #include "net/stream_timestamps.hpp"
 #include "net/timestamping.hpp"
+#include "probe/held_followups.hpp"
 #include "probe/stream_followups.hpp"
 #include "probe/wake_coalescer.hpp"
 #include "probe/wire.hpp"
@@ -141,6 +144,7 @@ struct TxEntry {
   uint32_t id = 0;
   bool reply = false;      // false: a follow-up (its own send time is of no use)
   bool followups = false;  // the follow-ups message staged at the same index (not a Packet)
+  bool carries = false;    // a reply carrying the follow-ups message staged at the same index
   bool stamped = true;     // a reply whose kernel send time is wanted (for its follow-up)
   bool valid = false;
   wire::Packet packet;
@@ -157,6 +161,30 @@ struct OpenFollowups {
   SourceInfo source;
 };
 constexpr int kOpenFollowups = 8;  // probers served at once; more flushes the open ones early
+
+// One flow for carried follow-ups (held_followups.hpp): a prober's session, its address, and the
+// address it probed (a reply leaves from there, so only a reply from there may carry them).
+struct PairKey {
+  uint64_t session = 0;
+  net::SocketAddress to;
+  SourceInfo source;
+  bool operator==(const PairKey& o) const {
+    return session == o.session && same_address(to, o.to) && same_source(source, o.source);
+  }
+};
+constexpr size_t kHeldPairs = 1024;  // ~400 KB when all are in use
+
+uint64_t pair_hash(uint64_t session, const net::SocketAddress& to, const SourceInfo& source) {
+  uint64_t h = 14695981039346656037ULL ^ session;  // FNV-1a over the flow's bytes
+  auto mix = [&h](const void* p, size_t n) {
+    const auto* b = static_cast<const uint8_t*>(p);
+    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ULL;
+  };
+  mix(&to.storage, std::min<size_t>(to.length, sizeof to.storage));
+  if (source.level == IPPROTO_IP) mix(&source.v4.ipi_spec_dst, sizeof source.v4.ipi_spec_dst);
+  if (source.level == IPPROTO_IPV6) mix(&source.v6.ipi6_addr, sizeof source.v6.ipi6_addr);
+  return h ^ (h >> 29);
+}
 
 struct Conn {
   net::Fd fd;
@@ -204,7 +232,7 @@ struct Responder::Impl {
   bool stream_nostamp_ok = true;             // per-send "no transmit stamp" works on TCP here
   std::atomic<bool> stop_flag{false};
   std::atomic<uint64_t> answered{0}, malformed{0}, tcp_accepted{0}, tcp_refused{0}, tcp_reaped{0},
-      followups{0}, shed{0}, unstamped{0}, wakeups{0}, streaming_wakeups{0};
+      followups{0}, carried{0}, shed{0}, unstamped{0}, wakeups{0}, streaming_wakeups{0};
   size_t conn_cap = 0;  // max_tcp_connections within half the descriptor limit (open())
   int64_t next_reap_ns = 0;
   int64_t refused_logged_ns = 0;
@@ -214,12 +242,14 @@ struct Responder::Impl {
 
   mmsghdr smsg[kBatch];
   iovec siov[kBatch];
-  uint8_t sdata[kBatch][wire::kMaxFollowupsSize];
+  uint8_t sdata[kBatch][wire::kMaxReplyFollowupsSize];
   alignas(cmsghdr) char sctrl[kBatch][128];
   TxEntry staged[kBatch];                    // datagrams queued for the next sendmmsg
   wire::Followups staged_followups[kBatch];  // where staged[i].followups
   OpenFollowups open_followups[kOpenFollowups];
   int n_open = 0;
+  HeldFollowups<PairKey> held{kHeldPairs};  // send times held for the pair's next reply
+  int64_t next_held_due = INT64_MAX;        // when release_held() has work
   bool followups_skip_ids = false;
   bool followups_on = true;  // and the socket has transmit timestamps
   bool backlog = false;      // the last read found at least kBacklog probes waiting
@@ -231,6 +261,7 @@ struct Responder::Impl {
     TxEntry& e = staged[n_send++];
     e.reply = reply;
     e.followups = false;
+    e.carries = false;
     e.stamped = true;
     e.valid = false;
     return e;
@@ -286,6 +317,8 @@ struct Responder::Impl {
       size_t len = wire::kSize;
       if (e.followups)
         len = wire::encode_followups(staged_followups[i], sdata[i]);
+      else if (e.carries)
+        len = wire::encode_reply_followups(e.packet, staged_followups[i], sdata[i]);
       else
         wire::encode(e.packet, std::span<uint8_t, wire::kSize>(sdata[i], wire::kSize));
       siov[i] = {sdata[i], len};
@@ -309,10 +342,9 @@ struct Responder::Impl {
       }
       for (int i = done; i < done + r; ++i) {
         TxEntry& e = staged[i];
-        if (e.reply)
-          inc(answered);
-        else if (e.followups)
-          inc(followups, staged_followups[i].count);
+        if (e.reply) inc(answered);
+        if (e.followups || e.carries) inc(followups, staged_followups[i].count);
+        if (e.carries) inc(carried, staged_followups[i].count);
         if (e.reply && !e.stamped) inc(shed);
         if (followups_skip_ids && (!e.reply || !e.stamped)) continue;  // took no OPT_ID number
         TxEntry& slot = tx_ring[tx_counter % kTxRing];
@@ -322,6 +354,71 @@ struct Responder::Impl {
       }
       done += r;
     }
+  }
+
+  // A reply staged at `at` to a prober that reads carried follow-ups: it takes along what its pair
+  // holds, and the pair notes when it last had a reply (is it busy enough to hold for?).
+  void carry_held(int at, int64_t now_mono) {
+    TxEntry& e = staged[at];
+    const PairKey key{e.packet.session, e.to, e.source};
+    auto* pair = held.find_or_add(key, pair_hash(key.session, key.to, key.source));
+    if (!pair) return;  // full: release_held() clears it at the end of this wake-up
+    pair->prev_reply_mono = pair->last_reply_mono;
+    pair->last_reply_mono = now_mono;
+    if (pair->count == 0) return;
+    held.take(*pair, staged_followups[at]);
+    staged_followups[at].session = key.session;
+    e.carries = true;
+  }
+
+  // Stages what `pair` holds as a follow-ups message of its own.
+  void queue_held(HeldFollowups<PairKey>::Pair& pair) {
+    if (n_send == kBatch) flush(false);
+    const int at = n_send;
+    TxEntry& e = queue(false);
+    e.followups = true;
+    e.to = pair.key.to;
+    e.source = pair.key.source;
+    held.take(pair, staged_followups[at]);
+    staged_followups[at].session = pair.key.session;
+  }
+
+  // Holds one reply's send times for the pair's next reply to carry. False (send it now, as
+  // before) when the pair is not busy: its last two replies were further apart than the hold.
+  bool hold_followup(const TxEntry& sent, uint8_t flags, int64_t rx_ns, int64_t tx_ns) {
+    if (!wire::replies_carry_followups_ok(sent.packet.session)) return false;
+    const PairKey key{sent.packet.session, sent.to, sent.source};
+    auto* pair = held.find(key, pair_hash(key.session, key.to, key.source));
+    if (!pair || pair->prev_reply_mono == 0 ||
+        pair->last_reply_mono - pair->prev_reply_mono > cfg.carry_hold.count())
+      return false;
+    if (pair->count > 0 && pair->flags != flags) queue_held(*pair);  // one set of sources a message
+    const int64_t now = mono_ns();
+    held.hold(*pair, {sent.packet.seq, rx_ns, tx_ns}, flags, now);
+    next_held_due = std::min(next_held_due, now + cfg.carry_hold.count());
+    if (pair->count == HeldFollowups<PairKey>::kMaxEntries) queue_held(*pair);
+    return true;
+  }
+
+  // Sends on their own the held send times no reply took within the hold (and, to batch them,
+  // those due within one wake-up period); clears the table when it is full.
+  void release_held(int64_t now) {
+    if (held.held() == 0 && !held.full()) {
+      next_held_due = INT64_MAX;
+      return;
+    }
+    const int64_t hold = cfg.carry_hold.count(), horizon = now + cfg.max_coalesce.count();
+    int64_t next = INT64_MAX;
+    for (auto& pair : held.pairs()) {
+      if (pair.count == 0) continue;
+      if (pair.held_since + hold <= horizon || held.full())
+        queue_held(pair);
+      else
+        next = std::min(next, pair.held_since + hold);
+    }
+    if (held.full()) held.clear();
+    flush(false);
+    next_held_due = next;
   }
 
   void udp_readable() {
@@ -334,7 +431,7 @@ struct Responder::Impl {
     for (int rounds = 0; rounds < 16; ++rounds) {
       const int r = udp_in.read(udp.get());
       if (r == 0) break;
-      const int64_t rx_user = realtime_ns();
+      const int64_t rx_user = realtime_ns(), now_mono = mono_ns();
       for (int i = 0; i < r; ++i) {
         const auto& h = udp_in.header(static_cast<size_t>(i));
         wire::Packet p;
@@ -357,6 +454,8 @@ struct Responder::Impl {
         e.to = PeerAddress::from(reinterpret_cast<const sockaddr*>(&udp_in.sender(static_cast<size_t>(i))),
                                  h.msg_namelen);
         read_source(h, e.source);
+        if (followups_on && !shedding && wire::replies_carry_followups_ok(p.session))
+          carry_held(n_send - 1, now_mono);
         if (n_send == kBatch) flush(true);
       }
       flush(true);
@@ -382,7 +481,8 @@ struct Responder::Impl {
         const TxEntry sent = slot;  // a copy: sending may reuse the ring slot
         uint8_t flags = 0;
         int64_t rx_ns = 0, tx_ns = 0;
-        if (followup_times(sent.rx, sent.packet.responder_rx_ns, ts.time, flags, rx_ns, tx_ns))
+        if (followup_times(sent.rx, sent.packet.responder_rx_ns, ts.time, flags, rx_ns, tx_ns) &&
+            !hold_followup(sent, flags, rx_ns, tx_ns))
           add_followup(sent, flags, rx_ns, tx_ns);
       }
       if (r < kBatch) break;
@@ -651,7 +751,7 @@ struct Responder::Impl {
     CoalescingWait waiter(cfg.coalesce.count(), cfg.max_coalesce.count());
     while (!stop_flag.load(std::memory_order_relaxed)) {
       // stop() is noticed within 100 ms; a polled UDP socket is read at the end of each period.
-      const int64_t deadline = std::min(mono_ns() + 100'000'000, next_stream_followup);
+      const int64_t deadline = std::min({mono_ns() + 100'000'000, next_stream_followup, next_held_due});
       auto n = waiter.wait(ep, events, kEvents,
                            udp_polled ? std::min(deadline, waiter.next_wake_ns()) : deadline, udp_polled);
       if (!n) return std::unexpected(n.error());
@@ -688,6 +788,7 @@ struct Responder::Impl {
         inc(streaming_wakeups);
         udp_readable();  // drains the error queue too
       }
+      if (now >= next_held_due || held.full()) release_held(mono_ns());
       waiter.handled(2 * answered.load(std::memory_order_relaxed));  // each answer: a datagram in, one out
       poll_udp(waiter.streaming());
     }
@@ -779,6 +880,7 @@ ResponderCounters Responder::counters() const {
   out.tcp_refused = l(impl_->tcp_refused);
   out.tcp_reaped = l(impl_->tcp_reaped);
   out.followups = l(impl_->followups);
+  out.carried = l(impl_->carried);
   out.shed = l(impl_->shed);
   out.unstamped = l(impl_->unstamped);
   out.wakeups = l(impl_->wakeups);

@@ -10,6 +10,7 @@
 
 #include "base/result.hpp"
 #include "probe/coalesce_defaults.hpp"
+#include "probe/wire.hpp"
 
 namespace weft::probe {
 
@@ -46,18 +47,24 @@ struct ResponderConfig {
   // every responder delay it reports (coalesce_defaults.hpp, docs/probe.md "RTT fields").
   std::chrono::nanoseconds coalesce{kDefaultCoalesce};
   std::chrono::nanoseconds max_coalesce{kDefaultMaxCoalesce};
+  // UDP, to probers that read them (wire::replies_carry_followups_ok): how long a reply's send time
+  // waits for the next reply to the same prober from the same address to carry it, on pairs
+  // probed at least that often, before it goes in a follow-ups datagram of its own. 0: never held.
+  // Probers wait this much longer for follow-ups (wire::kCarryHoldNs): keep it at most that.
+  std::chrono::nanoseconds carry_hold{wire::kCarryHoldNs};
 };
 
 struct ResponderCounters {
-  uint64_t answered = 0;           // UDP replies and TCP echoes sent
-  uint64_t malformed = 0;          // datagrams / frames that did not parse
-  uint64_t tcp_accepted = 0;       // connections accepted (with defer_accept: those that sent data)
-  uint64_t tcp_refused = 0;        // closed at once: at the connection cap with none idle enough to replace
-  uint64_t tcp_reaped = 0;         // closed for idleness (the idle timeout, or replaced at the cap)
-  uint64_t followups = 0;          // follow-ups sent with the kernel TX timestamp (UDP entries, TCP frames)
-  uint64_t shed = 0;               // replies sent without a follow-up because the responder was behind
-  uint64_t unstamped = 0;          // TCP replies whose send stamp never came in time: no follow-up sent
-  uint64_t wakeups = 0;            // event-loop wake-ups
+  uint64_t answered = 0;      // UDP replies and TCP echoes sent
+  uint64_t malformed = 0;     // datagrams / frames that did not parse
+  uint64_t tcp_accepted = 0;  // connections accepted (with defer_accept: those that sent data)
+  uint64_t tcp_refused = 0;   // closed at once: at the connection cap with none idle enough to replace
+  uint64_t tcp_reaped = 0;    // closed for idleness (the idle timeout, or replaced at the cap)
+  uint64_t followups = 0;     // follow-ups sent with the kernel TX timestamp (UDP entries, TCP frames)
+  uint64_t carried = 0;       // ... of them carried by a later reply (UDP) instead of a datagram of their own
+  uint64_t shed = 0;          // replies sent without a follow-up because the responder was behind
+  uint64_t unstamped = 0;     // TCP replies whose send stamp never came in time: no follow-up sent
+  uint64_t wakeups = 0;       // event-loop wake-ups
   uint64_t streaming_wakeups = 0;  // ... of them with the UDP socket read without epoll (a stream flowing)
 };
 

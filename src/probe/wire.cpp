@@ -149,4 +149,30 @@ ParseError decode_followups(std::span<const uint8_t> in, Followups& out) {
   return ParseError::ok;
 }
 
+bool is_reply_followups(std::span<const uint8_t> in) {
+  return in.size() > kSize && get_u32(in.data()) == kMagic && in[5] == static_cast<uint8_t>(Type::reply);
+}
+
+size_t encode_reply_followups(const Packet& p, const Followups& f, std::span<uint8_t> out) {
+  if (p.type != Type::reply || f.session != p.session || out.size() < kSize) return 0;
+  const size_t n = encode_followups(f, out.subspan(kSize));
+  if (n == 0) return 0;
+  encode(p, std::span<uint8_t, kSize>(out.data(), kSize));
+  return kSize + n;
+}
+
+ParseError decode_reply_followups(std::span<const uint8_t> in, Packet& p, Followups& f) {
+  if (in.size() <= kSize || in.size() > kMaxReplyFollowupsSize) return ParseError::size;
+  Packet reply;
+  if (const ParseError e = decode(in.first(kSize), reply); e != ParseError::ok) return e;
+  if (reply.type != Type::reply) return ParseError::type;
+  // The sessions are compared first: decode_followups writes `f` only when it accepts.
+  if (in.size() >= kSize + kFollowupsHeader && get_u64(in.data() + kSize + 8) != reply.session &&
+      is_followups(in.subspan(kSize)))
+    return ParseError::session;
+  if (const ParseError e = decode_followups(in.subspan(kSize), f); e != ParseError::ok) return e;
+  p = reply;
+  return ParseError::ok;
+}
+
 }  // namespace weft::probe::wire

@@ -22,6 +22,13 @@
 //   16 count x { seq u64, responder_rx_ns i64, responder_tx_ns i64 }   (24 bytes each)
 //
 // `flags` (timestamp sources, as in a single follow-up) hold for every entry.
+//
+// A reply that carries follow-ups (UDP, only to probers that say they read it, see
+// replies_carry_followups_ok): a 48-byte reply immediately followed, in the same datagram, by a
+// follow-ups message for the same session with the send times of earlier replies to that prober
+// from the same address. On a busy pair the stamps then ride on the next reply instead of a third
+// datagram per probe (issue 17). The reply part is exactly a reply; `decode` still takes only 48
+// bytes, so a prober from before this never takes such a datagram for anything.
 // This header has no dependencies beyond the standard library so that fuzzers build it alone.
 #include <cstddef>
 #include <cstdint>
@@ -52,6 +59,21 @@ inline constexpr uint64_t kSessionNoStreamFollowups = 1;
 inline constexpr bool stream_followups_ok(uint64_t session) {
   return (session & kSessionNoStreamFollowups) == 0;
 }
+
+// UDP: a responder may send replies that carry follow-ups (above) only to a prober that reads them,
+// and a probe has no room for a flag (older responders reject any). So the session says it: its
+// upper 32 bits are kSessionCarryTag. A prober that does not want them makes sure its session's
+// are not; an older prober's random session has them by chance with probability 2^-32.
+inline constexpr uint64_t kSessionCarryMask = 0xffff'ffff'0000'0000ULL;
+inline constexpr uint64_t kSessionCarryTag = 0x5746'4331'0000'0000ULL;  // "WFC1"
+inline constexpr bool replies_carry_followups_ok(uint64_t session) {
+  return (session & kSessionCarryMask) == kSessionCarryTag;
+}
+// How long a responder holds a reply's send time for a later reply to the same prober to carry
+// before it sends it on its own; a prober that reads carried follow-ups waits this much longer for
+// them. It only delays the result (a probe is counted in the window of its deadline, 1 s after
+// its send by default), never the times in it.
+inline constexpr int64_t kCarryHoldNs = 125'000'000;
 
 struct Packet {
   Type type = Type::probe;
@@ -107,5 +129,16 @@ bool is_followups(std::span<const uint8_t> in);
 // `out` large enough); returns the size written.
 size_t encode_followups(const Followups& f, std::span<uint8_t> out);
 ParseError decode_followups(std::span<const uint8_t> in, Followups& out);
+
+// --- a reply carrying follow-ups ---
+inline constexpr size_t kMaxReplyFollowupsSize = kSize + kMaxFollowupsSize;  // 1,024
+// True when `in` is longer than one packet and starts like a reply: decode_reply_followups decides.
+bool is_reply_followups(std::span<const uint8_t> in);
+// Writes the reply `p` and then `f` (f.session must be p.session, f.count 1..kMaxFollowups);
+// returns the size written, 0 when that cannot be done.
+size_t encode_reply_followups(const Packet& p, const Followups& f, std::span<uint8_t> out);
+// Both parts must be valid, the first a reply, and the sessions equal (else ParseError::session).
+// Nothing is written to `p` or `f` unless the whole datagram is valid.
+ParseError decode_reply_followups(std::span<const uint8_t> in, Packet& p, Followups& f);
 
 }  // namespace weft::probe::wire

@@ -140,3 +140,123 @@ TEST(FollowupsWire, EncodeRefusesWhatCannotBeSent) {
   std::vector<uint8_t> big(2048);
   EXPECT_EQ(encode_followups(too_many, big), 0u);
 }
+
+// A reply carrying follow-ups (issue 17): a 48-byte reply and a follow-ups message for the same
+// session in one datagram.
+namespace {
+
+Packet sample_reply(uint64_t session) {
+  Packet r;
+  r.type = Type::reply;
+  r.flags = kRxKernel | kFollowupComing;
+  r.session = session;
+  r.seq = 200;
+  r.prober_tx_ns = 1'700'000'000'000'000'000;
+  r.responder_rx_ns = 1'700'000'000'000'010'000;
+  r.responder_tx_ns = 1'700'000'000'000'020'000;
+  return r;
+}
+
+std::vector<uint8_t> carrying(const Packet& r, const Followups& f) {
+  std::vector<uint8_t> b(kMaxReplyFollowupsSize);
+  b.resize(encode_reply_followups(r, f, b));
+  return b;
+}
+
+}  // namespace
+
+TEST(ReplyFollowupsWire, RoundTripsAndOlderParsersRejectIt) {
+  const Followups f = sample(3);
+  const Packet r = sample_reply(f.session);
+  const auto b = carrying(r, f);
+  ASSERT_EQ(b.size(), kSize + kFollowupsHeader + 3 * kFollowupsEntry);
+  EXPECT_TRUE(is_reply_followups(b));
+  EXPECT_FALSE(is_followups(b));
+  Packet p;
+  Followups g;
+  ASSERT_EQ(decode_reply_followups(b, p, g), ParseError::ok);
+  EXPECT_EQ(p.type, Type::reply);
+  EXPECT_EQ(p.seq, r.seq);
+  EXPECT_EQ(p.flags, r.flags);
+  EXPECT_EQ(p.responder_tx_ns, r.responder_tx_ns);
+  ASSERT_EQ(g.count, 3);
+  EXPECT_EQ(g.entries[2].seq, f.entries[2].seq);
+  EXPECT_EQ(g.entries[2].responder_tx_ns, f.entries[2].responder_tx_ns);
+  // A prober from before this takes only 48-byte packets and follow-ups messages: it rejects the
+  // datagram whole (and a responder sends it only to sessions that asked).
+  EXPECT_EQ(decode(b, p), ParseError::size);
+  EXPECT_NE(decode_followups(b, g), ParseError::ok);
+  // The largest one fits the prober's receive buffer's bound.
+  const auto big = carrying(r, sample(kMaxFollowups));
+  EXPECT_EQ(big.size(), kMaxReplyFollowupsSize);
+  EXPECT_EQ(decode_reply_followups(big, p, g), ParseError::ok);
+}
+
+TEST(ReplyFollowupsWire, RejectsEveryMalformedClassWithoutTouchingTheOutput) {
+  const Followups f = sample(2);
+  const auto good = carrying(sample_reply(f.session), f);
+  auto parse = [](const std::vector<uint8_t>& b) {
+    Packet p;
+    p.seq = 4242;
+    Followups g;
+    g.count = 9;
+    const ParseError e = decode_reply_followups(b, p, g);
+    if (e != ParseError::ok) {
+      EXPECT_EQ(p.seq, 4242u);
+      EXPECT_EQ(g.count, 9);
+    }
+    return e;
+  };
+  auto with = [&](size_t i, uint8_t v) {
+    auto b = good;
+    b[i] = v;
+    return b;
+  };
+  auto sized = [&](size_t n) {
+    std::vector<uint8_t> b(n, 0);
+    std::copy_n(good.begin(), std::min(n, good.size()), b.begin());
+    return b;
+  };
+  EXPECT_EQ(parse(sized(kSize)), ParseError::size);  // a plain reply is not this
+  EXPECT_EQ(parse(sized(kSize + kFollowupsHeader)), ParseError::size);
+  EXPECT_EQ(parse(sized(good.size() - 1)), ParseError::size);
+  EXPECT_EQ(parse(sized(kMaxReplyFollowupsSize + kFollowupsEntry)), ParseError::size);
+  EXPECT_EQ(parse(with(5, 1)), ParseError::flags);          // the first part a probe (with a reply's flags)
+  EXPECT_EQ(parse(with(5, 3)), ParseError::flags);          // ... a follow-up (no kernel transmit flag)
+  EXPECT_EQ(parse(with(6, kTxKernel)), ParseError::flags);  // a reply never claims a kernel send time
+  EXPECT_EQ(parse(with(kSize + 5, 3)), ParseError::type);   // the second part not a follow-ups message
+  EXPECT_EQ(parse(with(kSize + 6, kRxKernel)), ParseError::flags);
+  EXPECT_EQ(parse(with(kSize + 15, 0x19)), ParseError::session);  // another session's follow-ups
+  EXPECT_EQ(parse(with(kSize + 7, 3)), ParseError::size);         // count says 3, 2 there
+  Packet probe = sample_reply(f.session);
+  probe.type = Type::probe;
+  probe.flags = 0;
+  probe.responder_rx_ns = probe.responder_tx_ns = 0;
+  auto b = good;
+  encode(probe, std::span<uint8_t, kSize>(b.data(), kSize));
+  EXPECT_EQ(parse(b), ParseError::type);  // a valid probe followed by follow-ups
+  EXPECT_FALSE(is_reply_followups(sized(kSize)));
+}
+
+TEST(ReplyFollowupsWire, EncodeRefusesWhatCannotBeSent) {
+  const Followups f = sample(2);
+  std::vector<uint8_t> out(kMaxReplyFollowupsSize);
+  Packet r = sample_reply(f.session + 1);
+  EXPECT_EQ(encode_reply_followups(r, f, out), 0u);  // not the same session
+  r = sample_reply(f.session);
+  r.type = Type::followup;
+  EXPECT_EQ(encode_reply_followups(r, f, out), 0u);                                // not a reply
+  EXPECT_EQ(encode_reply_followups(sample_reply(f.session), sample(0), out), 0u);  // nothing carried
+  std::vector<uint8_t> small(kSize + kFollowupsHeader + kFollowupsEntry);
+  EXPECT_EQ(encode_reply_followups(sample_reply(f.session), f, small), 0u);  // does not fit
+}
+
+TEST(ReplyFollowupsWire, SessionsSayWhetherTheProberReadsThem) {
+  EXPECT_TRUE(replies_carry_followups_ok(kSessionCarryTag | 0x1234));
+  EXPECT_TRUE(replies_carry_followups_ok(kSessionCarryTag));
+  EXPECT_FALSE(replies_carry_followups_ok(0x1112131415161718ULL));
+  EXPECT_FALSE(replies_carry_followups_ok((kSessionCarryTag ^ (1ULL << 63)) | 0x1234));
+  EXPECT_FALSE(replies_carry_followups_ok(0x1234));
+  // The tag leaves the stream bit (bit 0) free.
+  EXPECT_EQ(kSessionCarryMask & kSessionNoStreamFollowups, 0u);
+}

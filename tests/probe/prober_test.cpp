@@ -544,6 +544,37 @@ TEST(Prober, AStreamIsReadWithoutEpollAndLosesNothing) {
   }
 }
 
+// Issue 17: a prober asks for follow-ups carried by later replies (its session says so); on a
+// pair probed every 10 ms the responder's send times then ride on the replies, the responder
+// delay stays kernel-to-kernel, and nothing is lost or counted twice. `weft ping` turns it off.
+TEST(Prober, RepliesCarryTheFollowupsOfABusyPair) {
+  for (const bool carry : {true, false}) {
+    RunningResponder resp;
+    auto cfg = fast_config();
+    cfg.carried_followups = carry;
+    auto p = Prober::create(cfg);
+    ASSERT_TRUE(p);
+    (*p)->set_targets({{"busy", "127.0.0.1", resp.r->udp_port()}});
+    Collected c;
+    auto ctr = run_for(**p, 1500ms, c);
+    const auto rc = resp.r->counters();
+    auto& w = c.totals["busy"];
+    EXPECT_GT(w.sent, 50u) << carry;
+    EXPECT_GE(w.received * 50, w.sent * 49) << carry;
+    EXPECT_EQ(w.timestamp_source, TimestampSource::kernel) << carry;
+    EXPECT_EQ(ctr.malformed + ctr.unknown_probe + ctr.unknown_session + ctr.duplicate + ctr.weird, 0u)
+        << carry;
+    EXPECT_LE(w.network_rtt.p50_ns, w.rtt_incl_responder_delay.p50_ns) << carry;
+    EXPECT_GT(w.responder_delay.count, 0u) << carry;  // (the last window's)
+    if (carry) {
+      EXPECT_GT(rc.carried, rc.followups / 2);
+    } else {
+      EXPECT_EQ(rc.carried, 0u);
+      EXPECT_GT(rc.followups, 50u);
+    }
+  }
+}
+
 // Issue 14, defect 3: an agent out of file descriptors reported 100% loss to every TCP target and
 // was blamed as the faulty host. A probe that cannot leave this host is not the network's loss:
 // it is counted apart (unsent, with the reason) and in no window.

@@ -43,8 +43,8 @@ struct Prober::Impl {
   // epoll events taken per wake-up: TCP connect probes give one per connection, and a wake-up
   // every 5 ms with 64 would cap them at 12,800 a second (see the responder's kEvents).
   static constexpr int kEvents = 1024;
-  static constexpr size_t kRecvBytes =
-      1024;  // larger than any message (wire::kMaxFollowupsSize) so oversized ones are seen as such
+  // Larger than any message (wire::kMaxReplyFollowupsSize) so that oversized ones are seen as such.
+  static constexpr size_t kRecvBytes = wire::kMaxReplyFollowupsSize + 64;
 
   // epoll data: kind in the top byte, a value below.
   enum Kind : uint64_t { kWake = 1, kUdp = 2, kTcpConnect = 3, kTcpConn = 4 };
@@ -101,6 +101,9 @@ struct Prober::Impl {
     std::vector<uint64_t> txmap;  // OPT_ID & mask -> seq
     size_t targets = 0;           // targets probed from it (retired ones until released)
     bool polled = false;          // out of the epoll set, read on every wake-up (see poll_udp)
+    // Sent datagrams whose transmit stamps have not been read (0 also after a read found the error
+    // queue empty): a streaming wake-up reads the error queue only when this is not 0.
+    uint64_t unstamped = 0;
   };
 
   ProberConfig cfg;
@@ -114,6 +117,7 @@ struct Prober::Impl {
   uint64_t tx_mask = 0;
   uint64_t next_seq = 1, expire_cursor = 1;
   std::vector<uint64_t> grace_ring;  // answered seqs waiting for follow-ups, in answer order
+  int64_t grace_ns = 0;              // how long they wait (followup_grace, + the carry hold)
   size_t grace_head = 0, grace_count = 0;
 
   std::vector<std::unique_ptr<TargetState>> targets;
@@ -151,8 +155,8 @@ struct Prober::Impl {
   net::RecvBatch<kBatch, kRecvBytes, net::kControlBytes> udp_in;
   net::RecvBatch<kBatch, 0, net::kErrQueueControlBytes> tx_stamps;
   // Probes resolved by one recvmmsg batch: a reply or single follow-up resolves at most one, a
-  // follow-ups message up to wire::kMaxFollowups.
-  static constexpr size_t kReadyCap = kBatch * wire::kMaxFollowups;
+  // follow-ups message up to wire::kMaxFollowups, a reply carrying follow-ups one more.
+  static constexpr size_t kReadyCap = kBatch * (wire::kMaxFollowups + 1);
   uint64_t ready[kReadyCap];
   size_t n_ready = 0;
   wire::Followups followups_in;
@@ -193,7 +197,9 @@ struct Prober::Impl {
   void drain_errqueue(int sidx);
   void udp_malformed(int i);
   void udp_followups(int i, int64_t rx_mono);
+  void udp_apply_followups(int i, const wire::Followups& f, int64_t rx_mono);
   void udp_datagram(int i, int64_t rx_mono);
+  void udp_reply_or_followup(int i, const wire::Packet& p, int64_t rx_mono);
   void udp_readable(int sidx, uint32_t events);
 
   // ---- TCP connect probes (tcp_connect_probes.cpp).

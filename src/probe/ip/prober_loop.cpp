@@ -57,7 +57,9 @@ Status Prober::Impl::loop() {
     if (udp_polled) {
       Counters::inc(ctr.streaming_wakeups);
       for (int f = 0; f < 2; ++f)
-        if (udp[f].polled) udp_readable(f, EPOLLIN | EPOLLERR);
+        // The error queue only when stamps may be waiting (the send path drained it): on a
+        // stream that saves one empty read per wake-up, a system call the floor does not make.
+        if (udp[f].polled) udp_readable(f, udp[f].unstamped ? EPOLLIN | EPOLLERR : uint32_t{EPOLLIN});
     }
     waiter.handled(ctr.sent.load(std::memory_order_relaxed) + ctr.received.load(std::memory_order_relaxed));
     poll_udp(waiter.streaming());
@@ -127,7 +129,7 @@ int64_t Prober::Impl::expire_next() {
 }
 
 void Prober::Impl::grace_sweep(int64_t now) {
-  const int64_t grace = cfg.followup_grace.count();
+  const int64_t grace = grace_ns;
   while (grace_count > 0) {
     Slot* s = table.find(grace_ring[grace_head]);
     if (s && s->state == SlotState::answered) {
@@ -142,7 +144,7 @@ void Prober::Impl::grace_sweep(int64_t now) {
 int64_t Prober::Impl::grace_next() {
   while (grace_count > 0) {
     Slot* s = table.find(grace_ring[grace_head]);
-    if (s && s->state == SlotState::answered) return s->timing.rx_user_mono + cfg.followup_grace.count();
+    if (s && s->state == SlotState::answered) return s->timing.rx_user_mono + grace_ns;
     grace_head = (grace_head + 1) % grace_ring.size();
     --grace_count;
   }

@@ -247,8 +247,16 @@ Result<std::unique_ptr<Prober>> Prober::create(const ProberConfig& config) {
   if (auto st = impl->ep.add(impl->wake.fd(), EPOLLIN, Impl::tag(Impl::kWake, 0)); !st)
     return std::unexpected(st.error());
   // Even: this prober reads follow-up frames on kept-open streams (wire::stream_followups_ok).
+  // Upper half kSessionCarryTag: replies may carry follow-ups (UDP, wire::replies_carry_followups_ok);
+  // otherwise never that tag, so that a responder does not send them.
+  const bool carry = config.carried_followups && config.protocol == Protocol::udp;
   impl->session = random_u64() & ~wire::kSessionNoStreamFollowups;
+  if (carry)
+    impl->session = wire::kSessionCarryTag | (impl->session & ~wire::kSessionCarryMask);
+  else if (wire::replies_carry_followups_ok(impl->session))
+    impl->session ^= 1ULL << 63;
   if (impl->session == 0) impl->session = 2;
+  impl->grace_ns = config.followup_grace.count() + (carry ? wire::kCarryHoldNs : 0);
   impl->tx_mask = impl->table.size() - 1;
   impl->grace_ring.assign(impl->table.size(), 0);
   impl->interval_ns = config.interval.count();

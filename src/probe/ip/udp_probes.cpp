@@ -58,6 +58,7 @@ void Prober::Impl::udp_flush_batch() {
       u.txmap[u.tx_counter & tx_mask] = s.seq;
       ++u.tx_counter;
     }
+    u.unstamped += static_cast<uint64_t>(r);
     done += r;
   }
   drain_errqueue(sbatch_sock_sent);
@@ -67,7 +68,11 @@ void Prober::Impl::drain_errqueue(int sidx) {
   UdpSock& u = udp[sidx];
   for (;;) {
     const int r = tx_stamps.read(u.fd.get(), MSG_ERRQUEUE);
-    if (r == 0) return;
+    if (r == 0) {
+      u.unstamped = 0;  // all read (a stamp the driver gives later is read with its answer)
+      return;
+    }
+    u.unstamped -= std::min(u.unstamped, static_cast<uint64_t>(r));
     for (int i = 0; i < r; ++i) {
       net::TxTimestamp ts;
       if (!net::parse_tx_timestamp(tx_stamps.header(static_cast<size_t>(i)), ts)) continue;
@@ -75,6 +80,8 @@ void Prober::Impl::drain_errqueue(int sidx) {
       Slot* s = table.find(seq);
       if (s && s->tx_id_valid && s->tx_id == ts.id && s->sock == sidx) s->timing.tx_kernel = ts.time;
     }
+    // Fewer stamps than datagrams sent may mean some are not there yet: the next streaming
+    // wake-up (unstamped != 0) or an answer whose stamp is missing reads them.
     if (r < kBatch) return;
   }
 }
@@ -98,6 +105,11 @@ void Prober::Impl::udp_followups(int i, int64_t rx_mono) {
       window_at(*t, rx_mono).add_malformed();
     return;
   }
+  udp_apply_followups(i, f, rx_mono);
+}
+
+// The entries of a follow-ups message for our session (on its own or carried by a reply).
+void Prober::Impl::udp_apply_followups(int i, const wire::Followups& f, int64_t rx_mono) {
   for (size_t k = 0; k < f.count; ++k) {
     const wire::FollowupEntry& e = f.entries[k];
     if (e.seq >= next_seq) {  // one bad entry spoils the message: it cannot be ours
@@ -120,8 +132,11 @@ void Prober::Impl::udp_datagram(int i, int64_t rx_mono) {
     return;
   }
   wire::Packet p;
-  if ((h.msg_flags & MSG_TRUNC) || wire::decode(udp_in.data(i), p) != wire::ParseError::ok ||
-      p.type == wire::Type::probe) {
+  // A reply may carry follow-ups for earlier probes (wire.hpp); they are applied after the reply.
+  const bool carries = wire::is_reply_followups(udp_in.data(i));
+  const wire::ParseError err = carries ? wire::decode_reply_followups(udp_in.data(i), p, followups_in)
+                                       : wire::decode(udp_in.data(i), p);
+  if ((h.msg_flags & MSG_TRUNC) || err != wire::ParseError::ok || p.type == wire::Type::probe) {
     udp_malformed(i);
     return;
   }
@@ -137,6 +152,13 @@ void Prober::Impl::udp_datagram(int i, int64_t rx_mono) {
       window_at(*t, rx_mono).add_malformed();
     return;
   }
+  udp_reply_or_followup(i, p, rx_mono);
+  if (carries) udp_apply_followups(i, followups_in, rx_mono);
+}
+
+// A reply or single follow-up (type 2 or 3) for our session and a sequence number we sent.
+void Prober::Impl::udp_reply_or_followup(int i, const wire::Packet& p, int64_t rx_mono) {
+  const auto& h = udp_in.header(i);
   Slot* s = table.find(p.seq);
   if (!s) {  // older than the table remembers: it can only be late, and its loss has gone out
     if (p.type == wire::Type::reply) Counters::inc(ctr.late);
