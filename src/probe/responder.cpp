@@ -142,11 +142,12 @@ struct PeerAddress {
 // 128 bytes (see PeerAddress): kTxRing of them are the bulk of the responder's own memory.
 struct TxEntry {
   uint32_t id = 0;
-  bool reply = false;      // false: a follow-up (its own send time is of no use)
-  bool followups = false;  // the follow-ups message staged at the same index (not a Packet)
-  bool carries = false;    // a reply carrying the follow-ups message staged at the same index
-  bool stamped = true;     // a reply whose kernel send time is wanted (for its follow-up)
-  bool valid = false;
+  // One-bit flags: five bools would push the entry past 128 bytes.
+  bool reply : 1 = false;      // false: a follow-up (its own send time is of no use)
+  bool followups : 1 = false;  // the follow-ups message staged at the same index (not a Packet)
+  bool carries : 1 = false;    // a reply carrying the follow-ups message staged at the same index
+  bool stamped : 1 = true;     // a reply whose kernel send time is wanted (for its follow-up)
+  bool valid : 1 = false;
   wire::Packet packet;
   net::KernelTime rx;
   PeerAddress to;
@@ -166,21 +167,21 @@ constexpr int kOpenFollowups = 8;  // probers served at once; more flushes the o
 // address it probed (a reply leaves from there, so only a reply from there may carry them).
 struct PairKey {
   uint64_t session = 0;
-  net::SocketAddress to;
+  PeerAddress to;
   SourceInfo source;
   bool operator==(const PairKey& o) const {
-    return session == o.session && same_address(to, o.to) && same_source(source, o.source);
+    return session == o.session && to == o.to && same_source(source, o.source);
   }
 };
 constexpr size_t kHeldPairs = 1024;  // ~400 KB when all are in use
 
-uint64_t pair_hash(uint64_t session, const net::SocketAddress& to, const SourceInfo& source) {
+uint64_t pair_hash(uint64_t session, const PeerAddress& to, const SourceInfo& source) {
   uint64_t h = 14695981039346656037ULL ^ session;  // FNV-1a over the flow's bytes
   auto mix = [&h](const void* p, size_t n) {
     const auto* b = static_cast<const uint8_t*>(p);
     for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ULL;
   };
-  mix(&to.storage, std::min<size_t>(to.length, sizeof to.storage));
+  mix(&to.sa, std::min<size_t>(to.length, sizeof to.sa));
   if (source.level == IPPROTO_IP) mix(&source.v4.ipi_spec_dst, sizeof source.v4.ipi_spec_dst);
   if (source.level == IPPROTO_IPV6) mix(&source.v6.ipi6_addr, sizeof source.v6.ipi6_addr);
   return h ^ (h >> 29);
