@@ -39,22 +39,7 @@ set_loss() { stack_lab_set_loss "$1" "$STACK_IP" "$REF_IP"; }
 drops() { stack_lab_drops; }
 kretrans() { nsx nstat -az TcpRetransSegs | awk '/TcpRetransSegs/ {print $2}'; }
 sretrans() { ip netns exec "$S" nstat -az TcpRetransSegs | awk '/TcpRetransSegs/ {print $2}'; }
-ECHO_CLIENT='
-import socket, sys, threading, hashlib, os, time
-n = int(sys.argv[2]); data = os.urandom(n); h = hashlib.sha256(); got = 0
-s = socket.create_connection((sys.argv[1], 7), timeout=float(sys.argv[3]))
-t0 = time.time()
-def rd():
-    global got
-    while got < n:
-        b = s.recv(1 << 20)
-        if not b: break
-        h.update(b); got += len(b)
-t = threading.Thread(target=rd); t.start(); s.sendall(data); t.join(float(sys.argv[3])); s.close()
-ok = h.digest() == hashlib.sha256(data).digest() and got == n
-print("%s %d %.2f" % ("match" if ok else "MISMATCH", got, time.time() - t0))
-sys.exit(0 if ok else 1)
-'
+ECHO_CLIENT=$(readlink -f "$(dirname "$0")/../lab/stack_echo_client.py")
 ECHO_SERVER=$STACK_LAB_ECHO_SERVER
 echo "# $(date -u +%FT%TZ) size $SIZE bytes each way, $ROUNDS round(s), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "| round | weft as | loss % | result | bytes back | seconds | Mb/s each way | weft retransmits (timeouts) | kernel retransmits | frames dropped |"
@@ -65,7 +50,7 @@ RUNS=/tmp/$R.runs  # role loss round seconds ok, for the summary
 mbps() { python3 -c "print(f'{$1*8/max($2,1e-9)/1e6:.0f}')"; }
 run_kernel() {  # $1 loss $2 round: kernel client in K -> kernel echo server in S
   local k0 out res got secs; set_loss "$1"; k0=$(($(kretrans) + $(sretrans)))
-  if out=$(timeout $((LIMIT + 30)) ip netns exec "$K" python3 -c "$ECHO_CLIENT" "$REF_IP" "$SIZE" "$LIMIT"); then :; else fail=1; fi
+  if out=$(timeout $((LIMIT + 30)) ip netns exec "$K" python3 "$ECHO_CLIENT" "$REF_IP" "$SIZE" "$LIMIT" --brief); then :; else fail=1; fi
   read -r res got secs <<<"${out:-timeout 0 0}"
   echo "| $2 | kernel (reference) | $1 | $res | $got | $secs | $(mbps "$got" "$secs") | – | $(($(kretrans) + $(sretrans) - k0)) | $(drops) |"
   echo "kernel $1 $2 $secs $([[ $res == match ]] && echo 1 || echo 0)" >>"$RUNS"
@@ -77,7 +62,7 @@ run_server() {  # weft stack echo on the TAP <- kernel client in K
   p=$!; pids+=("$p")
   for _ in $(seq 100); do rx ip link show "$TAP" 2>/dev/null | grep -q UP && break; sleep 0.1; done
   set_loss "$1"; k0=$(kretrans)
-  if out=$(timeout $((LIMIT + 30)) ip netns exec "$K" python3 -c "$ECHO_CLIENT" "$STACK_IP" "$SIZE" "$LIMIT"); then :; else fail=1; fi
+  if out=$(timeout $((LIMIT + 30)) ip netns exec "$K" python3 "$ECHO_CLIENT" "$STACK_IP" "$SIZE" "$LIMIT" --brief); then :; else fail=1; fi
   read -r res got secs <<<"${out:-timeout 0 0}"
   sleep 0.3
   [[ -n ${STACK_JSON:-} ]] && cat "/tmp/$R.err" >>"$STACK_JSON"

@@ -18,28 +18,14 @@ rx python3 "$(dirname "$0")/../../lab/offloads.py" "$PKT_PEER" off >/dev/null
 DEV=(--device dpdk --dpdk-vdev "net_af_packet0,iface=$PKT_IF" --ip "$STACK_IP/24" --gateway "$GW_IP")
 N=4194304
 fail=0
-ECHO_CLIENT='
-import socket, sys, threading, hashlib, os
-n = int(sys.argv[2]); data = os.urandom(n); h = hashlib.sha256(); got = 0
-s = socket.create_connection((sys.argv[1], 7), timeout=60)
-def rd():
-    global got
-    while got < n:
-        b = s.recv(1 << 16)
-        if not b: break
-        h.update(b); got += len(b)
-t = threading.Thread(target=rd); t.start(); s.sendall(data); t.join(120); s.close()
-ok = got == n and h.digest() == hashlib.sha256(data).digest()
-print("sha256 %s %s, %d of %d bytes back" % (hashlib.sha256(data).hexdigest()[:16], "match" if ok else "MISMATCH", got, n))
-sys.exit(0 if ok else 1)
-'
+ECHO_CLIENT=$(readlink -f "$(dirname "$0")/../../lab/stack_echo_client.py")
 echo "== the stack as server (weft stack echo on DPDK net_af_packet over $PKT_IF), kernel client in $K"
 ip netns exec "$P" "$WEFT" stack echo "${DEV[@]}" -t 300 &
 pids+=($!)
 ok=0
 for _ in $(seq 100); do nsx ping -c 1 -W 1 "$STACK_IP" >/dev/null 2>&1 && { ok=1; break; }; sleep 0.1; done
 if ((ok)) && nsx ping -c 3 -i 0.2 -W 2 "$STACK_IP" >/dev/null; then echo "ping: 3 of 3 answered"; else echo "FAIL: ping"; fail=1; fi
-if out=$(timeout 150 ip netns exec "$K" python3 -c "$ECHO_CLIENT" "$STACK_IP" "$N"); then
+if out=$(timeout 150 ip netns exec "$K" python3 "$ECHO_CLIENT" "$STACK_IP" "$N"); then
   echo "echo: $out"
 else
   echo "FAIL echo: ${out:-timeout}"; fail=1

@@ -21,21 +21,7 @@ DEV=(--device packet --ifname "$PKT_IF" --ip "$STACK_IP/24" --gateway "$GW_IP")
 N=4194304
 fail=0
 
-ECHO_CLIENT='
-import socket, sys, threading, hashlib, os
-n = int(sys.argv[2]); data = os.urandom(n); h = hashlib.sha256(); got = 0
-s = socket.create_connection((sys.argv[1], 7), timeout=60)
-def rd():
-    global got
-    while got < n:
-        b = s.recv(1 << 16)
-        if not b: break
-        h.update(b); got += len(b)
-t = threading.Thread(target=rd); t.start(); s.sendall(data); t.join(120); s.close()
-ok = got == n and h.digest() == hashlib.sha256(data).digest()
-print("sha256 %s %s, %d of %d bytes back" % (hashlib.sha256(data).hexdigest()[:16], "match" if ok else "MISMATCH", got, n))
-sys.exit(0 if ok else 1)
-'
+ECHO_CLIENT=$(readlink -f "$(dirname "$0")/../../lab/stack_echo_client.py")
 
 echo "== the stack as server (weft stack echo on $PKT_IF in $P), kernel client in $K"
 px "$WEFT" stack echo "${DEV[@]}" -t 300 &
@@ -45,7 +31,7 @@ for _ in $(seq 50); do nsx ping -c 1 -W 1 "$STACK_IP" >/dev/null 2>&1 && { ok=1;
 if ((ok)) && nsx ping -c 3 -i 0.2 -W 2 "$STACK_IP" >/dev/null; then echo "ping: 3 of 3 answered"; else echo "FAIL: ping"; fail=1; fi
 for loss in 0 1; do
   set_loss "$loss"
-  if out=$(timeout 150 ip netns exec "$K" python3 -c "$ECHO_CLIENT" "$STACK_IP" "$N"); then
+  if out=$(timeout 150 ip netns exec "$K" python3 "$ECHO_CLIENT" "$STACK_IP" "$N"); then
     echo "loss $loss%: $out"
   else
     echo "FAIL loss $loss%: ${out:-timeout}"; fail=1

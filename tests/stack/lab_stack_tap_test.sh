@@ -25,20 +25,7 @@ wait_tap() {
   echo "FAIL: $TAP never appeared in $R"; return 1
 }
 
-ECHO_CLIENT='
-import socket, sys, threading, hashlib, os
-n = int(sys.argv[2]); data = os.urandom(n); got = bytearray()
-s = socket.create_connection((sys.argv[1], 7), timeout=60)
-def rd():
-    while len(got) < n:
-        b = s.recv(1 << 16)
-        if not b: break
-        got.extend(b)
-t = threading.Thread(target=rd); t.start(); s.sendall(data); t.join(120); s.close()
-ok = bytes(got) == data
-print("sha256 %s %s, %d of %d bytes back" % (hashlib.sha256(data).hexdigest()[:16], "match" if ok else "MISMATCH", len(got), n))
-sys.exit(0 if ok else 1)
-'
+ECHO_CLIENT=$(readlink -f "$(dirname "$0")/../../lab/stack_echo_client.py")
 ECHO_SERVER=$STACK_LAB_ECHO_SERVER
 bytes_for() { case $1 in 0|0.1|1) echo 2097152 ;; *) echo 524288 ;; esac; }
 fail=0
@@ -69,7 +56,7 @@ for loss in 0 0.1 1 5 10; do
   set_loss "$loss"
   n=$(bytes_for "$loss")
   start=$(date +%s.%N)
-  if out=$(timeout 150 ip netns exec "$NS" python3 -c "$ECHO_CLIENT" "$STACK_IP" "$n"); then
+  if out=$(timeout 150 ip netns exec "$NS" python3 "$ECHO_CLIENT" "$STACK_IP" "$n"); then
     echo "loss $loss%: $out ($(python3 -c "print(f'{$(date +%s.%N) - $start:.1f}')") s)"
   else
     echo "FAIL loss $loss%: ${out:-timeout}"; fail=1
@@ -100,7 +87,7 @@ for i in range(3000):
 print("sent 3000 crafted segments")
 PY
 nsx ping -c 2 -i 0.2 -W 2 "$STACK_IP" >/dev/null && echo "ping after bad input: answered" || { echo "FAIL: no ping after bad input"; fail=1; }
-if out=$(timeout 60 ip netns exec "$NS" python3 -c "$ECHO_CLIENT" "$STACK_IP" 65536); then echo "echo after bad input: $out"; else echo "FAIL: echo after bad input"; fail=1; fi
+if out=$(timeout 60 ip netns exec "$NS" python3 "$ECHO_CLIENT" "$STACK_IP" 65536); then echo "echo after bad input: $out"; else echo "FAIL: echo after bad input"; fail=1; fi
 kill "${pids[0]}" 2>/dev/null || true
 wait "${pids[0]}" 2>/dev/null || true
 pids=()
