@@ -12,22 +12,11 @@
 #include <cstring>
 
 #include "base/random.hpp"
+#include "stack/virtio_net_hdr.hpp"
 
 namespace weft::stack {
 
 namespace {
-// struct virtio_net_hdr (see tap_device.cpp: <linux/virtio_net.h> does not compile as C++).
-struct VirtioNetHdr {
-  uint8_t flags;
-  uint8_t gso_type;
-  uint16_t hdr_len;
-  uint16_t gso_size;
-  uint16_t csum_start;
-  uint16_t csum_offset;
-};
-static_assert(sizeof(VirtioNetHdr) == 10);
-constexpr uint8_t kNeedsCsum = 1;  // VIRTIO_NET_HDR_F_NEEDS_CSUM
-constexpr uint8_t kGsoTcpv4 = 1;   // VIRTIO_NET_HDR_GSO_TCPV4
 constexpr size_t kSllOffset = TPACKET_ALIGN(sizeof(tpacket3_hdr));
 
 int set_int(int fd, int opt, int v) { return setsockopt(fd, SOL_PACKET, opt, &v, sizeof v); }
@@ -182,17 +171,7 @@ Result<RxInfo> PacketDevice::receive(wire::MutBytes buf) {
 
 Status PacketDevice::transmit(wire::Bytes frame, const TxOffload& off) {
   const size_t hdr = tx_csum_ ? sizeof(VirtioNetHdr) : 0;
-  VirtioNetHdr h{};
-  if (off.needs_csum) {
-    h.flags = kNeedsCsum;
-    h.csum_start = off.csum_start;
-    h.csum_offset = off.csum_offset;
-  }
-  if (off.gso_size > 0) {
-    h.gso_type = kGsoTcpv4;
-    h.gso_size = off.gso_size;
-    h.hdr_len = off.hdr_len;
-  }
+  VirtioNetHdr h = virtio_hdr_for(off);
   if (frame.size() + hdr > slot_size_) {
     // A TSO super-frame: sent on its own, straight from the caller's buffer (after what is queued,
     // to keep the order).

@@ -11,26 +11,9 @@
 #include <cstring>
 
 #include "base/random.hpp"
+#include "stack/virtio_net_hdr.hpp"
 
 namespace weft::stack {
-
-namespace {
-// struct virtio_net_hdr from <linux/virtio_net.h>, which does not compile as C++ (a field named
-// `class`). Host byte order: tun uses little-endian headers on a little-endian host by default.
-struct VirtioNetHdr {
-  uint8_t flags;
-  uint8_t gso_type;
-  uint16_t hdr_len;
-  uint16_t gso_size;
-  uint16_t csum_start;
-  uint16_t csum_offset;
-};
-static_assert(sizeof(VirtioNetHdr) == 10);
-constexpr uint8_t VIRTIO_NET_HDR_F_NEEDS_CSUM = 1;
-constexpr uint8_t VIRTIO_NET_HDR_F_DATA_VALID = 2;
-constexpr uint8_t VIRTIO_NET_HDR_GSO_NONE = 0;
-constexpr uint8_t VIRTIO_NET_HDR_GSO_TCPV4 = 1;
-}  // namespace
 
 Result<std::unique_ptr<TapDevice>> TapDevice::open(const Options& o) {
   if (o.name.size() >= IFNAMSIZ)
@@ -80,30 +63,20 @@ Result<RxInfo> TapDevice::receive(wire::MutBytes buf) {
     }
     if (!vnet_hdr_) return RxInfo{static_cast<size_t>(n), false};
     if (static_cast<size_t>(n) <= sizeof h) continue;  // header only: nothing to hand up
-    if (h.gso_type != VIRTIO_NET_HDR_GSO_NONE) {
+    if (h.gso_type != kVirtioGsoNone) {
       ++counters_.rx_gso_dropped;
       continue;
     }
     // NEEDS_CSUM: generated on this host, the checksum is partial but the data cannot be corrupt;
     // DATA_VALID: the kernel checked it.
-    const bool ok = (h.flags & (VIRTIO_NET_HDR_F_NEEDS_CSUM | VIRTIO_NET_HDR_F_DATA_VALID)) != 0;
+    const bool ok = (h.flags & (kVirtioNeedsCsum | kVirtioDataValid)) != 0;
     return RxInfo{static_cast<size_t>(n) - sizeof h, ok};
   }
 }
 
 Status TapDevice::transmit(wire::Bytes frame, const TxOffload& off) {
-  VirtioNetHdr h{};
-  if (off.needs_csum) {
-    h.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
-    h.csum_start = off.csum_start;
-    h.csum_offset = off.csum_offset;
-  }
-  h.gso_type = VIRTIO_NET_HDR_GSO_NONE;
-  if (off.gso_size > 0) {  // tun accepts GSO frames from user space whatever TUNSETOFFLOAD says
-    h.gso_type = VIRTIO_NET_HDR_GSO_TCPV4;
-    h.gso_size = off.gso_size;
-    h.hdr_len = off.hdr_len;
-  }
+  // tun accepts GSO frames from user space whatever TUNSETOFFLOAD says.
+  VirtioNetHdr h = virtio_hdr_for(off);
   iovec iov[2] = {{&h, sizeof h}, {const_cast<uint8_t*>(frame.data()), frame.size()}};
   const int first = vnet_hdr_ ? 0 : 1;
   for (;;) {

@@ -26,13 +26,12 @@ using namespace weft;
 using namespace weft::probe;
 using namespace std::chrono_literals;
 
+// A real responder on its own thread, on ephemeral ports of `c.listen_address` (the config's ports
+// are replaced by 0: read the bound ones from r).
 struct RunningResponder {
   std::unique_ptr<Responder> r;
   std::thread th;
-  explicit RunningResponder(const char* listen = "127.0.0.1", bool followups = true) {
-    ResponderConfig c;
-    c.listen_address = listen;
-    c.followups = followups;
+  explicit RunningResponder(ResponderConfig c) {
     c.udp_port = 0;
     c.tcp_port = 0;
     auto made = Responder::create(c);
@@ -40,9 +39,19 @@ struct RunningResponder {
     r = std::move(*made);
     th = std::thread([this] { (void)r->run(); });
   }
+  explicit RunningResponder(const char* listen = "127.0.0.1", bool followups = true)
+      : RunningResponder(config(listen, followups)) {}
   ~RunningResponder() {
     r->stop();
     th.join();
+  }
+
+ private:
+  static ResponderConfig config(const char* listen, bool followups) {
+    ResponderConfig c;
+    c.listen_address = listen;
+    c.followups = followups;
+    return c;
   }
 };
 

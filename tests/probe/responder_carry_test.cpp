@@ -16,6 +16,7 @@
 #include "net/socket.hpp"
 #include "probe/responder.hpp"
 #include "probe/wire.hpp"
+#include "prober_harness.hpp"
 
 using namespace weft;
 using namespace weft::probe;
@@ -23,25 +24,13 @@ using namespace std::chrono_literals;
 
 namespace {
 
-struct Running {
-  std::unique_ptr<Responder> r;
-  std::thread th;
-  Running() {
-    ResponderConfig c;
-    c.listen_address = "127.0.0.1";
-    c.udp_port = 0;
-    c.tcp_port = 0;
-    c.serve_tcp = false;
-    auto made = Responder::create(c);
-    EXPECT_TRUE(made) << made.error().message;
-    r = std::move(*made);
-    th = std::thread([this] { (void)r->run(); });
-  }
-  ~Running() {
-    r->stop();
-    th.join();
-  }
-};
+// UDP only, on 127.0.0.1.
+ResponderConfig udp_only() {
+  ResponderConfig c;
+  c.listen_address = "127.0.0.1";
+  c.serve_tcp = false;
+  return c;
+}
 
 struct Seen {
   std::map<uint64_t, int> replies;          // seq -> replies
@@ -116,7 +105,7 @@ Seen exchange(uint16_t port, uint64_t session, int n, std::chrono::milliseconds 
 }  // namespace
 
 TEST(ResponderCarry, RepliesOnABusyPairCarryTheEarlierSendTimes) {
-  Running resp;
+  probe_test::RunningResponder resp(udp_only());
   const uint64_t session = wire::kSessionCarryTag | 0x2468;
   const int n = 20;
   Seen s = exchange(resp.r->udp_port(), session, n, 10ms, 2000ms, true);
@@ -141,7 +130,7 @@ TEST(ResponderCarry, RepliesOnABusyPairCarryTheEarlierSendTimes) {
 }
 
 TEST(ResponderCarry, ASessionThatDidNotAskGetsFollowupDatagramsOnly) {
-  Running resp;
+  probe_test::RunningResponder resp(udp_only());
   const int n = 20;
   Seen s = exchange(resp.r->udp_port(), 0x1112131415161718ULL & ~wire::kSessionCarryMask, n, 10ms, 2000ms);
   EXPECT_EQ(s.other, 0);
@@ -154,7 +143,7 @@ TEST(ResponderCarry, ASessionThatDidNotAskGetsFollowupDatagramsOnly) {
 }
 
 TEST(ResponderCarry, APairProbedLessOftenThanTheHoldIsNotHeld) {
-  Running resp;
+  probe_test::RunningResponder resp(udp_only());
   // Probes 200 ms apart (longer than the 125 ms hold): each send time goes at once, as before.
   Seen s = exchange(resp.r->udp_port(), wire::kSessionCarryTag | 0x1357, 3, 200ms, 1000ms);
   EXPECT_EQ(s.carrying_replies, 0);

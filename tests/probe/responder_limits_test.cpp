@@ -15,6 +15,7 @@
 #include "net/socket.hpp"
 #include "probe/responder.hpp"
 #include "probe/wire.hpp"
+#include "prober_harness.hpp"
 
 using namespace weft;
 using namespace weft::probe;
@@ -22,24 +23,12 @@ using namespace std::chrono_literals;
 
 namespace {
 
-struct Running {
-  std::unique_ptr<Responder> r;
-  std::thread th;
-  explicit Running(ResponderConfig c) {
-    c.listen_address = "127.0.0.1";
-    c.udp_port = 0;
-    c.tcp_port = 0;
-    c.serve_udp = false;
-    auto made = Responder::create(c);
-    EXPECT_TRUE(made) << made.error().message;
-    r = std::move(*made);
-    th = std::thread([this] { (void)r->run(); });
-  }
-  ~Running() {
-    r->stop();
-    th.join();
-  }
-};
+// TCP only, on 127.0.0.1, with `c`'s limits.
+ResponderConfig tcp_only(ResponderConfig c) {
+  c.listen_address = "127.0.0.1";
+  c.serve_udp = false;
+  return c;
+}
 
 net::Fd connect_to(uint16_t port) {
   auto c = net::tcp_connect_start(*net::SocketAddress::parse_ip("0.0.0.0", 0),
@@ -81,7 +70,7 @@ TEST(ResponderLimits, ConnectionsBeyondTheCapAreClosedAtOnce) {
   c.defer_accept = false;  // these connections send nothing: accepted at once, as before
   c.max_tcp_connections = 8;
   c.tcp_idle_timeout = 60s;
-  Running resp(c);
+  probe_test::RunningResponder resp(tcp_only(c));
   std::vector<net::Fd> held;
   for (int i = 0; i < 8; ++i) held.push_back(connect_to(resp.r->tcp_port()));
   std::this_thread::sleep_for(200ms);  // all accepted
@@ -96,7 +85,7 @@ TEST(ResponderLimits, IdleConnectionsAreReapedBusyOnesKept) {
   ResponderConfig c;
   c.defer_accept = false;  // these connections send nothing: accepted at once, as before
   c.tcp_idle_timeout = 1s;
-  Running resp(c);
+  probe_test::RunningResponder resp(tcp_only(c));
   std::vector<net::Fd> idle;
   for (int i = 0; i < 5; ++i) idle.push_back(connect_to(resp.r->tcp_port()));
   net::Fd busy = connect_to(resp.r->tcp_port());
@@ -115,7 +104,7 @@ TEST(ResponderLimits, AtTheCapAConnectionIdleFor5sMakesRoom) {
   ResponderConfig c;
   c.defer_accept = false;  // these connections send nothing: accepted at once, as before
   c.max_tcp_connections = 2;
-  Running resp(c);
+  probe_test::RunningResponder resp(tcp_only(c));
   net::Fd a = connect_to(resp.r->tcp_port());
   net::Fd b = connect_to(resp.r->tcp_port());
   std::this_thread::sleep_for(5200ms);
@@ -133,7 +122,7 @@ TEST(ResponderLimits, AtTheCapAConnectionIdleFor5sMakesRoom) {
 // is accepted and answered.
 TEST(ResponderLimits, ConnectProbesAreNotAcceptedKeptOpenOnesAre) {
   ResponderConfig c;
-  Running resp(c);
+  probe_test::RunningResponder resp(tcp_only(c));
   for (int i = 0; i < 20; ++i) {
     net::Fd probe = connect_to(resp.r->tcp_port());  // handshake done; closed with a reset
   }
