@@ -16,9 +16,20 @@
 #   nsx CMD... / rx CMD...         run in K / in R
 #   stack_lab_pids                 array: background processes to kill on exit
 #   STACK_LAB_ECHO_SERVER          Python kernel echo server on port 7 (a thread per connection)
+#   STACK_LAB_ECHO_CLIENT          lab/stack_echo_client.py (hash-checked echo client), absolute path
+#   stack_lab_bg CMD...            CMD in the background, its pid in stack_lab_pids
+#   stack_lab_stop_bg              stop (and forget) what stack_lab_bg started
+#   stack_lab_start_echo_server    STACK_LAB_ECHO_SERVER in K (stack_lab_bg), back once it listens
+#   stack_lab_wait_ping IP [TRIES] until IP answers (TRIES x 0.1 s, default 100), then 3 of 3 pings
+#   stack_lab_check_echo LABEL IP BYTES [LIMIT]  a kernel client in K sends BYTES to IP's echo and
+#                                  checks the SHA-256 of what comes back (timeout LIMIT s, default 150)
+#   stack_lab_check_connect LABEL CMD...  CMD is a `weft stack connect --echo-check` run; passes when
+#                                  its JSON says "match":true (timeout 150 s)
+# The check functions print "LABEL: result" or "FAIL LABEL: ..." and return 1 on failure.
 
 stack_lab_pids=()
 stack_lab_namespaces=()
+STACK_LAB_ECHO_CLIENT=$(readlink -f "$(dirname "${BASH_SOURCE[0]}")/stack_echo_client.py")
 
 stack_lab_cleanup() {
   local p ns
@@ -112,3 +123,47 @@ def serve(c):
 while True:
     c, _ = ls.accept(); threading.Thread(target=serve, args=(c,), daemon=True).start()
 '
+
+stack_lab_bg() {
+  "$@" &
+  stack_lab_pids+=($!)
+}
+
+stack_lab_stop_bg() {
+  local p
+  for p in "${stack_lab_pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${stack_lab_pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  stack_lab_pids=()
+}
+
+stack_lab_start_echo_server() {
+  stack_lab_bg nsx python3 -c "$STACK_LAB_ECHO_SERVER"
+  for _ in $(seq 50); do nsx ss -ltn 2>/dev/null | grep -q ':7 ' && return 0; sleep 0.1; done
+  echo "FAIL: the kernel echo server in $K never listened"; return 1
+}
+
+stack_lab_wait_ping() {  # IP [TRIES]
+  local ip=$1 tries=${2:-100}
+  for _ in $(seq "$tries"); do nsx ping -c 1 -W 1 "$ip" >/dev/null 2>&1 && break; sleep 0.1; done
+  if nsx ping -c 3 -i 0.2 -W 2 "$ip" >/dev/null; then echo "ping: 3 of 3 answered"; else echo "FAIL: ping $ip"; return 1; fi
+}
+
+stack_lab_check_echo() {  # LABEL IP BYTES [LIMIT]
+  local label=$1 ip=$2 n=$3 limit=${4:-150} out start
+  start=$(date +%s.%N)
+  if out=$(timeout "$limit" ip netns exec "$K" python3 "$STACK_LAB_ECHO_CLIENT" "$ip" "$n"); then
+    echo "$label: $out ($(python3 -c "print(f'{$(date +%s.%N) - $start:.1f}')") s)"
+  else
+    echo "FAIL $label: ${out:-timeout}"; return 1
+  fi
+}
+
+stack_lab_check_connect() {  # LABEL CMD...
+  local label=$1 out
+  shift
+  if out=$(timeout 150 "$@" 2>/dev/null) && grep -q '"match":true' <<<"$out"; then
+    echo "$label: $out"
+  else
+    echo "FAIL $label: ${out:-timeout}"; return 1
+  fi
+}

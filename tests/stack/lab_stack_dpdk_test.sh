@@ -12,36 +12,18 @@ WEFT=${1:?usage: $0 path/to/weft}
 stack_lab_init dpdk
 P=wst-dpdk-p-$$
 stack_lab_add_packet_link "$P"
-pids=()
-trap 'stack_lab_pids=("${pids[@]}"); stack_lab_cleanup' EXIT
 rx python3 "$(dirname "$0")/../../lab/offloads.py" "$PKT_PEER" off >/dev/null
 DEV=(--device dpdk --dpdk-vdev "net_af_packet0,iface=$PKT_IF" --ip "$STACK_IP/24" --gateway "$GW_IP")
 N=4194304
 fail=0
-ECHO_CLIENT=$(readlink -f "$(dirname "$0")/../../lab/stack_echo_client.py")
+
 echo "== the stack as server (weft stack echo on DPDK net_af_packet over $PKT_IF), kernel client in $K"
-ip netns exec "$P" "$WEFT" stack echo "${DEV[@]}" -t 300 &
-pids+=($!)
-ok=0
-for _ in $(seq 100); do nsx ping -c 1 -W 1 "$STACK_IP" >/dev/null 2>&1 && { ok=1; break; }; sleep 0.1; done
-if ((ok)) && nsx ping -c 3 -i 0.2 -W 2 "$STACK_IP" >/dev/null; then echo "ping: 3 of 3 answered"; else echo "FAIL: ping"; fail=1; fi
-if out=$(timeout 150 ip netns exec "$K" python3 "$ECHO_CLIENT" "$STACK_IP" "$N"); then
-  echo "echo: $out"
-else
-  echo "FAIL echo: ${out:-timeout}"; fail=1
-fi
-kill "${pids[0]}" 2>/dev/null || true
-wait "${pids[0]}" 2>/dev/null || true
-pids=()
+stack_lab_bg ip netns exec "$P" "$WEFT" stack echo "${DEV[@]}" -t 300
+stack_lab_wait_ping "$STACK_IP" || fail=1
+stack_lab_check_echo echo "$STACK_IP" "$N" || fail=1
+stack_lab_stop_bg
 
 echo "== the stack as client (weft stack connect --echo-check on DPDK), kernel echo server in $K"
-nsx python3 -c "$STACK_LAB_ECHO_SERVER" &
-pids+=($!)
-for _ in $(seq 50); do nsx ss -ltn 2>/dev/null | grep -q ':7 ' && break; sleep 0.1; done
-if out=$(timeout 150 ip netns exec "$P" "$WEFT" stack connect "$KERN_IP" --echo-check "$N" "${DEV[@]}" -t 140 2>/dev/null) &&
-   grep -q '"match":true' <<<"$out"; then
-  echo "echo-check: $out"
-else
-  echo "FAIL echo-check: ${out:-timeout}"; fail=1
-fi
+stack_lab_start_echo_server || fail=1
+stack_lab_check_connect echo-check ip netns exec "$P" "$WEFT" stack connect "$KERN_IP" --echo-check "$N" "${DEV[@]}" -t 140 || fail=1
 exit $fail

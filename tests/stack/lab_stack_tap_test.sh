@@ -15,8 +15,6 @@ WEFT=${1:?usage: $0 path/to/weft}
 [[ $(id -u) == 0 ]] || { echo "SKIP: needs root"; exit 0; }
 . "$(dirname "$0")/../../lab/stack_netns.sh"
 stack_lab_init lab
-pids=()
-trap 'stack_lab_pids=("${pids[@]}"); stack_lab_cleanup' EXIT
 NS=$K
 set_loss() { stack_lab_set_loss "$1" "$STACK_IP"; }  # percent, each direction, in R's forward chain
 
@@ -25,18 +23,15 @@ wait_tap() {
   echo "FAIL: $TAP never appeared in $R"; return 1
 }
 
-ECHO_CLIENT=$(readlink -f "$(dirname "$0")/../../lab/stack_echo_client.py")
-ECHO_SERVER=$STACK_LAB_ECHO_SERVER
 bytes_for() { case $1 in 0|0.1|1) echo 2097152 ;; *) echo 524288 ;; esac; }
 fail=0
 
 echo "== the stack as server (weft stack echo), kernel client in $NS"
 # --no-tso: the loss below counts segments (one TSO super-frame would be one drop in R's forward
 # hook; the kernel peer sends single segments, gso_max_segs 1). TSO is checked by stack_packet_lab.
-"$WEFT" stack echo --tap "$TAP" --ip "$STACK_IP/24" --gateway "$GW_IP" --kernel-ip "$GW_IP/24" --netns "$R" -t 600 --no-tso &
-pids+=($!)
+stack_lab_bg "$WEFT" stack echo --tap "$TAP" --ip "$STACK_IP/24" --gateway "$GW_IP" --kernel-ip "$GW_IP/24" --netns "$R" -t 600 --no-tso
 wait_tap
-nsx ping -c 3 -i 0.2 -W 2 "$STACK_IP" >/dev/null && echo "ping: 3 of 3 answered" || { echo "FAIL: ping"; fail=1; }
+stack_lab_wait_ping "$STACK_IP" || fail=1
 # UDP sockets: the echo answers datagrams on its port; a closed port draws ICMP port unreachable,
 # which the kernel turns into ECONNREFUSED on a connected UDP socket.
 nsx python3 - "$STACK_IP" <<'PY' || { echo "FAIL: UDP"; fail=1; }
@@ -54,13 +49,7 @@ except ConnectionRefusedError:
 PY
 for loss in 0 0.1 1 5 10; do
   set_loss "$loss"
-  n=$(bytes_for "$loss")
-  start=$(date +%s.%N)
-  if out=$(timeout 150 ip netns exec "$NS" python3 "$ECHO_CLIENT" "$STACK_IP" "$n"); then
-    echo "loss $loss%: $out ($(python3 -c "print(f'{$(date +%s.%N) - $start:.1f}')") s)"
-  else
-    echo "FAIL loss $loss%: ${out:-timeout}"; fail=1
-  fi
+  stack_lab_check_echo "loss $loss%" "$STACK_IP" "$(bytes_for "$loss")" || fail=1
 done
 set_loss 0
 
@@ -87,33 +76,19 @@ for i in range(3000):
 print("sent 3000 crafted segments")
 PY
 nsx ping -c 2 -i 0.2 -W 2 "$STACK_IP" >/dev/null && echo "ping after bad input: answered" || { echo "FAIL: no ping after bad input"; fail=1; }
-if out=$(timeout 60 ip netns exec "$NS" python3 "$ECHO_CLIENT" "$STACK_IP" 65536); then echo "echo after bad input: $out"; else echo "FAIL: echo after bad input"; fail=1; fi
-kill "${pids[0]}" 2>/dev/null || true
-wait "${pids[0]}" 2>/dev/null || true
-pids=()
+stack_lab_check_echo "echo after bad input" "$STACK_IP" 65536 60 || fail=1
+stack_lab_stop_bg
 sleep 0.5
 
 echo "== the stack as client (weft stack connect --echo-check), kernel echo server in $NS"
-ip netns exec "$NS" python3 -c "$ECHO_SERVER" &
-pids+=($!)
-for _ in $(seq 50); do nsx ss -ltn 2>/dev/null | grep -q ':7 ' && break; sleep 0.1; done
+stack_lab_start_echo_server || fail=1
+TAP_ARGS=(--tap "$TAP" --ip "$STACK_IP/24" --gateway "$GW_IP" --kernel-ip "$GW_IP/24" --netns "$R" -t 140)
 for loss in 0 0.1 1 5 10; do
-  n=$(bytes_for "$loss")
   # The TAP is made anew by each run; the loss rule matches by address, so it can go in first.
   set_loss "$loss"
-  if out=$(timeout 150 "$WEFT" stack connect "$KERN_IP" --echo-check "$n" --no-tso --tap "$TAP" --ip "$STACK_IP/24" \
-             --gateway "$GW_IP" --kernel-ip "$GW_IP/24" --netns "$R" -t 140 2>/dev/null); then
-    echo "loss $loss%: $out"
-  else
-    echo "FAIL loss $loss%: ${out:-timeout}"; fail=1
-  fi
+  stack_lab_check_connect "loss $loss%" "$WEFT" stack connect "$KERN_IP" --echo-check "$(bytes_for "$loss")" --no-tso "${TAP_ARGS[@]}" || fail=1
 done
 set_loss 0
 # TSO on the TAP (virtio GSO_TCPV4 super-frames, cut by the kernel when R forwards them), no loss.
-if out=$(timeout 150 "$WEFT" stack connect "$KERN_IP" --echo-check 4194304 --tap "$TAP" --ip "$STACK_IP/24" \
-           --gateway "$GW_IP" --kernel-ip "$GW_IP/24" --netns "$R" -t 140 2>/dev/null) && grep -q '"match":true' <<<"$out"; then
-  echo "TSO, loss 0%: $out"
-else
-  echo "FAIL TSO, loss 0%: ${out:-timeout}"; fail=1
-fi
+stack_lab_check_connect "TSO, loss 0%" "$WEFT" stack connect "$KERN_IP" --echo-check 4194304 "${TAP_ARGS[@]}" || fail=1
 exit $fail
