@@ -1,9 +1,11 @@
 #pragma once
 // Shared by the prober tests: a real responder on a thread, running a prober for a while and
-// collecting its windows and probes, and small fakes' helpers.
+// collecting its windows and probes, and a scripted fake responder.
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -126,17 +128,107 @@ inline net::Fd black_hole(uint16_t& port) {
   return std::move(*fd);
 }
 
-// For the fake responders: one waiting datagram that parses as a wire packet, and who sent it.
-inline bool recv_probe(int fd, wire::Packet& p, net::SocketAddress& from) {
-  uint8_t buf[128];
-  sockaddr_storage addr{};
-  socklen_t len = sizeof addr;
-  const ssize_t n = recvfrom(fd, buf, sizeof buf, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&addr), &len);
-  if (n <= 0 ||
-      wire::decode(std::span<const uint8_t>(buf, static_cast<size_t>(n)), p) != wire::ParseError::ok)
-    return false;
-  from = net::SocketAddress::from_sockaddr(reinterpret_cast<sockaddr*>(&addr), len);
-  return true;
-}
+// A scripted responder for the prober's tests: a thread on a loopback UDP port that hands every probe
+// it receives to `on_probe` (already turned into a reply: type reply, no flags, user-space responder
+// times) and sends what the script held back once it is due (by default the held reply as it is;
+// `on_due` replaces that). `after_release(nothing_held)` runs after each pass over the held
+// replies. The callbacks run on the fake's thread, which is also the only caller of send()/hold().
+class FakeResponder {
+ public:
+  using OnProbe = std::function<void(FakeResponder&, wire::Packet& reply, const net::SocketAddress& from)>;
+  using OnDue = std::function<void(FakeResponder&, wire::Packet& held, const net::SocketAddress& to)>;
+  using AfterRelease = std::function<void(FakeResponder&, bool nothing_held)>;
+
+  explicit FakeResponder(OnProbe on_probe, int poll_ms = 2, OnDue on_due = {},
+                         AfterRelease after_release = {})
+      : on_probe_(std::move(on_probe)), on_due_(std::move(on_due)), after_release_(std::move(after_release)) {
+    auto fd = net::udp_socket(*net::SocketAddress::parse_ip("127.0.0.1", 0));
+    if (!fd) throw std::runtime_error(fd.error().message);
+    fd_ = std::move(*fd);
+    port_ = net::local_address(fd_.get())->port();
+    th_ = std::thread([this, poll_ms] { loop(poll_ms); });
+  }
+  ~FakeResponder() { stop(); }
+  FakeResponder(const FakeResponder&) = delete;
+  FakeResponder& operator=(const FakeResponder&) = delete;
+
+  uint16_t port() const { return port_; }
+  void stop() {
+    done_ = true;
+    if (th_.joinable()) th_.join();
+  }
+
+  void send(const wire::Packet& p, const net::SocketAddress& to) {
+    uint8_t out[wire::kSize];
+    wire::encode(p, out);
+    send_bytes(out, sizeof out, to);
+  }
+  void send_bytes(const uint8_t* b, size_t n, const net::SocketAddress& to) {
+    sendto(fd_.get(), b, n, 0, to.sa(), to.length);
+  }
+  // Hands `p` back to the script (on_due) or sends it, `delay_ns` from now (monotonic clock).
+  void hold(const wire::Packet& p, const net::SocketAddress& to, int64_t delay_ns) {
+    held_.push_back({p, to, mono_ns() + delay_ns});
+  }
+
+ private:
+  struct Held {
+    wire::Packet p;
+    net::SocketAddress to;
+    int64_t due_mono;
+  };
+
+  void loop(int poll_ms) {
+    while (!done_) {
+      pollfd pfd{fd_.get(), POLLIN, 0};
+      poll(&pfd, 1, poll_ms);
+      const int64_t now = mono_ns();
+      for (auto it = held_.begin(); it != held_.end();) {
+        if (it->due_mono > now) {
+          ++it;
+          continue;
+        }
+        if (on_due_) {
+          on_due_(*this, it->p, it->to);
+        } else {
+          send(it->p, it->to);
+        }
+        it = held_.erase(it);
+      }
+      if (after_release_) after_release_(*this, held_.empty());
+      wire::Packet p;
+      net::SocketAddress from;
+      if (!recv_probe(p, from)) continue;
+      p.type = wire::Type::reply;
+      p.flags = 0;  // no follow-up coming: user-space times
+      p.responder_rx_ns = realtime_ns();
+      p.responder_tx_ns = p.responder_rx_ns + 1;
+      on_probe_(*this, p, from);
+    }
+  }
+
+  // One waiting datagram that parses as a wire packet, and who sent it.
+  bool recv_probe(wire::Packet& p, net::SocketAddress& from) {
+    uint8_t buf[128];
+    sockaddr_storage addr{};
+    socklen_t len = sizeof addr;
+    const ssize_t n =
+        recvfrom(fd_.get(), buf, sizeof buf, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&addr), &len);
+    if (n <= 0 ||
+        wire::decode(std::span<const uint8_t>(buf, static_cast<size_t>(n)), p) != wire::ParseError::ok)
+      return false;
+    from = net::SocketAddress::from_sockaddr(reinterpret_cast<sockaddr*>(&addr), len);
+    return true;
+  }
+
+  OnProbe on_probe_;
+  OnDue on_due_;
+  AfterRelease after_release_;
+  net::Fd fd_;
+  uint16_t port_ = 0;
+  std::atomic<bool> done_{false};
+  std::vector<Held> held_;
+  std::thread th_;
+};
 
 }  // namespace probe_test

@@ -101,75 +101,41 @@ TEST(Prober, RespondersSurviveGarbageAndKeepAnswering) {
 // A fake responder that misbehaves on purpose: duplicates, wrong sessions, unknown sequence
 // numbers, garbage, and answers after the timeout.
 TEST(Prober, CountsDuplicatesLateUnknownAndMalformedApart) {
-  auto fd = net::udp_socket(*net::SocketAddress::parse_ip("127.0.0.1", 0));
-  const uint16_t port = net::local_address(fd->get())->port();
-  std::atomic<bool> done{false};
   std::atomic<int> probes_seen{0};
-  std::thread fake([&] {
-    struct Held {
-      wire::Packet p;
-      net::SocketAddress to;
-      int64_t at;
-    };
-    std::vector<Held> held;
-    while (!done) {
-      pollfd pfd{fd->get(), POLLIN, 0};
-      poll(&pfd, 1, 5);
-      const int64_t now = mono_ns();
-      for (auto it = held.begin(); it != held.end();) {
-        if (it->at <= now) {
-          uint8_t out[wire::kSize];
-          wire::encode(it->p, out);
-          sendto(fd->get(), out, sizeof out, 0, it->to.sa(), it->to.length);
-          it = held.erase(it);
-        } else {
-          ++it;
+  FakeResponder fake(
+      [&](FakeResponder& f, wire::Packet& p, const net::SocketAddress& to) {
+        switch (probes_seen++ % 5) {
+          case 0:  // a duplicate
+            f.send(p, to);
+            f.send(p, to);
+            break;
+          case 1:  // after the 100 ms timeout
+            f.hold(p, to, 150'000'000);
+            break;
+          case 2: {  // wrong session, then good
+            auto q = p;
+            q.session ^= 1;
+            f.send(q, to);
+            f.send(p, to);
+            break;
+          }
+          case 3: {  // never sent, then good
+            auto q = p;
+            q.seq += 1'000'000;
+            f.send(q, to);
+            f.send(p, to);
+            break;
+          }
+          case 4: {  // garbage, then good
+            const uint8_t junk[wire::kSize] = {1, 2, 3};
+            f.send_bytes(junk, sizeof junk, to);
+            f.send(p, to);
+            break;
+          }
         }
-      }
-      wire::Packet p;
-      net::SocketAddress to;
-      if (!recv_probe(fd->get(), p, to)) continue;
-      const int k = probes_seen++;
-      p.type = wire::Type::reply;
-      p.flags = 0;  // no follow-up coming: user-space times
-      p.responder_rx_ns = realtime_ns();
-      p.responder_tx_ns = p.responder_rx_ns + 1;
-      auto send = [&](const wire::Packet& q) {
-        uint8_t out[wire::kSize];
-        wire::encode(q, out);
-        sendto(fd->get(), out, sizeof out, 0, to.sa(), to.length);
-      };
-      switch (k % 5) {
-        case 0:
-          send(p);
-          send(p);
-          break;  // a duplicate
-        case 1:
-          held.push_back({p, to, mono_ns() + 150'000'000});
-          break;  // after the 100 ms timeout
-        case 2: {
-          auto q = p;
-          q.session ^= 1;
-          send(q);
-          send(p);
-          break;
-        }  // wrong session, then good
-        case 3: {
-          auto q = p;
-          q.seq += 1'000'000;
-          send(q);
-          send(p);
-          break;
-        }  // never sent, then good
-        case 4: {
-          uint8_t junk[wire::kSize] = {1, 2, 3};
-          sendto(fd->get(), junk, sizeof junk, 0, to.sa(), to.length);
-          send(p);
-          break;
-        }
-      }
-    }
-  });
+      },
+      5);
+  const uint16_t port = fake.port();
   auto cfg = fast_config();
   cfg.interval = 20ms;
   cfg.timeout = 100ms;  // the fake answers every fifth probe 150 ms late
@@ -178,8 +144,7 @@ TEST(Prober, CountsDuplicatesLateUnknownAndMalformedApart) {
   (*p)->set_targets({{"fake", "127.0.0.1", port}});
   Collected c;
   auto ctr = run_for(**p, 1500ms, c);
-  done = true;
-  fake.join();
+  fake.stop();
   const int n = probes_seen.load();
   ASSERT_GT(n, 40);
   auto& w = c.totals["fake"];
@@ -204,54 +169,22 @@ TEST(Prober, CountsDuplicatesLateUnknownAndMalformedApart) {
 // arrive in the next window. Counted at arrival (before the fix), that next window had late answers
 // and no loss of its own.
 TEST(Prober, ALateAnswerCountsInItsLossWindowNeverALaterOne) {
-  auto fd = net::udp_socket(*net::SocketAddress::parse_ip("127.0.0.1", 0));
-  const uint16_t port = net::local_address(fd->get())->port();
   constexpr int64_t kWindow = 200'000'000;
-  std::atomic<bool> done{false};
   std::atomic<int> held_total{0};
   const int64_t start = realtime_ns();
   // The first window starting 300 ms after the start: its probes sent 60-90 ms in are held.
   const int64_t late_window = (start + 300'000'000) / kWindow + 1;
-  std::thread fake([&] {
-    struct Held {
-      wire::Packet p;
-      net::SocketAddress to;
-      int64_t at;
-    };
-    std::vector<Held> held;
-    while (!done) {
-      pollfd pfd{fd->get(), POLLIN, 0};
-      poll(&pfd, 1, 2);
-      const int64_t now = mono_ns();
-      for (auto it = held.begin(); it != held.end();) {
-        if (it->at > now) {
-          ++it;
-          continue;
-        }
-        uint8_t out[wire::kSize];
-        wire::encode(it->p, out);
-        sendto(fd->get(), out, sizeof out, 0, it->to.sa(), it->to.length);
-        it = held.erase(it);
-      }
-      wire::Packet p;
-      net::SocketAddress to;
-      if (!recv_probe(fd->get(), p, to)) continue;
-      const int64_t rt = realtime_ns();
-      p.type = wire::Type::reply;
-      p.flags = 0;
-      p.responder_rx_ns = rt;
-      p.responder_tx_ns = rt + 1;
-      const int64_t phase = rt % kWindow;
-      if (rt / kWindow == late_window && phase >= 60'000'000 && phase < 90'000'000) {
-        held.push_back({p, to, mono_ns() + 150'000'000});
-        held_total++;
-        continue;
-      }
-      uint8_t out[wire::kSize];
-      wire::encode(p, out);
-      sendto(fd->get(), out, sizeof out, 0, to.sa(), to.length);
+  FakeResponder fake([&](FakeResponder& f, wire::Packet& p, const net::SocketAddress& to) {
+    const int64_t rt = p.responder_rx_ns;
+    const int64_t phase = rt % kWindow;
+    if (rt / kWindow == late_window && phase >= 60'000'000 && phase < 90'000'000) {
+      f.hold(p, to, 150'000'000);
+      held_total++;
+    } else {
+      f.send(p, to);
     }
   });
+  const uint16_t port = fake.port();
   auto cfg = fast_config();
   cfg.interval = 5ms;
   cfg.timeout = 100ms;
@@ -272,8 +205,7 @@ TEST(Prober, ALateAnswerCountsInItsLossWindowNeverALaterOne) {
   while (realtime_ns() < (late_window + 3) * kWindow) std::this_thread::sleep_for(10ms);
   (*p)->stop();
   runner.join();
-  done = true;
-  fake.join();
+  fake.stop();
   ASSERT_GT(held_total.load(), 0) << "the fake held no probe: the test proves nothing";
   EXPECT_GT((*p)->counters().late, 0u);
   std::lock_guard lk(mu);
@@ -435,66 +367,47 @@ TEST(Prober, BadConfigAndBindErrorsAreReported) {
 // the 2.5 ms+ the replies' user-space times would give), count a repeated message's entries as
 // duplicates, and drop malformed messages and ones naming probes it never sent.
 TEST(Prober, BatchedFollowupsGiveTheResponderDelay) {
-  auto fd = net::udp_socket(*net::SocketAddress::parse_ip("127.0.0.1", 0));
-  const uint16_t port = net::local_address(fd->get())->port();
-  std::atomic<bool> done{false};
   std::atomic<int> messages{0};
-  std::thread fake([&] {
-    struct Held {
-      wire::Packet p;
-      int64_t due_mono;
-    };
-    std::vector<Held> held;
-    net::SocketAddress to;
-    wire::Followups batch;
+  // State of the fake's thread only.
+  net::SocketAddress to;
+  wire::Followups batch;
+  batch.count = 0;
+  int sent_batches = 0;
+  auto flush = [&](FakeResponder& f) {
+    if (batch.count == 0) return;
+    uint8_t out[wire::kMaxFollowupsSize];
+    const size_t n = wire::encode_followups(batch, out);
+    f.send_bytes(out, n, to);
+    const int k = sent_batches++;
+    if (k % 7 == 3) f.send_bytes(out, n, to);      // the same message twice: duplicates
+    if (k % 7 == 5) f.send_bytes(out, n - 1, to);  // cut short: malformed
+    if (k % 7 == 6) {                              // an entry for a probe never sent
+      wire::Followups bad = batch;
+      bad.entries[0].seq += 1'000'000;
+      f.send_bytes(out, wire::encode_followups(bad, out), to);
+    }
+    messages++;
     batch.count = 0;
-    int sent_batches = 0;
-    auto send_bytes = [&](const uint8_t* b, size_t n) { sendto(fd->get(), b, n, 0, to.sa(), to.length); };
-    auto flush = [&] {
-      if (batch.count == 0) return;
-      uint8_t out[wire::kMaxFollowupsSize];
-      const size_t n = wire::encode_followups(batch, out);
-      send_bytes(out, n);
-      const int k = sent_batches++;
-      if (k % 7 == 3) send_bytes(out, n);      // the same message twice: duplicates
-      if (k % 7 == 5) send_bytes(out, n - 1);  // cut short: malformed
-      if (k % 7 == 6) {                        // an entry for a probe never sent
-        wire::Followups bad = batch;
-        bad.entries[0].seq += 1'000'000;
-        send_bytes(out, wire::encode_followups(bad, out));
-      }
-      messages++;
-      batch.count = 0;
-    };
-    while (!done) {
-      pollfd pfd{fd->get(), POLLIN, 0};
-      poll(&pfd, 1, 1);
-      const int64_t now = mono_ns();
-      for (auto it = held.begin(); it != held.end();) {
-        if (it->due_mono > now) {
-          ++it;
-          continue;
-        }
-        wire::Packet r = it->p;
-        r.type = wire::Type::reply;
+  };
+  FakeResponder fake(
+      [&](FakeResponder& f, wire::Packet& p, const net::SocketAddress& from) {
+        to = from;
+        f.hold(p, from, 2'500'000);
+      },
+      1,
+      [&](FakeResponder& f, wire::Packet& r, const net::SocketAddress& dest) {
         r.flags = wire::kFollowupComing;
         r.responder_tx_ns = realtime_ns();
-        uint8_t out[wire::kSize];
-        wire::encode(r, out);
-        send_bytes(out, sizeof out);
+        f.send(r, dest);
         batch.flags = wire::kTxKernel;
         batch.session = r.session;
         batch.entries[batch.count++] = {r.seq, r.responder_rx_ns, r.responder_rx_ns + 2'000'000};
-        if (batch.count == 3) flush();
-        it = held.erase(it);
-      }
-      if (held.empty()) flush();
-      wire::Packet p;
-      if (!recv_probe(fd->get(), p, to)) continue;
-      p.responder_rx_ns = realtime_ns();
-      held.push_back({p, mono_ns() + 2'500'000});
-    }
-  });
+        if (batch.count == 3) flush(f);
+      },
+      [&](FakeResponder& f, bool nothing_held) {
+        if (nothing_held) flush(f);
+      });
+  const uint16_t port = fake.port();
   auto cfg = fast_config();
   cfg.interval = 5ms;
   auto p = Prober::create(cfg);
@@ -502,8 +415,7 @@ TEST(Prober, BatchedFollowupsGiveTheResponderDelay) {
   (*p)->set_targets({{"batched", "127.0.0.1", port}});
   Collected c;
   auto ctr = run_for(**p, 1500ms, c);
-  done = true;
-  fake.join();
+  fake.stop();
   ASSERT_GT(messages.load(), 20);
   auto& w = c.totals["batched"];
   EXPECT_GT(w.received, 100u);
