@@ -1,5 +1,6 @@
 // ICMP and UDP parsers: accepted input re-emits to the same bytes but for the checksum's sign of
-// zero (0x0000 and 0xffff both verify), and the re-emitted message parses again.
+// zero (0x0000 and 0xffff both verify), and the re-emitted message parses again. The quote of an
+// ICMP error parses only with a whole IPv4 header and 8 bytes after it, and reads them back.
 #include <cstring>
 #include <vector>
 
@@ -22,6 +23,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             std::memcmp(again.data() + 4, data + 4, size - 4) == 0);
     IcmpMessage n;
     require(parse_icmp(Bytes(again.data(), size), n) == ParseError::ok);
+  }
+  IcmpQuote q;
+  if (parse_icmp_quote(Bytes(data, size), q) == ParseError::ok) {
+    const size_t ihl = size_t{data[0] & 0xfu} * 4;
+    require(size >= 28 && ihl >= 20 && size >= ihl + 8 && (data[0] >> 4) == 4);
+    require(q.protocol == data[9] && q.src_port == (data[ihl] << 8 | data[ihl + 1]));
   }
   const Ipv4Addr src = Ipv4Addr::of(10, 0, 0, 1), dst = Ipv4Addr::of(10, 0, 0, 2);
   UdpDatagram d;

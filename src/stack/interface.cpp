@@ -152,7 +152,8 @@ void Interface::handle_l4(const wire::Ipv4Packet& ip, wire::Bytes payload, bool 
         return;
       }
       if (m.type == wire::icmptype::dest_unreachable || m.type == wire::icmptype::time_exceeded) {
-        ++stats_.icmp_errors_received;  // soft errors for TCP (RFC 5927); UDP sockets are not told
+        ++stats_.icmp_errors_received;
+        handle_icmp_error(ip, m);
         return;
       }
       if (m.type != wire::icmptype::echo_request || m.code != 0 || ip.dst != cfg_.ip) return;
@@ -177,6 +178,28 @@ void Interface::handle_l4(const wire::Ipv4Packet& ip, wire::Bytes payload, bool 
       return;
     default:
       ++stats_.rx_not_ours;
+  }
+}
+
+// An error goes to the transport that sent the datagram it quotes: TCP checks the quoted sequence
+// number (RFC 5927), UDP tells a socket connected to the quoted destination.
+void Interface::handle_icmp_error(const wire::Ipv4Packet& ip, const wire::IcmpMessage& m) {
+  wire::IcmpQuote q;
+  const wire::IcmpErrorKind kind = wire::icmp_error_kind(m.type, m.code);
+  if (ip.dst != cfg_.ip || kind == wire::IcmpErrorKind::none ||
+      wire::parse_icmp_quote(m.payload, q) != wire::ParseError::ok || q.src != cfg_.ip) {
+    ++stats_.icmp_errors_not_ours;
+    return;
+  }
+  // RFC 1191: "fragmentation needed" carries the next hop's MTU in the low 16 bits.
+  const uint16_t mtu = kind == wire::IcmpErrorKind::frag_needed ? m.seq : 0;
+  if (q.protocol == wire::ipproto::tcp) {
+    tcp_.icmp_error(q, kind, mtu);
+  } else if (q.protocol == wire::ipproto::udp) {
+    if (auto it = udp_.find(q.src_port); it != udp_.end())
+      it->second->on_icmp_error(q.src_port, q.dst, q.dst_port, kind);
+  } else {
+    ++stats_.icmp_errors_not_ours;
   }
 }
 

@@ -15,6 +15,7 @@
 #include "stack/device.hpp"
 #include "stack/tcp/tcp_layer.hpp"
 #include "stack/wire/frame.hpp"
+#include "stack/wire/icmp.hpp"
 #include "stack/wire/ipv4_reassembly.hpp"
 
 namespace weft::stack {
@@ -42,7 +43,8 @@ struct IfaceStats {
   uint64_t udp_no_port = 0;           // to a port nothing is bound to
   uint64_t icmp_unreach_sent = 0;     // port unreachable answers (RFC 1122 4.1.3.1)
   uint64_t icmp_rate_limited = 0;     // of those, not sent for the rate limit
-  uint64_t icmp_errors_received = 0;  // destination unreachable / time exceeded (not acted on)
+  uint64_t icmp_errors_received = 0;  // destination unreachable / time exceeded
+  uint64_t icmp_errors_not_ours = 0;  // of those, quoting a datagram we did not send (or no quote)
   uint64_t tx_errors = 0;
 };
 
@@ -52,6 +54,9 @@ class UdpReceiver {
   virtual ~UdpReceiver() = default;
   // `payload` is valid only during the call.
   virtual void on_datagram(wire::Ipv4Addr src, uint16_t src_port, uint16_t dst_port, wire::Bytes payload) = 0;
+  // An ICMP error quoting a datagram this port sent to `dst`:`dst_port`.
+  virtual void on_icmp_error(uint16_t /*local_port*/, wire::Ipv4Addr /*dst*/, uint16_t /*dst_port*/,
+                             wire::IcmpErrorKind /*kind*/) {}
 };
 
 class Interface final : public tcp::SegmentSink {
@@ -106,6 +111,7 @@ class Interface final : public tcp::SegmentSink {
   void handle_l4(const wire::Ipv4Packet& ip, wire::Bytes payload, bool csum_ok, wire::Bytes raw);
   void handle_udp(const wire::Ipv4Packet& ip, wire::Bytes payload, bool csum_ok, wire::Bytes raw);
   void send_port_unreachable(const wire::Ipv4Packet& ip, wire::Bytes raw);
+  void handle_icmp_error(const wire::Ipv4Packet& ip, const wire::IcmpMessage& m);
   bool is_ours(wire::Ipv4Addr dst) const;
   bool next_hop(wire::Ipv4Addr dst, wire::Ipv4Addr& hop) const;
   // Sends the IPv4 packet of `ip_len` bytes at tx_[14...] (its header already written).

@@ -7,16 +7,18 @@
 namespace weft::stack {
 
 enum class SockErr : uint8_t {
-  again,       // EAGAIN: nothing to read, no room to send, nothing to accept; wait for an event
-  reset,       // ECONNRESET: the peer reset the connection
-  refused,     // ECONNREFUSED: the peer answered the SYN with an RST
-  timed_out,   // ETIMEDOUT: retransmissions (or keepalive probes) ran out
-  shut_down,   // EPIPE: sending after close(), or after the connection ended in order
-  bad_socket,  // EBADF: not a live handle, or a call for another kind of socket
-  in_use,      // EADDRINUSE: the port has a listener or a bound socket already
-  no_ports,    // EADDRNOTAVAIL: no free ephemeral port
-  no_route,    // ENETUNREACH: not on the subnet and no gateway
-  too_big,     // EMSGSIZE: a datagram larger than the MTU allows (no fragmentation on output)
+  again,          // EAGAIN: nothing to read, no room to send, nothing to accept; wait for an event
+  reset,          // ECONNRESET: the peer reset the connection
+  refused,        // ECONNREFUSED: the peer answered the SYN with an RST
+  timed_out,      // ETIMEDOUT: retransmissions (or keepalive probes) ran out
+  shut_down,      // EPIPE: sending after close(), or after the connection ended in order
+  bad_socket,     // EBADF: not a live handle, or a call for another kind of socket
+  in_use,         // EADDRINUSE: the port has a listener or a bound socket already
+  no_ports,       // EADDRNOTAVAIL: no free ephemeral port
+  no_route,       // ENETUNREACH: not on the subnet and no gateway
+  too_big,        // EMSGSIZE: a datagram larger than the MTU allows (no fragmentation on output)
+  unreachable,    // EHOSTUNREACH: an ICMP error said the host, network or protocol cannot be reached
+  not_connected,  // EDESTADDRREQ: send() on a UDP socket that has no default destination
 };
 
 const char* to_string(SockErr e);

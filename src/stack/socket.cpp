@@ -31,6 +31,10 @@ const char* to_string(SockErr e) {
       return "no route to host";
     case SockErr::too_big:
       return "datagram too big";
+    case SockErr::unreachable:
+      return "host unreachable";
+    case SockErr::not_connected:
+      return "no destination address";
   }
   return "?";
 }
@@ -92,6 +96,9 @@ void Sockets::free_slot(uint32_t i) {
   s.udp.reset();
   s.want_write = false;
   s.port = 0;
+  s.peer = {};
+  s.peer_port = 0;
+  s.udp_err = SockErr::again;
   s.gen = s.gen == UINT32_MAX ? 1 : s.gen + 1;  // old handles to this slot now miss
   free_.push_back(i);
   --open_;
@@ -123,7 +130,33 @@ void Sockets::on_acceptable(uint16_t port) {
 void Sockets::on_datagram(wire::Ipv4Addr src, uint16_t src_port, uint16_t dst_port, wire::Bytes payload) {
   auto it = udp_ports_.find(dst_port);
   if (it == udp_ports_.end()) return;
-  if (slots_[it->second].udp->push(src, src_port, payload)) mark(it->second);
+  Slot& s = slots_[it->second];
+  if (s.peer_port != 0 && (src != s.peer || src_port != s.peer_port)) return;  // connected: its peer only
+  if (s.udp->push(src, src_port, payload)) mark(it->second);
+}
+
+// Linux (__udp4_lib_err) reports to a connected socket the errors it counts as hard: port and
+// protocol unreachable; the others only with IP_RECVERR, which this API does not have.
+void Sockets::on_icmp_error(uint16_t local_port, wire::Ipv4Addr dst, uint16_t dst_port,
+                            wire::IcmpErrorKind kind) {
+  auto it = udp_ports_.find(local_port);
+  if (it == udp_ports_.end()) return;
+  Slot& s = slots_[it->second];
+  if (s.peer_port == 0 || dst != s.peer || dst_port != s.peer_port) return;
+  if (kind == wire::IcmpErrorKind::port_unreachable)
+    s.udp_err = SockErr::refused;
+  else if (kind == wire::IcmpErrorKind::proto_unreachable)
+    s.udp_err = SockErr::unreachable;
+  else
+    return;
+  mark(it->second);
+}
+
+std::optional<SockErr> Sockets::take_udp_error(Slot& s) {
+  if (s.udp_err == SockErr::again) return std::nullopt;
+  const SockErr e = s.udp_err;
+  s.udp_err = SockErr::again;
+  return e;
 }
 
 uint32_t Sockets::level(const Slot& s) const {
@@ -131,6 +164,7 @@ uint32_t Sockets::level(const Slot& s) const {
     case Kind::listener:
       return iface_.tcp().acceptable(s.port) > 0 ? sockev::acceptable : 0;
     case Kind::udp:
+      if (s.udp_err != SockErr::again) return sockev::readable | sockev::error;
       return s.udp->empty() ? 0 : sockev::readable;
     case Kind::tcp: {
       const tcp::Connection& c = *s.conn;
@@ -204,7 +238,18 @@ SockErr Sockets::conn_error(const tcp::Connection& c) const {
     case tcp::CloseReason::refused:
       return SockErr::refused;
     case tcp::CloseReason::timeout:
-      return SockErr::timed_out;
+      // RFC 1122 4.2.3.9: an ICMP error seen on the way is the better answer (Linux's sk_err_soft).
+      switch (c.soft_error()) {
+        case wire::IcmpErrorKind::none:
+        case wire::IcmpErrorKind::frag_needed:
+          return SockErr::timed_out;
+        case wire::IcmpErrorKind::port_unreachable:
+          return SockErr::refused;
+        default:
+          return SockErr::unreachable;
+      }
+    case tcp::CloseReason::unreachable:
+      return SockErr::unreachable;
     case tcp::CloseReason::reset:
     case tcp::CloseReason::aborted:
       return SockErr::reset;
@@ -254,6 +299,10 @@ SockResult<SockId> Sockets::connect(wire::Ipv4Addr dst, uint16_t port) {
 }
 
 SockResult<size_t> Sockets::send(SockId id, wire::Bytes data) {
+  if (Slot* u = find(id, Kind::udp); u != nullptr) {
+    if (u->peer_port == 0) return std::unexpected(SockErr::not_connected);
+    return sendto(id, u->peer, u->peer_port, data);
+  }
   Slot* s = find(id, Kind::tcp);
   if (s == nullptr) return std::unexpected(SockErr::bad_socket);
   tcp::Connection& c = *s->conn;
@@ -266,6 +315,11 @@ SockResult<size_t> Sockets::send(SockId id, wire::Bytes data) {
 }
 
 SockResult<size_t> Sockets::recv(SockId id, wire::MutBytes out) {
+  if (find(id, Kind::udp) != nullptr) {  // one datagram, cut to `out` (as recv(2) on UDP)
+    auto r = recvfrom(id, out);
+    if (!r) return std::unexpected(r.error());
+    return std::min(r->len, out.size());
+  }
   Slot* s = find(id, Kind::tcp);
   if (s == nullptr) return std::unexpected(SockErr::bad_socket);
   tcp::Connection& c = *s->conn;
@@ -345,9 +399,26 @@ SockResult<SockId> Sockets::udp_bind(uint16_t port) {
   return make_id(i);
 }
 
-SockResult<size_t> Sockets::sendto(SockId id, wire::Ipv4Addr dst, uint16_t port, wire::Bytes payload) {
-  const Slot* s = find(id, Kind::udp);
+SockResult<void> Sockets::udp_connect(SockId id, wire::Ipv4Addr dst, uint16_t port) {
+  Slot* s = find(id, Kind::udp);
   if (s == nullptr) return std::unexpected(SockErr::bad_socket);
+  s->udp_err = SockErr::again;
+  if (dst.is_unspecified()) {  // AF_UNSPEC: back to unconnected
+    s->peer = {};
+    s->peer_port = 0;
+    return {};
+  }
+  if (port == 0) return std::unexpected(SockErr::not_connected);
+  if (!iface_.routable(dst)) return std::unexpected(SockErr::no_route);
+  s->peer = dst;
+  s->peer_port = port;
+  return {};
+}
+
+SockResult<size_t> Sockets::sendto(SockId id, wire::Ipv4Addr dst, uint16_t port, wire::Bytes payload) {
+  Slot* s = find(id, Kind::udp);
+  if (s == nullptr) return std::unexpected(SockErr::bad_socket);
+  if (auto e = take_udp_error(*s)) return std::unexpected(*e);
   if (payload.size() > iface_.udp_max_payload()) return std::unexpected(SockErr::too_big);
   if (!iface_.routable(dst)) return std::unexpected(SockErr::no_route);
   if (!iface_.send_udp(s->port, dst, port, payload)) return std::unexpected(SockErr::no_route);
@@ -357,6 +428,7 @@ SockResult<size_t> Sockets::sendto(SockId id, wire::Ipv4Addr dst, uint16_t port,
 SockResult<DatagramInfo> Sockets::recvfrom(SockId id, wire::MutBytes out) {
   Slot* s = find(id, Kind::udp);
   if (s == nullptr) return std::unexpected(SockErr::bad_socket);
+  if (auto e = take_udp_error(*s)) return std::unexpected(*e);
   DatagramInfo info;
   if (!s->udp->pop(out, info)) return std::unexpected(SockErr::again);
   return info;
@@ -395,6 +467,7 @@ void Sockets::abort(SockId id) {
 SockErr Sockets::error(SockId id) const {
   const Slot* s = find(id);
   if (s == nullptr) return SockErr::bad_socket;
+  if (s->kind == Kind::udp) return s->udp_err;
   if (s->kind != Kind::tcp) return SockErr::again;
   return dead(*s->conn).value_or(SockErr::again);
 }

@@ -68,7 +68,7 @@ class Sockets final : private tcp::TcpObserver, private UdpReceiver {
   // Sleeps until the device has frames, a timer is due or `max_wait_ns` passed, then poll()s.
   void wait(int64_t max_wait_ns);
 
-  // TCP.
+  // TCP (send and recv also on a connected UDP socket: one datagram each).
   SockResult<SockId> listen(uint16_t port, size_t backlog = 128);
   SockResult<SockId> accept(SockId listener);
   SockResult<SockId> connect(wire::Ipv4Addr dst, uint16_t port);
@@ -89,6 +89,12 @@ class Sockets final : private tcp::TcpObserver, private UdpReceiver {
   SockResult<SockId> udp_bind(uint16_t port);
   SockResult<size_t> sendto(SockId s, wire::Ipv4Addr dst, uint16_t port, wire::Bytes payload);
   SockResult<DatagramInfo> recvfrom(SockId s, wire::MutBytes out);
+  // connect() for UDP (as Linux's): `dst`:`port` becomes the default destination of send(), and
+  // only datagrams from it are received (recv() then reads them). An ICMP port (or protocol)
+  // unreachable quoting a datagram to it is reported once by the next send/recv/sendto/recvfrom as
+  // SockErr::refused (unreachable), with a readable and error event. An unspecified `dst`
+  // dissolves the association.
+  SockResult<void> udp_connect(SockId s, wire::Ipv4Addr dst, uint16_t port);
 
   // TCP half-close (shutdown(SHUT_WR)): a FIN after the queued data; the handle stays, to read
   // what the peer still sends and to see the connection end.
@@ -119,11 +125,20 @@ class Sockets final : private tcp::TcpObserver, private UdpReceiver {
     uint16_t port = 0;
     tcp::Connection* conn = nullptr;
     std::unique_ptr<UdpQueue> udp;
+    // UDP: the connected peer (port 0: not connected) and an error an ICMP message left to report
+    // (again: none).
+    wire::Ipv4Addr peer;
+    uint16_t peer_port = 0;
+    SockErr udp_err = SockErr::again;
   };
 
   void on_activity(tcp::Connection& c) override;
   void on_acceptable(uint16_t port) override;
   void on_datagram(wire::Ipv4Addr src, uint16_t src_port, uint16_t dst_port, wire::Bytes payload) override;
+  void on_icmp_error(uint16_t local_port, wire::Ipv4Addr dst, uint16_t dst_port,
+                     wire::IcmpErrorKind kind) override;
+  // The pending ICMP error of a UDP socket, taken (reported once, as Linux's sock_error()).
+  std::optional<SockErr> take_udp_error(Slot& s);
 
   Slot* find(SockId s);
   const Slot* find(SockId s) const;

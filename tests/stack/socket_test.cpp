@@ -373,3 +373,207 @@ TEST(Socket, UdpWithChecksumOffload) {
   }
   EXPECT_EQ(n.ib.stats().rx_bad, 0u);
 }
+
+// ---- UDP connect() and ICMP errors to sockets ----
+namespace {
+// An ICMP destination unreachable from B to A quoting `frame` (one A sent: its IP header and the 8
+// bytes after it), as B or a router on the way would send it. `seq_delta` changes the quoted TCP
+// sequence number, as a blind forger's guess would differ from it.
+std::vector<uint8_t> unreachable_from_b(const std::vector<uint8_t>& frame, uint8_t code, uint16_t mtu = 0,
+                                        uint32_t seq_delta = 0) {
+  std::vector<uint8_t> quote(frame.begin() + 14, frame.begin() + 14 + 28);
+  uint32_t seq = uint32_t{quote[24]} << 24 | uint32_t{quote[25]} << 16 | uint32_t{quote[26]} << 8 | quote[27];
+  seq += seq_delta;
+  for (int i = 0; i < 4; ++i) quote[24 + i] = static_cast<uint8_t>(seq >> (24 - 8 * i));
+  wire::L2L3 l;
+  l.src_mac = {{2, 0, 0, 0, 0, 0xb}};
+  l.dst_mac = {{2, 0, 0, 0, 0, 0xa}};
+  l.ip.src = kB;
+  l.ip.dst = kA;
+  std::vector<uint8_t> out(200);
+  out.resize(wire::build_icmp_frame(out, l, wire::icmptype::dest_unreachable, code, 0, mtu, quote));
+  return out;
+}
+
+// The last frame `d` sent that carried TCP.
+std::vector<uint8_t> last_tcp_frame(const test::PipeDevice& d) {
+  for (auto it = d.sent.rbegin(); it != d.sent.rend(); ++it) {
+    wire::ParsedFrame f;
+    if (wire::parse_frame(*it, f) == wire::ParseError::ok && f.kind == wire::FrameKind::tcp) return *it;
+  }
+  return {};
+}
+
+// A and B learn each other's MAC (a datagram to a bound port), so a SYN leaves at once.
+void resolve_arp(Net& n) {
+  auto u = n.b.udp_bind(7);
+  auto v = n.a.udp_bind(0);
+  ASSERT_TRUE(u && v);
+  ASSERT_TRUE(n.a.sendto(*v, kB, 7, std::vector<uint8_t>(1, 0)));
+  n.pump();
+  n.b.close(*u);
+  n.a.close(*v);
+}
+
+// An established connection a -> b, accepted on b.
+std::pair<SockId, SockId> established(Net& n, uint16_t port) {
+  auto l = n.b.listen(port);
+  auto c = n.a.connect(kB, port);
+  EXPECT_TRUE(l && c);
+  n.pump();
+  auto s = n.b.accept(*l);
+  EXPECT_TRUE(s);
+  drain(n.a);
+  drain(n.b);
+  return {*c, s.value_or(0)};
+}
+}  // namespace
+
+TEST(Socket, UdpConnectSendsToItsPeerAndReceivesOnlyFromIt) {
+  Net n;
+  auto ua = n.a.udp_bind(4000);
+  auto ub = n.b.udp_bind(5000);
+  auto other = n.b.udp_bind(5001);
+  ASSERT_TRUE(ua && ub && other);
+  const std::vector<uint8_t> d{1, 2, 3, 4, 5};
+  EXPECT_EQ(n.a.send(*ua, d).error(), SockErr::not_connected);
+  EXPECT_EQ(n.a.udp_connect(*ua, wire::Ipv4Addr::of(192, 0, 2, 1), 53).error(), SockErr::no_route);
+  ASSERT_TRUE(n.a.udp_connect(*ua, kB, 5000));
+  ASSERT_EQ(n.a.send(*ua, d).value(), 5u);
+  n.pump();
+  std::vector<uint8_t> out(64);
+  auto r = n.b.recvfrom(*ub, out);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->src_port, 4000);
+  EXPECT_TRUE(std::equal(d.begin(), d.end(), out.begin()));
+  // From the peer: received; from another port of the same host: dropped.
+  ASSERT_TRUE(n.b.sendto(*other, kA, 4000, std::vector<uint8_t>(9, 9)));
+  ASSERT_TRUE(n.b.sendto(*ub, kA, 4000, std::vector<uint8_t>(7, 7)));
+  n.pump();
+  EXPECT_EQ(drain(n.a)[*ua], sockev::readable);
+  EXPECT_EQ(n.a.recv(*ua, out).value(), 7u);
+  EXPECT_EQ(out[0], 7);
+  EXPECT_EQ(n.a.recv(*ua, out).error(), SockErr::again);
+  EXPECT_EQ(n.ia.stats().icmp_unreach_sent, 0u);
+  // Dissolved: datagrams from anyone again, and send() has no destination.
+  ASSERT_TRUE(n.a.udp_connect(*ua, {}, 0));
+  ASSERT_TRUE(n.b.sendto(*other, kA, 4000, std::vector<uint8_t>(9, 9)));
+  n.pump();
+  EXPECT_EQ(n.a.recv(*ua, out).value(), 9u);
+  EXPECT_EQ(n.a.send(*ua, d).error(), SockErr::not_connected);
+}
+
+// As Linux: a connected socket learns of a port unreachable for its peer on its next call, once.
+TEST(Socket, UdpConnectedPortUnreachableIsReportedOnce) {
+  Net n;
+  auto ua = n.a.udp_bind(4000);
+  auto free_ua = n.a.udp_bind(4001);
+  ASSERT_TRUE(ua && free_ua);
+  ASSERT_TRUE(n.a.udp_connect(*ua, kB, 9999));  // nothing bound there
+  ASSERT_TRUE(n.a.send(*ua, std::vector<uint8_t>(20, 1)));
+  ASSERT_TRUE(n.a.sendto(*free_ua, kB, 9999, std::vector<uint8_t>(20, 1)));  // not connected: not told
+  n.pump();
+  EXPECT_EQ(n.ib.stats().icmp_unreach_sent, 2u);
+  auto ev = drain(n.a);
+  EXPECT_EQ(ev[*ua], sockev::readable | sockev::error);
+  EXPECT_EQ(ev.count(*free_ua), 0u);
+  EXPECT_EQ(n.a.error(*ua), SockErr::refused);
+  std::vector<uint8_t> out(64);
+  EXPECT_EQ(n.a.recv(*ua, out).error(), SockErr::refused);
+  EXPECT_EQ(n.a.recv(*ua, out).error(), SockErr::again);
+  EXPECT_EQ(n.a.error(*ua), SockErr::again);
+  EXPECT_EQ(n.a.recvfrom(*free_ua, out).error(), SockErr::again);
+  // Again, now reported by send().
+  ASSERT_TRUE(n.a.send(*ua, std::vector<uint8_t>(20, 1)));
+  n.clock.advance(1 * kSec);
+  n.pump();
+  EXPECT_EQ(n.a.send(*ua, std::vector<uint8_t>(20, 1)).error(), SockErr::refused);
+  EXPECT_TRUE(n.a.send(*ua, std::vector<uint8_t>(20, 1)));
+}
+
+// RFC 5461 4: a connect that draws a port unreachable fails at once (ECONNREFUSED, as Linux); one
+// quoting a sequence number that is not the SYN's (RFC 5927 4.1) is ignored.
+TEST(Socket, TcpConnectFailsOnAnUnreachableQuotingItsSyn) {
+  Net n;
+  resolve_arp(n);
+  auto c = n.a.connect(kB, 80);
+  ASSERT_TRUE(c);
+  const std::vector<uint8_t> syn = last_tcp_frame(n.da);
+  ASSERT_FALSE(syn.empty());
+  n.db.queue_.clear();  // the SYN never reaches B
+  n.da.queue_.push_back(unreachable_from_b(syn, 3, 0, 1));
+  n.da.queue_.push_back(unreachable_from_b(syn, 3, 0, 0x80000000u));
+  n.a.poll();
+  EXPECT_EQ(n.a.error(*c), SockErr::again);
+  EXPECT_EQ(n.a.connection(*c)->state(), tcp::State::syn_sent);
+  EXPECT_EQ(n.a.connection(*c)->stats().icmp_ignored, 2u);
+  n.da.queue_.push_back(unreachable_from_b(syn, 3));
+  n.a.poll();
+  EXPECT_EQ(n.ia.stats().icmp_errors_received, 3u);
+  EXPECT_EQ(drain(n.a)[*c], sockev::readable | sockev::hangup | sockev::error);
+  EXPECT_EQ(n.a.error(*c), SockErr::refused);
+  // Host unreachable: EHOSTUNREACH.
+  auto c2 = n.a.connect(kB, 81);
+  ASSERT_TRUE(c2);
+  n.db.queue_.clear();
+  n.da.queue_.push_back(unreachable_from_b(last_tcp_frame(n.da), 1));
+  n.a.poll();
+  EXPECT_EQ(n.a.error(*c2), SockErr::unreachable);
+  // An error for a connection that does not exist (closed and freed) is counted and dropped.
+  n.a.close(*c2);
+  n.da.queue_.push_back(unreachable_from_b(last_tcp_frame(n.da), 1));
+  n.a.poll();
+  EXPECT_EQ(n.ia.tcp().stats().icmp_no_connection, 1u);
+}
+
+// RFC 1122 4.2.3.9: once established an unreachable is soft, and it is what a timeout reports.
+TEST(Socket, TcpSoftErrorIsWhatATimeoutReports) {
+  Net n;
+  auto [c, s] = established(n, 80);
+  n.da.drop_all = true;  // B is gone
+  ASSERT_TRUE(n.a.send(c, std::vector<uint8_t>(100, 1)));
+  n.a.poll();
+  n.da.queue_.push_back(unreachable_from_b(last_tcp_frame(n.da), 1));
+  n.a.poll();
+  EXPECT_EQ(n.a.connection(c)->state(), tcp::State::established);
+  EXPECT_EQ(n.a.error(c), SockErr::again);
+  n.pump(2000, 3600 * kSec);
+  EXPECT_EQ(n.a.connection(c)->close_reason(), tcp::CloseReason::timeout);
+  EXPECT_EQ(n.a.error(c), SockErr::unreachable);
+}
+
+// RFC 1191 through the whole stack: TCP leaves with DF; a "fragmentation needed" for 1000 bytes
+// lowers the MSS, what was in flight goes again in that size, and B gets every byte.
+TEST(Socket, TcpPathMtuDiscoveryIsByteExact) {
+  Net n;
+  auto [c, s] = established(n, 80);
+  n.da.drop_all = true;  // the router drops what is too big
+  std::vector<uint8_t> d(6000);
+  for (size_t i = 0; i < d.size(); ++i) d[i] = static_cast<uint8_t>(i * 7 + 1);
+  ASSERT_EQ(n.a.send(c, d).value(), d.size());
+  n.a.poll();
+  const size_t before = n.da.sent.size();
+  const std::vector<uint8_t> big = last_tcp_frame(n.da);
+  wire::ParsedFrame f;
+  ASSERT_EQ(wire::parse_frame(big, f), wire::ParseError::ok);
+  EXPECT_TRUE(f.ip.dont_fragment);
+  EXPECT_GT(big.size(), 14u + 1000u);
+  n.da.drop_all = false;
+  n.da.queue_.push_back(unreachable_from_b(big, 4, 1000));
+  n.a.poll();
+  EXPECT_EQ(n.a.connection(c)->stats().pmtu_reductions, 1u);
+  EXPECT_EQ(n.a.connection(c)->send_mss(), 1000u - 40u - 12u);  // timestamps are on
+  n.pump();
+  ASSERT_GT(n.da.sent.size(), before);
+  for (size_t i = before; i < n.da.sent.size(); ++i) EXPECT_LE(n.da.sent[i].size(), 14u + 1000u);
+  std::vector<uint8_t> out(8000);
+  size_t got = 0;
+  for (int i = 0; i < 10 && got < d.size(); ++i) {
+    auto r = n.b.recv(s, wire::MutBytes(out).subspan(got));
+    if (r) got += *r;
+    n.pump();
+  }
+  ASSERT_EQ(got, d.size());
+  EXPECT_TRUE(std::equal(d.begin(), d.end(), out.begin()));
+  EXPECT_EQ(n.a.connection(c)->stats().timeouts, 0u);
+}

@@ -163,6 +163,11 @@ class Runner {
       app_read_ += got;
       return "";
     }
+    if (ev == "icmp") return icmp(ls);
+    if (ev == "mss") {
+      ls >> n;
+      return conn_->send_mss() == static_cast<uint32_t>(n) ? "" : fmt::format("mss is {}", conn_->send_mss());
+    }
     if (ev == "close") return conn_->close(), "";
     if (ev == "abort") return conn_->abort(), "";
     if (ev == "nagle") {
@@ -206,6 +211,9 @@ class Runner {
                      : word == "sacked_bytes"      ? static_cast<long>(s.sacked_bytes)
                      : word == "rack_lost"         ? static_cast<long>(s.rack_lost)
                      : word == "lost_retransmits"  ? static_cast<long>(s.lost_retransmits)
+                     : word == "icmp_errors"       ? static_cast<long>(s.icmp_errors)
+                     : word == "icmp_ignored"      ? static_cast<long>(s.icmp_ignored)
+                     : word == "pmtu_reductions"   ? static_cast<long>(s.pmtu_reductions)
                                                    : -1;
       return v == n ? "" : fmt::format("stat {} is {}", word, v);
     }
@@ -400,6 +408,35 @@ class Runner {
       return "";
     }
     conn_->input(f.tcp);
+    return "";
+  }
+
+  // icmp KIND SEQ [mtu N] [len L]: an ICMP error quoting a segment of ours with relative sequence
+  // number SEQ (a router's next-hop MTU N, the quoted datagram's length L).
+  std::string icmp(std::istringstream& ls) {
+    std::string kind, w;
+    long long seq = 0;
+    if (!(ls >> kind >> seq)) return "want icmp KIND SEQ";
+    long mtu = 0, len = 0;
+    while (ls >> w) {
+      if (w == "mtu")
+        ls >> mtu;
+      else if (w == "len")
+        ls >> len;
+      else
+        return "unexpected word " + w;
+    }
+    using K = wire::IcmpErrorKind;
+    const K k = kind == "net_unreachable"     ? K::net_unreachable
+                : kind == "host_unreachable"  ? K::host_unreachable
+                : kind == "proto_unreachable" ? K::proto_unreachable
+                : kind == "port_unreachable"  ? K::port_unreachable
+                : kind == "frag_needed"       ? K::frag_needed
+                : kind == "time_exceeded"     ? K::time_exceeded
+                                              : K::none;
+    if (k == K::none) return "unknown ICMP error " + kind;
+    conn_->icmp_error(k, static_cast<uint32_t>(seq) + iss_, static_cast<uint16_t>(mtu),
+                      static_cast<uint16_t>(len));
     return "";
   }
 

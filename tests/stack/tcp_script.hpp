@@ -7,7 +7,9 @@
 //   < FLAGS START:END(LEN) [ack N] [win W] [<OPTIONS>]   a segment from the peer
 //   > FLAGS START:END(LEN) [ack N] [win W] [<OPTIONS>]   the segment the stack must send now
 //   connect | close | abort | send N | recv N | nagle on|off
-//   state NAME | reason NAME | cwnd N | ssthresh N | pipe N | rto_ms N | stat NAME N
+//   icmp KIND SEQ [mtu N] [len L]   an ICMP error (port_unreachable, frag_needed, ...) quoting
+//                                   the stack's segment with relative sequence number SEQ
+//   state NAME | reason NAME | cwnd N | ssthresh N | pipe N | rto_ms N | mss N | stat NAME N
 //   config KEY=VALUE...   (before the connection exists: mss, rcvbuf, sndbuf, ws, ts, delack,
 //                          nagle, iss, peer_iss, keepalive, keepalive_idle_ms, tlp, ... )
 //   Tail loss probes (tlp), SACK (sack) and RACK (rack) are off and congestion control is Reno

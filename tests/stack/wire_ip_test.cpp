@@ -175,3 +175,37 @@ TEST(WireUdp, LengthAndChecksumRules) {
   b[5] = 14;
   EXPECT_EQ(parse_udp(b, kA, kB, d), ParseError::truncated);
 }
+
+// The datagram an ICMP error quotes: addresses, ports and the TCP sequence number, past options;
+// too short, not IPv4 or a later fragment (no transport header) is refused.
+TEST(WireIcmp, ErrorQuoteAndKinds) {
+  std::vector<uint8_t> q(24 + 8, 0);
+  Ipv4Emit h;
+  h.protocol = 6;
+  h.src = Ipv4Addr::of(10, 0, 0, 1);
+  h.dst = Ipv4Addr::of(10, 0, 0, 2);
+  ASSERT_EQ(emit_ipv4(q, h, 1000), 20u);
+  q[0] = 0x46;  // one 4-byte option word
+  const uint8_t l4[8] = {0x9c, 0x40, 0x00, 0x50, 0xde, 0xad, 0xbe, 0xef};
+  std::copy(l4, l4 + 8, q.begin() + 24);
+  IcmpQuote out;
+  ASSERT_EQ(parse_icmp_quote(q, out), ParseError::ok);
+  EXPECT_EQ(out.src, h.src);
+  EXPECT_EQ(out.dst, h.dst);
+  EXPECT_EQ(out.protocol, 6);
+  EXPECT_EQ(out.total_len, 1020);
+  EXPECT_EQ(out.src_port, 40000);
+  EXPECT_EQ(out.dst_port, 80);
+  EXPECT_EQ(out.tcp_seq, 0xdeadbeefu);
+  EXPECT_EQ(parse_icmp_quote(std::span(q).first(31), out), ParseError::truncated);
+  q[6] = 0;
+  q[7] = 1;  // offset 8: not the first fragment
+  EXPECT_EQ(parse_icmp_quote(q, out), ParseError::unsupported);
+  q[0] = 0x65;
+  EXPECT_EQ(parse_icmp_quote(q, out), ParseError::malformed);
+  EXPECT_EQ(icmp_error_kind(3, 3), IcmpErrorKind::port_unreachable);
+  EXPECT_EQ(icmp_error_kind(3, 4), IcmpErrorKind::frag_needed);
+  EXPECT_EQ(icmp_error_kind(3, 13), IcmpErrorKind::host_unreachable);
+  EXPECT_EQ(icmp_error_kind(11, 0), IcmpErrorKind::time_exceeded);
+  EXPECT_EQ(icmp_error_kind(8, 0), IcmpErrorKind::none);
+}

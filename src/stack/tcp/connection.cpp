@@ -12,13 +12,6 @@ constexpr uint32_t kMaxCwnd = 1u << 30;
 using namespace wire::tcpflag;
 }  // namespace
 
-struct Connection::Notify {
-  Connection& c;
-  ~Notify() {
-    if (c.watcher_ != nullptr) c.watcher_->changed(c);
-  }
-};
-
 const char* to_string(State s) {
   switch (s) {
     case State::closed:
@@ -57,6 +50,8 @@ const char* to_string(CloseReason r) {
       return "timeout";
     case CloseReason::aborted:
       return "aborted";
+    case CloseReason::unreachable:
+      return "unreachable";
   }
   return "?";
 }
@@ -530,8 +525,8 @@ void Connection::output() {
     if (len < mss && !fin && len != sack_cap) {
       if (len < avail) {
         if (inflight > 0) break;  // window-limited: wait for the window to open (sender SWS)
-      } else if (cfg_.nagle && inflight > 0) {
-        break;  // Nagle: one small segment in flight at a time
+      } else if (cfg_.nagle && inflight > 0 && seq_ge(snd_nxt_, snd_max_)) {
+        break;  // Nagle: one small segment in flight at a time (new data: a resent tail goes now)
       }
     }
     if (seq_ge(snd_nxt_, snd_max_))

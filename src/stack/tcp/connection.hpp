@@ -26,6 +26,7 @@
 #include "stack/tcp/ring.hpp"
 #include "stack/tcp/rto.hpp"
 #include "stack/tcp/sent_log.hpp"
+#include "stack/wire/icmp.hpp"
 #include "stack/wire/tcp.hpp"
 
 namespace weft::stack::tcp {
@@ -45,7 +46,8 @@ enum class State : uint8_t {
 const char* to_string(State s);
 
 // Why a connection ended other than by an orderly close.
-enum class CloseReason : uint8_t { none, refused, reset, timeout, aborted };
+// `unreachable`: an ICMP error ended a connect (RFC 5461); `refused` also when it was port unreachable.
+enum class CloseReason : uint8_t { none, refused, reset, timeout, aborted, unreachable };
 const char* to_string(CloseReason r);
 
 struct FourTuple {
@@ -97,6 +99,9 @@ struct ConnectionStats {
   uint64_t sacked_bytes = 0;      // bytes the peer newly SACKed, summed over ACKs
   uint64_t rack_lost = 0;         // segments RACK (RFC 8985) deemed lost
   uint64_t lost_retransmits = 0;  // of which retransmissions lost again
+  uint64_t icmp_errors = 0;       // ICMP errors that passed the RFC 5927 checks and were acted on
+  uint64_t icmp_ignored = 0;      // ICMP errors quoting a sequence number not in flight (forged, old)
+  uint64_t pmtu_reductions = 0;   // "fragmentation needed" lowered the MSS (RFC 1191)
 };
 
 class Connection {
@@ -132,6 +137,16 @@ class Connection {
   void close();
   // Abort: sends RST and goes to CLOSED at once.
   void abort();
+  // An ICMP error quoting a segment of this connection whose sequence number was `seq` (icmp.cpp):
+  // acted on only when `seq` is in flight (SND.UNA <= seq < SND.MAX, RFC 5927 4.1), so a blind
+  // attacker must guess it. In SYN-SENT an unreachable ends the connect (RFC 5461 4, as Linux and
+  // the BSDs do); elsewhere it is a soft error, recorded and reported if the connection times out
+  // (RFC 1122 4.2.3.9, RFC 5927 4.1). "Fragmentation needed" lowers the MSS to fit `mtu` (RFC
+  // 1191; quoted_len gives the RFC 1191 7 plateau when the router sent no MTU). Returns whether it
+  // was acted on.
+  bool icmp_error(wire::IcmpErrorKind kind, uint32_t seq, uint16_t mtu, uint16_t quoted_len);
+  // The last soft error an ICMP message reported (none when there was none).
+  wire::IcmpErrorKind soft_error() const { return soft_error_; }
 
   State state() const { return state_; }
   CloseReason close_reason() const { return reason_; }
@@ -177,7 +192,12 @@ class Connection {
 
  private:
   friend class TcpLayer;
-  struct Notify;  // calls the watcher when a public call returns
+  struct Notify {  // calls the watcher when a public call returns (here: icmp.cpp uses it too)
+    Connection& c;
+    ~Notify() {
+      if (c.watcher_ != nullptr) c.watcher_->changed(c);
+    }
+  };
   bool synchronized() const;
   void after_read(size_t n, uint32_t adv_before);
   uint32_t now_ts() const;
@@ -234,6 +254,8 @@ class Connection {
   void on_tlp();
   void enter_time_wait();
   void terminate(CloseReason why);
+  // Path MTU discovery (RFC 1191): the MSS for a path MTU of `mtu`; what was sent larger goes again.
+  void lower_path_mtu(uint32_t mtu);
 
   Config cfg_;
   const Clock& clock_;
@@ -333,6 +355,8 @@ class Connection {
   int keepalive_sent_ = 0;
   int64_t time_wait_deadline_;
   int64_t last_input_ns_ = 0;
+
+  wire::IcmpErrorKind soft_error_ = wire::IcmpErrorKind::none;
 
   ConnectionWatcher* watcher_ = nullptr;
   uint64_t tag_ = 0;

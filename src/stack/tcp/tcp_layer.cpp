@@ -110,6 +110,23 @@ void TcpLayer::input(wire::Ipv4Addr src, wire::Ipv4Addr dst, const wire::TcpSegm
   }
 }
 
+void TcpLayer::icmp_error(const wire::IcmpQuote& q, wire::IcmpErrorKind kind, uint16_t mtu) {
+  const FourTuple t{q.src, q.src_port, q.dst, q.dst_port};
+  auto it = conns_.find(t);
+  if (it == conns_.end()) {
+    ++stats_.icmp_no_connection;
+    return;
+  }
+  Connection& c = *it->second.conn;
+  busy_ = true;
+  if (c.icmp_error(kind, q.tcp_seq, mtu, q.total_len)) {
+    after_input(it->second);
+    if (observer_ != nullptr) observer_->on_activity(c);
+  }
+  busy_ = false;
+  reap();
+}
+
 void TcpLayer::after_input(Entry& e) {
   if (e.listener == 0 || e.queued) return;
   auto lit = listeners_.find(e.listener);

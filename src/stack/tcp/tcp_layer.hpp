@@ -32,7 +32,8 @@ struct TcpLayerStats {
   uint64_t resets_sent = 0;   // answers to segments for no connection
   uint64_t syns_dropped = 0;  // a listener's backlog was full
   uint64_t connections_made = 0;
-  uint64_t timer_runs = 0;  // connections whose timers poll() ran (only due ones are visited)
+  uint64_t timer_runs = 0;          // connections whose timers poll() ran (only due ones are visited)
+  uint64_t icmp_no_connection = 0;  // ICMP errors quoting a segment of no connection
 };
 
 // Told what the network or a timer did (the socket layer turns it into events).
@@ -62,6 +63,8 @@ class TcpLayer final : private ConnectionWatcher {
 
   // A segment the IP layer received, already parsed and checksummed.
   void input(wire::Ipv4Addr src, wire::Ipv4Addr dst, const wire::TcpSegment& seg);
+  // An ICMP error quoting a TCP segment we sent (Connection::icmp_error checks and acts on it).
+  void icmp_error(const wire::IcmpQuote& q, wire::IcmpErrorKind kind, uint16_t mtu);
   // Runs the timers that are due (only those connections).
   void poll();
   int64_t next_deadline() const { return timers_.top_at(); }
