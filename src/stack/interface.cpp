@@ -268,7 +268,7 @@ void Interface::udp_unbind(uint16_t port) { udp_.erase(port); }
 
 Status Interface::send_udp(uint16_t src_port, wire::Ipv4Addr dst, uint16_t dst_port, wire::Bytes payload) {
   if (payload.size() > udp_max_payload())
-    return fail("udp: {} bytes exceed the MTU (no fragmentation on output)", payload.size());
+    return fail("udp: {} bytes exceed an IPv4 datagram", payload.size());
   wire::Ipv4Addr hop;
   if (!next_hop(dst, hop)) {
     ++stats_.no_route;
@@ -276,19 +276,50 @@ Status Interface::send_udp(uint16_t src_port, wire::Ipv4Addr dst, uint16_t dst_p
   }
   uint8_t* l4 = tx_.data() + kL3;
   if (!payload.empty()) std::memcpy(l4 + wire::kUdpHeader, payload.data(), payload.size());
-  const bool offload = dev_.tx_csum_offload();
+  const bool fragment = payload.size() > udp_unfragmented_payload();
+  // A device completes the checksum of one frame only: fragments carry the one computed here.
+  const bool offload = dev_.tx_csum_offload() && !fragment;
   wire::emit_udp(wire::MutBytes(l4, wire::kUdpHeader + payload.size()), src_port, dst_port, cfg_.ip, dst,
                  payload.size(), offload ? wire::Csum::partial : wire::Csum::full);
+  if (fragment) {
+    send_fragments(dst, wire::kUdpHeader + payload.size());
+    return {};
+  }
   wire::Ipv4Emit h;
   h.src = cfg_.ip;
   h.dst = dst;
   h.protocol = wire::ipproto::udp;
   h.ident = next_ident();
+  h.dont_fragment = false;
   wire::emit_ipv4(wire::MutBytes(tx_).subspan(kL2), h, wire::kUdpHeader + payload.size());
   TxOffload off;
   if (offload) off = {true, static_cast<uint16_t>(kL3), 6};
   send_ipv4(dst, wire::kIpv4Header + wire::kUdpHeader + payload.size(), off);
   return {};
+}
+
+// RFC 791 fragmentation: pieces of the largest multiple of 8 bytes that fits the MTU, all with the
+// datagram's identification, MF on all but the last. Each piece is moved down to tx_[kL3...] behind
+// its own header and sent before the next (it overwrites only bytes already sent), so nothing is
+// allocated.
+void Interface::send_fragments(wire::Ipv4Addr dst, size_t l4_len) {
+  const size_t piece = (dev_.mtu() - wire::kIpv4Header) & ~size_t{7};
+  wire::Ipv4Emit h;
+  h.src = cfg_.ip;
+  h.dst = dst;
+  h.protocol = wire::ipproto::udp;
+  h.ident = next_ident();
+  h.dont_fragment = false;
+  ++stats_.udp_fragmented;
+  for (size_t off = 0; off < l4_len; off += piece) {
+    const size_t len = std::min(piece, l4_len - off);
+    if (off > 0) std::memmove(tx_.data() + kL3, tx_.data() + kL3 + off, len);
+    h.frag_offset = static_cast<uint16_t>(off);
+    h.more_fragments = off + len < l4_len;
+    wire::emit_ipv4(wire::MutBytes(tx_).subspan(kL2), h, len);
+    ++stats_.fragments_sent;
+    send_ipv4(dst, wire::kIpv4Header + len, {});
+  }
 }
 
 Status Interface::ping(wire::Ipv4Addr dst, uint16_t ident, uint16_t seq, size_t payload_len) {

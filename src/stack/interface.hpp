@@ -40,7 +40,9 @@ struct IfaceStats {
   uint64_t no_route = 0;
   uint64_t parked_dropped = 0;  // frames waiting for ARP that had to be given up
   uint64_t udp_received = 0;
-  uint64_t udp_no_port = 0;           // to a port nothing is bound to
+  uint64_t udp_no_port = 0;     // to a port nothing is bound to
+  uint64_t udp_fragmented = 0;  // datagrams sent in fragments (larger than the MTU)
+  uint64_t fragments_sent = 0;
   uint64_t icmp_unreach_sent = 0;     // port unreachable answers (RFC 1122 4.1.3.1)
   uint64_t icmp_rate_limited = 0;     // of those, not sent for the rate limit
   uint64_t icmp_errors_received = 0;  // destination unreachable / time exceeded
@@ -80,9 +82,13 @@ class Interface final : public tcp::SegmentSink {
   // UDP: datagrams to `port` go to `r` (port 0: a free ephemeral one); returns the port.
   Result<uint16_t> udp_bind(uint16_t port, UdpReceiver* r);
   void udp_unbind(uint16_t port);
-  // One datagram from our address; no fragmentation on output, so at most MTU - 28 bytes.
+  // One datagram from our address, in fragments when it exceeds the MTU (RFC 791), so up to
+  // 65,507 bytes. UDP goes without DF (as Linux's IP_PMTUDISC_DONT): there is no per-destination
+  // path MTU to learn it into, so a router on a narrower path fragments it instead of dropping it.
   Status send_udp(uint16_t src_port, wire::Ipv4Addr dst, uint16_t dst_port, wire::Bytes payload);
-  size_t udp_max_payload() const { return dev_.mtu() - wire::kIpv4Header - 8; }
+  size_t udp_max_payload() const { return wire::kIpv4MaxPacket - wire::kIpv4Header - 8; }
+  // The largest payload one unfragmented datagram carries.
+  size_t udp_unfragmented_payload() const { return dev_.mtu() - wire::kIpv4Header - 8; }
   bool routable(wire::Ipv4Addr dst) const {
     wire::Ipv4Addr hop;
     return next_hop(dst, hop);
@@ -116,6 +122,8 @@ class Interface final : public tcp::SegmentSink {
   bool next_hop(wire::Ipv4Addr dst, wire::Ipv4Addr& hop) const;
   // Sends the IPv4 packet of `ip_len` bytes at tx_[14...] (its header already written).
   void send_ipv4(wire::Ipv4Addr dst, size_t ip_len, const TxOffload& off);
+  // Sends the UDP datagram of `l4_len` bytes at tx_[kL3...] (checksum complete) as fragments.
+  void send_fragments(wire::Ipv4Addr dst, size_t l4_len);
   void send_arp(wire::ArpOp op, const wire::MacAddr& dst_mac, wire::Ipv4Addr target_ip,
                 const wire::MacAddr& target_mac);
   void transmit(wire::Bytes frame, const TxOffload& off);

@@ -16,7 +16,7 @@ enum class SockErr : uint8_t {
   in_use,         // EADDRINUSE: the port has a listener or a bound socket already
   no_ports,       // EADDRNOTAVAIL: no free ephemeral port
   no_route,       // ENETUNREACH: not on the subnet and no gateway
-  too_big,        // EMSGSIZE: a datagram larger than the MTU allows (no fragmentation on output)
+  too_big,        // EMSGSIZE: a datagram larger than IPv4 carries (65,507 bytes of UDP payload)
   unreachable,    // EHOSTUNREACH: an ICMP error said the host, network or protocol cannot be reached
   not_connected,  // EDESTADDRREQ: send() on a UDP socket that has no default destination
 };

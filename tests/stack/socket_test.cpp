@@ -261,7 +261,7 @@ TEST(Socket, UdpSendToRecvFromAndTruncation) {
   for (size_t i = 0; i < d.size(); ++i) d[i] = static_cast<uint8_t>(i);
   ASSERT_EQ(n.a.sendto(*ua, kB, 5353, d).value(), 1000u);
   ASSERT_EQ(n.a.sendto(*ua, kB, 5353, wire::Bytes(d.data(), 3)).value(), 3u);
-  EXPECT_EQ(n.a.sendto(*ua, kB, 5353, std::vector<uint8_t>(1473)).error(), SockErr::too_big);
+  EXPECT_EQ(n.a.sendto(*ua, kB, 5353, std::vector<uint8_t>(65508)).error(), SockErr::too_big);
   EXPECT_EQ(n.a.sendto(*ua, wire::Ipv4Addr::of(192, 0, 2, 1), 53, d).error(), SockErr::no_route);
   n.pump();
   EXPECT_EQ(drain(n.b)[*ub], sockev::readable);
@@ -576,4 +576,54 @@ TEST(Socket, TcpPathMtuDiscoveryIsByteExact) {
   ASSERT_EQ(got, d.size());
   EXPECT_TRUE(std::equal(d.begin(), d.end(), out.begin()));
   EXPECT_EQ(n.a.connection(c)->stats().timeouts, 0u);
+}
+
+// RFC 791 fragmentation on output: a datagram past the MTU leaves in pieces of 1480 bytes (the
+// largest multiple of 8 that fits 1500 - 20) with one identification, MF on all but the last, no
+// DF, and the checksum computed here even when the device offers to (it completes one frame only);
+// B reassembles them byte-exact, the largest datagram IPv4 carries included.
+TEST(Socket, UdpDatagramsPastTheMtuLeaveInFragments) {
+  for (const bool offload : {false, true}) {
+    SCOPED_TRACE(offload ? "with checksum offload" : "without");
+    Net n(64 * 1024, offload);
+    auto ua = n.a.udp_bind(1000);
+    auto ub = n.b.udp_bind(2000);
+    ASSERT_TRUE(ua && ub);
+    resolve_arp(n);
+    std::vector<uint8_t> d(4000);
+    for (size_t i = 0; i < d.size(); ++i) d[i] = static_cast<uint8_t>(i * 31 + 3);
+    const size_t before = n.da.sent.size();
+    ASSERT_EQ(n.a.sendto(*ua, kB, 2000, d).value(), d.size());
+    ASSERT_EQ(n.da.sent.size(), before + 3);
+    uint16_t ident = 0;
+    for (size_t k = 0; k < 3; ++k) {
+      wire::ParsedFrame f;
+      ASSERT_EQ(wire::parse_frame(n.da.sent[before + k], f), wire::ParseError::ok);
+      ASSERT_EQ(f.kind, wire::FrameKind::ipv4_fragment);
+      EXPECT_EQ(f.ip.frag_offset, k * 1480);
+      EXPECT_EQ(f.ip.more_fragments, k < 2);
+      EXPECT_FALSE(f.ip.dont_fragment);
+      EXPECT_EQ(f.ip.payload.size(), k < 2 ? 1480u : 4008u - 2960u);
+      if (k == 0) ident = f.ip.ident;
+      EXPECT_EQ(f.ip.ident, ident);
+    }
+    EXPECT_EQ(n.ia.stats().fragments_sent, 3u);
+    n.pump();
+    std::vector<uint8_t> out(70000);
+    auto r = n.b.recvfrom(*ub, out);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->len, d.size());
+    EXPECT_TRUE(std::equal(d.begin(), d.end(), out.begin()));
+    // The largest: 45 fragments.
+    std::vector<uint8_t> big(65507);
+    for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<uint8_t>(i * 7 + i / 251);
+    ASSERT_TRUE(n.a.sendto(*ua, kB, 2000, big));
+    n.pump();
+    r = n.b.recvfrom(*ub, out);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->len, big.size());
+    EXPECT_TRUE(std::equal(big.begin(), big.end(), out.begin()));
+    EXPECT_EQ(n.ib.stats().rx_bad, 0u);
+    EXPECT_EQ(n.ia.stats().udp_fragmented, 2u);
+  }
 }
