@@ -310,10 +310,13 @@ void print_done(const tcp::Connection& k, uint64_t bytes) {
   fmt::print(stderr,
              "weft stack: connection from {}:{} done, {} bytes, {} retransmits ({} timeouts), {} fast "
              "recoveries, {} SACK retransmits, {} tail loss probes, {} RACK losses ({} lost "
-             "retransmissions), {} out of order{}\n",
+             "retransmissions), {} out of order, {} spurious recoveries undone (D-SACK){}{}\n",
              ip_str(k.tuple().remote_ip), k.tuple().remote_port, bytes, st.retransmits, st.timeouts,
              st.fast_retransmits, st.sack_retransmits, st.tail_loss_probes, st.rack_lost, st.lost_retransmits,
-             st.out_of_order,
+             st.out_of_order, st.spurious_undone,
+             st.pmtu_reductions == 0
+                 ? ""
+                 : fmt::format(", path MTU lowered {} times (MSS {})", st.pmtu_reductions, k.send_mss()),
              k.close_reason() == tcp::CloseReason::none
                  ? ""
                  : fmt::format(" ({})", tcp::to_string(k.close_reason())));
@@ -445,11 +448,12 @@ int run_echo_check(const Common& c, const std::string& server, uint16_t port, si
   fmt::print(
       "{{\"bytes\":{},\"echoed\":{},\"match\":{},\"seconds\":{:.3f},\"retransmits\":{},\"timeouts\":{},"
       "\"fast_retransmits\":{},\"sack_retransmits\":{},\"tail_loss_probes\":{},\"rack_lost\":{},"
-      "\"lost_retransmits\":{},\"out_of_order\":{},"
+      "\"lost_retransmits\":{},\"out_of_order\":{},\"spurious_undone\":{},\"pmtu_reductions\":{},"
       "\"sack\":{},\"state\":\"{}\",\"reason\":\"{}\"}}\n",
       total, got, !bad && got == total, secs, conn.stats().retransmits, conn.stats().timeouts,
       conn.stats().fast_retransmits, conn.stats().sack_retransmits, conn.stats().tail_loss_probes,
-      conn.stats().rack_lost, conn.stats().lost_retransmits, conn.stats().out_of_order, conn.sack_on(),
+      conn.stats().rack_lost, conn.stats().lost_retransmits, conn.stats().out_of_order,
+      conn.stats().spurious_undone, conn.stats().pmtu_reductions, conn.sack_on(),
       tcp::to_string(conn.state()), tcp::to_string(conn.close_reason()));
   sk.close(*id);
   return !bad && got == total ? 0 : 1;
@@ -527,8 +531,9 @@ int run_client(const Common& c, const std::string& server, uint16_t port, int st
     });
   });
   const double elapsed = start ? (s.clock.now_ns() - start) / 1e9 : 0;
-  uint64_t rtx = 0;
+  uint64_t rtx = 0, undone = 0;
   for (SockId id : conns) rtx += conn(id).stats().retransmits;
+  for (SockId id : conns) undone += conn(id).stats().spurious_undone;
   for (SockId id : conns) sk.close(id);
   if (json) {
     nlohmann::json j{{"streams", streams},
@@ -537,12 +542,15 @@ int run_client(const Common& c, const std::string& server, uint16_t port, int st
                      {"seconds", elapsed},
                      {"bits_per_second", elapsed > 0 ? total * 8 / elapsed : 0},
                      {"retransmits", rtx},
+                     {"spurious_undone", undone},
                      {"intervals", intervals},
                      {"ok", !failed && start != 0}};
     fmt::print("{}\n", j.dump());
   } else {
-    fmt::print("total {:.2f} MB in {:.2f} s = {:.3f} Gb/s, {} retransmits{}\n", total / 1e6, elapsed,
-               elapsed > 0 ? total * 8 / elapsed / 1e9 : 0, rtx, failed ? " (a connection failed)" : "");
+    fmt::print(
+        "total {:.2f} MB in {:.2f} s = {:.3f} Gb/s, {} retransmits ({} spurious recoveries undone){}\n",
+        total / 1e6, elapsed, elapsed > 0 ? total * 8 / elapsed / 1e9 : 0, rtx, undone,
+        failed ? " (a connection failed)" : "");
   }
   return failed || start == 0 ? 1 : 0;
 }

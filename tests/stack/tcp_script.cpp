@@ -214,6 +214,9 @@ class Runner {
                      : word == "icmp_errors"       ? static_cast<long>(s.icmp_errors)
                      : word == "icmp_ignored"      ? static_cast<long>(s.icmp_ignored)
                      : word == "pmtu_reductions"   ? static_cast<long>(s.pmtu_reductions)
+                     : word == "dsacks_sent"       ? static_cast<long>(s.dsacks_sent)
+                     : word == "dsacks_received"   ? static_cast<long>(s.dsacks_received)
+                     : word == "spurious_undone"   ? static_cast<long>(s.spurious_undone)
                                                    : -1;
       return v == n ? "" : fmt::format("stat {} is {}", word, v);
     }

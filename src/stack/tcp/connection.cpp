@@ -157,15 +157,27 @@ void Connection::fill_options(wire::TcpHeader& h, bool syn) {
     h.options.ts_val = now_ts();
     h.options.ts_ecr = ts_recent_;
   }
-  if (sack_on_ && !ooo_.empty()) {
+  if (sack_on_ && (dsack_pending_ || !ooo_.empty())) {
     // RFC 2018 4: the first block holds the segment that arrived last; then the others, highest
     // first (the sender has the lower ones from earlier ACKs, and holes near snd_una are filled
-    // first). As many as fit: 3 next to timestamps, 4 without.
+    // first). As many as fit: 3 next to timestamps, 4 without. A duplicate goes before them all,
+    // once (RFC 2883 4), followed by the block that holds it when it lies above rcv_nxt.
     const size_t max_blocks = ts_on_ ? 3 : 4;
-    const size_t first = ooo_.last_added();
-    h.options.sack[h.options.sack_count++] = {ooo_[first].left, ooo_[first].right};
-    for (size_t k = ooo_.count(); k-- > 0 && h.options.sack_count < max_blocks;)
-      if (k != first) h.options.sack[h.options.sack_count++] = {ooo_[k].left, ooo_[k].right};
+    size_t held = ooo_.count();
+    if (dsack_pending_) {
+      h.options.sack[h.options.sack_count++] = {dsack_.left, dsack_.right};
+      held = ooo_.covering(dsack_.left, dsack_.right);
+      if (held < ooo_.count()) h.options.sack[h.options.sack_count++] = {ooo_[held].left, ooo_[held].right};
+      dsack_pending_ = false;
+      ++stats_.dsacks_sent;
+    }
+    if (!ooo_.empty()) {
+      const size_t first = ooo_.last_added();
+      if (first != held && h.options.sack_count < max_blocks)
+        h.options.sack[h.options.sack_count++] = {ooo_[first].left, ooo_[first].right};
+      for (size_t k = ooo_.count(); k-- > 0 && h.options.sack_count < max_blocks;)
+        if (k != first && k != held) h.options.sack[h.options.sack_count++] = {ooo_[k].left, ooo_[k].right};
+    }
   }
 }
 
@@ -178,8 +190,8 @@ void Connection::send_at_nxt(uint32_t len, bool fin, bool push) {
 }
 
 uint32_t Connection::mss_now() const {
-  if (!sack_on_ || ooo_.empty()) return smss_;
-  const size_t blocks = std::min<size_t>(ooo_.count(), ts_on_ ? 3 : 4);
+  if (!sack_on_ || (ooo_.empty() && !dsack_pending_)) return smss_;
+  const size_t blocks = std::min<size_t>(ooo_.count() + (dsack_pending_ ? 1 : 0), ts_on_ ? 3 : 4);
   return smss_ - static_cast<uint32_t>(4 + 8 * blocks);  // NOP NOP kind len + 8 bytes a block
 }
 
@@ -194,6 +206,7 @@ void Connection::send_range(uint32_t seq, uint32_t len, bool fin, bool push) {
   if (seq_lt(seq, snd_max_)) {
     ++stats_.retransmits;
     rtt_active_ = false;  // Karn
+    undo_note_retransmit(seq, seq_min(seq + len, snd_max_));
   } else if (!rtt_active_ && len > 0) {
     rtt_active_ = true;
     rtt_seq_ = seq;
@@ -668,6 +681,7 @@ bool Connection::sack_recovery_send() {
 // what limited transmit sent (RFC 5681 3.2 step 2).
 void Connection::enter_recovery() {
   const uint32_t flight = (dupacks_ > 0 && !rack_on() ? lt_base_ : snd_max_) - snd_una_;
+  undo_start();
   ssthresh_ = cc_.on_congestion(flight, smss_);
   recover_ = snd_max_;
   in_recovery_ = true;
@@ -773,6 +787,9 @@ void Connection::input(const wire::TcpSegment& in) {
     if (!(f & rst)) {
       // In TIME-WAIT a retransmitted FIN (our last ACK was lost) restarts the 2 MSL wait.
       if (state_ == State::time_wait && (f & wire::tcpflag::fin)) time_wait_deadline_ = now + 2 * cfg_.msl_ns;
+      // Data wholly below rcv_nxt arrived again: report it (RFC 2883 4.1).
+      const auto plen = static_cast<uint32_t>(s.payload.size());
+      if (plen > 0 && seq_le(s.h.seq + plen, rcv_nxt_)) note_duplicate(s.h.seq, s.h.seq + plen);
       ack_now_ = true;
       output();
     }
@@ -847,6 +864,7 @@ bool Connection::process_ack(const wire::TcpSegment& s) {
     snd_wl1_ = s.h.seq;
     snd_wl2_ = a;
   }
+  check_dsack(s.h.options, a);
   const uint32_t newly_sacked = take_sack_blocks(s.h.options, a);
   if (rack_on()) rack_on_ack(s.h.options, a);
   if (seq_gt(a, snd_una_)) {
@@ -871,6 +889,7 @@ bool Connection::process_ack(const wire::TcpSegment& s) {
   } else if (persist_deadline_ != kNever) {
     retries_ = 0;  // the peer answers our probes: it is alive
   }
+  try_undo();
   return true;
 }
 
@@ -964,6 +983,7 @@ void Connection::process_data(const wire::TcpSegment& s) {
   bool fin = (s.h.flags & wire::tcpflag::fin) != 0;
   if (seq_lt(seq, rcv_nxt_)) {  // starts with bytes we already have
     const uint32_t dup = rcv_nxt_ - seq;
+    note_duplicate(seq, seq + std::min<uint32_t>(dup, static_cast<uint32_t>(data.size())));
     if (dup > data.size() || (dup == data.size() && !fin)) {  // nothing new: a duplicate
       ack_now_ = true;
       return;
@@ -1009,6 +1029,9 @@ void Connection::process_data(const wire::TcpSegment& s) {
       delack_deadline_ = clock_.now_ns() + cfg_.delayed_ack_ns;
     }
   } else {
+    // Held already past a gap: a duplicate (RFC 2883 4.1, reported with the block that holds it).
+    if (!data.empty() && ooo_.covering(seq, seq + static_cast<uint32_t>(data.size())) < ooo_.count())
+      note_duplicate(seq, seq + static_cast<uint32_t>(data.size()));
     const size_t n = rcv_ring_.write_past_tail(off, data);
     ++stats_.out_of_order;
     if (ooo_.add(seq, seq + static_cast<uint32_t>(n)) && fin && n == data.size()) {
@@ -1045,7 +1068,10 @@ void Connection::on_rtx_timeout() {
   }
   if (snd_una_ == snd_max_) return;
   if (++retries_ > cfg_.max_retransmits) return terminate(CloseReason::timeout);
-  if (retries_ == 1) ssthresh_ = cc_.on_congestion(snd_max_ - snd_una_, smss_);  // RFC 5681 eq. 4
+  if (retries_ == 1) {
+    undo_start();
+    ssthresh_ = cc_.on_congestion(snd_max_ - snd_una_, smss_);  // RFC 5681 eq. 4
+  }
   if (retries_ >= 2) sacked_.clear();  // RFC 2018 8: the receiver may have reneged on its SACKs
   high_rxt_ = snd_una_;
   cwnd_ = smss_;  // loss window

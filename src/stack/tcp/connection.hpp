@@ -102,6 +102,9 @@ struct ConnectionStats {
   uint64_t icmp_errors = 0;       // ICMP errors that passed the RFC 5927 checks and were acted on
   uint64_t icmp_ignored = 0;      // ICMP errors quoting a sequence number not in flight (forged, old)
   uint64_t pmtu_reductions = 0;   // "fragmentation needed" lowered the MSS (RFC 1191)
+  uint64_t dsacks_sent = 0;       // duplicates reported in a first SACK block (RFC 2883)
+  uint64_t dsacks_received = 0;   // D-SACK blocks from the peer
+  uint64_t spurious_undone = 0;   // recoveries whose every retransmission was D-SACKed: cwnd undone
 };
 
 class Connection {
@@ -239,6 +242,14 @@ class Connection {
   bool sack_recovery_send();    // NextSeg while cwnd - pipe >= SMSS
   void enter_recovery();
 
+  // D-SACK (RFC 2883, dsack.cpp): the receiver's report of a duplicate, and the sender's undo of a
+  // recovery whose retransmissions all turned out to be duplicates (RFC 3708; Linux's undo).
+  void note_duplicate(uint32_t left, uint32_t right);
+  void check_dsack(const wire::TcpOptions& o, uint32_t ack);
+  void undo_start();  // a recovery or a timeout begins an episode
+  void undo_note_retransmit(uint32_t seq, uint32_t end);
+  void try_undo();
+
   // RACK (RFC 8985): the send log, loss detection by send times and the reordering timer.
   void rack_log_send(uint32_t seq, uint32_t end);
   void rack_on_ack(const wire::TcpOptions& o, uint32_t ack);  // marks SACKed and delivered sends
@@ -357,6 +368,19 @@ class Connection {
   int64_t last_input_ns_ = 0;
 
   wire::IcmpErrorKind soft_error_ = wire::IcmpErrorKind::none;
+
+  // D-SACK, receiver: a duplicate to report in the first SACK block of the next segment.
+  bool dsack_pending_ = false;
+  SeqRange dsack_;
+  // D-SACK, sender (RFC 3708 detection, Linux's tcp_try_undo_dsack): the episode that may be undone
+  // (from the fast retransmit or first timeout that began it until the next one), cwnd and ssthresh
+  // before it, what it retransmitted and how much of that the peer reported as duplicates. An
+  // episode resending a range twice, or more ranges than the set holds, is never undone.
+  bool undo_open_ = false;
+  uint32_t prior_cwnd_ = 0;
+  uint32_t prior_ssthresh_ = 0;
+  SeqRangeSet<16> undo_rtx_;
+  SeqRangeSet<16> undo_dsacked_;
 
   ConnectionWatcher* watcher_ = nullptr;
   uint64_t tag_ = 0;

@@ -80,6 +80,20 @@ class SeqRangeSet {
     return b;
   }
 
+  // Index of the range that holds all of [left, right), or count() when none does.
+  size_t covering(uint32_t left, uint32_t right) const {
+    for (size_t i = 0; i < n_; ++i)
+      if (seq_le(r_[i].left, left) && seq_le(right, r_[i].right)) return i;
+    return n_;
+  }
+
+  // Whether any range shares a byte with [left, right).
+  bool overlaps(uint32_t left, uint32_t right) const {
+    for (size_t i = 0; i < n_; ++i)
+      if (seq_lt(r_[i].left, right) && seq_lt(left, r_[i].right)) return true;
+    return false;
+  }
+
   // The range most recently added or extended (the first SACK block, RFC 2018 section 4).
   size_t last_added() const { return last_added_ < n_ ? last_added_ : 0; }
 
