@@ -7,7 +7,8 @@
 # byte-exact at 0, 0.1, 1, 5 and 10% loss, made by nftables `numgen random` in R's forward chain
 # in BOTH directions (silent to both senders: a drop in a sender's own output hook would be
 # reported to it); malformed frames injected from R (truncated, bad checksums, a SYN flood) do not
-# stop the stack answering. The full 100 MiB grid is bench/stack_interop.sh.
+# stop the stack answering; with a 1000-byte MTU on R's route to K the stack as client learns the
+# path MTU from R's "fragmentation needed" (RFC 1191). The full 100 MiB grid is bench/stack_interop.sh.
 # Cleans up (processes, namespaces) on any exit. The namespaces come from lab/stack_netns.sh,
 # which bench/stack_interop.sh shares.
 set -euo pipefail
@@ -91,4 +92,19 @@ done
 set_loss 0
 # TSO on the TAP (virtio GSO_TCPV4 super-frames, cut by the kernel when R forwards them), no loss.
 stack_lab_check_connect "TSO, loss 0%" "$WEFT" stack connect "$KERN_IP" --echo-check 4194304 "${TAP_ARGS[@]}" || fail=1
+# Path MTU discovery (RFC 1191): R's route to K's network gets MTU 1000, so R answers the stack's
+# DF segments of 1500 bytes with "fragmentation needed"; the stack lowers its MSS and resends, and
+# every byte still comes back. Without PMTUD every full segment would be dropped there.
+kdev=$(ip -n "$R" route show "$N2.0/24" | awk '{for (i = 1; i < NF; i++) if ($i == "dev") print $(i + 1)}')
+ip -n "$R" route replace "$N2.0/24" dev "$kdev" src "$N2.1" mtu 1000
+for tso in --no-tso ""; do
+  if out=$(timeout 150 "$WEFT" stack connect "$KERN_IP" --echo-check 1048576 $tso --tap "$TAP" --ip "$STACK_IP/24" \
+             --gateway "$GW_IP" --kernel-ip "$GW_IP/24" --netns "$R" -t 30 2>/dev/null) &&
+     grep -q '"match":true' <<<"$out" && grep -Eq '"pmtu_reductions":[1-9]' <<<"$out"; then
+    echo "path MTU 1000 ${tso:-(TSO)}: $out"
+  else
+    echo "FAIL path MTU 1000 ${tso:-(TSO)}: ${out:-timeout}"; fail=1
+  fi
+done
+ip -n "$R" route replace "$N2.0/24" dev "$kdev" src "$N2.1"
 exit $fail
