@@ -53,6 +53,12 @@ const std::string kSpuriousFastRetransmit = kSackActive + flight() + R"(
 0.31  cwnd 2920
 )";
 
+// RACK on; segment 1 arrives after segment 2 (reordering seen, RACK.min_rtt 100 ms).
+const std::string kReorderingSeen = "0 config rack=1\n" + kSackActive + flight() + R"(
+0.3   < . 1:1(0) ack 1 <sack 1461:2921>
+0.31  < . 1:1(0) ack 2921
+)";
+
 struct Scenario {
   const char* name;
   std::string script;
@@ -139,6 +145,22 @@ std::vector<Scenario> scenarios() {
 0.32  < . 1:1(0) ack 14601 <sack 1:1461>
 0.32  stat spurious_undone 1
 0.32  cwnd 14600
+)"},
+      // RFC 8985 6.2 step 4: once reordering was seen (segment 1 delivered after segment 2), a
+      // D-SACK doubles RACK's reordering window (min_RTT / 4 = 25 ms -> 50 ms), once per round
+      // trip: the next hole is deemed lost 50 ms after RACK.rtt, not 25.
+      {"RackDsackWidensTheReorderingWindow", kReorderingSeen + R"(
+0.32  < . 1:1(0) ack 2921 <sack 1:1461>
+0.33  < . 1:1(0) ack 2921 <sack 1:1461>
+0.4   < . 1:1(0) ack 2921 <sack 4381:5841>
+0.449 stat retransmits 0
+0.45  > . 2921:4381(1460) ack 1
+0.45  stat rack_lost 1
+)"},
+      {"RackWindowWithoutDsackStaysAQuarterRtt", kReorderingSeen + R"(
+0.4   < . 1:1(0) ack 2921 <sack 4381:5841>
+0.424 stat retransmits 0
+0.425 > . 2921:4381(1460) ack 1
 )"},
   };
 }

@@ -864,9 +864,10 @@ bool Connection::process_ack(const wire::TcpSegment& s) {
     snd_wl1_ = s.h.seq;
     snd_wl2_ = a;
   }
-  check_dsack(s.h.options, a);
+  const bool dsack = check_dsack(s.h.options, a);
   const uint32_t newly_sacked = take_sack_blocks(s.h.options, a);
   if (rack_on()) rack_on_ack(s.h.options, a);
+  const bool recovering = in_recovery_ || retries_ > 0;
   if (seq_gt(a, snd_una_)) {
     on_new_ack(a, a - snd_una_);
   } else if (a == snd_una_ && snd_max_ != snd_una_ &&
@@ -878,6 +879,7 @@ bool Connection::process_ack(const wire::TcpSegment& s) {
   }
   // RFC 6675 5 step (2): recovery also starts when IsLost(HighACK + 1).
   if (rack_on()) {
+    rack_update_reo_wnd(dsack, recovering && !in_recovery_ && retries_ == 0);
     if (state_ != State::closed) rack_after_detect(rack_detect_loss());
   } else if (newly_sacked > 0 && !in_recovery_ && state_ != State::closed && snd_max_ != snd_una_ &&
              seq_ge(snd_una_, recover_) && seq_gt(lost_below(), snd_una_)) {

@@ -245,8 +245,8 @@ class Connection {
   // D-SACK (RFC 2883, dsack.cpp): the receiver's report of a duplicate, and the sender's undo of a
   // recovery whose retransmissions all turned out to be duplicates (RFC 3708; Linux's undo).
   void note_duplicate(uint32_t left, uint32_t right);
-  void check_dsack(const wire::TcpOptions& o, uint32_t ack);
-  void undo_start();  // a recovery or a timeout begins an episode
+  bool check_dsack(const wire::TcpOptions& o, uint32_t ack);  // true when the first block is one
+  void undo_start();                                          // a recovery or a timeout begins an episode
   void undo_note_retransmit(uint32_t seq, uint32_t end);
   void try_undo();
 
@@ -255,6 +255,8 @@ class Connection {
   void rack_on_ack(const wire::TcpOptions& o, uint32_t ack);  // marks SACKed and delivered sends
   uint32_t rack_detect_loss();                                // bytes newly deemed lost
   int64_t rack_reo_wnd() const;
+  // RFC 8985 6.2 step 4: D-SACKs widen the reordering window; `left_recovery`: this ACK ended one.
+  void rack_update_reo_wnd(bool dsack, bool left_recovery);
   bool rack_send_lost(bool force = false);  // resends the first lost segment if cwnd - pipe >= SMSS
   void rack_after_detect(uint32_t newly_lost);
 
@@ -319,6 +321,11 @@ class Connection {
   int64_t rack_min_rtt_ns_;
   uint32_t rack_fack_ = 0;
   bool rack_reordering_seen_ = false;
+  // RACK.reo_wnd_mult, RACK.dsack_round (while rack_dsack_round_on_) and RACK.reo_wnd_persist.
+  uint32_t rack_reo_wnd_mult_ = 1;
+  uint32_t rack_dsack_round_ = 0;
+  bool rack_dsack_round_on_ = false;
+  int rack_reo_wnd_persist_ = 0;
 
   // Timestamps (RFC 7323).
   bool ts_on_ = false;

@@ -20,20 +20,21 @@ void Connection::note_duplicate(uint32_t left, uint32_t right) {
 // Sender (RFC 2883 4.1): the first block is a D-SACK when it lies below the cumulative ACK, or
 // within the second block. Only what this episode retransmitted counts toward undo (Linux checks the
 // segment's retransmitted mark), so a duplicate the network made of an original proves nothing.
-void Connection::check_dsack(const wire::TcpOptions& o, uint32_t ack) {
-  if (!sack_on_ || o.sack_count == 0) return;
+bool Connection::check_dsack(const wire::TcpOptions& o, uint32_t ack) {
+  if (!sack_on_ || o.sack_count == 0) return false;
   const wire::SackBlock& b = o.sack[0];
-  if (!seq_lt(b.left, b.right)) return;
+  if (!seq_lt(b.left, b.right)) return false;
   const bool below = seq_le(b.right, ack);
   const bool within = o.sack_count >= 2 && seq_le(o.sack[1].left, b.left) && seq_le(b.right, o.sack[1].right);
-  if (!below && !within) return;
+  if (!below && !within) return false;
   ++stats_.dsacks_received;
-  if (!undo_open_) return;
+  if (!undo_open_) return true;
   for (size_t i = 0; i < undo_rtx_.count(); ++i) {
     const uint32_t l = seq_max(b.left, undo_rtx_[i].left);
     const uint32_t r = seq_min(b.right, undo_rtx_[i].right);
     if (seq_lt(l, r)) undo_dsacked_.add(l, r);  // a subset of undo_rtx_, so never more ranges
   }
+  return true;
 }
 
 // A fast retransmit or the first timeout: a new episode, with the window it is about to reduce

@@ -104,9 +104,27 @@ void Connection::rack_on_ack(const wire::TcpOptions& o, uint32_t ack) {
   }
 }
 
-// RFC 8985 6.2 step 4: none without reordering seen while recovering or once DupThresh segments
-// are SACKed (RACK then acts as fast retransmit would); else min_RTT / 4, at most SRTT. The
-// D-SACK-driven growth of the window (RACK.reo_wnd_mult) is not implemented.
+// RFC 8985 6.2 step 4 (RACK_update_reo_wnd): a D-SACK says a segment was resent that only came
+// late, so the window grows by min_RTT / 4 for each round trip with one (RACK.reo_wnd_mult, up to
+// SRTT below), and back to one after 16 recoveries without any. As Linux (tcp_dsack_seen), only
+// once reordering was seen: without it a D-SACK comes from a timeout's go-back resend or a lost
+// ACK, and widening the window would only delay finding real losses (in the netsim, 10 % loss
+// without reordering: 7 -> 13 RTOs over two seeds when every D-SACK counted).
+void Connection::rack_update_reo_wnd(bool dsack, bool left_recovery) {
+  if (rack_dsack_round_on_ && seq_ge(snd_una_, rack_dsack_round_)) rack_dsack_round_on_ = false;
+  if (!rack_dsack_round_on_ && dsack && rack_reordering_seen_) {
+    rack_dsack_round_on_ = true;
+    rack_dsack_round_ = snd_max_;
+    rack_reo_wnd_mult_ = std::min<uint32_t>(rack_reo_wnd_mult_ + 1, 64);
+    rack_reo_wnd_persist_ = 16;
+  } else if (left_recovery && --rack_reo_wnd_persist_ <= 0) {
+    rack_reo_wnd_mult_ = 1;
+  }
+}
+
+// RFC 8985 6.2 step 4 (RACK_reo_wnd): none without reordering seen while recovering or once
+// DupThresh segments are SACKed (RACK then acts as fast retransmit would); else min_RTT / 4 times
+// the D-SACK multiplier, at most SRTT.
 int64_t Connection::rack_reo_wnd() const {
   if (!rack_reordering_seen_) {
     if (in_recovery_ || retries_ > 0) return 0;
@@ -115,7 +133,7 @@ int64_t Connection::rack_reo_wnd() const {
     if (sacked >= 3) return 0;
   }
   const int64_t min_rtt = rack_min_rtt_ns_ == kNever ? rto_.srtt_ns() : rack_min_rtt_ns_;
-  return std::min(min_rtt / 4, rto_.srtt_ns());
+  return std::min(min_rtt / 4 * rack_reo_wnd_mult_, rto_.srtt_ns());
 }
 
 // RFC 8985 6.2 step 5 (RACK_detect_loss): each segment sent before the most recently sent one
