@@ -11,6 +11,8 @@
 #include "tcp_script.hpp"
 
 using weft::stack::test::run_tcp_script;
+using weft::stack::test::Scenario;
+using weft::stack::test::scenario_name;
 
 namespace {
 
@@ -58,11 +60,6 @@ const std::string kReorderingSeen = "0 config rack=1\n" + kSackActive + flight()
 0.3   < . 1:1(0) ack 1 <sack 1461:2921>
 0.31  < . 1:1(0) ack 2921
 )";
-
-struct Scenario {
-  const char* name;
-  std::string script;
-};
 
 std::vector<Scenario> scenarios() {
   return {
@@ -165,13 +162,10 @@ std::vector<Scenario> scenarios() {
   };
 }
 
-void PrintTo(const Scenario& s, std::ostream* os) { *os << s.name; }
-
 class TcpDsack : public testing::TestWithParam<Scenario> {};
 
 TEST_P(TcpDsack, Runs) { EXPECT_EQ(run_tcp_script(GetParam().script), ""); }
 
-INSTANTIATE_TEST_SUITE_P(Rfc2883, TcpDsack, testing::ValuesIn(scenarios()),
-                         [](const testing::TestParamInfo<Scenario>& i) { return std::string(i.param.name); });
+INSTANTIATE_TEST_SUITE_P(Rfc2883, TcpDsack, testing::ValuesIn(scenarios()), scenario_name);
 
 }  // namespace

@@ -9,6 +9,8 @@
 #include "tcp_script.hpp"
 
 using weft::stack::test::run_tcp_script;
+using weft::stack::test::Scenario;
+using weft::stack::test::scenario_name;
 
 namespace {
 
@@ -23,11 +25,6 @@ const std::string kActive = kSynSent + R"(
 0.1   > . 1:1(0) ack 1
 0.1   state ESTABLISHED
 )";
-
-struct Scenario {
-  const char* name;
-  std::string script;
-};
 
 std::vector<Scenario> scenarios() {
   return {
@@ -159,13 +156,10 @@ std::vector<Scenario> scenarios() {
   };
 }
 
-void PrintTo(const Scenario& s, std::ostream* os) { *os << s.name; }
-
 class TcpIcmp : public testing::TestWithParam<Scenario> {};
 
 TEST_P(TcpIcmp, Runs) { EXPECT_EQ(run_tcp_script(GetParam().script), ""); }
 
-INSTANTIATE_TEST_SUITE_P(Rfc, TcpIcmp, testing::ValuesIn(scenarios()),
-                         [](const testing::TestParamInfo<Scenario>& i) { return std::string(i.param.name); });
+INSTANTIATE_TEST_SUITE_P(Rfc, TcpIcmp, testing::ValuesIn(scenarios()), scenario_name);
 
 }  // namespace

@@ -23,11 +23,23 @@
 // Payload bytes are a pattern of the stream offset in each direction, so `recv` and every
 // expected segment check content, not only lengths. The first `< S` creates the connection as a
 // listener would (accept_syn). At the end no segment may be left unmatched.
+#include <gtest/gtest.h>
+
+#include <ostream>
 #include <string>
 
 namespace weft::stack::test {
 
 // Runs the script; returns "" on success or a message naming the line that failed.
 std::string run_tcp_script(const std::string& script);
+
+// A named script, for the parameterized suites of scenarios (one test per scenario, named by it):
+//   INSTANTIATE_TEST_SUITE_P(Rfc, Suite, testing::ValuesIn(scenarios()), scenario_name);
+struct Scenario {
+  const char* name;
+  std::string script;
+};
+inline void PrintTo(const Scenario& s, std::ostream* os) { *os << s.name; }
+inline std::string scenario_name(const testing::TestParamInfo<Scenario>& i) { return i.param.name; }
 
 }  // namespace weft::stack::test

@@ -9,6 +9,8 @@
 #include <vector>
 
 using weft::stack::test::run_tcp_script;
+using weft::stack::test::Scenario;
+using weft::stack::test::scenario_name;
 
 namespace {
 
@@ -80,11 +82,6 @@ const std::string kSackTwoHoles = kSackFlight + R"(
 0.3   < . 1:1(0) ack 1 <sack 4381:7301 1461:2921>
 0.3   > . 1:1461(1460) ack 1
 )";
-
-struct Scenario {
-  const char* name;
-  std::string script;
-};
 
 std::vector<Scenario> scenarios() {
   return {
@@ -881,8 +878,6 @@ std::vector<Scenario> scenarios() {
 }
 
 // gtest prints the parameter in test names and failures: the scenario's name, not its bytes.
-void PrintTo(const Scenario& s, std::ostream* os) { *os << s.name; }
-
 class TcpScript : public testing::TestWithParam<Scenario> {};
 
 TEST_P(TcpScript, Runs) {
@@ -890,8 +885,7 @@ TEST_P(TcpScript, Runs) {
   EXPECT_EQ(err, "");
 }
 
-INSTANTIATE_TEST_SUITE_P(Rfc, TcpScript, testing::ValuesIn(scenarios()),
-                         [](const testing::TestParamInfo<Scenario>& i) { return std::string(i.param.name); });
+INSTANTIATE_TEST_SUITE_P(Rfc, TcpScript, testing::ValuesIn(scenarios()), scenario_name);
 
 // The runner itself must fail on a wrong expectation, a missing segment and an unexpected one.
 TEST(TcpScriptRunner, CatchesWrongMissingAndUnexpectedSegments) {
