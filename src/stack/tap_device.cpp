@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "base/random.hpp"
+#include "stack/tap_napi.hpp"
 #include "stack/virtio_net_hdr.hpp"
 #include "stack/wire/ethernet.hpp"
 
@@ -22,7 +23,7 @@ Result<std::unique_ptr<TapDevice>> TapDevice::open(const Options& o) {
   const int fd = ::open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return fail_errno("open /dev/net/tun");
   ifreq ifr{};
-  ifr.ifr_flags = IFF_TAP | IFF_NO_PI | (o.vnet_hdr ? IFF_VNET_HDR : 0);
+  ifr.ifr_flags = IFF_TAP | IFF_NO_PI | (o.vnet_hdr ? IFF_VNET_HDR : 0) | (o.napi_thread ? IFF_NAPI : 0);
   std::memcpy(ifr.ifr_name, o.name.data(), o.name.size());
   if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
     const int e = errno;
@@ -44,7 +45,14 @@ Result<std::unique_ptr<TapDevice>> TapDevice::open(const Options& o) {
     for (size_t i = 0; i < 6; ++i) mac.b[i] = static_cast<uint8_t>(r >> (8 * i));
     mac.b[0] = static_cast<uint8_t>((mac.b[0] & 0xfe) | 0x02);  // unicast, locally administered
   }
+  if (o.napi_thread) {
+    if (auto s = tap_threaded_napi(ifr.ifr_name); !s) {
+      ::close(fd);
+      return std::unexpected(s.error());
+    }
+  }
   auto d = std::unique_ptr<TapDevice>(new TapDevice(fd, ifr.ifr_name, o.vnet_hdr, o.mtu, mac));
+  d->napi_ = o.napi_thread;
   d->slot_size_ = (o.vnet_hdr ? sizeof(VirtioNetHdr) : 0) + wire::kEthernetHeader + o.mtu;
   d->tx_batch_ = o.tx_batch == 0 ? 1 : o.tx_batch;
   d->tx_buf_.resize(d->slot_size_ * d->tx_batch_);

@@ -30,6 +30,9 @@ class TapDevice final : public Device {
     wire::MacAddr mac;     // zero: a random locally administered address
     size_t tx_batch = 64;  // frames held for one flush (1: every frame is written at once)
     bool io_uring = true;  // batches through io_uring where available
+    // IFF_NAPI with a NAPI thread, GRO off (tap_napi.hpp): the kernel's side of each frame runs
+    // in that thread, not inside the stack's write. Needs /sys writable in this namespace.
+    bool napi_thread = false;
   };
   static Result<std::unique_ptr<TapDevice>> open(const Options& o);
   ~TapDevice() override;
@@ -58,6 +61,7 @@ class TapDevice final : public Device {
   bool uses_io_uring() const { return uring_ != nullptr; }
   // Why io_uring is not used ("" when it is, or when it was not asked for).
   const std::string& io_uring_note() const { return uring_note_; }
+  bool napi_thread() const { return napi_; }
 
  private:
   TapDevice(int fd, std::string name, bool vnet_hdr, size_t mtu, wire::MacAddr mac)
@@ -68,6 +72,7 @@ class TapDevice final : public Device {
   int fd_;
   std::string name_;
   bool vnet_hdr_;
+  bool napi_ = false;
   size_t mtu_;
   wire::MacAddr mac_;
   Counters counters_;
