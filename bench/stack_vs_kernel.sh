@@ -7,8 +7,17 @@
 #   kernel, offloads off: the same client in namespace C, veth C<->B with tx/sg/tso/gso/gro off
 #                         on both ends (lab/offloads.py: the ethtool -K ioctls);
 #   weft tap [--no-vnet-hdr]:    `weft stack connect` on a TAP whose kernel end is in B; with
-#                         IFF_VNET_HDR the kernel finishes the TCP checksums (weft's only offload:
-#                         it has no TSO), without it weft computes them;
+#                         IFF_VNET_HDR the kernel finishes the TCP checksums and cuts TSO
+#                         super-frames, without it weft computes them and sends one MSS per frame;
+#                         transmissions go in batches of 64 through io_uring (one io_uring_enter
+#                         per batch) when weft was built with liburing;
+#   weft tapw (off only): the TAP with --no-io-uring, one write() per frame: the reference for
+#                         what the batching gives, in the same rounds;
+#   weft tapn (off only): the TAP with --tap-napi: IFF_NAPI with a NAPI thread, GRO off on the
+#                         TAP, so the kernel's receive work for weft's frames runs in that thread
+#                         (on the other core when the scheduler puts it there) instead of inside
+#                         weft's writes; the thread's CPU (`napi_cpu_s` in weft's JSON) is added to
+#                         the sender's;
 #   weft packet [--no-vnet-hdr]: `weft stack connect --device packet` in namespace P on a veth P<->B
 #                         (AF_PACKET: TPACKET_V3 receive ring, sendmmsg batches, PACKET_VNET_HDR);
 #   weft dpdk (when weft was built with DPDK): `--device dpdk` with a net_af_packet vdev in
@@ -92,6 +101,16 @@ weft_tap() {  # ROUND [options]
   local r=$1; shift
   "${TIME[@]}" "$WEFT" stack connect 10.252.1.1 --port 9000 -t "$SECS" --json --tap wsbt0 --ip 10.252.1.2/24 \
     --kernel-ip 10.252.1.1/24 --netns "$B" "$@" 2>/dev/null >"$OUT/json" || true
+  # A NAPI thread's CPU (--tap-napi) counts as the sender's system time.
+  python3 - "$OUT/json" "$OUT/cpu" <<'PY' || true
+import json, sys
+try:
+    napi = json.load(open(sys.argv[1])).get("tap", {}).get("napi_cpu_s", 0)
+except ValueError:
+    napi = 0
+u, s = open(sys.argv[2]).read().split()[:2]
+open(sys.argv[2], "w").write("%s %.2f\n" % (u, float(s) + napi))
+PY
 }
 weft_packet() {  # ROUND [options]
   local r=$1; shift
@@ -105,6 +124,8 @@ for r in $(seq "$ROUNDS"); do
   ip netns exec "$C" "${TIME[@]}" python3 -c "$KCLIENT" 10.254.1.2 "$SECS"; record kernel_off "$r"
   weft_tap "$r"; record tap_on "$r"
   weft_tap "$r" --no-vnet-hdr; record tap_off "$r"
+  weft_tap "$r" --no-vnet-hdr --no-io-uring; record tapw_off "$r"
+  weft_tap "$r" --no-vnet-hdr --tap-napi; record tapn_off "$r"
   weft_packet "$r"; record packet_on "$r"
   weft_packet "$r" --no-vnet-hdr; record packet_off "$r"
   if ((DPDK)); then
@@ -123,7 +144,7 @@ for line in open(sys.argv[1]):
     runs[(label, int(rnd))] = (n * 8 / dt / 1e9, (float(srv_cpu) + float(cu) + float(cs)) / (n / 1e9) if n else float("nan"),
                                float(cu) + float(cs), float(srv_cpu))
 rounds = sorted({r for _, r in runs})
-labels = [l for l in ["kernel_on", "kernel_off", "tap_on", "tap_off", "packet_on", "packet_off", "dpdk_off"]
+labels = [l for l in ["kernel_on", "kernel_off", "tap_on", "tap_off", "tapw_off", "tapn_off", "packet_on", "packet_off", "dpdk_off"]
           if any(k == l for k, _ in runs)]
 med = lambda xs: st.median(xs) if xs else float("nan")
 print("| sender | Gb/s per round | median Gb/s | CPU s/GB per round (sender + receiver) | median CPU s/GB |")
@@ -135,7 +156,7 @@ for l in labels:
 print()
 print("| weft / kernel | offloads | throughput ratio per round | median | min | max | CPU/GB ratio (median of rounds) |")
 print("|---|---|---|---|---|---|---|")
-for dev in ("tap", "packet", "dpdk"):
+for dev in ("tap", "tapw", "tapn", "packet", "dpdk"):
     for mode in ("off", "on"):
         k, w = "kernel_" + mode, dev + "_" + mode
         rs = [runs[(w, r)][0] / runs[(k, r)][0] for r in rounds if (w, r) in runs and (k, r) in runs and runs[(k, r)][0] > 0]

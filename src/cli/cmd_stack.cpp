@@ -37,6 +37,7 @@
 #include "stack/dpdk_device.hpp"
 #endif
 #include "stack/tap_device.hpp"
+#include "stack/tap_napi.hpp"
 
 namespace {
 
@@ -55,7 +56,9 @@ struct Common {
   std::string kernel_ip;  // A.B.C.D/P to put on the kernel end (optional)
   std::string netns;      // move the kernel end into this namespace first (optional)
   bool no_vnet_hdr = false;
-  bool no_tso = false;  // TSO needs vnet headers (TAP) or PACKET_VNET_HDR (packet)
+  bool no_io_uring = false;  // TAP: one write() per frame instead of io_uring batches
+  bool tap_napi = false;     // TAP: IFF_NAPI, receive work in a NAPI thread (GRO off)
+  bool no_tso = false;       // TSO needs vnet headers (TAP) or PACKET_VNET_HDR (packet)
   bool nagle = false;
   // Each connection's send and receive buffer: 4 MiB, not the library's 256 KiB, as the kernel's
   // autotuned buffers reach MBs. Measured at 1 % loss (docs/BENCHMARKS.md, issue 13): before RACK
@@ -117,7 +120,12 @@ struct Session {
     cfg.tso = !c.no_tso;
     if (c.device == "packet") return open_packet(c, cfg);
     if (c.device == "dpdk") return open_dpdk(c, cfg);
-    auto d = TapDevice::open({c.tap, !c.no_vnet_hdr, 1500, {}});
+    TapDevice::Options to;
+    to.name = c.tap;
+    to.vnet_hdr = !c.no_vnet_hdr;
+    to.io_uring = !c.no_io_uring;
+    to.napi_thread = c.tap_napi;
+    auto d = TapDevice::open(to);
     if (!d) return std::unexpected(d.error());
     const TapDevice& tap = **d;
     dev = std::move(*d);
@@ -130,13 +138,17 @@ struct Session {
         return fail("could not configure {}", tap.name());
     }
     iface = std::make_unique<Interface>(*dev, clock, cfg);
-    fmt::print(stderr,
-               "weft stack: took TAP {} (vnet_hdr {}){}; stack MAC {} IP {}/{}{}; kernel end {}.\n"
-               "weft stack: nothing to undo: the TAP and any address on it go away when weft exits.\n",
-               tap.name(), c.no_vnet_hdr ? "off" : "on", c.netns.empty() ? "" : " in netns " + c.netns,
-               mac_str(dev->mac()), ip_str(cfg.ip), cfg.prefix_len,
-               c.gateway.empty() ? "" : ", gateway " + c.gateway,
-               c.kernel_ip.empty() ? "left unconfigured (bring it up and address it yourself)" : c.kernel_ip);
+    fmt::print(
+        stderr,
+        "weft stack: took TAP {} (vnet_hdr {}{}, transmit {}){}; stack MAC {} IP {}/{}{}; kernel end {}.\n"
+        "weft stack: nothing to undo: the TAP and any address on it go away when weft exits.\n",
+        tap.name(), c.no_vnet_hdr ? "off" : "on", tap.napi_thread() ? ", threaded NAPI, GRO off" : "",
+        tap.uses_io_uring()           ? "io_uring batches"
+        : tap.io_uring_note().empty() ? "one write per frame"
+                                      : "one write per frame: " + tap.io_uring_note(),
+        c.netns.empty() ? "" : " in netns " + c.netns, mac_str(dev->mac()), ip_str(cfg.ip), cfg.prefix_len,
+        c.gateway.empty() ? "" : ", gateway " + c.gateway,
+        c.kernel_ip.empty() ? "left unconfigured (bring it up and address it yourself)" : c.kernel_ip);
     return {};
   }
 
@@ -255,6 +267,11 @@ void add_common(CLI::App* sub, Common& c) {
   sub->add_option("--netns", c.netns, "move the kernel end into this network namespace first");
   sub->add_flag("--no-vnet-hdr", c.no_vnet_hdr,
                 "plain frames: the stack computes every checksum (tap or packet)");
+  sub->add_flag("--no-io-uring", c.no_io_uring,
+                "tap: write each frame with write() instead of batching the writes through io_uring");
+  sub->add_flag("--tap-napi", c.tap_napi,
+                "tap: IFF_NAPI with a NAPI thread (GRO off): the kernel's receive work for our frames runs "
+                "there, not inside our writes");
   sub->add_flag("--no-tso", c.no_tso,
                 "send one MSS per frame even where the device could cut super-segments (TSO/GSO)");
   sub->add_flag("--nagle", c.nagle, "turn Nagle's algorithm on (off by default, like TCP_NODELAY)");
@@ -545,6 +562,15 @@ int run_client(const Common& c, const std::string& server, uint16_t port, int st
                      {"spurious_undone", undone},
                      {"intervals", intervals},
                      {"ok", !failed && start != 0}};
+    // How the TAP's transmissions reached the kernel (system calls per frame: batching at work).
+    if (const auto* tap = dynamic_cast<const TapDevice*>(s.dev.get())) {
+      const auto& tc = tap->counters();
+      j["tap"] = {{"io_uring", tap->uses_io_uring()},    {"tx_frames", tc.tx_frames},
+                  {"tx_syscalls", tc.tx_syscalls},       {"tx_uring_late", tc.tx_uring_late},
+                  {"tx_would_block", tc.tx_would_block}, {"tx_errors", tc.tx_errors}};
+      // The NAPI thread's CPU is this run's cost too (read before the TAP, and it, go away).
+      if (tap->napi_thread()) j["tap"]["napi_cpu_s"] = napi_thread_cpu_s(tap->name()).value_or(0);
+    }
     fmt::print("{}\n", j.dump());
   } else {
     fmt::print(

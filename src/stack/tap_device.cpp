@@ -11,7 +11,9 @@
 #include <cstring>
 
 #include "base/random.hpp"
+#include "stack/tap_napi.hpp"
 #include "stack/virtio_net_hdr.hpp"
+#include "stack/wire/ethernet.hpp"
 
 namespace weft::stack {
 
@@ -21,7 +23,7 @@ Result<std::unique_ptr<TapDevice>> TapDevice::open(const Options& o) {
   const int fd = ::open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return fail_errno("open /dev/net/tun");
   ifreq ifr{};
-  ifr.ifr_flags = IFF_TAP | IFF_NO_PI | (o.vnet_hdr ? IFF_VNET_HDR : 0);
+  ifr.ifr_flags = IFF_TAP | IFF_NO_PI | (o.vnet_hdr ? IFF_VNET_HDR : 0) | (o.napi_thread ? IFF_NAPI : 0);
   std::memcpy(ifr.ifr_name, o.name.data(), o.name.size());
   if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
     const int e = errno;
@@ -43,7 +45,26 @@ Result<std::unique_ptr<TapDevice>> TapDevice::open(const Options& o) {
     for (size_t i = 0; i < 6; ++i) mac.b[i] = static_cast<uint8_t>(r >> (8 * i));
     mac.b[0] = static_cast<uint8_t>((mac.b[0] & 0xfe) | 0x02);  // unicast, locally administered
   }
-  return std::unique_ptr<TapDevice>(new TapDevice(fd, ifr.ifr_name, o.vnet_hdr, o.mtu, mac));
+  if (o.napi_thread) {
+    if (auto s = tap_threaded_napi(ifr.ifr_name); !s) {
+      ::close(fd);
+      return std::unexpected(s.error());
+    }
+  }
+  auto d = std::unique_ptr<TapDevice>(new TapDevice(fd, ifr.ifr_name, o.vnet_hdr, o.mtu, mac));
+  d->napi_ = o.napi_thread;
+  d->slot_size_ = (o.vnet_hdr ? sizeof(VirtioNetHdr) : 0) + wire::kEthernetHeader + o.mtu;
+  d->tx_batch_ = o.tx_batch == 0 ? 1 : o.tx_batch;
+  d->tx_buf_.resize(d->slot_size_ * d->tx_batch_);
+  d->tx_writes_.resize(d->tx_batch_);
+  if (o.io_uring && d->tx_batch_ > 1) {
+    auto u = UringWriter::open(fd, d->tx_buf_.data(), d->tx_buf_.size(), static_cast<unsigned>(d->tx_batch_));
+    if (u)
+      d->uring_ = std::move(*u);
+    else
+      d->uring_note_ = u.error().message;
+  }
+  return d;
 }
 
 TapDevice::~TapDevice() {
@@ -75,20 +96,67 @@ Result<RxInfo> TapDevice::receive(wire::MutBytes buf) {
 }
 
 Status TapDevice::transmit(wire::Bytes frame, const TxOffload& off) {
+  const size_t hdr = vnet_hdr_ ? sizeof(VirtioNetHdr) : 0;
+  if (hdr + frame.size() > slot_size_) {
+    // A TSO super-frame (or a frame over the MTU, which the kernel judges): after what is queued.
+    flush();
+    return write_now(frame, off);
+  }
+  uint8_t* slot = tx_buf_.data() + tx_queued_ * slot_size_;
+  if (vnet_hdr_) {
+    const VirtioNetHdr h = virtio_hdr_for(off);
+    std::memcpy(slot, &h, sizeof h);
+  }
+  std::memcpy(slot + hdr, frame.data(), frame.size());
+  tx_writes_[tx_queued_] = {slot, static_cast<uint32_t>(hdr + frame.size())};
+  if (++tx_queued_ == tx_batch_) flush();
+  return {};
+}
+
+void TapDevice::flush() {
+  if (tx_queued_ == 0) return;
+  // A lone frame (a request's answer, an ACK) goes by write(): one io_uring_enter costs more than
+  // one write() (bench/stack_latency.sh: 16.6 against 16.2 us median round trip).
+  if (uring_ && tx_queued_ > 1) {
+    const auto before = uring_->counters();
+    const UringWriter::Outcome r = uring_->submit(tx_writes_.data(), tx_queued_);
+    counters_.tx_frames += r.written;
+    counters_.tx_would_block += r.would_block;
+    counters_.tx_errors += r.failed;
+    counters_.tx_syscalls += uring_->counters().submits - before.submits;
+    counters_.tx_uring_late += uring_->counters().late - before.late;
+  } else {
+    for (size_t i = 0; i < tx_queued_; ++i) {
+      ssize_t n;
+      while ((n = ::write(fd_, tx_writes_[i].data, tx_writes_[i].len)) < 0 && errno == EINTR) {
+      }
+      count_write(n);
+    }
+  }
+  tx_queued_ = 0;
+}
+
+void TapDevice::count_write(ssize_t n) {
+  ++counters_.tx_syscalls;
+  if (n >= 0)
+    ++counters_.tx_frames;
+  else if (errno == EAGAIN)
+    ++counters_.tx_would_block;  // the kernel's queue is full: like a drop on the wire
+  else
+    ++counters_.tx_errors;
+}
+
+Status TapDevice::write_now(wire::Bytes frame, const TxOffload& off) {
   // tun accepts GSO frames from user space whatever TUNSETOFFLOAD says.
   VirtioNetHdr h = virtio_hdr_for(off);
   iovec iov[2] = {{&h, sizeof h}, {const_cast<uint8_t*>(frame.data()), frame.size()}};
   const int first = vnet_hdr_ ? 0 : 1;
-  for (;;) {
-    const ssize_t n = writev(fd_, iov + first, 2 - first);
-    if (n >= 0) return {};
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN) {
-      ++counters_.tx_would_block;  // the kernel's queue is full: like a drop on the wire
-      return {};
-    }
-    return fail_errno("tap write " + name_);
+  ssize_t n;
+  while ((n = writev(fd_, iov + first, 2 - first)) < 0 && errno == EINTR) {
   }
+  count_write(n);
+  if (n < 0 && errno != EAGAIN) return fail_errno("tap write " + name_);
+  return {};
 }
 
 }  // namespace weft::stack

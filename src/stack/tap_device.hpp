@@ -5,11 +5,19 @@
 // (IFF_VNET_HDR): the stack hands transmit checksums to the kernel (NEEDS_CSUM) and trusts
 // frames the kernel marks as locally generated or already checked. The interface is not
 // persistent: it disappears when the device is closed, so leaving needs no cleanup.
+//
+// Transmit: a tun fd has no sendmmsg, so frames are copied into a preallocated batch (one slot per
+// frame, the virtio header in front) and written at flush() or when the batch is full: through
+// io_uring when weft was built with liburing and the kernel allows a ring (one io_uring_enter per
+// batch, the buffer registered once; see uring_writer.hpp), else with one write() per frame. A TSO
+// super-frame is larger than a slot: what is queued goes first, then it is written on its own.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/result.hpp"
 #include "stack/device.hpp"
+#include "stack/uring_writer.hpp"
 
 namespace weft::stack {
 
@@ -19,7 +27,12 @@ class TapDevice final : public Device {
     std::string name;  // "" lets the kernel pick (tapN)
     bool vnet_hdr = true;
     size_t mtu = 1500;
-    wire::MacAddr mac;  // zero: a random locally administered address
+    wire::MacAddr mac;     // zero: a random locally administered address
+    size_t tx_batch = 64;  // frames held for one flush (1: every frame is written at once)
+    bool io_uring = true;  // batches through io_uring where available
+    // IFF_NAPI with a NAPI thread, GRO off (tap_napi.hpp): the kernel's side of each frame runs
+    // in that thread, not inside the stack's write. Needs /sys writable in this namespace.
+    bool napi_thread = false;
   };
   static Result<std::unique_ptr<TapDevice>> open(const Options& o);
   ~TapDevice() override;
@@ -28,6 +41,7 @@ class TapDevice final : public Device {
 
   Result<RxInfo> receive(wire::MutBytes buf) override;
   Status transmit(wire::Bytes frame, const TxOffload& off) override;
+  void flush() override;
   wire::MacAddr mac() const override { return mac_; }
   size_t mtu() const override { return mtu_; }
   bool tx_csum_offload() const override { return vnet_hdr_; }
@@ -37,19 +51,39 @@ class TapDevice final : public Device {
 
   struct Counters {
     uint64_t rx_gso_dropped = 0;  // super-frames the kernel should not have sent (TSO not offered)
-    uint64_t tx_would_block = 0;
+    uint64_t tx_would_block = 0;  // the kernel's queue was full: dropped, like a drop on the wire
+    uint64_t tx_errors = 0;       // other write errors (the frame is lost; TCP retransmits)
+    uint64_t tx_frames = 0;       // frames the kernel took
+    uint64_t tx_syscalls = 0;     // write()/writev()/io_uring_enter calls that sent them
+    uint64_t tx_uring_late = 0;   // io_uring writes that did not complete inline (io-wq worker)
   };
   const Counters& counters() const { return counters_; }
+  bool uses_io_uring() const { return uring_ != nullptr; }
+  // Why io_uring is not used ("" when it is, or when it was not asked for).
+  const std::string& io_uring_note() const { return uring_note_; }
+  bool napi_thread() const { return napi_; }
 
  private:
   TapDevice(int fd, std::string name, bool vnet_hdr, size_t mtu, wire::MacAddr mac)
       : fd_(fd), name_(std::move(name)), vnet_hdr_(vnet_hdr), mtu_(mtu), mac_(mac) {}
+  Status write_now(wire::Bytes frame, const TxOffload& off);
+  void count_write(ssize_t n);
+
   int fd_;
   std::string name_;
   bool vnet_hdr_;
+  bool napi_ = false;
   size_t mtu_;
   wire::MacAddr mac_;
   Counters counters_;
+  // Transmit batch: slot i holds [virtio header if vnet_hdr] + frame; tx_writes_[i] says where.
+  size_t slot_size_ = 0;
+  size_t tx_batch_ = 0;
+  size_t tx_queued_ = 0;
+  std::vector<uint8_t> tx_buf_;
+  std::vector<UringWriter::Write> tx_writes_;
+  std::unique_ptr<UringWriter> uring_;
+  std::string uring_note_;
 };
 
 }  // namespace weft::stack

@@ -107,4 +107,9 @@ for tso in --no-tso ""; do
   fi
 done
 ip -n "$R" route replace "$N2.0/24" dev "$kdev" src "$N2.1"
+# Threaded NAPI on the TAP (IFF_NAPI, GRO off: the kernel's receive work runs in a NAPI thread), 1% loss.
+set_loss 1
+stack_lab_check_connect "NAPI thread, loss 1%" "$WEFT" stack connect "$KERN_IP" --echo-check 2097152 --no-tso --tap-napi \
+  "${TAP_ARGS[@]}" || fail=1
+set_loss 0
 exit $fail
