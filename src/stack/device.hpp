@@ -39,6 +39,21 @@ class Device {
   // Copies the next frame (Ethernet header first) into `buf`.
   virtual Result<RxInfo> receive(wire::MutBytes buf) = 0;
   virtual Status transmit(wire::Bytes frame, const TxOffload& off = {}) = 0;
+  // Transmit in place, for devices whose frames live in memory the kernel reads directly
+  // (AF_PACKET's TX ring): room for one frame of up to `max_len` bytes, which the caller builds
+  // there and hands over with tx_commit(len, off) (len <= max_len). Empty when there is no room
+  // in place (ring full, frame too large, or a device without it): then build the frame in your
+  // own buffer and transmit() it. A reservation not committed is dropped by the next call on the
+  // device; frames keep their order whichever way they go.
+  virtual wire::MutBytes tx_reserve(size_t max_len) {
+    (void)max_len;
+    return {};
+  }
+  virtual Status tx_commit(size_t len, const TxOffload& off) {
+    (void)len;
+    (void)off;
+    return fail("this device has no in-place transmit");
+  }
   virtual void flush() {}
   virtual wire::MacAddr mac() const = 0;
   virtual size_t mtu() const = 0;  // IP packet size, without the Ethernet header

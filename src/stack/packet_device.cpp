@@ -197,6 +197,25 @@ Status PacketDevice::transmit(wire::Bytes frame, const TxOffload& off) {
   return {};
 }
 
+wire::MutBytes PacketDevice::tx_reserve(size_t max_len) {
+  const size_t hdr = tx_csum_ ? sizeof(VirtioNetHdr) : 0;
+  if (max_len + hdr > slot_size_) return {};  // a super-frame: transmit() sends it on its own
+  return wire::MutBytes(tx_buf_.data() + tx_queued_ * slot_size_ + hdr, max_len);
+}
+
+Status PacketDevice::tx_commit(size_t len, const TxOffload& off) {
+  const size_t hdr = tx_csum_ ? sizeof(VirtioNetHdr) : 0;
+  if (len + hdr > slot_size_) return fail("packet: commit of {} bytes past the slot", len);
+  uint8_t* slot = tx_buf_.data() + tx_queued_ * slot_size_;
+  if (tx_csum_) {
+    const VirtioNetHdr h = virtio_hdr_for(off);
+    std::memcpy(slot, &h, sizeof h);
+  }
+  tx_iov_[tx_queued_] = {slot, hdr + len};
+  if (++tx_queued_ == tx_batch_) flush();
+  return {};
+}
+
 void PacketDevice::flush() {
   size_t i = 0;
   while (i < tx_queued_) {

@@ -9,9 +9,12 @@
 // Transmit: frames are queued in a preallocated batch and sent with one sendmmsg() per batch (when
 // it is full, or on flush()), on a second socket with PACKET_QDISC_BYPASS (straight to the driver,
 // like a NIC queue owned by the stack) and PACKET_VNET_HDR (the kernel finishes TCP checksums,
-// virtio-net NEEDS_CSUM, as on the TAP). sendmmsg copies each frame into its skb, so a batch slot
-// is free again at once; a TX ring (PACKET_TX_RING) would save that copy, but its frames stay
-// shared with skbs whose lifetime veth and the receiver decide (not tried).
+// virtio-net NEEDS_CSUM, as on the TAP). The interface builds frames straight into the batch slots
+// (tx_reserve). sendmmsg copies each frame into its skb, so a slot is free again at once. A TX ring
+// (PACKET_TX_RING) would save that copy but is not safe here: its frames go out as page fragments
+// and come back to the stack when the skb is orphaned, which for a receiver on this host (a veth
+// peer) happens in ip_rcv, while the receiving socket still queues those pages: reusing the slot
+// then would change bytes already "delivered".
 //
 // With no MAC given the stack takes a random locally administered one and puts the interface in
 // promiscuous mode, so the kernel drops the stack's frames early (PACKET_OTHERHOST) instead of
@@ -50,6 +53,9 @@ class PacketDevice final : public Device {
 
   Result<RxInfo> receive(wire::MutBytes buf) override;
   Status transmit(wire::Bytes frame, const TxOffload& off) override;
+  // The next batch slot: the interface builds the frame there (no copy from its own buffer).
+  wire::MutBytes tx_reserve(size_t max_len) override;
+  Status tx_commit(size_t len, const TxOffload& off) override;
   void flush() override;
   wire::MacAddr mac() const override { return mac_; }
   size_t mtu() const override { return mtu_; }
