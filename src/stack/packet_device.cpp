@@ -1,8 +1,10 @@
 #include "stack/packet_device.hpp"
 
 #include <arpa/inet.h>
+#include <linux/ethtool.h>
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
+#include <linux/sockios.h>
 #include <net/if.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -20,6 +22,17 @@ namespace {
 constexpr size_t kSllOffset = TPACKET_ALIGN(sizeof(tpacket3_hdr));
 
 int set_int(int fd, int opt, int v) { return setsockopt(fd, SOL_PACKET, opt, &v, sizeof v); }
+
+// Whether the interface segments TCP itself (ethtool -k: tcp-segmentation-offload). Unknown
+// counts as no: then frames take the qdisc path, which is correct either way.
+bool device_tso(int fd, const std::string& ifname) {
+  ethtool_value v{};
+  v.cmd = ETHTOOL_GTSO;
+  ifreq ifr{};
+  std::memcpy(ifr.ifr_name, ifname.data(), ifname.size());
+  ifr.ifr_data = reinterpret_cast<char*>(&v);
+  return ioctl(fd, SIOCETHTOOL, &ifr) == 0 && v.data != 0;
+}
 
 // Closes the descriptors and unmaps the ring if open() gives up half way.
 struct Undo {
@@ -99,9 +112,12 @@ Result<std::unique_ptr<PacketDevice>> PacketDevice::open(const Options& o) {
   // Transmit socket: protocol 0 receives nothing; bound only to name the interface.
   d->tx_fd_ = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
   if (d->tx_fd_ < 0) return fail_errno("packet: socket(AF_PACKET) for transmit");
-  if (o.qdisc_bypass && set_int(d->tx_fd_, PACKET_QDISC_BYPASS, 1) < 0)
-    return fail_errno("packet: PACKET_QDISC_BYPASS");
   d->tx_csum_ = o.tx_csum_offload;
+  // Super-frames (tx_csum_: TSO) on an interface without TSO need the kernel's software GSO,
+  // which only the qdisc path runs.
+  d->bypass_ = o.qdisc_bypass && (!d->tx_csum_ || device_tso(d->tx_fd_, o.ifname));
+  if (d->bypass_ && set_int(d->tx_fd_, PACKET_QDISC_BYPASS, 1) < 0)
+    return fail_errno("packet: PACKET_QDISC_BYPASS");
   if (d->tx_csum_ && set_int(d->tx_fd_, PACKET_VNET_HDR, 1) < 0) return fail_errno("packet: PACKET_VNET_HDR");
   sll.sll_protocol = 0;
   if (bind(d->tx_fd_, reinterpret_cast<sockaddr*>(&sll), sizeof sll) < 0)

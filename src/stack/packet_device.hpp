@@ -64,6 +64,10 @@ class PacketDevice final : public Device {
   int fd() const override { return rx_fd_; }
   const std::string& name() const { return name_; }
   bool promiscuous() const { return promisc_; }
+  // Whether transmissions skip the qdisc (PACKET_QDISC_BYPASS): asked for and the interface does
+  // TSO itself. Without TSO the kernel must cut super-frames in software (GSO), which the bypass
+  // path cannot do: __dev_direct_xmit drops any frame validate_xmit_skb had to replace.
+  bool qdisc_bypass() const { return bypass_; }
 
   struct Counters {
     uint64_t rx_blocks = 0;     // ring blocks handed to the stack
@@ -86,6 +90,7 @@ class PacketDevice final : public Device {
   wire::MacAddr mac_;
   bool promisc_ = false;
   bool tx_csum_ = false;
+  bool bypass_ = false;
   // Receive ring.
   uint8_t* ring_ = nullptr;
   size_t ring_len_ = 0;
