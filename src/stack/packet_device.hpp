@@ -11,10 +11,10 @@
 // like a NIC queue owned by the stack) and PACKET_VNET_HDR (the kernel finishes TCP checksums,
 // virtio-net NEEDS_CSUM, as on the TAP). The interface builds frames straight into the batch slots
 // (tx_reserve). sendmmsg copies each frame into its skb, so a slot is free again at once. A TX ring
-// (PACKET_TX_RING) would save that copy but is not safe here: its frames go out as page fragments
-// and come back to the stack when the skb is orphaned, which for a receiver on this host (a veth
-// peer) happens in ip_rcv, while the receiving socket still queues those pages: reusing the slot
-// then would change bytes already "delivered".
+// (PACKET_TX_RING) would skip that copy only on real hardware: its frames go out as zero-copy page
+// fragments (SKBFL_ZEROCOPY_FRAG), which the kernel copies into fresh pages (skb_copy_ubufs) before
+// a veth hands them to another namespace, so on the veth paths measured here it would trade one
+// copy for a page allocation per frame (read in the kernel's source, not measured).
 //
 // With no MAC given the stack takes a random locally administered one and puts the interface in
 // promiscuous mode, so the kernel drops the stack's frames early (PACKET_OTHERHOST) instead of
