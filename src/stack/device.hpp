@@ -54,6 +54,17 @@ class Device {
     (void)off;
     return fail("this device has no in-place transmit");
   }
+  // Gather transmit for TSO super-frames: the frame is `head` (headers) followed by p1 and p2 (the
+  // payload, in place in the send ring), handed to the kernel as they are instead of being copied
+  // together first. Called only when tx_gather() says the device does it.
+  virtual bool tx_gather() const { return false; }
+  virtual Status transmit_gather(wire::Bytes head, wire::Bytes p1, wire::Bytes p2, const TxOffload& off) {
+    (void)head;
+    (void)p1;
+    (void)p2;
+    (void)off;
+    return fail("this device has no gather transmit");
+  }
   virtual void flush() {}
   virtual wire::MacAddr mac() const = 0;
   virtual size_t mtu() const = 0;  // IP packet size, without the Ethernet header

@@ -396,8 +396,12 @@ void Interface::send_super_segment(const tcp::FourTuple& t, const wire::TcpHeade
     return;
   }
   uint8_t* l4 = tx_.data() + kL3;
-  if (!p1.empty()) std::memcpy(l4 + hlen, p1.data(), p1.size());
-  if (!p2.empty()) std::memcpy(l4 + hlen + p1.size(), p2.data(), p2.size());
+  // A device that gathers takes the payload from the send ring as it is (64 KiB not copied here).
+  const bool gather = dev_.tx_gather();
+  if (!gather) {
+    if (!p1.empty()) std::memcpy(l4 + hlen, p1.data(), p1.size());
+    if (!p2.empty()) std::memcpy(l4 + hlen + p1.size(), p2.data(), p2.size());
+  }
   // The pseudo-header sum over the whole length: the kernel's GSO adjusts it for each segment.
   wire::emit_tcp(wire::MutBytes(l4, hlen + plen), h, t.local_ip, t.remote_ip, plen, wire::Csum::partial);
   wire::Ipv4Emit ip;
@@ -409,11 +413,14 @@ void Interface::send_super_segment(const tcp::FourTuple& t, const wire::TcpHeade
   wire::emit_ipv4(wire::MutBytes(tx_).subspan(kL2), ip, hlen + plen);
   TxOffload off{true, static_cast<uint16_t>(kL3), 16, static_cast<uint16_t>(seg_size),
                 static_cast<uint16_t>(kL3 + hlen)};
-  send_ipv4(t.remote_ip, wire::kIpv4Header + hlen + plen, off);
+  if (gather)
+    send_ipv4(tx_.data(), false, t.remote_ip, wire::kIpv4Header + hlen + plen, off, p1, p2);
+  else
+    send_ipv4(t.remote_ip, wire::kIpv4Header + hlen + plen, off);
 }
 
 void Interface::send_ipv4(uint8_t* frame, bool in_place, wire::Ipv4Addr dst, size_t ip_len,
-                          const TxOffload& off) {
+                          const TxOffload& off, wire::Bytes p1, wire::Bytes p2) {
   wire::Ipv4Addr hop;
   if (!next_hop(dst, hop)) {
     ++stats_.no_route;
@@ -431,9 +438,9 @@ void Interface::send_ipv4(uint8_t* frame, bool in_place, wire::Ipv4Addr dst, siz
       }
       if (p.since < slot->since) slot = &p;
     }
-    if (slot->used || kL2 + ip_len > slot->frame.size()) {
+    if (slot->used || kL2 + ip_len > slot->frame.size() || !p1.empty() || !p2.empty()) {
       ++stats_.parked_dropped;  // (a TSO super-frame does not fit a slot: TCP sends it again)
-      if (kL2 + ip_len > slot->frame.size()) {
+      if (kL2 + ip_len > slot->frame.size() || !p1.empty() || !p2.empty()) {
         if (arp_.may_request(hop, now))
           send_arp(wire::ArpOp::request, wire::MacAddr::broadcast(), hop, wire::MacAddr{});
         return;
@@ -450,7 +457,13 @@ void Interface::send_ipv4(uint8_t* frame, bool in_place, wire::Ipv4Addr dst, siz
     return;
   }
   wire::emit_ethernet(wire::MutBytes(frame, kL2 + ip_len), mac, dev_.mac(), wire::ethertype::ipv4);
-  if (!in_place) {
+  if (!p1.empty() || !p2.empty()) {
+    const wire::Bytes head(frame, kL2 + ip_len - p1.size() - p2.size());
+    if (dev_.transmit_gather(head, p1, p2, off))
+      ++stats_.tx_frames;
+    else
+      ++stats_.tx_errors;
+  } else if (!in_place) {
     transmit(wire::Bytes(frame, kL2 + ip_len), off);
   } else if (dev_.tx_commit(kL2 + ip_len, off)) {
     ++stats_.tx_frames;

@@ -186,31 +186,47 @@ Result<RxInfo> PacketDevice::receive(wire::MutBytes buf) {
 }
 
 Status PacketDevice::transmit(wire::Bytes frame, const TxOffload& off) {
+  return transmit_gather(frame, {}, {}, off);
+}
+
+Status PacketDevice::transmit_gather(wire::Bytes head, wire::Bytes p1, wire::Bytes p2, const TxOffload& off) {
   const size_t hdr = tx_csum_ ? sizeof(VirtioNetHdr) : 0;
+  const size_t len = head.size() + p1.size() + p2.size();
   VirtioNetHdr h = virtio_hdr_for(off);
-  if (frame.size() + hdr > slot_size_) {
-    // A TSO super-frame: sent on its own, straight from the caller's buffer (after what is queued,
-    // to keep the order).
-    if (off.gso_size == 0 || !tx_csum_) return fail("packet: a {}-byte frame exceeds the MTU", frame.size());
+  if (len + hdr > slot_size_) {
+    // A TSO super-frame: sent on its own, straight from the caller's memory (after what is
+    // queued, to keep the order).
+    if (off.gso_size == 0 || !tx_csum_) return fail("packet: a {}-byte frame exceeds the MTU", len);
     flush();
-    iovec iov[2] = {{&h, sizeof h}, {const_cast<uint8_t*>(frame.data()), frame.size()}};
-    msghdr m{};
-    m.msg_iov = iov;
-    m.msg_iovlen = 2;
-    ++counters_.tx_batches;
-    while (sendmsg(tx_fd_, &m, MSG_DONTWAIT) < 0) {
-      if (errno == EINTR) continue;
-      ++counters_.tx_dropped;
-      break;
-    }
+    const iovec iov[4] = {{&h, sizeof h},
+                          {const_cast<uint8_t*>(head.data()), head.size()},
+                          {const_cast<uint8_t*>(p1.data()), p1.size()},
+                          {const_cast<uint8_t*>(p2.data()), p2.size()}};
+    send_now(iov, 4);
     return {};
   }
   uint8_t* slot = tx_buf_.data() + tx_queued_ * slot_size_;
   if (tx_csum_) std::memcpy(slot, &h, sizeof h);
-  std::memcpy(slot + hdr, frame.data(), frame.size());
-  tx_iov_[tx_queued_] = {slot, hdr + frame.size()};
+  uint8_t* at = slot + hdr;
+  for (const wire::Bytes& b : {head, p1, p2}) {
+    if (!b.empty()) std::memcpy(at, b.data(), b.size());
+    at += b.size();
+  }
+  tx_iov_[tx_queued_] = {slot, hdr + len};
   if (++tx_queued_ == tx_batch_) flush();
   return {};
+}
+
+void PacketDevice::send_now(const iovec* iov, size_t n) {
+  msghdr m{};
+  m.msg_iov = const_cast<iovec*>(iov);
+  m.msg_iovlen = n;
+  ++counters_.tx_batches;
+  while (sendmsg(tx_fd_, &m, MSG_DONTWAIT) < 0) {
+    if (errno == EINTR) continue;
+    ++counters_.tx_dropped;
+    break;
+  }
 }
 
 wire::MutBytes PacketDevice::tx_reserve(size_t max_len) {
