@@ -43,7 +43,9 @@ run_client "loss 0%, checksums in software (--no-vnet-hdr)" 1048576 0 --no-vnet-
 # With TSO off on the interface the kernel must cut the stack's super-frames in software (GSO),
 # which the qdisc-bypass path cannot do (it dropped every one: thousands of retransmits, ~4 MB/s).
 # The device must notice and go through the qdisc; at 0 % loss nearly nothing is sent twice.
-echo "offloads on $PKT_IF: $(px python3 "$(dirname "$0")/../../lab/offloads.py" "$PKT_IF" off)"
+offl=$(ip netns exec "$P" python3 "$(dirname "$0")/../../lab/offloads.py" "$PKT_IF" off)
+echo "offloads on $PKT_IF: $offl"
+[[ $offl == *"tso 0"* ]] || { echo "FAIL: could not turn TSO off on $PKT_IF"; fail=1; }
 set_loss 0
 err=$(mktemp)
 if out=$(timeout 150 ip netns exec "$P" "$WEFT" stack connect "$KERN_IP" --echo-check "$N" "${DEV[@]}" -t 140 2>"$err") &&
