@@ -20,6 +20,10 @@
 #                         the sender's;
 #   weft packet [--no-vnet-hdr]: `weft stack connect --device packet` in namespace P on a veth P<->B
 #                         (AF_PACKET: TPACKET_V3 receive ring, sendmmsg batches, PACKET_VNET_HDR);
+#   weft packet_swgso:   `weft stack connect --device packet` (PACKET_VNET_HDR) in namespace Q on a
+#                         veth Q<->B with tx/sg/tso/gso/gro off on both ends, as the kernel's off-run:
+#                         the device does nothing, the kernel's software GSO cuts weft's super-frames
+#                         and sums their checksums (what the kernel's own TCP gets on that veth);
 #   weft dpdk (when weft was built with DPDK): `--device dpdk` with a net_af_packet vdev in
 #                         namespace D on a veth D<->B, no offloads (the PMD has none here; B's end
 #                         sends full checksums), busy polling: compared with the kernel's off-run.
@@ -30,26 +34,27 @@
 # (RUSAGE_THREAD), per GB received. Softirq work done in ksoftirqd is in neither; most of it runs
 # in the sender's system calls on this path (veth and tun hand frames to the receiver inline).
 # Usage: bench/stack_vs_kernel.sh build/weft [rounds=5] [seconds=3]
+# SENDERS="kernel_off packet_off" (environment) runs only those senders (default: all of them).
 set -euo pipefail
 WEFT=$(realpath "${1:?usage: $0 path/to/weft [rounds] [seconds]}")
 ROUNDS=${2:-5}
 SECS=${3:-3}
 HERE=$(cd "$(dirname "$0")" && pwd)
-A=wsb-a-$$ B=wsb-b-$$ C=wsb-c-$$ P=wsb-p-$$ D=wsb-d-$$
+A=wsb-a-$$ B=wsb-b-$$ C=wsb-c-$$ P=wsb-p-$$ D=wsb-d-$$ Q=wsb-q-$$
 OUT=/tmp/wsb-$$
 mkdir -p "$OUT"
 cleanup() {
-  for ns in "$A" "$B" "$C" "$P" "$D"; do
+  for ns in "$A" "$B" "$C" "$P" "$D" "$Q"; do
     for p in $(ip netns pids "$ns" 2>/dev/null); do kill "$p" 2>/dev/null || true; done
     ip netns del "$ns" 2>/dev/null || true
   done
   rm -rf "$OUT"
 }
 trap cleanup EXIT
-for ns in "$A" "$B" "$C" "$P" "$D"; do ip netns add "$ns"; ip -n "$ns" link set lo up; done
+for ns in "$A" "$B" "$C" "$P" "$D" "$Q"; do ip netns add "$ns"; ip -n "$ns" link set lo up; done
 pair() {  # NS_LEFT IF_LEFT IF_B NET: veth NS_LEFT<->B, NET.1 on the left end unless NS is P, NET.2 in B
   ip link add "$2" netns "$1" type veth peer name "$3" netns "$B"
-  [[ $1 == "$P" || $1 == "$D" ]] || ip -n "$1" addr add "$4.1/24" dev "$2"
+  [[ $1 == "$P" || $1 == "$D" || $1 == "$Q" ]] || ip -n "$1" addr add "$4.1/24" dev "$2"
   ip -n "$B" addr add "$4.2/24" dev "$3"
   ip -n "$1" link set "$2" up; ip -n "$B" link set "$3" up
 }
@@ -57,6 +62,8 @@ pair "$A" wsba wsbb1 10.251.1
 pair "$C" wsbc wsbb2 10.254.1
 pair "$P" wsbp wsbb3 10.253.1
 ip netns exec "$P" sysctl -qw net.ipv6.conf.wsbp.disable_ipv6=1
+pair "$Q" wsbq wsbb5 10.249.1
+ip netns exec "$Q" sysctl -qw net.ipv6.conf.wsbq.disable_ipv6=1
 DPDK=0
 if ! "$WEFT" stack ping 10.255.255.1 --device dpdk --ip 10.255.255.2/24 2>&1 | grep -q "built without DPDK"; then
   DPDK=1
@@ -66,6 +73,7 @@ if ! "$WEFT" stack ping 10.255.255.1 --device dpdk --ip 10.255.255.2/24 2>&1 | g
 fi
 echo "offloads (kernel, on):  $(ip netns exec "$A" python3 "$HERE/../lab/offloads.py" wsba) / $(ip netns exec "$B" python3 "$HERE/../lab/offloads.py" wsbb1)"
 echo "offloads (kernel, off): $(ip netns exec "$C" python3 "$HERE/../lab/offloads.py" wsbc off) / $(ip netns exec "$B" python3 "$HERE/../lab/offloads.py" wsbb2 off)"
+echo "offloads (weft swgso):  $(ip netns exec "$Q" python3 "$HERE/../lab/offloads.py" wsbq off) / $(ip netns exec "$B" python3 "$HERE/../lab/offloads.py" wsbb5 off)"
 ip netns exec "$B" python3 -c '
 import socket, threading, time, resource
 ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); ls.bind(("0.0.0.0", 9000)); ls.listen(8)
@@ -90,6 +98,8 @@ s = socket.create_connection((sys.argv[1], 9000)); b = bytes(1 << 20); end = tim
 while time.time() < end: s.sendall(b)
 s.close()'
 TIME=(/usr/bin/time -f "%U %S" -o "$OUT/cpu")
+SENDERS=${SENDERS:-kernel_on kernel_off tap_on tap_off tapw_off tapn_off packet_on packet_off packet_swgso dpdk_off}
+want() { [[ " $SENDERS " == *" $1 "* ]]; }
 lines=0
 record() {  # LABEL ROUND: waits for the server's line of the run that just ended
   for _ in $(seq 100); do (($(wc -l <"$OUT/server") > lines)) && break; sleep 0.05; done
@@ -120,15 +130,20 @@ weft_packet() {  # ROUND [options]
 echo "# $(date -u +%FT%TZ), $ROUNDS rounds of ${SECS} s, load $(cut -d' ' -f1-3 /proc/loadavg)"
 : >"$OUT/runs"
 for r in $(seq "$ROUNDS"); do
-  ip netns exec "$A" "${TIME[@]}" python3 -c "$KCLIENT" 10.251.1.2 "$SECS"; record kernel_on "$r"
-  ip netns exec "$C" "${TIME[@]}" python3 -c "$KCLIENT" 10.254.1.2 "$SECS"; record kernel_off "$r"
-  weft_tap "$r"; record tap_on "$r"
-  weft_tap "$r" --no-vnet-hdr; record tap_off "$r"
-  weft_tap "$r" --no-vnet-hdr --no-io-uring; record tapw_off "$r"
-  weft_tap "$r" --no-vnet-hdr --tap-napi; record tapn_off "$r"
-  weft_packet "$r"; record packet_on "$r"
-  weft_packet "$r" --no-vnet-hdr; record packet_off "$r"
-  if ((DPDK)); then
+  if want kernel_on; then ip netns exec "$A" "${TIME[@]}" python3 -c "$KCLIENT" 10.251.1.2 "$SECS"; record kernel_on "$r"; fi
+  if want kernel_off; then ip netns exec "$C" "${TIME[@]}" python3 -c "$KCLIENT" 10.254.1.2 "$SECS"; record kernel_off "$r"; fi
+  if want tap_on; then weft_tap "$r"; record tap_on "$r"; fi
+  if want tap_off; then weft_tap "$r" --no-vnet-hdr; record tap_off "$r"; fi
+  if want tapw_off; then weft_tap "$r" --no-vnet-hdr --no-io-uring; record tapw_off "$r"; fi
+  if want tapn_off; then weft_tap "$r" --no-vnet-hdr --tap-napi; record tapn_off "$r"; fi
+  if want packet_on; then weft_packet "$r"; record packet_on "$r"; fi
+  if want packet_off; then weft_packet "$r" --no-vnet-hdr; record packet_off "$r"; fi
+  if want packet_swgso; then
+    ip netns exec "$Q" "${TIME[@]}" "$WEFT" stack connect 10.249.1.2 --port 9000 -t "$SECS" --json --device packet \
+      --ifname wsbq --ip 10.249.1.1/24 2>/dev/null >"$OUT/json" || true
+    record packet_swgso "$r"
+  fi
+  if ((DPDK)) && want dpdk_off; then
     ip netns exec "$D" "${TIME[@]}" "$WEFT" stack connect 10.248.1.2 --port 9000 -t "$SECS" --json --device dpdk \
       --dpdk-vdev net_af_packet0,iface=wsbd --ip 10.248.1.1/24 2>/dev/null >"$OUT/json" || true
     record dpdk_off "$r"
@@ -144,7 +159,8 @@ for line in open(sys.argv[1]):
     runs[(label, int(rnd))] = (n * 8 / dt / 1e9, (float(srv_cpu) + float(cu) + float(cs)) / (n / 1e9) if n else float("nan"),
                                float(cu) + float(cs), float(srv_cpu))
 rounds = sorted({r for _, r in runs})
-labels = [l for l in ["kernel_on", "kernel_off", "tap_on", "tap_off", "tapw_off", "tapn_off", "packet_on", "packet_off", "dpdk_off"]
+labels = [l for l in ["kernel_on", "kernel_off", "tap_on", "tap_off", "tapw_off", "tapn_off", "packet_on", "packet_off",
+                     "packet_swgso", "dpdk_off"]
           if any(k == l for k, _ in runs)]
 med = lambda xs: st.median(xs) if xs else float("nan")
 print("| sender | Gb/s per round | median Gb/s | CPU s/GB per round (sender + receiver) | median CPU s/GB |")
@@ -156,11 +172,10 @@ for l in labels:
 print()
 print("| weft / kernel | offloads | throughput ratio per round | median | min | max | CPU/GB ratio (median of rounds) |")
 print("|---|---|---|---|---|---|---|")
-for dev in ("tap", "tapw", "tapn", "packet", "dpdk"):
-    for mode in ("off", "on"):
-        k, w = "kernel_" + mode, dev + "_" + mode
-        rs = [runs[(w, r)][0] / runs[(k, r)][0] for r in rounds if (w, r) in runs and (k, r) in runs and runs[(k, r)][0] > 0]
-        cs = [runs[(w, r)][1] / runs[(k, r)][1] for r in rounds if (w, r) in runs and (k, r) in runs]
-        if rs:
-            print("| %s | %s | %s | %.2f | %.2f | %.2f | %.2f |" % (dev, mode, " ".join("%.2f" % x for x in rs), med(rs), min(rs), max(rs), med(cs)))
+for dev, mode in [(d, m) for d in ("tap", "tapw", "tapn", "packet", "dpdk") for m in ("off", "on")] + [("packet", "swgso")]:
+    k, w = "kernel_" + ("on" if mode == "on" else "off"), dev + "_" + mode
+    rs = [runs[(w, r)][0] / runs[(k, r)][0] for r in rounds if (w, r) in runs and (k, r) in runs and runs[(k, r)][0] > 0]
+    cs = [runs[(w, r)][1] / runs[(k, r)][1] for r in rounds if (w, r) in runs and (k, r) in runs]
+    if rs:
+        print("| %s | %s | %s | %.2f | %.2f | %.2f | %.2f |" % (dev, mode, " ".join("%.2f" % x for x in rs), med(rs), min(rs), max(rs), med(cs)))
 PY

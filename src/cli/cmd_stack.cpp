@@ -166,11 +166,15 @@ struct Session {
     iface = std::make_unique<Interface>(*dev, clock, cfg);
     fmt::print(stderr,
                "weft stack: took {} through AF_PACKET (TPACKET_V3 receive ring {} x {} KiB, sendmmsg "
-               "batches of {}, qdisc bypass, checksum offload {}){}; stack MAC {} IP {}/{}{}.\n"
+               "batches of {}, {}, checksum offload {}){}; stack MAC {} IP {}/{}{}.\n"
                "weft stack: nothing to undo: {}the interface is left as it was when weft exits.\n",
-               p.name(), o.block_count, o.block_size / 1024, o.tx_batch, c.no_vnet_hdr ? "off" : "on",
-               p.promiscuous() ? ", promiscuous" : "", mac_str(p.mac()), ip_str(cfg.ip), cfg.prefix_len,
-               c.gateway.empty() ? "" : ", gateway " + c.gateway,
+               p.name(), o.block_count, o.block_size / 1024, o.tx_batch,
+               p.qdisc_bypass() ? "qdisc bypass"
+               : c.no_vnet_hdr
+                   ? "through the qdisc"
+                   : "through the qdisc: TSO is off on the interface, the kernel's GSO cuts super-frames",
+               c.no_vnet_hdr ? "off" : "on", p.promiscuous() ? ", promiscuous" : "", mac_str(p.mac()),
+               ip_str(cfg.ip), cfg.prefix_len, c.gateway.empty() ? "" : ", gateway " + c.gateway,
                p.promiscuous() ? "promiscuous mode ends and " : "");
     return {};
   }

@@ -39,6 +39,32 @@ class Device {
   // Copies the next frame (Ethernet header first) into `buf`.
   virtual Result<RxInfo> receive(wire::MutBytes buf) = 0;
   virtual Status transmit(wire::Bytes frame, const TxOffload& off = {}) = 0;
+  // Transmit in place, for devices whose frames live in memory the kernel reads directly
+  // (AF_PACKET's TX ring): room for one frame of up to `max_len` bytes, which the caller builds
+  // there and hands over with tx_commit(len, off) (len <= max_len). Empty when there is no room
+  // in place (ring full, frame too large, or a device without it): then build the frame in your
+  // own buffer and transmit() it. A reservation not committed is dropped by the next call on the
+  // device; frames keep their order whichever way they go.
+  virtual wire::MutBytes tx_reserve(size_t max_len) {
+    (void)max_len;
+    return {};
+  }
+  virtual Status tx_commit(size_t len, const TxOffload& off) {
+    (void)len;
+    (void)off;
+    return fail("this device has no in-place transmit");
+  }
+  // Gather transmit for TSO super-frames: the frame is `head` (headers) followed by p1 and p2 (the
+  // payload, in place in the send ring), handed to the kernel as they are instead of being copied
+  // together first. Called only when tx_gather() says the device does it.
+  virtual bool tx_gather() const { return false; }
+  virtual Status transmit_gather(wire::Bytes head, wire::Bytes p1, wire::Bytes p2, const TxOffload& off) {
+    (void)head;
+    (void)p1;
+    (void)p2;
+    (void)off;
+    return fail("this device has no gather transmit");
+  }
   virtual void flush() {}
   virtual wire::MacAddr mac() const = 0;
   virtual size_t mtu() const = 0;  // IP packet size, without the Ethernet header

@@ -77,6 +77,7 @@ Result<std::unique_ptr<DpdkDevice>> DpdkDevice::open(const Options& o) {
 }
 
 DpdkDevice::~DpdkDevice() {
+  if (reserved_ != nullptr) rte_pktmbuf_free(reserved_);
   if (started_) {
     flush();
     for (unsigned i = rx_i_; i < rx_n_; ++i) rte_pktmbuf_free(rx_[i]);
@@ -122,6 +123,21 @@ Status DpdkDevice::transmit(wire::Bytes frame, const TxOffload&) {
   }
   std::memcpy(p, frame.data(), frame.size());
   tx_[tx_n_++] = m;
+  if (tx_n_ == kBurst) flush();
+  return {};
+}
+
+wire::MutBytes DpdkDevice::tx_reserve(size_t max_len) {
+  if (reserved_ == nullptr) reserved_ = rte_pktmbuf_alloc(pool_);  // else the last one was not used
+  if (reserved_ == nullptr || rte_pktmbuf_tailroom(reserved_) < max_len) return {};
+  return wire::MutBytes(rte_pktmbuf_mtod(reserved_, uint8_t*), max_len);
+}
+
+Status DpdkDevice::tx_commit(size_t len, const TxOffload&) {
+  if (reserved_ == nullptr || rte_pktmbuf_append(reserved_, static_cast<uint16_t>(len)) == nullptr)
+    return fail("dpdk: commit of {} bytes without room reserved", len);
+  tx_[tx_n_++] = reserved_;
+  reserved_ = nullptr;
   if (tx_n_ == kBurst) flush();
   return {};
 }

@@ -6,9 +6,9 @@
 //
 // One receive and one transmit queue. Receive takes bursts of up to 32 mbufs from the port and
 // hands them out one frame at a time (copied out, the mbuf freed at once); transmit copies each
-// frame into an mbuf and sends them in bursts (when 32 are queued, or on flush()). There is no
-// descriptor to wait on (fd() is -1): whoever drives the stack polls it, as DPDK intends.
-// EAL can be initialised once per process, so only one DpdkDevice may exist.
+// frame into an mbuf (tx_reserve lets the interface build it there instead) and sends them in bursts (when 32
+// are queued, or on flush()). There is no descriptor to wait on (fd() is -1): whoever drives the stack polls
+// it, as DPDK intends. EAL can be initialised once per process, so only one DpdkDevice may exist.
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,6 +36,9 @@ class DpdkDevice final : public Device {
 
   Result<RxInfo> receive(wire::MutBytes buf) override;
   Status transmit(wire::Bytes frame, const TxOffload& off) override;
+  // The frame is built in an mbuf taken from the pool (no copy from the interface's buffer).
+  wire::MutBytes tx_reserve(size_t max_len) override;
+  Status tx_commit(size_t len, const TxOffload& off) override;
   void flush() override;
   wire::MacAddr mac() const override { return mac_; }
   size_t mtu() const override { return mtu_; }
@@ -61,6 +64,7 @@ class DpdkDevice final : public Device {
   unsigned rx_n_ = 0, rx_i_ = 0;
   rte_mbuf* tx_[kBurst] = {};
   unsigned tx_n_ = 0;
+  rte_mbuf* reserved_ = nullptr;  // handed out by tx_reserve, not committed yet
   Counters counters_;
 };
 

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 
+#include "base/big_endian.hpp"
 #include "base/random.hpp"
 #include "stack/wire/checksum.hpp"
 #include "stack/wire/icmp.hpp"
@@ -347,21 +348,43 @@ void Interface::send_segment(const tcp::FourTuple& t, const wire::TcpHeader& h, 
     ++stats_.tx_errors;  // TCP's MSS comes from the MTU, so this is a configuration error
     return;
   }
-  uint8_t* l4 = tx_.data() + kL3;
-  if (!p1.empty()) std::memcpy(l4 + hlen, p1.data(), p1.size());
-  if (!p2.empty()) std::memcpy(l4 + hlen + p1.size(), p2.data(), p2.size());
+  const size_t ip_len = wire::kIpv4Header + hlen + plen;
+  // Built where the device reads it when it can (the payload then goes from the send ring to the
+  // wire in one copy), else in tx_.
+  const wire::MutBytes place = dev_.tx_reserve(kL2 + ip_len);
+  uint8_t* frame = place.empty() ? tx_.data() : place.data();
+  uint8_t* l4 = frame + kL3;
   const bool offload = dev_.tx_csum_offload();
+  uint64_t sum = 0;
+  if (offload) {
+    if (!p1.empty()) std::memcpy(l4 + hlen, p1.data(), p1.size());
+    if (!p2.empty()) std::memcpy(l4 + hlen + p1.size(), p2.data(), p2.size());
+  } else {
+    // The payload's sum taken while copying it, not in a second pass (hlen is even, so p1 starts
+    // on a word; p2 after an odd p1 starts mid-word: its sum is byte-swapped, RFC 1071 2 (B)).
+    sum = wire::csum_copy(l4 + hlen, p1, 0);
+    if (!p2.empty()) {
+      uint16_t s2 = wire::csum_fold(wire::csum_copy(l4 + hlen + p1.size(), p2, 0));
+      if (p1.size() % 2 != 0) s2 = __builtin_bswap16(s2);
+      sum += s2;
+    }
+  }
   wire::emit_tcp(wire::MutBytes(l4, hlen + plen), h, t.local_ip, t.remote_ip, plen,
-                 offload ? wire::Csum::partial : wire::Csum::full);
+                 offload ? wire::Csum::partial : wire::Csum::none);
+  if (!offload) {
+    const uint64_t pseudo =
+        wire::csum_pseudo(t.local_ip, t.remote_ip, wire::ipproto::tcp, static_cast<uint16_t>(hlen + plen));
+    be::store<uint16_t>(l4 + 16, wire::csum_finish(wire::csum_add(pseudo + sum, wire::Bytes(l4, hlen))));
+  }
   wire::Ipv4Emit ip;
   ip.src = t.local_ip;
   ip.dst = t.remote_ip;
   ip.protocol = wire::ipproto::tcp;
   ip.ident = next_ident();
-  wire::emit_ipv4(wire::MutBytes(tx_).subspan(kL2), ip, hlen + plen);
+  wire::emit_ipv4(wire::MutBytes(frame + kL2, ip_len), ip, hlen + plen);
   TxOffload off;
   if (offload) off = {true, static_cast<uint16_t>(kL3), 16};
-  send_ipv4(t.remote_ip, wire::kIpv4Header + hlen + plen, off);
+  send_ipv4(frame, !place.empty(), t.remote_ip, ip_len, off);
 }
 
 void Interface::send_super_segment(const tcp::FourTuple& t, const wire::TcpHeader& h, wire::Bytes p1,
@@ -373,8 +396,12 @@ void Interface::send_super_segment(const tcp::FourTuple& t, const wire::TcpHeade
     return;
   }
   uint8_t* l4 = tx_.data() + kL3;
-  if (!p1.empty()) std::memcpy(l4 + hlen, p1.data(), p1.size());
-  if (!p2.empty()) std::memcpy(l4 + hlen + p1.size(), p2.data(), p2.size());
+  // A device that gathers takes the payload from the send ring as it is (64 KiB not copied here).
+  const bool gather = dev_.tx_gather();
+  if (!gather) {
+    if (!p1.empty()) std::memcpy(l4 + hlen, p1.data(), p1.size());
+    if (!p2.empty()) std::memcpy(l4 + hlen + p1.size(), p2.data(), p2.size());
+  }
   // The pseudo-header sum over the whole length: the kernel's GSO adjusts it for each segment.
   wire::emit_tcp(wire::MutBytes(l4, hlen + plen), h, t.local_ip, t.remote_ip, plen, wire::Csum::partial);
   wire::Ipv4Emit ip;
@@ -386,10 +413,14 @@ void Interface::send_super_segment(const tcp::FourTuple& t, const wire::TcpHeade
   wire::emit_ipv4(wire::MutBytes(tx_).subspan(kL2), ip, hlen + plen);
   TxOffload off{true, static_cast<uint16_t>(kL3), 16, static_cast<uint16_t>(seg_size),
                 static_cast<uint16_t>(kL3 + hlen)};
-  send_ipv4(t.remote_ip, wire::kIpv4Header + hlen + plen, off);
+  if (gather)
+    send_ipv4(tx_.data(), false, t.remote_ip, wire::kIpv4Header + hlen + plen, off, p1, p2);
+  else
+    send_ipv4(t.remote_ip, wire::kIpv4Header + hlen + plen, off);
 }
 
-void Interface::send_ipv4(wire::Ipv4Addr dst, size_t ip_len, const TxOffload& off) {
+void Interface::send_ipv4(uint8_t* frame, bool in_place, wire::Ipv4Addr dst, size_t ip_len,
+                          const TxOffload& off, wire::Bytes p1, wire::Bytes p2) {
   wire::Ipv4Addr hop;
   if (!next_hop(dst, hop)) {
     ++stats_.no_route;
@@ -407,9 +438,9 @@ void Interface::send_ipv4(wire::Ipv4Addr dst, size_t ip_len, const TxOffload& of
       }
       if (p.since < slot->since) slot = &p;
     }
-    if (slot->used || kL2 + ip_len > slot->frame.size()) {
+    if (slot->used || kL2 + ip_len > slot->frame.size() || !p1.empty() || !p2.empty()) {
       ++stats_.parked_dropped;  // (a TSO super-frame does not fit a slot: TCP sends it again)
-      if (kL2 + ip_len > slot->frame.size()) {
+      if (kL2 + ip_len > slot->frame.size() || !p1.empty() || !p2.empty()) {
         if (arp_.may_request(hop, now))
           send_arp(wire::ArpOp::request, wire::MacAddr::broadcast(), hop, wire::MacAddr{});
         return;
@@ -420,13 +451,25 @@ void Interface::send_ipv4(wire::Ipv4Addr dst, size_t ip_len, const TxOffload& of
     slot->since = now;
     slot->len = kL2 + ip_len;
     slot->off = off;
-    std::memcpy(slot->frame.data(), tx_.data(), kL2 + ip_len);
+    std::memcpy(slot->frame.data(), frame, kL2 + ip_len);  // (a reservation not committed lapses)
     if (arp_.may_request(hop, now))
       send_arp(wire::ArpOp::request, wire::MacAddr::broadcast(), hop, wire::MacAddr{});
     return;
   }
-  wire::emit_ethernet(tx_, mac, dev_.mac(), wire::ethertype::ipv4);
-  transmit(wire::Bytes(tx_.data(), kL2 + ip_len), off);
+  wire::emit_ethernet(wire::MutBytes(frame, kL2 + ip_len), mac, dev_.mac(), wire::ethertype::ipv4);
+  if (!p1.empty() || !p2.empty()) {
+    const wire::Bytes head(frame, kL2 + ip_len - p1.size() - p2.size());
+    if (dev_.transmit_gather(head, p1, p2, off))
+      ++stats_.tx_frames;
+    else
+      ++stats_.tx_errors;
+  } else if (!in_place) {
+    transmit(wire::Bytes(frame, kL2 + ip_len), off);
+  } else if (dev_.tx_commit(kL2 + ip_len, off)) {
+    ++stats_.tx_frames;
+  } else {
+    ++stats_.tx_errors;
+  }
 }
 
 void Interface::send_arp(wire::ArpOp op, const wire::MacAddr& dst_mac, wire::Ipv4Addr target_ip,

@@ -121,7 +121,15 @@ class Interface final : public tcp::SegmentSink {
   bool is_ours(wire::Ipv4Addr dst) const;
   bool next_hop(wire::Ipv4Addr dst, wire::Ipv4Addr& hop) const;
   // Sends the IPv4 packet of `ip_len` bytes at tx_[14...] (its header already written).
-  void send_ipv4(wire::Ipv4Addr dst, size_t ip_len, const TxOffload& off);
+  void send_ipv4(wire::Ipv4Addr dst, size_t ip_len, const TxOffload& off) {
+    send_ipv4(tx_.data(), false, dst, ip_len, off);
+  }
+  // The same for a frame built at `frame`: in tx_, or in place in the device (Device::tx_reserve),
+  // when `in_place` says so (then it is committed there, or copied out if it must wait for ARP).
+  // `p1` and `p2` (a super-frame's payload, for a device with tx_gather) follow the frame's first
+  // kL2 + ip_len - p1.size() - p2.size() bytes without having been copied there.
+  void send_ipv4(uint8_t* frame, bool in_place, wire::Ipv4Addr dst, size_t ip_len, const TxOffload& off,
+                 wire::Bytes p1 = {}, wire::Bytes p2 = {});
   // Sends the UDP datagram of `l4_len` bytes at tx_[kL3...] (checksum complete) as fragments.
   void send_fragments(wire::Ipv4Addr dst, size_t l4_len);
   void send_arp(wire::ArpOp op, const wire::MacAddr& dst_mac, wire::Ipv4Addr target_ip,

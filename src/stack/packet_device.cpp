@@ -1,8 +1,10 @@
 #include "stack/packet_device.hpp"
 
 #include <arpa/inet.h>
+#include <linux/ethtool.h>
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
+#include <linux/sockios.h>
 #include <net/if.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -20,6 +22,17 @@ namespace {
 constexpr size_t kSllOffset = TPACKET_ALIGN(sizeof(tpacket3_hdr));
 
 int set_int(int fd, int opt, int v) { return setsockopt(fd, SOL_PACKET, opt, &v, sizeof v); }
+
+// Whether the interface segments TCP itself (ethtool -k: tcp-segmentation-offload). Unknown
+// counts as no: then frames take the qdisc path, which is correct either way.
+bool device_tso(int fd, const std::string& ifname) {
+  ethtool_value v{};
+  v.cmd = ETHTOOL_GTSO;
+  ifreq ifr{};
+  std::memcpy(ifr.ifr_name, ifname.data(), ifname.size());
+  ifr.ifr_data = reinterpret_cast<char*>(&v);
+  return ioctl(fd, SIOCETHTOOL, &ifr) == 0 && v.data != 0;
+}
 
 // Closes the descriptors and unmaps the ring if open() gives up half way.
 struct Undo {
@@ -99,9 +112,12 @@ Result<std::unique_ptr<PacketDevice>> PacketDevice::open(const Options& o) {
   // Transmit socket: protocol 0 receives nothing; bound only to name the interface.
   d->tx_fd_ = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
   if (d->tx_fd_ < 0) return fail_errno("packet: socket(AF_PACKET) for transmit");
-  if (o.qdisc_bypass && set_int(d->tx_fd_, PACKET_QDISC_BYPASS, 1) < 0)
-    return fail_errno("packet: PACKET_QDISC_BYPASS");
   d->tx_csum_ = o.tx_csum_offload;
+  // Super-frames (tx_csum_: TSO) on an interface without TSO need the kernel's software GSO,
+  // which only the qdisc path runs.
+  d->bypass_ = o.qdisc_bypass && (!d->tx_csum_ || device_tso(d->tx_fd_, o.ifname));
+  if (d->bypass_ && set_int(d->tx_fd_, PACKET_QDISC_BYPASS, 1) < 0)
+    return fail_errno("packet: PACKET_QDISC_BYPASS");
   if (d->tx_csum_ && set_int(d->tx_fd_, PACKET_VNET_HDR, 1) < 0) return fail_errno("packet: PACKET_VNET_HDR");
   sll.sll_protocol = 0;
   if (bind(d->tx_fd_, reinterpret_cast<sockaddr*>(&sll), sizeof sll) < 0)
@@ -170,29 +186,64 @@ Result<RxInfo> PacketDevice::receive(wire::MutBytes buf) {
 }
 
 Status PacketDevice::transmit(wire::Bytes frame, const TxOffload& off) {
+  return transmit_gather(frame, {}, {}, off);
+}
+
+Status PacketDevice::transmit_gather(wire::Bytes head, wire::Bytes p1, wire::Bytes p2, const TxOffload& off) {
   const size_t hdr = tx_csum_ ? sizeof(VirtioNetHdr) : 0;
+  const size_t len = head.size() + p1.size() + p2.size();
   VirtioNetHdr h = virtio_hdr_for(off);
-  if (frame.size() + hdr > slot_size_) {
-    // A TSO super-frame: sent on its own, straight from the caller's buffer (after what is queued,
-    // to keep the order).
-    if (off.gso_size == 0 || !tx_csum_) return fail("packet: a {}-byte frame exceeds the MTU", frame.size());
+  if (len + hdr > slot_size_) {
+    // A TSO super-frame: sent on its own, straight from the caller's memory (after what is
+    // queued, to keep the order).
+    if (off.gso_size == 0 || !tx_csum_) return fail("packet: a {}-byte frame exceeds the MTU", len);
     flush();
-    iovec iov[2] = {{&h, sizeof h}, {const_cast<uint8_t*>(frame.data()), frame.size()}};
-    msghdr m{};
-    m.msg_iov = iov;
-    m.msg_iovlen = 2;
-    ++counters_.tx_batches;
-    while (sendmsg(tx_fd_, &m, MSG_DONTWAIT) < 0) {
-      if (errno == EINTR) continue;
-      ++counters_.tx_dropped;
-      break;
-    }
+    const iovec iov[4] = {{&h, sizeof h},
+                          {const_cast<uint8_t*>(head.data()), head.size()},
+                          {const_cast<uint8_t*>(p1.data()), p1.size()},
+                          {const_cast<uint8_t*>(p2.data()), p2.size()}};
+    send_now(iov, 4);
     return {};
   }
   uint8_t* slot = tx_buf_.data() + tx_queued_ * slot_size_;
   if (tx_csum_) std::memcpy(slot, &h, sizeof h);
-  std::memcpy(slot + hdr, frame.data(), frame.size());
-  tx_iov_[tx_queued_] = {slot, hdr + frame.size()};
+  uint8_t* at = slot + hdr;
+  for (const wire::Bytes& b : {head, p1, p2}) {
+    if (!b.empty()) std::memcpy(at, b.data(), b.size());
+    at += b.size();
+  }
+  tx_iov_[tx_queued_] = {slot, hdr + len};
+  if (++tx_queued_ == tx_batch_) flush();
+  return {};
+}
+
+void PacketDevice::send_now(const iovec* iov, size_t n) {
+  msghdr m{};
+  m.msg_iov = const_cast<iovec*>(iov);
+  m.msg_iovlen = n;
+  ++counters_.tx_batches;
+  while (sendmsg(tx_fd_, &m, MSG_DONTWAIT) < 0) {
+    if (errno == EINTR) continue;
+    ++counters_.tx_dropped;
+    break;
+  }
+}
+
+wire::MutBytes PacketDevice::tx_reserve(size_t max_len) {
+  const size_t hdr = tx_csum_ ? sizeof(VirtioNetHdr) : 0;
+  if (max_len + hdr > slot_size_) return {};  // a super-frame: transmit() sends it on its own
+  return wire::MutBytes(tx_buf_.data() + tx_queued_ * slot_size_ + hdr, max_len);
+}
+
+Status PacketDevice::tx_commit(size_t len, const TxOffload& off) {
+  const size_t hdr = tx_csum_ ? sizeof(VirtioNetHdr) : 0;
+  if (len + hdr > slot_size_) return fail("packet: commit of {} bytes past the slot", len);
+  uint8_t* slot = tx_buf_.data() + tx_queued_ * slot_size_;
+  if (tx_csum_) {
+    const VirtioNetHdr h = virtio_hdr_for(off);
+    std::memcpy(slot, &h, sizeof h);
+  }
+  tx_iov_[tx_queued_] = {slot, hdr + len};
   if (++tx_queued_ == tx_batch_) flush();
   return {};
 }

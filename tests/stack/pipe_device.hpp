@@ -1,6 +1,7 @@
 #pragma once
 // One end of an in-memory pipe for the stack's tests: what it transmits appears in the peer's
-// queue. With `offload` it completes partial checksums the way a virtio-net device does.
+// queue. With `offload` it completes partial checksums the way a virtio-net device does; with
+// `in_place` it hands out a buffer for tx_reserve/tx_commit as AF_PACKET's TX ring does.
 #include <algorithm>
 #include <deque>
 #include <vector>
@@ -34,6 +35,16 @@ class PipeDevice : public Device {
     if (peer_ && !drop_all) peer_->queue_.push_back(std::move(f));
     return {};
   }
+  wire::MutBytes tx_reserve(size_t max_len) override {
+    if (!in_place || max_len > place_.size()) return {};
+    std::fill(place_.begin(), place_.end(), 0xee);  // what the last frame left must not leak into this one
+    return wire::MutBytes(place_.data(), max_len);
+  }
+  Status tx_commit(size_t len, const TxOffload& off) override {
+    if (len > place_.size()) return fail("commit past the reservation");
+    ++committed;
+    return transmit(wire::Bytes(place_.data(), len), off);
+  }
   wire::MacAddr mac() const override { return mac_; }
   size_t mtu() const override { return 1500; }
   bool tx_csum_offload() const override { return offload_; }
@@ -43,11 +54,14 @@ class PipeDevice : public Device {
   bool keep_sent = true;  // off for tests that send millions of frames
   size_t completed = 0;
   bool drop_all = false;
+  bool in_place = false;
+  size_t committed = 0;  // frames sent through tx_reserve/tx_commit
 
  private:
   wire::MacAddr mac_;
   bool offload_;
   PipeDevice* peer_ = nullptr;
+  std::vector<uint8_t> place_ = std::vector<uint8_t>(14 + 1500);
 };
 
 }  // namespace weft::stack::test

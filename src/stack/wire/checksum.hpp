@@ -12,6 +12,11 @@ namespace weft::stack::wire {
 // summed in pieces only the last may have odd length.
 uint64_t csum_add(uint64_t acc, Bytes data);
 
+// Copies `src` to `dst` (which must have room for it) and adds it to `acc` as csum_add would, in
+// one pass: a segment's payload goes from the send ring into the frame with its checksum taken on
+// the way instead of being read a second time. Same padding rule as csum_add.
+uint64_t csum_copy(uint8_t* dst, Bytes src, uint64_t acc);
+
 // Folds to 16 bits and complements: the value that goes into the header.
 uint16_t csum_finish(uint64_t acc);
 
