@@ -101,8 +101,6 @@ int run_ping(const PingArgs& a) {
     targets.push_back({t, addr->ip_string(), addr->port()});
     auto& sum = sums[t];
     sum.address = addr->to_string();
-    // 27 KB of histograms a target, mostly never sampled: only what samples touch stays in memory.
-    for (LogHistogram* h : {&sum.rtt, &sum.network, &sum.delay}) h->release_unused_pages();
   }
   const bool multi = targets.size() > 1;
 

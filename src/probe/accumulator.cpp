@@ -27,12 +27,6 @@ void WindowAccumulator::start(int64_t index) {
   delay_.reset();
 }
 
-void WindowAccumulator::release_unused_pages() {
-  rtt_.release_unused_pages();
-  network_.release_unused_pages();
-  delay_.release_unused_pages();
-}
-
 void WindowAccumulator::add_answer(const RttSample& s) {
   ++sent_;
   ++received_;

@@ -27,9 +27,6 @@ class WindowAccumulator {
   bool empty() const { return sent_ == 0 && late_ == 0 && duplicate_ == 0 && malformed_ == 0; }
 
   void start(int64_t index);
-  // A closed (or new) window's histograms give back their whole unused pages (see
-  // LogHistogram::release_unused_pages): done once for each new target's windows.
-  void release_unused_pages();
   void add_lost() { ++sent_, ++lost_; }
   void add_answer(const RttSample& s);
   void add_late() { ++late_; }

@@ -57,9 +57,7 @@ void Prober::Impl::apply_targets(int64_t now) {
     st->addr_text = addr->to_string();
     st->sock = sock;
     st->gen = ++gen_counter;
-    st->windows.resize(n_windows);
-    // 54 KB of histograms a target (two windows of three), zeroed: most of it never gets a sample.
-    for (auto& w : st->windows) w.release_unused_pages();
+    st->windows.resize(n_windows);  // their histograms store rows only once sampled
     uint32_t idx;
     if (!free_ids.empty()) {
       idx = free_ids.back();
