@@ -33,6 +33,7 @@ void WindowAccumulator::add_answer(const RttSample& s) {
   if (s.weird) ++weird_;
   source_ = any_source_ ? worst(source_, s.source) : s.source;
   any_source_ = true;
+  if (!latency_) return;
   rtt_.add(s.total_ns);
   if (s.has_network) network_.add(s.network_ns);
   if (s.has_responder_delay) delay_.add(s.responder_delay_ns);

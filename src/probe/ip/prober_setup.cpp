@@ -59,6 +59,7 @@ void Prober::Impl::apply_targets(int64_t now) {
     st->sock = sock;
     st->gen = ++gen_counter;
     st->windows.resize(n_windows);  // their histograms store rows only once sampled
+    for (auto& w : st->windows) w.keep_latency(cfg.window_latency);
     uint32_t idx;
     if (!free_ids.empty()) {
       idx = free_ids.back();
