@@ -38,10 +38,38 @@ uint8_t LogHistogram::new_row() {
   return static_cast<uint8_t>(rows_.size());
 }
 
+// The path of every sample: one byte read finds the row. A sample in a row not stored yet goes
+// to add_in_new_row(), a call the compiler keeps off this path (no registers saved for it here).
 void LogHistogram::add(int64_t value) {
   if (value < 0) value = 0;
-  const int b = bucket_of(value);
+  // bucket_of() as row and column: the power of two (exp) is the row, the kSubBits bits below the
+  // leading one the column.
+  size_t r = 0, c = static_cast<size_t>(value);
+  if (value >= kSub) {
+    const auto v = static_cast<uint64_t>(value);
+    const int exp = 63 - std::countl_zero(v);
+    if (exp >= kMaxBits) [[unlikely]] {
+      r = kRows - 1, c = kSub - 1;
+    } else {
+      r = static_cast<size_t>(exp - kSubBits + 1);
+      c = static_cast<size_t>(v >> (exp - kSubBits)) & (kSub - 1);
+    }
+  }
+  const uint8_t i = row_of_[r];
+  if (i == 0) [[unlikely]] {
+    add_in_new_row(value, static_cast<int>(r * kSub + c));
+    return;
+  }
+  ++rows_[i - 1u][c];
+  note(value);
+}
+
+void LogHistogram::add_in_new_row(int64_t value, int b) {
   ++row(b >> kSubBits)[static_cast<size_t>(b & (kSub - 1))];
+  note(value);
+}
+
+void LogHistogram::note(int64_t value) {
   if (count_ == 0 || value < min_) min_ = value;
   if (count_ == 0 || value > max_) max_ = value;
   ++count_;

@@ -73,6 +73,8 @@ class LogHistogram {
     return rows_[i - 1u];
   }
   uint8_t new_row();
+  [[gnu::noinline, gnu::cold]] void add_in_new_row(int64_t value, int bucket);
+  void note(int64_t value);  // min, max, count and sum of an added value
 
   std::vector<Row> rows_;                // rows in the order first used since the last reset()
   std::array<uint8_t, kRows> row_of_{};  // power-of-two row -> 1 + index in rows_, 0 = not stored
