@@ -5,8 +5,8 @@
 # to TARGETS (default 100) targets on their own loopback addresses 127.1.0.x, interval TARGETS/rate,
 # -q; after SETTLE seconds (default 5) VmRSS and VmHWM (/proc/PID/status) and Pss, Rss_Anon and
 # Rss_File (/proc/PID/smaps_rollup) of both, then SIGINT and the prober's total received/lost.
-# `weft ping` keeps a summary per target besides its windows (3 histograms of 9 KB each); an
-# agent does not. One line per build and rate; in kB. BEFORE=WEFT_BINARY adds a third build
+# `weft ping` keeps a summary per target besides its windows (3 histograms, 256 B per power of two
+# sampled); an agent does not. One line per build and rate; in kB. BEFORE=WEFT_BINARY adds a third build
 # ("before": e.g. the parent commit's weft) run first at each rate.
 set -euo pipefail
 cd "$(dirname "$0")/.."

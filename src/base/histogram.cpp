@@ -1,8 +1,5 @@
 #include "base/histogram.hpp"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -33,9 +30,46 @@ int64_t LogHistogram::bucket_high(int bucket) {
   return bucket_low(bucket) + (int64_t{1} << shift);
 }
 
+uint8_t LogHistogram::new_row() {
+  // Grown a few rows at a time rather than doubled: a window's rows are most of its memory, and
+  // every window keeps its capacity across reset().
+  if (rows_.size() == rows_.capacity()) rows_.reserve(std::min<size_t>(rows_.size() + 4, kRows));
+  rows_.emplace_back();  // zeroed
+  return static_cast<uint8_t>(rows_.size());
+}
+
+// The path of every sample: one byte read finds the row. A sample in a row not stored yet goes
+// to add_in_new_row(), a call the compiler keeps off this path (no registers saved for it here).
 void LogHistogram::add(int64_t value) {
   if (value < 0) value = 0;
-  ++counts_[static_cast<size_t>(bucket_of(value))];
+  // bucket_of() as row and column: the power of two (exp) is the row, the kSubBits bits below the
+  // leading one the column.
+  size_t r = 0, c = static_cast<size_t>(value);
+  if (value >= kSub) {
+    const auto v = static_cast<uint64_t>(value);
+    const int exp = 63 - std::countl_zero(v);
+    if (exp >= kMaxBits) [[unlikely]] {
+      r = kRows - 1, c = kSub - 1;
+    } else {
+      r = static_cast<size_t>(exp - kSubBits + 1);
+      c = static_cast<size_t>(v >> (exp - kSubBits)) & (kSub - 1);
+    }
+  }
+  const uint8_t i = row_of_[r];
+  if (i == 0) [[unlikely]] {
+    add_in_new_row(value, static_cast<int>(r * kSub + c));
+    return;
+  }
+  ++rows_[i - 1u][c];
+  note(value);
+}
+
+void LogHistogram::add_in_new_row(int64_t value, int b) {
+  ++row(b >> kSubBits)[static_cast<size_t>(b & (kSub - 1))];
+  note(value);
+}
+
+void LogHistogram::note(int64_t value) {
   if (count_ == 0 || value < min_) min_ = value;
   if (count_ == 0 || value > max_) max_ = value;
   ++count_;
@@ -44,31 +78,23 @@ void LogHistogram::add(int64_t value) {
 
 void LogHistogram::merge(const LogHistogram& other) {
   if (other.count_ == 0) return;
-  for (int b = bucket_of(other.min_), last = bucket_of(other.max_); b <= last; ++b)
-    counts_[static_cast<size_t>(b)] += other.counts_[static_cast<size_t>(b)];
+  for (int r = 0; r < kRows; ++r) {
+    const uint8_t o = other.row_of_[static_cast<size_t>(r)];
+    if (o == 0) continue;
+    const Row& from = other.rows_[o - 1u];
+    Row& to = row(r);
+    for (size_t i = 0; i < from.size(); ++i) to[i] += from[i];
+  }
   if (count_ == 0 || other.min_ < min_) min_ = other.min_;
   if (count_ == 0 || other.max_ > max_) max_ = other.max_;
   count_ += other.count_;
   sum_ += other.sum_;
 }
 
-// Every counted value lies in [min, max], so only the buckets between theirs can be non-zero: a
-// window's few hundred bytes are cleared and scanned instead of the whole 9 KB.
-void LogHistogram::release_unused_pages() {
-  if (count_ != 0) return;
-  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  const auto begin = reinterpret_cast<uintptr_t>(counts_.data());
-  const uintptr_t end = begin + sizeof counts_;
-  const uintptr_t first = (begin + page - 1) & ~(page - 1), last = end & ~(page - 1);
-  // Private anonymous memory (the heap) reads as zero after MADV_DONTNEED: the buckets stay empty.
-  if (first < last) (void)madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
-}
-
+// Keeps the rows' memory (see the header): the next add() of a power of two takes a zeroed row.
 void LogHistogram::reset() {
-  if (count_ != 0) {
-    const int first = bucket_of(min_), last = bucket_of(max_);
-    std::fill(counts_.begin() + first, counts_.begin() + last + 1, 0u);
-  }
+  rows_.clear();
+  row_of_.fill(0);
   count_ = 0;
   sum_ = 0;
   min_ = max_ = 0;
@@ -81,9 +107,14 @@ int64_t LogHistogram::percentile(double q) const {
   rank = std::clamp<uint64_t>(rank, 1, count_);
   if (rank == 1) return min_;  // kept exactly
   if (rank == count_) return max_;
+  // Every counted value lies in [min, max], so only the buckets between theirs can be non-zero.
   uint64_t seen = 0;
   for (int b = bucket_of(min_), last = bucket_of(max_); b <= last; ++b) {
-    const uint64_t c = counts_[static_cast<size_t>(b)];
+    if (row_of_[static_cast<size_t>(b >> kSubBits)] == 0) {  // a row never sampled: 64 empty buckets
+      b |= kSub - 1;
+      continue;
+    }
+    const uint64_t c = at(b);
     if (seen + c < rank) {
       seen += c;
       continue;

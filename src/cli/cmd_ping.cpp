@@ -101,8 +101,6 @@ int run_ping(const PingArgs& a) {
     targets.push_back({t, addr->ip_string(), addr->port()});
     auto& sum = sums[t];
     sum.address = addr->to_string();
-    // 27 KB of histograms a target, mostly never sampled: only what samples touch stays in memory.
-    for (LogHistogram* h : {&sum.rtt, &sum.network, &sum.delay}) h->release_unused_pages();
   }
   const bool multi = targets.size() > 1;
 
@@ -110,9 +108,11 @@ int run_ping(const PingArgs& a) {
   cfg.bind_address = a.bind;
   cfg.interval = std::chrono::nanoseconds(static_cast<int64_t>(a.interval_s * 1e9));
   cfg.timeout = std::chrono::nanoseconds(static_cast<int64_t>(a.timeout_s * 1e9));
-  // Without --window the summary comes from the probes themselves: windows are not needed.
+  // Without --window the summary comes from the probes themselves: windows are not needed, and
+  // only their late/duplicate/malformed counts are read (below), so they keep no latencies.
   cfg.window = a.window_s > 0 ? std::chrono::nanoseconds(static_cast<int64_t>(a.window_s * 1e9))
                               : std::chrono::hours(24);
+  cfg.window_latency = a.window_s > 0;
   cfg.count = a.count;
   if (!multi) cfg.batch_slack = std::chrono::nanoseconds(0);  // one target: send on time
   auto prober = probe::Prober::create(cfg);

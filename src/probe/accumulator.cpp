@@ -27,18 +27,13 @@ void WindowAccumulator::start(int64_t index) {
   delay_.reset();
 }
 
-void WindowAccumulator::release_unused_pages() {
-  rtt_.release_unused_pages();
-  network_.release_unused_pages();
-  delay_.release_unused_pages();
-}
-
 void WindowAccumulator::add_answer(const RttSample& s) {
   ++sent_;
   ++received_;
   if (s.weird) ++weird_;
   source_ = any_source_ ? worst(source_, s.source) : s.source;
   any_source_ = true;
+  if (!latency_) return;
   rtt_.add(s.total_ns);
   if (s.has_network) network_.add(s.network_ns);
   if (s.has_responder_delay) delay_.add(s.responder_delay_ns);

@@ -27,9 +27,9 @@ class WindowAccumulator {
   bool empty() const { return sent_ == 0 && late_ == 0 && duplicate_ == 0 && malformed_ == 0; }
 
   void start(int64_t index);
-  // A closed (or new) window's histograms give back their whole unused pages (see
-  // LogHistogram::release_unused_pages): done once for each new target's windows.
-  void release_unused_pages();
+  // Off: the window counts probes but keeps no latency histograms, and finish() leaves its three
+  // summaries empty (for a caller that never reads them; issue 17, RSS). On by default.
+  void keep_latency(bool on) { latency_ = on; }
   void add_lost() { ++sent_, ++lost_; }
   void add_answer(const RttSample& s);
   void add_late() { ++late_; }
@@ -44,6 +44,7 @@ class WindowAccumulator {
   uint64_t sent_ = 0, received_ = 0, lost_ = 0, late_ = 0, duplicate_ = 0, malformed_ = 0, weird_ = 0;
   TimestampSource source_ = TimestampSource::hardware;  // worst seen; hardware = none seen yet
   bool any_source_ = false;
+  bool latency_ = true;
   LogHistogram rtt_, network_, delay_;
 };
 

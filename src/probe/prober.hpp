@@ -33,6 +33,10 @@ struct ProberConfig {
   std::chrono::nanoseconds interval{proto::defaults::kProbeInterval};  // per target
   std::chrono::nanoseconds timeout{proto::defaults::kProbeTimeout};
   std::chrono::nanoseconds window{proto::defaults::kWindow};
+  // False: windows carry counts only, their latency summaries empty (`weft ping` without --window
+  // keeps its own per-target summaries and reads only counts from windows: three histograms a
+  // target fewer; issue 17, RSS).
+  bool window_latency = true;
   size_t max_in_flight = 65536;
   uint64_t count = 0;  // probes per target, then that target stops sending; 0 = no limit
   // Sends due within this slack are batched into one sendmmsg (and may go out that much early).

@@ -27,11 +27,12 @@ struct ProbeTiming {
   net::KernelTime tx_kernel, rx_kernel;
   // The responder's times and their wire flags (see wire.hpp); has_responder false for TCP
   // connect probes, where the peer's kernel answers and takes no measurable time of its own.
-  bool has_responder = false;
   int64_t responder_rx_ns = 0, responder_tx_ns = 0;
-  uint8_t responder_flags = 0;
   // A kernel-measured total RTT that replaces the prober timestamps (TCP_INFO's first RTT sample).
   int64_t kernel_rtt_ns = 0;
+  // The one-byte fields last, together (80 bytes, not 88: one per in-flight slot).
+  bool has_responder = false;
+  uint8_t responder_flags = 0;
 };
 
 struct RttSample {

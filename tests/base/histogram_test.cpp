@@ -2,13 +2,10 @@
 #include "base/histogram.hpp"
 
 #include <gtest/gtest.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <memory>
 #include <random>
 #include <vector>
 
@@ -200,46 +197,125 @@ TEST(LogHistogram, ResetForgetsEverythingAndReuseIsExact) {
   EXPECT_EQ(low.count(), 1u);
 }
 
-// release_unused_pages (issue 17, RSS): an empty histogram's whole bucket pages leave memory
-// (mincore), read as empty, and come back with a sample; a histogram holding samples keeps them.
-TEST(LogHistogram, ReleasedPagesLeaveMemoryAndReadEmpty) {
-  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  auto h = std::make_unique<weft::LogHistogram>();
-  h->add(0);
-  h->add(int64_t{1} << 45);
-  h->reset();  // writes every bucket from the first to the last: all resident
-  const auto begin = reinterpret_cast<uintptr_t>(h.get());
-  // The buckets are the object's first member: the pages wholly inside them are the ones released.
-  const uintptr_t end = begin + weft::LogHistogram::kBuckets * sizeof(uint32_t);
-  const uintptr_t first = (begin + page - 1) & ~(page - 1), last = end & ~(page - 1);
-  ASSERT_LT(first, last) << "a 9 KB object holds at least one whole page";
-  auto resident = [&] {
-    std::vector<unsigned char> v((last - first) / page);
-    EXPECT_EQ(mincore(reinterpret_cast<void*>(first), last - first, v.data()), 0);
-    size_t n = 0;
-    for (auto b : v) n += b & 1;
-    return n;
-  };
-  EXPECT_EQ(resident(), (last - first) / page);
-  h->release_unused_pages();
-  EXPECT_EQ(resident(), 0u);
-  EXPECT_EQ(h->count(), 0u);
-  // Values spread over every octave: each lands in a bucket that must read 0 before it.
-  std::vector<int64_t> values;
-  for (int64_t v = 1; v < (int64_t{1} << 39); v = v * 3 / 2 + 1) values.push_back(v);
-  for (auto v : values) h->add(v);
-  EXPECT_EQ(h->count(), values.size());
-  for (double q : {0.0, 0.25, 0.5, 0.75, 1.0}) {
-    const double exact = static_cast<double>(exact_percentile(values, q));
-    EXPECT_LE(std::abs(static_cast<double>(h->percentile(q)) - exact) / exact, 1.0 / 64) << q;
+// The dense histogram this one replaced (issue 17, RSS): every bucket in one array. Kept here as the
+// oracle: the row-sparse storage must give the same counts, so the same percentiles, exactly.
+class DenseReference {
+ public:
+  void add(int64_t v) {
+    if (v < 0) v = 0;
+    ++counts_[static_cast<size_t>(weft::LogHistogram::bucket_of(v))];
+    if (count_ == 0 || v < min_) min_ = v;
+    if (count_ == 0 || v > max_) max_ = v;
+    ++count_;
   }
-  EXPECT_GT(resident(), 0u);
-  const int64_t p25 = h->percentile(0.25), p50 = h->percentile(0.5), p75 = h->percentile(0.75);
-  h->release_unused_pages();  // not empty: a no-op
-  EXPECT_EQ(h->count(), values.size());
-  EXPECT_EQ(h->percentile(0.25), p25);
-  EXPECT_EQ(h->percentile(0.5), p50);
-  EXPECT_EQ(h->percentile(0.75), p75);
+  int64_t percentile(double q) const {  // the same interpolation, over the dense array
+    using H = weft::LogHistogram;
+    if (count_ == 0) return 0;
+    q = std::clamp(q, 0.0, 1.0);
+    auto rank = static_cast<uint64_t>(std::ceil(q * static_cast<double>(count_)));
+    rank = std::clamp<uint64_t>(rank, 1, count_);
+    if (rank == 1) return min_;
+    if (rank == count_) return max_;
+    uint64_t seen = 0;
+    for (int b = 0; b < H::kBuckets; ++b) {
+      const uint64_t c = counts_[static_cast<size_t>(b)];
+      if (seen + c < rank) {
+        seen += c;
+        continue;
+      }
+      if (b == H::kBuckets - 1 && max_ >= H::bucket_high(b)) return max_;
+      const int64_t lo = std::max(H::bucket_low(b), min_);
+      const int64_t hi = std::min(H::bucket_high(b), max_ + 1);
+      const double frac = (static_cast<double>(rank - seen) - 0.5) / static_cast<double>(c);
+      return lo + static_cast<int64_t>(frac * static_cast<double>(hi - lo));
+    }
+    return max_;
+  }
+
+ private:
+  std::vector<uint32_t> counts_ = std::vector<uint32_t>(weft::LogHistogram::kBuckets);
+  uint64_t count_ = 0;
+  int64_t min_ = 0, max_ = 0;
+};
+
+void expect_same_as_dense(const weft::LogHistogram& h, const DenseReference& d, const char* what) {
+  for (int i = 0; i <= 1000; ++i) {
+    const double q = i / 1000.0;
+    ASSERT_EQ(h.percentile(q), d.percentile(q)) << what << " q=" << q;
+  }
+}
+
+TEST(LogHistogram, RowStorageGivesTheDenseArraysPercentilesExactly) {
+  std::mt19937_64 rng(1717);
+  std::lognormal_distribution<double> rtt(std::log(2'500'000.0), 0.6);  // a 1-5 ms hold
+  std::lognormal_distribution<double> net(std::log(400.0), 0.3);        // loopback "network"
+  std::uniform_int_distribution<int64_t> wide(0, int64_t{1} << 42);     // past the last bucket
+  for (int shape = 0; shape < 4; ++shape) {
+    weft::LogHistogram h;
+    DenseReference d;
+    for (int i = 0; i < 50'000; ++i) {
+      int64_t v = 0;
+      switch (shape) {
+        case 0:
+          v = static_cast<int64_t>(rtt(rng));
+          break;
+        case 1:
+          v = static_cast<int64_t>(net(rng));
+          break;
+        case 2:
+          v = (i % 100 == 0) ? static_cast<int64_t>(rtt(rng)) : static_cast<int64_t>(net(rng));
+          break;
+        default:
+          v = wide(rng) - 1000;
+          break;  // some negative, clamped to 0
+      }
+      h.add(v);
+      d.add(v);
+    }
+    expect_same_as_dense(h, d, "shape");
+  }
+}
+
+TEST(LogHistogram, MergeAndResetAgreeWithTheDenseArray) {
+  std::mt19937_64 rng(3);
+  weft::LogHistogram a, b;
+  DenseReference both;
+  for (int i = 0; i < 5'000; ++i) {  // a: microseconds, b: milliseconds and a few overlaps
+    const auto x = static_cast<int64_t>(1'000 + rng() % 50'000);
+    const auto y = static_cast<int64_t>((i % 10 ? 1'000'000 : 20'000) + rng() % 4'000'000);
+    a.add(x);
+    b.add(y);
+    both.add(x);
+    both.add(y);
+  }
+  a.merge(b);
+  EXPECT_EQ(a.count(), 10'000u);
+  expect_same_as_dense(a, both, "merged");
+  // Reused after a reset (its rows' memory kept): the new samples alone, again exactly.
+  a.reset();
+  EXPECT_EQ(a.rows_stored(), 0u);
+  DenseReference fresh;
+  for (int i = 0; i < 3'000; ++i) {
+    const auto v = static_cast<int64_t>(rng() % 100'000'000);
+    a.add(v);
+    fresh.add(v);
+  }
+  expect_same_as_dense(a, fresh, "after reset");
+}
+
+// What the rows are for: an RTT window stores only the powers of two its samples fall in.
+TEST(LogHistogram, StoresOnlyTheRowsItsSamplesFallIn) {
+  weft::LogHistogram h;
+  EXPECT_EQ(h.rows_stored(), 0u);
+  for (int64_t v = 2'200'000; v < 8'000'000; v += 997) h.add(v);  // 2.2-8 ms: 2^21 and 2^22
+  EXPECT_EQ(h.rows_stored(), 2u);
+  h.add(30'000);  // a fast one at 2^14
+  EXPECT_EQ(h.rows_stored(), 3u);
+  h.add(int64_t{1} << 50);  // the overflow bucket's row
+  EXPECT_EQ(h.rows_stored(), 4u);
+  for (int b = 0; b < weft::LogHistogram::kBuckets; ++b) h.add(weft::LogHistogram::bucket_low(b));
+  EXPECT_EQ(h.rows_stored(), static_cast<size_t>(weft::LogHistogram::kRows));  // never more
+  EXPECT_LE(sizeof(weft::LogHistogram), 128u);                                 // the part outside the rows
 }
 
 }  // namespace

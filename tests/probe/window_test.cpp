@@ -83,3 +83,36 @@ TEST(Window, RestartClearsEverything) {
   EXPECT_EQ(ws.rtt_incl_responder_delay.count, 0u);
   EXPECT_EQ(ws.rtt_incl_responder_delay.p50_ns, 0);
 }
+
+// Counts only (weft ping without --window, issue 17 RSS): the same counts, no latency summaries.
+TEST(Window, WithoutLatencyCountsTheSameAndKeepsNoSummaries) {
+  WindowAccumulator with, without;
+  without.keep_latency(false);
+  with.start(3);
+  without.start(3);
+  for (int i = 1; i <= 50; ++i) {
+    RttSample s;
+    s.total_ns = i * 10'000;
+    s.network_ns = i * 9'000;
+    s.responder_delay_ns = i * 1'000;
+    s.has_network = s.has_responder_delay = true;
+    s.weird = i == 7;
+    s.source = TimestampSource::kernel;
+    with.add_answer(s);
+    without.add_answer(s);
+  }
+  with.add_lost();
+  without.add_lost();
+  WindowStats a, b;
+  with.finish(1'000, a);
+  without.finish(1'000, b);
+  EXPECT_EQ(b.sent, a.sent);
+  EXPECT_EQ(b.received, a.received);
+  EXPECT_EQ(b.lost, a.lost);
+  EXPECT_EQ(b.weird, a.weird);
+  EXPECT_EQ(b.timestamp_source, a.timestamp_source);
+  EXPECT_EQ(a.rtt_incl_responder_delay.count, 50u);
+  EXPECT_EQ(b.rtt_incl_responder_delay.count, 0u);
+  EXPECT_EQ(b.network_rtt.count, 0u);
+  EXPECT_EQ(b.responder_delay.count, 0u);
+}

@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <bit>
 #include <unordered_map>
 
 #include "base/log.hpp"
@@ -57,9 +58,8 @@ void Prober::Impl::apply_targets(int64_t now) {
     st->addr_text = addr->to_string();
     st->sock = sock;
     st->gen = ++gen_counter;
-    st->windows.resize(n_windows);
-    // 54 KB of histograms a target (two windows of three), zeroed: most of it never gets a sample.
-    for (auto& w : st->windows) w.release_unused_pages();
+    st->windows.resize(n_windows);  // their histograms store rows only once sampled
+    for (auto& w : st->windows) w.keep_latency(cfg.window_latency);
     uint32_t idx;
     if (!free_ids.empty()) {
       idx = free_ids.back();
@@ -77,10 +77,9 @@ void Prober::Impl::apply_targets(int64_t now) {
   size_t active = 0;
   for (auto& t : targets) active += (t && !t->retired) ? 1 : 0;
   // Each target has at most timeout/interval + 1 probes unresolved (+1 for the send jitter); room
-  // for a quarter more, which the table's power-of-two size rounds up further (1.25-2.5x in all).
-  // Twice that (before issue 17's RSS work) was 32,768 slots, 3.9 MB, at 10,000/s with a 1 s
-  // timeout, where 16,384 hold the 10,200 a timeout can; a probe pushed out early is counted in
-  // `evicted`, so a table too small would show.
+  // for a quarter more. At 10,000/s with a 1 s timeout: 12,750 slots for the 10,200 a timeout can
+  // hold (issue 17's RSS work: 32,768 before, then 16,384, the power of two above); a probe pushed
+  // out early is counted in `evicted`, so a table too small would show.
   const double per_target = static_cast<double>(timeout_ns) / static_cast<double>(interval_ns) + 2.0;
   grow_table(
       std::min(cfg.max_in_flight, static_cast<size_t>(1.25 * per_target * static_cast<double>(active))));
@@ -100,10 +99,10 @@ void Prober::Impl::grow_table(size_t wanted) {
   const size_t before = table.size();
   table.grow(wanted);
   if (table.size() == before) return;
-  tx_mask = table.size() - 1;
+  tx_mask = std::bit_ceil(table.size()) - 1;
   for (auto& u : udp) {
     if (!u.fd.valid()) continue;
-    u.txmap.assign(table.size(), 0);
+    u.txmap.assign(tx_mask + 1, 0);
   }
   for (uint64_t seq = next_seq > table.size() ? next_seq - table.size() : 1; seq < next_seq; ++seq) {
     Slot* s = table.find(seq);
@@ -176,7 +175,7 @@ Status Prober::Impl::open_sockets() {
                  st.error().message);
     udp[f].fd = std::move(*fd);
     udp[f].family = f ? AF_INET6 : AF_INET;
-    udp[f].txmap.assign(table.size(), 0);
+    udp[f].txmap.assign(std::bit_ceil(table.size()), 0);
     if (auto st = ep.add(udp[f].fd.get(), EPOLLIN, tag(kUdp, static_cast<uint64_t>(f))); !st) return st;
   }
   if (!udp[0].fd.valid() && !udp[1].fd.valid()) return fail("prober: no UDP socket could be opened");
@@ -257,7 +256,8 @@ Result<std::unique_ptr<Prober>> Prober::create(const ProberConfig& config) {
     impl->session ^= 1ULL << 63;
   if (impl->session == 0) impl->session = 2;
   impl->grace_ns = config.followup_grace.count() + (carry ? wire::kCarryHoldNs : 0);
-  impl->tx_mask = impl->table.size() - 1;
+  // OPT_ID is a 32-bit counter: a power-of-two map stays consecutive across its wrap.
+  impl->tx_mask = std::bit_ceil(impl->table.size()) - 1;
   impl->grace_ring.assign(impl->table.size(), 0);
   impl->interval_ns = config.interval.count();
   impl->timeout_ns = config.timeout.count();
