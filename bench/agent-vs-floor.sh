@@ -7,10 +7,11 @@
 #          one echo process answers its 100 addresses), and one real `weft agent` ("meas", on
 #          127.4.0.1) probing them at RATE/100 per target (the controller's udp interval); after a
 #          warm-up, CPU of the agent process (prober, its own responder, windows, reports, health)
-#          + the targets' responder over DUR seconds, from /proc
+#          + the targets' responder over DUR seconds, from their CPU-time clocks (ns)
 #   floor  udp_floor_batched RATE DUR 5000 2 100 (client + server: 5 ms wake-ups, kernel rx + tx
 #          stamps, 100 addresses)
-# One line per round and rate, then per rate the medians and the median of the per-round ratios.
+# One line per round and rate, then per rate the medians and the median of the per-round ratios
+# (the floor, the rows and the summary are bench/lib/floor.sh's, as in bench/probe-vs-floor.sh).
 # ROUNDS (default 5), DUR seconds (default 10), WARM seconds (default 4). Needs loopback only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,13 +30,27 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-cc -O2 -o "$tmp/floor" bench/udp_floor_batched.c
+source bench/lib/floor.sh
+floor_build
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }  # utime + stime of a process, clock ticks
-hz=$(getconf CLK_TCK)
+# cpu_over SECONDS PID1 PID2 -> "% of a core of both, of PID1": CPU time from the processes'
+# CPU-time clocks (Linux: ((~pid) << 3) | 2, CPUCLOCK_SCHED of the whole process; /proc/PID/stat's
+# 10 ms clock ticks are too coarse, issue 17), over the monotonic time really elapsed, read in one
+# process so that both windows are the same.
+cpu_over() {
+  python3 - "$@" <<'PY'
+import sys, time
+secs, a, r = float(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+clk = lambda pid: ((~pid) << 3) | 2
+t0, a0, r0 = time.monotonic_ns(), time.clock_gettime_ns(clk(a)), time.clock_gettime_ns(clk(r))
+time.sleep(secs)
+a1, r1, t1 = time.clock_gettime_ns(clk(a)), time.clock_gettime_ns(clk(r)), time.monotonic_ns()
+print(round(100 * ((a1 - a0) + (r1 - r0)) / (t1 - t0), 3), round(100 * (a1 - a0) / (t1 - t0), 3))
+PY
+}
 
-agent_run() {  # agent_run RATE -> "cpu_percent lost_windows_seen"
+agent_run() {  # agent_run RATE -> "cpu_percent agent_cpu_percent pairs sent lost"
   local rate=$1 port udp tcp rport interval_ms
   port=$(free_port) udp=$(free_port) tcp=$(free_port) rport=$(free_port)
   interval_ms=$((1000 * TARGETS / rate))
@@ -81,10 +96,8 @@ PY
   local apid=$!
   pids+=("$apid")
   sleep "$WARM"
-  local a0 r0 a1 r1
-  a0=$(ticks "$apid") r0=$(ticks "$rpid")
-  sleep "$DUR"
-  a1=$(ticks "$apid") r1=$(ticks "$rpid")
+  local cpu
+  cpu=$(cpu_over "$DUR" "$apid" "$rpid")
   # Loss in the agent's windows so far (from the controller), to show the probes really flowed.
   local seen
   seen=$(python3 - "$port" <<'PY'
@@ -100,30 +113,16 @@ PY
   ) || seen="? ? ?"
   kill "$apid" "$rpid" "$cpid" 2>/dev/null || true
   wait "$apid" "$rpid" "$cpid" 2>/dev/null || true
-  python3 -c "print(round(100 * (($a1 - $a0) + ($r1 - $r0)) / $hz / $DUR, 2), round(100 * ($a1 - $a0) / $hz / $DUR, 2))" | tr '\n' ' '
-  echo "$seen"
+  echo "$cpu $seen"
 }
-floor() {  # floor RATE -> cpu (client + server)
-  "$tmp/floor" "$1" "$DUR" 5000 2 "$TARGETS" |
-    python3 -c 'import json,sys; d=json.load(sys.stdin); print(round(d["cpu_percent_client"]+d["cpu_percent_server"],2))'
-}
-printf '%-8s %-6s %-6s %-8s %-8s %-7s %-6s %s\n' time load rate agent+resp agent floor ratio "pairs/sent/lost"
+echo "start $(date -u +%FT%TZ) load $(cut -d' ' -f1-3 /proc/loadavg)"
+floor_header agent+resp "agent pairs/sent/lost"
 for _ in $(seq "$ROUNDS"); do
   for r in $RATES; do
     read -r e a pairs sent lost < <(agent_run "$r")
     f=$(floor "$r")
-    printf '%-8s %-6s %-6s %-8s %-8s %-7s %-6s %s\n' "$(date +%T)" "$(cut -d' ' -f1 /proc/loadavg)" "$r" "$e" "$a" "$f" \
-      "$(python3 -c "print(round($e / $f, 2) if $f > 0 else 'inf')")" "$pairs/$sent/$lost" | tee -a "$tmp/rows"
+    floor_row "$r" "$e" "$lost" "$f" - agent "$a $pairs/$sent/$lost"
   done
 done
-python3 - "$tmp/rows" <<'PY'
-import statistics, sys
-rows = [l.split() for l in open(sys.argv[1])]
-for rate in dict.fromkeys(r[2] for r in rows):
-    rs = [r for r in rows if r[2] == rate]
-    e = [float(r[3]) for r in rs]
-    f = [float(r[5]) for r in rs]
-    ratio = [a / b for a, b in zip(e, f) if b > 0]
-    print(f"median rate {rate:>6}: agent+responder {statistics.median(e):.2f}%  floor {statistics.median(f):.2f}%  "
-          f"ratio {statistics.median(ratio):.2f} (min {min(ratio):.2f}, max {max(ratio):.2f})  rounds {len(rs)}")
-PY
+echo "end $(date -u +%FT%TZ) load $(cut -d' ' -f1-3 /proc/loadavg)"
+floor_summary agent+resp

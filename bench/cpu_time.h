@@ -1,29 +1,24 @@
-// CPU time for the calibration programs (udp_floor*.c): this process's from getrusage, a child's
-// from /proc/PID/stat (user + system), both in seconds.
+// CPU time for the calibration programs (udp_floor*.c), in seconds to the nanosecond: this
+// process's and a child's from their CPU-time clocks (the scheduler's own count, as `weft bench
+// probe` reads prober and responder: base/proc_stats.cpp). /proc/PID/stat counts 10 ms ticks, too
+// coarse for a few percent of a core over a few seconds (issue 17). Also the monotonic clock, to
+// divide by the interval really measured.
 #pragma once
-#include <stdio.h>
-#include <string.h>
-#include <sys/resource.h>
 #include <sys/types.h>
-#include <unistd.h>
+#include <time.h>
 
-static inline double self_cpu_seconds(void) {
-  struct rusage r;
-  getrusage(RUSAGE_SELF, &r);
-  return (double)(r.ru_utime.tv_sec + r.ru_stime.tv_sec) +
-         (double)(r.ru_utime.tv_usec + r.ru_stime.tv_usec) / 1e6;
+static inline double clock_seconds(clockid_t clk) {
+  struct timespec ts;
+  if (clock_gettime(clk, &ts) != 0) return 0;
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
+
+static inline double self_cpu_seconds(void) { return clock_seconds(CLOCK_PROCESS_CPUTIME_ID); }
 
 static inline double proc_cpu_seconds(pid_t pid) {
-  char path[64], buf[1024] = {0};
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  FILE* f = fopen(path, "r");
-  if (!f) return 0;
-  size_t got = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[got] = 0;
-  const char* end = strrchr(buf, ')');
-  unsigned long u = 0, s = 0;
-  if (end) sscanf(end + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &u, &s);
-  return (double)(u + s) / (double)sysconf(_SC_CLK_TCK);
+  clockid_t clk;
+  if (clock_getcpuclockid(pid, &clk) != 0) return 0;
+  return clock_seconds(clk);
 }
+
+static inline double mono_seconds(void) { return clock_seconds(CLOCK_MONOTONIC); }

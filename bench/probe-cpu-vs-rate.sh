@@ -14,7 +14,7 @@ ROWS="$OUT/rows" bench/probe-vs-floor.sh
 echo "end $(date -u +%FT%TZ) load $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$OUT/rows" "$OUT/table.md" "$OUT/points.dat" <<'PY'
 import statistics, sys
-rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
+rows = [l.split() for l in open(sys.argv[1]) if l.strip() and l.split()[8] == "new"]
 out = ["| rate/s | rounds | load | engine % core | floor % core | engine/floor (min-max) | "
        "us CPU per probe: engine | floor | achieved/s (engine) | lost |",
        "|---|---|---|---|---|---|---|---|---|---|"]
@@ -28,8 +28,8 @@ for rate in sorted({int(r[2]) for r in rows}):
     per_e = statistics.median(float(r[3]) * 1e4 / float(r[7]) for r in rs if float(r[7]) > 0)
     per_f = statistics.median(float(r[5]) * 1e4 / rate for r in rs)
     loads = [float(r[1]) for r in rs]
-    out.append(f"| {rate:,} | {len(rs)} | {min(loads):.1f}-{max(loads):.1f} | {e:.1f} | {f:.1f} | "
-               f"{statistics.median(ratio):.2f} ({min(ratio):.2f}-{max(ratio):.2f}) | {per_e:.1f} | {per_f:.1f} | "
+    out.append(f"| {rate:,} | {len(rs)} | {min(loads):.1f}-{max(loads):.1f} | {e:.3f} | {f:.3f} | "
+               f"{statistics.median(ratio):.2f} ({min(ratio):.2f}-{max(ratio):.2f}) | {per_e:.2f} | {per_f:.2f} | "
                f"{ach:,.0f} | {sum(int(r[4]) for r in rs):,} |")
     pts.append(f"{rate} {per_e:.3f} {per_f:.3f}")
 open(sys.argv[2], "w").write("\n".join(out) + "\n")

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# System calls per probe, engine against the floor, per process (diagnostic, not a speed figure:
+# strace slows every call it sees, but it counts them exactly). For each rate in RATES (default
+# 100 1000 10000 probes/s), one after the other:
+#   engine  weft bench probe --protocol udp --rate R --targets TARGETS (100 loopback addresses)
+#   floor   bench/udp_floor_batched.c R ... 5000 2 TARGETS (5 ms wake-ups, kernel rx + tx stamps)
+# Each is started, left to warm up WARM seconds (default 2), then `strace -c -f` attaches to every
+# thread of each of its two processes (prober / responder, client / echo side) for DUR seconds
+# (default 5) and detaches. Prints per process the calls per probe (calls / (R * DUR)) of every
+# system call made at least 0.01 times a probe, and the total. Both sides are measured the same way.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+WEFT=${WEFT:-build/weft}
+RATES=${RATES:-100 1000 10000}
+TARGETS=${TARGETS:-100}
+DUR=${DUR:-5}
+WARM=${WARM:-2}
+command -v strace >/dev/null || { echo "strace is not installed" >&2; exit 1; }
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+cc -O2 -o "$tmp/floor" bench/udp_floor_batched.c
+
+# count NAME PID RATE: strace every thread of PID for DUR s, print calls per probe.
+count() {
+  local name=$1 pid=$2 rate=$3 args=()
+  for t in /proc/"$pid"/task/*; do args+=(-p "${t##*/}"); done
+  timeout -s INT "$DUR" strace -c -f -o "$tmp/$name.strace" "${args[@]}" 2>/dev/null || true
+  python3 - "$tmp/$name.strace" "$name" "$rate" "$DUR" <<'PY'
+import sys
+path, name, rate, dur = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
+probes = rate * dur
+calls = {}
+for line in open(path):
+    f = line.split()
+    # % time, seconds, usecs/call, calls, [errors], syscall
+    if len(f) >= 5 and f[0][0].isdigit() and f[-1] != "total":
+        calls[f[-1]] = int(f[3])
+total = sum(calls.values())
+parts = ", ".join(f"{k} {v / probes:.3f}" for k, v in sorted(calls.items(), key=lambda kv: -kv[1]) if v / probes >= 0.01)
+print(f"{name:<16} rate {int(rate):>6}: {total / probes:.3f} system calls per probe ({parts})")
+PY
+}
+
+for r in $RATES; do
+  run=$((DUR + WARM + 3))
+  "$WEFT" --log-level warn bench probe --protocol udp --rate "$r" --targets "$TARGETS" --duration "$run" --json >"$tmp/engine.json" &
+  epid=$!
+  pids+=("$epid")
+  sleep "$WARM"
+  rpid=$(pgrep -P "$epid" | head -1)
+  count "engine-prober" "$epid" "$r" &
+  c1=$!
+  count "engine-responder" "$rpid" "$r"
+  wait "$c1"
+  wait "$epid"
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("  (engine run: sent", d["sent"], "lost", d["lost"], ")")' "$tmp/engine.json"
+
+  "$tmp/floor" "$r" "$run" 5000 2 "$TARGETS" >"$tmp/floor.json" &
+  fpid=$!
+  pids+=("$fpid")
+  sleep "$WARM"
+  spid=$(pgrep -P "$fpid" | head -1)
+  count "floor-client" "$fpid" "$r" &
+  c1=$!
+  count "floor-echo" "$spid" "$r"
+  wait "$c1"
+  wait "$fpid"
+done
