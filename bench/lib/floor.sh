@@ -44,5 +44,14 @@ for rate, build in dict.fromkeys((r[2], r[8]) for r in rows):
           f"{label}/floor {statistics.median(ratio):.3f} (min {min(ratio):.3f}, max {max(ratio):.3f})  "
           f"us/probe {label} {per_e} floor {statistics.median(per_f):.2f}  "
           f"lost {sum(int(r[4]) for r in rs if r[4].isdigit())}  rounds {len(rs)}  load {min(loads):.2f}-{max(loads):.2f}")
+# With a reference build (WEFT_REF), new against ref round by round: the two ran within the same
+# minute, so this pairing cancels most of a shared machine's drift between rounds.
+for rate in dict.fromkeys(r[2] for r in rows):
+    ref = [float(r[3]) for r in rows if r[2] == rate and r[8] == "ref"]
+    new = [float(r[3]) for r in rows if r[2] == rate and r[8] == "new"]
+    if ref and len(ref) == len(new):
+        d = [n / f for n, f in zip(new, ref) if f > 0]
+        print(f"new/ref rate {rate:>6}: median {statistics.median(d):.3f} (min {min(d):.3f}, max {max(d):.3f}), "
+              f"new below ref in {sum(x < 1 for x in d)} of {len(d)} rounds")
 PY
 }
