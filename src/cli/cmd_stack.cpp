@@ -57,6 +57,7 @@ struct Common {
   std::string dpdk_vdev;       // --device dpdk: EAL --vdev, e.g. net_af_packet0,iface=veth1
   uint32_t xdp_queue = 0;      // --device xdp: the interface's queue the XDP socket binds to
   bool xdp_generic = false;    // --device xdp: generic (SKB) mode without trying native first
+  size_t xdp_ring = 4096;      // --device xdp: ring entries; the UMEM has twice as many frames
   std::string tap = "weft0";
   std::string ip;         // A.B.C.D/P for the stack
   std::string gateway;    // optional
@@ -235,6 +236,8 @@ struct Session {
     o.ifname = c.ifname;
     o.queue = c.xdp_queue;
     o.generic = c.xdp_generic;
+    o.ring = c.xdp_ring;
+    o.frames = 2 * c.xdp_ring;
     auto d = XdpDevice::open(o);
     if (!d) return std::unexpected(d.error());
     const XdpDevice& x = **d;
@@ -242,15 +245,16 @@ struct Session {
     cfg.tso = false;  // copy mode: no offloads, every segment is one frame
     iface = std::make_unique<Interface>(*dev, clock, cfg);
     const std::string mode = x.native() ? "native" : "generic (SKB)";
-    fmt::print(
-        stderr,
-        "weft stack: took {} queue {} through AF_XDP (copy mode, {} XDP; UMEM {} frames of 4 KiB, rings of "
-        "{}; checksums in software){}; stack MAC {} IP {}/{}{}.\n"
-        "weft stack: attached libxdp's default XDP program (id {}) to {} in {} mode; weft detaches it "
-        "when it exits (also on SIGINT/SIGTERM). If weft is killed: ip link set dev {} {} off\n",
-        x.name(), x.queue(), mode, o.frames, o.ring, x.native() || c.xdp_generic ? "" : ": native refused",
-        mac_str(x.mac()), ip_str(cfg.ip), cfg.prefix_len, c.gateway.empty() ? "" : ", gateway " + c.gateway,
-        x.prog_id(), x.name(), mode, x.name(), x.native() ? "xdpdrv" : "xdpgeneric");
+    fmt::print(stderr,
+               "weft stack: took {} queue {} through AF_XDP (copy mode, {} XDP; UMEM {} frames of {} bytes, "
+               "rings of "
+               "{}; checksums in software){}; stack MAC {} IP {}/{}{}.\n"
+               "weft stack: attached libxdp's default XDP program (id {}) to {} in {} mode; weft detaches it "
+               "when it exits (also on SIGINT/SIGTERM). If weft is killed: ip link set dev {} {} off\n",
+               x.name(), x.queue(), mode, o.frames, x.frame_size(), o.ring,
+               x.native() || c.xdp_generic ? "" : ": native refused", mac_str(x.mac()), ip_str(cfg.ip),
+               cfg.prefix_len, c.gateway.empty() ? "" : ", gateway " + c.gateway, x.prog_id(), x.name(), mode,
+               x.name(), x.native() ? "xdpdrv" : "xdpgeneric");
     return {};
 #else
     return fail("this weft was built without AF_XDP (install libxdp-dev and rebuild)");
@@ -313,6 +317,9 @@ void add_common(CLI::App* sub, Common& c) {
   sub->add_option("--ifname", c.ifname,
                   "--device packet|xdp: the interface to take (no kernel address on it)");
   sub->add_option("--xdp-queue", c.xdp_queue, "--device xdp: the interface queue to bind (default 0)");
+  sub->add_option("--xdp-ring", c.xdp_ring,
+                  "--device xdp: entries per ring (a power of two); the UMEM has twice as many frames")
+      ->capture_default_str();
   sub->add_flag("--xdp-generic", c.xdp_generic,
                 "--device xdp: generic (SKB) XDP without trying native first");
   sub->add_option("--tap", c.tap, "TAP interface name to create")->capture_default_str();

@@ -63,15 +63,21 @@ Result<std::unique_ptr<XdpDevice>> XdpDevice::open(const Options& o) {
   libbpf_set_print(quiet_libbpf);
   libxdp_set_print(quiet_libxdp);
 
-  const size_t frame = XSK_UMEM__DEFAULT_FRAME_SIZE;
+  size_t mtu = 0;
+  wire::MacAddr mac;
+  if (auto st = read_link(o.ifname, mtu, mac); !st) return std::unexpected(st.error());
+  // 2 KiB frames hold a 1500-byte MTU after copy mode's 256-byte headroom, and halve the UMEM
+  // against 4 KiB ones (a receive frame holds one frame, an ACK as much as a full segment).
+  const size_t frame = mtu + 14 <= 2048 - XDP_PACKET_HEADROOM ? 2048 : XSK_UMEM__DEFAULT_FRAME_SIZE;
+  if (mtu + 14 > frame - XDP_PACKET_HEADROOM)
+    return fail("xdp: MTU {} of {} does not fit a {}-byte UMEM frame", mtu, o.ifname, frame);
   std::unique_ptr<XdpDevice> d(new XdpDevice(o.frames, frame, o.frames / 2));
   d->name_ = o.ifname;
+  d->mtu_ = mtu;
+  d->mac_ = mac;
   d->queue_ = o.queue;
   d->ring_ = o.ring;
   d->tx_batch_ = std::max<size_t>(o.tx_batch, 1);
-  if (auto st = read_link(o.ifname, d->mtu_, d->mac_); !st) return std::unexpected(st.error());
-  if (d->mtu_ + 14 > frame - XDP_PACKET_HEADROOM)
-    return fail("xdp: MTU {} of {} does not fit a {}-byte UMEM frame", d->mtu_, o.ifname, frame);
 
   d->area_len_ = o.frames * frame;
   void* area = mmap(nullptr, d->area_len_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
