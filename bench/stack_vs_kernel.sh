@@ -27,6 +27,9 @@
 #   weft dpdk (when weft was built with DPDK): `--device dpdk` with a net_af_packet vdev in
 #                         namespace D on a veth D<->B, no offloads (the PMD has none here; B's end
 #                         sends full checksums), busy polling: compared with the kernel's off-run.
+#   weft xdp (when weft was built with libxdp): `--device xdp` (AF_XDP copy mode, libxdp's default
+#                         program in native mode) in namespace X on a veth X<->B, no offloads (B's
+#                         end sends full checksums): compared with the kernel's off-run.
 # "offloads on" compares kernel-on with weft's checksum-offloaded runs, "offloads off" kernel-off
 # with weft's --no-vnet-hdr runs; the ratio is taken within each round, then the median over rounds.
 # CPU: the sender's user+system seconds (/usr/bin/time, the whole process, so weft's TAP set-up and
@@ -40,21 +43,21 @@ WEFT=$(realpath "${1:?usage: $0 path/to/weft [rounds] [seconds]}")
 ROUNDS=${2:-5}
 SECS=${3:-3}
 HERE=$(cd "$(dirname "$0")" && pwd)
-A=wsb-a-$$ B=wsb-b-$$ C=wsb-c-$$ P=wsb-p-$$ D=wsb-d-$$ Q=wsb-q-$$
+A=wsb-a-$$ B=wsb-b-$$ C=wsb-c-$$ P=wsb-p-$$ D=wsb-d-$$ Q=wsb-q-$$ X=wsb-x-$$
 OUT=/tmp/wsb-$$
 mkdir -p "$OUT"
 cleanup() {
-  for ns in "$A" "$B" "$C" "$P" "$D" "$Q"; do
+  for ns in "$A" "$B" "$C" "$P" "$D" "$Q" "$X"; do
     for p in $(ip netns pids "$ns" 2>/dev/null); do kill "$p" 2>/dev/null || true; done
     ip netns del "$ns" 2>/dev/null || true
   done
   rm -rf "$OUT"
 }
 trap cleanup EXIT
-for ns in "$A" "$B" "$C" "$P" "$D" "$Q"; do ip netns add "$ns"; ip -n "$ns" link set lo up; done
+for ns in "$A" "$B" "$C" "$P" "$D" "$Q" "$X"; do ip netns add "$ns"; ip -n "$ns" link set lo up; done
 pair() {  # NS_LEFT IF_LEFT IF_B NET: veth NS_LEFT<->B, NET.1 on the left end unless NS is P, NET.2 in B
   ip link add "$2" netns "$1" type veth peer name "$3" netns "$B"
-  [[ $1 == "$P" || $1 == "$D" || $1 == "$Q" ]] || ip -n "$1" addr add "$4.1/24" dev "$2"
+  [[ $1 == "$P" || $1 == "$D" || $1 == "$Q" || $1 == "$X" ]] || ip -n "$1" addr add "$4.1/24" dev "$2"
   ip -n "$B" addr add "$4.2/24" dev "$3"
   ip -n "$1" link set "$2" up; ip -n "$B" link set "$3" up
 }
@@ -70,6 +73,13 @@ if ! "$WEFT" stack ping 10.255.255.1 --device dpdk --ip 10.255.255.2/24 2>&1 | g
   pair "$D" wsbd wsbb4 10.248.1
   ip netns exec "$D" sysctl -qw net.ipv6.conf.wsbd.disable_ipv6=1
   ip netns exec "$B" python3 "$HERE/../lab/offloads.py" wsbb4 off >/dev/null
+fi
+XDP=0
+if ! "$WEFT" stack ping 10.255.255.1 --device xdp --ip 10.255.255.2/24 2>&1 | grep -q "built without AF_XDP"; then
+  XDP=1
+  pair "$X" wsbx wsbb6 10.247.1
+  ip netns exec "$X" sysctl -qw net.ipv6.conf.wsbx.disable_ipv6=1
+  ip netns exec "$B" python3 "$HERE/../lab/offloads.py" wsbb6 off >/dev/null
 fi
 echo "offloads (kernel, on):  $(ip netns exec "$A" python3 "$HERE/../lab/offloads.py" wsba) / $(ip netns exec "$B" python3 "$HERE/../lab/offloads.py" wsbb1)"
 echo "offloads (kernel, off): $(ip netns exec "$C" python3 "$HERE/../lab/offloads.py" wsbc off) / $(ip netns exec "$B" python3 "$HERE/../lab/offloads.py" wsbb2 off)"
@@ -98,7 +108,7 @@ s = socket.create_connection((sys.argv[1], 9000)); b = bytes(1 << 20); end = tim
 while time.time() < end: s.sendall(b)
 s.close()'
 TIME=(/usr/bin/time -f "%U %S" -o "$OUT/cpu")
-SENDERS=${SENDERS:-kernel_on kernel_off tap_on tap_off tapw_off tapn_off packet_on packet_off packet_swgso dpdk_off}
+SENDERS=${SENDERS:-kernel_on kernel_off tap_on tap_off tapw_off tapn_off packet_on packet_off packet_swgso dpdk_off xdp_off}
 want() { [[ " $SENDERS " == *" $1 "* ]]; }
 lines=0
 record() {  # LABEL ROUND: waits for the server's line of the run that just ended
@@ -148,6 +158,11 @@ for r in $(seq "$ROUNDS"); do
       --dpdk-vdev net_af_packet0,iface=wsbd --ip 10.248.1.1/24 2>/dev/null >"$OUT/json" || true
     record dpdk_off "$r"
   fi
+  if ((XDP)) && want xdp_off; then
+    ip netns exec "$X" "${TIME[@]}" "$WEFT" stack connect 10.247.1.2 --port 9000 -t "$SECS" --json --device xdp \
+      --ifname wsbx --ip 10.247.1.1/24 2>/dev/null >"$OUT/json" || true
+    record xdp_off "$r"
+  fi
 done
 echo "# load at the end $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$OUT/runs" <<'PY'
@@ -160,7 +175,7 @@ for line in open(sys.argv[1]):
                                float(cu) + float(cs), float(srv_cpu))
 rounds = sorted({r for _, r in runs})
 labels = [l for l in ["kernel_on", "kernel_off", "tap_on", "tap_off", "tapw_off", "tapn_off", "packet_on", "packet_off",
-                     "packet_swgso", "dpdk_off"]
+                     "packet_swgso", "dpdk_off", "xdp_off"]
           if any(k == l for k, _ in runs)]
 med = lambda xs: st.median(xs) if xs else float("nan")
 print("| sender | Gb/s per round | median Gb/s | CPU s/GB per round (sender + receiver) | median CPU s/GB |")
@@ -172,7 +187,7 @@ for l in labels:
 print()
 print("| weft / kernel | offloads | throughput ratio per round | median | min | max | CPU/GB ratio (median of rounds) |")
 print("|---|---|---|---|---|---|---|")
-for dev, mode in [(d, m) for d in ("tap", "tapw", "tapn", "packet", "dpdk") for m in ("off", "on")] + [("packet", "swgso")]:
+for dev, mode in [(d, m) for d in ("tap", "tapw", "tapn", "packet", "dpdk", "xdp") for m in ("off", "on")] + [("packet", "swgso")]:
     k, w = "kernel_" + ("on" if mode == "on" else "off"), dev + "_" + mode
     rs = [runs[(w, r)][0] / runs[(k, r)][0] for r in rounds if (w, r) in runs and (k, r) in runs and runs[(k, r)][0] > 0]
     cs = [runs[(w, r)][1] / runs[(k, r)][1] for r in rounds if (w, r) in runs and (k, r) in runs]

@@ -6,6 +6,8 @@
 // on it) when weft exits, also on SIGINT/SIGTERM.
 // `--device packet --ifname IF` takes an existing interface (a veth end, no kernel address on it)
 // through AF_PACKET instead (stack/packet_device.hpp); its promiscuous mode ends with weft.
+// `--device xdp --ifname IF` takes it through an AF_XDP socket (stack/xdp_device.hpp); the XDP
+// program libxdp attaches is detached when weft exits.
 //
 //   ping DEST [-c N] [-i S] [-s BYTES]   ICMP echo from the stack
 //   echo [--port 7]                      echo every byte back (and answer pings) until -t or a signal
@@ -37,6 +39,9 @@
 #include "stack/dpdk_device.hpp"
 #endif
 #include "stack/tap_device.hpp"
+#ifdef WEFT_HAVE_XDP
+#include "stack/xdp_device.hpp"
+#endif
 #include "stack/tap_napi.hpp"
 
 namespace {
@@ -50,6 +55,9 @@ struct Common {
   std::string device = "tap";  // tap or packet
   std::string ifname;          // --device packet: the interface to take
   std::string dpdk_vdev;       // --device dpdk: EAL --vdev, e.g. net_af_packet0,iface=veth1
+  uint32_t xdp_queue = 0;      // --device xdp: the interface's queue the XDP socket binds to
+  bool xdp_generic = false;    // --device xdp: generic (SKB) mode without trying native first
+  size_t xdp_ring = 4096;      // --device xdp: ring entries; the UMEM has twice as many frames
   std::string tap = "weft0";
   std::string ip;         // A.B.C.D/P for the stack
   std::string gateway;    // optional
@@ -105,6 +113,20 @@ struct Session {
   std::unique_ptr<Device> dev;
   MonotonicClock clock;
   std::unique_ptr<Interface> iface;
+#ifdef WEFT_HAVE_XDP
+  // What AF_XDP lost on the way is not visible to TCP's counters: say it when leaving.
+  ~Session() {
+    const auto* x = dynamic_cast<const XdpDevice*>(dev.get());
+    if (x == nullptr) return;
+    const auto& n = x->counters();
+    const auto k = x->kernel_stats();
+    fmt::print(stderr,
+               "weft stack: AF_XDP on {}: {} frames in, {} out in {} kicks, {} dropped on transmit; kernel: "
+               "{} rx dropped, {} RX ring full, {} fill ring empty, {} bad TX descriptors.\n",
+               x->name(), n.rx_frames, n.tx_frames, n.tx_kicks, n.tx_dropped, k.rx_dropped, k.rx_ring_full,
+               k.rx_fill_ring_empty, k.tx_invalid);
+  }
+#endif
 
   Status open(const Common& c) {
     IfaceConfig cfg;
@@ -120,6 +142,7 @@ struct Session {
     cfg.tso = !c.no_tso;
     if (c.device == "packet") return open_packet(c, cfg);
     if (c.device == "dpdk") return open_dpdk(c, cfg);
+    if (c.device == "xdp") return open_xdp(c, cfg);
     TapDevice::Options to;
     to.name = c.tap;
     to.vnet_hdr = !c.no_vnet_hdr;
@@ -204,6 +227,40 @@ struct Session {
 #endif
   }
 
+  Status open_xdp([[maybe_unused]] const Common& c, [[maybe_unused]] IfaceConfig cfg) {
+#ifdef WEFT_HAVE_XDP
+    if (c.ifname.empty()) return fail("--device xdp needs --ifname");
+    if (!c.netns.empty() || !c.kernel_ip.empty())
+      return fail("--netns and --kernel-ip are for the TAP; run weft in the interface's namespace instead");
+    XdpDevice::Options o;
+    o.ifname = c.ifname;
+    o.queue = c.xdp_queue;
+    o.generic = c.xdp_generic;
+    o.ring = c.xdp_ring;
+    o.frames = 2 * c.xdp_ring;
+    auto d = XdpDevice::open(o);
+    if (!d) return std::unexpected(d.error());
+    const XdpDevice& x = **d;
+    dev = std::move(*d);
+    cfg.tso = false;  // copy mode: no offloads, every segment is one frame
+    iface = std::make_unique<Interface>(*dev, clock, cfg);
+    const std::string mode = x.native() ? "native" : "generic (SKB)";
+    fmt::print(stderr,
+               "weft stack: took {} queue {} through AF_XDP (copy mode, {} XDP; UMEM {} frames of {} bytes, "
+               "rings of "
+               "{}; checksums in software){}; stack MAC {} IP {}/{}{}.\n"
+               "weft stack: attached libxdp's default XDP program (id {}) to {} in {} mode; weft detaches it "
+               "when it exits (also on SIGINT/SIGTERM). If weft is killed: ip link set dev {} {} off\n",
+               x.name(), x.queue(), mode, o.frames, x.frame_size(), o.ring,
+               x.native() || c.xdp_generic ? "" : ": native refused", mac_str(x.mac()), ip_str(cfg.ip),
+               cfg.prefix_len, c.gateway.empty() ? "" : ", gateway " + c.gateway, x.prog_id(), x.name(), mode,
+               x.name(), x.native() ? "xdpdrv" : "xdpgeneric");
+    return {};
+#else
+    return fail("this weft was built without AF_XDP (install libxdp-dev and rebuild)");
+#endif
+  }
+
 #if !defined(WEFT_HAVE_DPDK) && defined(WEFT_DPDK_SIBLING)
   // weft never links DPDK (src/stack/CMakeLists.txt): the same command line runs in weft-dpdk, the
   // executable beside this one that has the device. Nothing is open yet, so nothing is lost.
@@ -250,12 +307,21 @@ struct Session {
 };
 
 void add_common(CLI::App* sub, Common& c) {
-  sub->add_option("--device", c.device, "tap, packet (AF_PACKET on --ifname) or dpdk (if built with it)")
+  sub->add_option(
+         "--device", c.device,
+         "tap, packet (AF_PACKET on --ifname), xdp (AF_XDP on --ifname) or dpdk (if built with them)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"tap", "packet", "dpdk"}));
+      ->check(CLI::IsMember({"tap", "packet", "xdp", "dpdk"}));
   sub->add_option("--dpdk-vdev", c.dpdk_vdev,
                   "--device dpdk: the EAL virtual device (net_af_packet0,iface=IF)");
-  sub->add_option("--ifname", c.ifname, "--device packet: the interface to take (no kernel address on it)");
+  sub->add_option("--ifname", c.ifname,
+                  "--device packet|xdp: the interface to take (no kernel address on it)");
+  sub->add_option("--xdp-queue", c.xdp_queue, "--device xdp: the interface queue to bind (default 0)");
+  sub->add_option("--xdp-ring", c.xdp_ring,
+                  "--device xdp: entries per ring (a power of two); the UMEM has twice as many frames")
+      ->capture_default_str();
+  sub->add_flag("--xdp-generic", c.xdp_generic,
+                "--device xdp: generic (SKB) XDP without trying native first");
   sub->add_option("--tap", c.tap, "TAP interface name to create")->capture_default_str();
   sub->add_option("--ip", c.ip, "the stack's address, A.B.C.D/P")->required();
   sub->add_option("--gateway", c.gateway, "next hop for addresses off the subnet");
