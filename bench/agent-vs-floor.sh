@@ -22,14 +22,7 @@ WARM=${WARM:-4}
 RATES=${RATES:-1000 10000}
 TARGETS=100
 TOKEN=agent-vs-floor-token
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+source bench/lib/scratch.sh
 source bench/lib/floor.sh
 floor_build
 

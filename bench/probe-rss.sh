@@ -15,13 +15,7 @@ RATES=${RATES:-1000 10000}
 TARGETS=${TARGETS:-100}
 SETTLE=${SETTLE:-5}
 PROTO=${PROTO:-udp}
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+source bench/lib/scratch.sh
 mem() {  # mem PID -> "VmRSS VmHWM Pss Rss_Anon Rss_File" (kB)
   local st=/proc/$1/status sm=/proc/$1/smaps_rollup
   echo "$(awk '/^VmRSS/{print $2}' "$st") $(awk '/^VmHWM/{print $2}' "$st") $(awk '/^Pss:/{print $2}' "$sm")" \

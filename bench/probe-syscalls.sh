@@ -16,14 +16,7 @@ TARGETS=${TARGETS:-100}
 DUR=${DUR:-5}
 WARM=${WARM:-2}
 command -v strace >/dev/null || { echo "strace is not installed" >&2; exit 1; }
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+source bench/lib/scratch.sh
 cc -O2 -o "$tmp/floor" bench/udp_floor_batched.c
 
 # count NAME PID RATE: strace every thread of PID for DUR s, print calls per probe.
