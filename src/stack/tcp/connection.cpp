@@ -461,6 +461,9 @@ void Connection::abort() {
 }
 
 void Connection::output() {
+  // One reading for the burst: every segment's send time (RTT, RACK), timestamp and timers (as
+  // Linux's tcp_write_xmit refreshes tcp_clock_cache once per call).
+  const Clock::Hold hold(clock_);
   if (!synchronized() || state_ == State::time_wait) {
     if (ack_now_ && state_ == State::time_wait) send_ack();
     return;
@@ -752,6 +755,7 @@ bool Connection::acceptable(const wire::TcpSegment& s) const {
 }
 
 void Connection::input(const wire::TcpSegment& in) {
+  const Clock::Hold hold(clock_);  // one reading per incoming segment (Linux: tcp_mstamp_refresh)
   Notify notify{*this};
   ++stats_.segments_in;
   const int64_t now = clock_.now_ns();
@@ -1101,6 +1105,7 @@ void Connection::on_rtx_timeout() {
 }
 
 void Connection::poll() {
+  const Clock::Hold hold(clock_);
   Notify notify{*this};
   const int64_t now = clock_.now_ns();
   if (rtx_deadline_ <= now) {
