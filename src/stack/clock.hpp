@@ -27,6 +27,8 @@ class Clock {
       if (c_.holds_++ == 0) c_.held_ns_ = c_.read_ns();
     }
     ~Hold() { --c_.holds_; }
+    // Takes a new reading for everyone holding the clock (time moves on, never back).
+    void refresh() { c_.held_ns_ = c_.read_ns(); }
     Hold(const Hold&) = delete;
     Hold& operator=(const Hold&) = delete;
 
