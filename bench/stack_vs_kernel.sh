@@ -38,6 +38,9 @@
 # in the sender's system calls on this path (veth and tun hand frames to the receiver inline).
 # Usage: bench/stack_vs_kernel.sh build/weft [rounds=5] [seconds=3]
 # SENDERS="kernel_off packet_off" (environment) runs only those senders (default: all of them).
+# REF=path/to/another/weft (environment): each TAP sender (tap_on, tap_off, tapn_off) runs again
+# right after with that binary (ref_tap_on, ...), and a table gives this build / REF per round: an
+# A/B of two builds interleaved in the same rounds, so the machine's load falls on both alike.
 set -euo pipefail
 WEFT=$(realpath "${1:?usage: $0 path/to/weft [rounds] [seconds]}")
 ROUNDS=${2:-5}
@@ -117,9 +120,10 @@ record() {  # LABEL ROUND: waits for the server's line of the run that just ende
   lines=$(wc -l <"$OUT/server")
   echo "$1 $2 $(tail -1 "$OUT/server") $(tail -1 "$OUT/cpu")" >>"$OUT/runs"
 }
-weft_tap() {  # ROUND [options]
+REF=${REF:+$(realpath "$REF")}
+weft_tap() {  # ROUND [options] (BIN=path: another weft binary)
   local r=$1; shift
-  "${TIME[@]}" "$WEFT" stack connect 10.252.1.1 --port 9000 -t "$SECS" --json --tap wsbt0 --ip 10.252.1.2/24 \
+  "${TIME[@]}" "${BIN:-$WEFT}" stack connect 10.252.1.1 --port 9000 -t "$SECS" --json --tap wsbt0 --ip 10.252.1.2/24 \
     --kernel-ip 10.252.1.1/24 --netns "$B" "$@" 2>/dev/null >"$OUT/json" || true
   # A NAPI thread's CPU (--tap-napi) counts as the sender's system time.
   python3 - "$OUT/json" "$OUT/cpu" <<'PY' || true
@@ -143,9 +147,12 @@ for r in $(seq "$ROUNDS"); do
   if want kernel_on; then ip netns exec "$A" "${TIME[@]}" python3 -c "$KCLIENT" 10.251.1.2 "$SECS"; record kernel_on "$r"; fi
   if want kernel_off; then ip netns exec "$C" "${TIME[@]}" python3 -c "$KCLIENT" 10.254.1.2 "$SECS"; record kernel_off "$r"; fi
   if want tap_on; then weft_tap "$r"; record tap_on "$r"; fi
+  if want tap_on && [[ -n $REF ]]; then BIN=$REF weft_tap "$r"; record ref_tap_on "$r"; fi
   if want tap_off; then weft_tap "$r" --no-vnet-hdr; record tap_off "$r"; fi
+  if want tap_off && [[ -n $REF ]]; then BIN=$REF weft_tap "$r" --no-vnet-hdr; record ref_tap_off "$r"; fi
   if want tapw_off; then weft_tap "$r" --no-vnet-hdr --no-io-uring; record tapw_off "$r"; fi
   if want tapn_off; then weft_tap "$r" --no-vnet-hdr --tap-napi; record tapn_off "$r"; fi
+  if want tapn_off && [[ -n $REF ]]; then BIN=$REF weft_tap "$r" --no-vnet-hdr --tap-napi; record ref_tapn_off "$r"; fi
   if want packet_on; then weft_packet "$r"; record packet_on "$r"; fi
   if want packet_off; then weft_packet "$r" --no-vnet-hdr; record packet_off "$r"; fi
   if want packet_swgso; then
@@ -174,8 +181,8 @@ for line in open(sys.argv[1]):
     runs[(label, int(rnd))] = (n * 8 / dt / 1e9, (float(srv_cpu) + float(cu) + float(cs)) / (n / 1e9) if n else float("nan"),
                                float(cu) + float(cs), float(srv_cpu))
 rounds = sorted({r for _, r in runs})
-labels = [l for l in ["kernel_on", "kernel_off", "tap_on", "tap_off", "tapw_off", "tapn_off", "packet_on", "packet_off",
-                     "packet_swgso", "dpdk_off", "xdp_off"]
+labels = [l for l in ["kernel_on", "kernel_off", "tap_on", "ref_tap_on", "tap_off", "ref_tap_off", "tapw_off", "tapn_off",
+                     "ref_tapn_off", "packet_on", "packet_off", "packet_swgso", "dpdk_off", "xdp_off"]
           if any(k == l for k, _ in runs)]
 med = lambda xs: st.median(xs) if xs else float("nan")
 print("| sender | Gb/s per round | median Gb/s | CPU s/GB per round (sender + receiver) | median CPU s/GB |")
@@ -187,10 +194,21 @@ for l in labels:
 print()
 print("| weft / kernel | offloads | throughput ratio per round | median | min | max | CPU/GB ratio (median of rounds) |")
 print("|---|---|---|---|---|---|---|")
-for dev, mode in [(d, m) for d in ("tap", "tapw", "tapn", "packet", "dpdk", "xdp") for m in ("off", "on")] + [("packet", "swgso")]:
+for dev, mode in [(d, m) for d in ("tap", "ref_tap", "tapw", "tapn", "ref_tapn", "packet", "dpdk", "xdp") for m in ("off", "on")] + [("packet", "swgso")]:
     k, w = "kernel_" + ("on" if mode == "on" else "off"), dev + "_" + mode
     rs = [runs[(w, r)][0] / runs[(k, r)][0] for r in rounds if (w, r) in runs and (k, r) in runs and runs[(k, r)][0] > 0]
     cs = [runs[(w, r)][1] / runs[(k, r)][1] for r in rounds if (w, r) in runs and (k, r) in runs]
     if rs:
         print("| %s | %s | %s | %.2f | %.2f | %.2f | %.2f |" % (dev, mode, " ".join("%.2f" % x for x in rs), med(rs), min(rs), max(rs), med(cs)))
+if any(k.startswith("ref_") for k, _ in runs):
+    print()
+    print("| this build / REF | throughput ratio per round | median | min | max | CPU/GB ratio per round | median |")
+    print("|---|---|---|---|---|---|---|")
+    for w in ("tap_on", "tap_off", "tapn_off"):
+        k = "ref_" + w
+        rs = [runs[(w, r)][0] / runs[(k, r)][0] for r in rounds if (w, r) in runs and (k, r) in runs and runs[(k, r)][0] > 0]
+        cs = [runs[(w, r)][1] / runs[(k, r)][1] for r in rounds if (w, r) in runs and (k, r) in runs]
+        if rs:
+            print("| %s | %s | %.3f | %.2f | %.2f | %s | %.3f |" % (w, " ".join("%.2f" % x for x in rs), med(rs), min(rs), max(rs),
+                                                                " ".join("%.2f" % x for x in cs), med(cs)))
 PY

@@ -62,6 +62,7 @@ size_t Interface::poll_rx(size_t budget) {
     }
     if (r->len == 0) break;
     ++stats_.rx_frames;
+    const Clock::Hold now(clock_);  // one reading for the frame and all it sets off (Linux: tcp_mstamp)
     handle_frame(wire::Bytes(rx_.data(), r->len), r->csum_verified);
   }
   return n;
@@ -493,6 +494,7 @@ void Interface::transmit(wire::Bytes frame, const TxOffload& off) {
 }
 
 void Interface::poll_timers() {
+  const Clock::Hold hold(clock_);  // one reading for the whole timer pass
   const int64_t now = clock_.now_ns();
   tcp_.poll();
   reasm_.expire(now);

@@ -95,22 +95,43 @@ Result<RxInfo> TapDevice::receive(wire::MutBytes buf) {
   }
 }
 
+size_t TapDevice::vnet_len() const { return vnet_hdr_ ? sizeof(VirtioNetHdr) : 0; }
+
 Status TapDevice::transmit(wire::Bytes frame, const TxOffload& off) {
-  const size_t hdr = vnet_hdr_ ? sizeof(VirtioNetHdr) : 0;
-  if (hdr + frame.size() > slot_size_) {
-    // A TSO super-frame (or a frame over the MTU, which the kernel judges): after what is queued.
-    flush();
-    return write_now(frame, off);
-  }
+  const wire::MutBytes slot = tx_reserve(frame.size());
+  if (slot.empty()) return write_now(frame, {}, {}, off);  // a TSO super-frame (or over the MTU)
+  std::memcpy(slot.data(), frame.data(), frame.size());
+  return tx_commit(frame.size(), off);
+}
+
+wire::MutBytes TapDevice::tx_reserve(size_t max_len) {
+  if (vnet_len() + max_len > slot_size_) return {};
+  return wire::MutBytes(tx_buf_.data() + tx_queued_ * slot_size_ + vnet_len(), max_len);
+}
+
+Status TapDevice::tx_commit(size_t len, const TxOffload& off) {
+  const size_t hdr = vnet_len();
+  if (hdr + len > slot_size_) return fail("tap: commit of {} bytes past the slot", len);
   uint8_t* slot = tx_buf_.data() + tx_queued_ * slot_size_;
   if (vnet_hdr_) {
     const VirtioNetHdr h = virtio_hdr_for(off);
     std::memcpy(slot, &h, sizeof h);
   }
-  std::memcpy(slot + hdr, frame.data(), frame.size());
-  tx_writes_[tx_queued_] = {slot, static_cast<uint32_t>(hdr + frame.size())};
+  tx_writes_[tx_queued_] = {slot, static_cast<uint32_t>(hdr + len)};
   if (++tx_queued_ == tx_batch_) flush();
   return {};
+}
+
+Status TapDevice::transmit_gather(wire::Bytes head, wire::Bytes p1, wire::Bytes p2, const TxOffload& off) {
+  const size_t len = head.size() + p1.size() + p2.size();
+  const wire::MutBytes slot = tx_reserve(len);
+  if (slot.empty()) return write_now(head, p1, p2, off);
+  uint8_t* at = slot.data();
+  for (const wire::Bytes& b : {head, p1, p2}) {
+    if (!b.empty()) std::memcpy(at, b.data(), b.size());
+    at += b.size();
+  }
+  return tx_commit(len, off);
 }
 
 void TapDevice::flush() {
@@ -146,13 +167,17 @@ void TapDevice::count_write(ssize_t n) {
     ++counters_.tx_errors;
 }
 
-Status TapDevice::write_now(wire::Bytes frame, const TxOffload& off) {
+Status TapDevice::write_now(wire::Bytes head, wire::Bytes p1, wire::Bytes p2, const TxOffload& off) {
+  flush();  // frames keep their order
   // tun accepts GSO frames from user space whatever TUNSETOFFLOAD says.
   VirtioNetHdr h = virtio_hdr_for(off);
-  iovec iov[2] = {{&h, sizeof h}, {const_cast<uint8_t*>(frame.data()), frame.size()}};
+  iovec iov[4] = {{&h, sizeof h},
+                  {const_cast<uint8_t*>(head.data()), head.size()},
+                  {const_cast<uint8_t*>(p1.data()), p1.size()},
+                  {const_cast<uint8_t*>(p2.data()), p2.size()}};
   const int first = vnet_hdr_ ? 0 : 1;
   ssize_t n;
-  while ((n = writev(fd_, iov + first, 2 - first)) < 0 && errno == EINTR) {
+  while ((n = writev(fd_, iov + first, 4 - first)) < 0 && errno == EINTR) {
   }
   count_write(n);
   if (n < 0 && errno != EAGAIN) return fail_errno("tap write " + name_);

@@ -6,11 +6,15 @@
 // frames the kernel marks as locally generated or already checked. The interface is not
 // persistent: it disappears when the device is closed, so leaving needs no cleanup.
 //
-// Transmit: a tun fd has no sendmmsg, so frames are copied into a preallocated batch (one slot per
-// frame, the virtio header in front) and written at flush() or when the batch is full: through
+// Transmit: a tun fd has no sendmmsg, so frames wait in a preallocated batch (one slot per frame,
+// the virtio header in front) and are written at flush() or when the batch is full: through
 // io_uring when weft was built with liburing and the kernel allows a ring (one io_uring_enter per
-// batch, the buffer registered once; see uring_writer.hpp), else with one write() per frame. A TSO
-// super-frame is larger than a slot: what is queued goes first, then it is written on its own.
+// batch, the buffer registered once; see uring_writer.hpp), else with one write() per frame. The
+// interface builds its segments straight into the next slot (tx_reserve/tx_commit), so a segment's
+// payload is copied once, from the send ring to the slot, with its checksum summed on the way;
+// transmit() copies a frame built elsewhere into the slot. A TSO super-frame is larger than a slot:
+// what is queued goes first, then it is written on its own by writev, its payload gathered from
+// the send ring where it lies (transmit_gather).
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,6 +45,10 @@ class TapDevice final : public Device {
 
   Result<RxInfo> receive(wire::MutBytes buf) override;
   Status transmit(wire::Bytes frame, const TxOffload& off) override;
+  wire::MutBytes tx_reserve(size_t max_len) override;
+  Status tx_commit(size_t len, const TxOffload& off) override;
+  bool tx_gather() const override { return true; }
+  Status transmit_gather(wire::Bytes head, wire::Bytes p1, wire::Bytes p2, const TxOffload& off) override;
   void flush() override;
   wire::MacAddr mac() const override { return mac_; }
   size_t mtu() const override { return mtu_; }
@@ -66,7 +74,9 @@ class TapDevice final : public Device {
  private:
   TapDevice(int fd, std::string name, bool vnet_hdr, size_t mtu, wire::MacAddr mac)
       : fd_(fd), name_(std::move(name)), vnet_hdr_(vnet_hdr), mtu_(mtu), mac_(mac) {}
-  Status write_now(wire::Bytes frame, const TxOffload& off);
+  // Writes head + p1 + p2 (a frame too large for a slot) at once, after what is queued.
+  Status write_now(wire::Bytes head, wire::Bytes p1, wire::Bytes p2, const TxOffload& off);
+  size_t vnet_len() const;  // the virtio header in front of each frame (0 without vnet_hdr)
   void count_write(ssize_t n);
 
   int fd_;

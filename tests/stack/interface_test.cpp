@@ -167,6 +167,78 @@ TEST(Interface, SegmentChecksumAcrossTwoPiecesOfAnyLength) {
   }
 }
 
+// The stack reads the clock once per received frame, once per timer pass and once per transmit
+// burst the application starts, not once per segment per use (send time, timestamp, RTT sample,
+// RACK, CUBIC, ARP): Clock::Hold. Counted on a clock that tallies its readings, over a 1 MiB
+// transfer; one leaked reading per segment sent or received would exceed the bound (without the
+// holds: about six per frame).
+TEST(Interface, ReadsTheClockOncePerFrameTimerPassAndBurst) {
+  struct CountingClock final : Clock {
+    const VirtualClock& v;
+    mutable uint64_t reads = 0;
+    explicit CountingClock(const VirtualClock& c) : v(c) {}
+    int64_t read_ns() const override {
+      ++reads;
+      return v.now_ns();
+    }
+  };
+  VirtualClock vclock{kSec};
+  CountingClock clock(vclock);
+  PipeDevice da({{2, 0, 0, 0, 0, 0xa}}, false), db({{2, 0, 0, 0, 0, 0xb}}, false);
+  da.connect(&db);
+  db.connect(&da);
+  da.keep_sent = db.keep_sent = false;
+  Net cfgs;
+  Interface a(da, clock, cfgs.cfg(kA)), b(db, clock, cfgs.cfg(kB));
+  ASSERT_TRUE(b.tcp().listen(5201));
+  auto c = a.tcp().connect(kA, kB, 5201);
+  ASSERT_TRUE(c);
+  uint64_t passes = 0, sends = 0;
+  auto pump = [&] {
+    for (int i = 0; i < 4; ++i) {
+      const size_t n = a.poll_rx() + b.poll_rx();
+      a.poll_timers();
+      b.poll_timers();
+      passes += 2;
+      if (n == 0 && da.queue_.empty() && db.queue_.empty()) {
+        const int64_t next = std::min(a.next_deadline(), b.next_deadline());
+        if (next == INT64_MAX) return;
+        vclock.set(std::max(vclock.now_ns(), next));
+      }
+    }
+  };
+  for (int i = 0; i < 10; ++i) pump();
+  tcp::Connection* s = b.tcp().accept(5201);
+  ASSERT_NE(s, nullptr);
+  const uint64_t reads0 = clock.reads, frames0 = a.stats().rx_frames + b.stats().rx_frames;
+  const uint64_t segs0 = (*c)->stats().segments_out;
+  passes = 0;
+  constexpr size_t kTotal = 1 << 20;
+  size_t sent = 0, got = 0;
+  std::vector<uint8_t> buf(64 * 1024, 0x5a);
+  for (int round = 0; round < 100000 && got < kTotal; ++round) {
+    while (sent < kTotal && (*c)->send_space() > 0) {
+      sent += (*c)->send(wire::Bytes(buf.data(), std::min({buf.size(), kTotal - sent, (*c)->send_space()})));
+      ++sends;
+    }
+    pump();
+    for (size_t k = 1; k > 0; got += k) {
+      k = s->recv(buf);  // may send a window update: a burst of its own
+      ++sends;
+    }
+  }
+  ASSERT_EQ(got, kTotal);
+  const uint64_t frames = a.stats().rx_frames + b.stats().rx_frames - frames0;
+  const uint64_t reads = clock.reads - reads0;
+  EXPECT_GT(frames, 900u);  // 1 MiB in 1460-byte segments (718), and their ACKs
+  // A long burst reads the clock again every 8 segments (Connection::output).
+  const uint64_t refreshes = ((*c)->stats().segments_out - segs0) / 8;
+  EXPECT_LE(reads, frames + passes + sends + refreshes)
+      << reads << " readings: " << frames << " frames, " << passes << " timer passes, " << sends
+      << " sends and receives, " << refreshes << " refreshes";
+  EXPECT_FALSE(clock.held());
+}
+
 TEST(Interface, GarbageIsCountedNeverFatal) {
   Net n;
   ASSERT_TRUE(n.b.tcp().listen(80));

@@ -461,6 +461,14 @@ void Connection::abort() {
 }
 
 void Connection::output() {
+  // One reading for the burst: every segment's send time (RTT, RACK), timestamp and timers (as
+  // Linux's tcp_write_xmit refreshes tcp_clock_cache once per call), taken again every
+  // kSegsPerReading segments: a long burst (a whole window after the application fills the ring)
+  // takes milliseconds, which its last segments' send times and the TLP deadline armed at its end
+  // must not lose.
+  Clock::Hold hold(clock_);
+  constexpr unsigned kSegsPerReading = 8;
+  unsigned segs = 0;
   if (!synchronized() || state_ == State::time_wait) {
     if (ack_now_ && state_ == State::time_wait) send_ack();
     return;
@@ -478,6 +486,7 @@ void Connection::output() {
       if (rack_send_lost()) {
         pipe_known = false;
         sent_any = true;
+        if (++segs % kSegsPerReading == 0) hold.refresh();
         continue;
       }
     } else if (in_recovery_ && sack_on_) {  // RFC 6675: what goes out in recovery is NextSeg's choice
@@ -548,6 +557,7 @@ void Connection::output() {
       pipe_known = false;  // go-back-N resends what the log already holds
     send_at_nxt(static_cast<uint32_t>(len), fin, len > 0 && len == avail);
     sent_any = true;
+    if (++segs % kSegsPerReading == 0) hold.refresh();
   }
   // Zero window with data waiting and nothing in flight: probe until it opens.
   if (may_send_data && snd_wnd_ == 0 && snd_nxt_ == snd_una_ && snd_ring_.size() > 0 &&
@@ -752,6 +762,7 @@ bool Connection::acceptable(const wire::TcpSegment& s) const {
 }
 
 void Connection::input(const wire::TcpSegment& in) {
+  const Clock::Hold hold(clock_);  // one reading per incoming segment (Linux: tcp_mstamp_refresh)
   Notify notify{*this};
   ++stats_.segments_in;
   const int64_t now = clock_.now_ns();
@@ -1101,6 +1112,7 @@ void Connection::on_rtx_timeout() {
 }
 
 void Connection::poll() {
+  const Clock::Hold hold(clock_);
   Notify notify{*this};
   const int64_t now = clock_.now_ns();
   if (rtx_deadline_ <= now) {

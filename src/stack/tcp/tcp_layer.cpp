@@ -152,6 +152,7 @@ void TcpLayer::changed(Connection& c) {
 }
 
 void TcpLayer::poll() {
+  const Clock::Hold hold(clock_);  // the due connections run at the time that found them due
   const int64_t now = clock_.now_ns();
   // Take the due connections out first: a connection's poll() puts it back with its next
   // deadline, which must wait for the next poll() even if it is already due.
