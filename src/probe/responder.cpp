@@ -183,11 +183,22 @@ uint64_t pair_hash(uint64_t session, const PeerAddress& to, const SourceInfo& so
   uint64_t h = session * kMul;
   auto mix = [&h](const void* p, size_t n) {
     const auto* b = static_cast<const uint8_t*>(p);
-    for (size_t i = 0; i < n; i += 8) {
-      uint64_t w = 0;
-      std::memcpy(&w, b + i, std::min<size_t>(8, n - i));
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {  // fixed-size copies compile to loads, not calls to memcpy
+      uint64_t w;
+      std::memcpy(&w, b + i, 8);
       h = (h ^ w) * kMul;
     }
+    if (i == n) return;
+    uint64_t w = 0;  // the tail: 4 bytes (an IPv4 address, sockaddr_in6's scope id) and any rest
+    if (i + 4 <= n) {
+      uint32_t half;
+      std::memcpy(&half, b + i, 4);
+      w = half;
+      i += 4;
+    }
+    for (int shift = 32; i < n; ++i, shift += 8) w |= uint64_t{b[i]} << shift;
+    h = (h ^ w) * kMul;
   };
   mix(&to.sa, std::min<size_t>(to.length, sizeof to.sa));
   if (source.level == IPPROTO_IP) mix(&source.v4.ipi_spec_dst, sizeof source.v4.ipi_spec_dst);
