@@ -287,17 +287,23 @@ Status Interface::send_udp(uint16_t src_port, wire::Ipv4Addr dst, uint16_t dst_p
     send_fragments(dst, wire::kUdpHeader + payload.size());
     return {};
   }
+  wire::emit_ipv4(wire::MutBytes(tx_).subspan(kL2), udp_ipv4_header(dst), wire::kUdpHeader + payload.size());
+  TxOffload off;
+  if (offload) off = {true, static_cast<uint16_t>(kL3), 6};
+  send_ipv4(dst, wire::kIpv4Header + wire::kUdpHeader + payload.size(), off);
+  return {};
+}
+
+// The IP header of a UDP datagram (or of all its fragments: one identification): without DF, so
+// a router past a smaller MTU fragments it rather than dropping it.
+wire::Ipv4Emit Interface::udp_ipv4_header(wire::Ipv4Addr dst) {
   wire::Ipv4Emit h;
   h.src = cfg_.ip;
   h.dst = dst;
   h.protocol = wire::ipproto::udp;
   h.ident = next_ident();
   h.dont_fragment = false;
-  wire::emit_ipv4(wire::MutBytes(tx_).subspan(kL2), h, wire::kUdpHeader + payload.size());
-  TxOffload off;
-  if (offload) off = {true, static_cast<uint16_t>(kL3), 6};
-  send_ipv4(dst, wire::kIpv4Header + wire::kUdpHeader + payload.size(), off);
-  return {};
+  return h;
 }
 
 // RFC 791 fragmentation: pieces of the largest multiple of 8 bytes that fits the MTU, all with the
@@ -306,12 +312,7 @@ Status Interface::send_udp(uint16_t src_port, wire::Ipv4Addr dst, uint16_t dst_p
 // allocated.
 void Interface::send_fragments(wire::Ipv4Addr dst, size_t l4_len) {
   const size_t piece = (dev_.mtu() - wire::kIpv4Header) & ~size_t{7};
-  wire::Ipv4Emit h;
-  h.src = cfg_.ip;
-  h.dst = dst;
-  h.protocol = wire::ipproto::udp;
-  h.ident = next_ident();
-  h.dont_fragment = false;
+  wire::Ipv4Emit h = udp_ipv4_header(dst);
   ++stats_.udp_fragmented;
   for (size_t off = 0; off < l4_len; off += piece) {
     const size_t len = std::min(piece, l4_len - off);
