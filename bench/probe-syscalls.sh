@@ -40,28 +40,28 @@ print(f"{name:<16} rate {int(rate):>6}: {total / probes:.3f} system calls per pr
 PY
 }
 
+# measure PARENT_LABEL CHILD_LABEL RATE OUT CMD...: start CMD with its output to OUT (a parent and
+# its one child process, as both the engine and the floor are), warm up, count both processes' calls
+# at once, wait for CMD.
+measure() {
+  local parent=$1 child=$2 r=$3 out=$4 pid cpid c1
+  shift 4
+  "$@" >"$out" &
+  pid=$!
+  pids+=("$pid")
+  sleep "$WARM"
+  cpid=$(pgrep -P "$pid" | head -1)
+  count "$parent" "$pid" "$r" &
+  c1=$!
+  count "$child" "$cpid" "$r"
+  wait "$c1"
+  wait "$pid"
+}
+
 for r in $RATES; do
   run=$((DUR + WARM + 3))
-  "$WEFT" --log-level warn bench probe --protocol udp --rate "$r" --targets "$TARGETS" --duration "$run" --json >"$tmp/engine.json" &
-  epid=$!
-  pids+=("$epid")
-  sleep "$WARM"
-  rpid=$(pgrep -P "$epid" | head -1)
-  count "engine-prober" "$epid" "$r" &
-  c1=$!
-  count "engine-responder" "$rpid" "$r"
-  wait "$c1"
-  wait "$epid"
+  measure engine-prober engine-responder "$r" "$tmp/engine.json" \
+    "$WEFT" --log-level warn bench probe --protocol udp --rate "$r" --targets "$TARGETS" --duration "$run" --json
   python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("  (engine run: sent", d["sent"], "lost", d["lost"], ")")' "$tmp/engine.json"
-
-  "$tmp/floor" "$r" "$run" 5000 2 "$TARGETS" >"$tmp/floor.json" &
-  fpid=$!
-  pids+=("$fpid")
-  sleep "$WARM"
-  spid=$(pgrep -P "$fpid" | head -1)
-  count "floor-client" "$fpid" "$r" &
-  c1=$!
-  count "floor-echo" "$spid" "$r"
-  wait "$c1"
-  wait "$fpid"
+  measure floor-client floor-echo "$r" "$tmp/floor.json" "$tmp/floor" "$r" "$run" 5000 2 "$TARGETS"
 done

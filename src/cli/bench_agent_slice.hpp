@@ -6,6 +6,7 @@
 // the parent can read each slice's CPU time and memory from /proc while the agents run.
 #include <sys/types.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -30,6 +31,19 @@ struct SliceReport {
   uint64_t pending_windows = 0;
   uint64_t dropped_windows = 0;
   double stop_s = 0;  // how long stopping every agent took
+
+  // Adds another slice's agent sums (stop_s: the longest; agents, start failures and RSS are the
+  // caller's to count per slice).
+  void add_sums(const SliceReport& o) {
+    windows_made += o.windows_made;
+    windows_delivered += o.windows_delivered;
+    reports_sent += o.reports_sent;
+    report_failures += o.report_failures;
+    prober_restarts += o.prober_restarts;
+    pending_windows += o.pending_windows;
+    dropped_windows += o.dropped_windows;
+    stop_s = std::max(stop_s, o.stop_s);
+  }
 };
 
 class AgentSlice {

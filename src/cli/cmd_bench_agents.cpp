@@ -354,15 +354,7 @@ int run_agents(const Options& o) {
     max_fds = std::max(max_fds, counts[s].fds);
   }
   weft::cli::SliceReport tot;
-  for (const auto& r : reports) {
-    tot.windows_made += r.windows_made;
-    tot.windows_delivered += r.windows_delivered;
-    tot.reports_sent += r.reports_sent;
-    tot.report_failures += r.report_failures;
-    tot.prober_restarts += r.prober_restarts;
-    tot.dropped_windows += r.dropped_windows;
-    tot.stop_s = std::max(tot.stop_s, r.stop_s);
-  }
+  for (const auto& r : reports) tot.add_sums(r);
   const double n = static_cast<double>(o.agents);
   std::sort(tally.rtt_p50_us.begin(), tally.rtt_p50_us.end());
   json out{{"agents", o.agents},
@@ -411,6 +403,7 @@ int run_agents(const Options& o) {
            {"reports_sent", tot.reports_sent},
            {"report_failures", tot.report_failures},
            {"prober_restarts", tot.prober_restarts},
+           {"pending_windows", tot.pending_windows},
            {"dropped_windows", tot.dropped_windows},
            {"stop_s", tot.stop_s},
            {"load_average_start", load_start},
