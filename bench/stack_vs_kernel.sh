@@ -38,9 +38,10 @@
 # in the sender's system calls on this path (veth and tun hand frames to the receiver inline).
 # Usage: bench/stack_vs_kernel.sh build/weft [rounds=5] [seconds=3]
 # SENDERS="kernel_off packet_off" (environment) runs only those senders (default: all of them).
-# REF=path/to/another/weft (environment): each TAP sender (tap_on, tap_off, tapn_off) runs again
-# right after with that binary (ref_tap_on, ...), and a table gives this build / REF per round: an
-# A/B of two builds interleaved in the same rounds, so the machine's load falls on both alike.
+# REF=path/to/another/weft (environment): each TAP sender (tap_on, tap_off, tapn_off) and the
+# AF_PACKET senders packet_on and packet_swgso run again right after with that binary (ref_tap_on,
+# ..., ref_packet_swgso), and a table gives this build / REF per round: an A/B of two builds
+# interleaved in the same rounds, so the machine's load falls on both alike.
 set -euo pipefail
 WEFT=$(realpath "${1:?usage: $0 path/to/weft [rounds] [seconds]}")
 ROUNDS=${2:-5}
@@ -134,10 +135,14 @@ u, s = open(sys.argv[2]).read().split()[:2]
 open(sys.argv[2], "w").write("%s %.2f\n" % (u, float(s) + napi))
 PY
 }
-weft_packet() {  # ROUND [options]
+weft_packet() {  # ROUND [options] (BIN=path: another weft binary)
   local r=$1; shift
-  ip netns exec "$P" "${TIME[@]}" "$WEFT" stack connect 10.253.1.2 --port 9000 -t "$SECS" --json --device packet \
+  ip netns exec "$P" "${TIME[@]}" "${BIN:-$WEFT}" stack connect 10.253.1.2 --port 9000 -t "$SECS" --json --device packet \
     --ifname wsbp --ip 10.253.1.1/24 "$@" 2>/dev/null >"$OUT/json" || true
+}
+weft_swgso() {  # ROUND (BIN=path: another weft binary)
+  ip netns exec "$Q" "${TIME[@]}" "${BIN:-$WEFT}" stack connect 10.249.1.2 --port 9000 -t "$SECS" --json --device packet \
+    --ifname wsbq --ip 10.249.1.1/24 2>/dev/null >"$OUT/json" || true
 }
 echo "# $(date -u +%FT%TZ), $ROUNDS rounds of ${SECS} s, load $(cut -d' ' -f1-3 /proc/loadavg)"
 : >"$OUT/runs"
@@ -152,12 +157,10 @@ for r in $(seq "$ROUNDS"); do
   if want tapn_off; then weft_tap "$r" --no-vnet-hdr --tap-napi; record tapn_off "$r"; fi
   if want tapn_off && [[ -n $REF ]]; then BIN=$REF weft_tap "$r" --no-vnet-hdr --tap-napi; record ref_tapn_off "$r"; fi
   if want packet_on; then weft_packet "$r"; record packet_on "$r"; fi
+  if want packet_on && [[ -n $REF ]]; then BIN=$REF weft_packet "$r"; record ref_packet_on "$r"; fi
   if want packet_off; then weft_packet "$r" --no-vnet-hdr; record packet_off "$r"; fi
-  if want packet_swgso; then
-    ip netns exec "$Q" "${TIME[@]}" "$WEFT" stack connect 10.249.1.2 --port 9000 -t "$SECS" --json --device packet \
-      --ifname wsbq --ip 10.249.1.1/24 2>/dev/null >"$OUT/json" || true
-    record packet_swgso "$r"
-  fi
+  if want packet_swgso; then weft_swgso "$r"; record packet_swgso "$r"; fi
+  if want packet_swgso && [[ -n $REF ]]; then BIN=$REF weft_swgso "$r"; record ref_packet_swgso "$r"; fi
   if ((DPDK)) && want dpdk_off; then
     ip netns exec "$D" "${TIME[@]}" "$WEFT" stack connect 10.248.1.2 --port 9000 -t "$SECS" --json --device dpdk \
       --dpdk-vdev net_af_packet0,iface=wsbd --ip 10.248.1.1/24 2>/dev/null >"$OUT/json" || true
@@ -180,7 +183,8 @@ for line in open(sys.argv[1]):
                                float(cu) + float(cs), float(srv_cpu))
 rounds = sorted({r for _, r in runs})
 labels = [l for l in ["kernel_on", "kernel_off", "tap_on", "ref_tap_on", "tap_off", "ref_tap_off", "tapw_off", "tapn_off",
-                     "ref_tapn_off", "packet_on", "packet_off", "packet_swgso", "dpdk_off", "xdp_off"]
+                     "ref_tapn_off", "packet_on", "ref_packet_on", "packet_off", "packet_swgso",
+                     "ref_packet_swgso", "dpdk_off", "xdp_off"]
           if any(k == l for k, _ in runs)]
 med = lambda xs: st.median(xs) if xs else float("nan")
 print("| sender | Gb/s per round | median Gb/s | CPU s/GB per round (sender + receiver) | median CPU s/GB |")
@@ -192,7 +196,8 @@ for l in labels:
 print()
 print("| weft / kernel | offloads | throughput ratio per round | median | min | max | CPU/GB ratio (median of rounds) |")
 print("|---|---|---|---|---|---|---|")
-for dev, mode in [(d, m) for d in ("tap", "ref_tap", "tapw", "tapn", "ref_tapn", "packet", "dpdk", "xdp") for m in ("off", "on")] + [("packet", "swgso")]:
+for dev, mode in [(d, m) for d in ("tap", "ref_tap", "tapw", "tapn", "ref_tapn", "packet", "ref_packet", "dpdk", "xdp")
+                                  for m in ("off", "on")] + [("packet", "swgso"), ("ref_packet", "swgso")]:
     k, w = "kernel_" + ("on" if mode == "on" else "off"), dev + "_" + mode
     rs = [runs[(w, r)][0] / runs[(k, r)][0] for r in rounds if (w, r) in runs and (k, r) in runs and runs[(k, r)][0] > 0]
     cs = [runs[(w, r)][1] / runs[(k, r)][1] for r in rounds if (w, r) in runs and (k, r) in runs]
@@ -202,7 +207,7 @@ if any(k.startswith("ref_") for k, _ in runs):
     print()
     print("| this build / REF | throughput ratio per round | median | min | max | CPU/GB ratio per round | median |")
     print("|---|---|---|---|---|---|---|")
-    for w in ("tap_on", "tap_off", "tapn_off"):
+    for w in ("tap_on", "tap_off", "tapn_off", "packet_on", "packet_swgso"):
         k = "ref_" + w
         rs = [runs[(w, r)][0] / runs[(k, r)][0] for r in rounds if (w, r) in runs and (k, r) in runs and runs[(k, r)][0] > 0]
         cs = [runs[(w, r)][1] / runs[(k, r)][1] for r in rounds if (w, r) in runs and (k, r) in runs]
