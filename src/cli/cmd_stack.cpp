@@ -13,7 +13,8 @@
 //   echo [--port 7]                      echo every byte back (and answer pings) until -t or a signal
 //   serve [--port 5201]                  iperf-like server: each connection's first byte says which
 //                                        way data goes ('S' the client sends, 'R' the server sends)
-//   connect SERVER [-t S] [-P N] [-R] [--json]   iperf-like client, a line per second and a summary
+//   connect SERVER [-t S] [-P N] [-R] [--json] [--zerocopy]   iperf-like client, a line per second and
+//                                        a summary
 #include <arpa/inet.h>
 #include <fmt/format.h>
 #include <poll.h>
@@ -548,7 +549,7 @@ int run_echo_check(const Common& c, const std::string& server, uint16_t port, si
 
 // ---- connect ----
 int run_client(const Common& c, const std::string& server, uint16_t port, int streams, bool reverse,
-               bool json) {
+               bool json, bool zerocopy) {
   Session s;
   if (auto st = s.open(c); !st) return fail_with(st.error());
   wire::Ipv4Addr dst;
@@ -564,6 +565,9 @@ int run_client(const Common& c, const std::string& server, uint16_t port, int st
   }
   auto conn = [&](SockId id) -> const tcp::Connection& { return *sk.connection(id); };
   std::vector<bool> said(conns.size(), false);
+  // --zerocopy: bytes placed in each connection's send ring so far (the 'S' first), and its size.
+  std::vector<size_t> placed(conns.size(), 1);
+  const size_t ring_cap = c.buffer;
   std::vector<uint8_t> buf(256 * 1024), pattern(256 * 1024);
   for (size_t i = 0; i < pattern.size(); ++i) pattern[i] = static_cast<uint8_t>(i * 7);
   const double seconds = c.seconds > 0 ? c.seconds : 10;
@@ -582,7 +586,26 @@ int run_client(const Common& c, const std::string& server, uint16_t port, int st
         const uint8_t m = reverse ? 'R' : 'S';
         said[i] = sk.send(id, wire::Bytes(&m, 1)).value_or(0) == 1;
       }
-      if (!closing && !reverse) {
+      if (!closing && !reverse && zerocopy && said[i]) {
+        // In place (Sockets::send_reserve): the stream's byte at offset s is pattern[s % 256],
+        // written into the send ring only on its first lap; since the ring's capacity is a
+        // multiple of 256, later laps find the same bytes where they were and commit them as
+        // they are. The application's copy into the socket (send()) is then gone, as with
+        // iperf3 -Z, leaving the one copy the device makes, as the kernel's sendmsg makes one.
+        for (SockResult<std::pair<wire::MutBytes, wire::MutBytes>> r; (r = sk.send_reserve(id));) {
+          size_t n = 0;
+          for (wire::MutBytes piece : {r->first, r->second}) {
+            if (placed[i] + n <= ring_cap || ring_cap % 256 != 0)
+              for (size_t k = 0; k < piece.size(); ++k) piece[k] = pattern[(placed[i] + n + k) % 256];
+            n += piece.size();
+          }
+          const size_t took = sk.send_commit(id, n).value_or(0);
+          placed[i] += took;
+          total += took;
+          interval_bytes += took;
+          if (took < n) break;
+        }
+      } else if (!closing && !reverse) {
         for (SockResult<size_t> n; (n = sk.send(id, pattern));) {
           total += *n;
           interval_bytes += *n;
@@ -641,6 +664,16 @@ int run_client(const Common& c, const std::string& server, uint16_t port, int st
       // The NAPI thread's CPU is this run's cost too (read before the TAP, and it, go away).
       if (tap->napi_thread()) j["tap"]["napi_cpu_s"] = napi_thread_cpu_s(tap->name()).value_or(0);
     }
+    // The AF_PACKET device's work: receive-ring blocks (wake-ups with input), send system calls.
+    if (const auto* pk = dynamic_cast<const PacketDevice*>(s.dev.get())) {
+      const auto& pc = pk->counters();
+      j["packet"] = {{"rx_frames", s.iface->stats().rx_frames},
+                     {"rx_blocks", pc.rx_blocks},
+                     {"tx_frames", s.iface->stats().tx_frames},
+                     {"tx_syscalls", pc.tx_batches},
+                     {"tx_dropped", pc.tx_dropped},
+                     {"qdisc_bypass", pk->qdisc_bypass()}};
+    }
     fmt::print("{}\n", j.dump());
   } else {
     fmt::print(
@@ -698,6 +731,10 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
   conn->add_option("-P", streams, "parallel streams")->capture_default_str();
   conn->add_flag("-R", reverse, "the server sends");
   conn->add_flag("--json", json, "one JSON object at the end instead of lines");
+  static bool zerocopy = false;
+  conn->add_flag("--zerocopy", zerocopy,
+                 "send in place through the zero-copy send path (as iperf3 -Z): the pattern is written "
+                 "into the send buffer on its first lap only, so the application copies nothing");
   static size_t echo_check = 0;
   conn->add_option(
       "--echo-check", echo_check,
@@ -708,7 +745,8 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
       weft::cli::set_exit_code(run_echo_check(c, dest, port ? port : 7, echo_check));
       return;
     }
-    weft::cli::set_exit_code(run_client(c, dest, port ? port : 5201, std::max(streams, 1), reverse, json));
+    weft::cli::set_exit_code(
+        run_client(c, dest, port ? port : 5201, std::max(streams, 1), reverse, json, zerocopy));
   });
 }};
 

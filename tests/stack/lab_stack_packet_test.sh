@@ -6,7 +6,8 @@
 # (weft stack echo) and as a client (weft stack connect --echo-check) 4 MiB each way come back
 # byte-exact at 0 and 1 % loss (nft `numgen random` in R, both directions), then 1 MiB with the
 # stack computing every checksum itself (--no-vnet-hdr), then 4 MiB with TSO off on the interface
-# (super-frames cut by the kernel's software GSO). Cleans up on any exit.
+# (super-frames cut by the kernel's software GSO), then `connect --zerocopy` (the send ring filled
+# on its first lap only) with a kernel server checking every byte of the stream. Cleans up on any exit.
 set -euo pipefail
 WEFT=${1:?usage: $0 path/to/weft}
 [[ $(id -u) == 0 ]] || { echo "SKIP: needs root"; exit 0; }
@@ -56,4 +57,44 @@ else
   echo "FAIL TSO off on the interface: ${out:-timeout} $(cat "$err")"; fail=1
 fi
 rm -f "$err"
+# `connect --zerocopy` (still with TSO off: software GSO) writes its pattern into the send ring on
+# the first lap only and then commits the ring's bytes as they are: a kernel server in K checks that
+# the stream is 'S' and then byte s = (s % 256) * 7 mod 256, every byte, and that it got all weft
+# counted. A 64 KiB ring makes thousands of laps; a capacity not a multiple of 256 writes always.
+zc_out=$(mktemp)
+nsx python3 -c '
+import socket
+ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); ls.bind(("0.0.0.0", 9100)); ls.listen(4)
+want = bytes((i * 7) & 255 for i in range(256))
+for _ in range(2):
+    c, _a = ls.accept(); s = 0; bad = -1
+    while True:
+        k = c.recv(1 << 20)
+        if not k: break
+        if s == 0 and k[0] != ord("S"): bad = 0
+        start = 1 if s == 0 else 0
+        p = (s + start) % 256
+        exp = ((want[p:] + want[:p]) * ((len(k) - start) // 256 + 2))[:len(k) - start]
+        if bad < 0 and k[start:] != exp:
+            bad = s + start + next(i for i in range(len(exp)) if k[start + i] != exp[i])
+        s += len(k)
+    print("zc", s, bad, flush=True); c.close()
+' >"$zc_out" 2>&1 &
+stack_lab_pids+=($!)
+for _ in $(seq 50); do nsx ss -ltn 2>/dev/null | grep -q ':9100 ' && break; sleep 0.1; done
+n=0
+for buf in 65536 65636; do
+  out=$(timeout 60 ip netns exec "$P" "$WEFT" stack connect "$KERN_IP" --port 9100 --zerocopy --json -t 1 \
+    --buffer "$buf" "${DEV[@]}" 2>/dev/null) || true
+  n=$((n + 1))
+  for _ in $(seq 50); do (($(wc -l <"$zc_out") >= n)) && break; sleep 0.1; done
+  bytes=$(sed -nE 's/.*"bytes":([0-9]+).*/\1/p' <<<"$out")
+  srv=$(sed -n "${n}p" "$zc_out")
+  if [[ -n $bytes ]] && ((bytes > buf * 4)) && [[ $srv == "zc $((bytes + 1)) -1" ]] && grep -q '"ok":true' <<<"$out"; then
+    echo "--zerocopy, send ring of $buf bytes: $bytes bytes, every byte as the pattern says (server: $srv)"
+  else
+    echo "FAIL --zerocopy, send ring of $buf bytes: weft ${out:-nothing}; server: ${srv:-nothing}"; fail=1
+  fi
+done
+rm -f "$zc_out"
 exit $fail
