@@ -24,6 +24,10 @@
 #                         veth Q<->B with tx/sg/tso/gso/gro off on both ends, as the kernel's off-run:
 #                         the device does nothing, the kernel's software GSO cuts weft's super-frames
 #                         and sums their checksums (what the kernel's own TCP gets on that veth);
+#   weft packet_zc:      packet_swgso's run (same namespace, same veth) with `--zerocopy`: the client
+#                         writes its pattern into the send ring in place on the ring's first lap only
+#                         (as iperf3 -Z), so weft makes one copy of each byte (ring -> skb), as the
+#                         kernel's sendmsg does (user buffer -> skb), instead of two;
 #   weft dpdk (when weft was built with DPDK): `--device dpdk` with a net_af_packet vdev in
 #                         namespace D on a veth D<->B, no offloads (the PMD has none here; B's end
 #                         sends full checksums), busy polling: compared with the kernel's off-run.
@@ -110,7 +114,7 @@ s = socket.create_connection((sys.argv[1], 9000)); b = bytes(1 << 20); end = tim
 while time.time() < end: s.sendall(b)
 s.close()'
 TIME=(/usr/bin/time -f "%U %S" -o "$OUT/cpu")
-SENDERS=${SENDERS:-kernel_on kernel_off tap_on tap_off tapw_off tapn_off packet_on packet_off packet_swgso dpdk_off xdp_off}
+SENDERS=${SENDERS:-kernel_on kernel_off tap_on tap_off tapw_off tapn_off packet_on packet_off packet_swgso packet_zc dpdk_off xdp_off}
 want() { [[ " $SENDERS " == *" $1 "* ]]; }
 lines=0
 record() {  # LABEL ROUND: waits for the server's line of the run that just ended
@@ -140,9 +144,10 @@ weft_packet() {  # ROUND [options] (BIN=path: another weft binary)
   ip netns exec "$P" "${TIME[@]}" "${BIN:-$WEFT}" stack connect 10.253.1.2 --port 9000 -t "$SECS" --json --device packet \
     --ifname wsbp --ip 10.253.1.1/24 "$@" 2>/dev/null >"$OUT/json" || true
 }
-weft_swgso() {  # ROUND (BIN=path: another weft binary)
+weft_swgso() {  # ROUND [options] (BIN=path: another weft binary)
+  local r=$1; shift
   ip netns exec "$Q" "${TIME[@]}" "${BIN:-$WEFT}" stack connect 10.249.1.2 --port 9000 -t "$SECS" --json --device packet \
-    --ifname wsbq --ip 10.249.1.1/24 2>/dev/null >"$OUT/json" || true
+    --ifname wsbq --ip 10.249.1.1/24 "$@" 2>/dev/null >"$OUT/json" || true
 }
 echo "# $(date -u +%FT%TZ), $ROUNDS rounds of ${SECS} s, load $(cut -d' ' -f1-3 /proc/loadavg)"
 : >"$OUT/runs"
@@ -161,6 +166,7 @@ for r in $(seq "$ROUNDS"); do
   if want packet_off; then weft_packet "$r" --no-vnet-hdr; record packet_off "$r"; fi
   if want packet_swgso; then weft_swgso "$r"; record packet_swgso "$r"; fi
   if want packet_swgso && [[ -n $REF ]]; then BIN=$REF weft_swgso "$r"; record ref_packet_swgso "$r"; fi
+  if want packet_zc; then weft_swgso "$r" --zerocopy; record packet_zc "$r"; fi
   if ((DPDK)) && want dpdk_off; then
     ip netns exec "$D" "${TIME[@]}" "$WEFT" stack connect 10.248.1.2 --port 9000 -t "$SECS" --json --device dpdk \
       --dpdk-vdev net_af_packet0,iface=wsbd --ip 10.248.1.1/24 2>/dev/null >"$OUT/json" || true
@@ -184,7 +190,7 @@ for line in open(sys.argv[1]):
 rounds = sorted({r for _, r in runs})
 labels = [l for l in ["kernel_on", "kernel_off", "tap_on", "ref_tap_on", "tap_off", "ref_tap_off", "tapw_off", "tapn_off",
                      "ref_tapn_off", "packet_on", "ref_packet_on", "packet_off", "packet_swgso",
-                     "ref_packet_swgso", "dpdk_off", "xdp_off"]
+                     "ref_packet_swgso", "packet_zc", "dpdk_off", "xdp_off"]
           if any(k == l for k, _ in runs)]
 med = lambda xs: st.median(xs) if xs else float("nan")
 print("| sender | Gb/s per round | median Gb/s | CPU s/GB per round (sender + receiver) | median CPU s/GB |")
@@ -197,7 +203,7 @@ print()
 print("| weft / kernel | offloads | throughput ratio per round | median | min | max | CPU/GB ratio (median of rounds) |")
 print("|---|---|---|---|---|---|---|")
 for dev, mode in [(d, m) for d in ("tap", "ref_tap", "tapw", "tapn", "ref_tapn", "packet", "ref_packet", "dpdk", "xdp")
-                                  for m in ("off", "on")] + [("packet", "swgso"), ("ref_packet", "swgso")]:
+                                  for m in ("off", "on")] + [("packet", "swgso"), ("ref_packet", "swgso"), ("packet", "zc")]:
     k, w = "kernel_" + ("on" if mode == "on" else "off"), dev + "_" + mode
     rs = [runs[(w, r)][0] / runs[(k, r)][0] for r in rounds if (w, r) in runs and (k, r) in runs and runs[(k, r)][0] > 0]
     cs = [runs[(w, r)][1] / runs[(k, r)][1] for r in rounds if (w, r) in runs and (k, r) in runs]
