@@ -209,6 +209,16 @@ for dev, mode in [(d, m) for d in ("tap", "ref_tap", "tapw", "tapn", "ref_tapn",
     cs = [runs[(w, r)][1] / runs[(k, r)][1] for r in rounds if (w, r) in runs and (k, r) in runs]
     if rs:
         print("| %s | %s | %s | %.2f | %.2f | %.2f | %.2f |" % (dev, mode, " ".join("%.2f" % x for x in rs), med(rs), min(rs), max(rs), med(cs)))
+if any(k == "packet_zc" for k, _ in runs) and any(k == "packet_swgso" for k, _ in runs):
+    rs = [runs[("packet_zc", r)][0] / runs[("packet_swgso", r)][0] for r in rounds
+          if ("packet_zc", r) in runs and ("packet_swgso", r) in runs and runs[("packet_swgso", r)][0] > 0]
+    cs = [runs[("packet_zc", r)][1] / runs[("packet_swgso", r)][1] for r in rounds
+          if ("packet_zc", r) in runs and ("packet_swgso", r) in runs]
+    print()
+    print("| packet_zc / packet_swgso | throughput ratio per round | median | CPU/GB ratio per round | median |")
+    print("|---|---|---|---|---|")
+    print("| --zerocopy / default | %s | %.3f | %s | %.3f |" % (" ".join("%.2f" % x for x in rs), med(rs),
+                                                          " ".join("%.2f" % x for x in cs), med(cs)))
 if any(k.startswith("ref_") for k, _ in runs):
     print()
     print("| this build / REF | throughput ratio per round | median | min | max | CPU/GB ratio per round | median |")
