@@ -65,9 +65,11 @@ struct Common {
   std::string kernel_ip;  // A.B.C.D/P to put on the kernel end (optional)
   std::string netns;      // move the kernel end into this namespace first (optional)
   bool no_vnet_hdr = false;
-  bool no_io_uring = false;  // TAP: one write() per frame instead of io_uring batches
-  bool tap_napi = false;     // TAP: IFF_NAPI, receive work in a NAPI thread (GRO off)
-  bool no_tso = false;       // TSO needs vnet headers (TAP) or PACKET_VNET_HDR (packet)
+  bool no_io_uring = false;    // TAP: one write() per frame instead of io_uring batches
+  bool tap_napi = false;       // TAP: IFF_NAPI, receive work in a NAPI thread (GRO off)
+  bool tap_napi_bulk = false;  // TAP: the NAPI thread only while the stack sends in bulk
+  bool no_tap_napi = false;    // TAP: no NAPI
+  bool no_tso = false;         // TSO needs vnet headers (TAP) or PACKET_VNET_HDR (packet)
   bool nagle = false;
   // Each connection's send and receive buffer: 4 MiB, not the library's 256 KiB, as the kernel's
   // autotuned buffers reach MBs. Measured at 1 % loss (docs/BENCHMARKS.md, issue 13): before RACK
@@ -101,6 +103,19 @@ std::string ip_str(wire::Ipv4Addr a) {
 std::string mac_str(const wire::MacAddr& m) {
   return fmt::format("{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", m.b[0], m.b[1], m.b[2], m.b[3], m.b[4],
                      m.b[5]);
+}
+
+// For the banner: what NAPI does on the TAP.
+std::string napi_words(TapDevice::Options::Napi n) {
+  switch (n) {
+    case TapDevice::Options::Napi::thread:
+      return ", threaded NAPI, GRO off";
+    case TapDevice::Options::Napi::bulk:
+      return ", NAPI thread during bulk sends, GRO off";
+    case TapDevice::Options::Napi::off:
+      break;
+  }
+  return "";
 }
 
 int run_cmd(const std::string& cmd) {
@@ -148,7 +163,17 @@ struct Session {
     to.name = c.tap;
     to.vnet_hdr = !c.no_vnet_hdr;
     to.io_uring = !c.no_io_uring;
-    to.napi_thread = c.tap_napi;
+    // By default a TAP that carries one MSS per frame (no TSO) gets the NAPI thread for bulk sends
+    // where the kernel and /sys allow it: the kernel's per-frame receive work then leaves weft's
+    // writes (1.76x the throughput with offloads off) while requests and ACKs stay inline (64 B
+    // round trips 1.01x the kernel's; 1.31x with the thread always on). With TSO the thread gives
+    // nothing and IFF_NAPI alone costs (docs/BENCHMARKS.md, "Session 10, helper stack-napi").
+    using Napi = TapDevice::Options::Napi;
+    const bool mss_frames = c.no_vnet_hdr || c.no_tso;
+    to.napi = c.tap_napi                                          ? Napi::thread
+              : c.tap_napi_bulk || (mss_frames && !c.no_tap_napi) ? Napi::bulk
+                                                                  : Napi::off;
+    to.napi_fallback = !c.tap_napi && !c.tap_napi_bulk;  // only what was asked for explicitly must work
     auto d = TapDevice::open(to);
     if (!d) return std::unexpected(d.error());
     const TapDevice& tap = **d;
@@ -162,11 +187,17 @@ struct Session {
         return fail("could not configure {}", tap.name());
     }
     iface = std::make_unique<Interface>(*dev, clock, cfg);
+    if (!tap.napi_note().empty())
+      fmt::print(
+          stderr,
+          "weft stack: no NAPI thread for bulk sends ({}): the kernel's side runs inside weft's writes "
+          "(slower in bulk; --no-tap-napi skips the attempt).\n",
+          tap.napi_note());
     fmt::print(
         stderr,
         "weft stack: took TAP {} (vnet_hdr {}{}, transmit {}){}; stack MAC {} IP {}/{}{}; kernel end {}.\n"
         "weft stack: nothing to undo: the TAP and any address on it go away when weft exits.\n",
-        tap.name(), c.no_vnet_hdr ? "off" : "on", tap.napi_thread() ? ", threaded NAPI, GRO off" : "",
+        tap.name(), c.no_vnet_hdr ? "off" : "on", napi_words(tap.napi()),
         tap.uses_io_uring()           ? "io_uring batches"
         : tap.io_uring_note().empty() ? "one write per frame"
                                       : "one write per frame: " + tap.io_uring_note(),
@@ -340,9 +371,16 @@ void add_common(CLI::App* sub, Common& c) {
                 "plain frames: the stack computes every checksum (tap or packet)");
   sub->add_flag("--no-io-uring", c.no_io_uring,
                 "tap: write each frame with write() instead of batching the writes through io_uring");
-  sub->add_flag("--tap-napi", c.tap_napi,
-                "tap: IFF_NAPI with a NAPI thread (GRO off): the kernel's receive work for our frames runs "
-                "there, not inside our writes");
+  auto* napi = sub->add_flag("--tap-napi", c.tap_napi,
+                             "tap: IFF_NAPI with a NAPI thread (GRO off): the kernel's receive work for our "
+                             "frames runs there, not inside our writes");
+  auto* bulk = sub->add_flag("--tap-napi-bulk", c.tap_napi_bulk,
+                             "tap: IFF_NAPI (GRO off), the NAPI thread on only while we send full batches "
+                             "(the default without TSO, where /sys and the kernel allow it)");
+  sub->add_flag("--no-tap-napi", c.no_tap_napi, "tap: no IFF_NAPI: the kernel's side runs inside our writes")
+      ->excludes(napi)
+      ->excludes(bulk);
+  napi->excludes(bulk);
   sub->add_flag("--no-tso", c.no_tso,
                 "send one MSS per frame even where the device could cut super-segments (TSO/GSO)");
   sub->add_flag("--nagle", c.nagle, "turn Nagle's algorithm on (off by default, like TCP_NODELAY)");
@@ -662,7 +700,10 @@ int run_client(const Common& c, const std::string& server, uint16_t port, int st
                   {"tx_syscalls", tc.tx_syscalls},       {"tx_uring_late", tc.tx_uring_late},
                   {"tx_would_block", tc.tx_would_block}, {"tx_errors", tc.tx_errors}};
       // The NAPI thread's CPU is this run's cost too (read before the TAP, and it, go away).
-      if (tap->napi_thread()) j["tap"]["napi_cpu_s"] = napi_thread_cpu_s(tap->name()).value_or(0);
+      if (tap->napi() != TapDevice::Options::Napi::off) {
+        j["tap"]["napi_cpu_s"] = tap->napi_cpu_s();
+        j["tap"]["napi_on"] = tc.napi_on;
+      }
     }
     // The AF_PACKET device's work: receive-ring blocks (wake-ups with input), send system calls.
     if (const auto* pk = dynamic_cast<const PacketDevice*>(s.dev.get())) {

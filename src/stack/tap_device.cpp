@@ -9,50 +9,83 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
+#include <string>
 
 #include "base/random.hpp"
-#include "stack/tap_napi.hpp"
 #include "stack/virtio_net_hdr.hpp"
 #include "stack/wire/ethernet.hpp"
 
 namespace weft::stack {
 
-Result<std::unique_ptr<TapDevice>> TapDevice::open(const Options& o) {
-  if (o.name.size() >= IFNAMSIZ)
-    return fail("tap: name '{}' is longer than {} characters", o.name, IFNAMSIZ - 1);
+namespace {
+
+struct Tun {
+  int fd = -1;
+  std::string name;
+  std::optional<NapiSwitch> napi_switch;
+};
+
+// /dev/net/tun as TAP `o.name`, with IFF_NAPI and its set-up when `napi` is not off.
+Result<Tun> open_tun(const TapDevice::Options& o, TapDevice::Options::Napi napi) {
+  using Napi = TapDevice::Options::Napi;
   const int fd = ::open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return fail_errno("open /dev/net/tun");
-  ifreq ifr{};
-  ifr.ifr_flags = IFF_TAP | IFF_NO_PI | (o.vnet_hdr ? IFF_VNET_HDR : 0) | (o.napi_thread ? IFF_NAPI : 0);
-  std::memcpy(ifr.ifr_name, o.name.data(), o.name.size());
-  if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
-    const int e = errno;
+  Tun t{fd, {}, {}};
+  auto give_up = [&](Error e) -> Result<Tun> {
     ::close(fd);
-    return fail_errno("TUNSETIFF " + o.name, e);
-  }
+    return std::unexpected(std::move(e));
+  };
+  ifreq ifr{};
+  ifr.ifr_flags = IFF_TAP | IFF_NO_PI | (o.vnet_hdr ? IFF_VNET_HDR : 0) | (napi != Napi::off ? IFF_NAPI : 0);
+  std::memcpy(ifr.ifr_name, o.name.data(), o.name.size());
+  if (ioctl(fd, TUNSETIFF, &ifr) < 0)
+    return give_up(
+        fail_errno(std::string("TUNSETIFF ") + (napi != Napi::off ? "(IFF_NAPI) " : "") + o.name).error());
+  t.name = ifr.ifr_name;
   if (o.vnet_hdr) {
     int hdr = sizeof(VirtioNetHdr);
     // Receive: the kernel may hand us frames whose checksum it left partial (its own packets).
-    if (ioctl(fd, TUNSETVNETHDRSZ, &hdr) < 0 || ioctl(fd, TUNSETOFFLOAD, TUN_F_CSUM) < 0) {
-      const int e = errno;
-      ::close(fd);
-      return fail_errno("TUNSETVNETHDRSZ/TUNSETOFFLOAD", e);
-    }
+    if (ioctl(fd, TUNSETVNETHDRSZ, &hdr) < 0 || ioctl(fd, TUNSETOFFLOAD, TUN_F_CSUM) < 0)
+      return give_up(fail_errno("TUNSETVNETHDRSZ/TUNSETOFFLOAD").error());
   }
+  if (napi == Napi::thread) {
+    if (auto s = tap_threaded_napi(t.name); !s) return give_up(s.error());
+  } else if (napi == Napi::bulk) {
+    auto sw = NapiSwitch::open(t.name);
+    if (!sw) return give_up(sw.error());
+    if (auto s = tap_gro_off(t.name); !s) return give_up(s.error());
+    t.napi_switch = std::move(*sw);
+  }
+  return t;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<TapDevice>> TapDevice::open(const Options& o) {
+  if (o.name.size() >= IFNAMSIZ)
+    return fail("tap: name '{}' is longer than {} characters", o.name, IFNAMSIZ - 1);
+  Options::Napi napi = o.napi;
+  std::string napi_note;
+  auto tun = open_tun(o, napi);
+  if (!tun && napi != Options::Napi::off && o.napi_fallback) {
+    // Whatever refused NAPI (the kernel, a read-only /sys), the TAP works without it.
+    napi_note = tun.error().message;
+    napi = Options::Napi::off;
+    tun = open_tun(o, napi);
+  }
+  if (!tun) return std::unexpected(tun.error());
   wire::MacAddr mac = o.mac;
   if (mac.is_zero()) {
     const uint64_t r = random_u64();
     for (size_t i = 0; i < 6; ++i) mac.b[i] = static_cast<uint8_t>(r >> (8 * i));
     mac.b[0] = static_cast<uint8_t>((mac.b[0] & 0xfe) | 0x02);  // unicast, locally administered
   }
-  if (o.napi_thread) {
-    if (auto s = tap_threaded_napi(ifr.ifr_name); !s) {
-      ::close(fd);
-      return std::unexpected(s.error());
-    }
-  }
-  auto d = std::unique_ptr<TapDevice>(new TapDevice(fd, ifr.ifr_name, o.vnet_hdr, o.mtu, mac));
-  d->napi_ = o.napi_thread;
+  const int fd = tun->fd;
+  auto d = std::unique_ptr<TapDevice>(new TapDevice(fd, tun->name, o.vnet_hdr, o.mtu, mac));
+  d->napi_ = napi;
+  d->napi_note_ = std::move(napi_note);
+  d->napi_switch_ = std::move(tun->napi_switch);
   d->slot_size_ = (o.vnet_hdr ? sizeof(VirtioNetHdr) : 0) + wire::kEthernetHeader + o.mtu;
   d->tx_batch_ = o.tx_batch == 0 ? 1 : o.tx_batch;
   d->tx_buf_.resize(d->slot_size_ * d->tx_batch_);
@@ -68,7 +101,40 @@ Result<std::unique_ptr<TapDevice>> TapDevice::open(const Options& o) {
 }
 
 TapDevice::~TapDevice() {
+  napi_switch_.reset();
   if (fd_ >= 0) ::close(fd_);
+}
+
+bool TapDevice::napi_threaded() const {
+  return napi_ == Options::Napi::thread || (napi_switch_ && napi_switch_->threaded());
+}
+
+double TapDevice::napi_cpu_s() const {
+  if (napi_switch_) return napi_switch_->cpu_s();
+  if (napi_ == Options::Napi::thread) return napi_thread_cpu_s(name_).value_or(0);
+  return 0;
+}
+
+void TapDevice::napi_rule(size_t frames) {
+  // A switch is a write to sysfs (the kernel takes the RTNL lock, and starts a thread when turning
+  // it on): rare by design, at the start and the end of a bulk transfer.
+  bool want;
+  if (frames >= kNapiBulkFrames) {
+    napi_idle_flushes_ = 0;
+    want = true;
+  } else {
+    if (!napi_switch_->threaded() || ++napi_idle_flushes_ < kNapiIdleFlushes) return;
+    want = false;
+  }
+  if (want == napi_switch_->threaded()) return;
+  if (auto s = napi_switch_->set(want); !s) {
+    // The kernel refused (the TAP is going away, or /sys changed under us): stay inline.
+    ++counters_.napi_errors;
+    (void)napi_switch_->set(false);
+    napi_switch_.reset();
+    return;
+  }
+  if (want) ++counters_.napi_on;
 }
 
 Result<RxInfo> TapDevice::receive(wire::MutBytes buf) {
@@ -136,6 +202,7 @@ Status TapDevice::transmit_gather(wire::Bytes head, wire::Bytes p1, wire::Bytes 
 
 void TapDevice::flush() {
   if (tx_queued_ == 0) return;
+  if (napi_switch_) napi_rule(tx_queued_);
   // A lone frame (a request's answer, an ACK) goes by write(): one io_uring_enter costs more than
   // one write() (bench/stack_latency.sh: 16.6 against 16.2 us median round trip).
   if (uring_ && tx_queued_ > 1) {

@@ -16,11 +16,13 @@
 // what is queued goes first, then it is written on its own by writev, its payload gathered from
 // the send ring where it lies (transmit_gather).
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/result.hpp"
 #include "stack/device.hpp"
+#include "stack/tap_napi.hpp"
 #include "stack/uring_writer.hpp"
 
 namespace weft::stack {
@@ -34,10 +36,20 @@ class TapDevice final : public Device {
     wire::MacAddr mac;     // zero: a random locally administered address
     size_t tx_batch = 64;  // frames held for one flush (1: every frame is written at once)
     bool io_uring = true;  // batches through io_uring where available
-    // IFF_NAPI with a NAPI thread, GRO off (tap_napi.hpp): the kernel's side of each frame runs
-    // in that thread, not inside the stack's write. Needs /sys writable in this namespace.
-    bool napi_thread = false;
+    // IFF_NAPI, GRO off (tap_napi.hpp): with `thread` the kernel's side of each frame runs in a
+    // NAPI thread, not inside the stack's write; with `bulk` only while the stack writes full
+    // batches (bulk_napi below). Needs /sys writable in this namespace.
+    enum class Napi : uint8_t { off, thread, bulk };
+    Napi napi = Napi::off;
+    // When the NAPI set-up fails (IFF_NAPI refused, /sys read-only): open the TAP without it and
+    // say why in napi_note(), instead of failing.
+    bool napi_fallback = false;
   };
+  // The bulk rule: a flush of kNapiBulkFrames frames or more turns the NAPI thread on; after
+  // kNapiIdleFlushes flushes in a row with fewer it goes off again (answers and ACKs, one or two
+  // frames a flush, are then written inline, without waiting for the thread).
+  static constexpr size_t kNapiBulkFrames = 16;
+  static constexpr size_t kNapiIdleFlushes = 64;
   static Result<std::unique_ptr<TapDevice>> open(const Options& o);
   ~TapDevice() override;
   TapDevice(const TapDevice&) = delete;
@@ -64,12 +76,20 @@ class TapDevice final : public Device {
     uint64_t tx_frames = 0;       // frames the kernel took
     uint64_t tx_syscalls = 0;     // write()/writev()/io_uring_enter calls that sent them
     uint64_t tx_uring_late = 0;   // io_uring writes that did not complete inline (io-wq worker)
+    uint64_t napi_on = 0;         // Napi::bulk: times the NAPI thread was turned on
+    uint64_t napi_errors = 0;     // Napi::bulk: switches the kernel refused (the rule then stops)
   };
   const Counters& counters() const { return counters_; }
   bool uses_io_uring() const { return uring_ != nullptr; }
   // Why io_uring is not used ("" when it is, or when it was not asked for).
   const std::string& io_uring_note() const { return uring_note_; }
-  bool napi_thread() const { return napi_; }
+  Options::Napi napi() const { return napi_; }
+  // Why NAPI is off although it was asked for with napi_fallback ("" otherwise).
+  const std::string& napi_note() const { return napi_note_; }
+  // Whether the kernel's side of the frames runs in the NAPI thread now.
+  bool napi_threaded() const;
+  // CPU seconds of the NAPI threads so far (0 without NAPI).
+  double napi_cpu_s() const;
 
  private:
   TapDevice(int fd, std::string name, bool vnet_hdr, size_t mtu, wire::MacAddr mac)
@@ -78,11 +98,15 @@ class TapDevice final : public Device {
   Status write_now(wire::Bytes head, wire::Bytes p1, wire::Bytes p2, const TxOffload& off);
   size_t vnet_len() const;  // the virtio header in front of each frame (0 without vnet_hdr)
   void count_write(ssize_t n);
+  void napi_rule(size_t frames);  // Napi::bulk: after a flush of `frames`
 
   int fd_;
   std::string name_;
   bool vnet_hdr_;
-  bool napi_ = false;
+  Options::Napi napi_ = Options::Napi::off;
+  std::string napi_note_;
+  std::optional<NapiSwitch> napi_switch_;  // Napi::bulk
+  size_t napi_idle_flushes_ = 0;
   size_t mtu_;
   wire::MacAddr mac_;
   Counters counters_;

@@ -1,5 +1,6 @@
 #include "stack/tap_napi.hpp"
 
+#include <fcntl.h>
 #include <linux/ethtool.h>
 #include <linux/if.h>
 #include <linux/sockios.h>
@@ -7,18 +8,54 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 namespace weft::stack {
 
-Status tap_threaded_napi(const std::string& ifname) {
-  {
-    std::ofstream f("/sys/class/net/" + ifname + "/threaded");
-    if (!(f << "1\n" << std::flush)) return fail("tap: could not turn threaded NAPI on for {}", ifname);
+namespace {
+
+// Kernel threads are named "napi/<dev>-<napi id>", cut to 15 characters.
+std::vector<pid_t> napi_thread_pids(const std::string& ifname) {
+  const std::string prefix = ("napi/" + ifname + "-").substr(0, 15);
+  std::vector<pid_t> pids;
+  std::error_code ec;
+  for (const auto& ent : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string pid = ent.path().filename();
+    if (pid.empty() || pid[0] < '0' || pid[0] > '9') continue;
+    std::ifstream comm(ent.path() / "comm");
+    std::string name;
+    if (std::getline(comm, name) && name.compare(0, prefix.size(), prefix) == 0)
+      pids.push_back(std::stoi(pid));
   }
+  return pids;
+}
+
+// User + system seconds of one thread; nullopt when it is gone.
+std::optional<double> thread_cpu_s(pid_t pid) {
+  // /proc/PID/stat: "pid (comm) state ..." ; utime and stime are fields 14 and 15.
+  std::ifstream st("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(st, line)) return std::nullopt;
+  const size_t close_paren = line.rfind(')');
+  if (close_paren == std::string::npos || close_paren + 2 > line.size()) return std::nullopt;
+  std::istringstream rest(line.substr(close_paren + 2));
+  std::string field;
+  unsigned long long ut = 0, stime = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i == 14) ut = std::stoull(field);
+    if (i == 15) stime = std::stoull(field);
+  }
+  return static_cast<double>(ut + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+}  // namespace
+
+Status tap_gro_off(const std::string& ifname) {
   const int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (s < 0) return fail_errno("socket");
   ethtool_value v{ETHTOOL_SGRO, 0};
@@ -32,34 +69,70 @@ Status tap_threaded_napi(const std::string& ifname) {
   return {};
 }
 
-std::optional<double> napi_thread_cpu_s(const std::string& ifname) {
-  // Kernel threads are named "napi/<dev>-<napi id>", cut to 15 characters.
-  const std::string prefix = ("napi/" + ifname + "-").substr(0, 15);
-  const long hz = sysconf(_SC_CLK_TCK);
-  std::optional<double> total;
-  std::error_code ec;
-  for (const auto& ent : std::filesystem::directory_iterator("/proc", ec)) {
-    const std::string pid = ent.path().filename();
-    if (pid.empty() || pid[0] < '0' || pid[0] > '9') continue;
-    std::ifstream comm(ent.path() / "comm");
-    std::string name;
-    if (!std::getline(comm, name) || name.compare(0, prefix.size(), prefix) != 0) continue;
-    // /proc/PID/stat: "pid (comm) state ..." ; utime and stime are fields 14 and 15.
-    std::ifstream st(ent.path() / "stat");
-    std::string line;
-    if (!std::getline(st, line)) continue;
-    const size_t close_paren = line.rfind(')');
-    if (close_paren == std::string::npos) continue;
-    std::istringstream rest(line.substr(close_paren + 2));
-    std::string field;
-    unsigned long long ut = 0, stime = 0;
-    for (int i = 3; i <= 15 && rest >> field; ++i) {
-      if (i == 14) ut = std::stoull(field);
-      if (i == 15) stime = std::stoull(field);
-    }
-    total = total.value_or(0) + static_cast<double>(ut + stime) / static_cast<double>(hz);
+Status tap_threaded_napi(const std::string& ifname) {
+  {
+    std::ofstream f("/sys/class/net/" + ifname + "/threaded");
+    if (!(f << "1\n" << std::flush)) return fail("tap: could not turn threaded NAPI on for {}", ifname);
   }
+  return tap_gro_off(ifname);
+}
+
+std::optional<double> napi_thread_cpu_s(const std::string& ifname) {
+  std::optional<double> total;
+  for (const pid_t p : napi_thread_pids(ifname))
+    if (const auto s = thread_cpu_s(p)) total = total.value_or(0) + *s;
   return total;
+}
+
+Result<NapiSwitch> NapiSwitch::open(const std::string& ifname) {
+  const std::string path = "/sys/class/net/" + ifname + "/threaded";
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return fail_errno("open " + path);
+  NapiSwitch s(fd, ifname);
+  // Writing the current state proves the file takes writes (a read-only /sys opens, then refuses).
+  if (pwrite(fd, "0", 1, 0) != 1) return fail_errno("write " + path);
+  return s;
+}
+
+NapiSwitch::NapiSwitch(NapiSwitch&& o) noexcept
+    : fd_(std::exchange(o.fd_, -1)),
+      ifname_(std::move(o.ifname_)),
+      threaded_(o.threaded_),
+      pids_(std::move(o.pids_)),
+      stopped_cpu_s_(o.stopped_cpu_s_) {}
+
+NapiSwitch& NapiSwitch::operator=(NapiSwitch&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(o.fd_, -1);
+    ifname_ = std::move(o.ifname_);
+    threaded_ = o.threaded_;
+    pids_ = std::move(o.pids_);
+    stopped_cpu_s_ = o.stopped_cpu_s_;
+  }
+  return *this;
+}
+
+NapiSwitch::~NapiSwitch() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status NapiSwitch::set(bool threaded) {
+  if (threaded == threaded_) return {};
+  // The thread's time before it stops (it would be lost with it).
+  if (!threaded) stopped_cpu_s_ = cpu_s();
+  if (pwrite(fd_, threaded ? "1" : "0", 1, 0) != 1) return fail_errno("tap: threaded NAPI for " + ifname_);
+  threaded_ = threaded;
+  // The kernel starts the thread inside the write: its pid is there now. Names are matched in any
+  // namespace, so a TAP of the same name elsewhere would be counted too (as napi_thread_cpu_s does).
+  pids_ = threaded ? napi_thread_pids(ifname_) : std::vector<pid_t>{};
+  return {};
+}
+
+double NapiSwitch::cpu_s() const {
+  double t = stopped_cpu_s_;
+  for (const pid_t p : pids_) t += thread_cpu_s(p).value_or(0);
+  return t;
 }
 
 }  // namespace weft::stack

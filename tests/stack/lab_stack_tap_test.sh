@@ -107,9 +107,30 @@ for tso in --no-tso ""; do
   fi
 done
 ip -n "$R" route replace "$N2.0/24" dev "$kdev" src "$N2.1"
-# Threaded NAPI on the TAP (IFF_NAPI, GRO off: the kernel's receive work runs in a NAPI thread), 1% loss.
+# NAPI on the TAP (IFF_NAPI, GRO off): the runs above with --no-tso had the NAPI thread during bulk
+# sends (the default without TSO); here the thread all the time, and no NAPI at all, at 1% loss.
 set_loss 1
 stack_lab_check_connect "NAPI thread, loss 1%" "$WEFT" stack connect "$KERN_IP" --echo-check 2097152 --no-tso --tap-napi \
   "${TAP_ARGS[@]}" || fail=1
+stack_lab_check_connect "no NAPI, loss 1%" "$WEFT" stack connect "$KERN_IP" --echo-check 2097152 --no-tso --no-tap-napi \
+  "${TAP_ARGS[@]}" || fail=1
 set_loss 0
+# Where /sys is read-only (a mount namespace with /sys bound read-only, as in many containers) the
+# default falls back to no NAPI with one line saying so, and works; --tap-napi asked for it, so fails.
+# (unshare's mount namespace is private: the host's /sys stays writable.)
+RO_SYS=(unshare -m sh -c 'mount -o remount,bind,ro /sys && exec "$@"' sh)
+err=$(mktemp)
+if out=$(timeout 150 "${RO_SYS[@]}" "$WEFT" stack connect "$KERN_IP" --echo-check 1048576 --no-tso "${TAP_ARGS[@]}" 2>"$err") &&
+   grep -q '"match":true' <<<"$out" && grep -q 'no NAPI thread for bulk sends' "$err"; then
+  echo "read-only /sys: $(grep 'no NAPI thread' "$err")"
+else
+  echo "FAIL read-only /sys: ${out:-timeout} $(cat "$err")"; fail=1
+fi
+if timeout 150 "${RO_SYS[@]}" "$WEFT" stack connect "$KERN_IP" --echo-check 65536 --no-tso --tap-napi "${TAP_ARGS[@]}" \
+     >/dev/null 2>"$err" || ! grep -q 'threaded NAPI' "$err"; then
+  echo "FAIL read-only /sys: --tap-napi should refuse to run without its NAPI thread: $(cat "$err")"; fail=1
+else
+  echo "read-only /sys: --tap-napi refused: $(cat "$err")"
+fi
+rm -f "$err"
 exit $fail

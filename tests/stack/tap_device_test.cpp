@@ -15,8 +15,11 @@
 #include <linux/sockios.h>
 #include <net/ethernet.h>
 #include <net/if.h>
+#include <sched.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -203,10 +206,10 @@ TEST_P(TapBatch, InterfaceIsGoneWhenTheDeviceIsClosed) {
 TEST_P(TapBatch, NapiThreadDeliversTheFramesWithGroOff) {
   TapDevice::Options o;
   o.vnet_hdr = GetParam();
-  o.napi_thread = true;
+  o.napi = TapDevice::Options::Napi::thread;
   Rig rig(o);
   if (!rig.skip.empty()) GTEST_SKIP() << rig.skip;
-  ASSERT_TRUE(rig.tap->napi_thread());
+  ASSERT_TRUE(rig.tap->napi_threaded());
   EXPECT_TRUE(napi_thread_cpu_s(rig.tap->name()).has_value()) << "no napi/" << rig.tap->name() << " thread";
   const int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   ethtool_value v{ETHTOOL_GGRO, 1};
@@ -225,6 +228,87 @@ TEST_P(TapBatch, NapiThreadDeliversTheFramesWithGroOff) {
   const auto got = rig.wait_for(sent.size());
   ASSERT_EQ(got.size(), sent.size());
   for (size_t i = 0; i < sent.size(); ++i) EXPECT_EQ(got[i], sent[i]) << "frame " << i;
+}
+
+// The bulk rule (Napi::bulk): the NAPI thread goes on with the first flush of kNapiBulkFrames
+// frames and off after kNapiIdleFlushes smaller flushes in a row; the frames arrive whole and in
+// order whichever way they went.
+TEST_P(TapBatch, NapiBulkRuleTurnsTheThreadOnForFullBatchesAndOffWhenIdle) {
+  TapDevice::Options o;
+  o.vnet_hdr = GetParam();
+  o.napi = TapDevice::Options::Napi::bulk;
+  Rig rig(o);
+  if (!rig.skip.empty()) GTEST_SKIP() << rig.skip;
+  ASSERT_EQ(rig.tap->napi(), TapDevice::Options::Napi::bulk);
+  std::vector<std::vector<uint8_t>> sent;
+  uint32_t seq = 0;
+  auto burst = [&](size_t n) {
+    for (size_t i = 0; i < n; ++i, ++seq) {
+      sent.push_back(frame(seq, 60 + (seq * 97) % 1450));
+      ASSERT_TRUE(rig.tap->transmit(wire::Bytes(sent.back().data(), sent.back().size()), {}));
+    }
+    rig.tap->flush();
+  };
+  burst(TapDevice::kNapiBulkFrames - 1);
+  EXPECT_FALSE(rig.tap->napi_threaded()) << "a flush below the bulk size turned the thread on";
+  EXPECT_FALSE(napi_thread_cpu_s(rig.tap->name()).has_value()) << "a NAPI thread before any bulk";
+  burst(TapDevice::kNapiBulkFrames);
+  EXPECT_TRUE(rig.tap->napi_threaded());
+  EXPECT_TRUE(napi_thread_cpu_s(rig.tap->name()).has_value()) << "no napi/" << rig.tap->name() << " thread";
+  for (size_t i = 0; i + 1 < TapDevice::kNapiIdleFlushes; ++i) burst(1);
+  EXPECT_TRUE(rig.tap->napi_threaded()) << "off before kNapiIdleFlushes small flushes";
+  burst(1);
+  EXPECT_FALSE(rig.tap->napi_threaded()) << "still on after kNapiIdleFlushes small flushes";
+  burst(TapDevice::kNapiBulkFrames);
+  EXPECT_TRUE(rig.tap->napi_threaded());
+  const auto& c = rig.tap->counters();
+  EXPECT_EQ(c.napi_on, 2u);
+  EXPECT_EQ(c.napi_errors, 0u);
+  const auto got = rig.wait_for(sent.size());
+  ASSERT_EQ(got.size(), sent.size());
+  for (size_t i = 0; i < sent.size(); ++i) EXPECT_EQ(got[i], sent[i]) << "frame " << i;
+}
+
+// With napi_fallback, a TAP whose NAPI cannot be set up (here /sys is read-only, in a mount
+// namespace of a child process) opens without NAPI and says why; without napi_fallback the open
+// fails. In a child: the read-only /sys must not reach the other tests.
+TEST(TapDevice, NapiFallsBackWhenSysIsReadOnly) {
+  if (geteuid() != 0 || access("/dev/net/tun", R_OK | W_OK) != 0)
+    GTEST_SKIP() << "needs root and /dev/net/tun";
+  int pipefd[2];
+  ASSERT_EQ(pipe(pipefd), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    close(pipefd[0]);
+    auto say = [&](const std::string& m) {
+      (void)!write(pipefd[1], m.data(), m.size());
+      _exit(0);
+    };
+    if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        mount(nullptr, "/sys", nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr) != 0)
+      say(std::string("skip: could not make /sys read-only: ") + std::strerror(errno));
+    for (const auto napi : {TapDevice::Options::Napi::thread, TapDevice::Options::Napi::bulk}) {
+      TapDevice::Options o;
+      o.napi = napi;
+      if (TapDevice::open(o)) say("open without napi_fallback succeeded with /sys read-only");
+      o.napi_fallback = true;
+      auto t = TapDevice::open(o);
+      if (!t) say("open with napi_fallback failed: " + t.error().message);
+      if ((*t)->napi() != TapDevice::Options::Napi::off) say("NAPI on with /sys read-only");
+      if ((*t)->napi_note().empty()) say("no note of why NAPI is off");
+    }
+    say("ok");
+  }
+  close(pipefd[1]);
+  std::string out;
+  char buf[512];
+  for (ssize_t n; (n = read(pipefd[0], buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+  close(pipefd[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (out.starts_with("skip:")) GTEST_SKIP() << out;
+  EXPECT_EQ(out, "ok");
 }
 
 // Frames built in the slot, copied in, and gathered from three pieces (into a slot, or by writev
