@@ -11,13 +11,25 @@
 #                         super-frames, without it weft computes them and sends one MSS per frame;
 #                         transmissions go in batches of 64 through io_uring (one io_uring_enter
 #                         per batch) when weft was built with liburing;
-#   weft tapw (off only): the TAP with --no-io-uring, one write() per frame: the reference for
-#                         what the batching gives, in the same rounds;
-#   weft tapn (off only): the TAP with --tap-napi: IFF_NAPI with a NAPI thread, GRO off on the
-#                         TAP, so the kernel's receive work for weft's frames runs in that thread
+#   weft tapw (off only): the TAP with --no-io-uring --no-tap-napi, one write() per frame: the
+#                         reference for what the batching gives against tapx, in the same rounds;
+#   weft tapx (off only): the TAP with --no-tap-napi: the kernel's side of every frame inside weft's
+#                         writes (the default before session 10; tap_off now has the NAPI thread
+#                         during bulk sends, where /sys allows it: see tapb);
+#   weft tapn [--no-vnet-hdr]: the TAP with --tap-napi: IFF_NAPI with a NAPI thread, GRO off on
+#                         the TAP, so the kernel's receive work for weft's frames runs in that thread
 #                         (on the other core when the scheduler puts it there) instead of inside
 #                         weft's writes; the thread's CPU (`napi_cpu_s` in weft's JSON) is added to
 #                         the sender's;
+#   weft tapb (on only):  the TAP with --tap-napi-bulk: IFF_NAPI, GRO off, the NAPI thread on only
+#                         while weft writes full batches (TapDevice's bulk rule; with TSO it does
+#                         not fire: super-frames are written alone). Without TSO that is weft's
+#                         default, so tap_off has it;
+#   weft tapt, tapbt (on only): the TAP with --no-tso (vnet headers, one MSS per frame, the
+#                         kernel sums the checksums) with --no-tap-napi and with --tap-napi-bulk;
+#   weft tapng (on only): tapn with GRO turned back on on the TAP (by this script, as soon as the
+#                         TAP appears in B, before the connection starts): is GRO worth keeping
+#                         with TSO super-frames?
 #   weft packet [--no-vnet-hdr]: `weft stack connect --device packet` in namespace P on a veth P<->B
 #                         (AF_PACKET: TPACKET_V3 receive ring, sendmmsg batches, PACKET_VNET_HDR);
 #   weft packet_swgso:   `weft stack connect --device packet` (PACKET_VNET_HDR) in namespace Q on a
@@ -42,10 +54,10 @@
 # in the sender's system calls on this path (veth and tun hand frames to the receiver inline).
 # Usage: bench/stack_vs_kernel.sh build/weft [rounds=5] [seconds=3]
 # SENDERS="kernel_off packet_off" (environment) runs only those senders (default: all of them).
-# REF=path/to/another/weft (environment): each TAP sender (tap_on, tap_off, tapn_off) and the
-# AF_PACKET senders packet_on and packet_swgso run again right after with that binary (ref_tap_on,
-# ..., ref_packet_swgso), and a table gives this build / REF per round: an A/B of two builds
-# interleaved in the same rounds, so the machine's load falls on both alike.
+# REF=path/to/another/weft (environment): each TAP sender (tap_on, tap_off, tapn_on, tapn_off) and
+# the AF_PACKET senders packet_on and packet_swgso run again right after with that binary
+# (ref_tap_on, ..., ref_packet_swgso), and a table gives this build / REF per round: an A/B of two
+# builds interleaved in the same rounds, so the machine's load falls on both alike.
 set -euo pipefail
 WEFT=$(realpath "${1:?usage: $0 path/to/weft [rounds] [seconds]}")
 ROUNDS=${2:-5}
@@ -114,7 +126,7 @@ s = socket.create_connection((sys.argv[1], 9000)); b = bytes(1 << 20); end = tim
 while time.time() < end: s.sendall(b)
 s.close()'
 TIME=(/usr/bin/time -f "%U %S" -o "$OUT/cpu")
-SENDERS=${SENDERS:-kernel_on kernel_off tap_on tap_off tapw_off tapn_off packet_on packet_off packet_swgso packet_zc dpdk_off xdp_off}
+SENDERS=${SENDERS:-kernel_on kernel_off tap_on tap_off tapx_off tapw_off tapn_on tapng_on tapb_on tapt_on tapbt_on tapn_off packet_on packet_off packet_swgso packet_zc dpdk_off xdp_off}
 want() { [[ " $SENDERS " == *" $1 "* ]]; }
 lines=0
 record() {  # LABEL ROUND: waits for the server's line of the run that just ended
@@ -124,19 +136,31 @@ record() {  # LABEL ROUND: waits for the server's line of the run that just ende
   echo "$1 $2 $(tail -1 "$OUT/server") $(tail -1 "$OUT/cpu")" >>"$OUT/runs"
 }
 REF=${REF:+$(realpath "$REF")}
-weft_tap() {  # ROUND [options] (BIN=path: another weft binary)
-  local r=$1; shift
+weft_tap() {  # ROUND [options] (BIN=path: another weft binary; GRO=on: GRO back on on the TAP)
+  local r=$1 pid; shift
   "${TIME[@]}" "${BIN:-$WEFT}" stack connect 10.252.1.1 --port 9000 -t "$SECS" --json --tap wsbt0 --ip 10.252.1.2/24 \
-    --kernel-ip 10.252.1.1/24 --netns "$B" "$@" 2>/dev/null >"$OUT/json" || true
-  # A NAPI thread's CPU (--tap-napi) counts as the sender's system time.
-  python3 - "$OUT/json" "$OUT/cpu" <<'PY' || true
+    --kernel-ip 10.252.1.1/24 --netns "$B" "$@" 2>/dev/null >"$OUT/json" &
+  pid=$!
+  if [[ ${GRO:-} == on ]]; then
+    # weft moves the TAP into B after turning GRO off, and connects after it has configured it.
+    for _ in $(seq 200); do ip -n "$B" link show wsbt0 >/dev/null 2>&1 && break; sleep 0.005; done
+    ip netns exec "$B" python3 "$HERE/../lab/offloads.py" wsbt0 on gro >"$OUT/gro" 2>&1 || true
+    grep -q 'gro 1' "$OUT/gro" || echo "round $r: GRO not on: $(cat "$OUT/gro")"
+  fi
+  wait "$pid" || true
+  # A NAPI thread's CPU (--tap-napi, --tap-napi-bulk) counts as the sender's system time; how often
+  # the bulk rule turned the thread on goes to napi_log.
+  python3 - "$OUT/json" "$OUT/cpu" "$OUT/napi_log" "$r $*" <<'PY' || true
 import json, sys
 try:
-    napi = json.load(open(sys.argv[1])).get("tap", {}).get("napi_cpu_s", 0)
+    tap = json.load(open(sys.argv[1])).get("tap", {})
 except ValueError:
-    napi = 0
+    tap = {}
+napi = tap.get("napi_cpu_s", 0)
 u, s = open(sys.argv[2]).read().split()[:2]
 open(sys.argv[2], "w").write("%s %.2f\n" % (u, float(s) + napi))
+if "napi_on" in tap and "--tap-napi" not in sys.argv[4].split():
+    open(sys.argv[3], "a").write("round %s: NAPI thread on %d times, its CPU %.2f s\n" % (sys.argv[4], tap["napi_on"], napi))
 PY
 }
 weft_packet() {  # ROUND [options] (BIN=path: another weft binary)
@@ -158,7 +182,14 @@ for r in $(seq "$ROUNDS"); do
   if want tap_on && [[ -n $REF ]]; then BIN=$REF weft_tap "$r"; record ref_tap_on "$r"; fi
   if want tap_off; then weft_tap "$r" --no-vnet-hdr; record tap_off "$r"; fi
   if want tap_off && [[ -n $REF ]]; then BIN=$REF weft_tap "$r" --no-vnet-hdr; record ref_tap_off "$r"; fi
-  if want tapw_off; then weft_tap "$r" --no-vnet-hdr --no-io-uring; record tapw_off "$r"; fi
+  if want tapx_off; then weft_tap "$r" --no-vnet-hdr --no-tap-napi; record tapx_off "$r"; fi
+  if want tapw_off; then weft_tap "$r" --no-vnet-hdr --no-io-uring --no-tap-napi; record tapw_off "$r"; fi
+  if want tapn_on; then weft_tap "$r" --tap-napi; record tapn_on "$r"; fi
+  if want tapn_on && [[ -n $REF ]]; then BIN=$REF weft_tap "$r" --tap-napi; record ref_tapn_on "$r"; fi
+  if want tapng_on; then GRO=on weft_tap "$r" --tap-napi; record tapng_on "$r"; fi
+  if want tapb_on; then weft_tap "$r" --tap-napi-bulk; record tapb_on "$r"; fi
+  if want tapt_on; then weft_tap "$r" --no-tso --no-tap-napi; record tapt_on "$r"; fi
+  if want tapbt_on; then weft_tap "$r" --no-tso --tap-napi-bulk; record tapbt_on "$r"; fi
   if want tapn_off; then weft_tap "$r" --no-vnet-hdr --tap-napi; record tapn_off "$r"; fi
   if want tapn_off && [[ -n $REF ]]; then BIN=$REF weft_tap "$r" --no-vnet-hdr --tap-napi; record ref_tapn_off "$r"; fi
   if want packet_on; then weft_packet "$r"; record packet_on "$r"; fi
@@ -179,6 +210,7 @@ for r in $(seq "$ROUNDS"); do
   fi
 done
 echo "# load at the end $(cut -d' ' -f1-3 /proc/loadavg)"
+[[ -f $OUT/napi_log ]] && cat "$OUT/napi_log"
 python3 - "$OUT/runs" <<'PY'
 import sys, statistics as st
 runs = {}
@@ -188,9 +220,10 @@ for line in open(sys.argv[1]):
     runs[(label, int(rnd))] = (n * 8 / dt / 1e9, (float(srv_cpu) + float(cu) + float(cs)) / (n / 1e9) if n else float("nan"),
                                float(cu) + float(cs), float(srv_cpu))
 rounds = sorted({r for _, r in runs})
-labels = [l for l in ["kernel_on", "kernel_off", "tap_on", "ref_tap_on", "tap_off", "ref_tap_off", "tapw_off", "tapn_off",
-                     "ref_tapn_off", "packet_on", "ref_packet_on", "packet_off", "packet_swgso",
-                     "ref_packet_swgso", "packet_zc", "dpdk_off", "xdp_off"]
+labels = [l for l in ["kernel_on", "kernel_off", "tap_on", "ref_tap_on", "tap_off", "ref_tap_off", "tapx_off", "tapw_off",
+                     "tapn_on", "ref_tapn_on", "tapng_on", "tapb_on", "tapt_on", "tapbt_on", "tapn_off", "ref_tapn_off",
+                     "packet_on", "ref_packet_on", "packet_off", "packet_swgso", "ref_packet_swgso", "packet_zc", "dpdk_off",
+                     "xdp_off"]
           if any(k == l for k, _ in runs)]
 med = lambda xs: st.median(xs) if xs else float("nan")
 print("| sender | Gb/s per round | median Gb/s | CPU s/GB per round (sender + receiver) | median CPU s/GB |")
@@ -202,7 +235,8 @@ for l in labels:
 print()
 print("| weft / kernel | offloads | throughput ratio per round | median | min | max | CPU/GB ratio (median of rounds) |")
 print("|---|---|---|---|---|---|---|")
-for dev, mode in [(d, m) for d in ("tap", "ref_tap", "tapw", "tapn", "ref_tapn", "packet", "ref_packet", "dpdk", "xdp")
+for dev, mode in [(d, m) for d in ("tap", "ref_tap", "tapx", "tapw", "tapn", "ref_tapn", "tapng", "tapb", "tapt", "tapbt",
+                                    "packet", "ref_packet", "dpdk", "xdp")
                                   for m in ("off", "on")] + [("packet", "swgso"), ("ref_packet", "swgso"), ("packet", "zc")]:
     k, w = "kernel_" + ("on" if mode == "on" else "off"), dev + "_" + mode
     rs = [runs[(w, r)][0] / runs[(k, r)][0] for r in rounds if (w, r) in runs and (k, r) in runs and runs[(k, r)][0] > 0]
@@ -219,11 +253,24 @@ if any(k == "packet_zc" for k, _ in runs) and any(k == "packet_swgso" for k, _ i
     print("|---|---|---|---|---|")
     print("| --zerocopy / default | %s | %.3f | %s | %.3f |" % (" ".join("%.2f" % x for x in rs), med(rs),
                                                           " ".join("%.2f" % x for x in cs), med(cs)))
+pairs = [(w, b) for w, b in (("tapn_on", "tap_on"), ("tapng_on", "tap_on"), ("tapng_on", "tapn_on"), ("tapb_on", "tap_on"), ("tapbt_on", "tapt_on"),
+                                  ("tap_off", "tapx_off"), ("tapn_off", "tapx_off"), ("tap_off", "tapn_off"))
+         if any(k == w for k, _ in runs) and any(k == b for k, _ in runs)]
+if pairs:  # what the NAPI thread changes, within each round
+    print()
+    print("| TAP A / B | throughput ratio per round | median | CPU/GB ratio per round | median |")
+    print("|---|---|---|---|---|")
+    for w, b in pairs:
+        rs = [runs[(w, r)][0] / runs[(b, r)][0] for r in rounds if (w, r) in runs and (b, r) in runs and runs[(b, r)][0] > 0]
+        cs = [runs[(w, r)][1] / runs[(b, r)][1] for r in rounds if (w, r) in runs and (b, r) in runs]
+        if rs:
+            print("| %s / %s | %s | %.2f | %s | %.2f |" % (w, b, " ".join("%.2f" % x for x in rs), med(rs),
+                                                          " ".join("%.2f" % x for x in cs), med(cs)))
 if any(k.startswith("ref_") for k, _ in runs):
     print()
     print("| this build / REF | throughput ratio per round | median | min | max | CPU/GB ratio per round | median |")
     print("|---|---|---|---|---|---|---|")
-    for w in ("tap_on", "tap_off", "tapn_off", "packet_on", "packet_swgso"):
+    for w in ("tap_on", "tap_off", "tapn_on", "tapn_off", "packet_on", "packet_swgso"):
         k = "ref_" + w
         rs = [runs[(w, r)][0] / runs[(k, r)][0] for r in rounds if (w, r) in runs and (k, r) in runs and runs[(k, r)][0] > 0]
         cs = [runs[(w, r)][1] / runs[(k, r)][1] for r in rounds if (w, r) in runs and (k, r) in runs]

@@ -5,6 +5,7 @@ the legacy SIOCETHTOOL commands `ethtool -K IF tso off gso off gro off tx off sg
     python3 lab/offloads.py IF off     # run inside the interface's namespace (ip netns exec NS ...)
     python3 lab/offloads.py IF on
     python3 lab/offloads.py IF         # only print the current state
+    python3 lab/offloads.py IF on gro  # only the features named (here GRO), the others as they are
 
 Prints the state read back afterwards, e.g. "IF tx 0 sg 0 tso 0 gso 0 gro 0", so a bench records
 what it measured and not what it asked for. Turning tx checksumming off takes sg and tso with it
@@ -32,8 +33,9 @@ def call(sock, ifname, cmd, data=0):
 def main():
     ifname = sys.argv[1]
     want = sys.argv[2] if len(sys.argv) > 2 else None
+    only = set(sys.argv[3:])
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    order = FEATURES if want == "on" else list(reversed(FEATURES))
+    order = [f for f in (FEATURES if want == "on" else list(reversed(FEATURES))) if not only or f[0] in only]
     if want in ("on", "off"):
         for name, _, set_cmd in order:
             try:
