@@ -7,9 +7,9 @@
 // The thread's CPU time is the stack's cost too: napi_thread_cpu_s() reads it for the figures.
 //
 // The hand-off to the thread costs a wake-up per burst: a lone request's answer waits for the
-// thread to be scheduled (bench/stack_latency.sh: 1.27-1.37x the kernel's median round trip with
-// the thread, 0.94-1.04x without). NapiSwitch turns the thread on and off at run time through
-// /sys/class/net/IF/threaded, so the thread can serve bulk transfers only.
+// thread to be scheduled (bench/stack_latency.sh, 64 B: 1.31-1.35x the kernel's median round trip
+// with the thread, 0.98x without). NapiSwitch turns the thread on and off at run time through
+// /sys/class/net/IF/threaded, so the thread can serve bulk transfers only (TapDevice's bulk rule).
 #include <sys/types.h>
 
 #include <optional>
