@@ -47,7 +47,8 @@ class TapDevice final : public Device {
   };
   // The bulk rule: a flush of kNapiBulkFrames frames or more turns the NAPI thread on; after
   // kNapiIdleFlushes flushes in a row with fewer it goes off again (answers and ACKs, one or two
-  // frames a flush, are then written inline, without waiting for the thread).
+  // frames a flush, are then written inline, without waiting for the thread). With a tx_batch
+  // below kNapiBulkFrames, or TSO (a super-frame is written alone), it never fires.
   static constexpr size_t kNapiBulkFrames = 16;
   static constexpr size_t kNapiIdleFlushes = 64;
   static Result<std::unique_ptr<TapDevice>> open(const Options& o);
