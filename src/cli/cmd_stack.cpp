@@ -165,7 +165,7 @@ struct Session {
     to.io_uring = !c.no_io_uring;
     // By default a TAP that carries one MSS per frame (no TSO) gets the NAPI thread for bulk sends
     // where the kernel and /sys allow it: the kernel's per-frame receive work then leaves weft's
-    // writes (1.13-1.76x the throughput with offloads off) while requests and ACKs stay inline
+    // writes (1.13-1.87x the throughput with offloads off) while requests and ACKs stay inline
     // (64 B round trips 1.01x the kernel's; 1.31-1.35x with the thread always on). With TSO the
     // thread gives nothing and IFF_NAPI alone costs (docs/BENCHMARKS.md, "Session 10, helper
     // stack-napi").
