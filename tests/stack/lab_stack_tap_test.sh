@@ -115,6 +115,18 @@ stack_lab_check_connect "NAPI thread, loss 1%" "$WEFT" stack connect "$KERN_IP" 
 stack_lab_check_connect "no NAPI, loss 1%" "$WEFT" stack connect "$KERN_IP" --echo-check 2097152 --no-tso --no-tap-napi \
   "${TAP_ARGS[@]}" || fail=1
 set_loss 0
+# The default: the NAPI thread during bulk sends without TSO, no NAPI with TSO (the banner says which).
+err=$(mktemp)
+for tso in --no-tso ""; do
+  want=$([[ -n $tso ]] && echo "NAPI thread during bulk sends" || echo "vnet_hdr on, transmit")
+  if out=$(timeout 150 "$WEFT" stack connect "$KERN_IP" --echo-check 65536 $tso "${TAP_ARGS[@]}" 2>"$err") &&
+     grep -q '"match":true' <<<"$out" && grep -q "$want" "$err" && { [[ -n $tso ]] || ! grep -q NAPI "$err"; }; then
+    echo "default ${tso:-(TSO)}: $(grep 'took TAP' "$err")"
+  else
+    echo "FAIL default ${tso:-(TSO)}: ${out:-timeout} $(cat "$err")"; fail=1
+  fi
+done
+rm -f "$err"
 # Where /sys is read-only (a mount namespace with /sys bound read-only, as in many containers) the
 # default falls back to no NAPI with one line saying so, and works; --tap-napi asked for it, so fails.
 # (unshare's mount namespace is private: the host's /sys stays writable.)
