@@ -40,6 +40,9 @@
 #                         writes its pattern into the send ring in place on the ring's first lap only
 #                         (as iperf3 -Z), so weft makes one copy of each byte (ring -> skb), as the
 #                         kernel's sendmsg does (user buffer -> skb), instead of two;
+#   kernel_zc:           the kernel's own zero-copy reference for packet_zc: the client in namespace C
+#                         (the off-run's veth) sends a 16 MiB file over and over with os.sendfile (page
+#                         references, no copy from the user), so "zc" is compared like with like too;
 #   weft dpdk (when weft was built with DPDK): `--device dpdk` with a net_af_packet vdev in
 #                         namespace D on a veth D<->B, no offloads (the PMD has none here; B's end
 #                         sends full checksums), busy polling: compared with the kernel's off-run.
@@ -125,8 +128,17 @@ import socket, sys, time
 s = socket.create_connection((sys.argv[1], 9000)); b = bytes(1 << 20); end = time.time() + float(sys.argv[2])
 while time.time() < end: s.sendall(b)
 s.close()'
+KZCLIENT='
+import os, socket, sys, time
+f = os.open(sys.argv[3], os.O_RDONLY); size = os.fstat(f).st_size
+s = socket.create_connection((sys.argv[1], 9000)); end = time.time() + float(sys.argv[2])
+while time.time() < end:
+    off = 0
+    while off < size: off += os.sendfile(s.fileno(), f, off, size - off)
+s.close()'
+head -c $((16 << 20)) /dev/zero | tr "\\0" "\\7" >"$OUT/zc-file"  # 16 MiB, read once into the page cache
 TIME=(/usr/bin/time -f "%U %S" -o "$OUT/cpu")
-SENDERS=${SENDERS:-kernel_on kernel_off tap_on tap_off tapx_off tapw_off tapn_on tapng_on tapb_on tapt_on tapbt_on tapn_off packet_on packet_off packet_swgso packet_zc dpdk_off xdp_off}
+SENDERS=${SENDERS:-kernel_on kernel_off tap_on tap_off tapx_off tapw_off tapn_on tapng_on tapb_on tapt_on tapbt_on tapn_off packet_on packet_off packet_swgso packet_zc kernel_zc dpdk_off xdp_off}
 want() { [[ " $SENDERS " == *" $1 "* ]]; }
 lines=0
 record() {  # LABEL ROUND: waits for the server's line of the run that just ended
@@ -198,6 +210,7 @@ for r in $(seq "$ROUNDS"); do
   if want packet_swgso; then weft_swgso "$r"; record packet_swgso "$r"; fi
   if want packet_swgso && [[ -n $REF ]]; then BIN=$REF weft_swgso "$r"; record ref_packet_swgso "$r"; fi
   if want packet_zc; then weft_swgso "$r" --zerocopy; record packet_zc "$r"; fi
+  if want kernel_zc; then ip netns exec "$C" "${TIME[@]}" python3 -c "$KZCLIENT" 10.254.1.2 "$SECS" "$OUT/zc-file"; record kernel_zc "$r"; fi
   if ((DPDK)) && want dpdk_off; then
     ip netns exec "$D" "${TIME[@]}" "$WEFT" stack connect 10.248.1.2 --port 9000 -t "$SECS" --json --device dpdk \
       --dpdk-vdev net_af_packet0,iface=wsbd --ip 10.248.1.1/24 2>/dev/null >"$OUT/json" || true
@@ -222,7 +235,7 @@ for line in open(sys.argv[1]):
 rounds = sorted({r for _, r in runs})
 labels = [l for l in ["kernel_on", "kernel_off", "tap_on", "ref_tap_on", "tap_off", "ref_tap_off", "tapx_off", "tapw_off",
                      "tapn_on", "ref_tapn_on", "tapng_on", "tapb_on", "tapt_on", "tapbt_on", "tapn_off", "ref_tapn_off",
-                     "packet_on", "ref_packet_on", "packet_off", "packet_swgso", "ref_packet_swgso", "packet_zc", "dpdk_off",
+                     "packet_on", "ref_packet_on", "packet_off", "packet_swgso", "ref_packet_swgso", "packet_zc", "kernel_zc", "dpdk_off",
                      "xdp_off"]
           if any(k == l for k, _ in runs)]
 med = lambda xs: st.median(xs) if xs else float("nan")
@@ -243,6 +256,12 @@ for dev, mode in [(d, m) for d in ("tap", "ref_tap", "tapx", "tapw", "tapn", "re
     cs = [runs[(w, r)][1] / runs[(k, r)][1] for r in rounds if (w, r) in runs and (k, r) in runs]
     if rs:
         print("| %s | %s | %s | %.2f | %.2f | %.2f | %.2f |" % (dev, mode, " ".join("%.2f" % x for x in rs), med(rs), min(rs), max(rs), med(cs)))
+# Zero-copy against zero-copy: weft's --zerocopy against the kernel's sendfile on the same veth.
+rs = [runs[("packet_zc", r)][0] / runs[("kernel_zc", r)][0] for r in rounds
+      if ("packet_zc", r) in runs and ("kernel_zc", r) in runs and runs[("kernel_zc", r)][0] > 0]
+cs = [runs[("packet_zc", r)][1] / runs[("kernel_zc", r)][1] for r in rounds if ("packet_zc", r) in runs and ("kernel_zc", r) in runs]
+if rs:
+    print("| packet | zc / kernel_zc | %s | %.2f | %.2f | %.2f | %.2f |" % (" ".join("%.2f" % x for x in rs), med(rs), min(rs), max(rs), med(cs)))
 if any(k == "packet_zc" for k, _ in runs) and any(k == "packet_swgso" for k, _ in runs):
     rs = [runs[("packet_zc", r)][0] / runs[("packet_swgso", r)][0] for r in rounds
           if ("packet_zc", r) in runs and ("packet_swgso", r) in runs and runs[("packet_swgso", r)][0] > 0]
