@@ -56,7 +56,7 @@ void Prober::Impl::apply_targets(int64_t now) {
     st->target = std::move(tg);
     st->addr = *addr;
     st->addr_text = addr->to_string();
-    st->sock = sock;
+    st->sock = static_cast<uint8_t>(sock);
     st->gen = ++gen_counter;
     st->windows.resize(n_windows);  // their histograms store rows only once sampled
     for (auto& w : st->windows) w.keep_latency(cfg.window_latency);
