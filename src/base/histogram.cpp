@@ -69,9 +69,11 @@ void LogHistogram::add_in_new_row(int64_t value, int b) {
   note(value);
 }
 
+// Branch-free: an empty histogram's min_ and max_ are the identities of min and max over the
+// values add() passes (>= 0), so the first value needs no test of count_.
 void LogHistogram::note(int64_t value) {
-  if (count_ == 0 || value < min_) min_ = value;
-  if (count_ == 0 || value > max_) max_ = value;
+  min_ = std::min(min_, value);
+  max_ = std::max(max_, value);
   ++count_;
   sum_ += value;
 }
@@ -85,8 +87,8 @@ void LogHistogram::merge(const LogHistogram& other) {
     Row& to = row(r);
     for (size_t i = 0; i < from.size(); ++i) to[i] += from[i];
   }
-  if (count_ == 0 || other.min_ < min_) min_ = other.min_;
-  if (count_ == 0 || other.max_ > max_) max_ = other.max_;
+  min_ = std::min(min_, other.min_);
+  max_ = std::max(max_, other.max_);
   count_ += other.count_;
   sum_ += other.sum_;
 }
@@ -97,7 +99,8 @@ void LogHistogram::reset() {
   row_of_.fill(0);
   count_ = 0;
   sum_ = 0;
-  min_ = max_ = 0;
+  min_ = kEmptyMin;
+  max_ = 0;
 }
 
 int64_t LogHistogram::percentile(double q) const {

@@ -80,7 +80,9 @@ class LogHistogram {
   std::array<uint8_t, kRows> row_of_{};  // power-of-two row -> 1 + index in rows_, 0 = not stored
   uint64_t count_ = 0;
   __int128 sum_ = 0;
-  int64_t min_ = 0;
+  // Empty: min_ above and max_ at the bottom of every value add() takes (min() and max() say 0).
+  static constexpr int64_t kEmptyMin = INT64_MAX;
+  int64_t min_ = kEmptyMin;
   int64_t max_ = 0;
 };
 

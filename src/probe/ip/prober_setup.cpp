@@ -56,7 +56,7 @@ void Prober::Impl::apply_targets(int64_t now) {
     st->target = std::move(tg);
     st->addr = *addr;
     st->addr_text = addr->to_string();
-    st->sock = sock;
+    st->sock = static_cast<uint8_t>(sock);
     st->gen = ++gen_counter;
     st->windows.resize(n_windows);  // their histograms store rows only once sampled
     for (auto& w : st->windows) w.keep_latency(cfg.window_latency);
@@ -70,7 +70,10 @@ void Prober::Impl::apply_targets(int64_t now) {
       targets.push_back(std::move(st));
     }
     fresh.push_back(idx);
-    if (cfg.protocol == Protocol::tcp && cfg.tcp_keep_open) keep_open_connect(idx, *targets[idx], now);
+    if (cfg.protocol == Protocol::tcp && cfg.tcp_keep_open) {
+      targets[idx]->kept = std::make_unique<KeptOpen>();
+      keep_open_connect(idx, *targets[idx], now);
+    }
   }
   for (auto& [key, idx] : existing) targets[idx]->retired = true;  // no longer in the list
   count_socket_targets();
@@ -116,14 +119,16 @@ void Prober::Impl::grow_table(size_t wanted) {
 }
 
 void Prober::Impl::close_conn(TargetState& t) {
-  if (t.conn.valid()) {
-    ep.remove(t.conn.get());
-    t.conn.reset();
+  if (!t.kept) return;
+  KeptOpen& c = *t.kept;
+  if (c.conn.valid()) {
+    ep.remove(c.conn.get());
+    c.conn.reset();
   }
-  t.connected = false;
-  t.rlen = 0;
-  t.tx_stamps = false;
-  t.keys = {};
+  c.connected = false;
+  c.rlen = 0;
+  c.tx_stamps = false;
+  c.keys = {};
 }
 
 // How many targets each UDP socket serves: one with none is never polled (see poll_udp).

@@ -11,36 +11,38 @@ namespace weft::probe {
 // answer's receive stamp with the read (one per read: frame_reader.hpp), and a responder that
 // knows how sends its kernel times in a follow-up frame after the reply (two-step, as on UDP).
 void Prober::Impl::keep_open_connect(uint32_t tindex, TargetState& t, int64_t now) {
+  KeptOpen& c = *t.kept;
   auto fd = net::tcp_connect_start(bind_addr[t.sock], t.addr);
-  t.reconnect_after_mono = now + std::max<int64_t>(interval_ns, 100'000'000);
+  c.reconnect_after_mono = now + std::max<int64_t>(interval_ns, 100'000'000);
   if (!fd) {
-    if (is_local_failure(fd.error().code)) t.connect_local_error = fd.error().message;
+    if (is_local_failure(fd.error().code)) c.connect_local_error = fd.error().message;
     return;
   }
-  t.connect_local_error.clear();
+  c.connect_local_error.clear();
   linger lg{0, 0};  // a kept-open connection closes normally
   setsockopt(fd->get(), SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
   // Receive stamps from the start; transmit stamps once connected (OPT_ID needs a connection).
   (void)net::enable_timestamping(fd->get(), false);
-  t.conn = std::move(*fd);
-  t.connected = false;
-  t.connect_started_mono = now;
-  t.rlen = 0;
-  if (!ep.add(t.conn.get(), EPOLLOUT | EPOLLIN, tag(kTcpConn, tindex))) close_conn(t);
+  c.conn = std::move(*fd);
+  c.connected = false;
+  c.connect_started_mono = now;
+  c.rlen = 0;
+  if (!ep.add(c.conn.get(), EPOLLOUT | EPOLLIN, tag(kTcpConn, tindex))) close_conn(t);
 }
 
 void Prober::Impl::keep_open_send(uint32_t tindex, TargetState& t, int64_t now) {
-  if (t.conn.valid() && !t.connected) {
-    if (now - t.connect_started_mono < timeout_ns) return;  // still connecting: not a probe yet
+  KeptOpen& c = *t.kept;
+  if (c.conn.valid() && !c.connected) {
+    if (now - c.connect_started_mono < timeout_ns) return;  // still connecting: not a probe yet
     close_conn(t);  // the handshake took longer than a probe may: this probe is lost
   }
-  if (!t.conn.valid() && now >= t.reconnect_after_mono) keep_open_connect(tindex, t, now);
+  if (!c.conn.valid() && now >= c.reconnect_after_mono) keep_open_connect(tindex, t, now);
   const int64_t tx_rt = realtime_ns(), tx_mono = mono_ns();
   Slot& s = new_slot(tindex, t, tx_mono);
-  if (!t.connected) {
+  if (!c.connected) {
     Counters::inc(ctr.send_errors);
     // No connection because this host could not open one: not the network's loss.
-    if (!t.conn.valid() && !t.connect_local_error.empty()) mark_unsent(s, t.connect_local_error);
+    if (!c.conn.valid() && !c.connect_local_error.empty()) mark_unsent(s, c.connect_local_error);
     return;  // lost at its deadline
   }
   wire::Packet p;
@@ -50,31 +52,33 @@ void Prober::Impl::keep_open_send(uint32_t tindex, TargetState& t, int64_t now) 
   p.prober_tx_ns = tx_rt;
   uint8_t buf[wire::kSize];
   wire::encode(p, std::span<uint8_t, wire::kSize>(buf, wire::kSize));
-  const uint32_t key = t.keys.next_key();
+  const uint32_t key = c.keys.next_key();
   // MSG_EOR: no later write joins this probe's packet (which carries one transmit stamp).
-  ssize_t n = ::send(t.conn.get(), buf, sizeof buf, MSG_NOSIGNAL | MSG_DONTWAIT | MSG_EOR);
+  ssize_t n = ::send(c.conn.get(), buf, sizeof buf, MSG_NOSIGNAL | MSG_DONTWAIT | MSG_EOR);
   if (n != static_cast<ssize_t>(sizeof buf)) {
     Counters::inc(ctr.send_errors);
     close_conn(t);  // a partial frame would desynchronise the stream
     return;
   }
-  if (t.tx_stamps) {
-    t.tx_seq[t.keys.frames() % TargetState::kTxFrames] = s.seq;
+  if (c.tx_stamps) {
+    c.tx_seq[c.keys.frames() % KeptOpen::kTxFrames] = s.seq;
     s.tx_id = key;
     s.tx_id_valid = true;
   }
-  t.keys.wrote_frame();
+  c.keys.wrote_frame();
 }
 
 // Reads the send stamps waiting on a kept-open connection into their probes' slots.
 size_t Prober::Impl::keep_open_tx_stamps(uint32_t tindex) {
   if (tindex >= targets.size() || !targets[tindex]) return 0;
   TargetState& t = *targets[tindex];
-  if (!t.conn.valid() || !t.tx_stamps) return 0;
-  return net::read_tx_timestamps(t.conn.get(), [&](const net::TxTimestamp& ts) {
-    const int64_t frame = t.keys.frame_of(ts.id, TargetState::kTxFrames);
+  if (!t.kept) return 0;
+  KeptOpen& c = *t.kept;
+  if (!c.conn.valid() || !c.tx_stamps) return 0;
+  return net::read_tx_timestamps(c.conn.get(), [&](const net::TxTimestamp& ts) {
+    const int64_t frame = c.keys.frame_of(ts.id, KeptOpen::kTxFrames);
     if (frame < 0) return;
-    Slot* s = table.find(t.tx_seq[static_cast<uint64_t>(frame) % TargetState::kTxFrames]);
+    Slot* s = table.find(c.tx_seq[static_cast<uint64_t>(frame) % KeptOpen::kTxFrames]);
     // The first stamp is when the probe left; a retransmission may stamp the same bytes again.
     if (s && s->tx_id_valid && s->tx_id == ts.id && s->target == tindex && s->target_gen == t.gen &&
         !s->timing.tx_kernel.software_ns && !s->timing.tx_kernel.hardware_ns)
@@ -85,24 +89,25 @@ size_t Prober::Impl::keep_open_tx_stamps(uint32_t tindex) {
 void Prober::Impl::keep_open_event(uint32_t tindex, uint32_t events) {
   if (tindex >= targets.size() || !targets[tindex]) return;
   TargetState& t = *targets[tindex];
-  if (!t.conn.valid()) return;
-  if (!t.connected) {
-    if (net::socket_error(t.conn.get()) != 0 || (events & (EPOLLERR | EPOLLHUP))) {
+  if (!t.kept || !t.kept->conn.valid()) return;
+  KeptOpen& c = *t.kept;
+  if (!c.connected) {
+    if (net::socket_error(c.conn.get()) != 0 || (events & (EPOLLERR | EPOLLHUP))) {
       close_conn(t);
       return;
     }
-    t.connected = true;
+    c.connected = true;
     // Nothing written yet: the byte counter starts at the first probe.
-    t.tx_stamps = net::enable_stream_timestamping(t.conn.get()).has_value();
-    t.keys = {};
-    (void)ep.modify(t.conn.get(), EPOLLIN, tag(kTcpConn, tindex));
+    c.tx_stamps = net::enable_stream_timestamping(c.conn.get()).has_value();
+    c.keys = {};
+    (void)ep.modify(c.conn.get(), EPOLLIN, tag(kTcpConn, tindex));
   }
   size_t stamps = 0;
   if (events & EPOLLERR) stamps = keep_open_tx_stamps(tindex);
   // EPOLLERR with no stamp waiting is a real error: reading reports it and closes.
   if (!(events & (EPOLLIN | EPOLLHUP)) && !((events & EPOLLERR) && stamps == 0)) return;
   const bool open = net::read_frames<wire::kSize>(
-      t.conn.get(), t.rbuf, sizeof t.rbuf, t.rlen,
+      c.conn.get(), c.rbuf, sizeof c.rbuf, c.rlen,
       [&](std::span<const uint8_t, wire::kSize> frame, const net::KernelTime& kt) {
         return keep_open_frame(tindex, t, frame, kt);
       });
