@@ -66,7 +66,8 @@
 # Receiver CPU: the kernel server thread's (RUSAGE_THREAD) or weft's whole process (/usr/bin/time,
 # set-up and the wait for the client included) plus its NAPI thread's (`napi_cpu_s` in serve's
 # JSON); plus the client's user+system. rx_tap_on and rx_packet_on are compared with rx_kernel_on,
-# rx_tap_off and rx_packet_swgso with rx_kernel_off. REF= also reruns rx_tap_on and rx_packet_swgso.
+# rx_tap_off and rx_packet_swgso with rx_kernel_off. REF= reruns the four weft rx senders too (a REF
+# binary needs `serve --json`).
 # "offloads on" compares kernel-on with weft's checksum-offloaded runs, "offloads off" kernel-off
 # with weft's --no-vnet-hdr runs; the ratio is taken within each round, then the median over rounds.
 # CPU: the sender's user+system seconds (/usr/bin/time, the whole process, so weft's TAP set-up and
@@ -158,12 +159,12 @@ s.close()'
 # The receive direction's client: bytes and seconds until the receiver's FIN came back.
 KRXCLIENT='
 import socket, sys, time
-t0 = time.time(); end = t0 + float(sys.argv[2])
 for _ in range(100):
     try:
-        s = socket.create_connection((sys.argv[1], int(sys.argv[3]))); break
+        s = socket.create_connection((sys.argv[1], int(sys.argv[3])), timeout=5); break
     except OSError:
         time.sleep(0.05)
+s.settimeout(None); t0 = time.time(); end = t0 + float(sys.argv[2])
 b = bytes(1 << 20); n = 0
 while time.time() < end: s.sendall(b); n += len(b)
 s.shutdown(socket.SHUT_WR)
@@ -222,6 +223,7 @@ weft_swgso() {  # ROUND [options] (BIN=path: another weft binary)
 rx_record() {
   local n dt
   read -r n dt <"$OUT/rx_client" || { echo "round $2: $1: the client failed (left out)"; return; }
+  ((n > 0)) || { echo "round $2: $1: the client sent nothing (left out)"; return; }
   echo "$1 $2 client $n $dt $3 $(tail -1 "$OUT/cpu")" >>"$OUT/runs"
 }
 rx_kernel() {  # LABEL ROUND NS SERVER_IP: the client to the kernel discard server in B
@@ -238,6 +240,8 @@ rx_kernel() {  # LABEL ROUND NS SERVER_IP: the client to the kernel discard serv
 rx_weft() {
   local label=$1 r=$2 ip=$3 ns=$4 tpid wpid ppid=""; shift 4
   : >"$OUT/rx_client"; : >"$OUT/rx_err"
+  # weft's MAC is new every run: B must not send to the last run's (no ARP until its entry is stale).
+  ip -n "$B" neigh flush to "$ip" 2>/dev/null || true
   ${ns:+ip netns exec "$ns"} /usr/bin/time -f "%U %S" -o "$OUT/rx_cpu" "${BIN:-$WEFT}" stack serve --port 9000 --json \
     "$@" >"$OUT/json" 2>"$OUT/rx_err" &
   tpid=$!
@@ -293,7 +297,9 @@ for r in $(seq "$ROUNDS"); do
   if want rx_tap_on; then rx_tap rx_tap_on "$r"; fi
   if want rx_tap_on && [[ -n $REF ]]; then BIN=$REF rx_tap ref_rx_tap_on "$r"; fi
   if want rx_tap_off; then rx_tap rx_tap_off "$r" --no-vnet-hdr; fi
+  if want rx_tap_off && [[ -n $REF ]]; then BIN=$REF rx_tap ref_rx_tap_off "$r" --no-vnet-hdr; fi
   if want rx_packet_on; then rx_pkt rx_packet_on "$r" 10.253.1.1 "$P" wsbp; fi
+  if want rx_packet_on && [[ -n $REF ]]; then BIN=$REF rx_pkt ref_rx_packet_on "$r" 10.253.1.1 "$P" wsbp; fi
   if want rx_packet_swgso; then rx_pkt rx_packet_swgso "$r" 10.249.1.1 "$Q" wsbq; fi
   if want rx_packet_swgso && [[ -n $REF ]]; then BIN=$REF rx_pkt ref_rx_packet_swgso "$r" 10.249.1.1 "$Q" wsbq; fi
   if ((DPDK)) && want dpdk_off; then
@@ -321,8 +327,8 @@ rounds = sorted({r for _, r in runs})
 labels = [l for l in ["kernel_on", "kernel_off", "tap_on", "ref_tap_on", "tap_off", "ref_tap_off", "tapx_off", "tapw_off",
                      "tapn_on", "ref_tapn_on", "tapng_on", "tapb_on", "tapt_on", "tapbt_on", "tapn_off", "ref_tapn_off",
                      "packet_on", "ref_packet_on", "packet_off", "packet_swgso", "ref_packet_swgso", "packet_zc", "kernel_zc", "dpdk_off",
-                     "xdp_off", "rx_kernel_on", "rx_kernel_off", "rx_tap_on", "ref_rx_tap_on", "rx_tap_off", "rx_packet_on",
-                     "rx_packet_swgso", "ref_rx_packet_swgso"]
+                     "xdp_off", "rx_kernel_on", "rx_kernel_off", "rx_tap_on", "ref_rx_tap_on", "rx_tap_off", "ref_rx_tap_off",
+                     "rx_packet_on", "ref_rx_packet_on", "rx_packet_swgso", "ref_rx_packet_swgso"]
           if any(k == l for k, _ in runs)]
 med = lambda xs: st.median(xs) if xs else float("nan")
 print("| sender | Gb/s per round | median Gb/s | CPU s/GB per round (sender + receiver) | median CPU s/GB |")
@@ -344,8 +350,8 @@ for dev, mode in [(d, m) for d in ("tap", "ref_tap", "tapx", "tapw", "tapn", "re
         print("| %s | %s | %s | %.2f | %.2f | %.2f | %.2f |" % (dev, mode, " ".join("%.2f" % x for x in rs), med(rs), min(rs), max(rs), med(cs)))
 # Weft receiving, against the kernel receiving over the same kind of path in the same round.
 rx = [(w, k) for w, k in (("rx_tap_on", "rx_kernel_on"), ("ref_rx_tap_on", "rx_kernel_on"), ("rx_packet_on", "rx_kernel_on"),
-                          ("rx_tap_off", "rx_kernel_off"), ("rx_packet_swgso", "rx_kernel_off"),
-                          ("ref_rx_packet_swgso", "rx_kernel_off"))
+                          ("ref_rx_packet_on", "rx_kernel_on"), ("rx_tap_off", "rx_kernel_off"), ("ref_rx_tap_off", "rx_kernel_off"),
+                          ("rx_packet_swgso", "rx_kernel_off"), ("ref_rx_packet_swgso", "rx_kernel_off"))
       if any(l == w for l, _ in runs) and any(l == k for l, _ in runs)]
 if rx:
     print()
@@ -390,7 +396,8 @@ if any(k.startswith("ref_") for k, _ in runs):
     print()
     print("| this build / REF | throughput ratio per round | median | min | max | CPU/GB ratio per round | median |")
     print("|---|---|---|---|---|---|---|")
-    for w in ("tap_on", "tap_off", "tapn_on", "tapn_off", "packet_on", "packet_swgso", "rx_tap_on", "rx_packet_swgso"):
+    for w in ("tap_on", "tap_off", "tapn_on", "tapn_off", "packet_on", "packet_swgso", "rx_tap_on", "rx_tap_off", "rx_packet_on",
+              "rx_packet_swgso"):
         k = "ref_" + w
         rs = [runs[(w, r)][0] / runs[(k, r)][0] for r in rounds if (w, r) in runs and (k, r) in runs and runs[(k, r)][0] > 0]
         cs = [runs[(w, r)][1] / runs[(k, r)][1] for r in rounds if (w, r) in runs and (k, r) in runs]
