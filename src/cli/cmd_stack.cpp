@@ -162,6 +162,7 @@ struct Session {
     TapDevice::Options to;
     to.name = c.tap;
     to.vnet_hdr = !c.no_vnet_hdr;
+    to.rx_tso = !c.no_tso;  // --no-tso: one MSS per frame both ways (the lab's loss counts segments)
     to.io_uring = !c.no_io_uring;
     // By default a TAP that carries one MSS per frame (no TSO) gets the NAPI thread for bulk sends
     // where the kernel and /sys allow it: the kernel's per-frame receive work then leaves weft's
@@ -436,7 +437,8 @@ nlohmann::json device_json(const Session& s) {
     const auto& tc = tap->counters();
     j["tap"] = {{"io_uring", tap->uses_io_uring()},    {"tx_frames", tc.tx_frames},
                 {"tx_syscalls", tc.tx_syscalls},       {"tx_uring_late", tc.tx_uring_late},
-                {"tx_would_block", tc.tx_would_block}, {"tx_errors", tc.tx_errors}};
+                {"tx_would_block", tc.tx_would_block}, {"tx_errors", tc.tx_errors},
+                {"rx_gso_frames", tc.rx_gso_frames}};
     if (tap->napi() != TapDevice::Options::Napi::off) {
       j["tap"]["napi_cpu_s"] = tap->napi_cpu_s();
       j["tap"]["napi_on"] = tc.napi_on;
