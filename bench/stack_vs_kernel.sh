@@ -49,6 +49,25 @@
 #   weft xdp (when weft was built with libxdp): `--device xdp` (AF_XDP copy mode, libxdp's default
 #                         program in native mode) in namespace X on a veth X<->B, no offloads (B's
 #                         end sends full checksums): compared with the kernel's off-run.
+# Receive direction (weft as the receiver; not in the default SENDERS, as they add six runs a round:
+# SENDERS="rx_kernel_on rx_kernel_off rx_tap_on rx_tap_off rx_packet_on rx_packet_swgso"). The
+# sender is always the kernel: a Python client in namespace B (rx_kernel_*: in A or C) streaming
+# 1 MiB sendalls for SECS seconds, then shutdown(SHUT_WR) and waiting for the receiver's FIN, so
+# the throughput is the client's bytes over the client's time from connect to that FIN (every byte
+# delivered and consumed), for kernel and weft receivers alike:
+#   rx_kernel_on, rx_kernel_off: to the kernel discard server in B over the veth A<->B (offloads on)
+#                         and C<->B (offloads off): the references;
+#   rx_tap_on [rx_tap_off]: to `weft stack serve --json` on a TAP (vnet headers: the kernel's
+#                         super-frames arrive whole, checksums unverified [--no-vnet-hdr: one MSS
+#                         per frame, full checksums; with it weft's default NAPI bulk rule]);
+#   rx_packet_on:         to `weft stack serve --device packet` in P on the default veth (the kernel
+#                         end in B sends TSO/GSO super-frames; PACKET_VNET_HDR passes them whole);
+#   rx_packet_swgso:      the same in Q on the offloads-off veth (MSS frames with full checksums).
+# Receiver CPU: the kernel server thread's (RUSAGE_THREAD) or weft's whole process (/usr/bin/time,
+# set-up and the wait for the client included) plus its NAPI thread's (`napi_cpu_s` in serve's
+# JSON); plus the client's user+system. rx_tap_on and rx_packet_on are compared with rx_kernel_on,
+# rx_tap_off and rx_packet_swgso with rx_kernel_off. REF= reruns the four weft rx senders too (a REF
+# binary needs `serve --json`).
 # "offloads on" compares kernel-on with weft's checksum-offloaded runs, "offloads off" kernel-off
 # with weft's --no-vnet-hdr runs; the ratio is taken within each round, then the median over rounds.
 # CPU: the sender's user+system seconds (/usr/bin/time, the whole process, so weft's TAP set-up and
@@ -56,7 +75,7 @@
 # (RUSAGE_THREAD), per GB received. Softirq work done in ksoftirqd is in neither; most of it runs
 # in the sender's system calls on this path (veth and tun hand frames to the receiver inline).
 # Usage: bench/stack_vs_kernel.sh build/weft [rounds=5] [seconds=3]
-# SENDERS="kernel_off packet_off" (environment) runs only those senders (default: all of them).
+# SENDERS="kernel_off packet_off" (environment) runs only those senders (default: all but rx_*).
 # REF=path/to/another/weft (environment): each TAP sender (tap_on, tap_off, tapn_on, tapn_off) and
 # the AF_PACKET senders packet_on and packet_swgso run again right after with that binary
 # (ref_tap_on, ..., ref_packet_swgso), and a table gives this build / REF per round: an A/B of two
@@ -90,6 +109,7 @@ pair "$P" wsbp wsbb3 10.253.1
 ip netns exec "$P" sysctl -qw net.ipv6.conf.wsbp.disable_ipv6=1
 pair "$Q" wsbq wsbb5 10.249.1
 ip netns exec "$Q" sysctl -qw net.ipv6.conf.wsbq.disable_ipv6=1
+# (the rx_* senders: the kernel end of weft's TAP is wsbr0 in B, 10.246.1.2; weft is 10.246.1.1)
 # optional_link DEVICE "built without ..." NS IF IF_B NET: when weft was built with DEVICE, a veth
 # NS<->B for it (no kernel address or IPv6 on NS's end; B's end sends full checksums, as these
 # devices take no checksum offload); prints 1 if so, 0 if not.
@@ -136,6 +156,20 @@ while time.time() < end:
     off = 0
     while off < size: off += os.sendfile(s.fileno(), f, off, size - off)
 s.close()'
+# The receive direction's client: bytes and seconds until the receiver's FIN came back.
+KRXCLIENT='
+import socket, sys, time
+for _ in range(100):
+    try:
+        s = socket.create_connection((sys.argv[1], int(sys.argv[3])), timeout=5); break
+    except OSError:
+        time.sleep(0.05)
+s.settimeout(None); t0 = time.time(); end = t0 + float(sys.argv[2])
+b = bytes(1 << 20); n = 0
+while time.time() < end: s.sendall(b); n += len(b)
+s.shutdown(socket.SHUT_WR)
+while s.recv(65536): pass
+print("%d %.3f" % (n, time.time() - t0), flush=True)'
 head -c $((16 << 20)) /dev/zero | tr "\\0" "\\7" >"$OUT/zc-file"  # 16 MiB, read once into the page cache
 TIME=(/usr/bin/time -f "%U %S" -o "$OUT/cpu")
 SENDERS=${SENDERS:-kernel_on kernel_off tap_on tap_off tapx_off tapw_off tapn_on tapng_on tapb_on tapt_on tapbt_on tapn_off packet_on packet_off packet_swgso packet_zc kernel_zc dpdk_off xdp_off}
@@ -185,6 +219,53 @@ weft_swgso() {  # ROUND [options] (BIN=path: another weft binary)
   ip netns exec "$Q" "${TIME[@]}" "${BIN:-$WEFT}" stack connect 10.249.1.2 --port 9000 -t "$SECS" --json --device packet \
     --ifname wsbq --ip 10.249.1.1/24 "$@" 2>/dev/null >"$OUT/json" || true
 }
+# rx_record LABEL ROUND RECEIVER_CPU: one line of runs from the client's output (rx_client) and CPU.
+rx_record() {
+  local n dt
+  read -r n dt <"$OUT/rx_client" || { echo "round $2: $1: the client failed (left out)"; return; }
+  ((n > 0)) || { echo "round $2: $1: the client sent nothing (left out)"; return; }
+  echo "$1 $2 client $n $dt $3 $(tail -1 "$OUT/cpu")" >>"$OUT/runs"
+}
+rx_kernel() {  # LABEL ROUND NS SERVER_IP: the client to the kernel discard server in B
+  : >"$OUT/rx_client"
+  ip netns exec "$3" "${TIME[@]}" python3 -c "$KRXCLIENT" "$4" "$SECS" 9000 >"$OUT/rx_client" || true
+  for _ in $(seq 100); do (($(wc -l <"$OUT/server") > lines)) && break; sleep 0.05; done
+  if (($(wc -l <"$OUT/server") == lines)); then echo "round $2: $1 reached no server (left out)"; return; fi
+  lines=$(wc -l <"$OUT/server")
+  rx_record "$1" "$2" "$(tail -1 "$OUT/server" | cut -d' ' -f4)"
+}
+# rx_weft LABEL ROUND IP NS weft-options...: `weft stack serve --json` (NS: run it there; "" for the
+# TAP, which weft moves into B itself), the client in B; weft leaves on SIGTERM after the client's
+# FIN came back. PERF=path (environment): `perf record -g` on weft for the client's run.
+rx_weft() {
+  local label=$1 r=$2 ip=$3 ns=$4 tpid wpid ppid=""; shift 4
+  : >"$OUT/rx_client"; : >"$OUT/rx_err"
+  # weft's MAC is new every run: B must not send to the last run's (no ARP until its entry is stale).
+  ip -n "$B" neigh flush to "$ip" 2>/dev/null || true
+  ${ns:+ip netns exec "$ns"} /usr/bin/time -f "%U %S" -o "$OUT/rx_cpu" "${BIN:-$WEFT}" stack serve --port 9000 --json \
+    "$@" >"$OUT/json" 2>"$OUT/rx_err" &
+  tpid=$!
+  for _ in $(seq 200); do grep -q "serving on" "$OUT/rx_err" && break; sleep 0.025; done
+  wpid=$(pgrep -P "$tpid" | head -1 || true)
+  if [[ -n ${PERF:-} && -n $wpid ]]; then perf record -q -g -e cpu-clock -p "$wpid" -o "$PERF.$label.$r" 2>/dev/null & ppid=$!; fi
+  ip netns exec "$B" "${TIME[@]}" python3 -c "$KRXCLIENT" "$ip" "$SECS" 9000 >"$OUT/rx_client" || true
+  [[ -n $ppid ]] && { kill -INT "$ppid" 2>/dev/null || true; wait "$ppid" 2>/dev/null || true; }
+  [[ -n $wpid ]] && kill -TERM "$wpid" 2>/dev/null
+  wait "$tpid" || true
+  grep -q "serving on" "$OUT/rx_err" || { echo "round $r: $label: weft did not serve: $(head -3 "$OUT/rx_err")"; return; }
+  rx_record "$label" "$r" "$(python3 - "$OUT/json" "$OUT/rx_cpu" <<'PY'
+import json, sys
+try:
+    tap = json.load(open(sys.argv[1])).get("tap", {})
+except ValueError:
+    tap = {}
+u, s = open(sys.argv[2]).read().split()[:2]
+print("%.2f" % (float(u) + float(s) + tap.get("napi_cpu_s", 0)))
+PY
+)"
+}
+rx_tap() { rx_weft "$1" "$2" 10.246.1.1 "" --tap wsbr0 --ip 10.246.1.1/24 --kernel-ip 10.246.1.2/24 --netns "$B" "${@:3}"; }
+rx_pkt() { rx_weft "$1" "$2" "$3" "$4" --device packet --ifname "$5" --ip "$3/24" "${@:6}"; }
 echo "# $(date -u +%FT%TZ), $ROUNDS rounds of ${SECS} s, load $(cut -d' ' -f1-3 /proc/loadavg)"
 : >"$OUT/runs"
 for r in $(seq "$ROUNDS"); do
@@ -211,6 +292,16 @@ for r in $(seq "$ROUNDS"); do
   if want packet_swgso && [[ -n $REF ]]; then BIN=$REF weft_swgso "$r"; record ref_packet_swgso "$r"; fi
   if want packet_zc; then weft_swgso "$r" --zerocopy; record packet_zc "$r"; fi
   if want kernel_zc; then ip netns exec "$C" "${TIME[@]}" python3 -c "$KZCLIENT" 10.254.1.2 "$SECS" "$OUT/zc-file"; record kernel_zc "$r"; fi
+  if want rx_kernel_on; then rx_kernel rx_kernel_on "$r" "$A" 10.251.1.2; fi
+  if want rx_kernel_off; then rx_kernel rx_kernel_off "$r" "$C" 10.254.1.2; fi
+  if want rx_tap_on; then rx_tap rx_tap_on "$r"; fi
+  if want rx_tap_on && [[ -n $REF ]]; then BIN=$REF rx_tap ref_rx_tap_on "$r"; fi
+  if want rx_tap_off; then rx_tap rx_tap_off "$r" --no-vnet-hdr; fi
+  if want rx_tap_off && [[ -n $REF ]]; then BIN=$REF rx_tap ref_rx_tap_off "$r" --no-vnet-hdr; fi
+  if want rx_packet_on; then rx_pkt rx_packet_on "$r" 10.253.1.1 "$P" wsbp; fi
+  if want rx_packet_on && [[ -n $REF ]]; then BIN=$REF rx_pkt ref_rx_packet_on "$r" 10.253.1.1 "$P" wsbp; fi
+  if want rx_packet_swgso; then rx_pkt rx_packet_swgso "$r" 10.249.1.1 "$Q" wsbq; fi
+  if want rx_packet_swgso && [[ -n $REF ]]; then BIN=$REF rx_pkt ref_rx_packet_swgso "$r" 10.249.1.1 "$Q" wsbq; fi
   if ((DPDK)) && want dpdk_off; then
     ip netns exec "$D" "${TIME[@]}" "$WEFT" stack connect 10.248.1.2 --port 9000 -t "$SECS" --json --device dpdk \
       --dpdk-vdev net_af_packet0,iface=wsbd --ip 10.248.1.1/24 2>/dev/null >"$OUT/json" || true
@@ -236,7 +327,8 @@ rounds = sorted({r for _, r in runs})
 labels = [l for l in ["kernel_on", "kernel_off", "tap_on", "ref_tap_on", "tap_off", "ref_tap_off", "tapx_off", "tapw_off",
                      "tapn_on", "ref_tapn_on", "tapng_on", "tapb_on", "tapt_on", "tapbt_on", "tapn_off", "ref_tapn_off",
                      "packet_on", "ref_packet_on", "packet_off", "packet_swgso", "ref_packet_swgso", "packet_zc", "kernel_zc", "dpdk_off",
-                     "xdp_off"]
+                     "xdp_off", "rx_kernel_on", "rx_kernel_off", "rx_tap_on", "ref_rx_tap_on", "rx_tap_off", "ref_rx_tap_off",
+                     "rx_packet_on", "ref_rx_packet_on", "rx_packet_swgso", "ref_rx_packet_swgso"]
           if any(k == l for k, _ in runs)]
 med = lambda xs: st.median(xs) if xs else float("nan")
 print("| sender | Gb/s per round | median Gb/s | CPU s/GB per round (sender + receiver) | median CPU s/GB |")
@@ -256,6 +348,21 @@ for dev, mode in [(d, m) for d in ("tap", "ref_tap", "tapx", "tapw", "tapn", "re
     cs = [runs[(w, r)][1] / runs[(k, r)][1] for r in rounds if (w, r) in runs and (k, r) in runs]
     if rs:
         print("| %s | %s | %s | %.2f | %.2f | %.2f | %.2f |" % (dev, mode, " ".join("%.2f" % x for x in rs), med(rs), min(rs), max(rs), med(cs)))
+# Weft receiving, against the kernel receiving over the same kind of path in the same round.
+rx = [(w, k) for w, k in (("rx_tap_on", "rx_kernel_on"), ("ref_rx_tap_on", "rx_kernel_on"), ("rx_packet_on", "rx_kernel_on"),
+                          ("ref_rx_packet_on", "rx_kernel_on"), ("rx_tap_off", "rx_kernel_off"), ("ref_rx_tap_off", "rx_kernel_off"),
+                          ("rx_packet_swgso", "rx_kernel_off"), ("ref_rx_packet_swgso", "rx_kernel_off"))
+      if any(l == w for l, _ in runs) and any(l == k for l, _ in runs)]
+if rx:
+    print()
+    print("| weft receiving / kernel receiving | throughput ratio per round | median | min | max | CPU/GB ratio per round | median |")
+    print("|---|---|---|---|---|---|---|")
+    for w, k in rx:
+        rs = [runs[(w, r)][0] / runs[(k, r)][0] for r in rounds if (w, r) in runs and (k, r) in runs and runs[(k, r)][0] > 0]
+        cs = [runs[(w, r)][1] / runs[(k, r)][1] for r in rounds if (w, r) in runs and (k, r) in runs]
+        if rs:
+            print("| %s / %s | %s | %.2f | %.2f | %.2f | %s | %.2f |" % (w, k, " ".join("%.2f" % x for x in rs), med(rs), min(rs), max(rs),
+                                                                  " ".join("%.2f" % x for x in cs), med(cs)))
 # Zero-copy against zero-copy: weft's --zerocopy against the kernel's sendfile on the same veth.
 rs = [runs[("packet_zc", r)][0] / runs[("kernel_zc", r)][0] for r in rounds
       if ("packet_zc", r) in runs and ("kernel_zc", r) in runs and runs[("kernel_zc", r)][0] > 0]
@@ -289,7 +396,8 @@ if any(k.startswith("ref_") for k, _ in runs):
     print()
     print("| this build / REF | throughput ratio per round | median | min | max | CPU/GB ratio per round | median |")
     print("|---|---|---|---|---|---|---|")
-    for w in ("tap_on", "tap_off", "tapn_on", "tapn_off", "packet_on", "packet_swgso"):
+    for w in ("tap_on", "tap_off", "tapn_on", "tapn_off", "packet_on", "packet_swgso", "rx_tap_on", "rx_tap_off", "rx_packet_on",
+              "rx_packet_swgso"):
         k = "ref_" + w
         rs = [runs[(w, r)][0] / runs[(k, r)][0] for r in rounds if (w, r) in runs and (k, r) in runs and runs[(k, r)][0] > 0]
         cs = [runs[(w, r)][1] / runs[(k, r)][1] for r in rounds if (w, r) in runs and (k, r) in runs]

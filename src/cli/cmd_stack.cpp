@@ -11,7 +11,7 @@
 //
 //   ping DEST [-c N] [-i S] [-s BYTES]   ICMP echo from the stack
 //   echo [--port 7]                      echo every byte back (and answer pings) until -t or a signal
-//   serve [--port 5201]                  iperf-like server: each connection's first byte says which
+//   serve [--port 5201] [--json]         iperf-like server: each connection's first byte says which
 //                                        way data goes ('S' the client sends, 'R' the server sends)
 //   connect SERVER [-t S] [-P N] [-R] [--json] [--zerocopy]   iperf-like client, a line per second and
 //                                        a summary
@@ -162,6 +162,7 @@ struct Session {
     TapDevice::Options to;
     to.name = c.tap;
     to.vnet_hdr = !c.no_vnet_hdr;
+    to.rx_tso = !c.no_tso;  // --no-tso: one MSS per frame both ways (the lab's loss counts segments)
     to.io_uring = !c.no_io_uring;
     // By default a TAP that carries one MSS per frame (no TSO) gets the NAPI thread for bulk sends
     // where the kernel and /sys allow it: the kernel's per-frame receive work then leaves weft's
@@ -426,10 +427,40 @@ int run_ping(const Common& c, const std::string& dest, int count, double interva
   return received > 0 ? 0 : 1;
 }
 
+// The device's counters for --json (connect and serve): for a TAP how its transmissions reached the
+// kernel (system calls per frame: batching at work) and the NAPI thread's CPU, which is this run's
+// cost too (read before the TAP, and the thread, go away); for AF_PACKET the receive-ring blocks
+// (wake-ups with input) and send system calls.
+nlohmann::json device_json(const Session& s) {
+  nlohmann::json j = nlohmann::json::object();
+  if (const auto* tap = dynamic_cast<const TapDevice*>(s.dev.get())) {
+    const auto& tc = tap->counters();
+    j["tap"] = {{"io_uring", tap->uses_io_uring()},    {"tx_frames", tc.tx_frames},
+                {"tx_syscalls", tc.tx_syscalls},       {"tx_uring_late", tc.tx_uring_late},
+                {"tx_would_block", tc.tx_would_block}, {"tx_errors", tc.tx_errors},
+                {"rx_gso_frames", tc.rx_gso_frames}};
+    if (tap->napi() != TapDevice::Options::Napi::off) {
+      j["tap"]["napi_cpu_s"] = tap->napi_cpu_s();
+      j["tap"]["napi_on"] = tc.napi_on;
+    }
+  }
+  if (const auto* pk = dynamic_cast<const PacketDevice*>(s.dev.get())) {
+    const auto& pc = pk->counters();
+    j["packet"] = {{"rx_frames", s.iface->stats().rx_frames},
+                   {"rx_blocks", pc.rx_blocks},
+                   {"tx_frames", s.iface->stats().tx_frames},
+                   {"tx_syscalls", pc.tx_batches},
+                   {"tx_dropped", pc.tx_dropped},
+                   {"qdisc_bypass", pk->qdisc_bypass()}};
+  }
+  return j;
+}
+
 // ---- echo / serve ----
 struct ServerConn {
   char mode = 0;  // serve: 'S' or 'R' once the first byte came
   uint64_t bytes = 0;
+  int64_t start_ns = 0;  // accepted (monotonic clock)
 };
 
 void print_done(const tcp::Connection& k, uint64_t bytes) {
@@ -451,8 +482,10 @@ void print_done(const tcp::Connection& k, uint64_t bytes) {
 
 // Echo: every received byte goes back (read in place from the receive ring, copied once into the
 // send ring); UDP datagrams to the same port are echoed too. Serve: the first byte says which way
-// data flows. Both are driven by the socket events.
-int run_server(const Common& c, uint16_t port, bool echo) {
+// data flows. Both are driven by the socket events. --json (serve): when weft leaves, one JSON object
+// with each finished connection's bytes and seconds (accept to end of stream) and the device's
+// counters, incl. a NAPI thread's CPU (bench/stack_vs_kernel.sh's receive-direction senders).
+int run_server(const Common& c, uint16_t port, bool echo, bool json) {
   Session s;
   if (auto st = s.open(c); !st) return fail_with(st.error());
   Sockets& sk = s.sockets();
@@ -466,20 +499,28 @@ int run_server(const Common& c, uint16_t port, bool echo) {
   std::vector<uint8_t> buf(64 * 1024), pattern(256 * 1024);
   for (size_t i = 0; i < pattern.size(); ++i) pattern[i] = static_cast<uint8_t>(i * 7);
   std::vector<SockEvent> events(256);
+  nlohmann::json done = nlohmann::json::array();
+  auto finish = [&](SockId id, const ServerConn& sc) {
+    const tcp::Connection& k = *sk.connection(id);
+    print_done(k, sc.bytes);
+    if (json)
+      done.push_back({{"remote", ip_str(k.tuple().remote_ip)},
+                      {"bytes", sc.bytes},
+                      {"seconds", (s.clock.now_ns() - sc.start_ns) / 1e9}});
+    sk.close(id);
+  };
   // Moves what it can on one connection; false once it is finished with (closed here).
   auto serve_one = [&](SockId id, ServerConn& sc) {
     for (;;) {
       auto v = sk.recv_view(id);
       if (!v) {
         if (v.error() == SockErr::again) break;
-        print_done(*sk.connection(id), sc.bytes);
-        sk.close(id);
+        finish(id, sc);
         return false;
       }
       const auto [p1, p2] = *v;
       if (p1.empty()) {  // end of stream: everything was echoed or discarded
-        print_done(*sk.connection(id), sc.bytes);
-        sk.close(id);
+        finish(id, sc);
         return false;
       }
       size_t used = 0;
@@ -516,6 +557,7 @@ int run_server(const Common& c, uint16_t port, bool echo) {
         if (id == *listener) {
           for (SockResult<SockId> a; (a = sk.accept(*listener));) {
             (void)sk.set_nagle(*a, c.nagle);
+            conns[*a].start_ns = s.clock.now_ns();
             if (serve_one(*a, conns[*a])) continue;
             conns.erase(*a);
           }
@@ -529,6 +571,11 @@ int run_server(const Common& c, uint16_t port, bool echo) {
     }
     return true;
   });
+  if (json) {
+    nlohmann::json j{{"connections", done}};
+    j.update(device_json(s));
+    fmt::print("{}\n", j.dump());
+  }
   return 0;
 }
 
@@ -694,28 +741,7 @@ int run_client(const Common& c, const std::string& server, uint16_t port, int st
                      {"spurious_undone", undone},
                      {"intervals", intervals},
                      {"ok", !failed && start != 0}};
-    // How the TAP's transmissions reached the kernel (system calls per frame: batching at work).
-    if (const auto* tap = dynamic_cast<const TapDevice*>(s.dev.get())) {
-      const auto& tc = tap->counters();
-      j["tap"] = {{"io_uring", tap->uses_io_uring()},    {"tx_frames", tc.tx_frames},
-                  {"tx_syscalls", tc.tx_syscalls},       {"tx_uring_late", tc.tx_uring_late},
-                  {"tx_would_block", tc.tx_would_block}, {"tx_errors", tc.tx_errors}};
-      // The NAPI thread's CPU is this run's cost too (read before the TAP, and it, go away).
-      if (tap->napi() != TapDevice::Options::Napi::off) {
-        j["tap"]["napi_cpu_s"] = tap->napi_cpu_s();
-        j["tap"]["napi_on"] = tc.napi_on;
-      }
-    }
-    // The AF_PACKET device's work: receive-ring blocks (wake-ups with input), send system calls.
-    if (const auto* pk = dynamic_cast<const PacketDevice*>(s.dev.get())) {
-      const auto& pc = pk->counters();
-      j["packet"] = {{"rx_frames", s.iface->stats().rx_frames},
-                     {"rx_blocks", pc.rx_blocks},
-                     {"tx_frames", s.iface->stats().tx_frames},
-                     {"tx_syscalls", pc.tx_batches},
-                     {"tx_dropped", pc.tx_dropped},
-                     {"qdisc_bypass", pk->qdisc_bypass()}};
-    }
+    j.update(device_json(s));
     fmt::print("{}\n", j.dump());
   } else {
     fmt::print(
@@ -755,15 +781,18 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
   echo->add_option("--port", port, "TCP port (default 7)");
   echo->callback([=] {
     stop();
-    weft::cli::set_exit_code(run_server(c, port ? port : 7, true));
+    weft::cli::set_exit_code(run_server(c, port ? port : 7, true, false));
   });
 
   auto* serve = st->add_subcommand("serve", "iperf-like server");
   add_common(serve, c);
   serve->add_option("--port", port, "TCP port (default 5201)");
+  serve->add_flag("--json", json,
+                  "when leaving, one JSON object: each finished connection's bytes and seconds, and the "
+                  "device's counters");
   serve->callback([=] {
     stop();
-    weft::cli::set_exit_code(run_server(c, port ? port : 5201, false));
+    weft::cli::set_exit_code(run_server(c, port ? port : 5201, false, json));
   });
 
   auto* conn = st->add_subcommand("connect", "iperf-like client");

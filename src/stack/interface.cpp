@@ -54,6 +54,7 @@ bool Interface::next_hop(wire::Ipv4Addr dst, wire::Ipv4Addr& hop) const {
 
 size_t Interface::poll_rx(size_t budget) {
   size_t n = 0;
+  tcp_.begin_batch();  // one ACK per connection for the in-order data of the whole batch
   for (; n < budget; ++n) {
     auto r = dev_.receive(rx_);
     if (!r) {
@@ -65,6 +66,8 @@ size_t Interface::poll_rx(size_t budget) {
     const Clock::Hold now(clock_);  // one reading for the frame and all it sets off (Linux: tcp_mstamp)
     handle_frame(wire::Bytes(rx_.data(), r->len), r->csum_verified);
   }
+  const Clock::Hold now(clock_);
+  tcp_.end_batch();
   return n;
 }
 

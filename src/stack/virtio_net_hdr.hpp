@@ -21,6 +21,7 @@ inline constexpr uint8_t kVirtioNeedsCsum = 1;  // VIRTIO_NET_HDR_F_NEEDS_CSUM
 inline constexpr uint8_t kVirtioDataValid = 2;  // VIRTIO_NET_HDR_F_DATA_VALID
 inline constexpr uint8_t kVirtioGsoNone = 0;    // VIRTIO_NET_HDR_GSO_NONE
 inline constexpr uint8_t kVirtioGsoTcpv4 = 1;   // VIRTIO_NET_HDR_GSO_TCPV4
+inline constexpr uint8_t kVirtioGsoEcn = 0x80;  // VIRTIO_NET_HDR_GSO_ECN
 
 // The header that asks the kernel for what `off` says: a partial checksum to finish, and for a TSO
 // super-frame the segment size to cut it at.

@@ -8,7 +8,8 @@
 # in BOTH directions (silent to both senders: a drop in a sender's own output hook would be
 # reported to it); malformed frames injected from R (truncated, bad checksums, a SYN flood) do not
 # stop the stack answering; with a 1000-byte MTU on R's route to K the stack as client learns the
-# path MTU from R's "fragmentation needed" (RFC 1191). The full 100 MiB grid is bench/stack_interop.sh.
+# path MTU from R's "fragmentation needed" (RFC 1191); as a server with TSO it takes the kernel's
+# TCP super-frames whole (echo byte-exact, counted by serve --json). The full 100 MiB grid is bench/stack_interop.sh.
 # Cleans up (processes, namespaces) on any exit. The namespaces come from lab/stack_netns.sh,
 # which bench/stack_interop.sh shares.
 set -euo pipefail
@@ -145,4 +146,52 @@ else
   echo "read-only /sys: --tap-napi refused: $(cat "$err")"
 fi
 rm -f "$err"
+# Receiving TCP super-frames (TUN_F_TSO4 offered): a kernel client in R, on the TAP's own kernel
+# end (no forwarding, so its TCP sends TSO-sized frames), streams to the stack as server. Echo:
+# 8 MiB of random bytes come back byte-exact; serve --json: every byte counted, and super-frames
+# were taken whole (rx_gso_frames).
+rx_tso_client='
+import hashlib, os, socket, sys, threading
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=30)
+data = os.urandom(8 << 20) if sys.argv[3] == "echo" else bytes(8 << 20)
+got = bytearray()
+def read():
+    while len(got) < len(data):
+        b = s.recv(1 << 20)
+        if not b: break
+        got.extend(b)
+t = threading.Thread(target=read)
+if sys.argv[3] == "echo": t.start()
+s.sendall(data)
+if sys.argv[3] == "echo":
+    t.join(); print("match" if hashlib.sha256(got).digest() == hashlib.sha256(data).digest() else "MISMATCH %d" % len(got))
+s.shutdown(socket.SHUT_WR)
+while s.recv(65536): pass
+'
+for mode in echo serve; do
+  out=$(mktemp)
+  err=$(mktemp)
+  port=$([[ $mode == echo ]] && echo 7 || echo 5201)
+  "$WEFT" stack "$mode" $([[ $mode == serve ]] && echo --json) --tap "$TAP" --ip "$STACK_IP/24" --kernel-ip "$GW_IP/24" \
+    --netns "$R" -t 60 >"$out" 2>"$err" &
+  pid=$!
+  for _ in $(seq 200); do grep -q -E "(echo|serving) on" "$err" && break; sleep 0.05; done
+  res=$(rx timeout 60 python3 -c "$rx_tso_client" "$STACK_IP" "$port" "$mode" 2>&1) || res="client failed: $res"
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  if [[ $mode == echo ]]; then
+    [[ $res == match ]] && echo "TSO receive, echo 8 MiB: match" || { echo "FAIL TSO receive, echo: $res $(cat "$err")"; fail=1; }
+  elif python3 - "$out" <<'PY'; then
+import json, sys
+j = json.load(open(sys.argv[1]))
+ok = [c["bytes"] for c in j["connections"]] == [8 << 20] and j["tap"]["rx_gso_frames"] > 0
+print("TSO receive, serve: %s bytes, %d super-frames taken: %s" % ([c["bytes"] for c in j["connections"]], j["tap"]["rx_gso_frames"], "ok" if ok else "FAIL"))
+sys.exit(0 if ok else 1)
+PY
+    :
+  else
+    echo "FAIL TSO receive, serve: $res $(cat "$out" "$err")"; fail=1
+  fi
+  rm -f "$out" "$err"
+done
 exit $fail

@@ -566,7 +566,15 @@ void Connection::output() {
     persist_deadline_ = clock_.now_ns() + rto_.rto_ns();
   }
   if (sent_any) arm_tlp();  // moved on by every send: a sender still being ACK-clocked needs none
-  if (!sent_any && ack_now_) send_ack();
+  if (!sent_any && ack_now_) {
+    // In a receive batch an ACK for in-order data waits for the batch's end; one that reports a
+    // gap, a duplicate or a state change (dupacks, SACK, D-SACK, FIN) goes at once.
+    if (hold_ack_ && state_ == State::established && ooo_.empty() && !dsack_pending_) {
+      ack_held_ = true;
+      return;
+    }
+    send_ack();
+  }
 }
 
 void Connection::retransmit_head() {

@@ -367,6 +367,10 @@ class Connection {
   int64_t delack_deadline_;
   uint32_t segs_unacked_ = 0;  // full segments received since our last ACK
   bool ack_now_ = false;
+  // TcpLayer's receive batch (one wake-up's frames): a pure ACK for in-order data waits for the
+  // batch's end (TcpLayer::end_batch), so a burst is acknowledged once, as after Linux's GRO.
+  bool hold_ack_ = false;
+  bool ack_held_ = false;  // one is waiting (the connection is on TcpLayer's held list)
   int64_t persist_deadline_;
   int persist_backoff_ = 0;
   int64_t keepalive_deadline_;

@@ -81,7 +81,11 @@ void TcpLayer::input(wire::Ipv4Addr src, wire::Ipv4Addr dst, const wire::TcpSegm
   if (auto it = conns_.find(t); it != conns_.end()) {
     Connection& c = *it->second.conn;
     busy_ = true;
+    const bool was_held = c.ack_held_;
+    c.hold_ack_ = batching_;
     c.input(seg);
+    c.hold_ack_ = false;
+    if (c.ack_held_ && !was_held) held_.push_back(&c);
     after_input(it->second);
     if (observer_ != nullptr) observer_->on_activity(c);
     busy_ = false;
@@ -173,8 +177,22 @@ void TcpLayer::poll() {
   reap();
 }
 
+void TcpLayer::end_batch() {
+  batching_ = false;
+  busy_ = true;
+  for (Connection* c : held_) {
+    c->ack_held_ = false;
+    if (!c->ack_now_) continue;  // a segment it sent since carried the ACK
+    const Connection::Notify n{*c};
+    c->output();
+  }
+  held_.clear();
+  busy_ = false;
+  reap();
+}
+
 void TcpLayer::reap() {
-  if (busy_) return;
+  if (busy_ || batching_) return;
   for (const FourTuple& t : dead_) {
     auto it = conns_.find(t);
     if (it == conns_.end()) continue;

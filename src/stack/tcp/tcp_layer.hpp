@@ -65,6 +65,12 @@ class TcpLayer final : private ConnectionWatcher {
   void input(wire::Ipv4Addr src, wire::Ipv4Addr dst, const wire::TcpSegment& seg);
   // An ICMP error quoting a TCP segment we sent (Connection::icmp_error checks and acts on it).
   void icmp_error(const wire::IcmpQuote& q, wire::IcmpErrorKind kind, uint16_t mtu);
+  // A receive batch (the frames of one wake-up): between begin_batch() and end_batch() pure ACKs
+  // for in-order data are held, and end_batch() sends one per connection. A sender that got an
+  // ACK per frame (2-3 segments) answered each with a small burst; one ACK per batch lets it
+  // send TSO-sized bursts (docs/BENCHMARKS.md, "Session 10, helper stack-rx").
+  void begin_batch() { batching_ = true; }
+  void end_batch();
   // Runs the timers that are due (only those connections).
   void poll();
   int64_t next_deadline() const { return timers_.top_at(); }
@@ -104,7 +110,9 @@ class TcpLayer final : private ConnectionWatcher {
   std::vector<Connection*> due_;  // poll()'s scratch list, kept to avoid allocating
   std::vector<FourTuple> dead_;   // released and closed: freed by reap()
   TcpObserver* observer_ = nullptr;
-  bool busy_ = false;  // input(), poll() or unlisten() hold pointers to connections: reap() waits
+  bool busy_ = false;              // input(), poll() or unlisten() hold pointers to connections: reap() waits
+  bool batching_ = false;          // in a receive batch: held_ holds pointers too
+  std::vector<Connection*> held_;  // connections with an ACK held for end_batch()
   uint16_t next_port_ = 49152;
   TcpLayerStats stats_;
 };
