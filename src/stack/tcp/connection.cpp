@@ -1044,7 +1044,10 @@ void Connection::process_data(const wire::TcpSegment& s) {
       fin = false;
     }
     segs_unacked_ += static_cast<uint32_t>(data.size());
-    if (filled_hole || !cfg_.delayed_ack || segs_unacked_ >= 2u * cfg_.mss) {
+    // RFC 1122 4.2.3.2 / RFC 5681 4.2: an ACK for at least every second full-sized segment; with
+    // timestamps a full segment carries 12 bytes less data than the MSS we announced.
+    const uint32_t full_segment = cfg_.mss - (ts_on_ ? 12u : 0u);
+    if (filled_hole || !cfg_.delayed_ack || segs_unacked_ >= 2u * full_segment) {
       ack_now_ = true;
     } else if (!data.empty() && delack_deadline_ == kNever) {
       delack_deadline_ = clock_.now_ns() + cfg_.delayed_ack_ns;
