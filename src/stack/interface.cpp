@@ -66,8 +66,12 @@ size_t Interface::poll_rx(size_t budget) {
     const Clock::Hold now(clock_);  // one reading for the frame and all it sets off (Linux: tcp_mstamp)
     handle_frame(wire::Bytes(rx_.data(), r->len), r->csum_verified);
   }
-  const Clock::Hold now(clock_);
-  tcp_.end_batch();
+  if (tcp_.holds_acks()) {  // the held ACKs go out on one reading (none needed when none wait)
+    const Clock::Hold now(clock_);
+    tcp_.end_batch();
+  } else {
+    tcp_.end_batch();
+  }
   return n;
 }
 

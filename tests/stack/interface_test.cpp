@@ -193,10 +193,11 @@ TEST(Interface, ReadsTheClockOncePerFrameTimerPassAndBurst) {
   ASSERT_TRUE(b.tcp().listen(5201));
   auto c = a.tcp().connect(kA, kB, 5201);
   ASSERT_TRUE(c);
-  uint64_t passes = 0, sends = 0;
+  uint64_t passes = 0, sends = 0, batches = 0;
   auto pump = [&] {
     for (int i = 0; i < 4; ++i) {
-      const size_t n = a.poll_rx() + b.poll_rx();
+      const size_t na = a.poll_rx(), nb = b.poll_rx(), n = na + nb;
+      batches += (na > 0) + (nb > 0);  // a batch's held ACKs leave at its end, on one reading
       a.poll_timers();
       b.poll_timers();
       passes += 2;
@@ -212,7 +213,7 @@ TEST(Interface, ReadsTheClockOncePerFrameTimerPassAndBurst) {
   ASSERT_NE(s, nullptr);
   const uint64_t reads0 = clock.reads, frames0 = a.stats().rx_frames + b.stats().rx_frames;
   const uint64_t segs0 = (*c)->stats().segments_out;
-  passes = 0;
+  passes = batches = 0;
   constexpr size_t kTotal = 1 << 20;
   size_t sent = 0, got = 0;
   std::vector<uint8_t> buf(64 * 1024, 0x5a);
@@ -230,12 +231,12 @@ TEST(Interface, ReadsTheClockOncePerFrameTimerPassAndBurst) {
   ASSERT_EQ(got, kTotal);
   const uint64_t frames = a.stats().rx_frames + b.stats().rx_frames - frames0;
   const uint64_t reads = clock.reads - reads0;
-  EXPECT_GT(frames, 900u);  // 1 MiB in 1460-byte segments (718), and their ACKs
+  EXPECT_GT(frames, 718u);  // 1 MiB in 1460-byte segments (718), and their ACKs (one per batch)
   // A long burst reads the clock again every 8 segments (Connection::output).
   const uint64_t refreshes = ((*c)->stats().segments_out - segs0) / 8;
-  EXPECT_LE(reads, frames + passes + sends + refreshes)
+  EXPECT_LE(reads, frames + passes + sends + refreshes + batches)
       << reads << " readings: " << frames << " frames, " << passes << " timer passes, " << sends
-      << " sends and receives, " << refreshes << " refreshes";
+      << " sends and receives, " << refreshes << " refreshes, " << batches << " receive batches";
   EXPECT_FALSE(clock.held());
 }
 

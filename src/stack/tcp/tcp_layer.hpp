@@ -71,6 +71,7 @@ class TcpLayer final : private ConnectionWatcher {
   // send TSO-sized bursts (docs/BENCHMARKS.md, "Session 10, helper stack-rx").
   void begin_batch() { batching_ = true; }
   void end_batch();
+  bool holds_acks() const { return !held_.empty(); }  // end_batch() has ACKs to send
   // Runs the timers that are due (only those connections).
   void poll();
   int64_t next_deadline() const { return timers_.top_at(); }
