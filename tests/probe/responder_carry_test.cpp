@@ -143,6 +143,20 @@ Judged judge(const Seen& s, int n, int64_t hold_ns, int64_t wake_ns) {
   return j;
 }
 
+// The responder counts a datagram after sendmmsg returns, so the test may have read it first:
+// the counters are read once `done` holds, or after 2 s (a bound, not a pause: it returns at once
+// when the counts are there already).
+template <typename Done>
+ResponderCounters settled_counters(const probe_test::RunningResponder& resp, Done done) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  ResponderCounters c = resp.r->counters();
+  while (!done(c) && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    c = resp.r->counters();
+  }
+  return c;
+}
+
 }  // namespace
 
 TEST(ResponderCarry, RepliesOnABusyPairCarryTheEarlierSendTimes) {
@@ -187,7 +201,10 @@ TEST(ResponderCarry, RepliesOnABusyPairCarryTheEarlierSendTimes) {
             << attempts << " exchanges\n";
   EXPECT_GE(judged, kMinJudged) << "the machine starved every exchange: too few probes judged";
   EXPECT_GE(last_judged, 1u) << "the machine starved every exchange: the last probe's hold never judged";
-  const auto c = resp.r->counters();
+  const uint64_t sent = static_cast<uint64_t>(attempts * n);
+  const auto c = settled_counters(resp, [&](const ResponderCounters& k) {
+    return k.answered >= sent && k.followups >= sent && k.carried >= carried_total;
+  });
   EXPECT_EQ(c.answered, static_cast<uint64_t>(attempts * n));
   EXPECT_EQ(c.followups, static_cast<uint64_t>(attempts * n));
   EXPECT_EQ(c.carried, carried_total);
@@ -238,5 +255,6 @@ TEST(ResponderCarry, APairProbedLessOftenThanTheHoldIsNotHeld) {
   }
   std::cout << "judged " << judged << " probes in " << attempts << " exchanges of " << n << "\n";
   EXPECT_GE(judged, 1) << "the machine starved every exchange: no probe judged";
-  EXPECT_EQ(resp.r->counters().carried, carried);
+  EXPECT_EQ(settled_counters(resp, [&](const ResponderCounters& k) { return k.carried >= carried; }).carried,
+            carried);
 }
