@@ -331,6 +331,10 @@ labels = [l for l in ["kernel_on", "kernel_off", "tap_on", "ref_tap_on", "tap_of
                      "rx_packet_on", "ref_rx_packet_on", "rx_packet_swgso", "ref_rx_packet_swgso"]
           if any(k == l for k, _ in runs)]
 med = lambda xs: st.median(xs) if xs else float("nan")
+def ratios(a, b):  # per round, a's throughput and CPU per GB over b's, rounds where both ran
+    both = [r for r in rounds if (a, r) in runs and (b, r) in runs]
+    return ([runs[(a, r)][0] / runs[(b, r)][0] for r in both if runs[(b, r)][0] > 0],
+            [runs[(a, r)][1] / runs[(b, r)][1] for r in both])
 print("| sender | Gb/s per round | median Gb/s | CPU s/GB per round (sender + receiver) | median CPU s/GB |")
 print("|---|---|---|---|---|")
 for l in labels:
@@ -345,10 +349,13 @@ for dev, mode in [(d, m) for d in ("tap", "ref_tap", "tapx", "tapw", "tapn", "re
                                     "packet", "ref_packet", "dpdk", "xdp")
                                   for m in ("off", "on")] + [("packet", "swgso"), ("ref_packet", "swgso"), ("packet", "zc")]:
     k, w = "kernel_" + ("on" if mode == "on" else "off"), dev + "_" + mode
-    rs = [runs[(w, r)][0] / runs[(k, r)][0] for r in rounds if (w, r) in runs and (k, r) in runs and runs[(k, r)][0] > 0]
-    cs = [runs[(w, r)][1] / runs[(k, r)][1] for r in rounds if (w, r) in runs and (k, r) in runs]
+    rs, cs = ratios(w, k)
     if rs:
         print("| %s | %s | %s | %.2f | %.2f | %.2f | %.2f |" % (dev, mode, " ".join("%.2f" % x for x in rs), med(rs), min(rs), max(rs), med(cs)))
+# Zero-copy against zero-copy: weft's --zerocopy against the kernel's sendfile on the same veth.
+rs, cs = ratios("packet_zc", "kernel_zc")
+if rs:
+    print("| packet | zc / kernel_zc | %s | %.2f | %.2f | %.2f | %.2f |" % (" ".join("%.2f" % x for x in rs), med(rs), min(rs), max(rs), med(cs)))
 # Weft receiving, against the kernel receiving over the same kind of path in the same round.
 rx = [(w, k) for w, k in (("rx_tap_on", "rx_kernel_on"), ("ref_rx_tap_on", "rx_kernel_on"), ("rx_packet_on", "rx_kernel_on"),
                           ("ref_rx_packet_on", "rx_kernel_on"), ("rx_tap_off", "rx_kernel_off"), ("ref_rx_tap_off", "rx_kernel_off"),
@@ -359,22 +366,12 @@ if rx:
     print("| weft receiving / kernel receiving | throughput ratio per round | median | min | max | CPU/GB ratio per round | median |")
     print("|---|---|---|---|---|---|---|")
     for w, k in rx:
-        rs = [runs[(w, r)][0] / runs[(k, r)][0] for r in rounds if (w, r) in runs and (k, r) in runs and runs[(k, r)][0] > 0]
-        cs = [runs[(w, r)][1] / runs[(k, r)][1] for r in rounds if (w, r) in runs and (k, r) in runs]
+        rs, cs = ratios(w, k)
         if rs:
             print("| %s / %s | %s | %.2f | %.2f | %.2f | %s | %.2f |" % (w, k, " ".join("%.2f" % x for x in rs), med(rs), min(rs), max(rs),
                                                                   " ".join("%.2f" % x for x in cs), med(cs)))
-# Zero-copy against zero-copy: weft's --zerocopy against the kernel's sendfile on the same veth.
-rs = [runs[("packet_zc", r)][0] / runs[("kernel_zc", r)][0] for r in rounds
-      if ("packet_zc", r) in runs and ("kernel_zc", r) in runs and runs[("kernel_zc", r)][0] > 0]
-cs = [runs[("packet_zc", r)][1] / runs[("kernel_zc", r)][1] for r in rounds if ("packet_zc", r) in runs and ("kernel_zc", r) in runs]
-if rs:
-    print("| packet | zc / kernel_zc | %s | %.2f | %.2f | %.2f | %.2f |" % (" ".join("%.2f" % x for x in rs), med(rs), min(rs), max(rs), med(cs)))
 if any(k == "packet_zc" for k, _ in runs) and any(k == "packet_swgso" for k, _ in runs):
-    rs = [runs[("packet_zc", r)][0] / runs[("packet_swgso", r)][0] for r in rounds
-          if ("packet_zc", r) in runs and ("packet_swgso", r) in runs and runs[("packet_swgso", r)][0] > 0]
-    cs = [runs[("packet_zc", r)][1] / runs[("packet_swgso", r)][1] for r in rounds
-          if ("packet_zc", r) in runs and ("packet_swgso", r) in runs]
+    rs, cs = ratios("packet_zc", "packet_swgso")
     print()
     print("| packet_zc / packet_swgso | throughput ratio per round | median | CPU/GB ratio per round | median |")
     print("|---|---|---|---|---|")
@@ -388,8 +385,7 @@ if pairs:  # what the NAPI thread changes, within each round
     print("| TAP A / B | throughput ratio per round | median | CPU/GB ratio per round | median |")
     print("|---|---|---|---|---|")
     for w, b in pairs:
-        rs = [runs[(w, r)][0] / runs[(b, r)][0] for r in rounds if (w, r) in runs and (b, r) in runs and runs[(b, r)][0] > 0]
-        cs = [runs[(w, r)][1] / runs[(b, r)][1] for r in rounds if (w, r) in runs and (b, r) in runs]
+        rs, cs = ratios(w, b)
         if rs:
             print("| %s / %s | %s | %.2f | %s | %.2f |" % (w, b, " ".join("%.2f" % x for x in rs), med(rs),
                                                           " ".join("%.2f" % x for x in cs), med(cs)))
@@ -400,8 +396,7 @@ if any(k.startswith("ref_") for k, _ in runs):
     for w in ("tap_on", "tap_off", "tapn_on", "tapn_off", "packet_on", "packet_swgso", "rx_tap_on", "rx_tap_off", "rx_packet_on",
               "rx_packet_swgso"):
         k = "ref_" + w
-        rs = [runs[(w, r)][0] / runs[(k, r)][0] for r in rounds if (w, r) in runs and (k, r) in runs and runs[(k, r)][0] > 0]
-        cs = [runs[(w, r)][1] / runs[(k, r)][1] for r in rounds if (w, r) in runs and (k, r) in runs]
+        rs, cs = ratios(w, k)
         if rs:
             print("| %s | %s | %.3f | %.2f | %.2f | %s | %.3f |" % (w, " ".join("%.2f" % x for x in rs), med(rs), min(rs), max(rs),
                                                                 " ".join("%.2f" % x for x in cs), med(cs)))
