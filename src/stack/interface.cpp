@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 #include "base/big_endian.hpp"
 #include "base/random.hpp"
@@ -66,12 +67,9 @@ size_t Interface::poll_rx(size_t budget) {
     const Clock::Hold now(clock_);  // one reading for the frame and all it sets off (Linux: tcp_mstamp)
     handle_frame(wire::Bytes(rx_.data(), r->len), r->csum_verified);
   }
-  if (tcp_.holds_acks()) {  // the held ACKs go out on one reading (none needed when none wait)
-    const Clock::Hold now(clock_);
-    tcp_.end_batch();
-  } else {
-    tcp_.end_batch();
-  }
+  std::optional<Clock::Hold> now;  // the held ACKs go out on one reading (none when none wait)
+  if (tcp_.holds_acks()) now.emplace(clock_);
+  tcp_.end_batch();
   return n;
 }
 

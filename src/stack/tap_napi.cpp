@@ -12,8 +12,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <utility>
+
+#include "base/proc_stats.hpp"
 
 namespace weft::stack {
 
@@ -35,22 +36,12 @@ std::vector<pid_t> napi_thread_pids(const std::string& ifname) {
   return pids;
 }
 
-// User + system seconds of one thread; nullopt when it is gone.
+// User + system seconds of one NAPI thread (a kernel thread is a process of its own: its CPU
+// clock, as for any process); nullopt when it is gone.
 std::optional<double> thread_cpu_s(pid_t pid) {
-  // /proc/PID/stat: "pid (comm) state ..." ; utime and stime are fields 14 and 15.
-  std::ifstream st("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(st, line)) return std::nullopt;
-  const size_t close_paren = line.rfind(')');
-  if (close_paren == std::string::npos || close_paren + 2 > line.size()) return std::nullopt;
-  std::istringstream rest(line.substr(close_paren + 2));
-  std::string field;
-  unsigned long long ut = 0, stime = 0;
-  for (int i = 3; i <= 15 && rest >> field; ++i) {
-    if (i == 14) ut = std::stoull(field);
-    if (i == 15) stime = std::stoull(field);
-  }
-  return static_cast<double>(ut + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+  const ProcStats ps = read_proc_stats(pid);
+  if (!ps.ok) return std::nullopt;
+  return static_cast<double>(ps.cpu_ns) / 1e9;
 }
 
 }  // namespace
