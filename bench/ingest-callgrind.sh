@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Instructions per window of `weft bench ingest`, counted by callgrind: repeatable on a loaded
-# machine, unlike seconds (docs/BENCHMARKS.md, "Ingest"). Runs 200 agents x 300 targets for 1 and
-# for 3 rounds and divides the difference by the 120,000 extra windows, so set-up (registration,
-# pinglists, encoding the reports) cancels out. Counts user-space instructions only: system calls
-# (loopback TCP, SQLite's WAL writes) are not in them. Takes a few minutes.
+# machine, unlike seconds (docs/BENCHMARKS.md, "Ingest and fleet"). Runs 200 agents x 300 targets
+# for 1 and for 3 rounds and divides the difference by the 120,000 extra windows, so set-up
+# (registration, pinglists, encoding the reports) cancels out. Counts user-space instructions only:
+# system calls (loopback TCP, SQLite's WAL writes) are not in them. Takes a few minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WEFT=${WEFT:-build/weft}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Controller ingest: 1,000 simulated agents x 300 targets over HTTP on loopback into the embedded
-# store (docs/BENCHMARKS.md, "Ingest"). Prints one JSON object.
+# store (docs/BENCHMARKS.md, "Ingest and fleet"). Prints one JSON object.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WEFT=${WEFT:-build/weft}

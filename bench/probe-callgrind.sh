@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # User-space instructions per probe in the prober's event loop, counted by callgrind: repeatable on
-# a loaded machine, unlike CPU seconds (docs/BENCHMARKS.md, "Probe"). The gate for changes to the
+# a loaded machine, unlike CPU seconds (docs/BENCHMARKS.md, "Probe and agent"). The gate for changes to the
 # engine's layout (issue 16: the prober split must not cost more than 1 %): inclusive cost of
 # Prober::Impl::loop minus the one-off Prober::Impl::apply_targets (target set-up, table growth)
 # and minus Prober::Impl::emit (closing windows: 10 s windows on the wall clock's boundaries close

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Probe engine: a prober and a `weft responder` on loopback (docs/BENCHMARKS.md, "Probe").
+# Probe engine: a prober and a `weft responder` on loopback (docs/BENCHMARKS.md, "Probe and agent").
 # Prints one JSON object per run: UDP at 10,000 probes/s to 100 targets (with and without the
 # responder's follow-ups), UDP at 100,000 probes/s, TCP connect probes at 1,000/s, and the
 # cheapest UDP echoes for calibration: per packet (bench/udp_floor.c) and batched with the engine's

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The RDMA probe engine against a verbs pingpong, in one Soft-RoCE guest boot (docs/BENCHMARKS.md,
-# "RDMA probe engine"). Needs root (qemu lab).
+# "RDMA probes"). Needs root (qemu lab).
 #   bench/rdma_probe_guest.sh WEFT [WEFT_REF] [ROUNDS]
 # Each round, for WEFT and (if given) WEFT_REF in turn, on rxe0 in one guest:
 #   pingpong  `weft rdma pingpong --qp ud --wait busy`, 500 round trips (the verbs floor)

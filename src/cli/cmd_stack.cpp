@@ -168,8 +168,8 @@ struct Session {
     // where the kernel and /sys allow it: the kernel's per-frame receive work then leaves weft's
     // writes (1.13-1.87x the throughput with offloads off) while requests and ACKs stay inline
     // (64 B round trips 1.01x the kernel's; 1.31-1.35x with the thread always on). With TSO the
-    // thread gives nothing and IFF_NAPI alone costs (docs/BENCHMARKS.md, "Session 10, helper
-    // stack-napi").
+    // thread gives nothing and IFF_NAPI alone costs (docs/BENCHMARKS.md, "User-space TCP/IP
+    // stack").
     using Napi = TapDevice::Options::Napi;
     const bool mss_frames = c.no_vnet_hdr || c.no_tso;
     to.napi = c.tap_napi                                          ? Napi::thread

@@ -48,7 +48,7 @@ Result<Tun> open_tun(const TapDevice::Options& o, TapDevice::Options::Napi napi)
     // Receive: the kernel may hand us frames whose checksum it left partial (its own packets),
     // and with rx_tso TCP/IPv4 super-frames whole (its TCP sends TSO-sized; without the offer it
     // cuts them into MSS frames in software, and the stack makes a read per segment: 1.6x the
-    // throughput with it, docs/BENCHMARKS.md "Session 10, helper stack-rx").
+    // throughput with it, docs/BENCHMARKS.md "User-space TCP/IP stack").
     const unsigned offload = TUN_F_CSUM | (o.rx_tso ? TUN_F_TSO4 : 0u);
     if (ioctl(fd, TUNSETVNETHDRSZ, &hdr) < 0 || ioctl(fd, TUNSETOFFLOAD, offload) < 0)
       return give_up(fail_errno("TUNSETVNETHDRSZ/TUNSETOFFLOAD").error());

@@ -4,9 +4,9 @@
 // (udp_probes.cpp, tcp_connect_probes.cpp, tcp_stream_probes.cpp). The helpers every probe passes
 // through (new slot, resolution, windows) are defined here, in the class, so that each of those
 // files inlines them: split across translation units as real calls they cost 13 % more
-// instructions per probe (docs/BENCHMARKS.md, "Probe"; bench/probe-callgrind.sh is the gate).
-// Nothing on the per-packet path allocates: buffers, the in-flight table and the windows are made
-// once. Private to src/probe/ip: the public interface is probe/prober.hpp.
+// instructions per probe (docs/BENCHMARKS.md, "Probe and agent"; bench/probe-callgrind.sh is the
+// gate). Nothing on the per-packet path allocates: buffers, the in-flight table and the windows
+// are made once. Private to src/probe/ip: the public interface is probe/prober.hpp.
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>

@@ -68,7 +68,7 @@ class TcpLayer final : private ConnectionWatcher {
   // A receive batch (the frames of one wake-up): between begin_batch() and end_batch() pure ACKs
   // for in-order data are held, and end_batch() sends one per connection. A sender that got an
   // ACK per frame (2-3 segments) answered each with a small burst; one ACK per batch lets it
-  // send TSO-sized bursts (docs/BENCHMARKS.md, "Session 10, helper stack-rx").
+  // send TSO-sized bursts (docs/BENCHMARKS.md, "User-space TCP/IP stack").
   void begin_batch() { batching_ = true; }
   void end_batch();
   bool holds_acks() const { return !held_.empty(); }  // end_batch() has ACKs to send
