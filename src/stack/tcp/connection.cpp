@@ -264,12 +264,24 @@ void Connection::send_syn(bool with_ack) {
   emit(h, {}, {});
 }
 
+// The SEQ of a segment without data (ACK, RST): one the peer finds acceptable (RFC 9293 3.10.7.4),
+// or it drops the segment without reading its ACK field. The highest sequence sent, not snd_nxt
+// (after a timeout snd_nxt goes back to resend, and below the peer's rcv_nxt the segment is as
+// unacceptable); but never past the right edge of the peer's window: a peer that shrinks its
+// window to 0 (Linux pruning its queues under memory pressure) then has its rcv_nxt below SND.MAX,
+// and ACKs at SND.MAX would be dropped until nothing moves (issue 26's deadlock). Linux's
+// tcp_acceptable_seq(), whose slack of one window-scale unit covers the peer rounding its window
+// down when it scales it (Linux takes its own receive scale there; the peer's is the one that
+// rounds, so it is the one used here).
+uint32_t Connection::acceptable_seq() const {
+  const uint32_t right = snd_una_ + snd_wnd_;
+  if (seq_le(snd_max_, right) || (ws_on_ && snd_max_ - right < (1u << snd_wscale_))) return snd_max_;
+  return right;
+}
+
 void Connection::send_ack() {
   wire::TcpHeader h;
-  // The highest sequence sent, not snd_nxt: after a timeout snd_nxt goes back to resend, and a
-  // pure ACK below the peer's rcv_nxt would be unacceptable to it, so its ACK field would be
-  // ignored (two such ends answer each other's ACKs forever).
-  h.seq = snd_max_;
+  h.seq = acceptable_seq();
   h.flags = ack;
   h.window = window_field();
   fill_options(h, false);
@@ -453,7 +465,7 @@ void Connection::abort() {
   if (state_ == State::closed) return;
   if (state_ != State::syn_sent && state_ != State::time_wait) {
     wire::TcpHeader h;
-    h.seq = snd_nxt_;
+    h.seq = acceptable_seq();  // an RST outside the window is ignored too (RFC 5961 3.2)
     h.flags = rst | ack;
     emit(h, {}, {});
   }

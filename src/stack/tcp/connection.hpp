@@ -212,6 +212,7 @@ class Connection {
   // Output.
   void output();
   void send_syn(bool with_ack);
+  uint32_t acceptable_seq() const;  // SEQ for a segment without data: inside the peer's window
   void send_ack();
   void send_rst(uint32_t seq);
   void send_probe();  // zero window probe / keepalive: ack-eliciting, no data
