@@ -29,6 +29,7 @@ struct Config {
   uint32_t tso_max = 0;
   RtoEstimator::Config rto;
   int syn_retries = 6;              // Linux tcp_syn_retries
+  int synack_retries = 5;           // Linux tcp_synack_retries: a half-open entry lives 63 s at most
   int max_retransmits = 15;         // Linux tcp_retries2: then the connection times out
   int64_t msl_ns = 30'000'000'000;  // TIME-WAIT lasts 2 MSL = 60 s, as in Linux
   int64_t persist_max_ns = 60'000'000'000;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "stack/tcp/syn_cookie.hpp"
+
 namespace weft::stack::tcp {
 
 namespace {
@@ -73,7 +75,7 @@ Connection::Connection(const Config& cfg, const Clock& clock, SegmentSink& sink,
       sent_(cfg.send_buffer / 512 + 64),
       rack_min_rtt_ns_(kNever),
       rack_fack_(iss),
-      ts_offset_(iss * 2654435761u),  // per-connection offset (RFC 7323 5.4), fixed by the ISS
+      ts_offset_(ts_offset_for(iss)),
       cc_(cfg.congestion_control),
       recover_(iss),
       rto_(cfg.rto),
@@ -84,8 +86,14 @@ Connection::Connection(const Config& cfg, const Clock& clock, SegmentSink& sink,
       persist_deadline_(kNever),
       keepalive_deadline_(kNever),
       time_wait_deadline_(kNever) {
-  if (cfg_.window_scaling)
-    while ((size_t{cfg_.recv_buffer} >> rcv_wscale_) > 65535 && rcv_wscale_ < 14) ++rcv_wscale_;
+  rcv_wscale_ = rcv_wscale_for(cfg_);
+}
+
+uint8_t Connection::rcv_wscale_for(const Config& cfg) {
+  uint8_t ws = 0;
+  if (cfg.window_scaling)
+    while ((size_t{cfg.recv_buffer} >> ws) > 65535 && ws < 14) ++ws;
+  return ws;
 }
 
 bool Connection::synchronized() const {
@@ -380,6 +388,31 @@ void Connection::accept_syn(const wire::TcpSegment& s) {
   rtt_seq_ = iss_;
   rtt_start_ns_ = clock_.now_ns();
   arm_rtx();
+}
+
+void Connection::accept_cookie(const wire::TcpSegment& a, uint16_t mss, const CookieOptions& o) {
+  {
+    Notify notify{*this};
+    irs_ = a.h.seq - 1;
+    rcv_nxt_ = a.h.seq;
+    wire::TcpOptions syn;  // the peer's SYN as far as the cookie kept it
+    syn.has_mss = true;
+    syn.mss = mss;
+    syn.has_wscale = o.wscale_ok;
+    syn.wscale = o.wscale;
+    syn.sack_permitted = o.sack;
+    syn.has_timestamps = o.timestamps;
+    syn.ts_val = a.h.options.ts_val;
+    apply_syn_options(syn);
+    snd_wl1_ = irs_;
+    snd_wl2_ = iss_;
+    state_ = State::syn_received;
+    snd_nxt_ = snd_max_ = iss_ + 1;
+    // The window the cookie's SYN-ACK announced (never scaled in a SYN).
+    rcv_adv_ = rcv_nxt_ + static_cast<uint32_t>(std::min<size_t>(cfg_.recv_buffer, 65535));
+    last_ack_sent_ = rcv_nxt_;  // the SYN-ACK's: the ACK's TSval becomes TS.Recent (RFC 7323 4.3)
+  }
+  input(a);
 }
 
 bool Connection::may_queue_data() const {
@@ -1095,7 +1128,9 @@ void Connection::on_rtx_timeout() {
   tlp_deadline_ = kNever;
   rtt_active_ = false;
   if (state_ == State::syn_sent || state_ == State::syn_received) {
-    if (++retries_ > cfg_.syn_retries) return terminate(CloseReason::timeout);
+    // A half-open passive connection gives up sooner (Linux: tcp_synack_retries 5, then 63 s).
+    const int limit = state_ == State::syn_received ? cfg_.synack_retries : cfg_.syn_retries;
+    if (++retries_ > limit) return terminate(CloseReason::timeout);
     rto_.back_off();
     ++stats_.retransmits;
     send_syn(state_ == State::syn_received);

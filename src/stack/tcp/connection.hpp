@@ -71,6 +71,7 @@ class SegmentSink {
 };
 
 class Connection;
+struct CookieOptions;  // syn_cookie.hpp
 
 // Told after every public call that may have changed a connection (its timers, its buffers, its
 // state): TcpLayer keeps its deadline heap with it, so nothing walks every connection.
@@ -115,6 +116,17 @@ class Connection {
   void connect();
   // Passive open from a listener: `syn` is the peer's SYN; answers with a SYN-ACK (SYN-RECEIVED).
   void accept_syn(const wire::TcpSegment& syn);
+  // Passive open from a SYN cookie (syn_cookie.hpp): `ack` completes a handshake whose SYN-ACK the
+  // listener sent without keeping anything (this connection's ISS is the cookie); `mss` and `o` are
+  // what the cookie brought back of the peer's SYN. Goes through SYN-RECEIVED with the ACK (and
+  // any data on it) as accept_syn then input would.
+  void accept_cookie(const wire::TcpSegment& ack, uint16_t mss, const CookieOptions& o);
+  // The TSval a connection with ISS `iss` sends at `now_ns`, and the receive window scale it
+  // announces: a cookie's SYN-ACK must say what the connection made from it goes on with.
+  static uint32_t ts_at(int64_t now_ns, uint32_t iss) {
+    return static_cast<uint32_t>(now_ns / kMs) + ts_offset_for(iss);
+  }
+  static uint8_t rcv_wscale_for(const Config& cfg);
 
   // A segment for this connection.
   void input(const wire::TcpSegment& seg);
@@ -204,6 +216,8 @@ class Connection {
   bool synchronized() const;
   void after_read(size_t n, uint32_t adv_before);
   uint32_t now_ts() const;
+  // Per-connection timestamp offset (RFC 7323 5.4), fixed by the ISS.
+  static uint32_t ts_offset_for(uint32_t iss) { return iss * 2654435761u; }
   uint32_t rcv_window() const;
   uint16_t window_field();
   void apply_syn_options(const wire::TcpOptions& o);
