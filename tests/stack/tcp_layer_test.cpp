@@ -11,7 +11,9 @@
 #include <utility>
 #include <vector>
 
+#include "base/big_endian.hpp"
 #include "stack/clock.hpp"
+#include "stack/wire/checksum.hpp"
 #include "stack/wire/frame.hpp"
 
 using namespace weft::stack;
@@ -313,6 +315,49 @@ TEST(TcpLayer, OnlyValidRecentCookiesMakeConnections) {
   EXPECT_TRUE(s->sack_on());
   EXPECT_EQ(s->snd_wscale(), 7u);
   EXPECT_EQ(s->send_mss(), 1460u - 12u);
+}
+
+// Issue 26: a SYN whose option list is damaged (a window scale option of the wrong length, then a
+// kind with length 0) was dropped silently; Linux answers it, ignoring what it could not read.
+TEST(TcpLayer, SynWithMalformedOptionsIsAnsweredWithoutThem) {
+  Pair p;
+  ASSERT_TRUE(p.b.listen(80));
+  wire::TcpHeader h;
+  h.src_port = 4000;
+  h.dst_port = 80;
+  h.seq = 12345;
+  h.flags = wire::tcpflag::syn;
+  h.window = 64240;
+  h.options.has_mss = true;  // 20 bytes of options in all, overwritten below
+  h.options.mss = 1460;
+  h.options.has_timestamps = true;
+  h.options.has_wscale = true;
+  wire::L2L3 l;
+  l.ip.src = kA;
+  l.ip.dst = kB;
+  std::vector<uint8_t> f(200);
+  f.resize(wire::build_tcp_frame(f, l, h, {}));
+  const size_t tcp = wire::kEthernetHeader + wire::kIpv4Header;
+  ASSERT_EQ(f.size(), tcp + 40);
+  const uint8_t opts[20] = {2,  4,  0x05, 0xb4,                    // MSS 1460
+                            3,  4,  7,    0,                       // window scale with length 4: skipped
+                            8,  10, 0,    0,    0, 9, 0, 0, 0, 0,  // timestamps, TSval 9
+                            30, 0};                                // length 0: the list ends here
+  std::copy(std::begin(opts), std::end(opts), f.begin() + static_cast<long>(tcp + 20));
+  weft::be::store<uint16_t>(f.data() + tcp + 16, 0);
+  const uint64_t pseudo = wire::csum_pseudo(kA, kB, wire::ipproto::tcp, 40);
+  weft::be::store<uint16_t>(f.data() + tcp + 16,
+                            wire::csum_finish(wire::csum_add(pseudo, wire::Bytes(f).subspan(tcp))));
+  wire::ParsedFrame pf;
+  ASSERT_EQ(wire::parse_frame(f, pf), wire::ParseError::ok);
+  p.b.input(pf.ip.src, pf.ip.dst, pf.tcp);
+  ASSERT_EQ(p.out_b.frames.size(), 1u);
+  ASSERT_EQ(wire::parse_frame(p.out_b.frames.front(), pf), wire::ParseError::ok);
+  EXPECT_EQ(pf.tcp.h.flags, wire::tcpflag::syn | wire::tcpflag::ack);
+  EXPECT_EQ(pf.tcp.h.ack, 12346u);
+  EXPECT_TRUE(pf.tcp.h.options.has_timestamps);
+  EXPECT_EQ(pf.tcp.h.options.ts_ecr, 9u);
+  EXPECT_FALSE(pf.tcp.h.options.has_wscale);  // the peer's could not be read: none offered back
 }
 
 TEST(TcpSynCookie, MssTableAndTimestampOptions) {
