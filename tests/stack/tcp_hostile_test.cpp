@@ -36,6 +36,14 @@ const std::string kShrunk = R"(
 0.3   < . 1:1(0) ack 1461 win 0
 )";
 
+// Passive open, the same options plus `config`.
+std::string passive(const std::string& config = "") {
+  return "0     config ts=0 ws=0 " + config +
+         "\n0     < S 0:0(0) win 65535 <mss 1460>\n"
+         "0     > S. 0:0(0) ack 1 <mss 1460>\n"
+         "0.1   < . 1:1(0) ack 1\n";
+}
+
 std::vector<Scenario> scenarios() {
   return {
       // --- Acceptable SEQ (RFC 9293 3.10.7.4; Linux's tcp_acceptable_seq) ---
@@ -101,6 +109,28 @@ std::vector<Scenario> scenarios() {
 1.3   recv 100
 )"},
 
+      // --- Linux's answers where the RFCs leave room ---
+      // Urgent data (RFC 9293 3.9, RFC 6093): the urgent pointer names the byte before it; Linux
+      // takes that byte out of the stream unless SO_OOBINLINE (recv(MSG_OOB) reads it).
+      {"UrgentByteLeavesTheStream", passive() + R"(
+0.2   < UP. 1:11(10) ack 1 urg 5
+0.24  > . 1:1(0) ack 11
+0.3   recv 9 without 4
+0.3   oob 4
+)"},
+      {"UrgentByteStaysInlineWithOobInline", passive("oob_inline=1") + R"(
+0.2   < UP. 1:11(10) ack 1 urg 5
+0.24  > . 1:1(0) ack 11
+0.3   recv 10
+0.3   oob 4
+)"},
+      {"UrgentPointerAheadOfTheData", passive() + R"(
+0.2   < UP. 1:11(10) ack 1 urg 15
+0.2   < P. 11:21(10) ack 1
+0.24  > . 1:1(0) ack 21
+0.3   recv 19 without 14
+0.3   oob 14
+)"},
   };
 }
 

@@ -6,7 +6,10 @@
 // Script lines, `TIME EVENT` (TIME in seconds, absolute, or +relative to the line before):
 //   < FLAGS START:END(LEN) [ack N] [win W] [<OPTIONS>]   a segment from the peer
 //   > FLAGS START:END(LEN) [ack N] [win W] [<OPTIONS>]   the segment the stack must send now
-//   connect | close | abort | send N | recv N | nagle on|off
+//   connect | close | abort | send N | recv N [without K] [more] | nagle on|off | oob K
+//     (recv ... without K: the stream's byte at offset K is left out, as an urgent byte is;
+//      more: bytes past the N may be readable;
+//      oob K: Connection::oob_byte() is the stream's byte at offset K)
 //   icmp KIND SEQ [mtu N] [len L]   an ICMP error (port_unreachable, frag_needed, ...) quoting
 //                                   the stack's segment with relative sequence number SEQ
 //   state NAME | reason NAME | cwnd N | ssthresh N | pipe N | rto_ms N | mss N | stat NAME N

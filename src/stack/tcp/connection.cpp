@@ -897,6 +897,8 @@ void Connection::input(const wire::TcpSegment& in) {
   if (state_ == State::closed) return;
   if (ts_on_ && s.h.options.has_timestamps && seq_le(s.h.seq, last_ack_sent_))
     ts_recent_ = s.h.options.ts_val;  // RFC 7323 4.3
+  if (state_ == State::established || state_ == State::fin_wait_1 || state_ == State::fin_wait_2)
+    note_urgent(s);
   if (state_ == State::time_wait) {
     if (f & wire::tcpflag::fin) {  // the peer's FIN again: our last ACK was lost
       ack_now_ = true;
@@ -1069,6 +1071,7 @@ void Connection::process_data(const wire::TcpSegment& s) {
   }
   if (off == 0) {
     const bool filled_hole = !ooo_.empty();
+    const uint32_t from = rcv_nxt_;
     rcv_ring_.write_past_tail(0, data);
     rcv_ring_.commit(data.size());
     rcv_nxt_ += static_cast<uint32_t>(data.size());
@@ -1081,6 +1084,7 @@ void Connection::process_data(const wire::TcpSegment& s) {
         rcv_nxt_ = right;
       }
     }
+    take_urgent_byte(from);
     if (fin && seq + data.size() == rcv_nxt_) {
       // in order
     } else if (ooo_fin_ && ooo_fin_seq_ == rcv_nxt_) {
@@ -1121,6 +1125,33 @@ void Connection::process_data(const wire::TcpSegment& s) {
     state_ = State::closing;
   else if (state_ == State::fin_wait_2)
     enter_time_wait();
+}
+
+// RFC 9293 3.9 / RFC 6093: the urgent pointer names the byte before it (the BSD reading, which
+// Linux keeps by default: tcp_stdurg 0). Linux records it and, unless the socket set
+// SO_OOBINLINE, leaves it out of the stream (readable only by recv(MSG_OOB)); so does this
+// stack unless Config::oob_inline (the byte is kept for oob_byte(): the socket API has no
+// MSG_OOB). A newer pointer replaces one whose byte has not arrived.
+void Connection::note_urgent(const wire::TcpSegment& s) {
+  if (!(s.h.flags & urg) || s.h.urgent == 0 || fin_received_) return;
+  const uint32_t ptr = s.h.seq + s.h.urgent - 1;
+  if (seq_lt(ptr, rcv_nxt_) || (urg_pending_ && seq_le(ptr, urg_seq_))) return;
+  urg_pending_ = true;
+  urg_seq_ = ptr;
+}
+
+// In-order bytes from `from` to rcv_nxt_ just became readable: take the urgent byte out if it is
+// among them.
+void Connection::take_urgent_byte(uint32_t from) {
+  if (!urg_pending_ || !seq_ge(urg_seq_, from) || !seq_lt(urg_seq_, rcv_nxt_)) return;
+  urg_pending_ = false;
+  const size_t at = rcv_ring_.size() - (rcv_nxt_ - urg_seq_);
+  const auto [p1, p2] = rcv_ring_.peek(at, 1);
+  oob_byte_ = p1.empty() ? p2[0] : p1[0];
+  has_oob_ = true;
+  if (cfg_.oob_inline) return;
+  const size_t past = ooo_.empty() ? 0 : ooo_[ooo_.count() - 1].right - rcv_nxt_;
+  rcv_ring_.erase(at, past);
 }
 
 void Connection::on_rtx_timeout() {

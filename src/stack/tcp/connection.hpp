@@ -17,6 +17,7 @@
 // (RFC 6675: scoreboard, pipe, NextSeg rules 1 and 2), RACK-TLP (RFC 8985: losses deemed by
 // send times, lost retransmissions included; Config::rack), CUBIC (RFC 9438) or Reno.
 #include <cstdint>
+#include <optional>
 #include <utility>
 
 #include "stack/clock.hpp"
@@ -162,6 +163,11 @@ class Connection {
   bool icmp_error(wire::IcmpErrorKind kind, uint32_t seq, uint16_t mtu, uint16_t quoted_len);
   // The last soft error an ICMP message reported (none when there was none).
   wire::IcmpErrorKind soft_error() const { return soft_error_; }
+  // The last urgent byte received (RFC 9293 3.9), which left the stream unless Config::oob_inline;
+  // nullopt when none came.
+  std::optional<uint8_t> oob_byte() const {
+    return has_oob_ ? std::optional<uint8_t>(oob_byte_) : std::nullopt;
+  }
 
   State state() const { return state_; }
   CloseReason close_reason() const { return reason_; }
@@ -246,6 +252,8 @@ class Connection {
   bool acceptable(const wire::TcpSegment& seg) const;
   bool process_ack(const wire::TcpSegment& seg);
   void process_data(const wire::TcpSegment& seg);
+  void note_urgent(const wire::TcpSegment& seg);
+  void take_urgent_byte(uint32_t from);
   void on_new_ack(uint32_t ack, uint32_t acked);
   void on_dup_ack();
   uint32_t dupack_threshold() const;
@@ -394,6 +402,13 @@ class Connection {
   int64_t last_input_ns_ = 0;
 
   wire::IcmpErrorKind soft_error_ = wire::IcmpErrorKind::none;
+
+  // Urgent data (RFC 9293 3.9): the byte the peer's urgent pointer names, until it arrives; the
+  // last one that did.
+  bool urg_pending_ = false;
+  uint32_t urg_seq_ = 0;
+  bool has_oob_ = false;
+  uint8_t oob_byte_ = 0;
 
   // D-SACK, receiver: a duplicate to report in the first SACK block of the next segment.
   bool dsack_pending_ = false;
