@@ -131,6 +131,17 @@ std::vector<Scenario> scenarios() {
 0.3   recv 19 without 14
 0.3   oob 14
 )"},
+      // Out-of-order segments that overlap with other bytes: the bytes held first are kept (the
+      // second segment's copy of [1501, 2001) is zeros).
+      {"OverlappingOutOfOrderSegmentsKeepTheFirstArrival", passive() + R"(
+0.2   < . 1001:2001(1000) ack 1
+0.2   > . 1:1(0) ack 1
+0.2   < . 1501:2501(1000) ack 1 fill 0
+0.2   > . 1:1(0) ack 1
+0.2   < . 1:1001(1000) ack 1
+0.2   > . 1:1(0) ack 2501
+0.3   recv 2000 more
+)"},
   };
 }
 

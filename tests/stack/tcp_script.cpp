@@ -65,6 +65,7 @@ struct Spec {
   std::optional<uint32_t> ack;
   std::optional<uint16_t> win;
   uint16_t urg = 0;
+  std::optional<uint8_t> fill;  // `fill B`: an injected payload of bytes B instead of the pattern
   std::optional<wire::TcpOptions> opts;
   bool ts_val_any = false;
 };
@@ -350,6 +351,10 @@ class Runner {
         long long v;
         ls >> v;
         s.ack = static_cast<uint32_t>(v);
+      } else if (w == "fill") {
+        long v;
+        ls >> v;
+        s.fill = static_cast<uint8_t>(v);
       } else if (w == "urg") {
         long v;
         ls >> v;
@@ -423,7 +428,7 @@ class Runner {
     if (s.opts) h.options = *s.opts;
     std::vector<uint8_t> payload(s.len);
     // Stream offset of the first byte: relative seq minus the SYN's one.
-    for (uint32_t i = 0; i < s.len; ++i) payload[i] = pattern(s.start - 1 + i, true);
+    for (uint32_t i = 0; i < s.len; ++i) payload[i] = s.fill ? *s.fill : pattern(s.start - 1 + i, true);
     wire::L2L3 l;
     l.src_mac = {{2, 0, 0, 0, 0, 2}};
     l.dst_mac = {{2, 0, 0, 0, 0, 1}};

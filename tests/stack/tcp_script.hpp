@@ -18,8 +18,10 @@
 //   Tail loss probes (tlp), SACK (sack) and RACK (rack) are off and congestion control is Reno
 //   (cc=reno|cubic) unless a script says otherwise: the RFC scenarios written before them check the RTO and
 //   NewReno alone, as packetdrill scripts pin the sysctls they rely on.
-// FLAGS as tcpdump: S F R P and '.' for ACK. Sequence numbers are relative to the sender's ISN
-// and ACK numbers to the receiver's, as in packetdrill; SACK blocks are relative to the ISN of
+// FLAGS as tcpdump: S F R P U and '.' for ACK (`urg N` sets the urgent pointer; `fill B` in a `<`
+// line sends bytes B instead of the stream's pattern: other bytes for the same sequence). Sequence
+// numbers are relative to the sender's ISN and ACK numbers to the receiver's, as in packetdrill;
+// SACK blocks are relative to the ISN of
 // the side whose data they acknowledge (the stack's in `<` lines, the peer's in `>` lines).
 // OPTIONS: mss N, wscale N, sackOK, TS val V ecr E (V may be *), sack L:R ..., nop (ignored:
 // the stack's layout is canonical). An expect line without `win` or OPTIONS does not check them.

@@ -1072,7 +1072,7 @@ void Connection::process_data(const wire::TcpSegment& s) {
   if (off == 0) {
     const bool filled_hole = !ooo_.empty();
     const uint32_t from = rcv_nxt_;
-    rcv_ring_.write_past_tail(0, data);
+    store(rcv_nxt_, data);
     rcv_ring_.commit(data.size());
     rcv_nxt_ += static_cast<uint32_t>(data.size());
     stats_.bytes_received += data.size();
@@ -1105,7 +1105,7 @@ void Connection::process_data(const wire::TcpSegment& s) {
     // Held already past a gap: a duplicate (RFC 2883 4.1, reported with the block that holds it).
     if (!data.empty() && ooo_.covering(seq, seq + static_cast<uint32_t>(data.size())) < ooo_.count())
       note_duplicate(seq, seq + static_cast<uint32_t>(data.size()));
-    const size_t n = rcv_ring_.write_past_tail(off, data);
+    const size_t n = store(seq, data);
     ++stats_.out_of_order;
     if (ooo_.add(seq, seq + static_cast<uint32_t>(n)) && fin && n == data.size()) {
       ooo_fin_ = true;
@@ -1125,6 +1125,30 @@ void Connection::process_data(const wire::TcpSegment& s) {
     state_ = State::closing;
   else if (state_ == State::fin_wait_2)
     enter_time_wait();
+}
+
+// Writes `data`, which starts at `seq` (at or past rcv_nxt_), past the ring's tail, but not over
+// bytes already held out of order: a byte's first arrival is kept. Linux keeps, per byte, that of
+// the segment starting lowest (a later one starting lower replaces it); the RFCs leave it open,
+// and first-arrival is the rule IPv4 reassembly follows here too (ipv4_reassembly.hpp): a
+// segment sent later with other bytes cannot rewrite what was acknowledged by SACK. Returns how
+// many bytes fit in the ring.
+size_t Connection::store(uint32_t seq, wire::Bytes data) {
+  const size_t off = seq - rcv_nxt_;
+  const size_t room = rcv_ring_.free();
+  if (off >= room) return 0;
+  data = data.first(std::min(data.size(), room - off));
+  const uint32_t end = seq + static_cast<uint32_t>(data.size());
+  uint32_t at = seq;
+  for (size_t k = 0; k < ooo_.count() && seq_lt(at, end); ++k) {
+    const SeqRange& r = ooo_[k];
+    if (seq_le(r.right, at)) continue;
+    if (seq_ge(r.left, end)) break;
+    if (seq_lt(at, r.left)) rcv_ring_.write_past_tail(at - rcv_nxt_, data.subspan(at - seq, r.left - at));
+    at = r.right;
+  }
+  if (seq_lt(at, end)) rcv_ring_.write_past_tail(at - rcv_nxt_, data.subspan(at - seq));
+  return data.size();
 }
 
 // RFC 9293 3.9 / RFC 6093: the urgent pointer names the byte before it (the BSD reading, which

@@ -252,6 +252,7 @@ class Connection {
   bool acceptable(const wire::TcpSegment& seg) const;
   bool process_ack(const wire::TcpSegment& seg);
   void process_data(const wire::TcpSegment& seg);
+  size_t store(uint32_t seq, wire::Bytes data);  // past the tail, never over held bytes
   void note_urgent(const wire::TcpSegment& seg);
   void take_urgent_byte(uint32_t from);
   void on_new_ack(uint32_t ack, uint32_t acked);
