@@ -142,6 +142,36 @@ std::vector<Scenario> scenarios() {
 0.2   > . 1:1(0) ack 2501
 0.3   recv 2000 more
 )"},
+      // MSS 0 in a SYN is ignored (Linux's tcp_parse_options): RFC 9293's default of 536.
+      {"SynWithMss0Gets536", R"(
+0     config ts=0 ws=0 nagle=0
+0     < S 0:0(0) win 65535 <mss 0>
+0     > S. 0:0(0) ack 1 <mss 1460>
+0.1   < . 1:1(0) ack 1
+0.1   mss 536
+0.2   send 600
+0.2   > . 1:537(536) ack 1
+0.2   > P. 537:601(64) ack 1
+)"},
+      // MSS 1: Linux's floor of 48 bytes (TCP_MIN_SND_MSS), less the 12 of timestamps.
+      {"SynWithMss1GetsLinuxsFloorOf48", R"(
+0     config ts=0 ws=0 nagle=0
+0     < S 0:0(0) win 65535 <mss 1>
+0     > S. 0:0(0) ack 1 <mss 1460>
+0.1   < . 1:1(0) ack 1
+0.1   mss 48
+0.2   send 100
+0.2   > . 1:49(48) ack 1
+0.2   > . 49:97(48) ack 1
+0.2   > P. 97:101(4) ack 1
+)"},
+      {"SynWithMss1AndTimestampsGets36", R"(
+0     config ws=0
+0     < S 0:0(0) win 65535 <mss 1,TS val 50 ecr 0>
+0     > S. 0:0(0) ack 1 <mss 1460,TS val * ecr 50>
+0.1   < . 1:1(0) ack 1 <TS val 60 ecr 1>
+0.1   mss 36
+)"},
   };
 }
 

@@ -9,7 +9,9 @@ namespace weft::stack::tcp {
 
 namespace {
 constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
-constexpr uint32_t kMinMss = 88;  // Linux TCP_MIN_MSS: an MSS option of 0 or 1 must not stall us
+// Linux's floor for the send MSS before options (TCP_MIN_SND_MSS, net.ipv4.tcp_min_snd_mss): an
+// MSS option of 1 gives 48-byte segments (36 with timestamps), not one byte each.
+constexpr uint32_t kMinMss = 48;
 constexpr uint32_t kMaxCwnd = 1u << 30;
 using namespace wire::tcpflag;
 }  // namespace
@@ -125,7 +127,9 @@ uint16_t Connection::window_field() {
 }
 
 void Connection::apply_syn_options(const wire::TcpOptions& o) {
-  smss_ = o.has_mss ? std::max<uint32_t>(std::min<uint32_t>(o.mss, cfg_.mss), kMinMss) : 536;
+  // No MSS option, or one of 0 (Linux's tcp_parse_options ignores it): RFC 9293's default 536.
+  const uint32_t peer = o.has_mss && o.mss != 0 ? o.mss : 536;
+  smss_ = std::max<uint32_t>(std::min<uint32_t>(peer, cfg_.mss), kMinMss);
   if (cfg_.window_scaling && o.has_wscale) {
     ws_on_ = true;
     snd_wscale_ = std::min<uint8_t>(o.wscale, 14);  // RFC 7323 2.3
