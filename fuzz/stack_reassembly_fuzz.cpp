@@ -1,5 +1,6 @@
 // IPv4 reassembly: the input is a series of fragments (ident, offset, flags, length, bytes) fed
-// to a 2-slot reassembler with a virtual clock (timeouts, evictions, overlaps all reachable).
+// to a reassembler with a small memory budget and a virtual clock (timeouts, refusals for memory,
+// overlaps all reachable); two source addresses, so the per-source share is reached too.
 #include <cstring>
 #include <vector>
 
@@ -10,7 +11,8 @@ using namespace weft::stack::wire;
 using namespace weft::stack::wire::fuzz;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  Ipv4Reassembler r({.slots = 2, .timeout_ns = 50});
+  constexpr size_t kLimit = 160 * 1024, kPerSource = 96 * 1024;
+  Ipv4Reassembler r({.memory_limit = kLimit, .per_source_limit = kPerSource, .timeout_ns = 50});
   // The value every byte of the fragment carries is derived from its offset, so a completed
   // datagram must read as that pattern everywhere (fragments agree on overlaps by construction,
   // and the test is that nothing is misplaced, lost or left uninitialised).
@@ -19,6 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   size_t i = 0;
   while (i + 5 <= size) {
     const uint8_t ident = data[i] & 3;
+    const uint8_t source = (data[i] >> 2) & 1;
     const uint16_t off = static_cast<uint16_t>((data[i + 1] << 8 | data[i + 2]) & 0xfff8);
     const bool more = data[i + 3] & 1;
     now += data[i + 3] >> 4;
@@ -28,7 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (off + len > kIpv4MaxPacket) continue;
     for (size_t k = 0; k < len; ++k) buf[k] = static_cast<uint8_t>((off + k) * 13 + ident);
     Ipv4Packet p;
-    p.src = Ipv4Addr::of(1, 2, 3, 4);
+    p.src = Ipv4Addr::of(1, 2, 3, static_cast<uint8_t>(4 + source));
     p.dst = Ipv4Addr::of(5, 6, 7, 8);
     p.protocol = 17;
     p.ident = ident;
@@ -42,7 +45,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     } else {
       require(out.empty());
     }
-    require(r.in_progress() <= 2);
+    require(r.memory() <= kLimit);
+    require(r.in_progress() <= 8);
   }
   return 0;
 }

@@ -164,8 +164,7 @@ void Interface::handle_l4(const wire::Ipv4Packet& ip, wire::Bytes payload, bool 
         return;
       }
       if (m.type != wire::icmptype::echo_request || m.code != 0 || ip.dst != cfg_.ip) return;
-      if (kL3 + wire::kIcmpHeader + m.payload.size() > kL2 + dev_.mtu()) return;  // we do not fragment
-      std::memcpy(tx_.data() + kL3 + wire::kIcmpHeader, m.payload.data(), m.payload.size());
+      std::memmove(tx_.data() + kL3 + wire::kIcmpHeader, m.payload.data(), m.payload.size());
       wire::emit_icmp(wire::MutBytes(tx_).subspan(kL3), wire::icmptype::echo_reply, 0, m.ident, m.seq,
                       m.payload.size());
       wire::Ipv4Emit h;
@@ -175,8 +174,14 @@ void Interface::handle_l4(const wire::Ipv4Packet& ip, wire::Bytes payload, bool 
       h.ident = next_ident();
       h.dont_fragment = false;
       const size_t l4 = wire::kIcmpHeader + m.payload.size();
-      wire::emit_ipv4(wire::MutBytes(tx_).subspan(kL2), h, l4);
       ++stats_.echo_replies;
+      // A reply past the MTU (to a request that came in fragments) leaves in fragments, as Linux's
+      // icmp_reply does (its ICMP socket never sets DF): with none, a large ping got no answer.
+      if (wire::kIpv4Header + l4 > dev_.mtu()) {
+        send_fragments(h, l4);
+        return;
+      }
+      wire::emit_ipv4(wire::MutBytes(tx_).subspan(kL2), h, l4);
       send_ipv4(ip.src, wire::kIpv4Header + l4, {});
       return;
     }
@@ -289,7 +294,8 @@ Status Interface::send_udp(uint16_t src_port, wire::Ipv4Addr dst, uint16_t dst_p
   wire::emit_udp(wire::MutBytes(l4, wire::kUdpHeader + payload.size()), src_port, dst_port, cfg_.ip, dst,
                  payload.size(), offload ? wire::Csum::partial : wire::Csum::full);
   if (fragment) {
-    send_fragments(dst, wire::kUdpHeader + payload.size());
+    ++stats_.udp_fragmented;
+    send_fragments(udp_ipv4_header(dst), wire::kUdpHeader + payload.size());
     return {};
   }
   wire::emit_ipv4(wire::MutBytes(tx_).subspan(kL2), udp_ipv4_header(dst), wire::kUdpHeader + payload.size());
@@ -311,14 +317,13 @@ wire::Ipv4Emit Interface::udp_ipv4_header(wire::Ipv4Addr dst) {
   return h;
 }
 
-// RFC 791 fragmentation: pieces of the largest multiple of 8 bytes that fits the MTU, all with the
-// datagram's identification, MF on all but the last. Each piece is moved down to tx_[kL3...] behind
-// its own header and sent before the next (it overwrites only bytes already sent), so nothing is
-// allocated.
-void Interface::send_fragments(wire::Ipv4Addr dst, size_t l4_len) {
+// RFC 791 fragmentation of the datagram whose payload (`l4_len` bytes) is at tx_[kL3...], with
+// header `h`: pieces of the largest multiple of 8 bytes that fits the MTU, all with the datagram's
+// identification, MF on all but the last. Each piece is moved down to tx_[kL3...] behind its own
+// header and sent before the next (it overwrites only bytes already sent), so nothing is allocated.
+void Interface::send_fragments(wire::Ipv4Emit h, size_t l4_len) {
   const size_t piece = (dev_.mtu() - wire::kIpv4Header) & ~size_t{7};
-  wire::Ipv4Emit h = udp_ipv4_header(dst);
-  ++stats_.udp_fragmented;
+  const wire::Ipv4Addr dst = h.dst;
   for (size_t off = 0; off < l4_len; off += piece) {
     const size_t len = std::min(piece, l4_len - off);
     if (off > 0) std::memmove(tx_.data() + kL3, tx_.data() + kL3 + off, len);

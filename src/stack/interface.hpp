@@ -131,7 +131,7 @@ class Interface final : public tcp::SegmentSink {
   void send_ipv4(uint8_t* frame, bool in_place, wire::Ipv4Addr dst, size_t ip_len, const TxOffload& off,
                  wire::Bytes p1 = {}, wire::Bytes p2 = {});
   // Sends the UDP datagram of `l4_len` bytes at tx_[kL3...] (checksum complete) as fragments.
-  void send_fragments(wire::Ipv4Addr dst, size_t l4_len);
+  void send_fragments(wire::Ipv4Emit h, size_t l4_len);
   wire::Ipv4Emit udp_ipv4_header(wire::Ipv4Addr dst);
   void send_arp(wire::ArpOp op, const wire::MacAddr& dst_mac, wire::Ipv4Addr target_ip,
                 const wire::MacAddr& target_mac);

@@ -14,6 +14,7 @@
 #include "pipe_device.hpp"
 #include "stack/wire/checksum.hpp"
 #include "stack/wire/frame.hpp"
+#include "stack/wire/icmp.hpp"
 
 using namespace weft;
 using namespace weft::stack;
@@ -75,6 +76,47 @@ TEST(Interface, ArpThenPingBothWays) {
   EXPECT_EQ(replies.size(), 2u);
   EXPECT_EQ(n.a.stats().arp_requests, 1u);
   EXPECT_FALSE(n.a.ping(kB, 7, 3, 1473));  // over the MTU
+}
+
+// Issue 26: a ping whose request came in fragments and whose reply exceeds the MTU got no reply;
+// Linux fragments the reply. 4000 bytes of ICMP payload in three fragments from A: B's reply
+// leaves in fragments no larger than the MTU, A reassembles it and its checksum holds.
+TEST(Interface, EchoReplyLargerThanTheMtuLeavesInFragments) {
+  Net n;
+  std::vector<std::pair<uint16_t, size_t>> replies;
+  n.a.on_echo_reply([&](wire::Ipv4Addr, uint16_t, uint16_t seq, size_t len) {
+    replies.push_back({seq, len});
+  });
+  ASSERT_TRUE(n.a.ping(kB, 7, 1, 8));  // ARP both ways
+  n.pump();
+  ASSERT_EQ(replies.size(), 1u);
+  std::vector<uint8_t> icmp(wire::kIcmpHeader + 4000);
+  for (size_t i = wire::kIcmpHeader; i < icmp.size(); ++i) icmp[i] = static_cast<uint8_t>(i * 31);
+  wire::emit_icmp(icmp, wire::icmptype::echo_request, 0, 7, 2, 4000);
+  for (size_t off = 0; off < icmp.size(); off += 1480) {
+    const size_t len = std::min<size_t>(1480, icmp.size() - off);
+    std::vector<uint8_t> f(wire::kEthernetHeader + wire::kIpv4Header + len);
+    wire::emit_ethernet(f, n.db.mac(), n.da.mac(), wire::ethertype::ipv4);
+    wire::Ipv4Emit h;
+    h.src = kA;
+    h.dst = kB;
+    h.protocol = wire::ipproto::icmp;
+    h.ident = 4242;
+    h.dont_fragment = false;
+    h.frag_offset = static_cast<uint16_t>(off);
+    h.more_fragments = off + len < icmp.size();
+    wire::emit_ipv4(wire::MutBytes(f).subspan(wire::kEthernetHeader), h, len);
+    std::copy(icmp.begin() + static_cast<long>(off), icmp.begin() + static_cast<long>(off + len),
+              f.begin() + wire::kEthernetHeader + wire::kIpv4Header);
+    n.db.queue_.push_back(std::move(f));
+  }
+  n.db.sent.clear();
+  n.pump();
+  EXPECT_EQ(n.b.stats().echo_replies, 2u);
+  EXPECT_EQ(n.db.sent.size(), 3u);
+  for (const auto& f : n.db.sent) EXPECT_LE(f.size(), wire::kEthernetHeader + 1500u);
+  ASSERT_EQ(replies.size(), 2u);
+  EXPECT_EQ(replies[1], (std::pair<uint16_t, size_t>{2, 4000}));
 }
 
 TEST(Interface, OffSubnetGoesToTheGateway) {

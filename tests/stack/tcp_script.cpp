@@ -64,6 +64,8 @@ struct Spec {
   uint32_t start = 0, end = 0, len = 0;
   std::optional<uint32_t> ack;
   std::optional<uint16_t> win;
+  uint16_t urg = 0;
+  std::optional<uint8_t> fill;  // `fill B`: an injected payload of bytes B instead of the pattern
   std::optional<wire::TcpOptions> opts;
   bool ts_val_any = false;
 };
@@ -74,6 +76,7 @@ std::string flags_str(uint8_t f) {
   if (f & fin) s += 'F';
   if (f & rst) s += 'R';
   if (f & psh) s += 'P';
+  if (f & urg) s += 'U';
   if (f & ack) s += '.';
   return s.empty() ? "none" : s;
 }
@@ -153,15 +156,33 @@ class Runner {
       return took == b.size() ? "" : fmt::format("send took {} of {}", took, n);
     }
     if (ev == "recv") {
+      // recv N [without K] [more]: N bytes, the stream's byte at offset K left out (an urgent
+      // byte); `more`: more may be readable (otherwise exactly N are).
       ls >> n;
-      std::vector<uint8_t> b(static_cast<size_t>(n) + 1);
+      long skip = -1;
+      bool more = false;
+      while (ls >> word) {
+        if (word == "more")
+          more = true;
+        else if (word != "without" || !(ls >> skip))
+          return "want recv N [without OFFSET] [more]";
+      }
+      std::vector<uint8_t> b(static_cast<size_t>(n) + (more ? 0 : 1));
       const size_t got = conn_->recv(b);
       if (got != static_cast<size_t>(n)) return fmt::format("recv got {} bytes, expected {}", got, n);
-      for (size_t i = 0; i < got; ++i)
-        if (b[i] != pattern(static_cast<uint32_t>(app_read_ + i), true))
-          return fmt::format("recv: byte {} of the stream is wrong", app_read_ + i);
-      app_read_ += got;
+      for (size_t i = 0; i < got; ++i) {
+        if (static_cast<long>(app_read_) == skip) ++app_read_;
+        if (b[i] != pattern(static_cast<uint32_t>(app_read_), true))
+          return fmt::format("recv: byte {} of the stream is wrong", app_read_);
+        ++app_read_;
+      }
       return "";
+    }
+    if (ev == "oob") {  // oob V: the last urgent byte is the stream's byte at offset V
+      ls >> n;
+      const auto b = conn_->oob_byte();
+      if (!b) return "no urgent byte";
+      return *b == pattern(static_cast<uint32_t>(n), true) ? "" : "the urgent byte is another";
     }
     if (ev == "icmp") return icmp(ls);
     if (ev == "mss") {
@@ -259,6 +280,8 @@ class Runner {
         cfg_.rack = v != 0;
       else if (k == "iw")
         cfg_.initial_cwnd_segments = static_cast<uint32_t>(v);
+      else if (k == "oob_inline")
+        cfg_.oob_inline = v != 0;
       else if (k == "keepalive")
         cfg_.keepalive = v != 0;
       else if (k == "keepalive_idle_ms")
@@ -309,6 +332,9 @@ class Runner {
         case '.':
           s.flags |= ack;
           break;
+        case 'U':
+          s.flags |= urg;
+          break;
         default:
           return fmt::format("bad flag {}", c);
       }
@@ -325,6 +351,14 @@ class Runner {
         long long v;
         ls >> v;
         s.ack = static_cast<uint32_t>(v);
+      } else if (w == "fill") {
+        long v;
+        ls >> v;
+        s.fill = static_cast<uint8_t>(v);
+      } else if (w == "urg") {
+        long v;
+        ls >> v;
+        s.urg = static_cast<uint16_t>(v);
       } else if (w == "win") {
         long v;
         ls >> v;
@@ -390,10 +424,11 @@ class Runner {
     h.ack = s.ack ? *s.ack + iss_ : 0;
     h.flags = s.flags;
     h.window = s.win.value_or(65535);
+    h.urgent = s.urg;
     if (s.opts) h.options = *s.opts;
     std::vector<uint8_t> payload(s.len);
     // Stream offset of the first byte: relative seq minus the SYN's one.
-    for (uint32_t i = 0; i < s.len; ++i) payload[i] = pattern(s.start - 1 + i, true);
+    for (uint32_t i = 0; i < s.len; ++i) payload[i] = s.fill ? *s.fill : pattern(s.start - 1 + i, true);
     wire::L2L3 l;
     l.src_mac = {{2, 0, 0, 0, 0, 2}};
     l.dst_mac = {{2, 0, 0, 0, 0, 1}};

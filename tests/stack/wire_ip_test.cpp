@@ -74,6 +74,42 @@ TEST(WireIpv4, RoundTripAndFieldChecks) {
   EXPECT_EQ(parse_ipv4(Bytes(b).first(49), p), ParseError::truncated);
 }
 
+// Issue 26: options Linux's ip_options_compile() refuses broke nothing here. Each 8-byte option
+// area below is dropped; those after them are kept.
+TEST(WireIpv4, MalformedOptionsAreDroppedAsLinuxDoes) {
+  auto with_options = [](std::vector<uint8_t> opts) {
+    std::vector<uint8_t> b(20 + 8, 0);
+    Ipv4Emit e = emit_fields();
+    emit_ipv4(b, e, 8);
+    opts.resize(8, 0);
+    b.insert(b.begin() + 20, opts.begin(), opts.end());
+    b[0] = 0x47;
+    b[3] = 36;
+    refresh_checksum(b);
+    return b;
+  };
+  Ipv4Packet p;
+  for (const std::vector<uint8_t>& bad : std::vector<std::vector<uint8_t>>{
+           {1, 1, 30, 0},              // length 0
+           {1, 30, 1},                 // length 1
+           {30, 9, 0, 0},              // past the header (8 bytes of options)
+           {1, 1, 1, 1, 1, 1, 1, 30},  // a kind without its length
+           {7, 2, 0, 0},               // record route too short for its pointer
+           {7, 7, 3, 0, 0, 0, 0},      // record route pointer below 4
+           {68, 8, 4, 0, 0, 0, 0, 0},  // timestamp pointer below 5
+           {131, 7, 4, 1, 2, 3, 4},    // loose source route: refused (accept_source_route 0)
+           {137, 7, 4, 1, 2, 3, 4}})   // strict source route
+    EXPECT_EQ(parse_ipv4(with_options(bad), p), ParseError::malformed) << int(bad[0]) << "," << int(bad[1]);
+  for (const std::vector<uint8_t>& good :
+       std::vector<std::vector<uint8_t>>{{},                         // EOL: the rest is padding
+                                         {1, 1, 1, 1, 1, 1, 1, 1},   // NOPs
+                                         {7, 7, 4, 0, 0, 0, 0},      // record route with room for one address
+                                         {68, 8, 5, 0, 0, 0, 0, 0},  // timestamp
+                                         {148, 4, 0, 0, 0},          // router alert
+                                         {30, 8, 0, 0, 0, 0, 0, 0}})  // unknown: skipped by its length
+    EXPECT_EQ(parse_ipv4(with_options(good), p), ParseError::ok) << int(good[0]);
+}
+
 TEST(WireIpv4, OptionsAndFragmentFields) {
   // A header with 4 bytes of options (NOP NOP NOP EOL).
   std::vector<uint8_t> b(24 + 16, 0);

@@ -1,5 +1,6 @@
 // IPv4 reassembly: any arrival order gives the original bytes; duplicates are ignored; partial
-// overlaps, conflicting ends and timeouts drop the datagram; a full table evicts the oldest.
+// overlaps, conflicting ends and timeouts drop the datagram; memory is bounded in all and per
+// source, and bogus first fragments never push a real datagram out.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -36,9 +37,9 @@ std::vector<Frag> split(const std::vector<uint8_t>& d, size_t piece) {
   return out;
 }
 
-Ipv4Packet packet(const Frag& f, uint16_t ident = 1) {
+Ipv4Packet packet(const Frag& f, uint16_t ident = 1, Ipv4Addr src = Ipv4Addr::of(1, 1, 1, 1)) {
   Ipv4Packet p;
-  p.src = Ipv4Addr::of(1, 1, 1, 1);
+  p.src = src;
   p.dst = Ipv4Addr::of(2, 2, 2, 2);
   p.protocol = ipproto::udp;
   p.ident = ident;
@@ -123,23 +124,75 @@ TEST(WireReassembly, ConflictingEndsDropTheDatagram) {
   EXPECT_EQ(r.stats().overlaps, 3u);
 }
 
-TEST(WireReassembly, TimeoutAndEviction) {
-  Ipv4Reassembler r({.slots = 2, .timeout_ns = 1000});
+TEST(WireReassembly, Timeout) {
+  Ipv4Reassembler r({.timeout_ns = 1000});
   Bytes out;
   const Frag first{0, std::vector<uint8_t>(8, 1), true};
   const Frag last{8, std::vector<uint8_t>(1, 2), false};
   r.feed(packet(first, 1), 0, out);
   r.feed(packet(first, 2), 10, out);
-  EXPECT_EQ(r.in_progress(), 2u);
-  r.feed(packet(first, 3), 20, out);  // evicts ident 1, the oldest
-  EXPECT_EQ(r.stats().evictions, 1u);
+  r.feed(packet(first, 3), 20, out);
+  EXPECT_EQ(r.in_progress(), 3u);
   EXPECT_EQ(r.feed(packet(last, 2), 30, out), Ipv4Reassembler::Outcome::complete);
-  // ident 1 was evicted: its last fragment starts a new datagram.
-  EXPECT_EQ(r.feed(packet(last, 1), 40, out), Ipv4Reassembler::Outcome::pending);
-  r.expire(1019);  // ident 3 (started at 20) is still within its time
-  EXPECT_EQ(r.in_progress(), 2u);
+  r.expire(1000);  // ident 1 (started at 0) is dropped, ident 3 (started at 20) is still within its time
+  EXPECT_EQ(r.in_progress(), 1u);
+  EXPECT_EQ(r.feed(packet(last, 1), 1001, out), Ipv4Reassembler::Outcome::pending);  // starts over
   r.expire(1020);
   EXPECT_EQ(r.in_progress(), 1u);
-  EXPECT_EQ(r.feed(packet(first, 3), 1021, out), Ipv4Reassembler::Outcome::pending);  // starts over
-  EXPECT_EQ(r.stats().timeouts, 1u);
+  EXPECT_EQ(r.stats().timeouts, 2u);
+  r.expire(2001);
+  EXPECT_EQ(r.in_progress(), 0u);
+  EXPECT_EQ(r.memory(), 0u);
+}
+
+// Issue 26: with 4 slots and the oldest evicted, 10 bogus first fragments (other idents, the same
+// or other sources) between the pieces of a real datagram pushed it out and it never completed.
+// Linux reassembles it: nothing in progress is evicted to make room while memory lasts.
+TEST(WireReassembly, BogusFirstFragmentsDoNotStarveARealDatagram) {
+  for (const bool same_source : {true, false}) {
+    Ipv4Reassembler r;
+    Bytes out;
+    const std::vector<uint8_t> d = datagram(4000);
+    const std::vector<Frag> frags = split(d, 1480);
+    ASSERT_EQ(frags.size(), 3u);
+    EXPECT_EQ(r.feed(packet(frags[0], 7), 0, out), Ipv4Reassembler::Outcome::pending);
+    const Frag bogus{0, std::vector<uint8_t>(1480, 9), true};
+    for (uint16_t k = 0; k < 10; ++k)
+      r.feed(packet(bogus, static_cast<uint16_t>(100 + k),
+                    same_source ? Ipv4Addr::of(1, 1, 1, 1)
+                                : Ipv4Addr::of(198, 51, 100, static_cast<uint8_t>(k))),
+             1, out);
+    EXPECT_EQ(r.feed(packet(frags[1], 7), 2, out), Ipv4Reassembler::Outcome::pending);
+    for (uint16_t k = 0; k < 10; ++k) r.feed(packet(bogus, static_cast<uint16_t>(200 + k)), 3, out);
+    ASSERT_EQ(r.feed(packet(frags[2], 7), 4, out), Ipv4Reassembler::Outcome::complete);
+    EXPECT_TRUE(std::equal(out.begin(), out.end(), d.begin(), d.end()));
+    EXPECT_EQ(r.in_progress(), 20u);
+  }
+}
+
+// The budget holds under a flood of first fragments: new ones are refused, those in progress
+// stay; one source gets its share only, so another's datagram still goes through.
+TEST(WireReassembly, MemoryIsBoundedInAllAndPerSource) {
+  Ipv4Reassembler r({.memory_limit = 256 * 1024, .per_source_limit = 64 * 1024});
+  Bytes out;
+  const Frag first{0, std::vector<uint8_t>(1480, 1), true};
+  const Ipv4Addr flooder = Ipv4Addr::of(203, 0, 113, 1);
+  for (uint16_t k = 0; k < 1000; ++k) r.feed(packet(first, k, flooder), 0, out);
+  EXPECT_LE(r.memory(), 64u * 1024);
+  EXPECT_GT(r.stats().over_source, 900u);
+  // A real datagram from another source completes beside it.
+  const std::vector<uint8_t> d = datagram(3000);
+  const std::vector<Frag> frags = split(d, 1480);
+  for (size_t k = 0; k + 1 < frags.size(); ++k)
+    EXPECT_EQ(r.feed(packet(frags[k], 5), 1, out), Ipv4Reassembler::Outcome::pending);
+  ASSERT_EQ(r.feed(packet(frags.back(), 5), 1, out), Ipv4Reassembler::Outcome::complete);
+  EXPECT_TRUE(std::equal(out.begin(), out.end(), d.begin(), d.end()));
+  // Spoofed sources, each within its share, fill the whole budget and no further.
+  for (uint32_t k = 0; k < 1000; ++k) r.feed(packet(first, 1, Ipv4Addr{0x0a000000u + k}), 2, out);
+  EXPECT_LE(r.memory(), 256u * 1024);
+  EXPECT_GT(r.stats().over_memory, 800u);
+  // They age out after the timeout and the budget is free again.
+  r.expire(30'000'000'000 + 2);
+  EXPECT_EQ(r.memory(), 0u);
+  EXPECT_EQ(r.in_progress(), 0u);
 }

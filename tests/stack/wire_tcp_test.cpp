@@ -88,18 +88,26 @@ TEST(WireTcp, OptionParsing) {
   EXPECT_EQ(o.mss, 256);
   EXPECT_EQ(parse_tcp_options(std::vector<uint8_t>{1, 1, 1, 1}, o), ParseError::ok);
   EXPECT_EQ(o, TcpOptions{});
-  // Malformed: length below 2, past the end, kind without a length byte, known kinds with wrong
-  // lengths, SACK with no blocks or a partial block.
-  for (const std::vector<uint8_t>& bad : std::vector<std::vector<uint8_t>>{{30, 1, 0, 0},
-                                                                           {30, 6, 0, 0},
-                                                                           {1, 1, 1, 30},
-                                                                           {2, 3, 5, 0},
-                                                                           {3, 4, 1, 0},
-                                                                           {4, 3, 0, 0},
-                                                                           {8, 8, 0, 0, 0, 0, 0, 0},
-                                                                           {5, 2, 0, 0},
-                                                                           {5, 6, 0, 0, 0, 0}})
-    EXPECT_EQ(parse_tcp_options(bad, o), ParseError::malformed) << int(bad[0]) << "," << int(bad[1]);
+  // Broken lists end the parse and keep what came before (Linux's tcp_parse_options): a length
+  // below 2, past the end, a kind without a length byte. Known kinds with wrong lengths and SACK
+  // with no blocks or a partial block are skipped by their length.
+  for (const std::vector<uint8_t>& bad : std::vector<std::vector<uint8_t>>{{2, 4, 5, 0, 30, 1, 0, 0},
+                                                                           {2, 4, 5, 0, 30, 6, 0, 0},
+                                                                           {2, 4, 5, 0, 1, 1, 1, 30},
+                                                                           {2, 4, 5, 0, 2, 0, 5, 0},
+                                                                           {2, 3, 5, 2, 4, 5, 0, 0},
+                                                                           {3, 4, 1, 0, 2, 4, 5, 0},
+                                                                           {4, 3, 0, 2, 4, 5, 0, 0},
+                                                                           {5, 2, 2, 4, 5, 0, 0, 0},
+                                                                           {5, 6, 0, 0, 0, 0, 2, 4, 5, 0}}) {
+    EXPECT_EQ(parse_tcp_options(bad, o), ParseError::ok) << int(bad[0]) << "," << int(bad[1]);
+    EXPECT_TRUE(o.has_mss) << int(bad[0]) << "," << int(bad[1]);
+    EXPECT_EQ(o.mss, 0x500) << int(bad[0]) << "," << int(bad[1]);
+    EXPECT_FALSE(o.has_wscale || o.sack_permitted || o.has_timestamps || o.sack_count > 0);
+  }
+  // What follows a break is not read.
+  EXPECT_EQ(parse_tcp_options(std::vector<uint8_t>{30, 0, 2, 4, 5, 0}, o), ParseError::ok);
+  EXPECT_FALSE(o.has_mss);
 }
 
 TEST(WireTcp, HeaderChecks) {

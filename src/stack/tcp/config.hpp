@@ -29,9 +29,13 @@ struct Config {
   uint32_t tso_max = 0;
   RtoEstimator::Config rto;
   int syn_retries = 6;              // Linux tcp_syn_retries
+  int synack_retries = 5;           // Linux tcp_synack_retries: a half-open entry lives 63 s at most
   int max_retransmits = 15;         // Linux tcp_retries2: then the connection times out
   int64_t msl_ns = 30'000'000'000;  // TIME-WAIT lasts 2 MSL = 60 s, as in Linux
   int64_t persist_max_ns = 60'000'000'000;
+  // SO_OOBINLINE: the urgent byte stays in the stream. Off (Linux's default): it is taken out and
+  // kept for Connection::oob_byte().
+  bool oob_inline = false;
   bool keepalive = false;
   int64_t keepalive_idle_ns = 7200'000'000'000;  // RFC 1122 4.2.3.6: at least two hours
   int64_t keepalive_interval_ns = 75'000'000'000;

@@ -3,11 +3,15 @@
 #include <algorithm>
 #include <limits>
 
+#include "stack/tcp/syn_cookie.hpp"
+
 namespace weft::stack::tcp {
 
 namespace {
 constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
-constexpr uint32_t kMinMss = 88;  // Linux TCP_MIN_MSS: an MSS option of 0 or 1 must not stall us
+// Linux's floor for the send MSS before options (TCP_MIN_SND_MSS, net.ipv4.tcp_min_snd_mss): an
+// MSS option of 1 gives 48-byte segments (36 with timestamps), not one byte each.
+constexpr uint32_t kMinMss = 48;
 constexpr uint32_t kMaxCwnd = 1u << 30;
 using namespace wire::tcpflag;
 }  // namespace
@@ -73,7 +77,7 @@ Connection::Connection(const Config& cfg, const Clock& clock, SegmentSink& sink,
       sent_(cfg.send_buffer / 512 + 64),
       rack_min_rtt_ns_(kNever),
       rack_fack_(iss),
-      ts_offset_(iss * 2654435761u),  // per-connection offset (RFC 7323 5.4), fixed by the ISS
+      ts_offset_(ts_offset_for(iss)),
       cc_(cfg.congestion_control),
       recover_(iss),
       rto_(cfg.rto),
@@ -84,8 +88,14 @@ Connection::Connection(const Config& cfg, const Clock& clock, SegmentSink& sink,
       persist_deadline_(kNever),
       keepalive_deadline_(kNever),
       time_wait_deadline_(kNever) {
-  if (cfg_.window_scaling)
-    while ((size_t{cfg_.recv_buffer} >> rcv_wscale_) > 65535 && rcv_wscale_ < 14) ++rcv_wscale_;
+  rcv_wscale_ = rcv_wscale_for(cfg_);
+}
+
+uint8_t Connection::rcv_wscale_for(const Config& cfg) {
+  uint8_t ws = 0;
+  if (cfg.window_scaling)
+    while ((size_t{cfg.recv_buffer} >> ws) > 65535 && ws < 14) ++ws;
+  return ws;
 }
 
 bool Connection::synchronized() const {
@@ -117,7 +127,9 @@ uint16_t Connection::window_field() {
 }
 
 void Connection::apply_syn_options(const wire::TcpOptions& o) {
-  smss_ = o.has_mss ? std::max<uint32_t>(std::min<uint32_t>(o.mss, cfg_.mss), kMinMss) : 536;
+  // No MSS option, or one of 0 (Linux's tcp_parse_options ignores it): RFC 9293's default 536.
+  const uint32_t peer = o.has_mss && o.mss != 0 ? o.mss : 536;
+  smss_ = std::max<uint32_t>(std::min<uint32_t>(peer, cfg_.mss), kMinMss);
   if (cfg_.window_scaling && o.has_wscale) {
     ws_on_ = true;
     snd_wscale_ = std::min<uint8_t>(o.wscale, 14);  // RFC 7323 2.3
@@ -264,12 +276,24 @@ void Connection::send_syn(bool with_ack) {
   emit(h, {}, {});
 }
 
+// The SEQ of a segment without data (ACK, RST): one the peer finds acceptable (RFC 9293 3.10.7.4),
+// or it drops the segment without reading its ACK field. The highest sequence sent, not snd_nxt
+// (after a timeout snd_nxt goes back to resend, and below the peer's rcv_nxt the segment is as
+// unacceptable); but never past the right edge of the peer's window: a peer that shrinks its
+// window to 0 (Linux pruning its queues under memory pressure) then has its rcv_nxt below SND.MAX,
+// and ACKs at SND.MAX would be dropped until nothing moves (issue 26's deadlock). Linux's
+// tcp_acceptable_seq(), whose slack of one window-scale unit covers the peer rounding its window
+// down when it scales it (Linux takes its own receive scale there; the peer's is the one that
+// rounds, so it is the one used here).
+uint32_t Connection::acceptable_seq() const {
+  const uint32_t right = snd_una_ + snd_wnd_;
+  if (seq_le(snd_max_, right) || (ws_on_ && snd_max_ - right < (1u << snd_wscale_))) return snd_max_;
+  return right;
+}
+
 void Connection::send_ack() {
   wire::TcpHeader h;
-  // The highest sequence sent, not snd_nxt: after a timeout snd_nxt goes back to resend, and a
-  // pure ACK below the peer's rcv_nxt would be unacceptable to it, so its ACK field would be
-  // ignored (two such ends answer each other's ACKs forever).
-  h.seq = snd_max_;
+  h.seq = acceptable_seq();
   h.flags = ack;
   h.window = window_field();
   fill_options(h, false);
@@ -370,6 +394,31 @@ void Connection::accept_syn(const wire::TcpSegment& s) {
   arm_rtx();
 }
 
+void Connection::accept_cookie(const wire::TcpSegment& a, uint16_t mss, const CookieOptions& o) {
+  {
+    Notify notify{*this};
+    irs_ = a.h.seq - 1;
+    rcv_nxt_ = a.h.seq;
+    wire::TcpOptions syn;  // the peer's SYN as far as the cookie kept it
+    syn.has_mss = true;
+    syn.mss = mss;
+    syn.has_wscale = o.wscale_ok;
+    syn.wscale = o.wscale;
+    syn.sack_permitted = o.sack;
+    syn.has_timestamps = o.timestamps;
+    syn.ts_val = a.h.options.ts_val;
+    apply_syn_options(syn);
+    snd_wl1_ = irs_;
+    snd_wl2_ = iss_;
+    state_ = State::syn_received;
+    snd_nxt_ = snd_max_ = iss_ + 1;
+    // The window the cookie's SYN-ACK announced (never scaled in a SYN).
+    rcv_adv_ = rcv_nxt_ + static_cast<uint32_t>(std::min<size_t>(cfg_.recv_buffer, 65535));
+    last_ack_sent_ = rcv_nxt_;  // the SYN-ACK's: the ACK's TSval becomes TS.Recent (RFC 7323 4.3)
+  }
+  input(a);
+}
+
 bool Connection::may_queue_data() const {
   return !fin_queued_ && (synchronized() || state_ == State::syn_sent || state_ == State::syn_received) &&
          state_ != State::time_wait;
@@ -453,7 +502,7 @@ void Connection::abort() {
   if (state_ == State::closed) return;
   if (state_ != State::syn_sent && state_ != State::time_wait) {
     wire::TcpHeader h;
-    h.seq = snd_nxt_;
+    h.seq = acceptable_seq();  // an RST outside the window is ignored too (RFC 5961 3.2)
     h.flags = rst | ack;
     emit(h, {}, {});
   }
@@ -852,6 +901,8 @@ void Connection::input(const wire::TcpSegment& in) {
   if (state_ == State::closed) return;
   if (ts_on_ && s.h.options.has_timestamps && seq_le(s.h.seq, last_ack_sent_))
     ts_recent_ = s.h.options.ts_val;  // RFC 7323 4.3
+  if (state_ == State::established || state_ == State::fin_wait_1 || state_ == State::fin_wait_2)
+    note_urgent(s);
   if (state_ == State::time_wait) {
     if (f & wire::tcpflag::fin) {  // the peer's FIN again: our last ACK was lost
       ack_now_ = true;
@@ -1024,7 +1075,8 @@ void Connection::process_data(const wire::TcpSegment& s) {
   }
   if (off == 0) {
     const bool filled_hole = !ooo_.empty();
-    rcv_ring_.write_past_tail(0, data);
+    const uint32_t from = rcv_nxt_;
+    store(rcv_nxt_, data);
     rcv_ring_.commit(data.size());
     rcv_nxt_ += static_cast<uint32_t>(data.size());
     stats_.bytes_received += data.size();
@@ -1036,6 +1088,7 @@ void Connection::process_data(const wire::TcpSegment& s) {
         rcv_nxt_ = right;
       }
     }
+    take_urgent_byte(from);
     if (fin && seq + data.size() == rcv_nxt_) {
       // in order
     } else if (ooo_fin_ && ooo_fin_seq_ == rcv_nxt_) {
@@ -1056,7 +1109,7 @@ void Connection::process_data(const wire::TcpSegment& s) {
     // Held already past a gap: a duplicate (RFC 2883 4.1, reported with the block that holds it).
     if (!data.empty() && ooo_.covering(seq, seq + static_cast<uint32_t>(data.size())) < ooo_.count())
       note_duplicate(seq, seq + static_cast<uint32_t>(data.size()));
-    const size_t n = rcv_ring_.write_past_tail(off, data);
+    const size_t n = store(seq, data);
     ++stats_.out_of_order;
     if (ooo_.add(seq, seq + static_cast<uint32_t>(n)) && fin && n == data.size()) {
       ooo_fin_ = true;
@@ -1078,12 +1131,65 @@ void Connection::process_data(const wire::TcpSegment& s) {
     enter_time_wait();
 }
 
+// Writes `data`, which starts at `seq` (at or past rcv_nxt_), past the ring's tail, but not over
+// bytes already held out of order: a byte's first arrival is kept. Linux keeps, per byte, that of
+// the segment starting lowest (a later one starting lower replaces it); the RFCs leave it open,
+// and first-arrival is the rule IPv4 reassembly follows here too (ipv4_reassembly.hpp): a
+// segment sent later with other bytes cannot rewrite what was acknowledged by SACK. Returns how
+// many bytes fit in the ring.
+size_t Connection::store(uint32_t seq, wire::Bytes data) {
+  const size_t off = seq - rcv_nxt_;
+  const size_t room = rcv_ring_.free();
+  if (off >= room) return 0;
+  data = data.first(std::min(data.size(), room - off));
+  const uint32_t end = seq + static_cast<uint32_t>(data.size());
+  uint32_t at = seq;
+  for (size_t k = 0; k < ooo_.count() && seq_lt(at, end); ++k) {
+    const SeqRange& r = ooo_[k];
+    if (seq_le(r.right, at)) continue;
+    if (seq_ge(r.left, end)) break;
+    if (seq_lt(at, r.left)) rcv_ring_.write_past_tail(at - rcv_nxt_, data.subspan(at - seq, r.left - at));
+    at = r.right;
+  }
+  if (seq_lt(at, end)) rcv_ring_.write_past_tail(at - rcv_nxt_, data.subspan(at - seq));
+  return data.size();
+}
+
+// RFC 9293 3.9 / RFC 6093: the urgent pointer names the byte before it (the BSD reading, which
+// Linux keeps by default: tcp_stdurg 0). Linux records it and, unless the socket set
+// SO_OOBINLINE, leaves it out of the stream (readable only by recv(MSG_OOB)); so does this
+// stack unless Config::oob_inline (the byte is kept for oob_byte(): the socket API has no
+// MSG_OOB). A newer pointer replaces one whose byte has not arrived.
+void Connection::note_urgent(const wire::TcpSegment& s) {
+  if (!(s.h.flags & urg) || s.h.urgent == 0 || fin_received_) return;
+  const uint32_t ptr = s.h.seq + s.h.urgent - 1;
+  if (seq_lt(ptr, rcv_nxt_) || (urg_pending_ && seq_le(ptr, urg_seq_))) return;
+  urg_pending_ = true;
+  urg_seq_ = ptr;
+}
+
+// In-order bytes from `from` to rcv_nxt_ just became readable: take the urgent byte out if it is
+// among them.
+void Connection::take_urgent_byte(uint32_t from) {
+  if (!urg_pending_ || !seq_ge(urg_seq_, from) || !seq_lt(urg_seq_, rcv_nxt_)) return;
+  urg_pending_ = false;
+  const size_t at = rcv_ring_.size() - (rcv_nxt_ - urg_seq_);
+  const auto [p1, p2] = rcv_ring_.peek(at, 1);
+  oob_byte_ = p1.empty() ? p2[0] : p1[0];
+  has_oob_ = true;
+  if (cfg_.oob_inline) return;
+  const size_t past = ooo_.empty() ? 0 : ooo_[ooo_.count() - 1].right - rcv_nxt_;
+  rcv_ring_.erase(at, past);
+}
+
 void Connection::on_rtx_timeout() {
   ++stats_.timeouts;
   tlp_deadline_ = kNever;
   rtt_active_ = false;
   if (state_ == State::syn_sent || state_ == State::syn_received) {
-    if (++retries_ > cfg_.syn_retries) return terminate(CloseReason::timeout);
+    // A half-open passive connection gives up sooner (Linux: tcp_synack_retries 5, then 63 s).
+    const int limit = state_ == State::syn_received ? cfg_.synack_retries : cfg_.syn_retries;
+    if (++retries_ > limit) return terminate(CloseReason::timeout);
     rto_.back_off();
     ++stats_.retransmits;
     send_syn(state_ == State::syn_received);

@@ -17,6 +17,7 @@
 // (RFC 6675: scoreboard, pipe, NextSeg rules 1 and 2), RACK-TLP (RFC 8985: losses deemed by
 // send times, lost retransmissions included; Config::rack), CUBIC (RFC 9438) or Reno.
 #include <cstdint>
+#include <optional>
 #include <utility>
 
 #include "stack/clock.hpp"
@@ -71,6 +72,7 @@ class SegmentSink {
 };
 
 class Connection;
+struct CookieOptions;  // syn_cookie.hpp
 
 // Told after every public call that may have changed a connection (its timers, its buffers, its
 // state): TcpLayer keeps its deadline heap with it, so nothing walks every connection.
@@ -115,6 +117,17 @@ class Connection {
   void connect();
   // Passive open from a listener: `syn` is the peer's SYN; answers with a SYN-ACK (SYN-RECEIVED).
   void accept_syn(const wire::TcpSegment& syn);
+  // Passive open from a SYN cookie (syn_cookie.hpp): `ack` completes a handshake whose SYN-ACK the
+  // listener sent without keeping anything (this connection's ISS is the cookie); `mss` and `o` are
+  // what the cookie brought back of the peer's SYN. Goes through SYN-RECEIVED with the ACK (and
+  // any data on it) as accept_syn then input would.
+  void accept_cookie(const wire::TcpSegment& ack, uint16_t mss, const CookieOptions& o);
+  // The TSval a connection with ISS `iss` sends at `now_ns`, and the receive window scale it
+  // announces: a cookie's SYN-ACK must say what the connection made from it goes on with.
+  static uint32_t ts_at(int64_t now_ns, uint32_t iss) {
+    return static_cast<uint32_t>(now_ns / kMs) + ts_offset_for(iss);
+  }
+  static uint8_t rcv_wscale_for(const Config& cfg);
 
   // A segment for this connection.
   void input(const wire::TcpSegment& seg);
@@ -150,6 +163,11 @@ class Connection {
   bool icmp_error(wire::IcmpErrorKind kind, uint32_t seq, uint16_t mtu, uint16_t quoted_len);
   // The last soft error an ICMP message reported (none when there was none).
   wire::IcmpErrorKind soft_error() const { return soft_error_; }
+  // The last urgent byte received (RFC 9293 3.9), which left the stream unless Config::oob_inline;
+  // nullopt when none came.
+  std::optional<uint8_t> oob_byte() const {
+    return has_oob_ ? std::optional<uint8_t>(oob_byte_) : std::nullopt;
+  }
 
   State state() const { return state_; }
   CloseReason close_reason() const { return reason_; }
@@ -204,6 +222,8 @@ class Connection {
   bool synchronized() const;
   void after_read(size_t n, uint32_t adv_before);
   uint32_t now_ts() const;
+  // Per-connection timestamp offset (RFC 7323 5.4), fixed by the ISS.
+  static uint32_t ts_offset_for(uint32_t iss) { return iss * 2654435761u; }
   uint32_t rcv_window() const;
   uint16_t window_field();
   void apply_syn_options(const wire::TcpOptions& o);
@@ -212,6 +232,7 @@ class Connection {
   // Output.
   void output();
   void send_syn(bool with_ack);
+  uint32_t acceptable_seq() const;  // SEQ for a segment without data: inside the peer's window
   void send_ack();
   void send_rst(uint32_t seq);
   void send_probe();  // zero window probe / keepalive: ack-eliciting, no data
@@ -231,6 +252,9 @@ class Connection {
   bool acceptable(const wire::TcpSegment& seg) const;
   bool process_ack(const wire::TcpSegment& seg);
   void process_data(const wire::TcpSegment& seg);
+  size_t store(uint32_t seq, wire::Bytes data);  // past the tail, never over held bytes
+  void note_urgent(const wire::TcpSegment& seg);
+  void take_urgent_byte(uint32_t from);
   void on_new_ack(uint32_t ack, uint32_t acked);
   void on_dup_ack();
   uint32_t dupack_threshold() const;
@@ -379,6 +403,13 @@ class Connection {
   int64_t last_input_ns_ = 0;
 
   wire::IcmpErrorKind soft_error_ = wire::IcmpErrorKind::none;
+
+  // Urgent data (RFC 9293 3.9): the byte the peer's urgent pointer names, until it arrives; the
+  // last one that did.
+  bool urg_pending_ = false;
+  uint32_t urg_seq_ = 0;
+  bool has_oob_ = false;
+  uint8_t oob_byte_ = 0;
 
   // D-SACK, receiver: a duplicate to report in the first SACK block of the next segment.
   bool dsack_pending_ = false;

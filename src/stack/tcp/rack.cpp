@@ -197,6 +197,9 @@ bool Connection::rack_send_lost(bool force) {
   for (size_t i = 0; i < sent_.size(); ++i) {
     const SentSeg r = sent_[i];
     if (r.has(SentSeg::kSacked) || !r.has(SentSeg::kLost) || r.has(SentSeg::kRetrans)) continue;
+    // Nothing past the peer's window but its first byte (Linux's tcp_retransmit_skb): a peer that
+    // shrank its window would drop it, and the head alone probes a closed one.
+    if (r.start != snd_una_ && !seq_lt(r.start, snd_una_ + snd_wnd_)) break;
     const uint32_t stop = seq_min(r.end, end);
     uint32_t len = seq_lt(r.start, stop) ? stop - r.start : 0;
     const uint32_t mss = mss_now();

@@ -47,6 +47,16 @@ class ByteRing {
     size_ += std::min(n, free());
   }
 
+  // Removes the readable byte at `offset`: the bytes after it, readable ones and the `past` bytes
+  // written past the tail, move down by one (the urgent byte taken out of the stream; rare, so
+  // byte by byte). Out-of-order data past the tail keeps its place relative to the new tail.
+  void erase(size_t offset, size_t past) {
+    if (offset >= size_) return;
+    const size_t end = std::min(size_ + past, cap_);
+    for (size_t i = offset; i + 1 < end; ++i) buf_[(head_ + i) % cap_] = buf_[(head_ + i + 1) % cap_];
+    --size_;
+  }
+
   // The free space past the tail, [offset, free()), as up to two writable pieces (zero-copy
   // writes: fill them, then commit()).
   std::pair<wire::MutBytes, wire::MutBytes> reserve(size_t offset = 0) {

@@ -6,7 +6,7 @@
 namespace weft::stack::tcp {
 
 TcpLayer::TcpLayer(const Config& cfg, const Clock& clock, SegmentSink& sink, uint64_t s0, uint64_t s1)
-    : cfg_(cfg), clock_(clock), sink_(sink), isn_(s0, s1) {}
+    : cfg_(cfg), clock_(clock), sink_(sink), isn_(s0, s1), cookies_(s0, s1) {}
 
 TcpLayer::~TcpLayer() {
   // The connections go with the layer; none may call back into it while they are destroyed.
@@ -55,8 +55,8 @@ size_t TcpLayer::acceptable(uint16_t port) const {
   return it == listeners_.end() ? 0 : it->second.ready.size();
 }
 
-Connection& TcpLayer::create(const FourTuple& t, Entry& e) {
-  e.conn = std::make_unique<Connection>(cfg_, clock_, sink_, t, isn_.isn(t, clock_.now_ns()));
+Connection& TcpLayer::create(const FourTuple& t, Entry& e, std::optional<uint32_t> iss) {
+  e.conn = std::make_unique<Connection>(cfg_, clock_, sink_, t, iss ? *iss : isn_.isn(t, clock_.now_ns()));
   e.conn->set_watcher(this);
   ++stats_.connections_made;
   return *e.conn;
@@ -97,8 +97,12 @@ void TcpLayer::input(wire::Ipv4Addr src, wire::Ipv4Addr dst, const wire::TcpSegm
   if (lit != listeners_.end() && (f & wire::tcpflag::syn) &&
       !(f & (wire::tcpflag::ack | wire::tcpflag::rst))) {
     Listener& l = lit->second;
-    if (l.half_open + l.ready.size() >= l.backlog) {
-      ++stats_.syns_dropped;  // the peer retransmits its SYN; nothing is allocated for it
+    if (l.ready.size() >= l.backlog) {
+      ++stats_.syns_dropped;  // nobody accepts: the peer retransmits its SYN, nothing is allocated
+      return;
+    }
+    if (l.half_open >= l.backlog) {
+      send_cookie(t, seg, l);  // the SYN queue is full: the state goes out in the SYN-ACK
       return;
     }
     Entry& e = conns_[t];
@@ -107,11 +111,79 @@ void TcpLayer::input(wire::Ipv4Addr src, wire::Ipv4Addr dst, const wire::TcpSegm
     ++l.half_open;
     return;
   }
+  if (lit != listeners_.end() && (f & wire::tcpflag::ack) &&
+      !(f & (wire::tcpflag::syn | wire::tcpflag::rst)) && accept_cookie(t, seg, lit->second))
+    return;
   wire::TcpHeader rst;
   if (reset_for(seg, rst)) {
     ++stats_.resets_sent;
     sink_.send_segment(t, rst, {}, {});
   }
+}
+
+// The SYN-ACK Connection::accept_syn would send, with the cookie as its ISS and, with timestamps,
+// the options the connection needs folded into the TSval (syn_cookie.hpp). Without timestamps it
+// offers no window scaling or SACK: the cookie could not bring back whether the peer offered them.
+void TcpLayer::send_cookie(const FourTuple& t, const wire::TcpSegment& syn, Listener& l) {
+  const int64_t now = clock_.now_ns();
+  const wire::TcpOptions& in = syn.h.options;
+  const uint16_t peer_mss = in.has_mss && in.mss != 0 ? in.mss : 536;  // MSS 0 is ignored, as Linux
+  const uint32_t iss = cookies_.make(t, syn.h.seq, SynCookies::mss_index(peer_mss), now);
+  wire::TcpHeader h;
+  h.src_port = t.local_port;
+  h.dst_port = t.remote_port;
+  h.seq = iss;
+  h.ack = syn.h.seq + 1;
+  h.flags = wire::tcpflag::syn | wire::tcpflag::ack;
+  h.window = static_cast<uint16_t>(std::min<uint32_t>(cfg_.recv_buffer, 65535));
+  h.options.has_mss = true;
+  h.options.mss = cfg_.mss;
+  if (cfg_.timestamps && in.has_timestamps) {
+    CookieOptions o;
+    o.timestamps = true;
+    o.sack = cfg_.sack && in.sack_permitted;
+    o.wscale_ok = cfg_.window_scaling && in.has_wscale;
+    o.wscale = std::min<uint8_t>(in.wscale, 14);
+    h.options.has_timestamps = true;
+    h.options.ts_val = SynCookies::ts_encode(Connection::ts_at(now, iss), o);
+    h.options.ts_ecr = in.ts_val;
+    h.options.sack_permitted = o.sack;
+    if (o.wscale_ok) {
+      h.options.has_wscale = true;
+      h.options.wscale = Connection::rcv_wscale_for(cfg_);
+    }
+  }
+  l.last_cookie_ns = now;
+  ++stats_.cookies_sent;
+  sink_.send_segment(t, h, {}, {});
+}
+
+bool TcpLayer::accept_cookie(const FourTuple& t, const wire::TcpSegment& seg, Listener& l) {
+  const int64_t now = clock_.now_ns();
+  if (l.last_cookie_ns < 0 || now - l.last_cookie_ns >= SynCookies::kMaxAge * SynCookies::kPeriodNs)
+    return false;
+  const uint32_t cookie = seg.h.ack - 1;
+  const int index = cookies_.check(t, seg.h.seq - 1, cookie, now);
+  if (index < 0) {
+    ++stats_.cookies_rejected;
+    return false;
+  }
+  if (l.ready.size() >= l.backlog) return true;  // dropped, as a SYN would be: the peer retransmits
+  CookieOptions o;
+  o.timestamps = cfg_.timestamps && seg.h.options.has_timestamps;
+  SynCookies::ts_decode(seg.h.options.ts_ecr, o);
+  Entry& e = conns_[t];
+  e.listener = seg.h.dst_port;
+  ++l.half_open;  // after_input moves it to the accept queue (or frees it)
+  ++stats_.cookies_accepted;
+  Connection& c = create(t, e, cookie);
+  busy_ = true;
+  c.accept_cookie(seg, kCookieMss[index], o);
+  after_input(e);
+  if (observer_ != nullptr) observer_->on_activity(c);
+  busy_ = false;
+  reap();
+  return true;
 }
 
 void TcpLayer::icmp_error(const wire::IcmpQuote& q, wire::IcmpErrorKind kind, uint16_t mtu) {

@@ -1,7 +1,8 @@
 #pragma once
 // The TCP layer of one stack: demultiplexes segments to connections by 4-tuple, runs listeners
-// (half-open connections capped at the backlog, so a SYN flood costs a bounded amount of memory;
-// no SYN cookies yet), answers segments that reach nothing with an RST (RFC 9293 3.10.7.1),
+// (half-open connections capped at the backlog; past it, SYN cookies (syn_cookie.hpp): a SYN
+// flood costs no memory and a real client still gets in at once), answers segments that reach
+// nothing with an RST (RFC 9293 3.10.7.1),
 // picks ephemeral ports and ISNs (RFC 6528), and frees connections the application released once
 // they are closed. Connections are allocated when created, never per segment.
 //
@@ -10,6 +11,7 @@
 // next_deadline() is O(1) (10,000 idle connections cost nothing per poll).
 #include <deque>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -17,6 +19,7 @@
 #include "stack/tcp/connection.hpp"
 #include "stack/tcp/deadline_heap.hpp"
 #include "stack/tcp/isn.hpp"
+#include "stack/tcp/syn_cookie.hpp"
 
 namespace weft::stack::tcp {
 
@@ -29,8 +32,11 @@ struct TupleHash {
 };
 
 struct TcpLayerStats {
-  uint64_t resets_sent = 0;   // answers to segments for no connection
-  uint64_t syns_dropped = 0;  // a listener's backlog was full
+  uint64_t resets_sent = 0;       // answers to segments for no connection
+  uint64_t syns_dropped = 0;      // a listener's accept queue was full
+  uint64_t cookies_sent = 0;      // SYN-ACKs with a SYN cookie: the SYN queue was full
+  uint64_t cookies_accepted = 0;  // ACKs that carried a valid cookie: connections made from them
+  uint64_t cookies_rejected = 0;  // ACKs to a listener that carried none (answered with an RST)
   uint64_t connections_made = 0;
   uint64_t timer_runs = 0;          // connections whose timers poll() ran (only due ones are visited)
   uint64_t icmp_no_connection = 0;  // ICMP errors quoting a segment of no connection
@@ -51,7 +57,10 @@ class TcpLayer final : private ConnectionWatcher {
   TcpLayer(const Config& cfg, const Clock& clock, SegmentSink& sink, uint64_t secret0, uint64_t secret1);
   ~TcpLayer() override;
 
-  // Accepts connections to `port` on any local address; at most `backlog` half-open at a time.
+  // Accepts connections to `port` on any local address. At most `backlog` half-open at a time
+  // (each a Connection without rings: Connection::memory()); SYNs beyond that are answered with a
+  // SYN cookie and cost nothing. At most `backlog` established and not yet accepted: SYNs and
+  // cookie ACKs beyond that are dropped (the peer retries), as Linux's full accept queue does.
   Status listen(uint16_t port, size_t backlog = 128);
   // Stops listening: connections not yet accepted are reset and freed.
   void unlisten(uint16_t port);
@@ -95,9 +104,15 @@ class TcpLayer final : private ConnectionWatcher {
     size_t backlog = 0;
     size_t half_open = 0;
     std::deque<Connection*> ready;
+    // When the last cookie was sent: ACKs are checked for one only within 2 periods of it (Linux's
+    // tcp_synq_no_recent_overflow), so a listener that never overflowed accepts no guessed cookie.
+    int64_t last_cookie_ns = -1;
   };
   void changed(Connection& c) override;
-  Connection& create(const FourTuple& t, Entry& e);
+  Connection& create(const FourTuple& t, Entry& e, std::optional<uint32_t> iss = std::nullopt);
+  void send_cookie(const FourTuple& t, const wire::TcpSegment& syn, Listener& l);
+  // An ACK to a listener with no connection: a connection when it carries a valid cookie.
+  bool accept_cookie(const FourTuple& t, const wire::TcpSegment& seg, Listener& l);
   void after_input(Entry& e);
   void reap();
 
@@ -105,6 +120,7 @@ class TcpLayer final : private ConnectionWatcher {
   const Clock& clock_;
   SegmentSink& sink_;
   IsnGenerator isn_;
+  SynCookies cookies_;
   std::unordered_map<FourTuple, Entry, TupleHash> conns_;
   std::unordered_map<uint16_t, Listener> listeners_;
   DeadlineHeap<Connection, &Connection::heap_> timers_;

@@ -5,6 +5,45 @@
 
 namespace weft::stack::wire {
 
+namespace {
+// The option list as Linux's ip_options_compile() reads it: an option other than EOL and NOP whose
+// length is below 2 or runs past the header breaks the packet, and so do record route and the
+// source routes (length below 3, pointer below 4) and timestamps (length below 4, pointer below 5)
+// whose pointer cannot be. Linux drops such a packet (and sends a parameter problem); so does this
+// stack (without the ICMP message). Source-routed packets are dropped too, as Linux does with
+// accept_source_route 0, its default: a host that answered along the route would let a sender
+// forge an address.
+bool ipv4_options_ok(Bytes o) {
+  size_t i = 0;
+  while (i < o.size()) {
+    const uint8_t kind = o[i];
+    if (kind == 0) break;  // end of list
+    if (kind == 1) {       // no operation
+      ++i;
+      continue;
+    }
+    if (i + 1 >= o.size()) return false;
+    const size_t len = o[i + 1];
+    if (len < 2 || len > o.size() - i) return false;
+    switch (kind) {
+      case 7:    // record route
+      case 131:  // loose source route
+      case 137:  // strict source route
+        if (len < 3 || o[i + 2] < 4) return false;
+        if (kind != 7) return false;  // not accepted
+        break;
+      case 68:  // timestamp
+        if (len < 4 || o[i + 2] < 5) return false;
+        break;
+      default:
+        break;
+    }
+    i += len;
+  }
+  return true;
+}
+}  // namespace
+
 ParseError parse_ipv4(Bytes d, Ipv4Packet& out, bool verify_checksum) {
   if (d.size() < kIpv4Header) return ParseError::truncated;
   const uint8_t* p = d.data();
@@ -28,6 +67,7 @@ ParseError parse_ipv4(Bytes d, Ipv4Packet& out, bool verify_checksum) {
   out.src.v = be::load<uint32_t>(p + 12);
   out.dst.v = be::load<uint32_t>(p + 16);
   out.options = d.subspan(kIpv4Header, hlen - kIpv4Header);
+  if (!ipv4_options_ok(out.options)) return ParseError::malformed;
   out.payload = d.subspan(hlen, total - hlen);
   if (size_t{out.frag_offset} + out.payload.size() > kIpv4MaxPacket) return ParseError::malformed;
   // A fragment that is not the last must carry a multiple of 8 bytes (RFC 791 fragmentation).

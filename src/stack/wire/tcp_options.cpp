@@ -6,6 +6,10 @@
 
 namespace weft::stack::wire {
 
+// As Linux's tcp_parse_options: a list that breaks (a length below 2, or past the end) ends the
+// parse and keeps what came before it; a known kind with the wrong length is skipped by its
+// length. So a SYN whose options are damaged is answered, without the options that could not be
+// read, rather than dropped.
 ParseError parse_tcp_options(Bytes d, TcpOptions& out) {
   out = TcpOptions{};
   size_t i = 0;
@@ -16,35 +20,35 @@ ParseError parse_tcp_options(Bytes d, TcpOptions& out) {
       ++i;
       continue;
     }
-    if (i + 1 >= d.size()) return ParseError::malformed;
+    if (i + 1 >= d.size()) break;
     const size_t len = d[i + 1];
-    if (len < 2 || i + len > d.size()) return ParseError::malformed;
+    if (len < 2 || i + len > d.size()) break;  // "silly options", partial options
     const uint8_t* v = d.data() + i + 2;
     switch (kind) {
       case tcpopt::mss:
-        if (len != 4) return ParseError::malformed;
+        if (len != 4) break;
         out.has_mss = true;
         out.mss = be::load<uint16_t>(v);
         break;
       case tcpopt::wscale:
-        if (len != 3) return ParseError::malformed;
+        if (len != 3) break;
         out.has_wscale = true;
         out.wscale = v[0];
         break;
       case tcpopt::sack_permitted:
-        if (len != 2) return ParseError::malformed;
+        if (len != 2) break;
         out.sack_permitted = true;
         break;
       case tcpopt::sack: {
         const size_t n = (len - 2) / 8;
-        if ((len - 2) % 8 != 0 || n == 0 || n > kMaxSackBlocks) return ParseError::malformed;
+        if ((len - 2) % 8 != 0 || n == 0 || n > kMaxSackBlocks) break;
         out.sack_count = static_cast<uint8_t>(n);
         for (size_t b = 0; b < n; ++b)
           out.sack[b] = {be::load<uint32_t>(v + 8 * b), be::load<uint32_t>(v + 8 * b + 4)};
         break;
       }
       case tcpopt::timestamps:
-        if (len != 10) return ParseError::malformed;
+        if (len != 10) break;
         out.has_timestamps = true;
         out.ts_val = be::load<uint32_t>(v);
         out.ts_ecr = be::load<uint32_t>(v + 4);

@@ -1,8 +1,9 @@
 #pragma once
 // TCP options: MSS (RFC 9293/6691), window scale and timestamps (RFC 7323), SACK-permitted and
-// SACK blocks (RFC 2018). Unknown kinds are skipped by their length. A structurally broken list
-// (a length below 2 or past the end) or a known option with the wrong length is `malformed`:
-// the segment is dropped, as smoltcp does; the Linux kernel never sends either.
+// SACK blocks (RFC 2018). Unknown kinds are skipped by their length. As in Linux, nothing drops
+// the segment: a structurally broken list (a length below 2 or past the end) ends the parse with
+// what came before it, and a known option with the wrong length is skipped (issue 26: a SYN with
+// damaged options was dropped; Linux answers it without them).
 #include "stack/wire/types.hpp"
 
 namespace weft::stack::wire {
