@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -245,6 +246,8 @@ def main():
     ap.add_argument("--no-fail", action="store_true", help="print the table, exit 0 (the benchmark)")
     args = ap.parse_args()
     require_root()
+    # ctest's timeout and Ctrl-C end the run through the `with` below, which removes the lab.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("FAIL: terminated"))
     faults = list(FAULTS) if args.faults == "all" else [f for f in args.faults.split(",") if f]
     for f in faults:
         if f not in FAULTS:
