@@ -26,10 +26,11 @@ def base_us(src_i, dst_i):
 
 class Controller:
     def __init__(self, weft, port, hosts, group="wdb", window_s=2, lossy=None, protocols=("udp",),
-                 never=(), backfill_only=(), silent=(), down_after_s=30):
+                 never=(), backfill_only=(), silent=(), down_after_s=30, groups=None, extra_config=""):
         """never: pairs never reported (no data); backfill_only: pairs reported only by backfill()
         (they go stale); silent: hosts that report only in backfill() (marked down after
-        down_after_s)."""
+        down_after_s); groups: [(name, [members])] instead of the one group of all hosts;
+        extra_config: YAML appended to the config (e.g. a topology section)."""
         self.weft = weft
         self.port = port
         self.hosts = list(hosts)
@@ -41,6 +42,8 @@ class Controller:
         self.backfill_only = set(backfill_only)
         self.silent = set(silent)
         self.down_after_s = down_after_s
+        self.groups = groups or [(group, ["wdb-*"])]
+        self.extra_config = extra_config
         self.dir = None
         self.proc = None
         self.feeder = None
@@ -63,10 +66,13 @@ retention: 1h
 protocols:
 {protos}
 groups:
-  - name: {self.group}
-    protocols: [{", ".join(self.protocols)}]
-    members: ["wdb-*"]
 """)
+            for name, members in self.groups:
+                f.write(f"""  - name: {name}
+    protocols: [{", ".join(self.protocols)}]
+    members: [{", ".join(f'"{m}"' for m in members)}]
+""")
+            f.write(self.extra_config)
         self.log = open(os.path.join(self.dir, "controller.log"), "wb")
         self.proc = subprocess.Popen([self.weft, "controller", "--config", cfg], stdout=self.log, stderr=subprocess.STDOUT)
         try:

@@ -115,8 +115,32 @@ class Mesh:
         return res
 
 
+def topology(hosts, racks, spines=2):
+    """/api/v1/topology for the hosts split into `racks` racks under `spines` spines, and the
+    suspects' `elements` naming one ToR-spine link (tor1-spine1: 3 % loss), as docs/api.md shapes
+    them. racks=0: no topology configured."""
+    if not racks:
+        return {"configured": False, "elements": []}, []
+    el = [{"type": "spine", "name": f"spine{s + 1}"} for s in range(spines)]
+    per = math.ceil(len(hosts) / racks)
+    for r in range(racks):
+        tor = f"tor{r + 1}"
+        el.append({"type": "tor", "name": tor, "rack": f"rack{r + 1}"})
+        for h in hosts[r * per:(r + 1) * per]:
+            el.append({"type": "host", "name": h, "rack": f"rack{r + 1}"})
+            el.append({"type": "link", "name": f"{h}-{tor}", "ends": [h, tor]})
+        el += [{"type": "link", "name": f"{tor}-spine{s + 1}", "ends": [tor, f"spine{s + 1}"]} for s in range(spines)]
+    suspects = [{"type": "link", "name": "tor1-spine1", "reason": "loss", "confidence": 0.9, "loss_ratio": 0.03,
+                 "extra_latency_ns": 0, "since_unix_ns": time.time_ns() - 60 * 10**9,
+                 "evidence": {"flows": 48, "bad_flows": 17, "pairs": 24,
+                              "examples": [f"{hosts[0]} -> {hosts[-1]} sport 40003: 9/100 lost"]}}]
+    return {"configured": True, "source": "fake_controller.py", "elements": el,
+            "state": {"tor1-spine1": "suspect"}}, suspects
+
+
 class Handler(BaseHTTPRequestHandler):
     mesh: Mesh = None
+    racks = 0
     web: Path = None
 
     def log_message(self, *args):
@@ -158,9 +182,12 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send(404, {"error": f"no group named '{group}'"})
             return self.send(200, {"protocol": proto, "group": group, "window_s": WINDOW_S,
                                    "hosts": m.hosts, "pairs": m.pairs(proto, m.hosts)})
-        if u.path == "/api/v1/suspects":  # a synthetic mesh has nothing to blame
+        if u.path == "/api/v1/topology":
+            return self.send(200, topology(m.hosts, self.racks)[0])
+        if u.path == "/api/v1/suspects":  # a synthetic mesh: only the topology's one suspect link
             return self.send(200, {"protocol": q.get("protocol"), "loss_threshold": 0.05, "measured_pairs": 0,
-                                   "bad_pairs": 0, "hosts": [], "links": [], "down": []})
+                                   "bad_pairs": 0, "hosts": [], "links": [], "down": [],
+                                   "elements": topology(m.hosts, self.racks)[1]})
         if len(parts) == 6 and parts[:3] == ["api", "v1", "pairs"] and parts[5] == "history":
             src, dst = urllib.parse.unquote(parts[3]), urllib.parse.unquote(parts[4])
             since = int(float(q.get("since", time.time() - 3600)) * 10**9)
@@ -173,10 +200,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--port", type=int, default=19080)
     ap.add_argument("--hosts", type=int, default=8)
+    ap.add_argument("--racks", type=int, default=0, help="serve a topology of this many racks (0: none)")
     ap.add_argument("--web", default=str(Path(__file__).resolve().parents[2] / "web"))
     a = ap.parse_args()
     Handler.mesh = Mesh(a.hosts)
     Handler.web = Path(a.web)
+    Handler.racks = a.racks
     srv = ThreadingHTTPServer(("127.0.0.1", a.port), Handler)
     print(f"fake controller on http://127.0.0.1:{a.port}/ ({a.hosts} hosts)", flush=True)
     try:

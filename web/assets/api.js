@@ -159,6 +159,7 @@ export function normalizeHistory(json) {
 export const api = {
   groups: () => "/api/v1/groups",
   agents: () => "/api/v1/agents",
+  topology: () => "/api/v1/topology",
   suspects: (protocol) => `/api/v1/suspects?protocol=${encodeURIComponent(protocol)}`,
   mesh: (protocol, group) => `/api/v1/mesh?format=columns&protocol=${encodeURIComponent(protocol)}` + (group ? `&group=${encodeURIComponent(group)}` : ""),
   history: (protocol, src, dst, sinceMs) =>

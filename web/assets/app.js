@@ -6,6 +6,7 @@ import { drawChart } from "./chart.js";
 import { byName, escapeHtml, fmtAge, fmtRatio, fmtUs } from "./format.js";
 import { Heatmap, buildModel } from "./heatmap.js";
 import { renderSuspects } from "./suspects.js";
+import { normalizeTopology, renderTopology } from "./topology.js";
 import { CELL, METRICS, SPECIAL, rampRGB, staleRGB } from "./scale.js";
 
 const $ = (id) => document.getElementById(id);
@@ -25,6 +26,8 @@ const state = {
   renders: 0,
   timings: null,
   error: null,
+  topology: null,  // normalizeTopology(GET /api/v1/topology), null without one
+  topologyDrawn: null,
 };
 
 const heatmap = new Heatmap($("heatmap"));
@@ -51,7 +54,8 @@ function fillSelectors() {
   const groups = state.groups.groups.filter((g) => !g.protocols.length || g.protocols.includes(state.protocol));
   const opts = groups.map((g) => [g.name, `${g.name} (${g.members.length})`]);
   opts.push(["", "all hosts"]);
-  state.group = fillSelect($("group"), opts, state.group ?? opts[0][0]);
+  // The page opens on the whole mesh; a group is a choice (or a bookmarked URL).
+  state.group = fillSelect($("group"), opts, state.group ?? "");
   fillSelect($("metric"), METRICS.map((m) => [m.id, m.label]), state.metric.id);
 }
 
@@ -150,9 +154,9 @@ async function refresh() {
   const t0 = performance.now();
   try {
     // The verdict is a bonus: a controller that cannot give one must not stop the heatmap.
-    const [meshR, agentsR, groupsR, suspectsR] = await Promise.all([
+    const [meshR, agentsR, groupsR, suspectsR, topologyR] = await Promise.all([
       getJSON(api.mesh(state.protocol, state.group)), getJSON(api.agents()), getJSON(api.groups()),
-      getJSON(api.suspects(state.protocol)).catch(() => null)]);
+      getJSON(api.suspects(state.protocol)).catch(() => null), getJSON(api.topology()).catch(() => null)]);
     const t1 = performance.now();
     // Groups change when the controller reloads its config: rebuild the selectors only then.
     const groups = normalizeGroups(groupsR.json);
@@ -168,6 +172,8 @@ async function refresh() {
     renderAgents($("agents").querySelector("tbody"), state.agents, mesh.nowMs);
     state.suspects = suspectsR ? suspectsR.json : null;
     renderSuspects($("suspects"), state.suspects, state.protocol);
+    state.topology = topologyR ? normalizeTopology(topologyR.json) : null;
+    state.topologyDrawn = renderTopology($("topology"), state.topology, state.suspects, state.agents);
     if (state.history) await loadHistory();
     state.renders++;
     state.error = null;
@@ -340,6 +346,8 @@ window.weftDashboard = {
     const info = cellInfo(i, j);
     return { state: info.state, pair: info.pair, rect: heatmap.cellRect(i, j), rgb: heatmap.pixel(i, j) };
   },
+  // What the topology view drew: { links: { name: state }, nodes: { name: state } }, or null.
+  topology: () => state.topologyDrawn,
   // Draws again and says how long it took (ms): for the render benchmark.
   redraw: () => drawMesh(),
 };
