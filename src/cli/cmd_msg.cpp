@@ -25,8 +25,10 @@
 #include "base/proc_stats.hpp"
 #include "base/random.hpp"
 #include "cli/command_registry.hpp"
+#include "cli/rdma_args.hpp"
 #include "msg/connection.hpp"
 #include "msg/test_pattern.hpp"
+#include "rdma/device.hpp"
 
 namespace {
 
@@ -137,11 +139,21 @@ Status serve_one(rdma::SideChannel ch, rdma::SideChannel& listener, const BenchO
 }
 
 Status serve(const BenchOptions& o) {
+  // The device first: a host without one (or a misspelt --device) fails now, not when a client
+  // arrives and sees its side channel close.
+  auto dev = rdma::Device::open(o.device);
+  if (!dev) return std::unexpected(dev.error());
   auto l = rdma::SideChannel::listen(o.bind, o.port);
-  if (!l) return std::unexpected(l.error());
+  if (!l) return fail("side channel: listen on {}:{}: {}", o.bind, o.port, l.error().message);
+  fmt::print(stderr, "weft msg bench: listening on {}:{} (device {})\n", o.bind, o.port, dev->name());
+  std::fflush(stderr);
+  bool served = false;
   for (;;) {
     auto ch = l->accept(milliseconds(o.timeout_ms));
-    if (!ch) return std::unexpected(ch.error());
+    if (!ch)
+      return fail("no {}client connected within {} ms (--timeout-ms): {}", served ? "further " : "",
+                  o.timeout_ms, ch.error().message);
+    served = true;
     auto s = serve_one(std::move(*ch), *l, o);
     if (!s && s.error().message == "quit") return {};
     if (!s) {
@@ -273,8 +285,10 @@ Status run_client_one(const BenchOptions& o, const Plan& plan) {
         to_string(plan.kind), plan.size, plan.iters, lat.min, lat.max, lat.median, lat.avg, lat.stdev,
         lat.p99, lat.p999, wr_per_msg, cpu_per_msg_ns);
   } else {
+    // check: random sizes, so the column is their mean, rounded to a whole byte like the others.
     fmt::print("{:<14} {:>8} {:>10} {:>12.4f} {:>12.6f} {:>7.2f} {:>9.0f}\n", to_string(plan.kind),
-               bytes / std::max(1.0, n), plan.iters, gbps, mpps, wr_per_msg, cpu_per_msg_ns);
+               std::llround(static_cast<double>(bytes) / std::max(1.0, n)), plan.iters, gbps, mpps,
+               wr_per_msg, cpu_per_msg_ns);
   }
   std::fflush(stdout);
   return {};
@@ -297,28 +311,70 @@ Result<std::vector<uint32_t>> parse_sizes(const std::string& s) {
   return out;
 }
 
-Status run_client(const BenchOptions& o) {
+// What the client will run, checked before anything is opened: a bad --type, --sizes or
+// --senders, or more memory than the host has, is a usage error (exit 2), said at once.
+struct Runs {
   std::vector<Kind> kinds;
+  std::vector<uint32_t> sizes;
+  uint32_t max_message = 0;
+};
+
+// MemAvailable from /proc/meminfo in bytes; 0 when it cannot be read (then nothing is refused).
+uint64_t mem_available_bytes() {
+  std::FILE* f = std::fopen("/proc/meminfo", "r");
+  if (!f) return 0;
+  char line[256];
+  uint64_t kb = 0;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "MemAvailable: %lu kB", &kb) == 1) break;
+  std::fclose(f);
+  return kb * 1024;
+}
+
+Result<Runs> plan_runs(const BenchOptions& o) {
+  Runs r;
   if (o.types == "all") {
-    kinds = all_kinds();
+    r.kinds = all_kinds();
   } else {
     size_t at = 0;
     while (at <= o.types.size()) {
       auto comma = o.types.find(',', at);
       auto k = parse_kind(o.types.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
-      if (!k) return std::unexpected(k.error());
-      kinds.push_back(*k);
+      if (!k) return fail("--type: {}", k.error().message);
+      r.kinds.push_back(*k);
       if (comma == std::string::npos) break;
       at = comma + 1;
     }
   }
   auto sizes = parse_sizes(o.sizes);
   if (!sizes) return std::unexpected(sizes.error());
-  if (o.mode == "check") sizes = std::vector<uint32_t>{0};
-  uint32_t max_message = o.max_message;
-  if (max_message == 0)
-    max_message =
+  r.sizes = o.mode == "check" ? std::vector<uint32_t>{0} : *sizes;
+  r.max_message = o.max_message;
+  if (r.max_message == 0)
+    r.max_message =
         o.mode == "check" ? 65536 : std::max<uint32_t>(64, *std::max_element(sizes->begin(), sizes->end()));
+  if (o.mode != "check" && r.max_message < *std::max_element(r.sizes.begin(), r.sizes.end()))
+    return fail("--max-message {} is below the largest of --sizes", r.max_message);
+  if (o.senders > 1 && (r.kinds.size() != 1 || r.kinds[0] != Kind::shared_ring))
+    return fail("--senders {} needs --type shared-ring", o.senders);
+  // Each end registers --slots x --max-message bytes for its buffers (the shared ring once per
+  // sender on the receiver); a plan that cannot fit must not get as far as a failed mmap.
+  const uint64_t per_end = uint64_t{o.slots} * r.max_message * std::max<uint32_t>(1, o.senders);
+  const uint64_t avail = mem_available_bytes();
+  if (avail != 0 && per_end > avail / 2)
+    return fail(
+        "--slots {} x --max-message {} needs {} MiB per end; this host has {} MiB available: "
+        "lower --slots or the largest size",
+        o.slots, r.max_message, per_end >> 20, avail >> 20);
+  return r;
+}
+
+Status run_client(const BenchOptions& o, const Runs& runs) {
+  // The device first: without one, say so now rather than after each run's side-channel set-up.
+  if (auto dev = rdma::Device::open(o.device); !dev) return std::unexpected(dev.error());
+  const std::vector<Kind>& kinds = runs.kinds;
+  const std::vector<uint32_t>* sizes = &runs.sizes;
+  const uint32_t max_message = runs.max_message;
   if (!o.json) {
     if (o.mode == "latency")
       fmt::print("{:<14} {:>8} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>9}\n", "#type",
@@ -338,10 +394,6 @@ Status run_client(const BenchOptions& o) {
           all = s;
         }
         if (o.sender_index > 0) return all;  // one of several sender processes: sender 0 ends the server
-        continue;
-      }
-      if (o.senders > 1) {
-        all = fail("--senders {} needs --type shared-ring", o.senders);
         continue;
       }
       if (auto s = run_client_one(o, p); !s) {
@@ -367,7 +419,7 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
   srv->excludes(cli);
   sub->add_option("--bind", o.bind, "server: side-channel address to listen on")->capture_default_str();
   sub->add_option("--port", o.port, "side-channel TCP port")->capture_default_str();
-  sub->add_option("--device", o.device, "RDMA device (default: the first)");
+  weft::cli::add_device_option(sub, o.device);
   sub->add_option("--type", o.types, "connection types, comma-separated, or all")->capture_default_str();
   sub->add_option("--sizes", o.sizes, "message sizes in bytes, comma-separated")->capture_default_str();
   sub->add_option("--mode", o.mode, "latency|bandwidth|check")
@@ -409,9 +461,19 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
       weft::cli::set_exit_code(2);
       return;
     }
-    auto s = o.server ? serve(o) : run_client(o);
+    Runs runs;
+    if (!o.server) {
+      auto r = plan_runs(o);
+      if (!r) {
+        fmt::print(stderr, "weft msg bench: {}\n", r.error().message);
+        weft::cli::set_exit_code(2);
+        return;
+      }
+      runs = std::move(*r);
+    }
+    auto s = o.server ? serve(o) : run_client(o, runs);
     if (!s) {
-      if (!o.server) fmt::print(stderr, "weft msg bench: {}\n", s.error().message);
+      fmt::print(stderr, "weft msg bench{}: {}\n", o.server ? " (server)" : "", s.error().message);
       weft::cli::set_exit_code(1);
     }
   });

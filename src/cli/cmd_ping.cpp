@@ -236,7 +236,10 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
       ->check(CLI::IsMember({"udp", "tcp", "rdma"}));
   sub->add_option("target", a->targets, "HOST[:PORT]... (default port 7777 udp, 7778 tcp; [IPv6]:PORT)")
       ->required();
-  sub->add_option("-c,--count", a->count, "Stop after this many probes per target (default: until Ctrl-C)");
+  // Bounded like `rdma bench --iters`: a negative count must not wrap to 2^64 - 1 (for ever), and
+  // count x targets must not overflow.
+  sub->add_option("-c,--count", a->count, "Stop after this many probes per target (default: until Ctrl-C)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
   sub->add_option("-i,--interval", a->interval_s, "Seconds between probes to a target")
       ->capture_default_str();
   sub->add_option("--timeout", a->timeout_s, "Seconds before a probe counts as lost")->capture_default_str();

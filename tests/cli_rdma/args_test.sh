@@ -40,10 +40,25 @@ expect mesh-rank 2 "--rank must be below --nodes" rdma mesh --nodes 2 --rank 3 -
 expect mesh-wait 2 "--wait" rdma mesh --nodes 2 --wait sleep
 expect ping-lid-needs-qpn 2 "needs --qpn" ping rdma rxe0:lid:5 -c 1
 expect ping-gid-needs-qpn 2 "give --qpn" ping rdma rxe0:fe80::1 -c 1
+# Probe counts: a negative count wrapped to 2^64 - 1 (a ping for ever); 2^64 itself was accepted.
+for c in -1 0 18446744073709551616 1099511627777; do
+  expect "ping-count$c" 2 "--count" ping udp 127.0.0.1 -c "$c"
+  expect "ping-rdma-count$c" 2 "--count" ping rdma rxe0:127.0.0.1 --qpn 17 -c "$c"
+done
+# weft msg bench: its argument errors are usage errors (exit 2), said before any device or peer.
+expect msg-type 2 "--type" msg bench --client 127.0.0.1 --type nope
+expect msg-sizes 2 "--sizes" msg bench --client 127.0.0.1 --sizes 64,x
+expect msg-sizes-big 2 "--sizes" msg bench --client 127.0.0.1 --sizes 16777217
+expect msg-senders 2 "needs --type shared-ring" msg bench --client 127.0.0.1 --senders 2
+expect msg-max-message 2 "--max-message" msg bench --client 127.0.0.1 --sizes 4096 --max-message 64
+# 64 slots of 16 MiB are 1 GiB per end: refused up front on a host with less than 2 GiB free
+# (it used to pass validation and fail in mmap); 4096 slots of 16 MiB (64 GiB) anywhere here.
+expect msg-memory 2 "MiB available" msg bench --client 127.0.0.1 --sizes 16777216 --slots 4096
+expect msg-no-role 2 "--server or --client" msg bench
 # Help texts: the responder has --address, not --bind; every command spells the device -d/--device.
 out=$("$WEFT" rdma responder --help 2>&1)
 if [[ $out == *"--bind"* ]]; then echo "FAIL responder-help names --bind: $out"; fail=1; else echo "ok responder-help"; fi
-for cmd in "rdma pingpong" "rdma mesh" "rdma responder" "ping"; do
+for cmd in "rdma pingpong" "rdma mesh" "rdma responder" "ping" "msg bench"; do
   # shellcheck disable=SC2086
   out=$("$WEFT" $cmd --help 2>&1)
   if [[ $out != *"-d,--device"* ]]; then echo "FAIL $cmd --help lacks -d,--device"; fail=1; else echo "ok $cmd -d,--device"; fi
@@ -54,5 +69,11 @@ if ! compgen -G "/sys/class/infiniband/*" >/dev/null; then
   expect ping-d 1 "no RDMA device" ping rdma -d rxe0 ::ffff:10.9.0.1 --qpn 17 -c 1
   expect ping-no-prefix 1 "no RDMA device" ping rdma 10.9.0.1 --qpn 17 -c 1
   expect ping-prefix 1 "no RDMA device" ping rdma rxe0:10.9.0.1 --qpn 17 -c 1
+  # weft msg bench fails at once without a device (it tried the side channel for 20 s per size),
+  # as a server too (it failed only when a client came; the client saw "Broken pipe").
+  start=$(date +%s)
+  expect msg-client-no-device 1 "no RDMA device" msg bench --client 127.0.0.1 --port 47931 --sizes 64,4096
+  expect msg-server-no-device 1 "no RDMA device" msg bench --server --port 47932 -d nope0
+  if (($(date +%s) - start > 5)); then echo "FAIL msg-no-device: took $(($(date +%s) - start)) s"; fail=1; fi
 fi
 exit $fail
