@@ -373,10 +373,12 @@ class Clos:
             t.join(30)
         self.flappers = []
 
-    def congested_tor(self, tor, rate_mbit=4, overload=1.1):
+    def congested_tor(self, tor, rate_mbit=2, overload=1.5, loss_pct=2):
         """The ToR's ports are rate limited (tbf, 30 ms of queue) and loaded past that rate by a
         sender in the ToR itself (to an address the next hop discards), so everything crossing the
-        ToR waits in a full queue and some of it is tail-dropped: congestion latency and loss."""
+        ToR waits in a full queue; and the ToR drops loss_pct % of what it receives (a congested
+        switch's buffer drops: tail drops alone come and go with how well the load sender keeps
+        its rate on a busy machine)."""
         r = self._parse(tor)[1]
         tns = self.ns(tor)
         rack_hosts = self.hosts()[(r - 1) * self.per_rack:r * self.per_rack]
@@ -389,6 +391,8 @@ class Clos:
             sink = f"{BLACKHOLE}.{10 + k}"
             sh("ip", "route", "replace", f"{sink}/32", "via", peer, "dev", dev, ns=tns)
             targets.append(sink)
+        if loss_pct:
+            self._nft_drop(tns, "wclf_cong", [dev for dev, _ in ports], loss_pct)
         load = self.run(tor, [sys.executable, os.path.join(LAB_DIR, "clos_probe.py"), "blast",
                               str(rate_mbit * overload), *targets],
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -50,6 +50,7 @@ class Controller:
         self.stop_feeding = threading.Event()
         self.reported = 0
         self.feed_error = None
+        self.failed_log = ""
 
     # -- process -------------------------------------------------------------------------------
     def __enter__(self):
@@ -90,7 +91,8 @@ groups:
         if self.proc and exc[0] is not None:
             self.log.flush()
             with open(self.log.name, "rb") as f:
-                print("---- controller log (tail) ----\n" + f.read()[-4000:].decode(errors="replace"))
+                self.failed_log = f.read()[-4000:].decode(errors="replace")  # for the test to read
+                print("---- controller log (tail) ----\n" + self.failed_log)
         if self.dir:
             shutil.rmtree(self.dir, ignore_errors=True)
         return False

@@ -75,6 +75,10 @@ class Api:
         return json.loads(self.p.stdout.readline())
 
 
+class NoTopology(Exception):
+    """The controller refused the `topology:` section: a build without issue 24's localisation."""
+
+
 class Mesh:
     def __init__(self, weft, clos, extra_config=""):
         self.weft, self.c = weft, clos
@@ -102,7 +106,14 @@ groups:
         self.c.run("ctl", [self.weft, "--log-level", "info", "controller", "-c", cfg],
                    stdout=open(f"{self.tmp}/controller.log", "w"), stderr=subprocess.STDOUT)
         self.api = Api(self.c)
-        self.wait(lambda: self.api.get("/healthz").get("status") == "ok", 20, "controller /healthz")
+        end = time.monotonic() + 20
+        while self.api.get("/healthz").get("status") != "ok":
+            with open(f"{self.tmp}/controller.log", errors="replace") as f:
+                text = f.read()
+            if "unknown key" in text and "topology" in text:
+                raise NoTopology(text.strip()[-300:])
+            assert time.monotonic() < end, "timed out after 20 s waiting for controller /healthz"
+            time.sleep(0.5)
         topo = self.api.get("/api/v1/topology")
         assert topo.get("configured") is True, f"the controller did not take the topology: {topo}"
         names = {e["name"] for e in topo["elements"]}
@@ -263,7 +274,13 @@ def main():
         m = Mesh(os.path.abspath(args.weft), c, args.config)
         ok = False
         try:
-            m.start()
+            try:
+                m.start()
+            except NoTopology as e:
+                print(f"controller: {e}")
+                log("SKIP: this controller has no topology (issue 24's localisation is not in this build)")
+                ok = True
+                return 77
             tally = Tally()
             every_second(lambda: tally.poll(m, set()) and False, args.baseline)
             log(f"baseline: {args.baseline} polls with no fault, {tally.innocent_polls} named something")

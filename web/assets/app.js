@@ -154,9 +154,13 @@ async function refresh() {
   const t0 = performance.now();
   try {
     // The verdict is a bonus: a controller that cannot give one must not stop the heatmap.
-    const [meshR, agentsR, groupsR, suspectsR, topologyR] = await Promise.all([
+    const [meshR, agentsR, groupsR, suspectsR] = await Promise.all([
       getJSON(api.mesh(state.protocol, state.group)), getJSON(api.agents()), getJSON(api.groups()),
-      getJSON(api.suspects(state.protocol)).catch(() => null), getJSON(api.topology()).catch(() => null)]);
+      getJSON(api.suspects(state.protocol)).catch(() => null)]);
+    // A controller that localises to elements says so in its verdict (`elements`, [] without a
+    // topology); only then is there a topology to ask for (an older one would answer 404).
+    const topologyR = suspectsR && Array.isArray(suspectsR.json.elements)
+      ? await getJSON(api.topology()).catch(() => null) : null;
     const t1 = performance.now();
     // Groups change when the controller reloads its config: rebuild the selectors only then.
     const groups = normalizeGroups(groupsR.json);
