@@ -193,7 +193,9 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
                 "max_body_bytes",
                 "protocols",
                 "groups",
-                "arrows"});
+                "arrows",
+                "topology",
+                "topology_file"});
     if (root["listen"]) {
       cfg.listen = string_list(c, root["listen"], "listen", true);
       for (size_t i = 0; i < cfg.listen.size(); ++i)
@@ -354,6 +356,29 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
         else
           r.to = patterns(c, a["to"], field + ".to");
         cfg.arrows.push_back(std::move(r));
+      }
+    }
+    if (root["topology"] && root["topology_file"])
+      c.bad(root["topology_file"], "topology_file", "give either topology or topology_file, not both");
+    if (!c.failed() && root["topology"]) {
+      auto t = parse_topology(root["topology"], source);
+      if (!t)
+        c.error = t.error().message;
+      else
+        cfg.topology = std::make_shared<const Topology>(std::move(*t));
+    }
+    if (!c.failed() && root["topology_file"]) {
+      std::string f = scalar(c, root["topology_file"], "topology_file");
+      // Relative to the config file's folder, as an operator reads it next to the config.
+      if (!f.empty() && f[0] != '/' && source.find('/') != std::string::npos)
+        f = source.substr(0, source.rfind('/') + 1) + f;
+      cfg.topology_file = f;
+      if (!c.failed()) {
+        auto t = load_topology(f);
+        if (!t)
+          c.bad(root["topology_file"], "topology_file", t.error().message);
+        else
+          cfg.topology = std::make_shared<const Topology>(std::move(*t));
       }
     }
     // Every protocol a rule uses needs a plan; add the default plan rather than failing.

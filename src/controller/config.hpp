@@ -4,12 +4,14 @@
 //   "weft.yaml:14:17: groups[0].protocols[1]: unknown protocol 'udpp' (expected udp, tcp or rdma)".
 // Unknown keys are errors too: a typo must not silently fall back to a default.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "base/result.hpp"
 #include "controller/glob.hpp"  // glob_match, for the group patterns
+#include "controller/topology.hpp"
 #include "proto/defaults.hpp"
 #include "proto/window_stats.hpp"
 
@@ -66,6 +68,10 @@ struct Config {
   std::vector<ProtocolPlan> protocols;
   std::vector<GroupRule> groups;
   std::vector<ArrowRule> arrows;
+  // The network's racks, ToRs, spines and links for fault localisation (topology.hpp): from the
+  // `topology:` section or the file `topology_file:` names (reloaded when it changes); null: none.
+  std::shared_ptr<const Topology> topology;
+  std::string topology_file;  // as resolved (relative to the config file's folder)
 
   const ProtocolPlan* plan(proto::Protocol p) const {
     for (const auto& pp : protocols)

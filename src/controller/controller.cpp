@@ -39,6 +39,7 @@ Controller::~Controller() { stop(); }
 Status Controller::start(Config cfg) {
   config_path_ = cfg.path;
   config_mtime_ns_ = file_mtime_ns(config_path_);
+  topology_mtime_ns_ = file_mtime_ns(cfg.topology_file);
   auto store = open_store(cfg.store);
   if (!store) return std::unexpected(store.error());
   store_ = std::move(*store);
@@ -121,6 +122,7 @@ Status Controller::reload() {
   std::lock_guard lk(reload_mu_);
   if (config_path_.empty()) return fail("no config file to reload");
   config_mtime_ns_ = file_mtime_ns(config_path_);
+  topology_mtime_ns_ = file_mtime_ns(mesh_->config()->topology_file);
   auto cfg = load_config(config_path_);
   if (!cfg) {
     log().error("config reload failed, keeping the old config: {}", cfg.error().message);
@@ -131,6 +133,7 @@ Status Controller::reload() {
   if (cfg->store != old->store) log().warn("config reload: 'store' changed; takes effect after a restart");
   cfg->listen = old->listen;
   cfg->store = old->store;
+  topology_mtime_ns_ = file_mtime_ns(cfg->topology_file);
   mesh_->set_config(std::make_shared<const Config>(std::move(*cfg)));
   log().info("config reloaded from {}", config_path_);
   return {};
@@ -145,8 +148,12 @@ void Controller::chores() {
     lk.unlock();
     int64_t now = now_ns();
     for (const auto& name : mesh_->sweep(now)) log().warn("agent {} is down (no report in time)", name);
-    if (int64_t m = file_mtime_ns(config_path_); m != 0 && m != config_mtime_ns_) (void)reload();
     auto cfg = mesh_->config();
+    if (int64_t m = file_mtime_ns(config_path_); m != 0 && m != config_mtime_ns_)
+      (void)reload();
+    else if (int64_t t = file_mtime_ns(cfg->topology_file); t != 0 && t != topology_mtime_ns_)
+      (void)reload();
+    cfg = mesh_->config();
     if (now - last_retention > 60'000'000'000) {
       last_retention = now;
       if (auto st = store_->apply_retention(now - cfg->retention_ns); !st)

@@ -66,6 +66,7 @@ class Controller {
   bool stopping_ = false;
   std::mutex reload_mu_;
   int64_t config_mtime_ns_ = 0;
+  int64_t topology_mtime_ns_ = 0;  // of the config's topology_file: a change reloads the config too
 };
 
 }  // namespace weft::controller

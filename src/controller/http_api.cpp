@@ -162,6 +162,7 @@ net::http::Router HttpApi::routes() {
   // Read API (dashboard, scripts).
   r.add("GET", "/api/v1/mesh", h(&HttpApi::mesh), kReadLane);
   r.add("GET", "/api/v1/suspects", h(&HttpApi::suspects), kReadLane);
+  r.add("GET", "/api/v1/topology", h(&HttpApi::topology), kReadLane);
   r.add("GET", "/api/v1/pairs/*/*/history", h(&HttpApi::pair_history), kReadLane);
   r.add("GET", "/api/v1/agents", h(&HttpApi::agents), kReadLane);
   r.add("GET", "/api/v1/groups", h(&HttpApi::groups), kReadLane);
@@ -380,6 +381,8 @@ std::string HttpApi::suspects_json(proto::Protocol protocol, const BlameOptions&
     if (l.expected_ns) lj["expected_rtt_us"] = static_cast<double>(l.expected_ns) / 1e3;
     links.push_back(std::move(lj));
   }
+  // Network elements by fault localisation ([] without a topology).
+  json elements = elements_json(elements_.update(mesh_.config()->topology, protocol, mesh_, now_ns()).result);
   return dumps(json{{"protocol", proto::to_string(protocol)},
                     {"loss_threshold", opt.loss_threshold},
                     {"latency_factor", opt.latency_factor},
@@ -389,7 +392,24 @@ std::string HttpApi::suspects_json(proto::Protocol protocol, const BlameOptions&
                     {"slow_pairs", b.slow_pairs},
                     {"hosts", std::move(hosts)},
                     {"links", std::move(links)},
-                    {"down", down}});
+                    {"down", down},
+                    {"elements", std::move(elements)}});
+}
+
+// The configured topology and which of its elements the latest localisation names (docs/api.md).
+void HttpApi::topology(const Req&, Res& res) {
+  const auto cfg = mesh_.config();
+  reply(res, 200, topology_json(cfg->topology.get(), elements_.latest()));
+}
+
+// weft_element_* for /metrics when a topology is configured (each protocol localised first).
+std::string HttpApi::element_metrics() const {
+  const auto cfg = mesh_.config();
+  if (!cfg->topology) return {};
+  for (const auto& pp : cfg->protocols) elements_.update(cfg->topology, pp.protocol, mesh_, now_ns());
+  PromText t;
+  render_element_metrics(t, elements_.latest());
+  return t.take();
 }
 
 void HttpApi::pair_history(const Req& req, Res& res) {
@@ -527,8 +547,9 @@ void HttpApi::metrics(const Req& req, Res& res) {
   opt.per_pair = req.param("pairs") == "1";  // per-pair series are opt-in (docs/metrics.md)
   // The mesh's series walk every pair: at most once per kMeshAnswerMaxAgeNs in a large mesh. The
   // request timings are counters, always current.
-  std::string body = whole_mesh_answers_.get(opt.per_pair ? "metrics pairs" : "metrics",
-                                             [this, opt] { return render_metrics(mesh_, opt, now_ns()); });
+  std::string body = whole_mesh_answers_.get(opt.per_pair ? "metrics pairs" : "metrics", [this, opt] {
+    return render_metrics(mesh_, opt, now_ns()) + element_metrics();
+  });
   PromText t;
   if (request_stats_) request_stats_->render(t);
   body += t.text();

@@ -7,6 +7,7 @@
 
 #include "controller/blame.hpp"
 #include "controller/config.hpp"
+#include "controller/element_watch.hpp"
 #include "controller/ingest.hpp"
 #include "controller/mesh.hpp"
 #include "controller/render_cache.hpp"
@@ -53,6 +54,8 @@ class HttpApi {
   void mesh(const Req& req, Res& res);
   void suspects(const Req& req, Res& res);
   std::string suspects_json(proto::Protocol protocol, const BlameOptions& opt) const;
+  void topology(const Req& req, Res& res);
+  std::string element_metrics() const;
   struct MeshPick {
     std::vector<std::string> hosts, srcs, dsts;
     bool whole = true;  // every pair of the protocol (no group): srcs and dsts unused
@@ -72,6 +75,7 @@ class HttpApi {
   Store& store_;
   Ingest& ingest_;
   std::unique_ptr<RequestStats> request_stats_;
+  mutable ElementWatch elements_;  // fault localisation's state per protocol (element_watch.hpp)
   RenderCache whole_mesh_answers_{kMeshAnswerMaxAgeNs, kCheapAnswerNs, kMeshAnswerMaxStaleNs};
 };
 

@@ -1,0 +1,528 @@
+#include "controller/localise.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <unordered_map>
+
+namespace weft::controller {
+namespace {
+
+constexpr uint32_t kMixture = kNoElement - 1;  // a row whose request path is not known
+
+// The variables: per host its prober (0) and responder (1), per link one per direction (0: from
+// ends[0] to ends[1]), one per ToR and spine.
+struct Vars {
+  std::vector<uint32_t> base;  // per element
+  uint32_t count = 0;
+  explicit Vars(const Topology& t) {
+    base.resize(t.elements().size());
+    for (size_t e = 0; e < base.size(); ++e) {
+      base[e] = count;
+      const ElementType ty = t.elements()[e].type;
+      count += ty == ElementType::host || ty == ElementType::link ? 2 : 1;
+    }
+  }
+};
+
+// One row of the path matrix: the flows of a pair that took the same (known or unknown) path,
+// their probes added up.
+struct Row {
+  uint32_t src = 0, dst = 0, spine = kMixture;  // spine: kNoElement within a rack
+  uint64_t sent = 0, lost = 0;
+  double extra_us_sum = 0;
+  uint32_t latency_flows = 0;
+};
+
+struct Matrix {
+  std::vector<uint32_t> col_begin;  // per variable, into rows/coef
+  std::vector<uint32_t> rows;
+  std::vector<float> coef;
+};
+
+class Paths {
+ public:
+  Paths(const Topology& t, const Vars& v) : t_(t), v_(v) {}
+
+  // The variables a round trip of `r` crosses, with the expected number of crossings.
+  void entries(const Row& r, std::vector<std::pair<uint32_t, float>>& out) {
+    out.clear();
+    const uint32_t ta = t_.tor_of(r.src), tb = t_.tor_of(r.dst);
+    auto dir = [&](uint32_t link, uint32_t from) {
+      return v_.base[link] + (t_.element(link).ends[0] == from ? 0u : 1u);
+    };
+    out.emplace_back(v_.base[r.src] + 0, 1.f);
+    out.emplace_back(v_.base[r.dst] + 1, 1.f);
+    const uint32_t ls = t_.access_link(r.src), ld = t_.access_link(r.dst);
+    out.emplace_back(dir(ls, r.src), 1.f);
+    out.emplace_back(dir(ls, ta), 1.f);
+    out.emplace_back(dir(ld, tb), 1.f);
+    out.emplace_back(dir(ld, r.dst), 1.f);
+    out.emplace_back(v_.base[ta], 2.f);
+    if (ta != tb) {
+      out.emplace_back(v_.base[tb], 2.f);
+      const auto& ps = spines(ta, tb);
+      const float share = ps.empty() ? 0.f : 1.f / static_cast<float>(ps.size());
+      auto leg = [&](uint32_t from_tor, uint32_t to_tor, uint32_t s, float w) {
+        out.emplace_back(dir(t_.uplink(from_tor, s), from_tor), w);
+        out.emplace_back(v_.base[s], w);
+        out.emplace_back(dir(t_.uplink(to_tor, s), s), w);
+      };
+      if (r.spine != kMixture)
+        leg(ta, tb, r.spine, 1.f);
+      else
+        for (uint32_t s : ps) leg(ta, tb, s, share);
+      for (uint32_t s : ps) leg(tb, ta, s, share);  // the reply's own ECMP choice
+    }
+    std::sort(out.begin(), out.end());
+    size_t k = 0;
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (k > 0 && out[k - 1].first == out[i].first)
+        out[k - 1].second += out[i].second;
+      else
+        out[k++] = out[i];
+    }
+    out.resize(k);
+  }
+
+  const std::vector<uint32_t>& spines(uint32_t ta, uint32_t tb) {
+    auto [it, fresh] = between_.try_emplace(static_cast<uint64_t>(ta) << 32 | tb);
+    if (fresh) it->second = t_.spines_between(ta, tb);
+    return it->second;
+  }
+
+ private:
+  const Topology& t_;
+  const Vars& v_;
+  std::unordered_map<uint64_t, std::vector<uint32_t>> between_;
+};
+
+Matrix build_matrix(const std::vector<Row>& rows, Paths& paths, uint32_t nvars) {
+  Matrix m;
+  std::vector<std::pair<uint32_t, float>> e;
+  std::vector<uint32_t> count(nvars + 1, 0);
+  for (const Row& r : rows) {
+    paths.entries(r, e);
+    for (auto& [v, c] : e) ++count[v];
+  }
+  m.col_begin.assign(nvars + 1, 0);
+  for (uint32_t v = 0; v < nvars; ++v) m.col_begin[v + 1] = m.col_begin[v] + count[v];
+  m.rows.resize(m.col_begin[nvars]);
+  m.coef.resize(m.col_begin[nvars]);
+  std::vector<uint32_t> fill(m.col_begin.begin(), m.col_begin.end() - 1);
+  for (uint32_t i = 0; i < rows.size(); ++i) {
+    paths.entries(rows[i], e);
+    for (auto& [v, c] : e) {
+      m.rows[fill[v]] = i;
+      m.coef[fill[v]++] = c;
+    }
+  }
+  return m;
+}
+
+// Non-negative least squares with a per-variable L1 penalty, by coordinate descent: a full sweep
+// over every variable, then sweeps over the non-zero ones until they settle, until a full sweep
+// changes nothing (no estimate moves by `tol` or more: 1e-6 loss, 0.05 us).
+std::vector<double> fit(const Matrix& m, const std::vector<double>& y, const std::vector<double>& w,
+                        const std::vector<double>& lambda, const std::vector<double>& denom, double tol) {
+  const size_t nvars = denom.size();
+  std::vector<double> z(nvars, 0.0), r = y;
+  // Widest columns first: a cable under a host, a ToR or a spine takes the loss its flows share
+  // before the narrower variables (a host's prober or responder, one uplink) are looked at, so the
+  // descent starts from the explanation the L1 penalty prefers instead of creeping towards it.
+  std::vector<uint32_t> order(nvars);
+  for (uint32_t v = 0; v < nvars; ++v) order[v] = v;
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return denom[a] > denom[b]; });
+  auto update = [&](size_t v) {
+    if (denom[v] <= 0) return 0.0;
+    double g = 0;
+    for (uint32_t k = m.col_begin[v]; k < m.col_begin[v + 1]; ++k)
+      g += w[m.rows[k]] * m.coef[k] * r[m.rows[k]];
+    const double nz = std::max(0.0, (g + denom[v] * z[v] - lambda[v]) / denom[v]);
+    const double d = nz - z[v];
+    if (d == 0) return 0.0;
+    for (uint32_t k = m.col_begin[v]; k < m.col_begin[v + 1]; ++k) r[m.rows[k]] -= m.coef[k] * d;
+    z[v] = nz;
+    return std::abs(d);
+  };
+  for (int full = 0; full < 8; ++full) {
+    double change = 0;
+    for (uint32_t v : order) change = std::max(change, update(v));
+    if (change < tol) break;
+    std::vector<uint32_t> active;
+    for (uint32_t v : order)
+      if (z[v] > 0) active.push_back(v);
+    for (int sweep = 0; sweep < 200; ++sweep) {
+      double c = 0;
+      for (uint32_t v : active) c = std::max(c, update(v));
+      if (c < tol) break;
+    }
+  }
+  return z;
+}
+
+// Per variable with a non-zero estimate: sum(w^2 a^2 max(r^2, floor)) / (sum(w a^2))^2, r being its
+// rows' residuals after the fit.
+template <typename Floor>
+std::vector<double> variances(const Matrix& m, const std::vector<double>& y, const std::vector<double>& w,
+                              const std::vector<double>& z, Floor floor) {
+  const size_t nvars = z.size();
+  std::vector<double> fitted(y.size(), 0.0), out(nvars, 0.0);
+  for (size_t v = 0; v < nvars; ++v)
+    if (z[v] > 0)
+      for (uint32_t k = m.col_begin[v]; k < m.col_begin[v + 1]; ++k) fitted[m.rows[k]] += m.coef[k] * z[v];
+  for (size_t v = 0; v < nvars; ++v) {
+    if (z[v] <= 0) continue;
+    double num = 0, den = 0;
+    for (uint32_t k = m.col_begin[v]; k < m.col_begin[v + 1]; ++k) {
+      const uint32_t row = m.rows[k];
+      if (w[row] <= 0) continue;
+      const double r = y[row] - fitted[row], wa = w[row] * m.coef[k];
+      num += wa * wa * std::max(r * r, floor(row, fitted[row]));
+      den += wa * m.coef[k];
+    }
+    out[v] = den > 0 ? num / (den * den) : 0;
+  }
+  return out;
+}
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + static_cast<ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+std::string flow_name(const FlowObservation& f) {
+  return f.src_port ? fmt::format("{} -> {} sport {}", f.src, f.dst, f.src_port)
+                    : fmt::format("{} -> {}", f.src, f.dst);
+}
+
+double confidence_of(double score, double enter) { return 1.0 - std::pow(0.5, score / enter); }
+
+}  // namespace
+
+Localisation localise(const Topology& topo, const std::vector<FlowObservation>& flows, int64_t now,
+                      LocaliserState& state, const LocaliseOptions& opt) {
+  Localisation out;
+  const Vars vars(topo);
+  Paths paths(topo, vars);
+
+  // Flows -> rows (flows of one pair over one path added up); flapping flows set aside.
+  std::vector<Row> rows;
+  std::vector<uint32_t> row_of(flows.size(), UINT32_MAX);
+  std::unordered_map<uint64_t, std::vector<uint32_t>> pair_rows;  // (src, dst) -> its rows
+  std::vector<uint32_t> flapping;
+  std::set<std::string> unplaced;
+  for (uint32_t i = 0; i < flows.size(); ++i) {
+    const FlowObservation& f = flows[i];
+    if (f.sent == 0 || f.end_unix_ns < now - opt.max_age_ns) continue;
+    ++out.flows;
+    auto s = topo.host(f.src), d = topo.host(f.dst);
+    if (!s || !d || *s == *d) {
+      ++out.flows_unplaced;
+      if (!s && unplaced.size() < 20) unplaced.insert(f.src);
+      if (!d && unplaced.size() < 20) unplaced.insert(f.dst);
+      continue;
+    }
+    if (f.path_flapping) {
+      ++out.flows_flapping;
+      flapping.push_back(i);
+      continue;
+    }
+    uint32_t spine = topo.tor_of(*s) == topo.tor_of(*d) ? kNoElement : kMixture;
+    if (!f.hops.empty()) {
+      const HopMatch hm = topo.match_hops(*s, *d, f.hops);
+      if (hm.kind == HopMatch::Kind::known) {
+        ++out.flows_known_path;
+        if (spine == kMixture && hm.spine != kNoElement) spine = hm.spine;
+      } else if (hm.kind == HopMatch::Kind::disagrees && out.disagreements.size() < opt.max_disagreements) {
+        out.disagreements.push_back(fmt::format("{}: {}", flow_name(f), hm.disagreement));
+      }
+    }
+    auto& pr = pair_rows[static_cast<uint64_t>(*s) << 32 | *d];
+    uint32_t ri = UINT32_MAX;
+    for (uint32_t r : pr)
+      if (rows[r].spine == spine) ri = r;
+    if (ri == UINT32_MAX) {
+      ri = static_cast<uint32_t>(rows.size());
+      rows.push_back(Row{*s, *d, spine});
+      pr.push_back(ri);
+    }
+    Row& row = rows[ri];
+    row.sent += f.sent;
+    row.lost += std::min(f.lost, f.sent);
+    if (f.rtt_p50_ns > 0 && f.baseline_rtt_ns > 0) {
+      row.extra_us_sum += static_cast<double>(f.rtt_p50_ns - f.baseline_rtt_ns) / 1e3;
+      ++row.latency_flows;
+    }
+    row_of[i] = ri;
+  }
+  out.unplaced_hosts.assign(unplaced.begin(), unplaced.end());
+  // Each row's flows, for the evidence.
+  std::vector<uint32_t> flows_begin(rows.size() + 1, 0), row_flows;
+  for (uint32_t r : row_of)
+    if (r != UINT32_MAX) ++flows_begin[r + 1];
+  for (size_t r = 0; r < rows.size(); ++r) flows_begin[r + 1] += flows_begin[r];
+  row_flows.resize(flows_begin.back());
+  {
+    std::vector<uint32_t> fill(flows_begin.begin(), flows_begin.end() - 1);
+    for (uint32_t i = 0; i < row_of.size(); ++i)
+      if (row_of[i] != UINT32_MAX) row_flows[fill[row_of[i]]++] = i;
+  }
+
+  const Matrix m = build_matrix(rows, paths, vars.count);
+  const size_t n = rows.size();
+
+  // Loss: y = -ln(success), weighted by the probes sent (its variance is about p / sent).
+  std::vector<double> y(n), w(n);
+  for (size_t i = 0; i < n; ++i) {
+    const double p = std::min(0.99, static_cast<double>(rows[i].lost) / static_cast<double>(rows[i].sent));
+    y[i] = -std::log1p(-p);
+    w[i] = static_cast<double>(rows[i].sent);
+  }
+  // The background loss, what a healthy element loses: the median host's (as prober), so that one
+  // bad element does not raise every other element's bar.
+  std::unordered_map<uint32_t, std::pair<uint64_t, uint64_t>> by_src;  // host -> (sent, lost)
+  for (const Row& r : rows) {
+    by_src[r.src].first += r.sent;
+    by_src[r.src].second += r.lost;
+  }
+  std::vector<double> host_loss;
+  for (const auto& [h, sl] : by_src)
+    host_loss.push_back(static_cast<double>(sl.second) /
+                        static_cast<double>(std::max<uint64_t>(sl.first, 1)));
+  const double p_bg = std::clamp(median_of(host_loss), 1e-4, 1e-2);
+  std::vector<double> denom(vars.count, 0.0), lambda(vars.count, 0.0);
+  for (uint32_t v = 0; v < vars.count; ++v) {
+    for (uint32_t k = m.col_begin[v]; k < m.col_begin[v + 1]; ++k)
+      denom[v] += w[m.rows[k]] * m.coef[k] * m.coef[k];
+    // The noise of this variable's gradient is about sqrt(denom * p_bg) lost probes: 3 of those.
+    lambda[v] = 3.0 * std::sqrt(denom[v] * p_bg) + 1.0;
+  }
+  const std::vector<double> loss = fit(m, y, w, lambda, denom, 1e-6);
+  // The estimates' variances, robust to a model that is only roughly right (the reply's ECMP choice
+  // is a mixture, so a flow over a bad spine differs from its prediction by far more than the
+  // binomial noise): the sandwich estimator over each variable's rows, with the binomial variance
+  // of the fitted loss as its floor.
+  const std::vector<double> loss_var = variances(
+      m, y, w, loss, [&](size_t row, double fit_value) { return std::max(fit_value, p_bg) / w[row]; });
+  // Latency: y = the flows' mean extra RTT (us), weighted by their number; noise from the median
+  // absolute deviation of the rows.
+  std::vector<double> ly(n, 0.0), lw(n, 0.0), dev;
+  for (size_t i = 0; i < n; ++i)
+    if (rows[i].latency_flows) {
+      lw[i] = rows[i].latency_flows;
+      ly[i] = rows[i].extra_us_sum / lw[i];
+      dev.push_back(ly[i]);
+    }
+  const double lat_median = median_of(dev);
+  for (double& d : dev) d = std::abs(d - lat_median);
+  const double sigma = std::max(2.0, 1.4826 * median_of(dev));
+  std::vector<double> ldenom(vars.count, 0.0), llambda(vars.count, 0.0);
+  for (uint32_t v = 0; v < vars.count; ++v) {
+    for (uint32_t k = m.col_begin[v]; k < m.col_begin[v + 1]; ++k)
+      ldenom[v] += lw[m.rows[k]] * m.coef[k] * m.coef[k];
+    llambda[v] = 3.0 * sigma * std::sqrt(ldenom[v]);
+  }
+  const std::vector<double> lat =
+      dev.empty() ? std::vector<double>(vars.count, 0.0) : fit(m, ly, lw, llambda, ldenom, 0.05);
+  const std::vector<double> lat_var =
+      variances(m, ly, lw, lat, [&](size_t row, double) { return sigma * sigma / lw[row]; });
+
+  // A slow responder: the median responder delay of the flows to a host against the fleet's.
+  std::unordered_map<uint32_t, std::vector<double>> responder;  // host -> its flows' p50 (us)
+  for (uint32_t i = 0; i < flows.size(); ++i)
+    if (row_of[i] != UINT32_MAX && flows[i].responder_delay_p50_ns > 0)
+      responder[rows[row_of[i]].dst].push_back(static_cast<double>(flows[i].responder_delay_p50_ns) / 1e3);
+  std::vector<double> host_medians;
+  for (auto& [h, v] : responder) host_medians.push_back(median_of(v));
+  const double fleet_responder = median_of(host_medians);
+
+  // Elements: combine their variables, judge, keep the state.
+  std::vector<ElementSuspect> named;
+  std::map<std::string, int64_t, std::less<>> still;
+  for (uint32_t e = 0; e < topo.elements().size(); ++e) {
+    const Element& el = topo.element(e);
+    const uint32_t b = vars.base[e];
+    const bool two = el.type == ElementType::host || el.type == ElementType::link;
+    double l_est = 0, l_var = 0, t_est = 0, t_se = 0;
+    std::string detail;
+    if (el.type == ElementType::link) {
+      l_est = loss[b] + loss[b + 1];
+      l_var = (loss[b] > 0 ? loss_var[b] : 0) + (loss[b + 1] > 0 ? loss_var[b + 1] : 0);
+      t_est = lat[b] + lat[b + 1];
+      t_se = std::sqrt((lat[b] > 0 ? lat_var[b] : 0) + (lat[b + 1] > 0 ? lat_var[b + 1] : 0));
+      const double fwd = loss[b] + lat[b] * 1e-3, back = loss[b + 1] + lat[b + 1] * 1e-3;
+      const std::string a = topo.element(el.ends[0]).name, z = topo.element(el.ends[1]).name;
+      // Under a host, both directions carry the same flows: the direction cannot be told.
+      // Otherwise the direction that carries 80 % of it (the reply legs' mixture smears a little
+      // onto the other).
+      if (topo.element(el.ends[0]).type != ElementType::host) {
+        if (fwd >= 4 * back)
+          detail = fmt::format("{} -> {}", a, z);
+        else if (back >= 4 * fwd)
+          detail = fmt::format("{} -> {}", z, a);
+      }
+    } else {
+      // A host's two sides are different causes: the larger one speaks.
+      uint32_t v = b;
+      if (two && loss[b + 1] + lat[b + 1] * 1e-3 > loss[b] + lat[b] * 1e-3) v = b + 1;
+      l_est = loss[v];
+      l_var = l_est > 0 ? loss_var[v] : 0;
+      t_est = lat[v];
+      t_se = t_est > 0 ? std::sqrt(lat_var[v]) : 0;
+      if (two && (l_est > 0 || t_est > 0))
+        detail = v == b ? "its own probes (as prober)" : "probes to it (as responder)";
+    }
+    const bool was = state.named_since.count(el.name) > 0;
+    const double threshold = was ? opt.stay_score : opt.enter_score;
+    const double loss_ratio = 1.0 - std::exp(-l_est);
+    const double l_score = l_var > 0 ? l_est / std::sqrt(l_var) : 0;
+    const double t_score = t_se > 0 ? t_est / t_se : 0;
+    const bool lossy = loss_ratio >= (was ? opt.min_loss / 2 : opt.min_loss) && l_score >= threshold;
+    bool slow =
+        t_est * 1e3 >= static_cast<double>(was ? opt.min_extra_latency_ns / 2 : opt.min_extra_latency_ns) &&
+        t_score >= threshold;
+    double extra_us = slow ? t_est : 0, score = std::max(lossy ? l_score : 0.0, slow ? t_score : 0.0);
+    if (el.type == ElementType::host) {
+      auto it = responder.find(e);
+      if (it != responder.end() && it->second.size() >= 3) {
+        const double med = median_of(it->second), extra = med - fleet_responder;
+        const double min_us = static_cast<double>(opt.min_extra_latency_ns) / 1e3 / (was ? 2 : 1);
+        if (extra >= min_us && med >= 2 * fleet_responder) {
+          slow = true;
+          extra_us = std::max(extra_us, extra);
+          // As many standard errors as it has flows past the threshold, at most.
+          score =
+              std::max(score, opt.enter_score * std::min(4.0, static_cast<double>(it->second.size()) / 3.0));
+          detail = "probes to it (a slow responder)";
+        }
+      }
+    }
+    if (!lossy && !slow) continue;
+    ElementSuspect s;
+    s.type = el.type;
+    s.name = el.name;
+    s.reason = lossy && slow ? "loss+latency" : lossy ? "loss" : "latency";
+    s.detail = detail;
+    s.score = score;
+    s.confidence = confidence_of(score, opt.enter_score);
+    s.loss_ratio = lossy ? loss_ratio : 0;
+    s.extra_latency_ns = static_cast<int64_t>(extra_us * 1e3);
+    s.since_unix_ns = was ? state.named_since.find(el.name)->second : now;
+    still[el.name] = s.since_unix_ns;
+    // Evidence: the flows over its rows (those surely on it, else those that may be).
+    const bool have_sure = [&] {
+      for (uint32_t v = b; v < b + (two ? 2u : 1u); ++v)
+        for (uint32_t k = m.col_begin[v]; k < m.col_begin[v + 1]; ++k)
+          if (m.coef[k] >= 0.5f) return true;
+      return false;
+    }();
+    std::set<uint64_t> pairs_seen, rows_seen;
+    std::vector<std::pair<double, uint32_t>> worst;
+    for (uint32_t v = b; v < b + (two ? 2u : 1u); ++v)
+      for (uint32_t k = m.col_begin[v]; k < m.col_begin[v + 1]; ++k) {
+        if ((have_sure && m.coef[k] < 0.5f) || !rows_seen.insert(m.rows[k]).second) continue;
+        const Row& r = rows[m.rows[k]];
+        pairs_seen.insert(static_cast<uint64_t>(r.src) << 32 | r.dst);
+        for (uint32_t j = flows_begin[m.rows[k]]; j < flows_begin[m.rows[k] + 1]; ++j) {
+          const FlowObservation& f = flows[row_flows[j]];
+          ++s.evidence.flows;
+          const double extra = f.rtt_p50_ns > 0 && f.baseline_rtt_ns > 0
+                                   ? static_cast<double>(f.rtt_p50_ns - f.baseline_rtt_ns)
+                                   : 0;
+          const bool bad = (lossy && f.lost > 0) ||
+                           (slow && extra * 2 >= static_cast<double>(s.extra_latency_ns) && extra > 0);
+          if (!bad) continue;
+          ++s.evidence.bad_flows;
+          worst.emplace_back(lossy ? static_cast<double>(f.lost) / static_cast<double>(f.sent) : extra,
+                             row_flows[j]);
+        }
+      }
+    s.evidence.pairs = pairs_seen.size();
+    const size_t keep = std::min(worst.size(), opt.max_examples);
+    std::partial_sort(worst.begin(), worst.begin() + static_cast<ptrdiff_t>(keep), worst.end(),
+                      [](const auto& a, const auto& b2) { return a.first > b2.first; });
+    for (size_t i = 0; i < keep; ++i) {
+      const FlowObservation& f = flows[worst[i].second];
+      if (lossy)
+        s.evidence.examples.push_back(fmt::format("{}: {}/{} lost", flow_name(f), f.lost, f.sent));
+      else
+        s.evidence.examples.push_back(fmt::format("{}: +{:.2f} ms", flow_name(f), worst[i].first / 1e6));
+    }
+    named.push_back(std::move(s));
+  }
+
+  // Flapping paths: the element most of them share, the most specific first (fewest stable flows).
+  if (!flapping.empty()) {
+    std::unordered_map<uint32_t, size_t> votes, stable;
+    for (uint32_t i : flapping) {
+      const FlowObservation& f = flows[i];
+      const uint32_t s = *topo.host(f.src), d = *topo.host(f.dst);
+      std::set<uint32_t> on{topo.tor_of(s), topo.tor_of(d)};
+      if (!f.hops.empty()) {
+        const HopMatch hm = topo.match_hops(s, d, f.hops);
+        if (hm.kind == HopMatch::Kind::known && hm.spine != kNoElement)
+          for (uint32_t x : topo.path_via(s, d, hm.spine))
+            if (topo.element(x).type != ElementType::host && x != topo.access_link(s) &&
+                x != topo.access_link(d))
+              on.insert(x);
+      }
+      for (uint32_t x : on) ++votes[x];
+    }
+    for (const Row& r : rows) {
+      ++stable[topo.tor_of(r.src)];
+      if (topo.tor_of(r.dst) != topo.tor_of(r.src)) ++stable[topo.tor_of(r.dst)];
+      if (r.spine != kMixture && r.spine != kNoElement)
+        for (uint32_t x : topo.path_via(r.src, r.dst, r.spine)) ++stable[x];
+    }
+    uint32_t best = kNoElement;
+    double best_key = 0;
+    size_t best_votes = 0;
+    for (auto& [x, v] : votes) {
+      if (v < 2 || v * 2 < flapping.size()) continue;
+      const double key = static_cast<double>(v) + static_cast<double>(v) / static_cast<double>(v + stable[x]);
+      if (key > best_key) {
+        best = x;
+        best_key = key;
+        best_votes = v;
+      }
+    }
+    const bool already =
+        best != kNoElement && std::any_of(named.begin(), named.end(), [&](const ElementSuspect& s) {
+          return s.name == topo.element(best).name;
+        });
+    if (best != kNoElement && !already) {
+      const Element& el = topo.element(best);
+      ElementSuspect s;
+      s.type = el.type;
+      s.name = el.name;
+      s.reason = "flapping";
+      s.detail = fmt::format("{} of {} flapping flows cross it", best_votes, flapping.size());
+      s.confidence = static_cast<double>(best_votes) / static_cast<double>(flapping.size());
+      auto it = state.named_since.find(el.name);
+      s.since_unix_ns = it != state.named_since.end() ? it->second : now;
+      still[el.name] = s.since_unix_ns;
+      std::set<uint64_t> pairs_seen;
+      for (uint32_t i : flapping) {
+        const FlowObservation& f = flows[i];
+        pairs_seen.insert(static_cast<uint64_t>(*topo.host(f.src)) << 32 | *topo.host(f.dst));
+        if (s.evidence.examples.size() < opt.max_examples)
+          s.evidence.examples.push_back(flow_name(f) + ": path flapping");
+      }
+      s.evidence.flows = s.evidence.bad_flows = flapping.size();
+      s.evidence.pairs = pairs_seen.size();
+      named.push_back(std::move(s));
+    }
+  }
+  std::stable_sort(named.begin(), named.end(), [](const ElementSuspect& a, const ElementSuspect& b) {
+    const bool fa = a.reason == "flapping", fb = b.reason == "flapping";
+    if (fa != fb) return fb;
+    return a.score > b.score;
+  });
+  state.named_since = std::move(still);
+  out.elements = std::move(named);
+  return out;
+}
+
+}  // namespace weft::controller

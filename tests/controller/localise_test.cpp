@@ -1,0 +1,294 @@
+// Fault localisation over a small simulated Clos (3 racks of 4 hosts, 2 spines, K = 8 flows per
+// pair): the right element is named and no innocent one, host faults stay apart from their links,
+// flapping paths are not blamed, and made-up traceroute answers do no harm. Also the JSON answers.
+#include "controller/localise.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "controller/element_watch.hpp"
+#include "controller/sim/clos_sim.hpp"
+
+using namespace weft;
+using namespace weft::controller;
+
+namespace {
+
+constexpr int64_t kNow = 1'800'000'000'000'000'000;
+constexpr int64_t kWindow = 10'000'000'000;
+
+struct Tree {
+  sim::ClosSpec spec;
+  Topology topo;
+  Tree() {
+    spec.racks = 3;
+    spec.hosts_per_rack = 4;
+    spec.spines = 2;
+    // A small tree has few pairs over each element: more probes per pair than an agent sends in one
+    // window (100) give each element the evidence a 1,024-host fleet's many pairs would.
+    spec.probes_per_pair = 1000;
+    auto t = parse_topology_text(sim::clos_yaml(spec), "sim");
+    EXPECT_TRUE(t) << t.error().message;
+    topo = std::move(*t);
+  }
+  uint32_t id(const std::string& name) const { return *topo.find(name); }
+  std::vector<FlowObservation> probe(const std::vector<sim::Fault>& faults, uint64_t seed = 7,
+                                     int64_t end = kNow) {
+    std::mt19937_64 rng(seed);
+    return sim::simulate(topo, spec, faults, end, rng).flows;
+  }
+};
+
+std::set<std::string> named(const Localisation& l) {
+  std::set<std::string> out;
+  for (const auto& s : l.elements) out.insert(s.name);
+  return out;
+}
+
+}  // namespace
+
+TEST(Localise, HealthyNetworkNamesNothing) {
+  Tree t;
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    LocaliserState st;
+    const auto l = localise(t.topo, t.probe({}, seed), kNow, st);
+    EXPECT_TRUE(l.elements.empty()) << l.elements[0].name << " score " << l.elements[0].score;
+    EXPECT_GT(l.flows, 0u);
+    EXPECT_EQ(l.flows_known_path, l.flows);
+  }
+}
+
+TEST(Localise, LossOnASharedSpineLinkNamesThatLinkAndNoHost) {
+  Tree t;
+  LocaliserState st;
+  const auto l = localise(t.topo, t.probe({{t.id("tor1-spine1"), 0, 0.03, 0}}), kNow, st);
+  ASSERT_FALSE(l.elements.empty());
+  EXPECT_EQ(named(l), std::set<std::string>{"tor1-spine1"});
+  const auto& s = l.elements[0];
+  EXPECT_EQ(s.type, ElementType::link);
+  EXPECT_EQ(s.reason, "loss");
+  EXPECT_EQ(s.detail, "tor1 -> spine1");
+  EXPECT_GT(s.loss_ratio, 0.015);
+  EXPECT_LT(s.loss_ratio, 0.06);
+  EXPECT_GT(s.confidence, 0.5);
+  EXPECT_EQ(s.since_unix_ns, kNow);
+  EXPECT_GT(s.evidence.flows, 0u);
+  EXPECT_GT(s.evidence.bad_flows, 0u);
+  EXPECT_LE(s.evidence.bad_flows, s.evidence.flows);
+  EXPECT_GT(s.evidence.pairs, 0u);
+  ASSERT_FALSE(s.evidence.examples.empty());
+  EXPECT_NE(s.evidence.examples[0].find(" lost"), std::string::npos) << s.evidence.examples[0];
+}
+
+TEST(Localise, PairsWithoutTracesBlameNoHostForASpineLink) {
+  Tree t;
+  t.spec.traced = false;  // one observation per pair, path unknown: an ECMP mixture
+  LocaliserState st;
+  const auto l = localise(t.topo, t.probe({{t.id("tor1-spine1"), 0, 0.05, 0}}), kNow, st);
+  EXPECT_EQ(l.flows_known_path, 0u);
+  for (const auto& s : l.elements) EXPECT_NE(s.type, ElementType::host) << s.name;
+}
+
+TEST(Localise, AHostFaultIsTheHostAndItsLinkIsTheLink) {
+  Tree t;
+  {
+    LocaliserState st;  // the responder of r2h1 drops 5 % of the probes to it
+    const auto l = localise(t.topo, t.probe({{t.id("r2h1"), 1, 0.05, 0}}), kNow, st);
+    EXPECT_EQ(named(l), std::set<std::string>{"r2h1"});
+    ASSERT_FALSE(l.elements.empty());
+    EXPECT_EQ(l.elements[0].type, ElementType::host);
+    EXPECT_EQ(l.elements[0].detail, "probes to it (as responder)");
+  }
+  {
+    LocaliserState st;  // the cable under it drops 5 % towards the ToR
+    const auto l = localise(t.topo, t.probe({{t.id("r2h1-tor2"), 0, 0.05, 0}}), kNow, st);
+    EXPECT_EQ(named(l), std::set<std::string>{"r2h1-tor2"});
+  }
+  {
+    LocaliserState st;  // a slow responder: its own time, not the network's
+    const auto l = localise(t.topo, t.probe({{t.id("r3h4"), 1, 0, 2'000'000}}), kNow, st);
+    EXPECT_EQ(named(l), std::set<std::string>{"r3h4"});
+    ASSERT_FALSE(l.elements.empty());
+    EXPECT_EQ(l.elements[0].reason, "latency");
+    EXPECT_GT(l.elements[0].extra_latency_ns, 1'500'000);
+  }
+}
+
+TEST(Localise, TwoSimultaneousFaults) {
+  Tree t;
+  LocaliserState st;
+  const auto l = localise(
+      t.topo, t.probe({{t.id("spine2"), 0, 0, 1'000'000}, {t.id("r3h2-tor3"), 1, 0.04, 0}}), kNow, st);
+  EXPECT_EQ(named(l), (std::set<std::string>{"spine2", "r3h2-tor3"}));
+  for (const auto& s : l.elements) {
+    if (s.name == "spine2") {
+      EXPECT_EQ(s.reason, "latency");
+      EXPECT_GT(s.extra_latency_ns, 700'000);
+      EXPECT_LT(s.extra_latency_ns, 1'300'000);
+    }
+  }
+}
+
+TEST(Localise, FlappingPathIsShownNotBlamed) {
+  Tree t;
+  auto flows = t.probe({});
+  size_t marked = 0;
+  for (auto& f : flows)
+    if (f.src == "r1h1" && f.dst.starts_with("r2")) {  // its paths to rack 2 change every probe
+      f.path_flapping = true;
+      f.lost = f.sent / 2;
+      ++marked;
+    }
+  ASSERT_GT(marked, 0u);
+  LocaliserState st;
+  const auto l = localise(t.topo, flows, kNow, st);
+  EXPECT_EQ(l.flows_flapping, marked);
+  ASSERT_EQ(l.elements.size(), 1u) << l.elements[0].name;
+  EXPECT_EQ(l.elements[0].reason, "flapping");
+  EXPECT_EQ(l.elements[0].loss_ratio, 0);
+  EXPECT_EQ(l.elements[0].evidence.flows, marked);
+}
+
+TEST(Localise, SpoofedLoopingAndMissingHopsNeverCrashOrStall) {
+  Tree t;
+  auto flows = t.probe({});
+  std::mt19937_64 rng(3);
+  size_t i = 0;
+  for (auto& f : flows) {
+    switch (i++ % 6) {
+      case 0:
+        f.hops = {"10.60.0.1", "203.0.113.9", "10.60.0.2"};  // spoofed middle hop
+        break;
+      case 1:
+        f.hops = {"10.60.0.1", "10.61.0.1", "10.60.0.1", "10.61.0.1"};  // a loop
+        break;
+      case 2:
+        f.hops.assign(5000, "10.61.0.2");  // a routing loop traced to the end
+        break;
+      case 3:
+        f.hops = {"", "", "", "", ""};  // nobody answered
+        break;
+      case 4:
+        f.hops = {"\xff\xfe garbage", std::string(4096, 'x')};
+        break;
+      default:
+        break;  // the real path
+    }
+  }
+  LocaliserState st;
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto l = localise(t.topo, flows, kNow, st);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  EXPECT_TRUE(l.elements.empty()) << l.elements[0].name;
+  EXPECT_FALSE(l.disagreements.empty());
+  EXPECT_LE(l.disagreements.size(), LocaliseOptions{}.max_disagreements);
+  EXPECT_GT(l.flows_known_path, 0u);
+}
+
+TEST(Localise, NamedAcrossWindowsAndClearedWhenEvidenceIsGone) {
+  Tree t;
+  const sim::Fault f{t.id("tor2"), 0, 0.03, 0};
+  LocaliserState st;
+  auto l = localise(t.topo, t.probe({f}, 1, kNow), kNow, st);
+  EXPECT_EQ(named(l), std::set<std::string>{"tor2"});
+  l = localise(t.topo, t.probe({f}, 2, kNow + kWindow), kNow + kWindow, st);
+  ASSERT_EQ(named(l), std::set<std::string>{"tor2"});
+  EXPECT_EQ(l.elements[0].since_unix_ns, kNow);  // the streak began with the first window
+  l = localise(t.topo, t.probe({}, 3, kNow + 2 * kWindow), kNow + 2 * kWindow, st);
+  EXPECT_TRUE(l.elements.empty());
+  EXPECT_TRUE(st.named_since.empty());
+  // Stale windows are not evidence: the fault's window, read a minute later, names nothing.
+  l = localise(t.topo, t.probe({f}, 4, kNow), kNow + 60 * 1'000'000'000LL, st);
+  EXPECT_EQ(l.flows, 0u);
+  EXPECT_TRUE(l.elements.empty());
+}
+
+TEST(Localise, AgentsTheTopologyDoesNotPlaceAreCounted) {
+  Tree t;
+  auto flows = t.probe({});
+  FlowObservation stray = flows[0];
+  stray.src = "laptop";
+  flows.push_back(stray);
+  LocaliserState st;
+  const auto l = localise(t.topo, flows, kNow, st);
+  EXPECT_EQ(l.flows_unplaced, 1u);
+  EXPECT_EQ(l.unplaced_hosts, std::vector<std::string>{"laptop"});
+}
+
+TEST(Localise, AnswersInTheApiShapes) {
+  Tree t;
+  LocaliserState st;
+  const auto l = localise(t.topo, t.probe({{t.id("tor1-spine2"), 1, 0.05, 0}}), kNow, st);
+  const nlohmann::json e = elements_json(l);
+  ASSERT_EQ(e.size(), 1u) << e.dump();
+  EXPECT_EQ(e[0]["type"], "link");
+  EXPECT_EQ(e[0]["name"], "tor1-spine2");
+  EXPECT_EQ(e[0]["reason"], "loss");
+  EXPECT_EQ(e[0]["detail"], "spine2 -> tor1");
+  EXPECT_GT(e[0]["confidence"].get<double>(), 0.5);
+  EXPECT_LE(e[0]["confidence"].get<double>(), 1.0);
+  EXPECT_GT(e[0]["loss_ratio"].get<double>(), 0.02);
+  EXPECT_EQ(e[0]["extra_latency_ns"], 0);
+  EXPECT_EQ(e[0]["since_unix_ns"], kNow);
+  EXPECT_GT(e[0]["evidence"]["flows"].get<size_t>(), 0u);
+  EXPECT_GT(e[0]["evidence"]["pairs"].get<size_t>(), 0u);
+  EXPECT_TRUE(e[0]["evidence"]["examples"].is_array());
+
+  std::map<proto::Protocol, ElementWatch::Answer> latest;
+  auto shared = std::make_shared<const Topology>(t.topo);
+  latest[proto::Protocol::udp] = ElementWatch::Answer{shared, l, kNow};
+  const nlohmann::json topo = topology_json(shared.get(), latest);
+  EXPECT_EQ(topo["configured"], true);
+  EXPECT_EQ(topo["source"], "sim");
+  EXPECT_EQ(topo["elements"].size(), t.topo.elements().size());
+  EXPECT_EQ(topo["state"], (nlohmann::json{{"tor1-spine2", "suspect"}}));
+  bool saw_link = false, saw_tor = false;
+  for (const auto& el : topo["elements"]) {
+    if (el["name"] == "tor1-spine2") {
+      saw_link = true;
+      EXPECT_EQ(el["type"], "link");
+      EXPECT_EQ(el["ends"], (nlohmann::json{"tor1", "spine2"}));
+    }
+    if (el["name"] == "tor3") {
+      saw_tor = true;
+      EXPECT_EQ(el["rack"], "rack3");
+    }
+  }
+  EXPECT_TRUE(saw_link && saw_tor);
+  EXPECT_EQ(topology_json(nullptr, latest),
+            (nlohmann::json{{"configured", false}, {"elements", nlohmann::json::array()}}));
+
+  PromText prom;
+  render_element_metrics(prom, latest);
+  EXPECT_NE(prom.text().find("weft_element_suspect{type=\"link\",name=\"tor1-spine2\",protocol=\"udp\"} 1"),
+            std::string::npos)
+      << prom.text().substr(0, 400);
+  EXPECT_NE(prom.text().find("weft_element_suspect{type=\"spine\",name=\"spine1\",protocol=\"udp\"} 0"),
+            std::string::npos);
+  EXPECT_NE(
+      prom.text().find("weft_element_loss_ratio{type=\"link\",name=\"tor1-spine2\",protocol=\"udp\"} 0.0"),
+      std::string::npos);
+}
+
+TEST(ClosSim, ProbesAsAgentsWould) {
+  Tree t;
+  std::mt19937_64 rng(1);
+  const auto p = sim::simulate(t.topo, t.spec, {}, kNow, rng);
+  // 12 hosts, each probing 3 in its rack and 1 in each of the 2 others, K = 8 flows per pair.
+  EXPECT_EQ(p.pairs.size(), 12u * 5);
+  EXPECT_EQ(p.flows.size(), 12u * 5 * 8);
+  uint64_t sent = 0;
+  std::set<std::string> spines_seen;
+  for (const auto& f : p.flows) {
+    if (f.src == "r1h1" && f.dst == "r2h1") {
+      sent += f.sent;
+      ASSERT_EQ(f.hops.size(), 3u);
+      spines_seen.insert(f.hops[1]);
+    }
+  }
+  EXPECT_EQ(sent, t.spec.probes_per_pair);
+  EXPECT_EQ(spines_seen.size(), 2u);  // the flows' hashes use both spines
+}
