@@ -234,9 +234,7 @@ void Runtime::thread_main() {
 
 void Runtime::after_call() {
   iface_->flush();
-  // 200 us of slack: a timer the call moved only a little earlier (an RTO re-armed by a send) can
-  // wait for the thread's own wake-up; waking it costs both threads a context switch per call.
-  if (sk_->next_deadline() < sleeping_until_.load(std::memory_order_relaxed) - 200'000) {
+  if (sk_->next_deadline() < sleeping_until_.load(std::memory_order_relaxed)) {
     sleeping_until_.store(0, std::memory_order_relaxed);  // one wake-up is enough until it sleeps again
     const uint64_t one = 1;
     (void)real().write(wake_fd_, &one, sizeof one);
