@@ -24,7 +24,12 @@ std::atomic<Sock*> g_socks[kMaxFd];
 namespace {
 
 Runtime* g_rt = nullptr;
-std::string g_why = "weft's stack was not started in this process";
+// A function's static, not a global: the library's constructor (interpose.c) may run before this
+// file's dynamic initialisers, which would then overwrite what init_runtime() set.
+std::string& why_text() {
+  static std::string s = "weft's stack was not started in this process";
+  return s;
+}
 std::atomic<bool> g_forked{false};
 bool g_verbose = false;
 int64_t g_drain_ns = 10'000'000'000;  // at exit, how long close()d connections may take to finish
@@ -108,7 +113,7 @@ int to_errno(stack::SockErr e) {
 }
 
 Runtime* Runtime::get() { return g_forked.load(std::memory_order_relaxed) ? nullptr : g_rt; }
-const std::string& Runtime::why() { return g_why; }
+const std::string& Runtime::why() { return why_text(); }
 bool Runtime::forked() { return g_forked.load(std::memory_order_relaxed); }
 
 // Called once, from the library's constructor: the process `weft stack run` started opens the
@@ -118,19 +123,19 @@ void init_runtime() {
   g_verbose = std::strcmp(env_or(env::kVerbose, "0"), "1") == 0;
   const char* owner = std::getenv(env::kOwner);
   if (owner == nullptr) {
-    g_why = std::string(env::kOwner) + " is not set (start programs with `weft stack run`)";
+    why_text() = std::string(env::kOwner) + " is not set (start programs with `weft stack run`)";
     return;
   }
   if (std::atoll(owner) != ::getpid()) {
-    g_why = "this process is not the one `weft stack run` started (pid " + std::string(owner) +
-            "): a program it ran with exec from a child has no stack (use exec in wrapper scripts)";
+    why_text() = "this process is not the one `weft stack run` started (pid " + std::string(owner) +
+                 "): a program it ran with exec from a child has no stack (use exec in wrapper scripts)";
     return;
   }
   auto* rt = new Runtime();  // never deleted: the stack thread may run until the process ends
   std::string err;
   if (!rt->open(err)) {
-    g_why = "the stack could not start: " + err;
-    log_line(g_why);
+    why_text() = "the stack could not start: " + err;
+    log_line(why_text());
     delete rt;
     return;
   }
@@ -139,7 +144,7 @@ void init_runtime() {
                  [] {
                    layer_mutex().unlock();
                    g_forked.store(true);
-                   g_why =
+                   why_text() =
                        "a child of fork() has no stack (it lives in the parent's thread); its inherited "
                        "weft sockets are unusable here";
                  });
