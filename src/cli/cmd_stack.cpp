@@ -33,6 +33,9 @@
 #include "base/clock.hpp"
 #include "base/signals.hpp"
 #include "cli/command_registry.hpp"
+#ifndef WEFT_STACK_ONLY
+#include "cli/stack_run.hpp"
+#endif
 #include "stack/interface.hpp"
 #include "stack/packet_device.hpp"
 #include "stack/socket.hpp"
@@ -819,6 +822,9 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
     weft::cli::set_exit_code(
         run_client(c, dest, port ? port : 5201, std::max(streams, 1), reverse, json, zerocopy));
   });
+#ifndef WEFT_STACK_ONLY
+  weft::cli::add_stack_run(st);  // `weft stack run -- PROGRAM`: cmd_stack_run.cpp
+#endif
 }};
 
 }  // namespace

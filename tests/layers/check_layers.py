@@ -2,11 +2,12 @@
 """Checks weft's layer order: a folder of src/ may use (#include "X/...", or link weft_X in its
 CMakeLists.txt) only folders of a LOWER layer, never one above it or beside it:
 
-    base < proto, net, stack < rdma < msg < probe < agent < controller < cli
+    base < proto, net, stack < posix < rdma < msg < probe < agent < controller < cli
 
 proto, net and stack are siblings, so none of them uses another: proto (what the agent and the
 controller say to each other) is plain data and JSON, with no sockets and no verbs, so that the
-controller can depend on it without the probe engines. Verbs headers (<infiniband/...>,
+controller can depend on it without the probe engines. posix (the LD_PRELOAD socket layer,
+libweft_preload.so) sits on stack alone; only cli knows of it (`weft stack run`). Verbs headers (<infiniband/...>,
 <rdma/rdma_cma.h>) are for rdma and the layers above it that drive verbs (msg, probe, agent, cli),
 never the controller. The controller goes further than the order asks: it uses only base, proto
 and net (it serves HTTP and stores windows; it never runs a probe engine, so it must not pull in
@@ -23,7 +24,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
 import source_check  # noqa: E402  (tests/pylib: what the source checkers share)
 
-LAYERS = [["base"], ["proto", "net", "stack"], ["rdma"], ["msg"], ["probe"], ["agent"], ["controller"], ["cli"]]
+LAYERS = [["base"], ["proto", "net", "stack"], ["posix"], ["rdma"], ["msg"], ["probe"], ["agent"], ["controller"], ["cli"]]
 RANK = {m: i for i, layer in enumerate(LAYERS) for m in layer}
 VERBS_OK = {"rdma", "msg", "probe", "agent", "cli"}
 # Folders that may use fewer layers than all those below them.

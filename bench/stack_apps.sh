@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# Unmodified programs on weft's stack (`weft stack run`, libweft_preload.so) against the same
+# programs on the Linux kernel's TCP, on the same veth path, interleaved in rounds (root).
+#
+# Topology (lab/stack_netns.sh): namespace P holds one end of a veth to the router namespace R; the
+# load generators run in K behind R. Each round runs every test twice: once with the server in P on
+# weft (`weft stack run --ifname PKT_IF --ip STACK_IP/24 --gateway GW_IP -- SERVER`; PKT_IF has no
+# kernel address), once with the same server in P on the kernel (STACK_IP put on PKT_IF for the
+# run, default route via GW_IP). Tests:
+#   iperf3  -s in P, `iperf3 -c STACK_IP -t SECS` from K (P receives) and with -R (P sends);
+#   redis   redis-server in P, `redis-benchmark -t set,get -c 50 -n N` from K, pipelining 1 and 16:
+#           requests/s, p50 and p99 (ms);
+#   nginx   nginx in P (sendfile, epoll, one worker, no master), `wrk -t 2 -c 16 -d SECS` from K on
+#           a 1 KiB file with keep-alive and with `Connection: close`, and on a 1 MiB file.
+# Prints one table: each figure's median over the rounds for weft and kernel, and the median of the
+# per-round ratios weft/kernel (latencies: a ratio below 1 is better).
+#
+# usage: bench/stack_apps.sh path/to/weft [ROUNDS=5] [SECS=3] [REDIS_N=50000]
+set -euo pipefail
+WEFT=$(readlink -f "${1:?usage: $0 path/to/weft [ROUNDS] [SECS] [REDIS_N]}")
+ROUNDS=${2:-5} SECS=${3:-3} REDIS_N=${4:-50000}
+[[ $(id -u) == 0 ]] || { echo "needs root"; exit 1; }
+for p in iperf3 redis-server redis-benchmark nginx wrk; do command -v $p >/dev/null || { echo "needs $p"; exit 1; }; done
+. "$(dirname "$0")/../lab/stack_netns.sh"
+stack_lab_init apps
+P=wst-apps-p-$$
+stack_lab_add_packet_link "$P"
+W=$(mktemp -d /tmp/stack_apps.XXXX)
+trap 'stack_lab_cleanup; rm -rf "$W"' EXIT
+mkdir -p "$W/www" "$W/tmp"
+head -c 1024 /dev/urandom >"$W/www/1k"
+head -c 1048576 /dev/urandom >"$W/www/1m"
+cat >"$W/nginx.conf" <<EOC
+daemon off; master_process off; worker_processes 1; pid $W/nginx.pid; error_log $W/nginx.err warn;
+events { worker_connections 4096; }
+http { access_log off; sendfile on; keepalive_requests 1000000;
+  client_body_temp_path $W/tmp; proxy_temp_path $W/tmp; fastcgi_temp_path $W/tmp; uwsgi_temp_path $W/tmp; scgi_temp_path $W/tmp;
+  server { listen $STACK_IP:8080; root $W/www; } }
+EOC
+RES=$W/results  # lines: ROUND MODE FIGURE VALUE
+: >"$RES"
+
+in_p() {  # MODE CMD...: the server in P, on weft or on the kernel; called with & (it execs, so
+  # the background pid is the server's and kill reaches it)
+  local mode=$1
+  shift
+  if [[ $mode == weft ]]; then
+    exec ip netns exec "$P" "$WEFT" stack run --ifname "$PKT_IF" --ip "$STACK_IP/24" --gateway "$GW_IP" -- "$@"
+  else
+    exec ip netns exec "$P" "$@"
+  fi
+}
+kernel_addr() {  # on|off
+  if [[ $1 == on ]]; then
+    ip -n "$P" addr add "$STACK_IP/24" dev "$PKT_IF"
+    ip -n "$P" route add default via "$GW_IP"
+  else
+    ip -n "$P" addr flush dev "$PKT_IF"
+  fi
+}
+wait_port() {  # PORT
+  for _ in $(seq 100); do nsx bash -c "exec 3<>/dev/tcp/$STACK_IP/$1" 2>/dev/null && return 0; sleep 0.1; done
+  echo "server on port $1 never answered" >&2; return 1
+}
+rec() { echo "$1 $2 $3 $4" >>"$RES"; }
+
+run_round() {  # ROUND MODE
+  local r=$1 m=$2 pid out
+  # iperf3: one-off servers, P receives then P sends
+  for dir in rx tx; do
+    in_p "$m" iperf3 -s -4 -1 -p 5201 >/dev/null 2>&1 &
+    pid=$!
+    # No probe connection: the one-off server would take it for its client. Retry the real one.
+    for _ in $(seq 50); do
+      out=$(nsx iperf3 -c "$STACK_IP" -p 5201 -t "$SECS" -J $([[ $dir == tx ]] && echo -R) 2>/dev/null) && break
+      sleep 0.2
+    done
+    wait "$pid" 2>/dev/null || true
+    rec "$r" "$m" "iperf3_$dir" "$(python3 -c 'import json,sys
+try: print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 1e9)
+except Exception: print("nan")' <<<"$out")"
+  done
+  # redis
+  in_p "$m" redis-server --bind "$STACK_IP" --port 6390 --save '' --appendonly no --protected-mode no >/dev/null 2>&1 &
+  pid=$!
+  wait_port 6390 || true
+  for pl in 1 16; do
+    out=$(nsx redis-benchmark -h "$STACK_IP" -p 6390 -t set,get -n "$REDIS_N" -c 50 -P "$pl" --csv 2>/dev/null || true)
+    while IFS=, read -r test rps _avg _min p50 _p95 p99 _max; do
+      test=${test//\"/}
+      [[ $test == SET || $test == GET ]] || continue
+      rec "$r" "$m" "redis_${test}_P${pl}_rps" "${rps//\"/}"
+      rec "$r" "$m" "redis_${test}_P${pl}_p50_ms" "${p50//\"/}"
+      rec "$r" "$m" "redis_${test}_P${pl}_p99_ms" "${p99//\"/}"
+    done <<<"$out"
+  done
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  # nginx
+  in_p "$m" nginx -c "$W/nginx.conf" -e "$W/nginx.err" >/dev/null 2>&1 &
+  pid=$!
+  wait_port 8080 || true
+  for t in 1k_keepalive 1k_close 1m_keepalive; do
+    local hdr=() f=${t%%_*}
+    [[ $t == *close ]] && hdr=(-H "Connection: close")
+    out=$(nsx wrk -t 2 -c 16 -d "${SECS}s" "${hdr[@]}" "http://$STACK_IP:8080/$f" 2>/dev/null || true)
+    rec "$r" "$m" "nginx_${t}_rps" "$(awk '/Requests\/sec/ {print $2}' <<<"$out")"
+  done
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+}
+
+for r in $(seq "$ROUNDS"); do
+  for m in weft kernel; do  # interleaved: each round runs both
+    [[ $m == kernel ]] && kernel_addr on
+    run_round "$r" "$m"
+    [[ $m == kernel ]] && kernel_addr off
+    sleep 0.5
+  done
+  echo "round $r done ($(date -u +%H:%M:%S), load $(cut -d' ' -f1 /proc/loadavg))" >&2
+done
+
+python3 - "$RES" <<'EOP'
+import statistics, sys, collections
+rows = collections.defaultdict(dict)
+for line in open(sys.argv[1]):
+    r, m, fig, v = line.split()
+    try:
+        rows[fig].setdefault(m, {})[int(r)] = float(v)
+    except ValueError:
+        pass
+print(f"{'figure':28} {'weft':>12} {'kernel':>12} {'ratio w/k':>10}  rounds")
+for fig in rows:
+    w, k = rows[fig].get("weft", {}), rows[fig].get("kernel", {})
+    ratios = [w[r] / k[r] for r in w if r in k and k[r] > 0 and w[r] == w[r]]
+    med = lambda d: statistics.median(d.values()) if d else float("nan")
+    print(f"{fig:28} {med(w):12.3f} {med(k):12.3f} {statistics.median(ratios) if ratios else float('nan'):10.2f}  {len(ratios)}")
+EOP

@@ -1,0 +1,337 @@
+// poll/ppoll/select/pselect and epoll over weft sockets and kernel descriptors together.
+//
+// A weft socket's descriptor is an eventfd that is readable while the socket has something to
+// report (runtime.hpp), so the kernel's own poll and epoll wait on a mix; the events reported for
+// a weft socket are then computed from the stack (Runtime::poll_bits), never taken from the
+// eventfd. epoll keeps a shadow of each instance's registrations: the kernel holds every descriptor
+// with the descriptor number as its data, and epoll_wait puts the program's data and events back.
+// A weft socket is registered for EPOLLIN on its eventfd (with the program's EPOLLET/EPOLLONESHOT),
+// and EPOLLOUT interest is counted on the socket so the eventfd also signals room to write.
+#include <sys/epoll.h>
+#include <sys/select.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <unordered_map>
+#include <vector>
+
+#include "posix/real_calls.hpp"
+#include "posix/runtime.hpp"
+#include "posix/sock_calls.hpp"
+
+using namespace weft;
+using namespace weft::posix;
+
+namespace {
+
+using Lock = std::unique_lock<std::mutex>;
+
+int64_t now_ns() {
+  timespec t;
+  ::clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1'000'000'000LL + t.tv_nsec;
+}
+
+timespec to_ts(int64_t ns) {
+  return {static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+}
+
+// Under the lock: what a weft socket reports to a poll that asked for `events`.
+short weft_revents(const Sock& s, short events) {
+  Runtime* rt = Runtime::get();
+  const short all = rt != nullptr ? rt->poll_bits(s) : static_cast<short>(POLLNVAL);
+  return static_cast<short>(all & (events | POLLHUP | POLLERR | POLLNVAL));
+}
+
+struct EpReg {
+  uint32_t events = 0;
+  uint64_t data = 0;
+  bool weft = false;
+};
+struct EpShadow {
+  std::mutex m;
+  std::unordered_map<int, EpReg> regs;
+};
+std::atomic<EpShadow*> g_eps[kMaxFd];
+
+EpShadow* shadow_of(int fd) {
+  if (fd < 0 || fd >= kMaxFd) return nullptr;
+  return g_eps[fd].load(std::memory_order_acquire);
+}
+
+}  // namespace
+
+namespace weft::posix {
+
+void close_epoll_shadow(int fd) {
+  if (fd < 0 || fd >= kMaxFd) return;
+  if (EpShadow* sh = g_eps[fd].exchange(nullptr)) delete sh;
+}
+
+int poll_mixed(pollfd* fds, nfds_t n, int64_t timeout_ns, const sigset_t* mask) {
+  bool any = false;
+  for (nfds_t i = 0; i < n && !any; ++i) any = sock_of(fds[i].fd) != nullptr;
+  if (!any) {
+    const timespec ts = to_ts(std::max<int64_t>(timeout_ns, 0));
+    return real().ppoll(fds, n, timeout_ns < 0 ? nullptr : &ts, mask);
+  }
+  std::vector<pollfd> k(fds, fds + n);
+  std::vector<char> weft(n, 0);
+  {
+    Lock g(layer_mutex());
+    Runtime* rt = Runtime::get();
+    for (nfds_t i = 0; i < n; ++i) {
+      Sock* s = sock_of(fds[i].fd);
+      if (s == nullptr) continue;
+      weft[i] = 1;
+      k[i].events = POLLIN;  // the eventfd: readable when the socket has news
+      if (fds[i].events & POLLOUT) {
+        weft[i] = 2;
+        ++s->want_out;
+        if (rt != nullptr) rt->refresh(*s);
+      }
+    }
+  }
+  const int64_t deadline = timeout_ns < 0 ? INT64_MAX : now_ns() + timeout_ns;
+  int result = 0, err = 0;
+  for (;;) {
+    int ready = 0;
+    {
+      Lock g(layer_mutex());
+      for (nfds_t i = 0; i < n; ++i)
+        if (weft[i]) {
+          Sock* s = sock_of(fds[i].fd);
+          fds[i].revents = s != nullptr ? weft_revents(*s, fds[i].events) : static_cast<short>(POLLNVAL);
+          ready += fds[i].revents != 0;
+        }
+    }
+    const int64_t left = deadline == INT64_MAX ? -1 : std::max<int64_t>(deadline - now_ns(), 0);
+    const int64_t wait = ready > 0 ? 0 : left;
+    const timespec ts = to_ts(std::max<int64_t>(wait, 0));
+    const int r = real().ppoll(k.data(), n, wait < 0 ? nullptr : &ts, mask);
+    if (r < 0) {
+      err = errno;
+      result = -1;
+      break;
+    }
+    int count = 0;
+    {
+      Lock g(layer_mutex());
+      for (nfds_t i = 0; i < n; ++i) {
+        if (weft[i]) {
+          Sock* s = sock_of(fds[i].fd);
+          fds[i].revents = s != nullptr ? weft_revents(*s, fds[i].events) : static_cast<short>(POLLNVAL);
+        } else {
+          fds[i].revents = k[i].revents;
+        }
+        count += fds[i].revents != 0;
+      }
+    }
+    if (count > 0 || wait == 0) {
+      result = count;
+      break;
+    }
+  }
+  {
+    Lock g(layer_mutex());
+    Runtime* rt = Runtime::get();
+    for (nfds_t i = 0; i < n; ++i)
+      if (weft[i] == 2)
+        if (Sock* s = sock_of(fds[i].fd)) {
+          --s->want_out;
+          if (rt != nullptr) rt->refresh(*s);
+        }
+  }
+  if (result < 0) errno = err;
+  return result;
+}
+
+// select() and pselect() as a poll over the descriptors in the sets, when one of them is a weft
+// socket (Linux's mapping of poll events to the three sets).
+int select_mixed(int nfds, fd_set* r, fd_set* w, fd_set* e, int64_t timeout_ns, const sigset_t* mask,
+                 bool* handled) {
+  *handled = false;
+  std::vector<pollfd> p;
+  bool any = false;
+  for (int fd = 0; fd < nfds && fd < FD_SETSIZE; ++fd) {
+    short ev = 0;
+    if (r != nullptr && FD_ISSET(fd, r)) ev |= POLLIN;
+    if (w != nullptr && FD_ISSET(fd, w)) ev |= POLLOUT;
+    if (e != nullptr && FD_ISSET(fd, e)) ev |= POLLPRI;
+    if (ev == 0) continue;
+    any = any || sock_of(fd) != nullptr;
+    p.push_back({fd, ev, 0});
+  }
+  if (!any) return 0;
+  *handled = true;
+  const int n = poll_mixed(p.data(), p.size(), timeout_ns, mask);
+  if (n < 0) return -1;
+  for (const pollfd& q : p)
+    if (q.revents & POLLNVAL) {
+      errno = EBADF;
+      return -1;
+    }
+  if (r != nullptr) FD_ZERO(r);
+  if (w != nullptr) FD_ZERO(w);
+  if (e != nullptr) FD_ZERO(e);
+  int bits = 0;
+  for (const pollfd& q : p) {
+    if (r != nullptr && (q.events & POLLIN) && (q.revents & (POLLIN | POLLHUP | POLLERR))) {
+      FD_SET(q.fd, r);
+      ++bits;
+    }
+    if (w != nullptr && (q.events & POLLOUT) && (q.revents & (POLLOUT | POLLERR))) {
+      FD_SET(q.fd, w);
+      ++bits;
+    }
+    if (e != nullptr && (q.events & POLLPRI) && (q.revents & POLLPRI)) {
+      FD_SET(q.fd, e);
+      ++bits;
+    }
+  }
+  return bits;
+}
+
+}  // namespace weft::posix
+
+extern "C" {
+
+int weft_px_poll(void* fds, unsigned long n, int timeout_ms) {
+  return poll_mixed(static_cast<pollfd*>(fds), n, timeout_ms < 0 ? -1 : int64_t{timeout_ms} * 1'000'000,
+                    nullptr);
+}
+
+int weft_px_ppoll(void* fds, unsigned long n, const void* ts, const void* mask) {
+  const auto* t = static_cast<const timespec*>(ts);
+  return poll_mixed(static_cast<pollfd*>(fds), n,
+                    t == nullptr ? -1 : t->tv_sec * 1'000'000'000LL + t->tv_nsec,
+                    static_cast<const sigset_t*>(mask));
+}
+
+int weft_px_select(int nfds, void* r, void* w, void* e, void* tv) {
+  auto* t = static_cast<timeval*>(tv);
+  bool handled = false;
+  const int64_t ns = t == nullptr ? -1 : t->tv_sec * 1'000'000'000LL + t->tv_usec * 1000LL;
+  const int64_t start = now_ns();
+  const int n = select_mixed(nfds, static_cast<fd_set*>(r), static_cast<fd_set*>(w), static_cast<fd_set*>(e),
+                             ns, nullptr, &handled);
+  if (!handled)
+    return real().select(nfds, static_cast<fd_set*>(r), static_cast<fd_set*>(w), static_cast<fd_set*>(e), t);
+  if (t != nullptr) {  // as Linux: the time not slept is left in the timeval
+    const int64_t left = std::max<int64_t>(ns - (now_ns() - start), 0);
+    t->tv_sec = left / 1'000'000'000;
+    t->tv_usec = (left % 1'000'000'000) / 1000;
+  }
+  return n;
+}
+
+int weft_px_pselect(int nfds, void* r, void* w, void* e, const void* ts, const void* mask) {
+  const auto* t = static_cast<const timespec*>(ts);
+  bool handled = false;
+  const int n = select_mixed(nfds, static_cast<fd_set*>(r), static_cast<fd_set*>(w), static_cast<fd_set*>(e),
+                             t == nullptr ? -1 : t->tv_sec * 1'000'000'000LL + t->tv_nsec,
+                             static_cast<const sigset_t*>(mask), &handled);
+  if (!handled)
+    return real().pselect(nfds, static_cast<fd_set*>(r), static_cast<fd_set*>(w), static_cast<fd_set*>(e), t,
+                          static_cast<const sigset_t*>(mask));
+  return n;
+}
+
+int weft_px_epoll_create1(int size, int flags) {
+  if (size <= 0) {
+    errno = EINVAL;
+    return -1;
+  }
+  const int fd = real().epoll_create1(flags);
+  if (fd >= 0 && fd < kMaxFd) {
+    close_epoll_shadow(fd);
+    g_eps[fd].store(new EpShadow(), std::memory_order_release);
+  }
+  return fd;
+}
+
+int weft_px_epoll_ctl(int ep, int op, int fd, void* evp) {
+  EpShadow* sh = shadow_of(ep);
+  auto* ev = static_cast<epoll_event*>(evp);
+  if (sh == nullptr) return real().epoll_ctl(ep, op, fd, ev);
+  const bool weft = sock_of(fd) != nullptr;
+  epoll_event kev{};
+  if (op != EPOLL_CTL_DEL) {
+    if (ev == nullptr) {
+      errno = EFAULT;
+      return -1;
+    }
+    kev.events = weft ? (EPOLLIN | (ev->events & (EPOLLET | EPOLLONESHOT | EPOLLEXCLUSIVE | EPOLLWAKEUP)))
+                      : ev->events;
+    kev.data.u64 = static_cast<uint64_t>(fd);
+  }
+  const int r = real().epoll_ctl(ep, op, fd, op == EPOLL_CTL_DEL ? nullptr : &kev);
+  if (r < 0) return r;
+  bool had_out = false, has_out = false;
+  {
+    Lock g(sh->m);
+    if (auto it = sh->regs.find(fd); it != sh->regs.end()) {
+      had_out = it->second.weft && (it->second.events & EPOLLOUT);
+      if (op == EPOLL_CTL_DEL) sh->regs.erase(it);
+    }
+    if (op != EPOLL_CTL_DEL) {
+      sh->regs[fd] = EpReg{ev->events, ev->data.u64, weft};
+      has_out = weft && (ev->events & EPOLLOUT);
+    }
+  }
+  if (weft) {
+    Lock g(layer_mutex());
+    if (Sock* s = sock_of(fd)) {
+      if (op == EPOLL_CTL_ADD) had_out = false;  // a stale entry from a closed descriptor
+      s->want_out += (has_out ? 1 : 0) - (had_out ? 1 : 0);
+      if (s->want_out < 0) s->want_out = 0;
+      if (Runtime* rt = Runtime::get()) rt->refresh(*s, op != EPOLL_CTL_DEL);
+    }
+  }
+  return 0;
+}
+
+int weft_px_epoll_pwait(int ep, void* evp, int max, int timeout_ms, const void* mask) {
+  EpShadow* sh = shadow_of(ep);
+  auto* evs = static_cast<epoll_event*>(evp);
+  const auto* sigs = static_cast<const sigset_t*>(mask);
+  if (sh == nullptr) return real().epoll_pwait(ep, evs, max, timeout_ms, sigs);
+  const int64_t deadline = timeout_ms < 0 ? INT64_MAX : now_ns() + int64_t{timeout_ms} * 1'000'000;
+  for (;;) {
+    int wait_ms = -1;
+    if (deadline != INT64_MAX)
+      wait_ms = static_cast<int>(std::max<int64_t>(deadline - now_ns(), 0) / 1'000'000);
+    const int r = real().epoll_pwait(ep, evs, max, wait_ms, sigs);
+    if (r <= 0) return r;
+    int out = 0;
+    for (int i = 0; i < r; ++i) {
+      const int fd = static_cast<int>(evs[i].data.u64);
+      EpReg reg;
+      {
+        Lock g(sh->m);
+        auto it = sh->regs.find(fd);
+        if (it == sh->regs.end()) continue;
+        reg = it->second;
+      }
+      uint32_t events = evs[i].events;
+      if (reg.weft) {
+        Lock g(layer_mutex());
+        Sock* s = sock_of(fd);
+        if (s == nullptr) continue;
+        Runtime* rt = Runtime::get();
+        const uint32_t bits =
+            rt != nullptr ? static_cast<uint16_t>(rt->poll_bits(*s)) : uint32_t{EPOLLERR | EPOLLHUP};
+        events = bits & (reg.events | EPOLLERR | EPOLLHUP);
+        if (events == 0) continue;
+      }
+      evs[out].events = events;
+      evs[out].data.u64 = reg.data;
+      ++out;
+    }
+    if (out > 0) return out;
+    if (timeout_ms == 0 || (deadline != INT64_MAX && now_ns() >= deadline)) return 0;
+  }
+}
+
+}  // extern "C"

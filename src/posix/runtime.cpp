@@ -1,0 +1,395 @@
+#include "posix/runtime.hpp"
+
+#include <arpa/inet.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <set>
+#include <thread>
+
+#include "posix/env.hpp"
+#include "posix/real_calls.hpp"
+#include "stack/packet_device.hpp"
+
+namespace weft::posix {
+
+std::atomic<Sock*> g_socks[kMaxFd];
+
+namespace {
+
+Runtime* g_rt = nullptr;
+// A function's static, not a global: the library's constructor (interpose.c) may run before this
+// file's dynamic initialisers, which would then overwrite what init_runtime() set.
+std::string& why_text() {
+  static std::string s = "weft's stack was not started in this process";
+  return s;
+}
+std::atomic<bool> g_forked{false};
+bool g_verbose = false;
+int64_t g_drain_ns = 10'000'000'000;  // at exit, how long close()d connections may take to finish
+
+const char* env_or(const char* name, const char* dflt) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? v : dflt;
+}
+
+bool parse_ip(const std::string& s, uint32_t& ip, uint8_t& prefix) {
+  const auto slash = s.find('/');
+  in_addr in{};
+  if (inet_pton(AF_INET, s.substr(0, slash).c_str(), &in) != 1) return false;
+  ip = ntohl(in.s_addr);
+  prefix = 32;
+  if (slash != std::string::npos) {
+    const int p = std::atoi(s.c_str() + slash + 1);
+    if (p < 1 || p > 32) return false;
+    prefix = static_cast<uint8_t>(p);
+  }
+  return true;
+}
+
+void at_exit_drain() {
+  if (Runtime* rt = Runtime::get(); rt != nullptr) rt->drain(g_drain_ns);
+}
+
+}  // namespace
+
+std::mutex& layer_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+void log_line(const std::string& s) {
+  const std::string line = "weft-preload[" + std::to_string(::getpid()) + "]: " + s + "\n";
+  (void)real().write(2, line.data(), line.size());
+}
+
+void log_once(const std::string& key, const std::string& s) {
+  static std::mutex m;
+  static std::set<std::string> seen;
+  {
+    std::lock_guard g(m);
+    if (!seen.insert(key).second) return;
+  }
+  log_line(s);
+}
+
+bool verbose() { return g_verbose; }
+
+int to_errno(stack::SockErr e) {
+  using stack::SockErr;
+  switch (e) {
+    case SockErr::again:
+      return EAGAIN;
+    case SockErr::reset:
+      return ECONNRESET;
+    case SockErr::refused:
+      return ECONNREFUSED;
+    case SockErr::timed_out:
+      return ETIMEDOUT;
+    case SockErr::shut_down:
+      return EPIPE;
+    case SockErr::bad_socket:
+      return EBADF;
+    case SockErr::in_use:
+      return EADDRINUSE;
+    case SockErr::no_ports:
+      return EADDRNOTAVAIL;
+    case SockErr::no_route:
+      return ENETUNREACH;
+    case SockErr::too_big:
+      return EMSGSIZE;
+    case SockErr::unreachable:
+      return EHOSTUNREACH;
+    case SockErr::not_connected:
+      return EDESTADDRREQ;
+  }
+  return EIO;
+}
+
+Runtime* Runtime::get() { return g_forked.load(std::memory_order_relaxed) ? nullptr : g_rt; }
+const std::string& Runtime::why() { return why_text(); }
+bool Runtime::forked() { return g_forked.load(std::memory_order_relaxed); }
+
+// Called once, from the library's constructor: the process `weft stack run` started opens the
+// device and starts the stack thread; any other process (a child that exec'd) gets no stack.
+void init_runtime() {
+  (void)real();
+  g_verbose = std::strcmp(env_or(env::kVerbose, "0"), "1") == 0;
+  const char* owner = std::getenv(env::kOwner);
+  if (owner == nullptr) {
+    why_text() = std::string(env::kOwner) + " is not set (start programs with `weft stack run`)";
+    return;
+  }
+  if (std::atoll(owner) != ::getpid()) {
+    why_text() = "this process is not the one `weft stack run` started (pid " + std::string(owner) +
+                 "): a program it ran with exec from a child has no stack (use exec in wrapper scripts)";
+    return;
+  }
+  auto* rt = new Runtime();  // never deleted: the stack thread may run until the process ends
+  std::string err;
+  if (!rt->open(err)) {
+    why_text() = "the stack could not start: " + err;
+    log_line(why_text());
+    delete rt;
+    return;
+  }
+  g_rt = rt;
+  pthread_atfork([] { layer_mutex().lock(); }, [] { layer_mutex().unlock(); },
+                 [] {
+                   layer_mutex().unlock();
+                   g_forked.store(true);
+                   why_text() =
+                       "a child of fork() has no stack (it lives in the parent's thread); its inherited "
+                       "weft sockets are unusable here";
+                 });
+  std::atexit(at_exit_drain);
+  std::thread([rt] { rt->thread_main(); }).detach();
+}
+
+bool Runtime::open(std::string& err) {
+  const std::string device = env_or(env::kDevice, "packet");
+  if (device != "packet") {
+    err = "device '" + device + "' is not supported under weft stack run (only packet)";
+    return false;
+  }
+  stack::IfaceConfig cfg;
+  uint8_t prefix = 24;
+  if (!parse_ip(env_or(env::kIp, ""), cfg.ip.v, prefix)) {
+    err = std::string(env::kIp) + " wants A.B.C.D/P";
+    return false;
+  }
+  cfg.prefix_len = prefix;
+  if (const char* gw = std::getenv(env::kGateway); gw != nullptr && *gw != '\0') {
+    uint8_t ignored = 0;
+    if (!parse_ip(gw, cfg.gateway.v, ignored)) {
+      err = std::string(env::kGateway) + " wants A.B.C.D";
+      return false;
+    }
+  }
+  const long long buffer = std::atoll(env_or(env::kBuffer, "1048576"));
+  cfg.tcp.send_buffer = cfg.tcp.recv_buffer = static_cast<uint32_t>(std::max(buffer, 4096LL));
+  cfg.tcp.nagle = true;  // as the kernel: TCP_NODELAY turns it off per socket
+  cfg.tso = std::strcmp(env_or(env::kNoTso, "0"), "1") != 0;
+  stack::PacketDevice::Options o;
+  o.ifname = env_or(env::kIfname, "");
+  o.tx_csum_offload = std::strcmp(env_or(env::kNoVnetHdr, "0"), "1") != 0;
+  if (o.ifname.empty()) {
+    err = std::string(env::kIfname) + " is not set";
+    return false;
+  }
+  auto d = stack::PacketDevice::open(o);
+  if (!d) {
+    err = d.error().message;
+    return false;
+  }
+  dev_ = std::move(*d);
+  iface_ = std::make_unique<stack::Interface>(*dev_, clock_, cfg);
+  sk_ = std::make_unique<stack::Sockets>(*iface_);
+  wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd_ < 0) {
+    err = std::string("eventfd: ") + std::strerror(errno);
+    return false;
+  }
+  if (g_verbose) log_line("stack on " + o.ifname + " " + env_or(env::kIp, ""));
+  return true;
+}
+
+uint32_t Runtime::ip() const { return iface_->ip().v; }
+
+bool Runtime::stack_routes(uint32_t dst) const {
+  wire::Ipv4Addr a;
+  a.v = dst;
+  return iface_->routable(a);
+}
+
+void Runtime::thread_main() {
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);  // the program's signals go to its own threads
+  pollfd p[2] = {{iface_->device_fd(), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+  while (!stop_.load(std::memory_order_relaxed)) {
+    int64_t wake;
+    {
+      std::lock_guard g(layer_mutex());
+      sk_->poll();
+      for (size_t n; (n = sk_->events(events_)) > 0;)
+        for (size_t i = 0; i < n; ++i)
+          if (auto it = by_id_.find(events_[i].id); it != by_id_.end()) refresh(*it->second, true);
+      sweep_closing();
+      iface_->flush();
+      wake = sk_->next_deadline();
+      if (!closing_.empty()) wake = std::min(wake, clock_.now_ns() + 10'000'000);
+      sleeping_until_.store(wake, std::memory_order_relaxed);
+    }
+    const int64_t now = clock_.now_ns();
+    const int64_t ns = std::clamp<int64_t>(wake - now, 0, 1'000'000'000);
+    const timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+    if (real().ppoll(p, 2, &ts, nullptr) > 0 && (p[1].revents & POLLIN)) {
+      uint64_t v;
+      (void)real().read(wake_fd_, &v, sizeof v);
+    }
+  }
+}
+
+void Runtime::after_call() {
+  iface_->flush();
+  if (sk_->next_deadline() < sleeping_until_.load(std::memory_order_relaxed)) {
+    sleeping_until_.store(0, std::memory_order_relaxed);  // one wake-up is enough until it sleeps again
+    const uint64_t one = 1;
+    (void)real().write(wake_fd_, &one, sizeof one);
+  }
+}
+
+short Runtime::poll_bits(const Sock& s) {
+  short b = 0;
+  if (s.kind == Sock::Kind::udp) {
+    b = POLLOUT | POLLWRNORM;
+    if (s.id != 0) {
+      const uint32_t st = sk_->state(s.id);
+      if (st & stack::sockev::readable) b |= POLLIN | POLLRDNORM;
+      if (st & stack::sockev::error) b |= POLLERR;
+    }
+    return b;
+  }
+  if (s.id == 0) return POLLHUP | (s.wr_shut ? POLLOUT : 0);  // as Linux: an unconnected TCP socket
+  const uint32_t st = sk_->state(s.id);
+  if (s.st == Sock::St::listening) return (st & stack::sockev::acceptable) ? POLLIN | POLLRDNORM : 0;
+  if (st & stack::sockev::readable) b |= POLLIN | POLLRDNORM;
+  if (st & stack::sockev::writable) b |= POLLOUT | POLLWRNORM;
+  if (st & stack::sockev::hangup) b |= POLLHUP | POLLIN | POLLRDHUP;
+  if (st & stack::sockev::error) b |= POLLERR;
+  const tcp::Connection* c = sk_->connection(s.id);
+  if (s.rd_shut || (c != nullptr && c->peer_closed())) b |= POLLIN | POLLRDNORM | POLLRDHUP;
+  if (s.wr_shut && (b & POLLRDHUP)) b |= POLLHUP;
+  return b;
+}
+
+void Runtime::refresh(Sock& s, bool news) {
+  const short b = poll_bits(s);
+  // Someone waits to write and there is no room: Sockets reports room only after a send came up
+  // short, and the program's last send may have fit exactly. send_reserve() on a full ring arms
+  // that report without sending anything.
+  if (s.want_out > 0 && !(b & POLLOUT) && s.kind == Sock::Kind::tcp && s.id != 0 &&
+      s.st != Sock::St::listening)
+    (void)sk_->send_reserve(s.id);
+  const bool signal =
+      (b & (POLLIN | POLLHUP | POLLERR | POLLRDHUP)) != 0 || ((b & POLLOUT) && s.want_out > 0);
+  if (signal && (!s.efd_set || news)) {
+    const uint64_t one = 1;
+    if (real().write(s.fd, &one, sizeof one) == sizeof one) s.efd_set = true;
+  } else if (!signal && s.efd_set) {
+    uint64_t v;
+    (void)real().read(s.fd, &v, sizeof v);
+    s.efd_set = false;
+  }
+}
+
+void Runtime::adopt(Sock& s, stack::SockId id) {
+  s.id = id;
+  by_id_[id] = &s;
+}
+
+void Runtime::forget(Sock& s) {
+  if (s.id != 0) by_id_.erase(s.id);
+  if (s.bound_port != 0 && s.kind == Sock::Kind::tcp) note_port(s.bound_port, false);
+}
+
+bool Runtime::tcp_port_taken(uint16_t port) const { return tcp_ports_.contains(port); }
+
+void Runtime::note_port(uint16_t port, bool taken) {
+  if (taken) {
+    ++tcp_ports_[port];
+  } else if (auto it = tcp_ports_.find(port); it != tcp_ports_.end() && --it->second <= 0) {
+    tcp_ports_.erase(it);
+  }
+}
+
+void Runtime::close_later(stack::SockId id) {
+  const tcp::Connection* c = sk_->connection(id);
+  if (c == nullptr) {  // a listener or a UDP socket: nothing to finish
+    sk_->close(id);
+    return;
+  }
+  if (c->readable() > 0) {  // unread data: the peer must learn it was not read (RFC 2525 2.17, as Linux)
+    sk_->abort(id);
+    return;
+  }
+  (void)sk_->shutdown(id);
+  closing_.emplace_back(id, clock_.now_ns() + 60'000'000'000);
+}
+
+// Connections close() left: released once our FIN is out and acknowledged (or the connection
+// ended), so the data queued before close() is all delivered, as the kernel would deliver it.
+void Runtime::sweep_closing() {
+  const int64_t now = clock_.now_ns();
+  for (size_t i = 0; i < closing_.size();) {
+    const auto [id, until] = closing_[i];
+    const tcp::Connection* c = sk_->connection(id);
+    const bool done = c == nullptr || c->is_closed() || c->state() == tcp::State::time_wait ||
+                      c->state() == tcp::State::fin_wait_2;
+    if (done || now > until || (c != nullptr && c->readable() > 0)) {
+      if (!done) sk_->abort(id);
+      sk_->close(id);
+      closing_[i] = closing_.back();
+      closing_.pop_back();
+    } else {
+      ++i;
+    }
+  }
+}
+
+void Runtime::drain(int64_t max_ns) {
+  {
+    std::lock_guard g(layer_mutex());
+    // Sockets the program never closed: the kernel closes them in order at exit; so do we.
+    std::vector<Sock*> open;
+    for (auto& [id, s] : by_id_) open.push_back(s);
+    for (Sock* s : open) {
+      g_socks[s->fd].store(nullptr);
+      forget(*s);
+      close_later(s->id);
+    }
+    after_call();
+  }
+  const int64_t until = clock_.now_ns() + max_ns;
+  while (clock_.now_ns() < until) {
+    {
+      std::lock_guard g(layer_mutex());
+      if (closing_.empty()) break;
+    }
+    ::usleep(1000);
+  }
+  stop_.store(true);
+}
+
+int new_sock_fd(Sock::Kind kind, bool nonblock, bool cloexec) {
+  const int fd = ::eventfd(0, EFD_NONBLOCK | (cloexec ? EFD_CLOEXEC : 0));
+  if (fd < 0) return -1;
+  if (fd >= kMaxFd) {
+    (void)real().close(fd);
+    errno = EMFILE;
+    return -1;
+  }
+  auto* s = new Sock();
+  s->fd = fd;
+  s->kind = kind;
+  s->nonblock = nonblock;
+  g_socks[fd].store(s, std::memory_order_release);
+  return fd;
+}
+
+bool wait_sock(int fd, short events, int timeout_ms) {
+  pollfd p{fd, events, 0};
+  const int r = poll_mixed(&p, 1, timeout_ms < 0 ? -1 : int64_t{timeout_ms} * 1'000'000, nullptr);
+  return !(r < 0 && errno == EINTR);
+}
+
+}  // namespace weft::posix
+
+extern "C" void weft_px_init(void) { weft::posix::init_runtime(); }

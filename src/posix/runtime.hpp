@@ -1,0 +1,149 @@
+#pragma once
+// The process-wide state of the POSIX socket layer: weft's stack on its device, the table of weft
+// sockets by descriptor, and the thread that drives the stack.
+//
+// Threads: one lock (layer_mutex()) around the stack. Any application thread may call in: it takes
+// the lock, works on the stack directly (send and recv copy between its buffer and the
+// connection's rings, segments leave at once, the device's batch is flushed before it returns)
+// and releases it. One stack thread, started with the stack, waits (ppoll) for frames on the
+// device, a timer or a wake-up and runs the stack under the same lock. Blocking calls never sleep
+// holding the lock: they wait on the socket's descriptor like poll() does.
+//
+// Descriptors: every weft socket is backed by a kernel eventfd whose number the program sees, so
+// weft sockets and kernel descriptors never collide and poll/select/epoll wait on both at once.
+// The eventfd is readable while the socket has something the program may want (data, EOF, a
+// connection to accept, an error, or room to write while someone waits to write), and is written
+// again for each piece of news the stack reports, so an edge-triggered epoll sees every one.
+//
+// Fork: the child of a fork gets the descriptors (as eventfds) but not the stack, which lives in
+// the parent's thread and memory: any call on an inherited weft socket fails with ENOTSUP and
+// one log line, close() only closes the descriptor (the parent's connection is untouched), and new
+// sockets that would need the stack fail (a child that execs is not the owner: the same).
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "stack/clock.hpp"
+#include "stack/device.hpp"
+#include "stack/interface.hpp"
+#include "stack/socket.hpp"
+
+namespace weft::posix {
+
+struct Sock {
+  enum class Kind : uint8_t { tcp, udp };
+  enum class St : uint8_t { fresh, bound, listening, connecting, connected };
+  int fd = -1;
+  Kind kind = Kind::tcp;
+  St st = St::fresh;
+  stack::SockId id = 0;  // 0 until the stack has it (listen, connect, UDP bind)
+  bool nonblock = false;
+  bool efd_set = false;   // the eventfd is readable
+  int want_out = 0;       // registrations and waiters that want POLLOUT
+  uint32_t bound_ip = 0;  // host order; 0: any
+  uint16_t bound_port = 0;
+  bool rd_shut = false;
+  bool wr_shut = false;
+  bool connect_reported = false;  // a non-blocking connect's outcome was read (SO_ERROR / a call)
+  // Options the program set, reported back by getsockopt.
+  bool reuseaddr = false, reuseport = false, keepalive = false, nodelay = false;
+  int linger_on = 0, linger_s = 0;
+  int sndbuf = 0, rcvbuf = 0;
+  int keepidle = 7200, keepintvl = 75, keepcnt = 9;
+  uint32_t udp_peer_ip = 0;
+  uint16_t udp_peer_port = 0;
+};
+
+// Descriptors up to this number can be weft sockets (higher ones always pass to the kernel).
+inline constexpr int kMaxFd = 1 << 16;
+extern std::atomic<Sock*> g_socks[kMaxFd];
+
+inline Sock* sock_of(int fd) {
+  if (fd < 0 || fd >= kMaxFd) return nullptr;
+  return g_socks[fd].load(std::memory_order_acquire);
+}
+
+// One log line on stderr ("weft-preload: ..."), raw write so it works at any time.
+void log_line(const std::string& s);
+// The same, only the first time for this key (a call name, an option).
+void log_once(const std::string& key, const std::string& s);
+bool verbose();
+
+int to_errno(stack::SockErr e);
+
+namespace tcp = stack::tcp;
+namespace wire = stack::wire;
+
+class Runtime {
+ public:
+  // The stack of this process: nullptr when this process has none (not the owner, a forked
+  // child, or the device failed to open; why() says which).
+  static Runtime* get();
+  static const std::string& why();
+  static bool forked();
+
+  stack::Sockets& sk() { return *sk_; }
+  stack::Interface& iface() { return *iface_; }
+  const stack::Clock& clock() const { return clock_; }
+
+  // Under mu. After a call that may have sent: the device's batch leaves, and the stack thread
+  // wakes if the call moved the next timer before the one it sleeps for.
+  void after_call();
+  // Under mu. What poll() would report for `s` now (POLLIN, POLLOUT, POLLHUP, POLLERR, POLLRDHUP).
+  short poll_bits(const Sock& s);
+  // Under mu. Sets or clears `s`'s eventfd by poll_bits (and writes it again on `news`).
+  void refresh(Sock& s, bool news = false);
+  // Under mu. `s` now has a stack socket.
+  void adopt(Sock& s, stack::SockId id);
+  void forget(Sock& s);
+  // Under mu. An orderly close: the connection finishes (its queued data, the FIN) in the
+  // background; at exit the process waits for those (up to 10 s), as the kernel would carry on.
+  void close_later(stack::SockId id);
+  bool tcp_port_taken(uint16_t port) const;
+  void note_port(uint16_t port, bool taken);
+  uint32_t ip() const;  // host order
+  bool stack_routes(uint32_t dst) const;
+  // Waits (at exit) for the connections close() left to finish.
+  void drain(int64_t max_ns);
+
+ private:
+  Runtime() = default;
+  bool open(std::string& err);
+  void thread_main();
+  void sweep_closing();
+
+  std::unique_ptr<stack::Device> dev_;
+  stack::MonotonicClock clock_;
+  std::unique_ptr<stack::Interface> iface_;
+  std::unique_ptr<stack::Sockets> sk_;
+  std::unordered_map<stack::SockId, Sock*> by_id_;
+  std::vector<std::pair<stack::SockId, int64_t>> closing_;  // handle, give up at
+  std::unordered_map<uint16_t, int> tcp_ports_;             // bound or listening, by this layer
+  int wake_fd_ = -1;
+  std::atomic<int64_t> sleeping_until_{0};
+  std::atomic<bool> stop_{false};
+  std::vector<stack::SockEvent> events_ = std::vector<stack::SockEvent>(512);
+
+  friend void init_runtime();
+};
+
+// The layer's one lock: around the stack, and the socket table's fields (also in a process that
+// has no stack, for sockets that may still go to the kernel).
+std::mutex& layer_mutex();
+
+// Makes a weft socket on a new eventfd; -1 with errno on failure.
+int new_sock_fd(Sock::Kind kind, bool nonblock, bool cloexec);
+// Waits without the lock until `fd` (a weft socket) may have `events` or `timeout_ms` passes
+// (-1: forever). Returns false when interrupted by a signal (errno EINTR).
+bool wait_sock(int fd, short events, int timeout_ms);
+int poll_mixed(pollfd* fds, nfds_t n, int64_t timeout_ns, const sigset_t* mask);
+void init_runtime();
+
+}  // namespace weft::posix
