@@ -18,7 +18,9 @@
 # Environment (defaults): LOSSES="0 1 5" (percent), DUP=0.02, REORDER=0.05, REORDER_US=3000,
 #   DELAY_US=300, JITTER_US=200, SQUEEZE="4096 16384 65536" ("" leaves tcp_rmem), RCVBUF=16384
 #   (0: none), SIZES="262144 1048576" (one per round, in turn), SEED=1, CELL_LIMIT=120 (s),
-#   WEFT_OPTS (more options for both weft processes), ROUNDS (stop after so many rounds).
+#   WEFT_OPTS (more options for both weft processes), ROUNDS (stop after so many rounds),
+#   ALLOW_CLIENT_STALLS=1 (weft-as-client stalls are printed but do not fail: issue 26's zero-window
+#   deadlock, pure ACKs outside the peer's window, until its fix is in).
 set -euo pipefail
 WEFT=$(readlink -f "${1:?usage: $0 path/to/weft [seconds]}")
 SECS=${2:-600}
@@ -106,7 +108,8 @@ while :; do
     after=$(grep -c "peer=$HOSTILE_WEFT_CLI:" "$T/k_stalls" || true)
     res=ok
     if ((after > before)); then
-      res="STALL (K's server saw none of its bytes move for 5 s) ${wr:-nothing}"; fail=1
+      res="STALL (K's server saw none of its bytes move for 5 s) ${wr:-nothing}"
+      [[ ${ALLOW_CLIENT_STALLS:-0} == 1 ]] && res="$res (allowed: ALLOW_CLIENT_STALLS)" || fail=1
     elif ! grep -q '"match":true' <<<"$wr"; then
       res="FAIL ${wr:-nothing}"
       grep -q '"echoed":[0-9]' <<<"$wr" && [[ $(field "$wr" echoed) == "$size" ]] && res="WRONG $wr"
