@@ -13,6 +13,9 @@
 #   weft_nonapi --no-tap-napi                        weft_off_nonapi --no-vnet-hdr --no-tap-napi
 # (Since session 10 weft_off is weft_off_bulk where /sys allows it: the NAPI thread during bulk
 # sends is the default without TSO.)
+# AF_PACKET variants: `weft stack echo --device packet` in its own namespace on a veth to R (the
+# kernel reference's path has the same shape: a veth to R):
+#   packet     the defaults (TPACKET_V2 receive ring)   packet_v3  --packet-ring v3 (1 ms blocks)
 # Usage: bench/stack_latency.sh build/weft [rounds=7] [n=5000] [size=64]
 # Prints a table per round and, per variant, the medians over rounds of its median and p99 and of
 # the per-round ratio weft median / kernel median.
@@ -37,7 +40,8 @@ stack_lab_pids+=($!)
 VARIANTS=${VARIANTS:-weft}
 declare -A OPTS=([weft]="" [weft_napi]="--tap-napi" [weft_off]="--no-vnet-hdr" [weft_off_napi]="--no-vnet-hdr --tap-napi"
   [weft_bulk]="--tap-napi-bulk" [weft_off_bulk]="--no-vnet-hdr --tap-napi-bulk"
-  [weft_nonapi]="--no-tap-napi" [weft_off_nonapi]="--no-vnet-hdr --no-tap-napi")
+  [weft_nonapi]="--no-tap-napi" [weft_off_nonapi]="--no-vnet-hdr --no-tap-napi"
+  [packet]="" [packet_v3]="--packet-ring v3")
 declare -A IPS
 i=0
 for v in $VARIANTS; do
@@ -45,6 +49,24 @@ for v in $VARIANTS; do
   # Variant i: TAP "$TAP$i" on 10.(30+10i..39+10i).x, clear of lab/stack_netns.sh's subnets (90-249).
   net=10.$((30 + 10 * i + RANDOM % 10)).$((RANDOM % 250))
   IPS[$v]=$net.2
+  if [[ $v == packet* ]]; then
+    pns=wst-lt-p$i-$$ pr=wstq$((RANDOM % 10000)) pif=wstk$((RANDOM % 10000))
+    ip netns add "$pns"
+    stack_lab_namespaces+=("$pns")
+    ip link add "$pr" netns "$R" type veth peer name "$pif" netns "$pns"
+    ip -n "$R" addr add "$net.1/24" dev "$pr"
+    ip -n "$R" link set "$pr" up
+    ip netns exec "$pns" sysctl -qw "net.ipv6.conf.$pif.disable_ipv6=1"
+    ip -n "$pns" link set "$pif" up
+    # shellcheck disable=SC2086  # the options are words
+    ip netns exec "$pns" "$WEFT" stack echo --port "$PORT" --device packet --ifname "$pif" --ip "$net.2/24" \
+      --gateway "$net.1" ${OPTS[$v]} 2>"$tmp/$v.err" &
+    stack_lab_pids+=($!)
+    for _ in $(seq 100); do nsx ping -c 1 -W 0.2 "$net.2" >/dev/null 2>&1 && break; done
+    sed -n 1p "$tmp/$v.err"
+    i=$((i + 1))
+    continue
+  fi
   # shellcheck disable=SC2086  # the options are words
   "$WEFT" stack echo --port "$PORT" --tap "$TAP$i" --ip "$net.2/24" --gateway "$net.1" --kernel-ip "$net.1/24" \
     --netns "$R" ${OPTS[$v]} 2>"$tmp/$v.err" &

@@ -56,12 +56,13 @@ using namespace weft::stack;
 std::atomic<bool> g_stop{false};
 
 struct Common {
-  std::string device = "tap";  // tap or packet
-  std::string ifname;          // --device packet: the interface to take
-  std::string dpdk_vdev;       // --device dpdk: EAL --vdev, e.g. net_af_packet0,iface=veth1
-  uint32_t xdp_queue = 0;      // --device xdp: the interface's queue the XDP socket binds to
-  bool xdp_generic = false;    // --device xdp: generic (SKB) mode without trying native first
-  size_t xdp_ring = 4096;      // --device xdp: ring entries; the UMEM has twice as many frames
+  std::string device = "tap";      // tap or packet
+  std::string ifname;              // --device packet: the interface to take
+  std::string packet_ring = "v2";  // --device packet: TPACKET_V2 (a frame at a time) or V3 (blocks)
+  std::string dpdk_vdev;           // --device dpdk: EAL --vdev, e.g. net_af_packet0,iface=veth1
+  uint32_t xdp_queue = 0;          // --device xdp: the interface's queue the XDP socket binds to
+  bool xdp_generic = false;        // --device xdp: generic (SKB) mode without trying native first
+  size_t xdp_ring = 4096;          // --device xdp: ring entries; the UMEM has twice as many frames
   std::string tap = "weft0";
   std::string ip;         // A.B.C.D/P for the stack
   std::string gateway;    // optional
@@ -219,16 +220,21 @@ struct Session {
     PacketDevice::Options o;
     o.ifname = c.ifname;
     o.tx_csum_offload = !c.no_vnet_hdr;
+    o.rx_ring = c.packet_ring == "v3" ? PacketDevice::Options::Ring::v3 : PacketDevice::Options::Ring::v2;
     auto d = PacketDevice::open(o);
     if (!d) return std::unexpected(d.error());
     const PacketDevice& p = **d;
     dev = std::move(*d);
     iface = std::make_unique<Interface>(*dev, clock, cfg);
     fmt::print(stderr,
-               "weft stack: took {} through AF_PACKET (TPACKET_V3 receive ring {} x {} KiB, sendmmsg "
+               "weft stack: took {} through AF_PACKET ({} receive ring {} x {} KiB{}, sendmmsg "
                "batches of {}, {}, checksum offload {}){}; stack MAC {} IP {}/{}{}.\n"
                "weft stack: nothing to undo: {}the interface is left as it was when weft exits.\n",
-               p.name(), o.block_count, o.block_size / 1024, o.tx_batch,
+               p.name(), c.packet_ring == "v3" ? "TPACKET_V3" : "TPACKET_V2", o.block_count,
+               o.block_size / 1024,
+               c.packet_ring == "v3" ? fmt::format(", blocks retired after {} ms", o.block_timeout_ms)
+                                     : fmt::format(" in {}-byte slots", p.rx_slot_size()),
+               o.tx_batch,
                p.qdisc_bypass() ? "qdisc bypass"
                : c.no_vnet_hdr
                    ? "through the qdisc"
@@ -353,6 +359,11 @@ void add_common(CLI::App* sub, Common& c) {
                   "--device dpdk: the EAL virtual device (net_af_packet0,iface=IF)");
   sub->add_option("--ifname", c.ifname,
                   "--device packet|xdp: the interface to take (no kernel address on it)");
+  sub->add_option("--packet-ring", c.packet_ring,
+                  "--device packet: receive ring v2 (frame by frame, no added latency) or v3 (blocks "
+                  "handed over when full or 1 ms after their first frame)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"v2", "v3"}));
   sub->add_option("--xdp-queue", c.xdp_queue, "--device xdp: the interface queue to bind (default 0)");
   sub->add_option("--xdp-ring", c.xdp_ring,
                   "--device xdp: entries per ring (a power of two); the UMEM has twice as many frames")
@@ -450,7 +461,9 @@ nlohmann::json device_json(const Session& s) {
   if (const auto* pk = dynamic_cast<const PacketDevice*>(s.dev.get())) {
     const auto& pc = pk->counters();
     j["packet"] = {{"rx_frames", s.iface->stats().rx_frames},
+                   {"rx_ring", pk->rx_ring() == PacketDevice::Options::Ring::v3 ? "v3" : "v2"},
                    {"rx_blocks", pc.rx_blocks},
+                   {"rx_copied", pc.rx_copied},
                    {"tx_frames", s.iface->stats().tx_frames},
                    {"tx_syscalls", pc.tx_batches},
                    {"tx_dropped", pc.tx_dropped},

@@ -72,15 +72,43 @@ Result<std::unique_ptr<PacketDevice>> PacketDevice::open(const Options& o) {
   if (ioctl(d->rx_fd_, SIOCGIFMTU, &ifr) < 0) return fail_errno("packet: SIOCGIFMTU " + o.ifname);
   d->mtu_ = static_cast<size_t>(ifr.ifr_mtu);
 
-  if (set_int(d->rx_fd_, PACKET_VERSION, TPACKET_V3) < 0) return fail_errno("packet: TPACKET_V3");
-  tpacket_req3 req{};
-  req.tp_block_size = static_cast<unsigned>(o.block_size);
-  req.tp_block_nr = static_cast<unsigned>(o.block_count);
-  req.tp_frame_size = 2048;  // V3 packs frames by their real size; this only has to divide a block
-  req.tp_frame_nr = static_cast<unsigned>(o.block_size / req.tp_frame_size * o.block_count);
-  req.tp_retire_blk_tov = o.block_timeout_ms;
-  if (setsockopt(d->rx_fd_, SOL_PACKET, PACKET_RX_RING, &req, sizeof req) < 0)
-    return fail_errno("packet: PACKET_RX_RING");
+  d->v3_ = o.rx_ring == Options::Ring::v3;
+  if (set_int(d->rx_fd_, PACKET_VERSION, d->v3_ ? TPACKET_V3 : TPACKET_V2) < 0)
+    return fail_errno(d->v3_ ? "packet: TPACKET_V3" : "packet: TPACKET_V2");
+  if (d->v3_) {
+    tpacket_req3 req{};
+    req.tp_block_size = static_cast<unsigned>(o.block_size);
+    req.tp_block_nr = static_cast<unsigned>(o.block_count);
+    req.tp_frame_size = 2048;  // V3 packs frames by their real size; this only has to divide a block
+    req.tp_frame_nr = static_cast<unsigned>(o.block_size / req.tp_frame_size * o.block_count);
+    req.tp_retire_blk_tov = o.block_timeout_ms;
+    if (setsockopt(d->rx_fd_, SOL_PACKET, PACKET_RX_RING, &req, sizeof req) < 0)
+      return fail_errno("packet: PACKET_RX_RING");
+  } else {
+    // A slot holds the header, the address and the frame at the offset the kernel aligns it to
+    // (a VLAN tag included): 2 KiB for a 1500-byte MTU.
+    const size_t need = TPACKET_ALIGN(TPACKET2_HDRLEN + 16) + 14 + 4 + d->mtu_;
+    size_t frame = 2048;
+    while (frame < need) frame *= 2;
+    if (o.block_size % frame != 0)
+      return fail("packet: ring blocks of {} bytes cannot hold {}-byte slots (MTU {})", o.block_size, frame,
+                  d->mtu_);
+    tpacket_req req{};
+    req.tp_block_size = static_cast<unsigned>(o.block_size);
+    req.tp_block_nr = static_cast<unsigned>(o.block_count);
+    req.tp_frame_size = static_cast<unsigned>(frame);
+    req.tp_frame_nr = static_cast<unsigned>(o.block_size / frame * o.block_count);
+    if (setsockopt(d->rx_fd_, SOL_PACKET, PACKET_RX_RING, &req, sizeof req) < 0)
+      return fail_errno("packet: PACKET_RX_RING");
+    d->frame_size_ = frame;
+    d->frame_count_ = req.tp_frame_nr;
+    // Super-frames (GRO, or a local sender's GSO) do not fit a slot: the kernel queues them whole on
+    // the socket too. Its receive buffer must hold a few of them (as root past rmem_max).
+    if (set_int(d->rx_fd_, PACKET_COPY_THRESH, 1) < 0) return fail_errno("packet: PACKET_COPY_THRESH");
+    const int rcvbuf = 4 << 20;
+    if (setsockopt(d->rx_fd_, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof rcvbuf) < 0)
+      (void)setsockopt(d->rx_fd_, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+  }
   void* m = mmap(nullptr, undo.len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, d->rx_fd_, 0);
   if (m == MAP_FAILED) return fail_errno("packet: mmap of the receive ring");
   d->ring_ = static_cast<uint8_t*>(m);
@@ -152,7 +180,39 @@ void PacketDevice::release_block() {
   pkt_ = nullptr;
 }
 
-Result<RxInfo> PacketDevice::receive(wire::MutBytes buf) {
+Result<RxInfo> PacketDevice::receive(wire::MutBytes buf) { return v3_ ? receive_v3(buf) : receive_v2(buf); }
+
+Result<RxInfo> PacketDevice::receive_v2(wire::MutBytes buf) {
+  for (;;) {
+    auto* h = reinterpret_cast<tpacket2_hdr*>(ring_ + cur_frame_ * frame_size_);
+    const uint32_t st = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
+    if ((st & TP_STATUS_USER) == 0) return RxInfo{};
+    const auto* slot = reinterpret_cast<const uint8_t*>(h);
+    const auto* sll = reinterpret_cast<const sockaddr_ll*>(slot + TPACKET_ALIGN(sizeof(tpacket2_hdr)));
+    const bool outgoing = sll->sll_pkttype == PACKET_OUTGOING;
+    const bool csum_ok = (st & (TP_STATUS_CSUMNOTREADY | TP_STATUS_CSUM_VALID)) != 0;
+    size_t len = 0;
+    if ((st & TP_STATUS_COPY) != 0) {
+      // The whole frame waits on the socket (queued in the same order as the slots).
+      const ssize_t n = ::recv(rx_fd_, buf.data(), buf.size(), MSG_DONTWAIT | MSG_TRUNC);
+      ++counters_.rx_copied;
+      if (n > 0 && static_cast<size_t>(n) <= buf.size())
+        len = static_cast<size_t>(n);
+      else
+        ++counters_.rx_truncated;
+    } else if (h->tp_snaplen == h->tp_len && h->tp_len <= buf.size()) {
+      len = h->tp_snaplen;
+      if (!outgoing) std::memcpy(buf.data(), slot + h->tp_mac, len);
+    } else {
+      ++counters_.rx_truncated;  // larger than a slot, and the socket's queue was full
+    }
+    __atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);  // copied: the slot is free
+    cur_frame_ = cur_frame_ + 1 == frame_count_ ? 0 : cur_frame_ + 1;
+    if (len != 0 && !outgoing) return RxInfo{len, csum_ok};
+  }
+}
+
+Result<RxInfo> PacketDevice::receive_v3(wire::MutBytes buf) {
   for (;;) {
     if (pkt_ == nullptr) {
       auto* b = reinterpret_cast<tpacket_block_desc*>(ring_ + cur_block_ * block_size_);

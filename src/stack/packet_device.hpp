@@ -2,10 +2,18 @@
 // An AF_PACKET device: the stack owns an existing Ethernet interface (typically a veth end in a
 // namespace, with no address of the kernel's on it) through two packet sockets.
 //
-// Receive: a TPACKET_V3 ring mapped into the process. The kernel fills blocks of frames and hands
-// a whole block over when it is full or `block_timeout_ms` after its first frame, so a burst of
-// frames costs no system call at all; receive() copies one frame out of the ring per call and gives
-// the block back after its last frame. Outgoing frames are not looped back (PACKET_IGNORE_OUTGOING).
+// Receive: a ring mapped into the process, so a burst of frames costs no system call at all;
+// receive() copies one frame out of the ring per call. Two kinds (Options::rx_ring):
+// - TPACKET_V2 (the default): fixed slots of one frame each, handed over one by one, and the
+//   socket turns readable (the kernel wakes a waiting poll) for each frame. A frame larger than a
+//   slot (a GRO/GSO super-frame from a local sender) is queued whole on the socket as well
+//   (PACKET_COPY_THRESH) and its slot says TP_STATUS_COPY: receive() reads it with one recv().
+// - TPACKET_V3: blocks packed with frames of their real size; the kernel hands a whole block over
+//   when it is full or `block_timeout_ms` (at least 1 ms) after its first frame, and wakes a
+//   waiting poll only then. Nothing retires a block sooner (not poll, not the socket), so a lone
+//   frame, a request or the ACK a sender waits for, sits in the ring for up to that millisecond:
+//   64 B request/response took ~1 ms, 34x the kernel's (docs/stack.md). Kept for comparison.
+// Outgoing frames are not looped back (PACKET_IGNORE_OUTGOING).
 // Transmit: frames are queued in a preallocated batch and sent with one sendmmsg() per batch (when
 // it is full, or on flush()), on a second socket with PACKET_QDISC_BYPASS (straight to the driver,
 // like a NIC queue owned by the stack) and PACKET_VNET_HDR (the kernel finishes TCP checksums,
@@ -37,11 +45,14 @@ class PacketDevice final : public Device {
   struct Options {
     std::string ifname;
     wire::MacAddr mac;  // zero: random, and the interface goes promiscuous
+    enum class Ring { v2, v3 };
+    Ring rx_ring = Ring::v2;
     // Receive ring: block_count blocks of block_size bytes (a multiple of the page size). 64 x
-    // 64 KiB holds about 2,000 full-size frames; a block fills in ~0.3 ms at 2 Gb/s.
+    // 64 KiB holds about 2,000 full-size frames (V2: 2 KiB slots for a 1500-byte MTU); a block
+    // fills in ~0.3 ms at 2 Gb/s.
     size_t block_size = 64 * 1024;
     size_t block_count = 64;
-    unsigned block_timeout_ms = 1;  // a partly filled block goes to the stack after this long
+    unsigned block_timeout_ms = 1;  // V3: a partly filled block goes to the stack after this long
     size_t tx_batch = 64;           // frames per sendmmsg
     bool qdisc_bypass = true;
     bool tx_csum_offload = true;
@@ -71,9 +82,12 @@ class PacketDevice final : public Device {
   // TSO itself. Without TSO the kernel must cut super-frames in software (GSO), which the bypass
   // path cannot do: __dev_direct_xmit drops any frame validate_xmit_skb had to replace.
   bool qdisc_bypass() const { return bypass_; }
+  Options::Ring rx_ring() const { return v3_ ? Options::Ring::v3 : Options::Ring::v2; }
+  size_t rx_slot_size() const { return v3_ ? block_size_ : frame_size_; }
 
   struct Counters {
-    uint64_t rx_blocks = 0;     // ring blocks handed to the stack
+    uint64_t rx_blocks = 0;     // V3: ring blocks handed to the stack
+    uint64_t rx_copied = 0;     // V2: frames larger than a slot, read whole with recv()
     uint64_t rx_truncated = 0;  // frames larger than the ring's frames (GSO super-frames), dropped
     uint64_t tx_batches = 0;    // sendmmsg calls
     uint64_t tx_dropped = 0;    // frames the kernel would not take (device queue full)
@@ -85,6 +99,8 @@ class PacketDevice final : public Device {
  private:
   PacketDevice() = default;
   void release_block();
+  Result<RxInfo> receive_v2(wire::MutBytes buf);
+  Result<RxInfo> receive_v3(wire::MutBytes buf);
   void send_now(const iovec* iov, size_t n);
 
   int rx_fd_ = -1;
@@ -101,6 +117,10 @@ class PacketDevice final : public Device {
   size_t block_size_ = 0;
   size_t block_count_ = 0;
   size_t cur_block_ = 0;
+  bool v3_ = false;
+  size_t frame_size_ = 0;  // V2: one slot
+  size_t frame_count_ = 0;
+  size_t cur_frame_ = 0;
   uint8_t* pkt_ = nullptr;  // next frame in the current block; null when no block is held
   uint32_t pkts_left_ = 0;
   // Transmit batch: slot i holds a virtio_net_hdr then the frame.

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Lab test (root): weft's user-space stack on an AF_PACKET device (TPACKET_V3 receive ring,
-# sendmmsg transmit; src/stack/packet_device.hpp) against the Linux kernel's TCP. The stack runs in
+# Lab test (root): weft's user-space stack on an AF_PACKET device (TPACKET_V2 receive ring by
+# default, TPACKET_V3 with --packet-ring v3; sendmmsg transmit; src/stack/packet_device.hpp) against the Linux kernel's TCP. The stack runs in
 # namespace P and takes P's end of a veth pair whose other end sits in the router namespace R
 # (lab/stack_netns.sh); the kernel peer is in namespace K behind R. Checks: ping; as a server
 # (weft stack echo) and as a client (weft stack connect --echo-check) 4 MiB each way come back
-# byte-exact at 0 and 1 % loss (nft `numgen random` in R, both directions), then 1 MiB with the
+# byte-exact at 0 and 1 % loss (nft `numgen random` in R, both directions), a 64-byte
+# request/response median under 600 us as server (a lone frame must not wait in the ring: with
+# TPACKET_V3's 1 ms blocks it took ~1 ms), 4 MiB as server on the V3 ring, then 1 MiB with the
 # stack computing every checksum itself (--no-vnet-hdr), then 4 MiB with TSO off on the interface
 # (super-frames cut by the kernel's software GSO), then `connect --zerocopy` (the send ring filled
 # on its first lap only) with a kernel server checking every byte of the stream. Cleans up on any exit.
@@ -28,6 +30,22 @@ for loss in 0 1; do
   stack_lab_check_echo "loss $loss%" "$STACK_IP" "$N" || fail=1
 done
 set_loss 0
+lat=$(mktemp)
+cc -O2 -o "$lat" "$(dirname "$0")/../../bench/tcp_echo_lat.c"
+out=$(timeout 60 ip netns exec "$K" "$lat" client "$STACK_IP" 7 500 64 || true)
+med=$(sed -nE 's/.*"median_us":([0-9.]+).*/\1/p' <<<"$out")
+if [[ -n $med ]] && python3 -c "import sys; sys.exit(0 if $med < 600 else 1)"; then
+  echo "64 B request/response, 500 round trips: median $med us (TPACKET_V2 ring)"
+else
+  echo "FAIL 64 B request/response median ${med:-none} us (a lone frame waiting in the ring?): ${out:-nothing}"; fail=1
+fi
+stack_lab_stop_bg
+stack_lab_bg ip netns exec "$P" "$WEFT" stack echo "${DEV[@]}" --packet-ring v3 -t 300
+stack_lab_wait_ping "$STACK_IP" 50 || fail=1
+out=$(timeout 60 ip netns exec "$K" "$lat" client "$STACK_IP" 7 200 64 || true)
+echo "the same on the TPACKET_V3 ring (1 ms blocks): median $(sed -nE 's/.*"median_us":([0-9.]+).*/\1/p' <<<"$out") us"
+stack_lab_check_echo "loss 0%, TPACKET_V3 ring" "$STACK_IP" "$N" || fail=1
+rm -f "$lat"
 stack_lab_stop_bg
 
 echo "== the stack as client (weft stack connect --echo-check on $PKT_IF), kernel echo server in $K"

@@ -1,0 +1,437 @@
+#!/usr/bin/env python3
+"""Differential runner: sends the same crafted frames to weft and to the Linux kernel and compares
+what each answers. Run by lab/hostile/differential.sh inside the prober's namespace, which holds
+one veth to weft (`weft stack echo --device packet`) and one to the kernel (an echo server on port
+7), both targets with the same address. Needs scapy (Debian python3-scapy).
+
+    differential.py --weft IF --kernel IF --target IP --me IP [--expected FILE] [--only NAME,...]
+
+Each case reduces a target's answers to a short signature that leaves out what may rightly differ
+(ISNs, windows, IP IDs, TTLs, option order), and the table says same or different. A case that
+differs fails the run unless --expected lists it (a line "NAME  reason"); a listed case that is now
+the same is reported so the list can shrink. Exit 0 when every difference is expected.
+"""
+import argparse
+import os
+import random
+import select
+import socket
+import sys
+import time
+
+from scapy.all import ICMP, IP, TCP, UDP, ARP, Ether, Raw, fragment  # noqa: E402  (Debian python3-scapy)
+
+ETH_P_ALL = 0x0003
+SOL_PACKET = 263
+PACKET_IGNORE_OUTGOING = 23
+ECHO_PORT = 7
+CLOSED_PORT = 9
+
+
+class Target:
+    """One veth to one target: send IP packets to it, read what it sends back."""
+
+    def __init__(self, name, ifname, me, target):
+        self.name, self.me, self.target = name, me, target
+        self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+        self.sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
+        self.sock.bind((ifname, ETH_P_ALL))
+        self.sock.setblocking(False)
+        self.my_mac = open("/sys/class/net/%s/address" % ifname).read().strip()
+        self.mac = None
+
+    def raw(self, frame):
+        self.sock.send(bytes(frame))
+
+    def send(self, pkt):
+        self.raw(Ether(src=self.my_mac, dst=self.mac) / pkt)
+
+    def frames(self, secs, until=None):
+        """IPv4 packets from the target for up to secs (stops early once until(pkt) is true)."""
+        out, end = [], time.monotonic() + secs
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                return out
+            r, _, _ = select.select([self.sock], [], [], left)
+            if not r:
+                continue
+            while True:
+                try:
+                    b = self.sock.recv(65536)
+                except BlockingIOError:
+                    break
+                e = Ether(b)
+                if IP in e and e[IP].src == self.target:
+                    out.append(e[IP])
+                    if until and until(e[IP]):
+                        return out
+                elif ARP in e and e[ARP].op == 2 and e[ARP].psrc == self.target:
+                    self.mac = e[ARP].hwsrc
+
+    def resolve(self):
+        for _ in range(50):
+            self.raw(Ether(src=self.my_mac, dst="ff:ff:ff:ff:ff:ff") /
+                     ARP(op=1, hwsrc=self.my_mac, psrc=self.me, pdst=self.target))
+            self.frames(0.2)
+            if self.mac:
+                return True
+        return False
+
+
+def flags(t):
+    return str(t.flags)
+
+
+def tcp_opts(t):
+    return ",".join(sorted(o[0] for o in t.options if o[0] not in ("NOP", "EOL")))
+
+
+def handshake(tg, sport, opts=(("MSS", 1460),), secs=1.0):
+    """SYN, the SYN-ACK, our ACK. Returns (our next seq, their next seq, the SYN-ACK) or None."""
+    isn = random.randrange(1 << 32)
+    tg.send(IP(src=tg.me, dst=tg.target) / TCP(sport=sport, dport=ECHO_PORT, flags="S", seq=isn, window=65535,
+                                                options=list(opts)))
+    got = tg.frames(secs, lambda p: TCP in p and p[TCP].dport == sport and "S" in flags(p[TCP]))
+    sa = [p for p in got if TCP in p and p[TCP].dport == sport and "S" in flags(p[TCP])]
+    if not sa:
+        return None
+    s = sa[-1][TCP]
+    tg.send(IP(src=tg.me, dst=tg.target) / TCP(sport=sport, dport=ECHO_PORT, flags="A", seq=isn + 1, ack=s.seq + 1,
+                                                window=65535))
+    return isn + 1, s.seq + 1, s
+
+
+def segment(tg, sport, seq, ack, data, fl="PA", **kw):
+    tg.send(IP(src=tg.me, dst=tg.target) / TCP(sport=sport, dport=ECHO_PORT, flags=fl, seq=seq, ack=ack,
+                                                window=65535, **kw) / Raw(data))
+
+
+def collect_stream(tg, sport, their, ours, secs=1.0, want=None):
+    tg.our_seq = ours
+    stream, pieces, nxt = b"", {}, their
+    end, biggest = time.monotonic() + secs, 0
+    while time.monotonic() < end:
+        for p in tg.frames(0.05):
+            if TCP in p and p[TCP].dport == sport and len(p[TCP].payload):
+                d = bytes(p[TCP].payload)
+                biggest = max(biggest, len(d))
+                pieces[p[TCP].seq] = d
+        while nxt in pieces:
+            d = pieces.pop(nxt)
+            stream += d
+            nxt = (nxt + len(d)) & 0xFFFFFFFF
+        tg.send(IP(src=tg.me, dst=tg.target) / TCP(sport=sport, dport=ECHO_PORT, flags="A", seq=ours, ack=nxt,
+                                                    window=65535))
+        if want is not None and len(stream) >= want:
+            break
+    return stream, biggest
+
+
+def close(tg, sport, ours, their):
+    tg.send(IP(src=tg.me, dst=tg.target) / TCP(sport=sport, dport=ECHO_PORT, flags="R", seq=ours))
+
+
+# ---- the cases: each takes a Target and returns its signature ----
+
+def case_ping(tg):
+    tg.send(IP(src=tg.me, dst=tg.target) / ICMP(id=77, seq=1) / Raw(b"x" * 56))
+    r = tg.frames(1.0, lambda p: ICMP in p and p[ICMP].type == 0)
+    return "echo reply" if any(ICMP in p and p[ICMP].type == 0 for p in r) else "none"
+
+
+def frag_reply(tg, pkts, secs=1.5):
+    """Sends the fragments; the reply's total IP payload over all its fragments."""
+    for f in pkts:
+        tg.send(f)
+    r = tg.frames(secs)
+    total = sum(len(p.payload) if p.frag == 0 else len(bytes(p.payload)) for p in r if p.proto == 1)
+    return ("echo reply, %d bytes of ICMP" % total) if total else "none"
+
+
+def case_frag_ping(tg):
+    p = IP(src=tg.me, dst=tg.target, id=4242) / ICMP(id=78, seq=1) / Raw(os.urandom(1000))
+    return frag_reply(tg, fragment(p, fragsize=512))
+
+
+def case_frag_ping_reply_past_mtu(tg):
+    p = IP(src=tg.me, dst=tg.target, id=4243) / ICMP(id=79, seq=1) / Raw(os.urandom(3000))
+    return frag_reply(tg, fragment(p, fragsize=1200))
+
+
+def case_bogus_first_fragments(tg):
+    real = fragment(IP(src=tg.me, dst=tg.target, id=5000) / ICMP(id=80, seq=1) / Raw(os.urandom(2000)), fragsize=1000)
+    bogus = [IP(src=tg.me, dst=tg.target, id=6000 + i, flags="MF", frag=0, proto=1) / Raw(os.urandom(64))
+             for i in range(10)]
+    return frag_reply(tg, real[:1] + bogus + real[1:])
+
+
+def send_ip_options(tg, opts):
+    """An echo request whose IPv4 header carries `opts` verbatim (padded to 4 bytes)."""
+    opts = opts + b"\x00" * (-len(opts) % 4)
+    icmp = bytes(ICMP(id=81, seq=1) / Raw(b"y" * 32))
+    hdr = IP(src=tg.me, dst=tg.target, proto=1, ihl=5 + len(opts) // 4, len=20 + len(opts) + len(icmp))
+    raw = bytearray(bytes(hdr)[:20] + opts)
+    raw[10:12] = b"\x00\x00"
+    s = sum(int.from_bytes(raw[i:i + 2], "big") for i in range(0, len(raw), 2))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    raw[10:12] = (~s & 0xFFFF).to_bytes(2, "big")
+    tg.raw(bytes(Ether(src=tg.my_mac, dst=tg.mac, type=0x0800)) + bytes(raw) + icmp)
+    # Whether the echo is answered is compared; Linux also sends a parameter problem (12/0) for a
+    # bad option, which a silent drop would answer as well as far as the user sees.
+    r = tg.frames(1.0, lambda p: ICMP in p and p[ICMP].type == 0)
+    return "echo reply" if any(ICMP in p and p[ICMP].type == 0 for p in r) else "no echo reply"
+
+
+def case_ipopt_len0(tg):
+    return send_ip_options(tg, b"\x07\x00\x04\x00")  # record route with length 0
+
+
+def case_ipopt_past_header(tg):
+    return send_ip_options(tg, b"\x07\x27\x04\x00")  # record route claiming 39 bytes in 4
+
+
+def case_ipopt_nop_ok(tg):
+    return send_ip_options(tg, b"\x01\x01\x01\x00")  # NOPs and EOL: fine for both
+
+
+def syn_answer(tg, sport, opts_raw):
+    """A SYN to the echo port whose TCP options are `opts_raw` verbatim: what comes back."""
+    isn = random.randrange(1 << 32)
+    t = TCP(sport=sport, dport=ECHO_PORT, flags="S", seq=isn, window=65535)
+    opts_raw = opts_raw + b"\x00" * (-len(opts_raw) % 4)
+    t.dataofs = 5 + len(opts_raw) // 4
+    ip = IP(src=tg.me, dst=tg.target) / t
+    b = bytearray(bytes(ip))
+    seg = bytes(b[20:40]) + opts_raw
+    b = b[:20] + seg
+    b[2:4] = len(b).to_bytes(2, "big")
+    pkt = IP(bytes(b))
+    del pkt.chksum
+    del pkt[TCP].chksum
+    tg.send(pkt)
+    r = tg.frames(1.0, lambda p: TCP in p and p[TCP].dport == sport)
+    ans = [p[TCP] for p in r if TCP in p and p[TCP].dport == sport]
+    if not ans:
+        return "none"
+    a = ans[0]
+    sig = flags(a)
+    if "S" in sig:
+        sig += " <%s>" % tcp_opts(a)
+        tg.send(IP(src=tg.me, dst=tg.target) / TCP(sport=sport, dport=ECHO_PORT, flags="R", seq=isn + 1))
+    return sig
+
+
+def case_syn_plain(tg):
+    return syn_answer(tg, random.randrange(20000, 60000), b"\x02\x04\x05\xb4")
+
+
+def case_syn_opt_len1(tg):
+    return syn_answer(tg, random.randrange(20000, 60000), b"\x02\x04\x05\xb4\x03\x01\x07\x00")  # wscale, length 1
+
+
+def case_syn_opt_len0(tg):
+    return syn_answer(tg, random.randrange(20000, 60000), b"\x02\x04\x05\xb4\x08\x00\x00\x00")  # timestamp, length 0
+
+
+def case_syn_opt_past_end(tg):
+    return syn_answer(tg, random.randrange(20000, 60000), b"\x02\x04\x05\xb4\x08\x0a\x00\x00")  # 10 bytes in 4
+
+
+def case_closed_port(tg):
+    sport = random.randrange(20000, 60000)
+    tg.send(IP(src=tg.me, dst=tg.target) / TCP(sport=sport, dport=CLOSED_PORT, flags="S", seq=1000))
+    r = tg.frames(1.0, lambda p: TCP in p and p[TCP].dport == sport)
+    a = [p[TCP] for p in r if TCP in p and p[TCP].dport == sport]
+    return ("%s ack=%s" % (flags(a[0]), "isn+1" if a[0].ack == 1001 else a[0].ack)) if a else "none"
+
+
+def case_udp_closed_port(tg):
+    tg.send(IP(src=tg.me, dst=tg.target) / UDP(sport=5555, dport=CLOSED_PORT) / Raw(b"z" * 20))
+    r = tg.frames(1.0, lambda p: ICMP in p)
+    a = [p[ICMP] for p in r if ICMP in p]
+    return ("icmp %d/%d" % (a[0].type, a[0].code)) if a else "none"
+
+
+def mss_echo(tg, mss_opt):
+    sport = random.randrange(20000, 60000)
+    h = handshake(tg, sport, opts=[("MSS", mss_opt)] if mss_opt is not None else [])
+    if not h:
+        return "no SYN-ACK"
+    ours, their, _ = h
+    segment(tg, sport, ours, their, b"m" * 1200)
+    stream, biggest = collect_stream(tg, sport, their, ours + 1200, secs=2.0, want=1200)
+    close(tg, sport, ours + 1200, their)
+    return "%d of 1200 bytes back, largest segment %d" % (len(stream), biggest)
+
+
+def case_mss_0(tg):
+    return mss_echo(tg, 0)
+
+
+def case_mss_1(tg):
+    return mss_echo(tg, 1)
+
+
+def case_no_mss(tg):
+    return mss_echo(tg, None)
+
+
+def case_overlap_different_bytes(tg):
+    sport = random.randrange(20000, 60000)
+    h = handshake(tg, sport)
+    if not h:
+        return "no SYN-ACK"
+    ours, their, _ = h
+    segment(tg, sport, ours + 4, their, b"XXXX")  # out of order
+    segment(tg, sport, ours + 4, their, b"YYYY")  # the same range again, other bytes
+    segment(tg, sport, ours, their, b"AAAA")  # the hole
+    stream, _ = collect_stream(tg, sport, their, ours + 8, secs=1.5, want=8)
+    close(tg, sport, ours + 8, their)
+    return "echo %r" % stream.decode(errors="replace")
+
+
+def case_overlap_in_order_extends(tg):
+    sport = random.randrange(20000, 60000)
+    h = handshake(tg, sport)
+    if not h:
+        return "no SYN-ACK"
+    ours, their, _ = h
+    segment(tg, sport, ours, their, b"ABCD")
+    segment(tg, sport, ours + 2, their, b"ZZEF")  # overlaps delivered bytes: only EF is new
+    stream, _ = collect_stream(tg, sport, their, ours + 6, secs=1.5, want=6)
+    close(tg, sport, ours + 6, their)
+    return "echo %r" % stream.decode(errors="replace")
+
+
+def case_urgent(tg):
+    sport = random.randrange(20000, 60000)
+    h = handshake(tg, sport)
+    if not h:
+        return "no SYN-ACK"
+    ours, their, _ = h
+    segment(tg, sport, ours, their, b"ABCD", fl="PAU", urgptr=2)
+    stream, _ = collect_stream(tg, sport, their, ours + 4, secs=1.5, want=4)
+    close(tg, sport, ours + 4, their)
+    return "echo %r" % stream.decode(errors="replace")
+
+
+def case_icmp_frag_needed(tg):
+    sport = random.randrange(20000, 60000)
+    h = handshake(tg, sport)
+    if not h:
+        return "no SYN-ACK"
+    ours, their, _ = h
+    quote = IP(src=tg.target, dst=tg.me) / TCP(sport=ECHO_PORT, dport=sport, seq=their, ack=ours, flags="A")
+    tg.send(IP(src=tg.me, dst=tg.target) / ICMP(type=3, code=4, nexthopmtu=576) / Raw(bytes(quote)[:28]))
+    time.sleep(0.1)
+    segment(tg, sport, ours, their, b"p" * 1400)
+    stream, biggest = collect_stream(tg, sport, their, ours + 1400, secs=2.0, want=1400)
+    close(tg, sport, ours + 1400, their)
+    return "%d of 1400 back, largest segment %d" % (len(stream), biggest)
+
+
+def case_icmp_port_unreach_established(tg):
+    sport = random.randrange(20000, 60000)
+    h = handshake(tg, sport)
+    if not h:
+        return "no SYN-ACK"
+    ours, their, _ = h
+    quote = IP(src=tg.target, dst=tg.me) / TCP(sport=ECHO_PORT, dport=sport, seq=their, ack=ours, flags="A")
+    tg.send(IP(src=tg.me, dst=tg.target) / ICMP(type=3, code=3) / Raw(bytes(quote)[:28]))
+    time.sleep(0.1)
+    segment(tg, sport, ours, their, b"still here")
+    stream, _ = collect_stream(tg, sport, their, ours + 10, secs=1.5, want=10)
+    close(tg, sport, ours + 10, their)
+    return "echo %r" % stream.decode(errors="replace")
+
+
+def case_syn_flood(tg):
+    """300 SYNs from 100 addresses nobody answers for, then a real client's SYN."""
+    base = tg.target.rsplit(".", 1)[0]
+    for i in range(300):
+        src = "%s.%d" % (base, 100 + i % 100)
+        tg.send(IP(src=src, dst=tg.target) / TCP(sport=1024 + i, dport=ECHO_PORT, flags="S",
+                                                  seq=random.randrange(1 << 32), options=[("MSS", 1460)]))
+    tg.frames(0.2)
+    sport = random.randrange(20000, 60000)
+    got = syn_answer(tg, sport, b"\x02\x04\x05\xb4")
+    return "real client: %s" % ("SYN-ACK" if got.startswith("SA") else got)
+
+
+CASES = [
+    ("ping", "ICMP echo, 56 bytes", case_ping),
+    ("frag_ping", "echo request of 1008 bytes in 2 fragments", case_frag_ping),
+    ("frag_ping_reply_past_mtu", "echo request of 3008 bytes in 3 fragments: the reply exceeds the MTU", case_frag_ping_reply_past_mtu),
+    ("bogus_first_fragments", "10 bogus first fragments between the pieces of a real fragmented echo", case_bogus_first_fragments),
+    ("ipopt_nop", "IPv4 options NOP NOP NOP EOL", case_ipopt_nop_ok),
+    ("ipopt_len0", "IPv4 option (record route) of length 0", case_ipopt_len0),
+    ("ipopt_past_header", "IPv4 option whose length runs past the header", case_ipopt_past_header),
+    ("syn_plain", "SYN with MSS 1460", case_syn_plain),
+    ("syn_opt_len1", "SYN with a window-scale option of length 1", case_syn_opt_len1),
+    ("syn_opt_len0", "SYN with a timestamp option of length 0", case_syn_opt_len0),
+    ("syn_opt_past_end", "SYN with an option running past the header", case_syn_opt_past_end),
+    ("closed_port", "SYN to a closed port", case_closed_port),
+    ("udp_closed_port", "UDP to a closed port", case_udp_closed_port),
+    ("no_mss", "SYN without MSS, then 1200 bytes echoed", case_no_mss),
+    ("mss_0", "SYN with MSS 0, then 1200 bytes echoed", case_mss_0),
+    ("mss_1", "SYN with MSS 1, then 1200 bytes echoed", case_mss_1),
+    ("overlap_different_bytes", "two out-of-order segments over the same bytes with different content", case_overlap_different_bytes),
+    ("overlap_in_order", "a segment overlapping delivered bytes", case_overlap_in_order_extends),
+    ("urgent", "4 bytes with URG, urgent pointer 2", case_urgent),
+    ("icmp_frag_needed", "ICMP fragmentation needed (MTU 576) for a connection, then 1400 bytes", case_icmp_frag_needed),
+    ("icmp_port_unreach_established", "ICMP port unreachable quoting an established connection", case_icmp_port_unreach_established),
+    ("syn_flood", "300 spoofed SYNs, then a real SYN", case_syn_flood),
+]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--weft", required=True)
+    ap.add_argument("--kernel", required=True)
+    ap.add_argument("--target", required=True)
+    ap.add_argument("--me", required=True)
+    ap.add_argument("--expected")
+    ap.add_argument("--only")
+    ap.add_argument("--seed", type=int, default=1)
+    o = ap.parse_args()
+    random.seed(o.seed)
+    expected = {}
+    if o.expected:
+        for line in open(o.expected):
+            line = line.strip()
+            if line and not line.startswith("#"):
+                name, _, why = line.partition(" ")
+                expected[name] = why.strip()
+    targets = [Target("kernel", o.kernel, o.me, o.target), Target("weft", o.weft, o.me, o.target)]
+    for t in targets:
+        if not t.resolve():
+            print("FAIL: %s (%s) does not answer ARP" % (t.name, o.target))
+            return 1
+    only = set(o.only.split(",")) if o.only else None
+    print("| case | what | kernel | weft | result |")
+    print("|---|---|---|---|---|")
+    bad = same = exp = 0
+    for name, what, fn in CASES:
+        if only and name not in only:
+            continue
+        sig = [fn(t) for t in targets]
+        if sig[0] == sig[1]:
+            res = "same"
+            same += 1
+            if name in expected:
+                res = "same (listed as an expected difference: remove it from the list)"
+        elif name in expected:
+            res = "different, expected: " + expected[name]
+            exp += 1
+        else:
+            res = "DIFFERENT"
+            bad += 1
+        print("| %s | %s | %s | %s | %s |" % (name, what, sig[0], sig[1], res))
+    print("%d same, %d different as expected, %d different unexpectedly" % (same, exp, bad))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
