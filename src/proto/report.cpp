@@ -464,17 +464,21 @@ json window_to_json(const WindowStats& w) {
   // during an upgrade: the old name stays beside the new one.
   j[kLegacyRttField] = j[kRttInclResponderDelayField];
   put_window_counters(j, w);
-  if (!w.flows.empty()) {
-    json flows = json::array();
-    for (const auto& f : w.flows)
-      flows.push_back({{"src_port", f.src_port},
-                       {"sent", f.sent},
-                       {"received", f.received},
-                       {"lost", f.lost},
-                       {"network_rtt_p50_ns", f.network_rtt_p50_ns}});
-    j["flows"] = std::move(flows);
-  }
   return j;
+}
+
+// A window's per-flow counters: only in a report (encode_json), not in window_json (the Redis
+// store's values and the read API keep the pair aggregate alone).
+void put_flows(json& j, const WindowStats& w) {
+  if (w.flows.empty()) return;
+  json flows = json::array();
+  for (const auto& f : w.flows)
+    flows.push_back({{"src_port", f.src_port},
+                     {"sent", f.sent},
+                     {"received", f.received},
+                     {"lost", f.lost},
+                     {"network_rtt_p50_ns", f.network_rtt_p50_ns}});
+  j["flows"] = std::move(flows);
 }
 
 json path_to_json(const PathTrace& p) {
@@ -697,6 +701,7 @@ std::string encode_json(const Report& r) {
   j["windows"] = json::array();
   for (const auto& w : r.windows) {
     j["windows"].push_back(window_to_json(w));
+    put_flows(j["windows"].back(), w);
   }
   if (!r.paths.empty()) {
     j["paths"] = json::array();

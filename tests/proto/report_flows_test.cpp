@@ -5,6 +5,7 @@
 
 #include <random>
 
+#include "proto/pinglist.hpp"
 #include "proto/report.hpp"
 #include "test_util.hpp"
 
@@ -173,4 +174,31 @@ TEST(ReportFlows, MalformedJsonIsRefusedWithTheField) {
       R"(,"paths":[{"protocol":"udp","target":"b","src_port":1,"dst_port":2,"traced_at_unix_ns":3,"reached":true,"hops":["10.0.0.1",""]}]})");
   ASSERT_TRUE(ok) << ok.error().message;
   EXPECT_EQ(ok->paths[0].hops, (std::vector<std::string>{"10.0.0.1", ""}));
+}
+
+// The pinglist's per-protocol flow count: sent when not 1, read back, bounded, absent = 1 (an
+// older controller's pinglist).
+TEST(ReportFlows, PinglistCarriesTheFlowCount) {
+  Pinglist p;
+  p.version = 3;
+  p.window = std::chrono::seconds(10);
+  p.report_interval = std::chrono::seconds(1);
+  p.sync_interval = std::chrono::seconds(10);
+  p.protocols.push_back({Protocol::udp,
+                         std::chrono::milliseconds(100),
+                         std::chrono::seconds(1),
+                         {{"h2", "10.0.0.2", 7777}},
+                         8});
+  p.protocols.push_back({Protocol::tcp, std::chrono::milliseconds(100), std::chrono::seconds(1), {}});
+  const std::string text = pinglist_json(p);
+  auto d = decode_pinglist(text);
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_EQ(d->pinglist.protocols[0].flows, 8u);
+  EXPECT_EQ(d->pinglist.protocols[1].flows, 1u);
+  EXPECT_EQ(text.find("\"flows\":1"), std::string::npos) << "one flow is not sent";
+  std::string bad = text;
+  bad.replace(bad.find("\"flows\":8"), 9, "\"flows\":65");
+  auto e = decode_pinglist(bad);
+  ASSERT_FALSE(e);
+  EXPECT_NE(e.error().message.find("flows"), std::string::npos) << e.error().message;
 }
