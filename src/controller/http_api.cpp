@@ -163,6 +163,7 @@ net::http::Router HttpApi::routes() {
   r.add("GET", "/api/v1/mesh", h(&HttpApi::mesh), kReadLane);
   r.add("GET", "/api/v1/suspects", h(&HttpApi::suspects), kReadLane);
   r.add("GET", "/api/v1/pairs/*/*/history", h(&HttpApi::pair_history), kReadLane);
+  r.add("GET", "/api/v1/flows", h(&HttpApi::flows), kReadLane);
   r.add("GET", "/api/v1/agents", h(&HttpApi::agents), kReadLane);
   r.add("GET", "/api/v1/groups", h(&HttpApi::groups), kReadLane);
   r.add("GET", "/api/v1/pinglists/*", h(&HttpApi::pinglist_view), kReadLane);
@@ -390,6 +391,16 @@ std::string HttpApi::suspects_json(proto::Protocol protocol, const BlameOptions&
                     {"hosts", std::move(hosts)},
                     {"links", std::move(links)},
                     {"down", down}});
+}
+
+// One pair's flows: per-flow counters, traced paths and path changes (docs/api.md).
+void HttpApi::flows(const Req& req, Res& res) {
+  auto proto = protocol_param(req);
+  if (!proto) return error(res, 400, proto.error().message);
+  const std::string src = req.param("src"), dst = req.param("dst");
+  if (!proto::valid_host_name(src) || !proto::valid_host_name(dst))
+    return error(res, 400, "src and dst: host names of the pair (?protocol=udp&src=A&dst=B)");
+  res.set(200, pair_flows_json(ingest_.flows().pair(*proto, src, dst)), kJson);
 }
 
 void HttpApi::pair_history(const Req& req, Res& res) {
