@@ -89,7 +89,7 @@ void FlowTable::add_trace(FlowState& f, TracedPath t) {
     f.last_change_unix_ns = t.traced_at_unix_ns;
   }
   f.paths.push_back(std::move(t));
-  while (f.paths.size() > kPathHistory) f.paths.pop_front();
+  if (f.paths.size() > kPathHistory) f.paths.erase(f.paths.begin());
   // Flapping: changes between consecutive traces among the last kFlapWindow.
   const size_t n = std::min(f.paths.size(), kFlapWindow);
   size_t changes = 0;
