@@ -31,6 +31,7 @@ WEFT=${WEFT:-build/weft}
 ROUNDS=${ROUNDS:-3}
 RATE=${RATE:-2000}
 DUR=${DUR:-5}
+FLOWS=${FLOWS:-1}  # UDP flows per target (issue 24: an agent probes over 8): FLOWS=8 bench/probe-callgrind.sh
 command -v valgrind >/dev/null || { echo "valgrind is not installed" >&2; exit 1; }
 DIR=$(mktemp -d /tmp/weft-probe-cg-XXXXXX)
 if [[ -n ${KEEP:-} ]]; then echo "callgrind files kept in $DIR" >&2; else trap 'rm -rf "$DIR"' EXIT; fi
@@ -73,7 +74,7 @@ if [[ -n ${CACHE:-} ]]; then
 fi
 for r in $(seq 1 "$ROUNDS"); do
   json=$(valgrind --tool=callgrind "${SIM[@]}" --trace-children=$CHILDREN --callgrind-out-file="$DIR/cg.$r.%p" "$WEFT" \
-    --log-level warn bench probe --protocol udp --rate "$RATE" --targets 100 --duration "$DUR" --json 2>"$DIR/log.$r")
+    --log-level warn bench probe --protocol udp --rate "$RATE" --targets 100 --flows "$FLOWS" --duration "$DUR" --json 2>"$DIR/log.$r")
   resp=0
   for f in "$DIR"/cg."$r".*; do
     callgrind_annotate --inclusive=yes "${SHOW[@]}" "$f" >"$f.annotate" 2>/dev/null

@@ -25,7 +25,7 @@ bool same(const WindowStats& a, const WindowStats& b) {
          a.received == b.received && a.lost == b.lost && a.late == b.late && a.duplicate == b.duplicate &&
          a.malformed == b.malformed && a.weird == b.weird && a.timestamp_source == b.timestamp_source &&
          same(a.rtt_incl_responder_delay, b.rtt_incl_responder_delay) && same(a.network_rtt, b.network_rtt) &&
-         same(a.responder_delay, b.responder_delay);
+         same(a.responder_delay, b.responder_delay) && a.flows == b.flows;
 }
 
 // Health's two doubles travel as rounded thousandths (binary) and are left out: rounding is by design.
@@ -34,7 +34,7 @@ bool same(const Report& a, const Report& b) {
       a.health.dropped_windows != b.health.dropped_windows ||
       a.health.spooled_windows != b.health.spooled_windows ||
       a.health.prober_restarts != b.health.prober_restarts || a.alarms.size() != b.alarms.size() ||
-      a.windows.size() != b.windows.size())
+      a.windows.size() != b.windows.size() || a.paths != b.paths)
     return false;
   for (size_t i = 0; i < a.alarms.size(); ++i)
     if (a.alarms[i].kind != b.alarms[i].kind || a.alarms[i].message != b.alarms[i].message ||
@@ -48,9 +48,10 @@ bool same(const Report& a, const Report& b) {
 void check_binary(std::string_view in) {
   auto r = decode_binary(in);
   if (!r) return;
-  // The window list it points at lies inside the input and decodes to the same windows.
+  // The window list it points at lies inside the input (the optional sections after it) and decodes
+  // to the same windows.
   if (r->encoded_windows.data() < in.data() ||
-      r->encoded_windows.data() + r->encoded_windows.size() != in.data() + in.size())
+      r->encoded_windows.data() + r->encoded_windows.size() > in.data() + in.size())
     std::abort();
   auto list = decode_window_list(r->encoded_windows);
   if (!list || list->size() != r->windows.size()) std::abort();

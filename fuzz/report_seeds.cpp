@@ -45,6 +45,12 @@ int main(int argc, char** argv) {
         window("h" + std::to_string(3 + i % 4), 1'700'000'000'000'000'000 + i, static_cast<Protocol>(i % 3)));
   reports[3] = reports[2];
   reports[3].windows[0].rtt_incl_responder_delay = {};  // a window with no answers
+  // Per-flow counters and traced paths (the report's optional sections, issue 24).
+  reports.push_back(reports[2]);
+  for (uint16_t k = 0; k < 4; ++k)
+    reports[4].windows[1].flows.push_back({static_cast<uint16_t>(40000 + k), 10, 9, 1, 51'000});
+  reports[4].paths.push_back(
+      {Protocol::udp, "h3", 40001, 7777, 1'700'000'000'000'000'000, true, {"10.0.0.1", "", "10.0.1.2"}});
   std::vector<std::string> seeds;
   for (const auto& r : reports) {
     seeds.push_back(encode_binary(r));

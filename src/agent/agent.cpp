@@ -142,6 +142,9 @@ struct Agent::Impl {
       pc.bind_address = cfg.address;
       pc.interval = pp.interval;
       pc.timeout = pp.timeout;
+      pc.flows = pp.flows;
+      // Each UDP flow's path is traced every few minutes (and when it starts losing).
+      if (pp.protocol == proto::Protocol::udp) pc.trace_interval = std::chrono::minutes(5);
       pc.window = pl.window;
       std::vector<probe::Target> targets;
       targets.reserve(pp.targets.size());

@@ -50,6 +50,7 @@ void ProberRuns::loop(Run& r) {
     }
     if (state_.is_stopping()) break;
     probe::Prober* prober = p->get();
+    prober->set_on_path([this](proto::PathTrace&& path) { state_.add_path(std::move(path)); });
     uint64_t unsent_seen = 0;
     int64_t unsent_alarm_at = 0;
     auto st = (*p)->run([&, this](proto::WindowStats&& w) {
@@ -109,7 +110,8 @@ void ProberRuns::apply(std::map<proto::Protocol, ProberPlan> wanted) {
     Run& run = *it->second;
     std::lock_guard rl(run.mu);
     bool same = run.config.interval == pc.interval && run.config.timeout == pc.timeout &&
-                run.config.window == pc.window && run.config.bind_address == pc.bind_address;
+                run.config.window == pc.window && run.config.bind_address == pc.bind_address &&
+                run.config.flows == pc.flows && run.config.trace_interval == pc.trace_interval;
     run.targets = targets;
     if (!same) {
       run.config = pc;

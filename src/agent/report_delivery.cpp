@@ -15,6 +15,7 @@ ReportDelivery::Outcome ReportDelivery::deliver(const std::string& agent, uint64
     rep.seq = batch ? batch->seq : ++seq_;
     rep.health = health();
     rep.alarms = state_.pending_alarms();
+    rep.paths = state_.pending_paths();
     if (batch)
       rep.windows = std::move(batch->windows);
     else if (sent > 0)
@@ -51,6 +52,7 @@ ReportDelivery::Outcome ReportDelivery::deliver(const std::string& agent, uint64
     content_refusals_ = 0;
     reports_sent++;
     state_.forget_alarms(rep.alarms.size());
+    state_.forget_paths(rep.paths.size());
     if (batch) {
       windows_delivered += rep.windows.size();
       outbox_.pop(batch->seq);

@@ -65,6 +65,22 @@ void RunState::collect(proto::WindowStats&& w) {
   collected_.push_back(std::move(w));
 }
 
+void RunState::add_path(proto::PathTrace&& p) {
+  std::lock_guard lk(collect_mu_);
+  if (paths_.size() >= kMaxPendingPaths) paths_.erase(paths_.begin());
+  paths_.push_back(std::move(p));
+}
+
+std::vector<proto::PathTrace> RunState::pending_paths() {
+  std::lock_guard lk(collect_mu_);
+  return paths_;
+}
+
+void RunState::forget_paths(size_t n) {
+  std::lock_guard lk(collect_mu_);
+  paths_.erase(paths_.begin(), paths_.begin() + static_cast<ptrdiff_t>(std::min(paths_.size(), n)));
+}
+
 std::vector<proto::WindowStats> RunState::take_collected() {
   std::vector<proto::WindowStats> ws;
   std::lock_guard lk(collect_mu_);

@@ -37,6 +37,12 @@ class RunState {
   void alarm(std::string kind, std::string message);
   void collect(proto::WindowStats&& w);
   std::vector<proto::WindowStats> take_collected();
+  // Traced paths not yet reported (at most kMaxPendingPaths, the oldest dropped first), like the
+  // alarms: pending_paths() copies them into a report, forget_paths(n) drops the first n once sent.
+  static constexpr size_t kMaxPendingPaths = 4096;
+  void add_path(proto::PathTrace&& p);
+  std::vector<proto::PathTrace> pending_paths();
+  void forget_paths(size_t n);
   // The alarms not yet reported, oldest first; forget_alarms(n) drops the first n once reported.
   std::vector<proto::AlarmEvent> pending_alarms();
   void forget_alarms(size_t n);
@@ -53,6 +59,7 @@ class RunState {
   std::mutex collect_mu_;
   std::vector<proto::WindowStats> collected_;
   std::vector<proto::AlarmEvent> alarms_;
+  std::vector<proto::PathTrace> paths_;
 };
 
 }  // namespace weft::agent

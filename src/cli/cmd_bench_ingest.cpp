@@ -28,6 +28,7 @@ namespace {
 struct Options {
   size_t agents = 1000;
   size_t targets = 300;
+  size_t flows = 0;  // per-flow counters per window (issue 24: an agent sends 8 for UDP); 0: none
   size_t rounds = 10;
   // The configuration docs/BENCHMARKS.md measures, so the issue's plain
   // `weft bench ingest --agents 1000 --targets 300 --json` runs it: more connections than cores
@@ -95,6 +96,10 @@ int run_bench(const Options& o) {
         if (tgt == rep.agent) tgt = "elsewhere";
         rep.windows.push_back(
             weft::cli::sample_window(tgt, base + static_cast<int64_t>(r) * 10'000'000'000, a * 31 + t));
+        auto& w = rep.windows.back();
+        for (size_t k = 0; k < o.flows; ++k)  // the pair's probes spread over the flows
+          w.flows.push_back({static_cast<uint16_t>(40000 + k), w.sent / o.flows, w.received / o.flows,
+                             w.lost / o.flows, w.network_rtt.p50_ns});
       }
       std::string body = weft::proto::encode_binary(rep);
       body_bytes += body.size();
@@ -191,6 +196,9 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
   sub->add_option("--agents", o->agents, "Simulated agents")->capture_default_str();
   sub->add_option("--targets", o->targets, "Targets per agent (windows per report)")->capture_default_str();
   sub->add_option("--rounds", o->rounds, "Reports per agent")->capture_default_str();
+  sub->add_option("--flows", o->flows, "Per-flow counters in each window (0..64; agents send 8 for udp)")
+      ->check(CLI::Range(0, 64))
+      ->capture_default_str();
   sub->add_option("--connections", o->connections, "Concurrent HTTP connections")->capture_default_str();
   sub->add_option("--http-threads", o->http_threads, "Controller HTTP worker threads")->capture_default_str();
   sub->add_option("--store", o->store,

@@ -52,6 +52,7 @@ struct BenchArgs {
   int64_t coalesce_us = std::chrono::microseconds(probe::kDefaultCoalesce).count();
   int64_t max_coalesce_us = std::chrono::microseconds(probe::kDefaultMaxCoalesce).count();
   double window_s = 10;  // the prober's default: what an agent runs with
+  size_t flows = 1;      // UDP flows (source ports) per target; an agent's default is 8
 };
 
 // The K-th distinct loopback address (K < 64000): 127.1.(K / 250).(K % 250 + 1), never a .0 or
@@ -123,6 +124,7 @@ int run_bench(const BenchArgs& a) {
   cfg.tcp_keep_open = a.keep_open;
   cfg.interval = std::chrono::nanoseconds(static_cast<int64_t>(1e9 * a.targets / a.rate));
   cfg.window = std::chrono::nanoseconds(static_cast<int64_t>(a.window_s * 1e9));
+  cfg.flows = a.flows;
   cfg.coalesce = std::chrono::microseconds(a.coalesce_us);
   cfg.max_coalesce = std::chrono::microseconds(a.max_coalesce_us);
   auto prober = probe::Prober::create(cfg);
@@ -203,6 +205,7 @@ int run_bench(const BenchArgs& a) {
                       {"malformed", cend.malformed + cend.unknown_session + cend.unknown_probe},
                       {"windows", windows},
                       {"window_s", a.window_s},
+                      {"flows", a.flows},
                       {"cpu_percent_prober", pct(p1 - p0)},
                       {"cpu_percent_responder", r0.ok && r1.ok ? pct(r1.cpu_ns - r0.cpu_ns) : -1.0},
                       {"rss_kb_prober", self.rss_kb},
@@ -242,6 +245,8 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
                   "Shortest wake-up coalescing of prober and responder, under heavy load (us)")
       ->capture_default_str();
   sub->add_option("--max-coalesce-us", a->max_coalesce_us, "Wake-up coalescing below heavy load (us)")
+      ->capture_default_str();
+  sub->add_option("--flows", a->flows, "UDP flows (source ports) per target, 1..64 (an agent probes over 8)")
       ->capture_default_str();
   sub->add_option("--window", a->window_s, "Prober window length (s); 1 closes 10x as many windows")
       ->capture_default_str()

@@ -281,12 +281,21 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
             continue;
           }
           if (!v.IsMap()) {
-            c.bad(v, field, "expected a mapping (interval, timeout)");
+            c.bad(v, field, "expected a mapping (interval, timeout, flows)");
             break;
           }
-          check_keys(c, v, field, {"interval", "timeout"});
+          check_keys(c, v, field, {"interval", "timeout", "flows"});
           if (v["interval"]) pp.interval_ns = duration(c, v["interval"], field + ".interval", 1'000'000);
           if (v["timeout"]) pp.timeout_ns = duration(c, v["timeout"], field + ".timeout", 1'000'000);
+          if (v["flows"]) {
+            pp.flows =
+                static_cast<uint32_t>(integer(c, v["flows"], field + ".flows", 1, proto::kMaxFlowsPerWindow));
+            if (pp.flows > 1 && pp.protocol != proto::Protocol::udp && !c.failed())
+              c.bad(v["flows"], field + ".flows",
+                    "only udp probes several flows per target (tcp connect probes already use a new source "
+                    "port "
+                    "each; rdma: docs/probe.md \"Flows\")");
+          }
           cfg.protocols.push_back(pp);
         }
     }

@@ -21,6 +21,15 @@ struct ProtocolPlan {
   proto::Protocol protocol = proto::Protocol::udp;
   int64_t interval_ns = proto::defaults::kProbeInterval.count();  // between probes to one target
   int64_t timeout_ns = proto::defaults::kProbeTimeout.count();    // a probe unanswered this long is lost
+  // Flows (source ports) per target; 0 = the protocol's default (default_flows). Only UDP splits a
+  // pair into flows (docs/probe.md "Flows").
+  uint32_t flows = 0;
+  uint32_t flows_or_default() const { return flows ? flows : default_flows(protocol); }
+  // UDP: 8. With uniform hashing one pair's 8 flows cross a given path of a 4-way ECMP with
+  // probability 0.90 (8-way: 0.66) and every path of a 4-way one with 0.62; a fabric element is
+  // crossed by many pairs, so some of their flows cross it almost surely. TCP and RDMA: 1.
+  // (docs/probe.md "Flows" has the table.)
+  static uint32_t default_flows(proto::Protocol p) { return p == proto::Protocol::udp ? 8 : 1; }
 };
 
 // A named group of hosts probed as a full mesh. Members are host names or shell globs ("rack1-*",

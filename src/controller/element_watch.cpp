@@ -3,18 +3,16 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
-#include "controller/pair_observations.hpp"
-
 namespace weft::controller {
 
 using nlohmann::json;
 
-std::vector<FlowObservation> localisation_input(const MeshView& mesh, proto::Protocol protocol) {
+std::vector<FlowObservation> localisation_input(const MeshView& mesh, const FlowTable& flows,
+                                                proto::Protocol protocol, int64_t now_unix_ns) {
   std::map<std::string, int64_t, std::less<>> up_again;
   for (const auto& a : mesh.agents())
     if (a.up_again_unix_ns) up_again[a.name] = a.up_again_unix_ns;
-  // Per-flow state goes here when it lands: flows.observations(protocol, now) instead of the pairs.
-  std::vector<FlowObservation> obs = pair_observations(mesh.latest(protocol));
+  std::vector<FlowObservation> obs = flows.observations(protocol, now_unix_ns);
   // A window that began before one of its ends came back measured the outage, not the network.
   std::erase_if(obs, [&](const FlowObservation& o) {
     for (const std::string* end : {&o.src, &o.dst})
@@ -25,7 +23,8 @@ std::vector<FlowObservation> localisation_input(const MeshView& mesh, proto::Pro
 }
 
 ElementWatch::Answer ElementWatch::update(const std::shared_ptr<const Topology>& topology,
-                                          proto::Protocol protocol, const MeshView& mesh, int64_t now) {
+                                          proto::Protocol protocol, const MeshView& mesh,
+                                          const FlowTable& flows, int64_t now) {
   std::lock_guard lk(mu_);
   PerProtocol& p = protocols_[protocol];
   // A large fleet's localisation takes a while: reuse it for 10 times that, as the render cache does.
@@ -41,7 +40,7 @@ ElementWatch::Answer ElementWatch::update(const std::shared_ptr<const Topology>&
     LocaliseOptions opt;
     opt.max_age_ns = 2 * mesh.window_ns();
     const auto t0 = std::chrono::steady_clock::now();
-    a.result = localise(*topology, localisation_input(mesh, protocol), now, p.state, opt);
+    a.result = localise(*topology, localisation_input(mesh, flows, protocol, now), now, p.state, opt);
     p.cost_ns =
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
   }

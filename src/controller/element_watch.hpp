@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "controller/flows.hpp"
 #include "controller/localise.hpp"
 #include "controller/mesh_state.hpp"
 #include "controller/metrics_text.hpp"
@@ -19,10 +20,11 @@
 
 namespace weft::controller {
 
-// Localisation's input for one protocol: today the latest pair windows (pair_observations.hpp),
-// without the windows of agents that were down during them. The one place per-flow state
-// (FlowTable::observations) plugs in.
-std::vector<FlowObservation> localisation_input(const MeshView& mesh, proto::Protocol protocol);
+// Localisation's input for one protocol: the per-flow state's observations (one per flow where
+// agents report flows, one per pair where they do not: FlowTable::observations), without the
+// windows of agents that were down during them.
+std::vector<FlowObservation> localisation_input(const MeshView& mesh, const FlowTable& flows,
+                                                proto::Protocol protocol, int64_t now_unix_ns);
 
 class ElementWatch {
  public:
@@ -36,7 +38,7 @@ class ElementWatch {
 
   // Localises `protocol` over the topology (null: none configured, an empty answer).
   Answer update(const std::shared_ptr<const Topology>& topology, proto::Protocol protocol,
-                const MeshView& mesh, int64_t now_unix_ns);
+                const MeshView& mesh, const FlowTable& flows, int64_t now_unix_ns);
   // The latest answer of every protocol localised so far.
   std::map<proto::Protocol, Answer> latest() const;
 

@@ -164,6 +164,7 @@ net::http::Router HttpApi::routes() {
   r.add("GET", "/api/v1/suspects", h(&HttpApi::suspects), kReadLane);
   r.add("GET", "/api/v1/topology", h(&HttpApi::topology), kReadLane);
   r.add("GET", "/api/v1/pairs/*/*/history", h(&HttpApi::pair_history), kReadLane);
+  r.add("GET", "/api/v1/flows", h(&HttpApi::flows), kReadLane);
   r.add("GET", "/api/v1/agents", h(&HttpApi::agents), kReadLane);
   r.add("GET", "/api/v1/groups", h(&HttpApi::groups), kReadLane);
   r.add("GET", "/api/v1/pinglists/*", h(&HttpApi::pinglist_view), kReadLane);
@@ -382,7 +383,8 @@ std::string HttpApi::suspects_json(proto::Protocol protocol, const BlameOptions&
     links.push_back(std::move(lj));
   }
   // Network elements by fault localisation ([] without a topology).
-  json elements = elements_json(elements_.update(mesh_.config()->topology, protocol, mesh_, now_ns()).result);
+  json elements = elements_json(
+      elements_.update(mesh_.config()->topology, protocol, mesh_, ingest_.flows(), now_ns()).result);
   return dumps(json{{"protocol", proto::to_string(protocol)},
                     {"loss_threshold", opt.loss_threshold},
                     {"latency_factor", opt.latency_factor},
@@ -406,10 +408,21 @@ void HttpApi::topology(const Req&, Res& res) {
 std::string HttpApi::element_metrics() const {
   const auto cfg = mesh_.config();
   if (!cfg->topology) return {};
-  for (const auto& pp : cfg->protocols) elements_.update(cfg->topology, pp.protocol, mesh_, now_ns());
+  for (const auto& pp : cfg->protocols)
+    elements_.update(cfg->topology, pp.protocol, mesh_, ingest_.flows(), now_ns());
   PromText t;
   render_element_metrics(t, elements_.latest());
   return t.take();
+}
+
+// One pair's flows: per-flow counters, traced paths and path changes (docs/api.md).
+void HttpApi::flows(const Req& req, Res& res) {
+  auto proto = protocol_param(req);
+  if (!proto) return error(res, 400, proto.error().message);
+  const std::string src = req.param("src"), dst = req.param("dst");
+  if (!proto::valid_host_name(src) || !proto::valid_host_name(dst))
+    return error(res, 400, "src and dst: host names of the pair (?protocol=udp&src=A&dst=B)");
+  res.set(200, pair_flows_json(ingest_.flows().pair(*proto, src, dst)), kJson);
 }
 
 void HttpApi::pair_history(const Req& req, Res& res) {

@@ -63,6 +63,7 @@ class HttpApi {
   std::optional<MeshPick> mesh_pick(proto::Protocol protocol, const std::string& group) const;
   std::string mesh_columns_body(proto::Protocol protocol, const std::string& group, bool gzip) const;
   void pair_history(const Req& req, Res& res);
+  void flows(const Req& req, Res& res);
   void agents(const Req& req, Res& res);
   std::string agents_json() const;
   void groups(const Req& req, Res& res);

@@ -158,6 +158,7 @@ IngestReply Ingest::handle_report(const proto::Report& r, int64_t now_ns) {
   c.windows_accepted += accepted;
   c.windows_duplicate += duplicate;
   c.windows_stale += stale;
+  flows_.ingest(r);  // per-flow counters and paths, when the report has any (one branch otherwise)
   const uint64_t version = mesh_.touch(r.agent, r.health, r.alarms, now_ns);
   return {200, proto::report_reply_json({accepted, duplicate, stale, version})};
 }

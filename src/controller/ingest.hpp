@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "controller/flows.hpp"
 #include "controller/mesh.hpp"
 #include "controller/store.hpp"
 #include "proto/report.hpp"
@@ -21,17 +22,20 @@ struct IngestReply {
 Status validate_report(const proto::Report& r, const Config& cfg, int64_t now_ns);
 class Ingest {
  public:
-  Ingest(Mesh& mesh, Store& store) : mesh_(mesh), store_(store) {}
+  Ingest(Mesh& mesh, Store& store) : mesh_(mesh), store_(store), flows_(mesh) {}
 
   // `content_type` picks the decoder (binary or JSON). Thread-safe.
   IngestReply handle(std::string_view content_type, std::string_view body, int64_t now_ns);
   // An already decoded report (the benchmark and tests use it to skip HTTP).
   IngestReply handle_report(const proto::Report& r, int64_t now_ns);
+  // The per-flow state the accepted reports fed (flows.hpp): fault localisation's observations.
+  const FlowTable& flows() const { return flows_; }
 
  private:
   IngestReply reject(int status, const std::string& message);
   Mesh& mesh_;
   Store& store_;
+  FlowTable flows_;
 };
 
 // {"error": message} with JSON escaping.

@@ -63,7 +63,8 @@ proto::Pinglist compute_pinglist(const Config& cfg, const std::string& agent,
         for (const auto& peer : peers)
           if (matches_any(a.to, peer.name)) wanted.insert(peer.name);
       }
-      proto::ProtocolPinglist pl{plan.protocol, Duration(plan.interval_ns), Duration(plan.timeout_ns), {}};
+      proto::ProtocolPinglist pl{
+          plan.protocol, Duration(plan.interval_ns), Duration(plan.timeout_ns), {}, plan.flows_or_default()};
       for (const auto& peer : peers) {  // peers are sorted by name, so targets are too
         if (peer.name == agent || !peer.up || !wanted.contains(peer.name) ||
             !has(peer.protocols, plan.protocol))

@@ -1,6 +1,7 @@
 #pragma once
-// The prober: sends UDP or TCP probes to many targets from one socket per protocol and address
-// family, matches the answers, and folds the results per target into windows (see window.hpp).
+// The prober: sends UDP or TCP probes to many targets from one socket per protocol, address
+// family and flow (ProberConfig::flows), matches the answers, and folds the results per target into windows
+// (see window.hpp).
 //
 // Threading: one thread calls run(); set_targets(), stop() and counters() may be called from any
 // other thread. Timing and accounting rules are described in docs/probe.md.
@@ -17,6 +18,7 @@
 #include "probe/coalesce_defaults.hpp"
 #include "probe/window.hpp"
 #include "proto/defaults.hpp"
+#include "proto/path_trace.hpp"
 
 namespace weft::probe {
 
@@ -29,7 +31,12 @@ struct Target {
 struct ProberConfig {
   Protocol protocol = Protocol::udp;  // udp or tcp (tcp: connect-handshake time per probe)
   bool tcp_keep_open = false;         // tcp: request/echo RTT on a kept-open connection
-  std::string bind_address;           // "" = any; the source address to probe from
+  // UDP: probe each target over this many flows (source ports: one socket each per address
+  // family), a target's probes round-robin over them at the same per-target rate, so that ECMP
+  // spreads them over its paths; windows then carry per-flow counters (WindowStats::flows).
+  // 1 = one socket, no per-flow detail (as before; `weft ping`). At most proto::kMaxFlowsPerWindow.
+  size_t flows = 1;
+  std::string bind_address;  // "" = any; the source address to probe from
   std::chrono::nanoseconds interval{proto::defaults::kProbeInterval};  // per target
   std::chrono::nanoseconds timeout{proto::defaults::kProbeTimeout};
   std::chrono::nanoseconds window{proto::defaults::kWindow};
@@ -61,6 +68,16 @@ struct ProberConfig {
   // within the current period are batched with the others (see batch_slack).
   std::chrono::nanoseconds coalesce{kDefaultCoalesce};
   std::chrono::nanoseconds max_coalesce{kDefaultMaxCoalesce};
+  // UDP Paris traceroute (docs/probe.md "Paths"): every flow of every target is traced about once
+  // per trace_interval (0 = never), and at once (still rate-bounded) when it starts losing: TTL-limited
+  // probes on the flow's own socket, so ECMP hashes them like its probes, the routers' ICMP
+  // time-exceeded answers read from the socket's error queue. One hop in flight at a time; a trace
+  // starts at most every trace_gap (routers rate-limit their ICMP: Linux answers one host about
+  // once a second after a burst of 6); a hop unanswered for trace_hop_timeout is "".
+  std::chrono::nanoseconds trace_interval{0};
+  std::chrono::nanoseconds trace_gap{std::chrono::seconds(1)};
+  std::chrono::nanoseconds trace_hop_timeout{std::chrono::milliseconds(300)};
+  int trace_max_hops = 16;
 };
 
 struct ProberCounters {
@@ -80,6 +97,8 @@ struct ProberCounters {
   uint64_t weird = 0;              // timestamps that did not add up (see compute_rtt)
   uint64_t wakeups = 0;            // event-loop wake-ups
   uint64_t streaming_wakeups = 0;  // ... of them with the UDP sockets read without epoll (a stream flowing)
+  uint64_t traces = 0;             // path traces finished
+  uint64_t trace_probes = 0;       // TTL-limited probes sent for them (in no window)
 };
 
 // One finished probe, for `weft ping`-style per-probe output. Times in nanoseconds.
@@ -107,6 +126,8 @@ class Prober {
 
   // Optional, set before run(): called from the run() thread for every finished probe.
   void set_on_probe(std::function<void(const ProbeResult&)> on_probe);
+  // Optional, set before run(): called from the run() thread for every finished path trace.
+  void set_on_path(std::function<void(proto::PathTrace&&)> on_path);
 
   // Runs until stop(); calls on_window (from the run() thread) for every finished window of every
   // target that sent at least one probe in it.

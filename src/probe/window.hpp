@@ -6,6 +6,7 @@
 
 namespace weft::probe {
 
+using proto::FlowStats;
 using proto::LatencySummary;
 using proto::Protocol;
 using proto::TimestampSource;

@@ -6,6 +6,7 @@
 
 #include "proto/json_fields.hpp"
 #include "proto/names.hpp"
+#include "proto/window_stats.hpp"
 #include "proto/wire_duration.hpp"
 
 namespace weft::proto {
@@ -31,6 +32,7 @@ json content(const Pinglist& p) {
     json pj{{"protocol", to_string(pp.protocol)}, {"targets", std::move(targets)}};
     put_duration(pj, kProbeIntervalField, pp.interval);
     put_duration(pj, kProbeTimeoutField, pp.timeout);
+    if (pp.flows != 1) pj["flows"] = pp.flows;
     protos.push_back(std::move(pj));
   }
   json j{{"protocols", std::move(protos)}};
@@ -89,6 +91,9 @@ Result<ProtocolPinglist> decode_protocol(const json& pj) {
   auto timeout = duration_field(pj, kProbeTimeoutField);
   if (!timeout) return unexpected(timeout.error());
   out.timeout = *timeout;
+  auto flows = optional_unsigned_field(pj, "flows", 1, kMaxFlowsPerWindow, 1);
+  if (!flows) return unexpected(flows.error());
+  out.flows = static_cast<uint32_t>(*flows);
   auto targets = pj.find("targets");
   if (targets == pj.end() || !targets->is_array()) return fail("targets: expected a list");
   if (targets->size() > kMaxTargetsPerProtocol)

@@ -37,6 +37,10 @@ struct ProtocolPinglist {
   Duration interval{};                  // between two probes to one target
   Duration timeout{};                   // a probe unanswered this long is lost
   std::vector<PinglistTarget> targets;  // sorted by name, no duplicates, never the agent itself
+  // Flows (source ports) per target: the agent spreads a target's probes over this many so that
+  // ECMP spreads them over its paths (docs/probe.md "Flows"). "flows" in the JSON, left out when 1
+  // (older agents ignore it and probe over one flow).
+  uint32_t flows = 1;
 };
 
 struct Pinglist {

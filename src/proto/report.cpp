@@ -236,6 +236,131 @@ Status read_window_list(Reader& r, std::vector<WindowStats>& out) {
   return {};
 }
 
+// ---- the optional sections after the window list ------------------------------------------------
+constexpr uint8_t kFlowsSection = 1;
+constexpr uint8_t kPathsSection = 2;
+
+void append_flows_section(std::string& out, std::span<const WindowStats> windows) {
+  uint64_t with_flows = 0;
+  for (const auto& w : windows) with_flows += w.flows.empty() ? 0 : 1;
+  if (with_flows == 0) return;
+  out.push_back(static_cast<char>(kFlowsSection));
+  put_varint(out, with_flows);
+  for (size_t i = 0; i < windows.size(); ++i) {
+    const auto& flows = windows[i].flows;
+    if (flows.empty()) continue;
+    put_varint(out, i);
+    put_varint(out, flows.size());
+    for (const auto& f : flows) {
+      put_varint(out, f.src_port);
+      put_varint(out, f.sent);
+      put_varint(out, f.received);
+      put_varint(out, f.lost);
+      put_signed(out, f.network_rtt_p50_ns);
+    }
+  }
+}
+
+Status read_flows_section(Reader& r, std::vector<WindowStats>& windows) {
+  const uint64_t n = r.varint();
+  if (!r.ok()) return fail("flows section: {}", r.error);
+  if (n > windows.size()) return fail("flows section: {} entries for {} windows", n, windows.size());
+  uint64_t next_index = 0;
+  for (uint64_t e = 0; e < n; ++e) {
+    const uint64_t wi = r.varint(), nf = r.varint();
+    if (!r.ok()) return fail("flows section: {}", r.error);
+    if (wi < next_index || wi >= windows.size())
+      return fail("flows section: entry {}: window index {} out of order or range", e, wi);
+    if (nf == 0 || nf > kMaxFlowsPerWindow)
+      return fail("flows section: window {}: {} flows, 1..{} allowed", wi, nf, kMaxFlowsPerWindow);
+    next_index = wi + 1;
+    auto& flows = windows[wi].flows;
+    flows.resize(nf);
+    for (auto& f : flows) {
+      const uint64_t port = r.varint();
+      f.sent = r.varint();
+      f.received = r.varint();
+      f.lost = r.varint();
+      f.network_rtt_p50_ns = r.signed_();
+      if (!r.ok()) return fail("flows section: window {}: {}", wi, r.error);
+      if (port > 65535) return fail("flows section: window {}: source port {} out of range", wi, port);
+      f.src_port = static_cast<uint16_t>(port);
+    }
+  }
+  return {};
+}
+
+void append_paths_section(std::string& out, std::span<const PathTrace> paths) {
+  if (paths.empty()) return;
+  out.push_back(static_cast<char>(kPathsSection));
+  put_varint(out, paths.size());
+  for (const auto& p : paths) {
+    out.push_back(static_cast<char>(p.protocol));
+    put_string(out, p.target);
+    put_varint(out, p.src_port);
+    put_varint(out, p.dst_port);
+    put_signed(out, p.traced_at_unix_ns);
+    out.push_back(p.reached ? 1 : 0);
+    put_varint(out, p.hops.size());
+    for (const auto& h : p.hops) put_string(out, h);
+  }
+}
+
+Status read_paths_section(Reader& r, std::vector<PathTrace>& paths) {
+  const uint64_t n = r.varint();
+  if (!r.ok()) return fail("paths section: {}", r.error);
+  if (n > kMaxPathsPerReport || n > static_cast<uint64_t>(r.end - r.p))
+    return fail("paths section: path count {} exceeds the body or {}", n, kMaxPathsPerReport);
+  paths.resize(n);
+  for (uint64_t i = 0; i < n; ++i) {
+    PathTrace& p = paths[i];
+    const uint8_t proto = r.byte();
+    p.target = r.string(kMaxNameLength);
+    const uint64_t sport = r.varint(), dport = r.varint();
+    p.traced_at_unix_ns = r.signed_();
+    const uint8_t reached = r.byte();
+    const uint64_t nh = r.varint();
+    if (!r.ok()) return fail("paths section: path {}: {}", i, r.error);
+    if (proto > static_cast<uint8_t>(Protocol::rdma))
+      return fail("paths section: path {}: unknown protocol {}", i, proto);
+    if (sport > 65535 || dport > 65535) return fail("paths section: path {}: port out of range", i);
+    if (reached > 1) return fail("paths section: path {}: reached must be 0 or 1, not {}", i, reached);
+    if (nh > kMaxHops) return fail("paths section: path {}: {} hops, at most {}", i, nh, kMaxHops);
+    p.protocol = static_cast<Protocol>(proto);
+    p.src_port = static_cast<uint16_t>(sport);
+    p.dst_port = static_cast<uint16_t>(dport);
+    p.reached = reached == 1;
+    p.hops.resize(nh);
+    for (auto& h : p.hops) h = r.string(kMaxHopLength);
+    if (!r.ok()) return fail("paths section: path {}: hops: {}", i, r.error);
+  }
+  return {};
+}
+
+// The sections after the window list: known tags in increasing order, each at most once.
+Status read_sections(Reader& r, Report& rep) {
+  uint8_t last = 0;
+  while (r.p != r.end) {
+    const uint8_t tag = *r.p++;
+    if (tag <= last)
+      return fail("binary report: section {} after section {} (out of order or repeated)", tag, last);
+    last = tag;
+    Status st;
+    switch (tag) {
+      case kFlowsSection:
+        st = read_flows_section(r, rep.windows);
+        break;
+      case kPathsSection:
+        st = read_paths_section(r, rep.paths);
+        break;
+      default:
+        return fail("binary report: unknown section {}", tag);
+    }
+    if (!st) return st;
+  }
+  return {};
+}
+
 // ---- JSON helpers -------------------------------------------------------------------------------
 using nlohmann::json;
 
@@ -342,6 +467,86 @@ json window_to_json(const WindowStats& w) {
   return j;
 }
 
+// A window's per-flow counters: only in a report (encode_json), not in window_json (the Redis
+// store's values and the read API keep the pair aggregate alone).
+void put_flows(json& j, const WindowStats& w) {
+  if (w.flows.empty()) return;
+  json flows = json::array();
+  for (const auto& f : w.flows)
+    flows.push_back({{"src_port", f.src_port},
+                     {"sent", f.sent},
+                     {"received", f.received},
+                     {"lost", f.lost},
+                     {"network_rtt_p50_ns", f.network_rtt_p50_ns}});
+  j["flows"] = std::move(flows);
+}
+
+json path_to_json(const PathTrace& p) {
+  return json{{"protocol", to_string(p.protocol)},
+              {"target", p.target},
+              {"src_port", p.src_port},
+              {"dst_port", p.dst_port},
+              {"traced_at_unix_ns", p.traced_at_unix_ns},
+              {"reached", p.reached},
+              {"hops", p.hops}};
+}
+
+// A port: an integer 0..65535 (0 only where `zero_ok`).
+uint16_t port_field(JsonReader& jr, const json& o, const char* key, const std::string& where, bool zero_ok) {
+  const uint64_t v = jr.u64(o, key, where, true);
+  if (jr.error.empty() && (v > 65535 || (v == 0 && !zero_ok)))
+    jr.error = fmt::format("{}.{}: {} is not a port", where, key, v);
+  return static_cast<uint16_t>(v);
+}
+
+Status flows_from_json(const json& o, const std::string& where, JsonReader& jr, WindowStats& w) {
+  auto it = o.find("flows");
+  if (it == o.end()) return {};
+  if (!it->is_array()) return fail("{}.flows: expected an array", where);
+  if (it->empty() || it->size() > kMaxFlowsPerWindow)
+    return fail("{}.flows: {} flows, 1..{} allowed", where, it->size(), kMaxFlowsPerWindow);
+  w.flows.resize(it->size());
+  for (size_t i = 0; i < it->size() && jr.error.empty(); ++i) {
+    const json& f = (*it)[i];
+    const std::string fw = fmt::format("{}.flows[{}]", where, i);
+    if (!f.is_object()) return fail("{}: expected an object", fw);
+    FlowStats& out = w.flows[i];
+    out.src_port = port_field(jr, f, "src_port", fw, true);
+    out.sent = jr.u64(f, "sent", fw, true);
+    out.received = jr.u64(f, "received", fw, true);
+    out.lost = jr.u64(f, "lost", fw, true);
+    out.network_rtt_p50_ns = jr.i64(f, "network_rtt_p50_ns", fw, false);
+  }
+  return {};
+}
+
+Status path_from_json(const json& o, const std::string& where, JsonReader& jr, PathTrace& p) {
+  if (!o.is_object()) return fail("{}: expected an object", where);
+  auto proto = parse_protocol(jr.str(o, "protocol", where, 16, true));
+  if (!jr.error.empty()) return {};
+  if (!proto) return fail("{}.protocol: {}", where, proto.error().message);
+  p.protocol = *proto;
+  p.target = jr.str(o, "target", where, kMaxNameLength, true);
+  p.src_port = port_field(jr, o, "src_port", where, true);
+  p.dst_port = port_field(jr, o, "dst_port", where, true);
+  p.traced_at_unix_ns = jr.i64(o, "traced_at_unix_ns", where, true);
+  if (auto it = o.find("reached"); it != o.end()) {
+    if (!it->is_boolean()) return fail("{}.reached: expected true or false", where);
+    p.reached = it->get<bool>();
+  }
+  auto it = o.find("hops");
+  if (it == o.end() || !it->is_array()) return fail("{}.hops: expected an array", where);
+  if (it->size() > kMaxHops) return fail("{}.hops: {} hops, at most {}", where, it->size(), kMaxHops);
+  for (size_t i = 0; i < it->size(); ++i) {
+    const json& h = (*it)[i];
+    if (!h.is_string()) return fail("{}.hops[{}]: expected a string (\"\" for no answer)", where, i);
+    const auto& hs = h.get_ref<const std::string&>();
+    if (hs.size() > kMaxHopLength) return fail("{}.hops[{}]: longer than {} bytes", where, i, kMaxHopLength);
+    p.hops.push_back(hs);
+  }
+  return {};
+}
+
 // Reads one window object; errors go to jr.error (or the returned status for enum values).
 Status window_from_json(const json& o, const std::string& where, JsonReader& jr, WindowStats& w) {
   if (!o.is_object()) return fail("{}: expected an object", where);
@@ -371,7 +576,7 @@ Status window_from_json(const json& o, const std::string& where, JsonReader& jr,
   }
   w.network_rtt = jr.summary(o, kNetworkRttField, where);
   w.responder_delay = jr.summary(o, kResponderDelayField, where);
-  return {};
+  return flows_from_json(o, where, jr, w);
 }
 
 }  // namespace
@@ -443,6 +648,8 @@ std::string encode_binary(const Report& rep) {
     put_signed(out, a.unix_ns);
   }
   append_window_list(out, rep.windows);
+  append_flows_section(out, rep.windows);
+  append_paths_section(out, rep.paths);
   return out;
 }
 
@@ -474,9 +681,9 @@ Result<Report> decode_binary(std::string_view bytes) {
   if (!r.ok()) return fail("binary report alarms: {}", r.error);
   const char* list_begin = reinterpret_cast<const char*>(r.p);
   if (auto st = read_window_list(r, rep.windows); !st) return unexpected(st.error());
-  if (r.p != r.end) return fail("binary report: {} trailing bytes", r.end - r.p);
   rep.encoded_windows =
-      std::string_view(list_begin, static_cast<size_t>(bytes.data() + bytes.size() - list_begin));
+      std::string_view(list_begin, static_cast<size_t>(reinterpret_cast<const char*>(r.p) - list_begin));
+  if (auto st = read_sections(r, rep); !st) return unexpected(st.error());
   return rep;
 }
 
@@ -494,6 +701,11 @@ std::string encode_json(const Report& r) {
   j["windows"] = json::array();
   for (const auto& w : r.windows) {
     j["windows"].push_back(window_to_json(w));
+    put_flows(j["windows"].back(), w);
+  }
+  if (!r.paths.empty()) {
+    j["paths"] = json::array();
+    for (const auto& p : r.paths) j["paths"].push_back(path_to_json(p));
   }
   return j.dump();
 }
@@ -540,6 +752,16 @@ Result<Report> decode_json(std::string_view text) {
     r.windows.push_back(std::move(w));
   }
   if (!jr.error.empty()) return fail("{}", jr.error);
+  if (auto pit = j.find("paths"); pit != j.end()) {
+    if (!pit->is_array()) return fail("report.paths: expected an array");
+    if (pit->size() > kMaxPathsPerReport) return fail("report.paths: more than {} paths", kMaxPathsPerReport);
+    r.paths.resize(pit->size());
+    for (size_t i = 0; i < pit->size(); ++i) {
+      if (auto st = path_from_json((*pit)[i], fmt::format("paths[{}]", i), jr, r.paths[i]); !st)
+        return unexpected(st.error());
+      if (!jr.error.empty()) return fail("{}", jr.error);
+    }
+  }
   return r;
 }
 

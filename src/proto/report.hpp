@@ -7,6 +7,14 @@
 //    so one controller can take in a million windows a second (see docs/BENCHMARKS.md).
 //  - JSON ("application/json"): the same fields, for curl, debugging and tests (docs/api.md).
 //
+// Binary layout: "WFT1", header, alarms, window list, then optional sections, each a tag byte and
+// its content, in increasing tag order, each at most once (a report from before they existed ends
+// after the window list, and still decodes):
+//   1 flows: count, then per window with flows: window index (increasing), flow count (1..64),
+//            per flow: src_port, sent, received, lost, network_rtt_p50_ns (zig-zag)
+//   2 paths: count, then per path: protocol byte, target, src_port, dst_port, traced_at (zig-zag),
+//            reached byte (0/1), hop count (0..64), hops (strings, "" = no answer)
+//
 // Decoding only checks the encoding (bounds, lengths, enum values). What the numbers mean
 // (counts consistent, timestamps plausible) is checked by the controller's ingest validation.
 // The window-list part is also the controller's history record format (store_sqlite).
@@ -18,6 +26,7 @@
 
 #include "base/result.hpp"
 #include "proto/names.hpp"
+#include "proto/path_trace.hpp"
 #include "proto/window_stats.hpp"
 
 namespace weft::proto {
@@ -47,8 +56,10 @@ struct Report {
   Health health;
   std::vector<AlarmEvent> alarms;
   std::vector<WindowStats> windows;
+  std::vector<PathTrace> paths;  // traced flow paths (path_trace.hpp); empty from older agents
   // Set by decode_binary: the window list's bytes inside the decoded body (valid while the body
-  // lives). The controller stores them as they are instead of encoding the windows again.
+  // lives). The controller stores them as they are instead of encoding the windows again. They do
+  // not include the per-flow counters (those follow the list in a section of their own).
   std::string_view encoded_windows;
 };
 

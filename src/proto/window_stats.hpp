@@ -2,8 +2,10 @@
 // A window: what one prober saw of one target over one interval. This is the unit the agent
 // reports to the controller (report.hpp encodes it), so it is plain data (no pointers, no
 // histograms) and lives in src/proto, below both the probers that fill it and the controller.
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "proto/protocol.hpp"
 
@@ -30,6 +32,19 @@ inline constexpr const char* kLegacyRttField = "rtt";
 inline constexpr const char* kNetworkRttField = "network_rtt";
 inline constexpr const char* kResponderDelayField = "responder_delay";
 
+// One flow of a window: the prober spreads a target's probes round-robin over K source ports (K
+// flows), so that ECMP hashes them onto different paths and a bad path among good ones shows as
+// one bad flow instead of being diluted into the pair's average (docs/probe.md "Flows").
+inline constexpr size_t kMaxFlowsPerWindow = 64;
+struct FlowStats {
+  uint16_t src_port = 0;  // the flow's local (source) port; the destination is target_address
+  uint64_t sent = 0;      // as the window's counters, for this flow's probes only
+  uint64_t received = 0;
+  uint64_t lost = 0;
+  int64_t network_rtt_p50_ns = 0;  // 0: no samples
+  bool operator==(const FlowStats&) const = default;
+};
+
 struct WindowStats {
   Protocol protocol = Protocol::udp;
   std::string target;          // the target's name as given in the pinglist (or HOST:PORT)
@@ -52,6 +67,10 @@ struct WindowStats {
   LatencySummary rtt_incl_responder_delay;  // prober send -> prober receive
   LatencySummary network_rtt;               // rtt_incl_responder_delay minus responder_delay
   LatencySummary responder_delay;           // responder receive -> responder send (processing + hold)
+  // Per-flow counters beside the pair's (empty: the prober did not split the target into flows, or
+  // an older agent). Only the report carries them (its "flows" section); the controller's history
+  // records and stores keep the pair aggregate alone.
+  std::vector<FlowStats> flows;
 };
 
 }  // namespace weft::proto

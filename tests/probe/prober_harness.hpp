@@ -61,6 +61,7 @@ struct Collected {
   std::mutex mu;
   std::map<std::string, WindowStats> totals;  // windows summed per target
   std::map<std::string, int> windows;
+  std::map<std::string, std::map<uint16_t, FlowStats>> flows;  // per target, per source port, summed
   std::vector<ProbeResult> probes;
   std::vector<std::string> probe_targets;
 };
@@ -92,6 +93,14 @@ inline ProberCounters run_for(Prober& p, std::chrono::milliseconds d, Collected&
       t.rtt_incl_responder_delay = w.rtt_incl_responder_delay;
       t.responder_delay = w.responder_delay;
       c.windows[w.target]++;
+      for (const auto& f : w.flows) {
+        auto& sum = c.flows[w.target][f.src_port];
+        sum.src_port = f.src_port;
+        sum.sent += f.sent;
+        sum.received += f.received;
+        sum.lost += f.lost;
+        if (f.network_rtt_p50_ns) sum.network_rtt_p50_ns = f.network_rtt_p50_ns;
+      }
       EXPECT_EQ(w.end_unix_ns - w.start_unix_ns, 200'000'000);
       EXPECT_EQ(w.start_unix_ns % 200'000'000, 0);
     });

@@ -53,7 +53,7 @@ struct Prober::Impl {
   struct Counters {
     std::atomic<uint64_t> sent{0}, received{0}, lost{0}, late{0}, duplicate{0}, malformed{0},
         unknown_session{0}, unknown_probe{0}, evicted{0}, send_errors{0}, unsent{0}, weird{0}, wakeups{0},
-        streaming_wakeups{0};
+        streaming_wakeups{0}, traces{0}, trace_probes{0};
     static void inc(std::atomic<uint64_t>& c, uint64_t n = 1) {
       c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
     }
@@ -83,7 +83,8 @@ struct Prober::Impl {
   // paid for (issue 17, the last few % at 1,000 probes/s).
   struct alignas(64) TargetState {
     uint32_t gen = 0;
-    uint8_t sock = 0;  // UDP socket index (0 = IPv4, 1 = IPv6)
+    uint8_t sock =
+        0;  // address family index (0 = IPv4, 1 = IPv6); its UDP sockets are udp[sock * nflows + flow]
     bool retired = false;
     int64_t phase_mono = 0;
     uint64_t k = 0;  // the k-th nominal send is at phase + k * interval
@@ -94,6 +95,10 @@ struct Prober::Impl {
     Target target;
     std::string addr_text;
     std::unique_ptr<KeptOpen> kept;  // --keep-open only
+    // Paris traceroute (paris_trace.cpp), per flow: when it was last traced (monotonic ns; 0 never)
+    // and whether it started losing since (trace it next).
+    std::vector<int64_t> traced_mono;
+    std::vector<uint8_t> trace_urgent;
   };
 
   struct HeapEntry {
@@ -106,6 +111,7 @@ struct Prober::Impl {
   struct UdpSock {
     net::Fd fd;
     int family = 0;
+    uint16_t port = 0;            // its local port: the source port of its flow
     uint32_t tx_counter = 0;      // OPT_ID of the next datagram
     std::vector<uint64_t> txmap;  // OPT_ID & mask -> seq
     size_t targets = 0;           // targets probed from it (retired ones until released)
@@ -120,7 +126,11 @@ struct Prober::Impl {
   Rng rng;
   net::Epoll ep;
   net::EventFd wake;
-  UdpSock udp[2];
+  // UDP sockets: nflows per address family, IPv4 first (index family * nflows + flow); sized once
+  // in create().
+  std::vector<UdpSock> udp;
+  size_t nflows = 1;
+  std::vector<uint16_t> flow_ports[2];  // per family, the source port of each flow (for windows)
   net::SocketAddress bind_addr[2];
   InFlightTable table;
   uint64_t tx_mask = 0;
@@ -159,6 +169,25 @@ struct Prober::Impl {
   Counters ctr;
   std::function<void(const ProbeResult&)> on_probe;
   std::function<void(WindowStats&&)> on_window;
+  std::function<void(proto::PathTrace&&)> on_path;
+
+  // Paris traceroute state (paris_trace.cpp): at most one trace, and one hop of it, in flight.
+  struct Trace {
+    bool active = false;
+    uint32_t target = 0, gen = 0;
+    size_t flow = 0;
+    int ttl = 0;                // of the hop in flight
+    bool hop_answered = false;  // the hop in flight got its answer
+    int64_t hop_sent_mono = 0;
+    int64_t started_rt = 0;
+    uint64_t id = 0;       // trace number, in the probe's seq: (id << 8) | ttl
+    bool reached = false;  // the target answered
+    bool ended = false;    // an unreachable answer: nothing lies past it
+    std::vector<std::string> hops;
+  } trace;
+  uint64_t trace_session = 0;  // trace probes' session: their answers are told apart, never counted
+  int64_t next_trace_mono = 0;
+  size_t trace_cursor = 0;  // round-robin over (target, flow)
 
   // Receive buffers.
   net::RecvBatch<kBatch, kRecvBytes, net::kControlBytes> udp_in;
@@ -210,6 +239,16 @@ struct Prober::Impl {
   void udp_datagram(int i, int64_t rx_mono);
   void udp_reply_or_followup(int i, const wire::Packet& p, int64_t rx_mono);
   void udp_readable(int sidx, uint32_t events);
+
+  // ---- Paris traceroute (paris_trace.cpp).
+  bool tracing() const { return cfg.trace_interval.count() > 0 && cfg.protocol == Protocol::udp; }
+  void trace_step(int64_t now);
+  int64_t trace_next() const;
+  void trace_send_hop(int64_t now);
+  void trace_hop(std::string addr, bool is_target);
+  void trace_finish();
+  bool trace_icmp(int sidx, const msghdr& m);
+  void trace_reply(const wire::Packet& p);
 
   // ---- TCP connect probes (tcp_connect_probes.cpp).
   void tcp_start(uint32_t tindex, TargetState& t);
@@ -266,6 +305,8 @@ struct Prober::Impl {
   }
 
   int64_t deadline(const Slot& s) const { return s.timing.tx_user_mono + timeout_ns; }
+  // The flow a probe went on (its UDP socket's flow index; 0 for TCP).
+  size_t flow_of(const Slot& s) const { return nflows > 1 ? s.sock % nflows : 0; }
 
   // A late answer is counted in the window that counted its probe as lost (per window, late is part
   // of lost: proto/window_stats.hpp, and the controller refuses a window with late > lost), while
@@ -288,7 +329,7 @@ struct Prober::Impl {
       return;
     }
     Counters::inc(ctr.lost);
-    if (t) window_at(*t, deadline(s)).add_lost();
+    if (t) window_at(*t, deadline(s)).add_lost(flow_of(s));
     report(t, s, false, nullptr);
   }
 
@@ -310,7 +351,7 @@ struct Prober::Impl {
       Counters::inc(ctr.late);
       if (t) {
         --t->in_flight;
-        window_at(*t, deadline(s)).add_lost();
+        window_at(*t, deadline(s)).add_lost(flow_of(s));
         add_late_to_loss_window(*t, s);
       }
       report(t, s, false, nullptr);
@@ -321,7 +362,7 @@ struct Prober::Impl {
     if (r.weird) Counters::inc(ctr.weird);
     if (t) {
       --t->in_flight;
-      window_at(*t, deadline(s)).add_answer(r);
+      window_at(*t, deadline(s)).add_answer(r, flow_of(s));
     }
     report(t, s, true, &r);
   }
@@ -378,9 +419,13 @@ struct Prober::Impl {
     return s->state == SlotState::answered;
   }
 
+  // A target's k-th probe goes on flow k % nflows: round-robin at the target's own rate. Targets
+  // due together are mostly on the same round (their phases spread over one interval), so a batch
+  // still goes to one socket, as with one flow.
   void udp_queue(uint32_t tindex, TargetState& t) {
-    if (sbatch_n > 0 && (sbatch_sock != t.sock || sbatch_n == kBatch)) udp_flush_batch();
-    sbatch_sock = t.sock;
+    const int sock = static_cast<int>(t.sock * nflows + (nflows > 1 ? t.k % nflows : 0));
+    if (sbatch_n > 0 && (sbatch_sock != sock || sbatch_n == kBatch)) udp_flush_batch();
+    sbatch_sock = sock;
     sseq[sbatch_n++] = tindex;  // the target index until the batch is flushed
   }
 

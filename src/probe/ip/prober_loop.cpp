@@ -25,6 +25,7 @@ Status Prober::Impl::loop() {
     if (has_pending.load(std::memory_order_relaxed)) apply_targets(now);
     send_due(now);
     now = mono_ns();
+    trace_step(now);
     grace_sweep(now);
     expire(now);
     flush_windows(now);
@@ -34,7 +35,7 @@ Status Prober::Impl::loop() {
     // not by when the loop looks). Waking for each one as it came woke a streaming prober
     // ~280-350 times a second at 1K-10K probes/s where the floor wakes 200 (issue 17): the next
     // send lies just past the batch sent, and it was woken for half a period before it.
-    int64_t timers = std::min(expire_next(), grace_next());
+    int64_t timers = std::min({expire_next(), grace_next(), trace_next()});
     if (!heap.empty()) timers = std::min(timers, heap.front().t - slack_ns / 2);
     int64_t next = std::min<int64_t>(now + 100'000'000, next_flush_mono);  // stop() is noticed within 100 ms
     next = std::min(next, std::max(timers, waiter.next_wake_ns()));
@@ -63,10 +64,11 @@ Status Prober::Impl::loop() {
     Counters::inc(ctr.wakeups);
     if (udp_polled) {
       Counters::inc(ctr.streaming_wakeups);
-      for (int f = 0; f < 2; ++f)
+      for (size_t f = 0; f < udp.size(); ++f)
         // The error queue only when stamps may be waiting (the send path drained it): on a
         // stream that saves one empty read per wake-up, a system call the floor does not make.
-        if (udp[f].polled) udp_readable(f, udp[f].unstamped ? EPOLLIN | EPOLLERR : uint32_t{EPOLLIN});
+        if (udp[f].polled)
+          udp_readable(static_cast<int>(f), udp[f].unstamped ? EPOLLIN | EPOLLERR : uint32_t{EPOLLIN});
     }
     waiter.handled(ctr.sent.load(std::memory_order_relaxed) + ctr.received.load(std::memory_order_relaxed));
     poll_udp(waiter.streaming());
@@ -165,7 +167,7 @@ int64_t Prober::Impl::grace_next() {
 // A socket without targets stays in the set (nothing of ours arrives there; it costs no reads).
 void Prober::Impl::poll_udp(bool streaming) {
   udp_polled = false;
-  for (int f = 0; f < 2; ++f) {
+  for (size_t f = 0; f < udp.size(); ++f) {
     UdpSock& u = udp[f];
     if (!u.fd.valid()) continue;
     const bool want = streaming && u.targets > 0;

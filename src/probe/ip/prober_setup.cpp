@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <cerrno>
+#include <cstring>
 #include <unordered_map>
 
 #include "base/log.hpp"
@@ -47,7 +49,7 @@ void Prober::Impl::apply_targets(int64_t now) {
       continue;
     }
     const int sock = addr->family() == AF_INET6 ? 1 : 0;
-    if (cfg.protocol == Protocol::udp && !udp[sock].fd.valid()) {
+    if (cfg.protocol == Protocol::udp && !udp[static_cast<size_t>(sock) * nflows].fd.valid()) {
       log().warn("prober: target '{}' ({}): no {} socket to probe from", tg.name, addr->to_string(),
                  sock ? "IPv6" : "IPv4");
       continue;
@@ -59,7 +61,14 @@ void Prober::Impl::apply_targets(int64_t now) {
     st->sock = static_cast<uint8_t>(sock);
     st->gen = ++gen_counter;
     st->windows.resize(n_windows);  // their histograms store rows only once sampled
-    for (auto& w : st->windows) w.keep_latency(cfg.window_latency);
+    if (tracing()) {
+      st->traced_mono.assign(nflows, 0);
+      st->trace_urgent.assign(nflows, 0);
+    }
+    for (auto& w : st->windows) {
+      w.keep_latency(cfg.window_latency);
+      if (cfg.protocol == Protocol::udp) w.keep_flows(nflows);
+    }
     uint32_t idx;
     if (!free_ids.empty()) {
       idx = free_ids.back();
@@ -131,11 +140,13 @@ void Prober::Impl::close_conn(TargetState& t) {
   c.keys = {};
 }
 
-// How many targets each UDP socket serves: one with none is never polled (see poll_udp).
+// How many targets each UDP socket serves: one with none is never polled (see poll_udp). Every
+// flow of a family serves all of the family's targets.
 void Prober::Impl::count_socket_targets() {
   for (auto& u : udp) u.targets = 0;
   for (auto& t : targets)
-    if (t) ++udp[t->sock].targets;
+    if (t)
+      for (size_t f = 0; f < nflows && !udp.empty(); ++f) ++udp[t->sock * nflows + f].targets;
 }
 
 void Prober::Impl::release_retired() {
@@ -146,7 +157,7 @@ void Prober::Impl::release_retired() {
     for (auto& w : t->windows) open |= w.open();
     if (open) continue;
     close_conn(*t);
-    --udp[t->sock].targets;
+    for (size_t f = 0; f < nflows && !udp.empty(); ++f) --udp[t->sock * nflows + f].targets;
     t.reset();
     free_ids.push_back(i);
   }
@@ -163,27 +174,45 @@ Status Prober::Impl::open_sockets() {
     bind_addr[1] = *net::SocketAddress::parse_ip("::", 0);
   }
   if (cfg.protocol != Protocol::udp) return {};
+  udp.resize(2 * nflows);
   for (int f = 0; f < 2; ++f) {
     if (bind_addr[f].length == 0) continue;
-    auto fd = net::udp_socket(bind_addr[f]);
-    if (!fd) {
-      if (!cfg.bind_address.empty()) return fail("prober: {}", fd.error().message);
-      log().debug("prober: no {} socket: {}", f ? "IPv6" : "IPv4", fd.error().message);
-      continue;
+    // One socket per flow, each bound to its own ephemeral port: the flow's source port.
+    for (size_t k = 0; k < nflows; ++k) {
+      auto fd = net::udp_socket(bind_addr[f]);
+      if (!fd) {
+        if (!cfg.bind_address.empty() || k > 0) return fail("prober: {}", fd.error().message);
+        log().debug("prober: no {} socket: {}", f ? "IPv6" : "IPv4", fd.error().message);
+        break;
+      }
+      if (f == 1) {  // this one only for IPv6 targets; IPv4 ones use the IPv4 socket
+        int one = 1;
+        setsockopt(fd->get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+      }
+      if (auto st = net::enable_timestamping(fd->get(), true); !st)
+        log().warn("prober: kernel timestamps unavailable ({}), using the user-space clock",
+                   st.error().message);
+      if (tracing()) {  // routers' ICMP answers to trace probes come on the error queue
+        int one = 1;
+        if (setsockopt(fd->get(), f ? SOL_IPV6 : SOL_IP, f ? IPV6_RECVERR : IP_RECVERR, &one, sizeof one) !=
+            0)
+          log().warn("prober: IP_RECVERR: {}; paths will not be traced", std::strerror(errno));
+      }
+      const size_t i = static_cast<size_t>(f) * nflows + k;
+      UdpSock& u = udp[i];
+      u.fd = std::move(*fd);
+      u.family = f ? AF_INET6 : AF_INET;
+      sockaddr_storage ss{};
+      socklen_t len = sizeof ss;
+      if (getsockname(u.fd.get(), reinterpret_cast<sockaddr*>(&ss), &len) == 0)
+        u.port = ntohs(f ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
+                         : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+      flow_ports[f].push_back(u.port);
+      u.txmap.assign(std::bit_ceil(table.size()), 0);
+      if (auto st = ep.add(u.fd.get(), EPOLLIN, tag(kUdp, i)); !st) return st;
     }
-    if (f == 1) {  // this one only for IPv6 targets; IPv4 ones use the IPv4 socket
-      int one = 1;
-      setsockopt(fd->get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
-    }
-    if (auto st = net::enable_timestamping(fd->get(), true); !st)
-      log().warn("prober: kernel timestamps unavailable ({}), using the user-space clock",
-                 st.error().message);
-    udp[f].fd = std::move(*fd);
-    udp[f].family = f ? AF_INET6 : AF_INET;
-    udp[f].txmap.assign(std::bit_ceil(table.size()), 0);
-    if (auto st = ep.add(udp[f].fd.get(), EPOLLIN, tag(kUdp, static_cast<uint64_t>(f))); !st) return st;
   }
-  if (!udp[0].fd.valid() && !udp[1].fd.valid()) return fail("prober: no UDP socket could be opened");
+  if (!udp[0].fd.valid() && !udp[nflows].fd.valid()) return fail("prober: no UDP socket could be opened");
   return {};
 }
 
@@ -197,7 +226,11 @@ void Prober::Impl::emit(TargetState& t, WindowAccumulator& w) {
   ws.protocol = cfg.protocol;
   ws.target = t.target.name;
   ws.target_address = t.addr_text;
-  w.finish(window_ns, ws);
+  w.finish(window_ns, ws, flow_ports[t.sock]);
+  // A flow that lost probes is traced next: a changed path explains many a loss.
+  if (!t.trace_urgent.empty())
+    for (size_t i = 0; i < ws.flows.size() && i < t.trace_urgent.size(); ++i)
+      if (ws.flows[i].lost > 0) t.trace_urgent[i] = 1;
   if (on_window) on_window(std::move(ws));
 }
 
@@ -241,7 +274,10 @@ Result<std::unique_ptr<Prober>> Prober::create(const ProberConfig& config) {
   if (config.timeout.count() <= 0) return fail("prober: timeout must be positive");
   if (config.window.count() <= 0) return fail("prober: window must be positive");
   if (config.max_in_flight == 0) return fail("prober: max_in_flight must be positive");
+  if (config.flows == 0 || config.flows > proto::kMaxFlowsPerWindow)
+    return fail("prober: flows must be 1..{}, not {}", proto::kMaxFlowsPerWindow, config.flows);
   auto impl = std::make_unique<Impl>(config);
+  impl->nflows = config.protocol == Protocol::udp ? config.flows : 1;
   auto ep = net::Epoll::create();
   if (!ep) return std::unexpected(ep.error());
   impl->ep = std::move(*ep);
@@ -260,6 +296,10 @@ Result<std::unique_ptr<Prober>> Prober::create(const ProberConfig& config) {
   else if (wire::replies_carry_followups_ok(impl->session))
     impl->session ^= 1ULL << 63;
   if (impl->session == 0) impl->session = 2;
+  // Trace probes' session: not carry-tagged (their replies come alone), never the probes' own.
+  do {
+    impl->trace_session = random_u64() & ~wire::kSessionCarryMask;
+  } while (impl->trace_session == 0 || impl->trace_session == impl->session);
   impl->grace_ns = config.followup_grace.count() + (carry ? wire::kCarryHoldNs : 0);
   // OPT_ID is a 32-bit counter: a power-of-two map stays consecutive across its wrap.
   impl->tx_mask = std::bit_ceil(impl->table.size()) - 1;
@@ -286,6 +326,10 @@ void Prober::set_targets(std::vector<Target> targets) {
 
 void Prober::set_on_probe(std::function<void(const ProbeResult&)> on_probe) {
   impl_->on_probe = std::move(on_probe);
+}
+
+void Prober::set_on_path(std::function<void(proto::PathTrace&&)> on_path) {
+  impl_->on_path = std::move(on_path);
 }
 
 Status Prober::run(std::function<void(WindowStats&&)> on_window) {
@@ -321,6 +365,8 @@ ProberCounters Prober::counters() const {
   out.weird = l(c.weird);
   out.wakeups = l(c.wakeups);
   out.streaming_wakeups = l(c.streaming_wakeups);
+  out.traces = l(c.traces);
+  out.trace_probes = l(c.trace_probes);
   return out;
 }
 

@@ -75,7 +75,10 @@ void Prober::Impl::drain_errqueue(int sidx) {
     u.unstamped -= std::min(u.unstamped, static_cast<uint64_t>(r));
     for (int i = 0; i < r; ++i) {
       net::TxTimestamp ts;
-      if (!net::parse_tx_timestamp(tx_stamps.header(static_cast<size_t>(i)), ts)) continue;
+      if (!net::parse_tx_timestamp(tx_stamps.header(static_cast<size_t>(i)), ts)) {
+        if (tracing()) trace_icmp(sidx, tx_stamps.header(static_cast<size_t>(i)));  // a router's answer?
+        continue;
+      }
       const uint64_t seq = u.txmap[ts.id & tx_mask];
       Slot* s = table.find(seq);
       if (s && s->tx_id_valid && s->tx_id == ts.id && s->sock == sidx) s->timing.tx_kernel = ts.time;
@@ -100,6 +103,7 @@ void Prober::Impl::udp_followups(int i, int64_t rx_mono) {
     return;
   }
   if (f.session != session) {
+    if (f.session == trace_session && tracing()) return;  // a trace probe's: no window counts it
     Counters::inc(ctr.unknown_session);
     if (TargetState* t = target_by_addr(udp_in.sender(i), udp_in.sender_length(i)))
       window_at(*t, rx_mono).add_malformed();
@@ -141,6 +145,10 @@ void Prober::Impl::udp_datagram(int i, int64_t rx_mono) {
     return;
   }
   if (p.session != session) {
+    if (p.session == trace_session && tracing()) {  // a trace probe reached the target
+      trace_reply(p);
+      return;
+    }
     Counters::inc(ctr.unknown_session);
     if (TargetState* t = target_by_addr(udp_in.sender(i), udp_in.sender_length(i)))
       window_at(*t, rx_mono).add_malformed();

@@ -1,0 +1,248 @@
+#include "controller/flows.hpp"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "proto/names.hpp"
+
+namespace weft::controller {
+namespace {
+
+std::string pair_key(proto::Protocol p, std::string_view src, std::string_view dst) {
+  std::string k;
+  k.reserve(src.size() + dst.size() + 2);
+  k.push_back(static_cast<char>('0' + static_cast<int>(p)));
+  k.append(src);
+  k.push_back('\n');
+  k.append(dst);
+  return k;
+}
+
+bool is_ip_literal(const std::string& s) {
+  unsigned char buf[16];
+  return !s.empty() && s.size() < 64 &&
+         (inet_pton(AF_INET, s.c_str(), buf) == 1 || inet_pton(AF_INET6, s.c_str(), buf) == 1);
+}
+
+// The port of "IP:PORT" or "[IP6]:PORT"; 0 if there is none.
+uint16_t port_of(std::string_view addr) {
+  const size_t colon = addr.rfind(':');
+  if (colon == std::string_view::npos) return 0;
+  uint32_t v = 0;
+  for (char c : addr.substr(colon + 1)) {
+    if (c < '0' || c > '9' || v > 65535) return 0;
+    v = v * 10 + static_cast<uint32_t>(c - '0');
+  }
+  return v <= 65535 ? static_cast<uint16_t>(v) : 0;
+}
+
+}  // namespace
+
+FlowTable::Shard& FlowTable::shard_of(std::string_view src) const {
+  return shards_[std::hash<std::string_view>{}(src) % kShards];
+}
+
+std::vector<std::string> FlowTable::sanitise_hops(const std::vector<std::string>& hops, bool& looped) {
+  looped = false;
+  std::vector<std::string> out;
+  out.reserve(std::min(hops.size(), proto::kMaxHops));
+  for (size_t i = 0; i < hops.size() && i < proto::kMaxHops; ++i) {
+    const std::string& h = hops[i];
+    if (!is_ip_literal(h)) {
+      out.emplace_back();
+      continue;
+    }
+    if (std::find(out.begin(), out.end(), h) != out.end()) {  // seen before: a loop
+      looped = true;
+      break;
+    }
+    out.push_back(h);
+  }
+  return out;
+}
+
+bool FlowTable::same_path(const TracedPath& a, const TracedPath& b) {
+  const size_t n = std::min(a.hops.size(), b.hops.size());
+  for (size_t i = 0; i < n; ++i)
+    if (!a.hops[i].empty() && !b.hops[i].empty() && a.hops[i] != b.hops[i]) return false;
+  if (a.reached && b.reached && a.hops.size() != b.hops.size()) return false;
+  return a.looped == b.looped;
+}
+
+FlowState* FlowTable::flow_in(PairFlows& p, uint16_t src_port, bool create) {
+  auto it = std::lower_bound(p.flows.begin(), p.flows.end(), src_port,
+                             [](const FlowState& f, uint16_t port) { return f.src_port < port; });
+  if (it != p.flows.end() && it->src_port == src_port) return &*it;
+  if (!create || p.flows.size() >= kMaxFlowsPerPair) return nullptr;
+  it = p.flows.insert(it, FlowState{});
+  it->src_port = src_port;
+  return &*it;
+}
+
+void FlowTable::add_trace(FlowState& f, TracedPath t) {
+  if (!f.paths.empty() && t.traced_at_unix_ns <= f.paths.back().traced_at_unix_ns) return;  // a retry
+  if (!f.paths.empty() && !same_path(f.paths.back(), t)) {
+    ++f.path_changes;
+    f.last_change_unix_ns = t.traced_at_unix_ns;
+  }
+  f.paths.push_back(std::move(t));
+  if (f.paths.size() > kPathHistory) f.paths.erase(f.paths.begin());
+  // Flapping: changes between consecutive traces among the last kFlapWindow.
+  const size_t n = std::min(f.paths.size(), kFlapWindow);
+  size_t changes = 0;
+  for (size_t i = f.paths.size() - n + 1; i < f.paths.size(); ++i)
+    changes += same_path(f.paths[i - 1], f.paths[i]) ? 0 : 1;
+  f.flapping = n >= kFlapMinTraces && 2 * changes > n - 1;
+}
+
+void FlowTable::ingest(const proto::Report& r) {
+  bool any = !r.paths.empty();
+  for (const auto& w : r.windows) any |= !w.flows.empty();
+  if (!any) return;
+  Shard& sh = shard_of(r.agent);
+  std::lock_guard lk(sh.mu);
+  auto pair_for = [&](proto::Protocol p, const std::string& dst) -> PairFlows* {
+    std::string key = pair_key(p, r.agent, dst);
+    if (auto it = sh.pairs.find(key); it != sh.pairs.end()) return &it->second;
+    size_t& n = sh.pairs_per_source[r.agent];
+    if (n >= kMaxPairsPerSource) return nullptr;
+    ++n;
+    PairFlows& pf = sh.pairs[std::move(key)];
+    pf.src = r.agent;
+    pf.dst = dst;
+    pf.protocol = p;
+    return &pf;
+  };
+  for (const auto& w : r.windows) {
+    if (w.flows.empty()) continue;
+    PairFlows* pf = pair_for(w.protocol, w.target);
+    if (!pf) continue;
+    const uint16_t dport = port_of(w.target_address);
+    for (const auto& fs : w.flows) {
+      FlowState* f = flow_in(*pf, fs.src_port, true);
+      if (!f || (f->has_window && w.end_unix_ns <= f->end_unix_ns)) continue;
+      if (f->has_window && f->latest.network_rtt_p50_ns > 0)  // the baseline is of windows before this one
+        f->baseline_rtt_ns =
+            f->baseline_rtt_ns == 0
+                ? f->latest.network_rtt_p50_ns
+                : f->baseline_rtt_ns + (f->latest.network_rtt_p50_ns - f->baseline_rtt_ns) / 16;
+      f->has_window = true;
+      f->start_unix_ns = w.start_unix_ns;
+      f->end_unix_ns = w.end_unix_ns;
+      f->latest = fs;
+      f->latest.lost = std::min(fs.lost, fs.sent);  // ingest validates the pair, not each flow
+      if (dport) f->dst_port = dport;
+    }
+  }
+  for (const auto& p : r.paths) {
+    if (!proto::valid_host_name(p.target) || p.target == r.agent) continue;
+    PairFlows* pf = pair_for(p.protocol, p.target);
+    if (!pf) continue;
+    FlowState* f = flow_in(*pf, p.src_port, true);
+    if (!f) continue;
+    if (p.dst_port) f->dst_port = p.dst_port;
+    TracedPath t;
+    t.traced_at_unix_ns = p.traced_at_unix_ns;
+    t.hops = sanitise_hops(p.hops, t.looped);
+    t.reached = p.reached && !t.looped;
+    add_trace(*f, std::move(t));
+  }
+}
+
+std::vector<FlowObservation> FlowTable::observations(proto::Protocol protocol, int64_t now_unix_ns) const {
+  const int64_t oldest = now_unix_ns - 3 * mesh_.window_ns();
+  std::vector<FlowObservation> out;
+  // The pairs' latest windows: each becomes its flows' observations, or one with src_port 0.
+  for (const PairWindow& pw : mesh_.latest(protocol)) {
+    if (pw.window.end_unix_ns < oldest) continue;
+    const size_t before = out.size();
+    {
+      Shard& sh = shard_of(pw.src);
+      std::lock_guard lk(sh.mu);
+      if (auto it = sh.pairs.find(pair_key(protocol, pw.src, pw.dst)); it != sh.pairs.end()) {
+        for (const FlowState& f : it->second.flows) {
+          if (!f.has_window || f.end_unix_ns < oldest) continue;
+          FlowObservation o;
+          o.protocol = protocol;
+          o.src = pw.src;
+          o.dst = pw.dst;
+          o.src_port = f.src_port;
+          o.dst_port = f.dst_port;
+          o.start_unix_ns = f.start_unix_ns;
+          o.end_unix_ns = f.end_unix_ns;
+          o.sent = f.latest.sent;
+          o.lost = f.latest.lost;
+          o.rtt_p50_ns = f.latest.network_rtt_p50_ns;
+          o.baseline_rtt_ns = f.baseline_rtt_ns;
+          o.responder_delay_p50_ns = pw.window.responder_delay.p50_ns;  // the responder is the pair's
+          if (!f.paths.empty()) o.hops = f.paths.back().hops;
+          o.path_flapping = f.flapping;
+          out.push_back(std::move(o));
+        }
+      }
+    }
+    if (out.size() != before) continue;
+    FlowObservation o;
+    o.protocol = protocol;
+    o.src = pw.src;
+    o.dst = pw.dst;
+    o.dst_port = port_of(pw.window.target_address);
+    o.start_unix_ns = pw.window.start_unix_ns;
+    o.end_unix_ns = pw.window.end_unix_ns;
+    o.sent = pw.window.sent;
+    o.lost = pw.window.lost;
+    o.rtt_p50_ns = pw.median_rtt_ns();
+    o.baseline_rtt_ns = pw.baseline_rtt_ns;
+    o.responder_delay_p50_ns = pw.window.responder_delay.p50_ns;
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+PairFlows FlowTable::pair(proto::Protocol protocol, const std::string& src, const std::string& dst) const {
+  Shard& sh = shard_of(src);
+  std::lock_guard lk(sh.mu);
+  if (auto it = sh.pairs.find(pair_key(protocol, src, dst)); it != sh.pairs.end()) return it->second;
+  PairFlows empty;
+  empty.src = src;
+  empty.dst = dst;
+  empty.protocol = protocol;
+  return empty;
+}
+
+std::string pair_flows_json(const PairFlows& p) {
+  using nlohmann::json;
+  json flows = json::array();
+  for (const FlowState& f : p.flows) {
+    json paths = json::array();
+    for (const TracedPath& t : f.paths)
+      paths.push_back({{"traced_at_unix_ns", t.traced_at_unix_ns},
+                       {"reached", t.reached},
+                       {"looped", t.looped},
+                       {"hops", t.hops}});
+    json o{{"src_port", f.src_port},
+           {"dst_port", f.dst_port},
+           {"paths", std::move(paths)},
+           {"path_changes", f.path_changes},
+           {"last_change_unix_ns", f.last_change_unix_ns},
+           {"path_flapping", f.flapping}};
+    if (f.has_window) {
+      o["window"] = {{"start_unix_ns", f.start_unix_ns},
+                     {"end_unix_ns", f.end_unix_ns},
+                     {"sent", f.latest.sent},
+                     {"received", f.latest.received},
+                     {"lost", f.latest.lost},
+                     {"network_rtt_p50_ns", f.latest.network_rtt_p50_ns},
+                     {"baseline_rtt_ns", f.baseline_rtt_ns}};
+    }
+    flows.push_back(std::move(o));
+  }
+  return json{
+      {"protocol", proto::to_string(p.protocol)}, {"src", p.src}, {"dst", p.dst}, {"flows", std::move(flows)}}
+      .dump();
+}
+
+}  // namespace weft::controller

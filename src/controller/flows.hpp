@@ -1,0 +1,109 @@
+#pragma once
+// The controller's per-flow state (issue 24): for every probe flow an agent reports (a pair probed
+// from several source ports, proto::FlowStats) its latest window's counters and its usual RTT, and
+// for every traced flow (proto::PathTrace) its recent paths, how often the path changed and
+// whether it flaps. Fed by ingest (Ingest::handle_report), read by fault localisation
+// (observations()) and the drill-down API (GET /api/v1/flows, docs/api.md).
+//
+// Only reports that carry per-flow counters or paths touch it: an older agent's report costs one
+// branch. Pairs without per-flow detail are read from the mesh's latest pair windows when
+// observations are asked for, so the heatmap's ingest path stores nothing twice.
+//
+// Trace answers are untrusted: a hop that is not an IP literal becomes "" (no answer), and a path
+// that visits an address twice (a routing loop, or spoofed answers) is cut before the repeat and
+// marked looped; a hop missing ("") in one trace matches any address in another, so silent routers
+// never look like path changes.
+#include <array>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "controller/flow_observation.hpp"
+#include "controller/mesh_state.hpp"
+#include "proto/report.hpp"
+
+namespace weft::controller {
+
+// One trace of one flow, as kept.
+struct TracedPath {
+  int64_t traced_at_unix_ns = 0;
+  bool reached = false;
+  bool looped = false;            // cut at a repeated address
+  std::vector<std::string> hops;  // sanitised: IP literals or ""
+};
+
+// What the table holds of one flow (also the drill-down API's answer).
+struct FlowState {
+  uint16_t src_port = 0;
+  uint16_t dst_port = 0;
+  bool has_window = false;  // counters below are set (a flow may be traced before it is counted)
+  int64_t start_unix_ns = 0, end_unix_ns = 0;
+  proto::FlowStats latest;
+  int64_t baseline_rtt_ns = 0;  // moving average (1/16 per window) of earlier windows' RTT medians
+  // Most recent last, at most FlowTable::kPathHistory. A vector: an empty std::deque allocates
+  // ~600 bytes, which 2.4 million flows (300,000 pairs x 8) turned into 2 GB.
+  std::vector<TracedPath> paths;
+  uint64_t path_changes = 0;  // traces whose path differed from the one before
+  int64_t last_change_unix_ns = 0;
+  bool flapping = false;  // changed in most of the recent traces (see FlowTable::kFlapWindow)
+};
+
+struct PairFlows {
+  std::string src, dst;
+  proto::Protocol protocol = proto::Protocol::udp;
+  std::vector<FlowState> flows;  // by src_port, at most FlowTable::kMaxFlowsPerPair
+};
+
+// The drill-down's JSON (GET /api/v1/flows, docs/api.md).
+std::string pair_flows_json(const PairFlows& p);
+
+class FlowTable {
+ public:
+  static constexpr size_t kPathHistory = 8;
+  // Flapping: at least kFlapMinTraces traces, and the path changed in more than half of the last
+  // kFlapWindow ones.
+  static constexpr size_t kFlapWindow = 6;
+  static constexpr size_t kFlapMinTraces = 3;
+  static constexpr size_t kMaxFlowsPerPair = 2 * proto::kMaxFlowsPerWindow;
+  static constexpr size_t kMaxPairsPerSource = 20'000;
+
+  // `mesh` gives the pair windows of pairs without per-flow detail (observations()).
+  explicit FlowTable(const MeshView& mesh) : mesh_(mesh) {}
+
+  // A validated, accepted report. Windows older than a flow's latest are ignored (a retried batch).
+  void ingest(const proto::Report& r);
+
+  // Every flow's latest window for `protocol`: per-flow where the agent reported flows, else one
+  // observation per pair with src_port 0. Windows that ended more than three window lengths
+  // before `now_unix_ns` are left out (the pair stopped being probed).
+  std::vector<FlowObservation> observations(proto::Protocol protocol, int64_t now_unix_ns) const;
+
+  // One pair's flows (the drill-down), empty when none are held.
+  PairFlows pair(proto::Protocol protocol, const std::string& src, const std::string& dst) const;
+
+  // The rules above, exposed for tests.
+  static std::vector<std::string> sanitise_hops(const std::vector<std::string>& hops, bool& looped);
+  // Same path: equal where both answered ("" matches anything); different lengths only count when
+  // both traces reached the target.
+  static bool same_path(const TracedPath& a, const TracedPath& b);
+
+ private:
+  struct Shard {
+    mutable std::mutex mu;
+    // key: protocol byte + src + '\n' + dst
+    std::unordered_map<std::string, PairFlows> pairs;
+    std::unordered_map<std::string, size_t> pairs_per_source;
+  };
+  static constexpr size_t kShards = 16;
+  Shard& shard_of(std::string_view src) const;
+  static FlowState* flow_in(PairFlows& p, uint16_t src_port, bool create);
+  static void add_trace(FlowState& f, TracedPath t);
+
+  const MeshView& mesh_;
+  mutable std::array<Shard, kShards> shards_;
+};
+
+}  // namespace weft::controller

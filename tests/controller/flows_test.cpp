@@ -1,0 +1,204 @@
+// The controller's per-flow state (issue 24): per-flow counters and baselines from ingest, the
+// observations localisation reads (one per flow, or one per pair without flows), traced paths with
+// their changes and flapping, and hostile trace answers (spoofed, looping, missing hops).
+#include "controller/flows.hpp"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "controller/ingest.hpp"
+#include "test_util.hpp"
+
+using namespace weft::controller;
+using namespace weft::controller::testing;
+using weft::proto::Protocol;
+
+namespace {
+
+class MemStore final : public Store {
+ public:
+  weft::Status append(const std::string&, std::span<const weft::proto::WindowStats>, int64_t,
+                      std::string_view) override {
+    return {};
+  }
+  weft::Result<std::vector<weft::proto::WindowStats>> history(Protocol, const std::string&,
+                                                              const std::string&, int64_t, int64_t,
+                                                              size_t) override {
+    return std::vector<weft::proto::WindowStats>{};
+  }
+  weft::Status load_recent(int64_t, const RestoreFn&) override { return {}; }
+  weft::Status save_registration(const std::string&, std::string_view, int64_t) override { return {}; }
+  weft::Status remove_registration(const std::string&) override { return {}; }
+  weft::Status load_registrations(const RegistrationFn&) override { return {}; }
+  weft::Status apply_retention(int64_t) override { return {}; }
+  StoreInfo info() const override { return {"mem", "", true, ""}; }
+};
+
+struct Fixture {
+  Mesh mesh{std::make_shared<const Config>(
+      *parse_config("groups:\n  - {name: all, protocols: [udp], members: ['*']}\n", "<test>"))};
+  MemStore store;
+  Ingest ingest{mesh, store};
+  Fixture() {
+    int i = 1;
+    for (const char* n : {"h1", "h2", "h3"})
+      mesh.register_agent({n, {"10.0.0." + std::to_string(i++)}, {Protocol::udp}, "test", 7777, 7778},
+                          now_ns());
+  }
+  // A window of h1 -> dst starting `ago` seconds before now; with `flows` flows, flow `bad` losing
+  // `bad_lost` of its 10 probes and every flow's RTT median `rtt`.
+  void send(const std::string& dst, int ago, size_t flows, size_t bad = 99, uint64_t bad_lost = 0,
+            int64_t rtt = 50'000, std::vector<weft::proto::PathTrace> paths = {}) {
+    const int64_t start = (now_ns() / 1'000'000'000 - ago) * 1'000'000'000;
+    auto w = window(dst, start, 10 * std::max<size_t>(flows, 1), flows > bad ? bad_lost : 0);
+    for (size_t k = 0; k < flows; ++k)
+      w.flows.push_back({static_cast<uint16_t>(40000 + k), 10, k == bad ? 10 - bad_lost : 10,
+                         k == bad ? bad_lost : 0, rtt});
+    weft::proto::Report r;
+    r.agent = "h1";
+    r.windows.push_back(w);
+    r.paths = std::move(paths);
+    auto rep = ingest.handle_report(r, now_ns());
+    ASSERT_EQ(rep.status, 200) << rep.body;
+  }
+};
+
+weft::proto::PathTrace trace(uint16_t sport, int64_t at, std::vector<std::string> hops, bool reached = true) {
+  return {Protocol::udp, "h2", sport, 7777, at, reached, std::move(hops)};
+}
+
+}  // namespace
+
+TEST(FlowTable, PerFlowObservationsAndPairsWithoutFlows) {
+  Fixture f;
+  f.send("h2", 5, 8, /*bad=*/3, /*bad_lost=*/4);
+  f.send("h3", 5, 0);  // an older agent's window: no flows
+  auto obs = f.ingest.flows().observations(Protocol::udp, now_ns());
+  size_t h2 = 0, h3 = 0;
+  for (const auto& o : obs) {
+    if (o.dst == "h2") {
+      ++h2;
+      EXPECT_EQ(o.src, "h1");
+      EXPECT_GE(o.src_port, 40000);
+      EXPECT_EQ(o.dst_port, 7777);
+      EXPECT_EQ(o.sent, 10u);
+      EXPECT_EQ(o.lost, o.src_port == 40003 ? 4u : 0u) << "1 of 8 flows loses 40 %";
+      EXPECT_EQ(o.rtt_p50_ns, 50'000);
+    } else if (o.dst == "h3") {
+      ++h3;
+      EXPECT_EQ(o.src_port, 0) << "no per-flow detail: the pair as a whole";
+      EXPECT_EQ(o.sent, 10u);
+    }
+  }
+  EXPECT_EQ(h2, 8u);
+  EXPECT_EQ(h3, 1u);
+  EXPECT_TRUE(f.ingest.flows().observations(Protocol::tcp, now_ns()).empty());
+  // Long after the windows: nothing current to observe.
+  EXPECT_TRUE(f.ingest.flows().observations(Protocol::udp, now_ns() + 3'600'000'000'000).empty());
+}
+
+TEST(FlowTable, BaselineIsTheFlowsUsualRtt) {
+  Fixture f;
+  for (int i = 0; i < 5; ++i) f.send("h2", 50 - i, 2, 99, 0, 50'000);
+  f.send("h2", 40, 2, 99, 0, 900'000);  // a slow window: the baseline is of the windows before it
+  auto p = f.ingest.flows().pair(Protocol::udp, "h1", "h2");
+  ASSERT_EQ(p.flows.size(), 2u);
+  EXPECT_EQ(p.flows[0].baseline_rtt_ns, 50'000);
+  EXPECT_EQ(p.flows[0].latest.network_rtt_p50_ns, 900'000);
+  f.send("h2", 45, 2, 99, 0, 1);  // older than the latest: a retried batch, ignored
+  EXPECT_EQ(f.ingest.flows().pair(Protocol::udp, "h1", "h2").flows[0].latest.network_rtt_p50_ns, 900'000);
+}
+
+TEST(FlowTable, PathChangesAreCountedAndFlappingIsNoticed) {
+  Fixture f;
+  const int64_t t0 = now_ns();
+  const std::vector<std::string> a{"10.1.0.1", "10.2.0.1", "10.0.0.2"}, b{"10.1.0.1", "10.2.0.2", "10.0.0.2"};
+  f.send("h2", 5, 2, 99, 0, 50'000, {trace(40000, t0, a), trace(40001, t0, a)});
+  f.send("h2", 4, 2, 99, 0, 50'000, {trace(40000, t0 + 1, a), trace(40001, t0 + 1, b)});
+  auto p = f.ingest.flows().pair(Protocol::udp, "h1", "h2");
+  EXPECT_EQ(p.flows[0].path_changes, 0u);
+  EXPECT_EQ(p.flows[1].path_changes, 1u);
+  EXPECT_EQ(p.flows[1].last_change_unix_ns, t0 + 1);
+  EXPECT_FALSE(p.flows[1].flapping) << "one change is a change, not a flap";
+  // Flow 40001 now changes every trace: flapping. 40000 stays put.
+  for (int i = 2; i < 8; ++i)
+    f.send("h2", 4, 2, 99, 0, 50'000, {trace(40000, t0 + i, a), trace(40001, t0 + i, i % 2 ? b : a)});
+  p = f.ingest.flows().pair(Protocol::udp, "h1", "h2");
+  EXPECT_TRUE(p.flows[1].flapping);
+  EXPECT_FALSE(p.flows[0].flapping);
+  EXPECT_EQ(p.flows[1].paths.size(), FlowTable::kPathHistory);
+  bool seen = false;
+  for (const auto& o : f.ingest.flows().observations(Protocol::udp, now_ns()))
+    if (o.src_port == 40001) {
+      seen = true;
+      EXPECT_TRUE(o.path_flapping);
+      EXPECT_EQ(o.hops.size(), 3u);
+    }
+  EXPECT_TRUE(seen);
+  // It settles: after enough traces on one path it is no longer flapping.
+  for (int i = 8; i < 14; ++i) f.send("h2", 4, 2, 99, 0, 50'000, {trace(40001, t0 + i, a)});
+  EXPECT_FALSE(f.ingest.flows().pair(Protocol::udp, "h1", "h2").flows[1].flapping);
+  // The drill-down's JSON.
+  auto j = nlohmann::json::parse(pair_flows_json(f.ingest.flows().pair(Protocol::udp, "h1", "h2")));
+  EXPECT_EQ(j["flows"].size(), 2u);
+  EXPECT_EQ(j["flows"][1]["src_port"], 40001);
+  EXPECT_GE(j["flows"][1]["path_changes"].get<int>(), 7);
+  EXPECT_EQ(j["flows"][1]["paths"].back()["hops"][1], "10.2.0.1");
+  EXPECT_EQ(j["flows"][0]["window"]["sent"], 10);
+}
+
+TEST(FlowTable, HostileAndMissingHops) {
+  bool looped = false;
+  // Spoofed junk becomes "no answer"; a repeated address (a loop) cuts the path.
+  auto h =
+      FlowTable::sanitise_hops({"10.1.0.1", "evil<script>", "", "10.2.0.1", "10.1.0.1", "10.3.0.1"}, looped);
+  EXPECT_EQ(h, (std::vector<std::string>{"10.1.0.1", "", "", "10.2.0.1"}));
+  EXPECT_TRUE(looped);
+  h = FlowTable::sanitise_hops({"fe80::1", "::ffff:10.0.0.1", "300.1.1.1"}, looped);
+  EXPECT_EQ(h, (std::vector<std::string>{"fe80::1", "::ffff:10.0.0.1", ""}));
+  EXPECT_FALSE(looped);
+  // A hop that did not answer in one trace is not a change.
+  TracedPath x{1, true, false, {"10.1.0.1", "", "10.0.0.2"}},
+      y{2, true, false, {"10.1.0.1", "10.2.0.1", "10.0.0.2"}};
+  EXPECT_TRUE(FlowTable::same_path(x, y));
+  TracedPath z{3, true, false, {"10.1.0.1", "10.2.0.9", "10.0.0.2"}};
+  EXPECT_FALSE(FlowTable::same_path(y, z));
+  TracedPath cut{4, false, false, {"10.1.0.1"}};  // max hops or timeouts: a prefix, no change
+  EXPECT_TRUE(FlowTable::same_path(y, cut));
+
+  // Through ingest: a looping, spoofed trace is kept sanitised and never crashes anything; traces
+  // for names that are not host names, or for the agent itself, are dropped.
+  Fixture f;
+  std::vector<std::string> loop;
+  for (int i = 0; i < 64; ++i) loop.push_back(i % 2 ? "10.9.0.1" : "10.9.0.2");
+  auto bad_name = trace(40000, now_ns(), {"10.1.0.1"});
+  bad_name.target = "no such/host";
+  auto self = trace(40000, now_ns(), {"10.1.0.1"});
+  self.target = "h1";
+  f.send("h2", 5, 1, 99, 0, 50'000, {trace(40000, now_ns(), loop), bad_name, self});
+  auto p = f.ingest.flows().pair(Protocol::udp, "h1", "h2");
+  ASSERT_EQ(p.flows.size(), 1u);
+  ASSERT_EQ(p.flows[0].paths.size(), 1u);
+  EXPECT_TRUE(p.flows[0].paths[0].looped);
+  EXPECT_FALSE(p.flows[0].paths[0].reached);
+  EXPECT_EQ(p.flows[0].paths[0].hops.size(), 2u);
+  EXPECT_TRUE(f.ingest.flows().pair(Protocol::udp, "h1", "h1").flows.empty());
+}
+
+// The per-protocol flow count in the config and the pinglist it gives agents.
+TEST(FlowTable, ConfigFlowsPerProtocol) {
+  auto c = parse_config("protocols:\n  udp: {flows: 16}\n  tcp: {interval: 1s}\n", "<test>");
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->plan(Protocol::udp)->flows_or_default(), 16u);
+  EXPECT_EQ(c->plan(Protocol::tcp)->flows_or_default(), 1u);
+  auto d = parse_config("protocols:\n  udp: {interval: 100ms}\n", "<test>");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->plan(Protocol::udp)->flows_or_default(), 8u) << "the default for udp";
+  auto bad = parse_config("protocols:\n  tcp: {flows: 4}\n", "<test>");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("protocols.tcp.flows"), std::string::npos) << bad.error().message;
+  auto big = parse_config("protocols:\n  udp: {flows: 65}\n", "<test>");
+  ASSERT_FALSE(big);
+  EXPECT_NE(big.error().message.find("flows"), std::string::npos) << big.error().message;
+}
