@@ -278,9 +278,8 @@ def main():
                 m.start()
             except NoTopology as e:
                 print(f"controller: {e}")
-                log("SKIP: this controller has no topology (issue 24's localisation is not in this build)")
-                ok = True
-                return 77
+                log("FAIL: the controller refused the topology section")
+                return 1
             tally = Tally()
             every_second(lambda: tally.poll(m, set()) and False, args.baseline)
             log(f"baseline: {args.baseline} polls with no fault, {tally.innocent_polls} named something")
