@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "controller/mesh.hpp"
+#include "controller/report_policy.hpp"
 #include "controller/store.hpp"
 #include "proto/report.hpp"
 
@@ -21,17 +22,22 @@ struct IngestReply {
 Status validate_report(const proto::Report& r, const Config& cfg, int64_t now_ns);
 class Ingest {
  public:
-  Ingest(Mesh& mesh, Store& store) : mesh_(mesh), store_(store) {}
+  Ingest(Mesh& mesh, Store& store) : mesh_(mesh), store_(store), policy_(mesh) {}
 
-  // `content_type` picks the decoder (binary or JSON). Thread-safe.
-  IngestReply handle(std::string_view content_type, std::string_view body, int64_t now_ns);
+  // `content_type` picks the decoder (binary or JSON). `bound_agent`: the agent the request's
+  // credential names ("" for a shared token or none): the report must be that agent's, and its
+  // size is bounded by that agent's pinglist before it is decoded (report_policy.hpp). Thread-safe.
+  IngestReply handle(std::string_view content_type, std::string_view body, int64_t now_ns,
+                     std::string_view bound_agent = {});
   // An already decoded report (the benchmark and tests use it to skip HTTP).
-  IngestReply handle_report(const proto::Report& r, int64_t now_ns);
+  IngestReply handle_report(const proto::Report& r, int64_t now_ns, std::string_view bound_agent = {});
+  ReportPolicy& policy() { return policy_; }
 
  private:
   IngestReply reject(int status, const std::string& message);
   Mesh& mesh_;
   Store& store_;
+  ReportPolicy policy_;
 };
 
 // {"error": message} with JSON escaping.

@@ -204,7 +204,7 @@ template <typename R>
   return {};
 }
 
-Status read_window_list(Reader& r, std::vector<WindowStats>& out) {
+Status read_window_list(Reader& r, std::vector<WindowStats>& out, size_t max_windows = kMaxWindowsPerReport) {
   uint64_t n_names = r.varint();
   if (!r.ok()) return fail("window list: {}", r.error);
   // Each name needs at least one byte: a count larger than the rest of the body is a lie.
@@ -215,8 +215,9 @@ Status read_window_list(Reader& r, std::vector<WindowStats>& out) {
   for (uint64_t i = 0; i < n_names && r.ok(); ++i) names.push_back(r.string(kMaxNameLength));
   uint64_t n = r.varint();
   if (!r.ok()) return fail("window list: {}", r.error);
-  if (n > kMaxWindowsPerReport)
-    return fail("window list: {} windows, at most {} allowed", n, kMaxWindowsPerReport);
+  if (n > std::min(max_windows, kMaxWindowsPerReport))
+    return fail("window list: {} windows, at most {} allowed", n,
+                std::min(max_windows, kMaxWindowsPerReport));
   if (n > static_cast<uint64_t>(r.end - r.p)) return fail("window list: window count {} exceeds body", n);
   out.reserve(out.size() + n);
   for (uint64_t i = 0; i < n && r.ok(); ++i) {
@@ -446,7 +447,7 @@ std::string encode_binary(const Report& rep) {
   return out;
 }
 
-Result<Report> decode_binary(std::string_view bytes) {
+Result<Report> decode_binary(std::string_view bytes, size_t max_windows) {
   if (bytes.size() < sizeof kMagic || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
     return fail("binary report: bad magic (expected 'WFT1')");
   Reader r{reinterpret_cast<const unsigned char*>(bytes.data() + sizeof kMagic),
@@ -473,7 +474,7 @@ Result<Report> decode_binary(std::string_view bytes) {
   }
   if (!r.ok()) return fail("binary report alarms: {}", r.error);
   const char* list_begin = reinterpret_cast<const char*>(r.p);
-  if (auto st = read_window_list(r, rep.windows); !st) return unexpected(st.error());
+  if (auto st = read_window_list(r, rep.windows, max_windows); !st) return unexpected(st.error());
   if (r.p != r.end) return fail("binary report: {} trailing bytes", r.end - r.p);
   rep.encoded_windows =
       std::string_view(list_begin, static_cast<size_t>(bytes.data() + bytes.size() - list_begin));
@@ -498,9 +499,63 @@ std::string encode_json(const Report& r) {
   return j.dump();
 }
 
-Result<Report> decode_json(std::string_view text) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+namespace {
+
+// decode_json reads the body as a stream of parse events and turns each window into a WindowStats
+// as soon as its object ends, dropping the object: the windows never exist as one JSON tree (a
+// tree costs 10-20 times its text). Everything else is bounded by count: the report's other values
+// (agent, health, alarms) and each window's values, so no body can make the decoder hold more than
+// the body, the decoded windows and one window's tree.
+constexpr size_t kMaxValuesPerWindow = 256;
+constexpr size_t kMaxOtherValues = kMaxAlarmsPerReport * 8 + 256;
+
+struct StreamDecode {
+  size_t max_windows;
+  std::vector<WindowStats> windows;
+  JsonReader jr;
+  std::string error;
+  std::string top;  // the root object's key being read
+  size_t window_values = 0, other_values = 0;
+
+  void bad(std::string e) {
+    if (error.empty()) error = std::move(e);
+  }
+  bool on_event(int depth, json::parse_event_t ev, json& parsed) {
+    if (!error.empty()) return false;  // keep nothing more; the parser still checks the syntax
+    const bool in_window = top == "windows" && depth >= 2;
+    if (ev == json::parse_event_t::key && depth == 1) top = parsed.get<std::string>();
+    if (in_window && !(depth == 2 && ev == json::parse_event_t::object_end)) {
+      if (++window_values > kMaxValuesPerWindow)
+        bad(fmt::format("windows[{}]: more than {} values", windows.size(), kMaxValuesPerWindow));
+    } else if (!in_window && ++other_values > kMaxOtherValues) {
+      bad(fmt::format("report: more than {} values outside the windows", kMaxOtherValues));
+    }
+    if (!error.empty()) return false;
+    if (ev == json::parse_event_t::object_end && depth == 2 && top == "windows") {
+      window_values = 0;
+      if (windows.size() >= max_windows) {
+        bad(fmt::format("report.windows: more than {} windows", max_windows));
+        return false;
+      }
+      WindowStats& w = windows.emplace_back();
+      if (auto st = window_from_json(parsed, fmt::format("windows[{}]", windows.size() - 1), jr, w); !st)
+        bad(st.error().message);
+      if (!jr.error.empty()) bad(jr.error);
+      return false;  // converted: drop the object
+    }
+    return true;
+  }
+};
+
+}  // namespace
+
+Result<Report> decode_json(std::string_view text, size_t max_windows) {
+  StreamDecode sd{std::min(max_windows, kMaxWindowsPerReport), {}, {}, {}, {}, 0, 0};
+  json j = json::parse(
+      text, [&sd](int depth, json::parse_event_t ev, json& parsed) { return sd.on_event(depth, ev, parsed); },
+      /*allow_exceptions=*/false);
   if (j.is_discarded()) return fail("body is not valid JSON");
+  if (!sd.error.empty()) return fail("{}", sd.error);
   if (!j.is_object()) return fail("body must be a JSON object");
   JsonReader jr;
   Report r;
@@ -529,17 +584,10 @@ Result<Report> decode_json(std::string_view text) {
   }
   auto it = j.find("windows");
   if (it == j.end() || !it->is_array()) return fail("report.windows: expected an array");
-  if (it->size() > kMaxWindowsPerReport)
-    return fail("report.windows: more than {} windows", kMaxWindowsPerReport);
-  r.windows.reserve(it->size());
-  for (size_t i = 0; i < it->size() && jr.error.empty(); ++i) {
-    const json& o = (*it)[i];
-    std::string where = fmt::format("windows[{}]", i);
-    WindowStats w;
-    if (auto st = window_from_json(o, where, jr, w); !st) return unexpected(st.error());
-    r.windows.push_back(std::move(w));
-  }
+  // The window objects were taken out as they ended; anything left in the array was not an object.
+  if (!it->empty()) return fail("windows[{}]: expected an object", sd.windows.size());
   if (!jr.error.empty()) return fail("{}", jr.error);
+  r.windows = std::move(sd.windows);
   return r;
 }
 
