@@ -31,6 +31,9 @@ struct FlowObservation {
   // The flow's learned path, hop by hop from src: the address of each router that answered the
   // TTL-limited probe ("" where no answer came). Empty: never traced (use the given topology).
   std::vector<std::string> hops;
+  // The path it took before its latest change (same form; empty: none known). Where a flapping
+  // flow's two paths differ is where the flapping element is.
+  std::vector<std::string> other_hops;
   // The path changed in most of the recent traces: the flow's path is not known, and a flapping
   // path is reported as such, never blamed as loss on any one element.
   bool path_flapping = false;

@@ -65,10 +65,32 @@ std::vector<std::string> FlowTable::sanitise_hops(const std::vector<std::string>
 }
 
 bool FlowTable::same_path(const TracedPath& a, const TracedPath& b) {
-  const size_t n = std::min(a.hops.size(), b.hops.size());
+  // A trace that reached its target has between `fewest` and `most` routers before it: the silent
+  // hops right before the target's answer are either routers that did not answer or the target's
+  // own answer lost (the tracer then goes one TTL further and the target answers there). Both
+  // readings are kept: [r1, r2, "", target] is the path [r1, r2, target] with one answer lost, not
+  // a longer path (a lossy NIC under the target made every flow to it look like a flapping path).
+  struct Span {
+    size_t fewest, most;
+  };
+  auto span = [](const TracedPath& t) {
+    size_t n = t.hops.size();
+    if (!t.reached) return Span{n, n};
+    if (n > 0) --n;
+    const size_t most = n;
+    while (n > 0 && t.hops[n - 1].empty()) --n;
+    return Span{n, most};
+  };
+  const Span sa = span(a), sb = span(b);
+  const size_t n = std::min(sa.most, sb.most);
   for (size_t i = 0; i < n; ++i)
     if (!a.hops[i].empty() && !b.hops[i].empty() && a.hops[i] != b.hops[i]) return false;
-  if (a.reached && b.reached && a.hops.size() != b.hops.size()) return false;
+  if (a.reached && b.reached) {
+    if (std::max(sa.fewest, sb.fewest) > std::min(sa.most, sb.most)) return false;
+    if (!a.hops.empty() && !b.hops.empty() && !a.hops.back().empty() && !b.hops.back().empty() &&
+        a.hops.back() != b.hops.back())
+      return false;
+  }
   return a.looped == b.looped;
 }
 
@@ -129,6 +151,9 @@ void FlowTable::ingest(const proto::Report& r) {
             f->baseline_rtt_ns == 0
                 ? f->latest.network_rtt_p50_ns
                 : f->baseline_rtt_ns + (f->latest.network_rtt_p50_ns - f->baseline_rtt_ns) / 16;
+      if (f->has_window)
+        f->previous = {f->start_unix_ns, f->end_unix_ns, f->latest.sent, f->latest.lost,
+                       f->latest.network_rtt_p50_ns};
       f->has_window = true;
       f->start_unix_ns = w.start_unix_ns;
       f->end_unix_ns = w.end_unix_ns;
@@ -155,6 +180,7 @@ void FlowTable::ingest(const proto::Report& r) {
 std::vector<FlowObservation> FlowTable::observations(proto::Protocol protocol, int64_t now_unix_ns) const {
   const int64_t oldest = now_unix_ns - 3 * mesh_.window_ns();
   std::vector<FlowObservation> out;
+  std::vector<FlowState::Previous> before_latest;  // per per-flow observation (end 0: none)
   // The pairs' latest windows: each becomes its flows' observations, or one with src_port 0.
   for (const PairWindow& pw : mesh_.latest(protocol)) {
     if (pw.window.end_unix_ns < oldest) continue;
@@ -178,9 +204,19 @@ std::vector<FlowObservation> FlowTable::observations(proto::Protocol protocol, i
           o.rtt_p50_ns = f.latest.network_rtt_p50_ns;
           o.baseline_rtt_ns = f.baseline_rtt_ns;
           o.responder_delay_p50_ns = pw.window.responder_delay.p50_ns;  // the responder is the pair's
-          if (!f.paths.empty()) o.hops = f.paths.back().hops;
-          o.path_flapping = f.flapping;
+          if (!f.paths.empty()) {
+            o.hops = f.paths.back().hops;
+            // The latest path it changed from: where a flapping flow's paths differ.
+            for (size_t i = f.paths.size() - 1; i-- > 0;)
+              if (!same_path(f.paths[i], f.paths.back())) {
+                o.other_hops = f.paths[i].hops;
+                break;
+              }
+          }
+          o.path_flapping = flapping_at(f, now_unix_ns);
           out.push_back(std::move(o));
+          before_latest.resize(out.size());
+          before_latest.back() = f.previous;
         }
       }
     }
@@ -199,13 +235,53 @@ std::vector<FlowObservation> FlowTable::observations(proto::Protocol protocol, i
     o.responder_delay_p50_ns = pw.window.responder_delay.p50_ns;
     out.push_back(std::move(o));
   }
+  // The cut (see the declaration): the end 80 % of the per-flow observations have reached.
+  before_latest.resize(out.size());
+  std::vector<int64_t> ends;
+  for (const FlowObservation& o : out)
+    if (o.src_port) ends.push_back(o.end_unix_ns);
+  if (ends.empty()) return out;
+  const auto k = static_cast<ptrdiff_t>(ends.size() / 5);
+  std::nth_element(ends.begin(), ends.begin() + k, ends.end());
+  const int64_t cut = ends[static_cast<size_t>(k)];
+  for (size_t i = 0; i < out.size(); ++i) {
+    FlowObservation& o = out[i];
+    const FlowState::Previous& p = before_latest[i];
+    if (!o.src_port || o.end_unix_ns <= cut || p.end_unix_ns == 0 || p.end_unix_ns > cut ||
+        p.end_unix_ns < oldest)
+      continue;
+    o.start_unix_ns = p.start_unix_ns;
+    o.end_unix_ns = p.end_unix_ns;
+    o.sent = p.sent;
+    o.lost = p.lost;
+    o.rtt_p50_ns = p.network_rtt_p50_ns;
+  }
   return out;
 }
 
-PairFlows FlowTable::pair(proto::Protocol protocol, const std::string& src, const std::string& dst) const {
+bool FlowTable::flapping_at(const FlowState& f, int64_t now_unix_ns) {
+  if (f.path_changes == 0 || now_unix_ns - f.last_change_unix_ns > kFlapHoldNs) return false;
+  size_t first = f.paths.size();
+  while (first > 0 && f.paths.size() - first < kFlapWindow &&
+         now_unix_ns - f.paths[first - 1].traced_at_unix_ns <= kFlapHorizonNs)
+    --first;
+  const size_t n = f.paths.size() - first;
+  if (n < kFlapMinTraces) return false;
+  size_t changes = 0;
+  for (size_t i = first + 1; i < f.paths.size(); ++i)
+    changes += same_path(f.paths[i - 1], f.paths[i]) ? 0 : 1;
+  return 2 * changes > n - 1;
+}
+
+PairFlows FlowTable::pair(proto::Protocol protocol, const std::string& src, const std::string& dst,
+                          int64_t now_unix_ns) const {
   Shard& sh = shard_of(src);
   std::lock_guard lk(sh.mu);
-  if (auto it = sh.pairs.find(pair_key(protocol, src, dst)); it != sh.pairs.end()) return it->second;
+  if (auto it = sh.pairs.find(pair_key(protocol, src, dst)); it != sh.pairs.end()) {
+    PairFlows p = it->second;
+    for (FlowState& f : p.flows) f.flapping = flapping_at(f, now_unix_ns);
+    return p;
+  }
   PairFlows empty;
   empty.src = src;
   empty.dst = dst;

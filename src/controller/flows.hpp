@@ -42,6 +42,14 @@ struct FlowState {
   bool has_window = false;  // counters below are set (a flow may be traced before it is counted)
   int64_t start_unix_ns = 0, end_unix_ns = 0;
   proto::FlowStats latest;
+  // The window before the latest (end 0: none): localisation reads every flow over the same
+  // interval (FlowTable::observations), and a flow whose agent already reported a newer window
+  // than most is read at the one before.
+  struct Previous {
+    int64_t start_unix_ns = 0, end_unix_ns = 0;
+    uint64_t sent = 0, lost = 0;
+    int64_t network_rtt_p50_ns = 0;
+  } previous;
   int64_t baseline_rtt_ns = 0;  // moving average (1/16 per window) of earlier windows' RTT medians
   // Most recent last, at most FlowTable::kPathHistory. A vector: an empty std::deque allocates
   // ~600 bytes, which 2.4 million flows (300,000 pairs x 8) turned into 2 GB.
@@ -67,6 +75,11 @@ class FlowTable {
   // kFlapWindow ones.
   static constexpr size_t kFlapWindow = 6;
   static constexpr size_t kFlapMinTraces = 3;
+  // A flow stops flapping this long after its last path change: traces come only every few
+  // minutes, or when the flow loses, so a flap that stopped would otherwise keep its flag until
+  // enough quiet traces came in (a repaired link stayed "flapping" for minutes).
+  static constexpr int64_t kFlapHoldNs = 20'000'000'000;
+  static constexpr int64_t kFlapHorizonNs = 60'000'000'000;
   static constexpr size_t kMaxFlowsPerPair = 2 * proto::kMaxFlowsPerWindow;
   static constexpr size_t kMaxPairsPerSource = 20'000;
 
@@ -78,11 +91,20 @@ class FlowTable {
 
   // Every flow's latest window for `protocol`: per-flow where the agent reported flows, else one
   // observation per pair with src_port 0. Windows that ended more than three window lengths
-  // before `now_unix_ns` are left out (the pair stopped being probed).
+  // before `now_unix_ns` are left out (the pair stopped being probed). One cut through time: the
+  // window end that at least 80 % of the flows have reached is the cut, and a flow whose latest
+  // window ends after it is read at its previous window (agents report at different moments; a
+  // fault that began a moment ago is otherwise in some agents' windows only, and looks like those
+  // agents' own fault).
   std::vector<FlowObservation> observations(proto::Protocol protocol, int64_t now_unix_ns) const;
 
-  // One pair's flows (the drill-down), empty when none are held.
-  PairFlows pair(proto::Protocol protocol, const std::string& src, const std::string& dst) const;
+  // One pair's flows (the drill-down), empty when none are held; `flapping` as of `now_unix_ns`.
+  PairFlows pair(proto::Protocol protocol, const std::string& src, const std::string& dst,
+                 int64_t now_unix_ns) const;
+  // Whether the flow flaps at `now_unix_ns`: the rule above over its traces of the last
+  // kFlapHorizonNs only, and its last change at most kFlapHoldNs old. A lone trace that finds the
+  // path changed back a minute after a flap is a change, not a flap.
+  static bool flapping_at(const FlowState& f, int64_t now_unix_ns);
 
   // The rules above, exposed for tests.
   static std::vector<std::string> sanitise_hops(const std::vector<std::string>& hops, bool& looped);

@@ -422,7 +422,7 @@ void HttpApi::flows(const Req& req, Res& res) {
   const std::string src = req.param("src"), dst = req.param("dst");
   if (!proto::valid_host_name(src) || !proto::valid_host_name(dst))
     return error(res, 400, "src and dst: host names of the pair (?protocol=udp&src=A&dst=B)");
-  res.set(200, pair_flows_json(ingest_.flows().pair(*proto, src, dst)), kJson);
+  res.set(200, pair_flows_json(ingest_.flows().pair(*proto, src, dst, now_ns())), kJson);
 }
 
 void HttpApi::pair_history(const Req& req, Res& res) {

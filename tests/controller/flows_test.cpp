@@ -98,16 +98,42 @@ TEST(FlowTable, PerFlowObservationsAndPairsWithoutFlows) {
   EXPECT_TRUE(f.ingest.flows().observations(Protocol::udp, now_ns() + 3'600'000'000'000).empty());
 }
 
+TEST(FlowTable, ObservationsAreOneCutThroughTime) {
+  Fixture f;
+  f.send("h2", 20, 8);
+  f.send("h3", 20, 8);
+  f.send("h2", 10, 8, /*bad=*/3, /*bad_lost=*/4);  // h1 -> h2's next window is in, h1 -> h3's not yet
+  auto lost_to = [&](const std::string& dst) {
+    uint64_t lost = 0;
+    int64_t end = 0;
+    for (const auto& o : f.ingest.flows().observations(Protocol::udp, now_ns()))
+      if (o.dst == dst) {
+        lost += o.lost;
+        EXPECT_TRUE(end == 0 || end == o.end_unix_ns) << "one window per pair";
+        end = o.end_unix_ns;
+      }
+    return std::pair{lost, end};
+  };
+  const auto [h2_lost, h2_end] = lost_to("h2");
+  const auto [h3_lost, h3_end] = lost_to("h3");
+  EXPECT_EQ(h2_lost, 0u) << "most flows are at the earlier window: h2's are read there too";
+  EXPECT_EQ(h2_end, h3_end);
+  f.send("h3", 10, 8);  // now every flow has the later window
+  EXPECT_EQ(lost_to("h2").first, 4u);
+  EXPECT_GT(lost_to("h2").second, h2_end);
+}
+
 TEST(FlowTable, BaselineIsTheFlowsUsualRtt) {
   Fixture f;
   for (int i = 0; i < 5; ++i) f.send("h2", 50 - i, 2, 99, 0, 50'000);
   f.send("h2", 40, 2, 99, 0, 900'000);  // a slow window: the baseline is of the windows before it
-  auto p = f.ingest.flows().pair(Protocol::udp, "h1", "h2");
+  auto p = f.ingest.flows().pair(Protocol::udp, "h1", "h2", now_ns());
   ASSERT_EQ(p.flows.size(), 2u);
   EXPECT_EQ(p.flows[0].baseline_rtt_ns, 50'000);
   EXPECT_EQ(p.flows[0].latest.network_rtt_p50_ns, 900'000);
   f.send("h2", 45, 2, 99, 0, 1);  // older than the latest: a retried batch, ignored
-  EXPECT_EQ(f.ingest.flows().pair(Protocol::udp, "h1", "h2").flows[0].latest.network_rtt_p50_ns, 900'000);
+  EXPECT_EQ(f.ingest.flows().pair(Protocol::udp, "h1", "h2", now_ns()).flows[0].latest.network_rtt_p50_ns,
+            900'000);
 }
 
 TEST(FlowTable, PathChangesAreCountedAndFlappingIsNoticed) {
@@ -116,7 +142,7 @@ TEST(FlowTable, PathChangesAreCountedAndFlappingIsNoticed) {
   const std::vector<std::string> a{"10.1.0.1", "10.2.0.1", "10.0.0.2"}, b{"10.1.0.1", "10.2.0.2", "10.0.0.2"};
   f.send("h2", 5, 2, 99, 0, 50'000, {trace(40000, t0, a), trace(40001, t0, a)});
   f.send("h2", 4, 2, 99, 0, 50'000, {trace(40000, t0 + 1, a), trace(40001, t0 + 1, b)});
-  auto p = f.ingest.flows().pair(Protocol::udp, "h1", "h2");
+  auto p = f.ingest.flows().pair(Protocol::udp, "h1", "h2", now_ns());
   EXPECT_EQ(p.flows[0].path_changes, 0u);
   EXPECT_EQ(p.flows[1].path_changes, 1u);
   EXPECT_EQ(p.flows[1].last_change_unix_ns, t0 + 1);
@@ -124,7 +150,7 @@ TEST(FlowTable, PathChangesAreCountedAndFlappingIsNoticed) {
   // Flow 40001 now changes every trace: flapping. 40000 stays put.
   for (int i = 2; i < 8; ++i)
     f.send("h2", 4, 2, 99, 0, 50'000, {trace(40000, t0 + i, a), trace(40001, t0 + i, i % 2 ? b : a)});
-  p = f.ingest.flows().pair(Protocol::udp, "h1", "h2");
+  p = f.ingest.flows().pair(Protocol::udp, "h1", "h2", now_ns());
   EXPECT_TRUE(p.flows[1].flapping);
   EXPECT_FALSE(p.flows[0].flapping);
   EXPECT_EQ(p.flows[1].paths.size(), FlowTable::kPathHistory);
@@ -134,13 +160,18 @@ TEST(FlowTable, PathChangesAreCountedAndFlappingIsNoticed) {
       seen = true;
       EXPECT_TRUE(o.path_flapping);
       EXPECT_EQ(o.hops.size(), 3u);
+      EXPECT_EQ(o.other_hops, a) << "the path it changed from";
     }
   EXPECT_TRUE(seen);
+  // A flap that stopped stops being one kFlapHoldNs after its last change, without more traces.
+  const int64_t quiet = t0 + 7 + FlowTable::kFlapHoldNs + 1;
+  EXPECT_FALSE(f.ingest.flows().pair(Protocol::udp, "h1", "h2", quiet).flows[1].flapping);
+  EXPECT_TRUE(f.ingest.flows().pair(Protocol::udp, "h1", "h2", quiet - 2).flows[1].flapping);
   // It settles: after enough traces on one path it is no longer flapping.
   for (int i = 8; i < 14; ++i) f.send("h2", 4, 2, 99, 0, 50'000, {trace(40001, t0 + i, a)});
-  EXPECT_FALSE(f.ingest.flows().pair(Protocol::udp, "h1", "h2").flows[1].flapping);
+  EXPECT_FALSE(f.ingest.flows().pair(Protocol::udp, "h1", "h2", now_ns()).flows[1].flapping);
   // The drill-down's JSON.
-  auto j = nlohmann::json::parse(pair_flows_json(f.ingest.flows().pair(Protocol::udp, "h1", "h2")));
+  auto j = nlohmann::json::parse(pair_flows_json(f.ingest.flows().pair(Protocol::udp, "h1", "h2", now_ns())));
   EXPECT_EQ(j["flows"].size(), 2u);
   EXPECT_EQ(j["flows"][1]["src_port"], 40001);
   EXPECT_GE(j["flows"][1]["path_changes"].get<int>(), 7);
@@ -166,6 +197,19 @@ TEST(FlowTable, HostileAndMissingHops) {
   EXPECT_FALSE(FlowTable::same_path(y, z));
   TracedPath cut{4, false, false, {"10.1.0.1"}};  // max hops or timeouts: a prefix, no change
   EXPECT_TRUE(FlowTable::same_path(y, cut));
+  // The target's answer at its own TTL lost: the next TTL reaches it, one hop "longer". The same path.
+  TracedPath late{5, true, false, {"10.1.0.1", "10.2.0.1", "", "10.0.0.2"}};
+  EXPECT_TRUE(FlowTable::same_path(y, late));
+  EXPECT_TRUE(FlowTable::same_path(late, y));
+  EXPECT_TRUE(FlowTable::same_path(x, late));
+  // A really longer path (a router more that answered) is a change, and so is another router
+  // before a lost answer, or another target.
+  TracedPath longer{6, true, false, {"10.1.0.1", "10.2.0.1", "10.3.0.1", "10.0.0.2"}};
+  EXPECT_FALSE(FlowTable::same_path(y, longer));
+  TracedPath other{7, true, false, {"10.1.0.1", "10.2.0.9", "", "10.0.0.2"}};
+  EXPECT_FALSE(FlowTable::same_path(y, other));
+  TracedPath elsewhere{8, true, false, {"10.1.0.1", "10.2.0.1", "10.0.0.3"}};
+  EXPECT_FALSE(FlowTable::same_path(y, elsewhere));
 
   // Through ingest: a looping, spoofed trace is kept sanitised and never crashes anything; traces
   // for names that are not host names, or for the agent itself, are dropped.
@@ -177,13 +221,13 @@ TEST(FlowTable, HostileAndMissingHops) {
   auto self = trace(40000, now_ns(), {"10.1.0.1"});
   self.target = "h1";
   f.send("h2", 5, 1, 99, 0, 50'000, {trace(40000, now_ns(), loop), bad_name, self});
-  auto p = f.ingest.flows().pair(Protocol::udp, "h1", "h2");
+  auto p = f.ingest.flows().pair(Protocol::udp, "h1", "h2", now_ns());
   ASSERT_EQ(p.flows.size(), 1u);
   ASSERT_EQ(p.flows[0].paths.size(), 1u);
   EXPECT_TRUE(p.flows[0].paths[0].looped);
   EXPECT_FALSE(p.flows[0].paths[0].reached);
   EXPECT_EQ(p.flows[0].paths[0].hops.size(), 2u);
-  EXPECT_TRUE(f.ingest.flows().pair(Protocol::udp, "h1", "h1").flows.empty());
+  EXPECT_TRUE(f.ingest.flows().pair(Protocol::udp, "h1", "h1", now_ns()).flows.empty());
 }
 
 // The per-protocol flow count in the config and the pinglist it gives agents.
