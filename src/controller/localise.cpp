@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <set>
 #include <unordered_map>
 
@@ -337,6 +338,12 @@ Localisation localise(const Topology& topo, const std::vector<FlowObservation>& 
   std::vector<double> host_medians;
   for (auto& [h, v] : responder) host_medians.push_back(median_of(v));
   const double fleet_responder = median_of(host_medians);
+  // How much hosts' responders differ when nothing is wrong (a busy machine's scheduling): the
+  // robust spread of the hosts' medians, at least 10 us. A responder is slow when it stands out of
+  // that spread by the naming z-score, not when a busy second lifts it past a fixed bar.
+  std::vector<double> host_dev;
+  for (double m : host_medians) host_dev.push_back(std::abs(m - fleet_responder));
+  const double responder_spread = std::max(10.0, 1.4826 * median_of(host_dev));
 
   // Elements: combine their variables, judge, keep the state.
   std::vector<ElementSuspect> named;
@@ -357,7 +364,11 @@ Localisation localise(const Topology& topo, const std::vector<FlowObservation>& 
       // Under a host, both directions carry the same flows: the direction cannot be told.
       // Otherwise the direction that carries 80 % of it (the reply legs' mixture smears a little
       // onto the other).
-      if (topo.element(el.ends[0]).type != ElementType::host) {
+      // It is also where a NIC that loses frames both ways shows: end to end, the host's NIC, the
+      // cable and the ToR's port look alike, so the detail names all three.
+      if (topo.element(el.ends[0]).type == ElementType::host) {
+        detail = fmt::format("{}'s NIC, the cable or {}'s port", a, z);
+      } else {
         if (fwd >= 4 * back)
           detail = fmt::format("{} -> {}", a, z);
         else if (back >= 4 * fwd)
@@ -389,12 +400,11 @@ Localisation localise(const Topology& topo, const std::vector<FlowObservation>& 
       if (it != responder.end() && it->second.size() >= 3) {
         const double med = median_of(it->second), extra = med - fleet_responder;
         const double min_us = static_cast<double>(opt.min_extra_latency_ns) / 1e3 / (was ? 2 : 1);
-        if (extra >= min_us && med >= 2 * fleet_responder) {
+        const double z = extra / responder_spread;
+        if (extra >= min_us && med >= 2 * fleet_responder && z >= threshold) {
           slow = true;
           extra_us = std::max(extra_us, extra);
-          // As many standard errors as it has flows past the threshold, at most.
-          score =
-              std::max(score, opt.enter_score * std::min(4.0, static_cast<double>(it->second.size()) / 3.0));
+          score = std::max(score, z);
           detail = "probes to it (a slow responder)";
         }
       }
@@ -454,16 +464,30 @@ Localisation localise(const Topology& topo, const std::vector<FlowObservation>& 
   }
 
   // Flapping paths: the element most of them share, the most specific first (fewest stable flows).
+  // A flow whose two latest paths are both known votes for where they differ (a flapping
+  // ToR-spine cable moves flows between spines: the cable, not the ToR every one of them crosses);
+  // one whose paths are not both known votes for its ToRs and its current path's fabric.
   if (!flapping.empty()) {
     std::unordered_map<uint32_t, size_t> votes, stable;
     for (uint32_t i : flapping) {
       const FlowObservation& f = flows[i];
       const uint32_t s = *topo.host(f.src), d = *topo.host(f.dst);
-      std::set<uint32_t> on{topo.tor_of(s), topo.tor_of(d)};
-      if (!f.hops.empty()) {
-        const HopMatch hm = topo.match_hops(s, d, f.hops);
-        if (hm.kind == HopMatch::Kind::known && hm.spine != kNoElement)
-          for (uint32_t x : topo.path_via(s, d, hm.spine))
+      auto spine_of = [&](const std::vector<std::string>& hops) {
+        if (hops.empty()) return kNoElement;
+        const HopMatch hm = topo.match_hops(s, d, hops);
+        return hm.kind == HopMatch::Kind::known ? hm.spine : kNoElement;
+      };
+      const uint32_t now_spine = spine_of(f.hops), before_spine = spine_of(f.other_hops);
+      std::set<uint32_t> on;
+      if (now_spine != kNoElement && before_spine != kNoElement && now_spine != before_spine) {
+        const auto a = topo.path_via(s, d, now_spine), b = topo.path_via(s, d, before_spine);
+        const std::set<uint32_t> sa(a.begin(), a.end()), sb(b.begin(), b.end());
+        std::set_symmetric_difference(sa.begin(), sa.end(), sb.begin(), sb.end(),
+                                      std::inserter(on, on.end()));
+      } else {
+        on = {topo.tor_of(s), topo.tor_of(d)};
+        if (now_spine != kNoElement)
+          for (uint32_t x : topo.path_via(s, d, now_spine))
             if (topo.element(x).type != ElementType::host && x != topo.access_link(s) &&
                 x != topo.access_link(d))
               on.insert(x);

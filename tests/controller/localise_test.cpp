@@ -152,6 +152,38 @@ TEST(Localise, FlappingPathIsShownNotBlamed) {
   EXPECT_EQ(l.elements[0].evidence.flows, marked);
 }
 
+TEST(Localise, AFlappingCableIsWhereTheFlappingPathsDiffer) {
+  // tor3-spine2 goes down and up: the flows of rack 3 that hash onto spine2 move to spine1 and
+  // back. Every one of them crosses tor3, but what they have in common only where their two paths
+  // differ is the cable (and spine1/spine2/tor3-spine1, which steady flows cross too).
+  Tree t;
+  auto flows = t.probe({});
+  const uint32_t spine1 = t.id("spine1"), spine2 = t.id("spine2");
+  auto spine_of = [&](const FlowObservation& f) {
+    return t.topo.match_hops(*t.topo.host(f.src), *t.topo.host(f.dst), f.hops).spine;
+  };
+  size_t marked = 0;
+  for (auto& f : flows) {
+    const bool rack3 = f.src.starts_with("r3") != f.dst.starts_with("r3");
+    if (!rack3 || spine_of(f) != spine2) continue;
+    for (const auto& g : flows)  // the same pair's path over spine1: where this flow goes meanwhile
+      if (g.src == f.src && g.dst == f.dst && spine_of(g) == spine1) {
+        f.other_hops = g.hops;
+        break;
+      }
+    ASSERT_FALSE(f.other_hops.empty()) << f.src << " -> " << f.dst << " has no flow over spine1";
+    f.path_flapping = true;
+    ++marked;
+  }
+  ASSERT_GT(marked, 4u);
+  LocaliserState st;
+  const auto l = localise(t.topo, flows, kNow, st);
+  EXPECT_EQ(l.flows_flapping, marked);
+  ASSERT_EQ(l.elements.size(), 1u) << l.elements[0].name;
+  EXPECT_EQ(l.elements[0].name, "tor3-spine2");
+  EXPECT_EQ(l.elements[0].reason, "flapping");
+}
+
 TEST(Localise, SpoofedLoopingAndMissingHopsNeverCrashOrStall) {
   Tree t;
   auto flows = t.probe({});
