@@ -304,6 +304,18 @@ class Clos:
         self._nft_drop(self.ns(host), "wclf_nic", ["eth0"], percent)
         self._nft_drop(self.ns(f"tor{self.rack_of(host)}"), "wclf_nic", [host], percent)
 
+    def host_stack(self, host, percent, port):
+        """The host's own stack loses `percent` % of the UDP datagrams arriving for `port` (a
+        firewall rule, an overflowing socket buffer, a responder that cannot keep up): a fault of the
+        host, not of its NIC or cable, so everything else it sends and receives passes."""
+        ns = self.ns(host)
+        sh("nft", "add", "table", "inet", "wclf_stack", ns=ns)
+        sh("nft", "add", "chain", "inet", "wclf_stack", "in",
+           "{ type filter hook input priority 0; policy accept; }", ns=ns)
+        sh("nft", "add", "rule", "inet", "wclf_stack", "in", "udp", "dport", str(port),
+           "numgen", "random", "mod", "1000", "<", str(int(round(percent * 10))), "counter", "drop", ns=ns)
+        self.faults.append(lambda: sh("nft", "delete", "table", "inet", "wclf_stack", ns=ns, check=False))
+
     def spine_latency(self, spine, delay_ms):
         """Every packet crossing the spine is held delay_ms (a flow through it both ways: 2 x delay_ms
         more RTT). The patch panel's bridges for the spine's cables are undone and lab/l2_delay.py

@@ -158,6 +158,18 @@ def check_bad_nic(c, p):
     log(f"lab: 20 % bad NIC on h1: h1's flows lose {sum(v['loss'] for v in res.values()) / len(res):.2f} (both ways), h2 -> h5 none")
 
 
+def check_host_stack(c, p):
+    c.host_stack(DST, 20, ECHO_PORT)
+    to_it = ping(c, SPORTS[:4], src="h2", dst=DST)
+    from_it = ping(c, SPORTS[:4], src=DST, dst="h7")
+    c.repair()
+    for sp, v in to_it.items():
+        assert binomial_ok(v["loss"], 0.2, v["sent"]), f"h2 -> {DST} sport {sp}: loss {v['loss']:.3f}, want 0.2"
+    assert all(v["loss"] <= 0.02 for v in from_it.values()), f"{DST}'s own flows lost packets: {from_it}"
+    log(f"lab: {DST}'s stack drops 20 % for its responder: flows to it lose "
+        f"{sum(v['loss'] for v in to_it.values()) / len(to_it):.2f}, its own flows none")
+
+
 def check_congested_tor(c, p):
     c.congested_tor("tor1")
     time.sleep(1)
@@ -172,7 +184,8 @@ def check_congested_tor(c, p):
     log(f"lab: congested tor1: flows through it RTT p50 {rtt:.1f} ms, loss {loss:.3f}; h4 -> h7 untouched")
 
 
-ALL = [check_link_loss, check_spine_latency, check_dead_spine, check_flapping, check_bad_nic, check_congested_tor]
+ALL = [check_link_loss, check_spine_latency, check_dead_spine, check_flapping, check_bad_nic, check_host_stack,
+       check_congested_tor]
 
 
 def verify_lab(c):

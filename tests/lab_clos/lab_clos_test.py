@@ -31,6 +31,7 @@ from clos_checks import log  # noqa: E402
 
 TOKEN = "lab-clos-token-1"
 PORT = 18480
+AGENT_UDP_PORT = 18481
 WINDOW_S = 2
 BLAME_S = 30   # the issue's bound on time to blame and time to clear
 QUIET_S = 60   # at most this long for the previous fault's blame to clear before the next one
@@ -46,8 +47,14 @@ FAULTS = {
                    {("spine", "spine1")}, {("link", f"tor{r}-spine1") for r in (1, 2, 3)}),
     "flapping_link": (lambda c: c.flapping_link("tor3", "spine2", period_s=3, flaps=15),
                       {("link", "tor3-spine2")}, {("tor", "tor3"), ("spine", "spine2")}),
+    # A NIC that loses frames both ways looks, end to end, exactly like its cable or the ToR's port:
+    # the right answer is the host's link, whose detail names all three (docs/localisation.md).
     "bad_nic": (lambda c: c.bad_nic("h5", 5),
-                {("host", "h5")}, {("link", "h5-tor2")}),
+                {("link", "h5-tor2")}, {("host", "h5")}),
+    # A fault of the host's own stack (its responder loses probes): the host, and naming its cable
+    # is wrong.
+    "host_stack": (lambda c: c.host_stack("h5", 5, AGENT_UDP_PORT),
+                   {("host", "h5")}, set()),
     "congested_tor": (lambda c: c.congested_tor("tor3"),
                       {("tor", "tor3")},
                       {("link", f"h{n}-tor3") for n in (7, 8, 9)} | {("link", f"tor3-spine{s}") for s in (1, 2)}),
@@ -121,7 +128,7 @@ groups:
         for h in self.c.hosts():
             self.c.run(h, [self.weft, "--log-level", "info", "agent", "--controller", f"http://{CONTROLLER_IP}:{PORT}",
                            "--token", TOKEN, "--name", h, "--address", self.c.host_ip(h), "--protocols", "udp",
-                           "--udp-port", "18481", "--tcp-port", "18482"],
+                           "--udp-port", str(AGENT_UDP_PORT), "--tcp-port", "18482"],
                        stdout=open(f"{self.tmp}/agent-{h}.log", "w"), stderr=subprocess.STDOUT)
         n = len(self.c.hosts())
 
@@ -157,7 +164,9 @@ groups:
 
 class Tally:
     """Every poll of the whole run: which named elements were innocent at that moment."""
-    def __init__(self):
+    def __init__(self, trace=None):
+        self.trace = trace    # a file: every poll's answer, one JSON line each (--trace)
+        self.phase = "baseline"
         self.polls = 0
         self.innocent_polls = 0
         self.innocents = {}   # (type, name) -> polls
@@ -166,6 +175,9 @@ class Tally:
     def poll(self, m, allowed):
         named, raw = m.suspects()
         self.polls += 1
+        if self.trace:
+            self.trace.write(json.dumps({"t": time.time(), "phase": self.phase,
+                                         "elements": raw.get("elements", raw)}) + "\n")
         if named is None:
             self.unavailable += 1
             return set(), raw
@@ -197,6 +209,7 @@ def run_fault(m, tally, name, hold_s):
            "named": set()}
     t0 = time.monotonic()
     inject(m.c)
+    tally.phase = f"{name} on"
     log(f"fault {name}: injected; the right answer is {row['right']}")
 
     def blamed():
@@ -221,6 +234,7 @@ def run_fault(m, tally, name, hold_s):
     every_second(held, hold_s)
     row["held"] = f"{still[0]}/{hold_s}"
     m.c.repair()
+    tally.phase = f"{name} repaired"
     t1 = time.monotonic()
 
     def cleared():
@@ -254,6 +268,7 @@ def main():
     ap.add_argument("--hold", type=int, default=10, help="seconds each fault stays on after it is named")
     ap.add_argument("--baseline", type=int, default=20, help="seconds of polling with no fault first")
     ap.add_argument("--config", default="", help="YAML appended to the controller's config")
+    ap.add_argument("--trace", help="write every poll's elements to this file (JSON lines)")
     ap.add_argument("--no-fail", action="store_true", help="print the table, exit 0 (the benchmark)")
     args = ap.parse_args()
     require_root()
@@ -280,7 +295,7 @@ def main():
                 print(f"controller: {e}")
                 log("FAIL: the controller refused the topology section")
                 return 1
-            tally = Tally()
+            tally = Tally(open(args.trace, "w") if args.trace else None)
             every_second(lambda: tally.poll(m, set()) and False, args.baseline)
             log(f"baseline: {args.baseline} polls with no fault, {tally.innocent_polls} named something")
             rows = [run_fault(m, tally, f, args.hold) for f in faults]
