@@ -104,7 +104,7 @@ agent_down_after: 10s
 report_interval: 500ms
 pinglist_sync: 2s
 protocols:
-  udp: {{interval: 20ms, timeout: 500ms}}
+  udp: {{interval: 10ms, timeout: 500ms}}
 groups:
   - name: fabric
     protocols: [udp]
