@@ -23,6 +23,7 @@ def open_if(name):
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
     s.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
     s.bind((name, 0))
     s.setblocking(False)
     return s
@@ -54,12 +55,15 @@ def main():
     while running[0]:
         now = time.monotonic()
         while queue and queue[0][0] <= now:
-            _, _, out, frame = heapq.heappop(queue)
+            due, n, out, frame = queue[0]
             try:
                 out.send(frame)
+            except BlockingIOError:
+                break  # the socket's send buffer is full (a busy machine): retry, do not drop
             except OSError:
                 pass  # the far end is down: the frame is lost, as on a cable
-        wait_ms = 200 if not queue else max(0, int((queue[0][0] - now) * 1000))
+            heapq.heappop(queue)
+        wait_ms = 200 if not queue else max(1 if queue[0][0] <= now else 0, int((queue[0][0] - now) * 1000))
         for fd, _ in poll.poll(wait_ms):
             src, dst = peer[fd]
             for _ in range(64):
