@@ -17,7 +17,7 @@
 // the same connection (stream_followups.hpp explains why it waits).
 // Garbage is counted and dropped; nothing a peer sends can make the loop block or allocate
 // per packet.
-#include "probe/responder.hpp"
+#include "probe/ip/responder.hpp"
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -39,9 +39,9 @@
 #include "net/socket.hpp"
 #include "net/stream_timestamps.hpp"
 #include "net/timestamping.hpp"
-#include "probe/held_followups.hpp"
-#include "probe/stream_followups.hpp"
-#include "probe/wake_coalescer.hpp"
+#include "probe/ip/held_followups.hpp"
+#include "probe/ip/stream_followups.hpp"
+#include "probe/ip/wake_coalescer.hpp"
 #include "probe/wire.hpp"
 
 namespace weft::probe {
