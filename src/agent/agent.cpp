@@ -17,7 +17,7 @@
 #include "agent/report_delivery.hpp"
 #include "agent/run_state.hpp"
 #include "base/log.hpp"
-#include "probe/responder.hpp"
+#include "probe/ip/responder.hpp"
 #include "proto/defaults.hpp"
 #include "proto/pinglist.hpp"
 #include "proto/register_reply.hpp"

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "agent/run_state.hpp"
-#include "probe/prober.hpp"
+#include "probe/ip/prober.hpp"
 #include "proto/protocol.hpp"
 
 namespace weft::agent {

@@ -32,7 +32,7 @@
 #include "cli/ping_report.hpp"
 #include "net/address.hpp"
 #include "net/socket.hpp"
-#include "probe/prober.hpp"
+#include "probe/ip/prober.hpp"
 
 extern char** environ;
 

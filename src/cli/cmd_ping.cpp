@@ -23,7 +23,7 @@
 #include "cli/hw_timestamps.hpp"
 #include "cli/ping_report.hpp"
 #include "net/address.hpp"
-#include "probe/prober.hpp"
+#include "probe/ip/prober.hpp"
 #include "probe/rtt.hpp"
 
 namespace weft::cli {

@@ -8,7 +8,7 @@
 #include "base/signals.hpp"
 #include "cli/command_registry.hpp"
 #include "cli/hw_timestamps.hpp"
-#include "probe/responder.hpp"
+#include "probe/ip/responder.hpp"
 
 namespace {
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "base/little_endian.hpp"
 #include "cli/rdma_args.hpp"
 
 namespace weft::cli {
@@ -16,16 +17,17 @@ constexpr uint16_t kVersion = 1;
 constexpr std::array<std::string_view, 6> kOpNames = {"send", "write",     "write_imm",
                                                       "read", "fetch_add", "compare_swap"};
 
-// Little-endian on the wire, whatever the host.
+// Little-endian on the wire, whatever the host; each field moves the cursor past itself.
 template <typename T>
 void put(uint8_t*& p, T v) {
-  for (size_t i = 0; i < sizeof(T); ++i) *p++ = static_cast<uint8_t>(static_cast<uint64_t>(v) >> (8 * i));
+  le::store<T>(p, v);
+  p += sizeof(T);
 }
 template <typename T>
 T get(const uint8_t*& p) {
-  uint64_t v = 0;
-  for (size_t i = 0; i < sizeof(T); ++i) v |= static_cast<uint64_t>(*p++) << (8 * i);
-  return static_cast<T>(v);
+  const T v = le::load<T>(p);
+  p += sizeof(T);
+  return v;
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "msg/wire_le.hpp"
+#include "base/little_endian.hpp"
 #include "msg/wire_records.hpp"
 
 namespace weft::msg {
@@ -38,9 +38,10 @@ Result<Hello> Hello::decode(std::span<const std::byte> b) {
     case wire::ParseError::size:
       return fail("msg hello: {} bytes, need {}", b.size(), kWireSize);
     case wire::ParseError::magic:
-      return fail("msg hello: bad magic 0x{:08x} (not a weft msg peer?)", wire::get<uint32_t>(b, 0));
+      return fail("msg hello: bad magic 0x{:08x} (not a weft msg peer?)", le::load<uint32_t>(b.data()));
     case wire::ParseError::version:
-      return fail("msg hello: version {}, we speak {}", wire::get<uint16_t>(b, 4), wire::kHelloVersion);
+      return fail("msg hello: version {}, we speak {}", le::load<uint16_t>(b.data() + 4),
+                  wire::kHelloVersion);
     case wire::ParseError::kind:
       return fail("msg hello: unknown connection type {}", f.kind);
     case wire::ParseError::reserved:

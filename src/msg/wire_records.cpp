@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "msg/wire_le.hpp"
+#include "base/little_endian.hpp"
 
 namespace weft::msg::wire {
 
@@ -36,12 +36,13 @@ const char* describe(ParseError e) {
 
 namespace {
 void put_buf(std::span<std::byte> w, size_t off, const Buf& b) {
-  put<uint64_t>(w, off, b.addr);
-  put<uint32_t>(w, off + 8, b.rkey);
-  put<uint32_t>(w, off + 12, b.length);
+  le::store<uint64_t>(w.data() + off, b.addr);
+  le::store<uint32_t>(w.data() + off + 8, b.rkey);
+  le::store<uint32_t>(w.data() + off + 12, b.length);
 }
 Buf get_buf(std::span<const std::byte> b, size_t off) {
-  return {get<uint64_t>(b, off), get<uint32_t>(b, off + 8), get<uint32_t>(b, off + 12)};
+  return {le::load<uint64_t>(b.data() + off), le::load<uint32_t>(b.data() + off + 8),
+          le::load<uint32_t>(b.data() + off + 12)};
 }
 }  // namespace
 
@@ -49,15 +50,15 @@ Buf get_buf(std::span<const std::byte> b, size_t off) {
 // lid 32, gid 40..56, inbox 56, outbox 72, ctrl 88 (addr 8, rkey 4, length 4 each), zero to 112.
 void encode_hello(const HelloFields& h, std::span<std::byte, kHelloSize> w) {
   std::memset(w.data(), 0, w.size());
-  put<uint32_t>(w, 0, kHelloMagic);
-  put<uint16_t>(w, 4, kHelloVersion);
-  put<uint8_t>(w, 6, h.kind);
-  put<uint32_t>(w, 8, h.max_message);
-  put<uint32_t>(w, 12, h.slots);
-  put<uint64_t>(w, 16, h.ring_bytes);
-  put<uint32_t>(w, 24, h.qpn);
-  put<uint32_t>(w, 28, h.psn);
-  put<uint16_t>(w, 32, h.lid);
+  le::store<uint32_t>(w.data(), kHelloMagic);
+  le::store<uint16_t>(w.data() + 4, kHelloVersion);
+  le::store<uint8_t>(w.data() + 6, h.kind);
+  le::store<uint32_t>(w.data() + 8, h.max_message);
+  le::store<uint32_t>(w.data() + 12, h.slots);
+  le::store<uint64_t>(w.data() + 16, h.ring_bytes);
+  le::store<uint32_t>(w.data() + 24, h.qpn);
+  le::store<uint32_t>(w.data() + 28, h.psn);
+  le::store<uint16_t>(w.data() + 32, h.lid);
   std::memcpy(w.data() + 40, h.gid, 16);
   put_buf(w, 56, h.inbox);
   put_buf(w, 72, h.outbox);
@@ -66,16 +67,16 @@ void encode_hello(const HelloFields& h, std::span<std::byte, kHelloSize> w) {
 
 ParseError decode_hello(std::span<const std::byte> b, HelloFields& h) {
   if (b.size() != kHelloSize) return ParseError::size;
-  if (get<uint32_t>(b, 0) != kHelloMagic) return ParseError::magic;
-  if (get<uint16_t>(b, 4) != kHelloVersion) return ParseError::version;
-  h.kind = get<uint8_t>(b, 6);
+  if (le::load<uint32_t>(b.data()) != kHelloMagic) return ParseError::magic;
+  if (le::load<uint16_t>(b.data() + 4) != kHelloVersion) return ParseError::version;
+  h.kind = le::load<uint8_t>(b.data() + 6);
   if (h.kind == 0 || h.kind > kMaxKind) return ParseError::kind;
-  h.max_message = get<uint32_t>(b, 8);
-  h.slots = get<uint32_t>(b, 12);
-  h.ring_bytes = get<uint64_t>(b, 16);
-  h.qpn = get<uint32_t>(b, 24);
-  h.psn = get<uint32_t>(b, 28);
-  h.lid = get<uint16_t>(b, 32);
+  h.max_message = le::load<uint32_t>(b.data() + 8);
+  h.slots = le::load<uint32_t>(b.data() + 12);
+  h.ring_bytes = le::load<uint64_t>(b.data() + 16);
+  h.qpn = le::load<uint32_t>(b.data() + 24);
+  h.psn = le::load<uint32_t>(b.data() + 28);
+  h.lid = le::load<uint16_t>(b.data() + 32);
   std::memcpy(h.gid, b.data() + 40, 16);
   h.inbox = get_buf(b, 56);
   h.outbox = get_buf(b, 72);
@@ -91,14 +92,14 @@ ParseError decode_hello(std::span<const std::byte> b, HelloFields& h) {
 }
 
 void encode_notice(const NoticeFields& n, std::span<std::byte, kNoticeSize> w) {
-  put<uint32_t>(w, 0, n.seq);
-  put<uint32_t>(w, 4, n.length);
-  put<uint64_t>(w, 8, n.offset);
+  le::store<uint32_t>(w.data(), n.seq);
+  le::store<uint32_t>(w.data() + 4, n.length);
+  le::store<uint64_t>(w.data() + 8, n.offset);
 }
 
 ParseError decode_notice(std::span<const std::byte> b, NoticeFields& n) {
   if (b.size() != kNoticeSize) return ParseError::size;
-  n = {get<uint32_t>(b, 0), get<uint32_t>(b, 4), get<uint64_t>(b, 8)};
+  n = {le::load<uint32_t>(b.data()), le::load<uint32_t>(b.data() + 4), le::load<uint64_t>(b.data() + 8)};
   return ParseError::ok;
 }
 

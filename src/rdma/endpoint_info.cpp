@@ -2,22 +2,22 @@
 
 #include <cstring>
 
+#include "base/little_endian.hpp"
+
 namespace weft::rdma {
 
 namespace {
 constexpr uint32_t kMagic = 0x44524657;  // "WFRD" little-endian
 
+// Fields at fixed offsets inside the checked size (decode checks kWireSize first).
 template <typename T>
 void put(EndpointInfo::Wire& w, size_t off, T v) {
-  for (size_t i = 0; i < sizeof(T); ++i)
-    w[off + i] = static_cast<std::byte>((static_cast<uint64_t>(v) >> (8 * i)) & 0xff);
+  le::store<T>(w.data() + off, v);
 }
 
 template <typename T>
 T get(std::span<const std::byte> b, size_t off) {
-  uint64_t v = 0;
-  for (size_t i = 0; i < sizeof(T); ++i) v |= static_cast<uint64_t>(b[off + i]) << (8 * i);
-  return static_cast<T>(v);
+  return le::load<T>(b.data() + off);
 }
 }  // namespace
 

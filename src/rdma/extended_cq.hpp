@@ -5,9 +5,10 @@
 // also gets one CLOCK_MONOTONIC stamp, taken when the first was read (the software stamp when there
 // is no NIC clock).
 //
-// CompletionQueue (completion_queue.hpp) only makes an extended CQ when the device has completion
-// timestamps and then yields ibv_wc records without the source QP; the probe engine needs the
-// source QP and a poll stamp on every device, rxe included, hence this class.
+// CompletionQueue (completion_queue.hpp) gives the source QP too (ibv_wc, classic or extended),
+// but it makes an extended CQ only when the device has completion timestamps, and has no poll
+// stamp and no rxe rule (below). The probe engine needs a poll stamp on every completion and
+// the same extended poll path on every device, rxe included, hence this class.
 //
 // Soft-RoCE (rxe) quirk: with the documented start/next.../end sequence the probe engine read stale
 // completions on rxe (send completions for wr_ids that had completed already). The likely cause

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <thread>
 
+#include "base/little_endian.hpp"
 #include "net/address.hpp"
 #include "net/socket.hpp"
 
@@ -128,7 +129,7 @@ Result<std::vector<std::byte>> SideChannel::exchange_record(std::span<const std:
                                                             milliseconds timeout) {
   if (mine.size() > UINT32_MAX) return fail("side channel record: {} bytes is too long", mine.size());
   std::array<std::byte, 4> len{};
-  for (size_t i = 0; i < 4; ++i) len[i] = static_cast<std::byte>((mine.size() >> (8 * i)) & 0xff);
+  le::store<uint32_t>(len.data(), static_cast<uint32_t>(mine.size()));
   const auto deadline = clock::now() + timeout;
   auto left = [&] {
     return std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(deadline - clock::now()));
@@ -136,8 +137,7 @@ Result<std::vector<std::byte>> SideChannel::exchange_record(std::span<const std:
   if (auto s = send_all(len, left()); !s) return std::unexpected(s.error());
   if (auto s = send_all(mine, left()); !s) return std::unexpected(s.error());
   if (auto s = recv_all(len, left()); !s) return std::unexpected(s.error());
-  size_t n = 0;
-  for (size_t i = 0; i < 4; ++i) n |= static_cast<size_t>(len[i]) << (8 * i);
+  const size_t n = le::load<uint32_t>(len.data());
   if (n > max_len)
     return fail("side channel record from the peer: {} bytes, at most {} expected", n, max_len);
   std::vector<std::byte> theirs(n);

@@ -12,8 +12,8 @@
 #include <string>
 #include <thread>
 
-#include "probe/prober.hpp"
-#include "probe/responder.hpp"
+#include "probe/ip/prober.hpp"
+#include "probe/ip/responder.hpp"
 
 using namespace weft;
 

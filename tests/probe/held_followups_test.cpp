@@ -1,5 +1,5 @@
 // The responder's table of follow-up entries held for a pair's next reply (held_followups.hpp).
-#include "probe/held_followups.hpp"
+#include "probe/ip/held_followups.hpp"
 
 #include <gtest/gtest.h>
 

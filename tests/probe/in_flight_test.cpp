@@ -1,6 +1,6 @@
 // The IP prober's in-flight table: sized to what is asked (issue 17, RSS: no power of two), every
 // sequence number of a table's worth in a slot of its own, and growth keeping what it holds.
-#include "probe/in_flight.hpp"
+#include "probe/ip/in_flight.hpp"
 
 #include <gtest/gtest.h>
 

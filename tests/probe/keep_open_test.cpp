@@ -14,7 +14,7 @@
 #include "base/clock.hpp"
 #include "net/address.hpp"
 #include "net/socket.hpp"
-#include "probe/prober.hpp"
+#include "probe/ip/prober.hpp"
 #include "probe/wire.hpp"
 #include "prober_harness.hpp"
 

@@ -18,8 +18,8 @@
 #include "base/clock.hpp"
 #include "net/address.hpp"
 #include "net/socket.hpp"
-#include "probe/prober.hpp"
-#include "probe/responder.hpp"
+#include "probe/ip/prober.hpp"
+#include "probe/ip/responder.hpp"
 #include "probe/wire.hpp"
 
 namespace probe_test {

@@ -1,6 +1,6 @@
 // The prober and responder together on loopback (no root needed): answers, loss, garbage,
 // duplicates, late answers, unknown sessions, TCP, IPv6 and the bounded in-flight table.
-#include "probe/prober.hpp"
+#include "probe/ip/prober.hpp"
 
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -21,7 +21,7 @@
 #include "base/clock.hpp"
 #include "net/address.hpp"
 #include "net/socket.hpp"
-#include "probe/responder.hpp"
+#include "probe/ip/responder.hpp"
 #include "probe/wire.hpp"
 #include "prober_harness.hpp"
 

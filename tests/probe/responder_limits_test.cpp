@@ -13,7 +13,7 @@
 #include "base/clock.hpp"
 #include "net/address.hpp"
 #include "net/socket.hpp"
-#include "probe/responder.hpp"
+#include "probe/ip/responder.hpp"
 #include "probe/wire.hpp"
 #include "prober_harness.hpp"
 

@@ -14,7 +14,7 @@
 #include "base/clock.hpp"
 #include "net/address.hpp"
 #include "net/socket.hpp"
-#include "probe/stream_followups.hpp"
+#include "probe/ip/stream_followups.hpp"
 #include "probe/wire.hpp"
 #include "prober_harness.hpp"
 

@@ -1,6 +1,6 @@
 // The responder's per-connection ring of echoes waiting for follow-ups: bounded, in reply order,
 // held kHoldNs after the reply, dropped when no send stamp comes.
-#include "probe/stream_followups.hpp"
+#include "probe/ip/stream_followups.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,11 +1,11 @@
 // The adaptive wake-up period: where it settles for a given packet rate, and its bounds.
-#include "probe/wake_coalescer.hpp"
+#include "probe/ip/wake_coalescer.hpp"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 
-#include "probe/coalesce_defaults.hpp"
+#include "probe/ip/coalesce_defaults.hpp"
 
 using weft::probe::WakeCoalescer;
 

@@ -6,7 +6,7 @@
 // files inlines them: split across translation units as real calls they cost 13 % more
 // instructions per probe (docs/BENCHMARKS.md, "Probe and agent"; bench/probe-callgrind.sh is the
 // gate). Nothing on the per-packet path allocates: buffers, the in-flight table and the windows
-// are made once. Private to src/probe/ip: the public interface is probe/prober.hpp.
+// are made once. Private to src/probe/ip: the public interface is probe/ip/prober.hpp.
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -32,8 +32,8 @@
 #include "net/stream_timestamps.hpp"
 #include "net/timestamping.hpp"
 #include "probe/accumulator.hpp"
-#include "probe/in_flight.hpp"
-#include "probe/prober.hpp"
+#include "probe/ip/in_flight.hpp"
+#include "probe/ip/prober.hpp"
 #include "probe/wire.hpp"
 
 namespace weft::probe {

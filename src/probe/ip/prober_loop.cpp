@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "probe/ip/prober_impl.hpp"
-#include "probe/wake_coalescer.hpp"
+#include "probe/ip/wake_coalescer.hpp"
 
 namespace weft::probe {
 

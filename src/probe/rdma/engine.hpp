@@ -2,8 +2,8 @@
 // The RDMA probe engine: one UD queue pair on one device/port/GID, shared by the prober (PINGs to
 // every target) and the responder (PONG and follow-up to every PING it receives). One thread runs
 // it. Timing and accounting are described in docs/rdma-probes.md; the pure parts live in
-// wire.hpp, rtt.hpp, in_flight.hpp and windows.hpp beside this file; every verb goes through
-// src/rdma.
+// wire.hpp, rtt.hpp, in_flight.hpp and windows.hpp beside this file, the engine itself in
+// engine_impl.hpp (its state) and engine_setup/datapath/loop.cpp; every verb goes through src/rdma.
 //
 // Threading: run() on one thread; set_targets(), stop() and counters() from any other thread.
 #include <infiniband/verbs.h>

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "base/result.hpp"
-#include "probe/coalesce_defaults.hpp"
+#include "probe/ip/coalesce_defaults.hpp"
 #include "probe/wire.hpp"
 
 namespace weft::probe {

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "base/result.hpp"
-#include "probe/coalesce_defaults.hpp"
+#include "probe/ip/coalesce_defaults.hpp"
 #include "probe/window.hpp"
 #include "proto/defaults.hpp"
 #include "proto/path_trace.hpp"
