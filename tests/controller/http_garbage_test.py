@@ -53,7 +53,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="wms-garbage-")
     cfg = os.path.join(tmp, "weft.yaml")
     with open(cfg, "w") as f:
-        f.write(f"listen: 127.0.0.1:{PORT}\ntokens: [{TOKEN}]\nstore: sqlite:{tmp}/h.db\nmax_body_bytes: 1048576\n"
+        f.write(f"listen: 127.0.0.1:{PORT}\ntokens: [{TOKEN}]\nshared_tokens: true\nstore: sqlite:{tmp}/h.db\nmax_body_bytes: 1048576\n"
                 "groups:\n  - {name: all, protocols: [udp, tcp], members: ['*']}\n")
     proc = subprocess.Popen([WEFT, "--log-level", "warn", "controller", "-c", cfg])
     try:

@@ -60,6 +60,7 @@ class Controller:
         with open(cfg, "w") as f:
             f.write(f"""listen: ["127.0.0.1:{self.port}"]
 tokens: ["{TOKEN}"]
+shared_tokens: true
 store: "sqlite:{self.dir}/history.db"
 window: {self.window_s}s
 agent_down_after: {self.down_after_s}s

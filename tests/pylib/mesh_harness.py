@@ -1,6 +1,8 @@
 """What weft's loopback mesh tests (tests/agent/*_test.py) share: a controller config, agents started
 on loopback addresses, JSON reads of the controller's HTTP API, a bounded wait for a condition, and a
 stop that ends every process even when the test failed. Loopback only."""
+import hashlib
+import hmac
 import json
 import subprocess
 import sys
@@ -31,21 +33,33 @@ def wait(pred, what, timeout=30):
     raise SystemExit(f"FAIL: {what}")
 
 
+def agent_secret(token):
+    """The controller's agent secret for a test's `token` (at least 16 characters)."""
+    return f"{token}-agent-secret"
+
+
+def agent_token(token, name):
+    """Agent `name`'s own token under agent_secret(token): NAME.HMAC-SHA256 (controller/auth.hpp)."""
+    mac = hmac.new(agent_secret(token).encode(), b"weft agent token v1\n" + name.encode(), hashlib.sha256)
+    return f"{name}.{mac.hexdigest()}"
+
+
 def controller_config(port, token, store, interval="50ms", agent_down_after="60s"):
-    """A controller probing every agent with every other over UDP, 1 s windows, fast reports.
-    agent_down_after=None leaves the controller's default."""
+    """A controller probing every agent with every other over UDP, 1 s windows, fast reports; each agent
+    has its own token (agent_token). agent_down_after=None leaves the controller's default."""
     down = f"agent_down_after: {agent_down_after}\n" if agent_down_after else ""
-    return (f"listen: 127.0.0.1:{port}\ntokens: [{token}]\nstore: {store}\nwindow: 1s\n"
+    return (f"listen: 127.0.0.1:{port}\nagent_secret: {agent_secret(token)}\nstore: {store}\nwindow: 1s\n"
             f"report_interval: 300ms\npinglist_sync: 1s\n{down}"
             f"protocols:\n  udp: {{interval: {interval}, timeout: 300ms}}\n"
             "groups:\n  - {name: all, protocols: [udp], members: ['*']}\n")
 
 
 def start_agent(weft, tmp, controllers, token, name, addr, udp, tcp, log_level="info"):
-    """Starts agent `name` on loopback address addr (UDP probes only), its log in tmp/agent-NAME.log.
+    """Starts agent `name` on loopback address addr (UDP probes only) with its own token under the
+    test's `token` (agent_token), its log in tmp/agent-NAME.log.
     controllers: the --controller value (one URL or a comma-separated list)."""
     return subprocess.Popen([weft, "--log-level", log_level, "agent", "--controller", controllers,
-                             "--token", token, "--name", name, "--address", addr, "--protocols", "udp",
+                             "--token", agent_token(token, name), "--name", name, "--address", addr, "--protocols", "udp",
                              "--udp-port", str(udp), "--tcp-port", str(tcp)],
                             stdout=subprocess.DEVNULL, stderr=open(f"{tmp}/agent-{name}.log", "w"))
 

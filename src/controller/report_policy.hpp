@@ -1,0 +1,96 @@
+#pragma once
+// What an agent may report, beyond a well-formed report (ingest.cpp's validate_report): the rules
+// that keep one agent (or anyone holding its token) from bending the controller's picture of others
+// (docs/api.md "POST /api/v1/report", docs/controller.md "Credentials").
+//
+//  - Identity: with a per-agent token, a report is taken only for the agent the token names (403).
+//  - Only windows that have ended: a window may end at most kClockSkewNs after the controller's
+//    clock (425 Too Early: the agent keeps the batch and sends it again, nothing is lost to a
+//    clock a little ahead). A window to come could otherwise pre-empt the real one, which would
+//    then be dropped as its duplicate.
+//  - Health within physical bounds (400): a CPU share, memory and counters no host can have.
+//  - Targets: a window counts only if its (protocol, target) is in the agent's pinglist, or was in it
+//    when the window began (a target that left mid-window, a spooled batch). Windows to other
+//    targets are not kept (counted `refused` in the answer and in
+//    weft_controller_ingest_windows_total{result="refused"}): 10,000 made-up targets add nothing to the mesh.
+//  - Size: at most kWindowsPerTarget windows per target the agent may report, and a traced path per
+//    flow of each (max_paths), so decoding a report costs memory in proportion to what can be kept,
+//    not to what was sent.
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "base/result.hpp"
+#include "controller/mesh.hpp"
+#include "proto/report.hpp"
+
+namespace weft::controller {
+
+class ReportPolicy {
+ public:
+  static constexpr int64_t kClockSkewNs = 2'000'000'000;
+  // Windows per allowed target in one report: a batch holds the windows that ended in one report
+  // interval (one per target when the report interval is shorter than the window), a resent batch
+  // the same; the rest is room for a short window.
+  static constexpr size_t kWindowsPerTarget = 8;
+  static constexpr size_t kMinWindows = 64;
+  static constexpr size_t kMinPaths = 4096;
+  // Health bounds (docs/api.md).
+  static constexpr double kMaxCpuPercent = 100.0 * 64;  // 64 cores: more than an agent has threads
+  static constexpr uint64_t kMaxRssKb = 1ull << 32;     // 4 TiB
+  static constexpr double kMaxProbesPerS = 1e8;
+  static constexpr uint64_t kMaxWindowCounter = 1ull << 40;  // dropped/spooled windows
+  static constexpr uint64_t kMaxRestarts = 1ull << 32;
+
+  explicit ReportPolicy(Mesh& mesh) : mesh_(mesh) {}
+
+  struct Refusal {
+    int status = 0;  // 0: none
+    std::string message;
+  };
+  // The whole-report rules: identity (`bound_agent` "" when the credential names no agent), ended
+  // windows, health.
+  Refusal check(const proto::Report& r, std::string_view bound_agent, int64_t now_ns) const;
+
+  // How many windows a report of `agent` may carry (decode stops beyond it).
+  size_t max_windows(const std::string& agent, int64_t now_ns);
+  // How many traced paths (report.paths): one per flow of each target the agent may report, and at
+  // least kMinPaths, what an agent holds back while its reports fail (agent/run_state.hpp).
+  size_t max_paths(const std::string& agent, int64_t now_ns);
+
+  // Marks in `keep` (sized to r.windows) the windows whose target the agent may report; returns how
+  // many it may not. The agent must be registered.
+  size_t allowed_targets(const proto::Report& r, int64_t now_ns, std::vector<uint8_t>& keep);
+
+  // An agent removed: forget what it was allowed.
+  void forget(const std::string& agent);
+
+ private:
+  // The targets one agent was given, per protocol: 0 while listed, else when it left the list.
+  struct Book {
+    std::mutex mu;
+    uint64_t version = 0;
+    bool filled = false;
+    struct Hash {
+      using is_transparent = void;
+      size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+    };
+    std::array<std::unordered_map<std::string, int64_t, Hash, std::equal_to<>>, 3> left_ns;
+    size_t size() const { return left_ns[0].size() + left_ns[1].size() + left_ns[2].size(); }
+  };
+  std::shared_ptr<Book> book(const std::string& agent);
+  // Brings the book up to the agent's current pinglist (b.mu held).
+  void refresh_locked(const std::string& agent, Book& b, int64_t now_ns);
+
+  Mesh& mesh_;
+  std::mutex mu_;
+  std::unordered_map<std::string, std::shared_ptr<Book>> books_;
+};
+
+}  // namespace weft::controller
