@@ -50,7 +50,8 @@ int run_agent(Options o) {
   }
   // A per-agent token is bound to a name (controller/auth.hpp): it names the agent unless --name
   // does, and a --name it does not match would be refused by the controller (403) on every request.
-  if (auto bound = weft::controller::bound_agent_name("Bearer " + o.cfg.token); !bound.empty()) {
+  const std::string bearer = "Bearer " + o.cfg.token;  // outlives `bound`, a view into it
+  if (auto bound = weft::controller::bound_agent_name(bearer); !bound.empty()) {
     if (o.cfg.name.empty()) {
       o.cfg.name = bound;
     } else if (o.cfg.name != bound) {

@@ -29,15 +29,16 @@ from netns import Lab, require_root, wait_for  # noqa: E402
 
 SECRET = "lab-mesh-agent-secret-1"  # each agent's token is HMAC(SECRET, name) (controller/auth.hpp)
 PORT = 18080
+REDIS_PORT = 18379
+CTL = 5  # the controller's namespace; agents are h1..h4
+AGENTS = [1, 2, 3, 4]
 
 
 def agent_token(name):
     mac = hmac.new(SECRET.encode(), b"weft agent token v1\n" + name.encode(), hashlib.sha256).hexdigest()
     return f"{name}.{mac}"
 
-REDIS_PORT = 18379
-CTL = 5  # the controller's namespace; agents are h1..h4
-AGENTS = [1, 2, 3, 4]
+
 WINDOW_S = 2
 
 
