@@ -57,6 +57,7 @@ void ReportPolicy::refresh_locked(const std::string& agent, Book& b, int64_t now
   for (auto& m : b.left_ns)
     std::erase_if(m, [&](const auto& kv) { return kv.second != 0 && kv.second < forget_before; });
   b.version = pl.version;
+  if (!b.filled) b.filled_ns = now_ns;
   b.filled = true;
 }
 
@@ -85,7 +86,11 @@ size_t ReportPolicy::allowed_targets(const proto::Report& r, int64_t now_ns, std
     const auto& m = b->left_ns[static_cast<size_t>(w.protocol) % b->left_ns.size()];
     auto it = m.find(std::string_view(w.target));
     // Listed now, or left the list after the window began (its probes were due then).
-    const bool ok = it != m.end() && (it->second == 0 || w.start_unix_ns < it->second + kClockSkewNs);
+    bool ok = it != m.end() && (it->second == 0 || w.start_unix_ns < it->second + kClockSkewNs);
+    // A window begun before this controller knew the agent's list (a restart: the agent delivers
+    // what it measured meanwhile, while its peers may still count as down) counts if its target is
+    // a registered agent: made-up names are still refused.
+    if (!ok && w.start_unix_ns < b->filled_ns + kClockSkewNs && mesh_.is_registered(w.target)) ok = true;
     keep[i] = ok;
     refused += !ok;
   }

@@ -13,6 +13,8 @@
 //    when the window began (a target that left mid-window, a spooled batch). Windows to other
 //    targets are not kept (counted `refused` in the answer and in
 //    weft_controller_ingest_windows_total{result="refused"}): 10,000 made-up targets add nothing to the mesh.
+//    Windows begun before this controller first saw the agent's list (after a restart, its peers
+//    may count as down until they report) count if the target is a registered agent.
 //  - Size: at most kWindowsPerTarget windows per target the agent may report, and a traced path per
 //    flow of each (max_paths), so decoding a report costs memory in proportion to what can be kept,
 //    not to what was sent.
@@ -77,6 +79,7 @@ class ReportPolicy {
     std::mutex mu;
     uint64_t version = 0;
     bool filled = false;
+    int64_t filled_ns = 0;  // when this controller first learnt the agent's list (start, restart)
     struct Hash {
       using is_transparent = void;
       size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
