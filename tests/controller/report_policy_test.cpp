@@ -80,6 +80,9 @@ TEST_F(Policy, HealthOutsideItsBoundsIsRefused) {
 }
 
 TEST_F(Policy, WindowsToTargetsNotInThePinglistAreRefused) {
+  // The controller learnt h1's list a minute ago (windows begun before that fall back to "any
+  // registered agent", as after a restart).
+  (void)ingest->policy().max_windows("h1", now_ns() - 60'000'000'000);
   const int64_t t = now_ns() - 5'000'000'000;
   std::vector<weft::proto::WindowStats> ws{window("h2", t), window("made-up", t), window("h3", t),
                                            window("h2", t, 100, 0, Protocol::tcp)};  // h1 probes no tcp
