@@ -127,8 +127,8 @@ IngestReply Ingest::handle_report(const proto::Report& r, int64_t now_ns, std::s
   if (!mesh_.is_registered(r.agent))
     return reject(409, fmt::format("agent '{}' is not registered (POST /api/v1/register first)", r.agent));
   // Windows to targets the agent was not given are not kept (report_policy.hpp).
-  std::vector<uint8_t> allowed;
-  const uint64_t refused = policy_.allowed_targets(r, now_ns, allowed);
+  std::vector<uint8_t> allowed, allowed_paths;
+  const uint64_t refused = policy_.allowed_targets(r, now_ns, allowed, allowed_paths);
 
   uint64_t accepted = 0, duplicate = 0, stale = 0;
   Status stored;
@@ -176,7 +176,9 @@ IngestReply Ingest::handle_report(const proto::Report& r, int64_t now_ns, std::s
   c.windows_duplicate += duplicate;
   c.windows_stale += stale;
   c.windows_refused += refused;
-  flows_.ingest(r);  // per-flow counters and paths, when the report has any (one branch otherwise)
+  // Per-flow counters and paths, when the report has any (one branch otherwise), of the windows
+  // and paths the policy lets this agent report.
+  flows_.ingest(r, allowed, allowed_paths);
   const uint64_t version = mesh_.touch(r.agent, r.health, r.alarms, now_ns);
   return {200, proto::report_reply_json({accepted, duplicate, stale, version, refused})};
 }

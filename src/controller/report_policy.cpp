@@ -75,25 +75,39 @@ size_t ReportPolicy::max_paths(const std::string& agent, int64_t now_ns) {
   return std::max(kMinPaths, b->size() * proto::kMaxFlowsPerWindow);
 }
 
+bool ReportPolicy::may_report(const Book& b, proto::Protocol protocol, const std::string& target,
+                              int64_t began_ns) const {
+  const auto& m = b.left_ns[static_cast<size_t>(protocol) % b.left_ns.size()];
+  auto it = m.find(std::string_view(target));
+  // Listed now, or left the list after the window began (its probes were due then).
+  if (it != m.end() && (it->second == 0 || began_ns < it->second + kClockSkewNs)) return true;
+  // A window begun before this controller knew the agent's list (a restart: the agent delivers
+  // what it measured meanwhile, while its peers may still count as down) counts if its target is
+  // a registered agent: made-up names are still refused.
+  return began_ns < b.filled_ns + kClockSkewNs && mesh_.is_registered(target);
+}
+
 size_t ReportPolicy::allowed_targets(const proto::Report& r, int64_t now_ns, std::vector<uint8_t>& keep) {
+  std::vector<uint8_t> keep_paths;
+  return allowed_targets(r, now_ns, keep, keep_paths);
+}
+
+size_t ReportPolicy::allowed_targets(const proto::Report& r, int64_t now_ns, std::vector<uint8_t>& keep,
+                                     std::vector<uint8_t>& keep_paths) {
   keep.assign(r.windows.size(), 0);
+  keep_paths.assign(r.paths.size(), 0);
   auto b = book(r.agent);
   std::lock_guard lk(b->mu);
   refresh_locked(r.agent, *b, now_ns);
   size_t refused = 0;
   for (size_t i = 0; i < r.windows.size(); ++i) {
     const auto& w = r.windows[i];
-    const auto& m = b->left_ns[static_cast<size_t>(w.protocol) % b->left_ns.size()];
-    auto it = m.find(std::string_view(w.target));
-    // Listed now, or left the list after the window began (its probes were due then).
-    bool ok = it != m.end() && (it->second == 0 || w.start_unix_ns < it->second + kClockSkewNs);
-    // A window begun before this controller knew the agent's list (a restart: the agent delivers
-    // what it measured meanwhile, while its peers may still count as down) counts if its target is
-    // a registered agent: made-up names are still refused.
-    if (!ok && w.start_unix_ns < b->filled_ns + kClockSkewNs && mesh_.is_registered(w.target)) ok = true;
-    keep[i] = ok;
-    refused += !ok;
+    keep[i] = may_report(*b, w.protocol, w.target, w.start_unix_ns);
+    refused += !keep[i];
   }
+  // A traced path is a flow's detail: it follows the same rule, at the time it was traced.
+  for (size_t i = 0; i < r.paths.size(); ++i)
+    keep_paths[i] = may_report(*b, r.paths[i].protocol, r.paths[i].target, r.paths[i].traced_at_unix_ns);
   return refused;
 }
 

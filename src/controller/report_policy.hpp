@@ -18,6 +18,8 @@
 //  - Size: at most kWindowsPerTarget windows per target the agent may report, and a traced path per
 //    flow of each (max_paths), so decoding a report costs memory in proportion to what can be kept,
 //    not to what was sent.
+//  - Per-flow counters ride on their window and are kept with it; a traced path (report.paths) is
+//    kept only if its target passes the same rule at the time it was traced (flows.hpp).
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -69,6 +71,10 @@ class ReportPolicy {
   // Marks in `keep` (sized to r.windows) the windows whose target the agent may report; returns how
   // many it may not. The agent must be registered.
   size_t allowed_targets(const proto::Report& r, int64_t now_ns, std::vector<uint8_t>& keep);
+  // The same, and in `keep_paths` (sized to r.paths) the traced paths (report.paths) to targets the
+  // agent may report, by when each was traced. Refused paths are not counted in the result.
+  size_t allowed_targets(const proto::Report& r, int64_t now_ns, std::vector<uint8_t>& keep,
+                         std::vector<uint8_t>& keep_paths);
 
   // An agent removed: forget what it was allowed.
   void forget(const std::string& agent);
@@ -88,6 +94,8 @@ class ReportPolicy {
     size_t size() const { return left_ns[0].size() + left_ns[1].size() + left_ns[2].size(); }
   };
   std::shared_ptr<Book> book(const std::string& agent);
+  // Whether `target` on `protocol` was the agent's to probe at `began_ns` (b.mu held).
+  bool may_report(const Book& b, proto::Protocol protocol, const std::string& target, int64_t began_ns) const;
   // Brings the book up to the agent's current pinglist (b.mu held).
   void refresh_locked(const std::string& agent, Book& b, int64_t now_ns);
 

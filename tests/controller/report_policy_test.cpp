@@ -131,3 +131,58 @@ TEST_F(Policy, ABoundAgentsReportIsBoundBeforeDecoding) {
   // An agent this controller does not know is told to register, whatever it sent.
   EXPECT_EQ(ingest->handle(weft::proto::kBinaryContentType, bin, now_ns(), "h99").status, 409);
 }
+
+// Per-flow detail cannot bypass the target rule: a refused window's flows and a path traced to a
+// made-up target leave no pair in the flow table; the allowed ones are kept.
+TEST_F(Policy, FlowsAndPathsFollowTheTargetRule) {
+  (void)ingest->policy().max_windows("h1", now_ns() - 60'000'000'000);  // h1's list known before
+  const int64_t t = now_ns() - 5'000'000'000;
+  auto r = report("h1", {window("h2", t), window("made-up", t)});
+  for (auto& w : r.windows) w.flows = {{40001, 10, 10, 0, 50'000}, {40002, 10, 9, 1, 60'000}};
+  weft::proto::PathTrace p;
+  p.target = "h2";
+  p.src_port = 40001;
+  p.dst_port = 7777;
+  p.traced_at_unix_ns = t;
+  p.reached = true;
+  p.hops = {"10.0.0.254", "10.0.0.2"};
+  r.paths.push_back(p);
+  p.target = "made-up";
+  r.paths.push_back(p);
+  p.target = "h3";
+  p.protocol = Protocol::tcp;  // h1 probes no tcp
+  r.paths.push_back(p);
+  auto rep = ingest->handle(weft::proto::kBinaryContentType, weft::proto::encode_binary(r), now_ns(), "h1");
+  ASSERT_EQ(rep.status, 200) << rep.body;
+  EXPECT_EQ(body(rep)["refused"], 1);
+  const PairFlows kept = ingest->flows().pair(Protocol::udp, "h1", "h2");
+  ASSERT_EQ(kept.flows.size(), 2u);
+  EXPECT_EQ(kept.flows[0].paths.size(), 1u);
+  EXPECT_TRUE(ingest->flows().pair(Protocol::udp, "h1", "made-up").flows.empty());
+  EXPECT_TRUE(ingest->flows().pair(Protocol::tcp, "h1", "h3").flows.empty());
+}
+
+// A bound agent's traced paths are bounded before decoding, like its windows: one per flow of each
+// target it may report, at least ReportPolicy::kMinPaths.
+TEST_F(Policy, ABoundAgentsPathsAreBoundBeforeDecoding) {
+  EXPECT_EQ(ingest->policy().max_paths("h1", now_ns()), ReportPolicy::kMinPaths);
+  for (int i = 4; i < 70; ++i) add(i);
+  const size_t bound = 68 * weft::proto::kMaxFlowsPerWindow;  // h1's 68 targets
+  ASSERT_EQ(ingest->policy().max_paths("h1", now_ns()), bound);
+  const int64_t t = now_ns() - 5'000'000'000;
+  auto r = report("h1", {window("h2", t)});
+  weft::proto::PathTrace p;
+  p.target = "h2";
+  p.traced_at_unix_ns = t;
+  r.paths.assign(bound + 1, p);
+  auto bin = ingest->handle(weft::proto::kBinaryContentType, weft::proto::encode_binary(r), now_ns(), "h1");
+  EXPECT_EQ(bin.status, 400) << bin.body;
+  EXPECT_NE(bin.body.find(std::to_string(bound)), std::string::npos) << bin.body;
+  auto js = ingest->handle("application/json", weft::proto::encode_json(r), now_ns(), "h1");
+  EXPECT_EQ(js.status, 400) << js.body;
+  EXPECT_NE(js.body.find("more than " + std::to_string(bound) + " paths"), std::string::npos) << js.body;
+  r.paths.resize(bound);
+  EXPECT_EQ(
+      ingest->handle(weft::proto::kBinaryContentType, weft::proto::encode_binary(r), now_ns(), "h1").status,
+      200);
+}
