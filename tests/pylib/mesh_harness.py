@@ -1,13 +1,13 @@
 """What weft's loopback mesh tests (tests/agent/*_test.py) share: a controller config, agents started
 on loopback addresses, JSON reads of the controller's HTTP API, a bounded wait for a condition, and a
 stop that ends every process even when the test failed. Loopback only."""
-import hashlib
-import hmac
 import json
 import subprocess
 import sys
 import time
 import urllib.request
+
+import agent_tokens  # tests/pylib, on the path of every test that imports this module
 
 
 def get(port, path, token=None):
@@ -39,9 +39,8 @@ def agent_secret(token):
 
 
 def agent_token(token, name):
-    """Agent `name`'s own token under agent_secret(token): NAME.HMAC-SHA256 (controller/auth.hpp)."""
-    mac = hmac.new(agent_secret(token).encode(), b"weft agent token v1\n" + name.encode(), hashlib.sha256)
-    return f"{name}.{mac.hexdigest()}"
+    """Agent `name`'s own token under agent_secret(token) (tests/pylib/agent_tokens.py)."""
+    return agent_tokens.agent_token(agent_secret(token), name)
 
 
 def controller_config(port, token, store, interval="50ms", agent_down_after="60s"):
