@@ -5,6 +5,8 @@
 #include <openssl/hmac.h>
 
 #include <array>
+#include <unordered_set>
+#include <vector>
 
 #include "base/log.hpp"
 #include "net/address.hpp"
@@ -104,17 +106,50 @@ std::string agent_token(std::string_view secret, std::string_view name) {
   return std::string(name) + "." + mac_hex(secret, name);
 }
 
+namespace {
+
+// Agent tokens this thread has verified, under the secrets they were verified with: an agent sends
+// the same token with every request, and an HMAC per request (a few microseconds with OpenSSL's
+// one-shot set-up) was a measurable share of ingest (docs/BENCHMARKS.md, "Ingest with per-agent
+// identity"). Only tokens that passed are kept, at most kMaxVerified per thread (then it starts
+// over), so a client sending garbage neither fills it nor skips the check.
+struct VerifiedTokens {
+  static constexpr size_t kMaxVerified = 8192;
+  std::vector<std::string> secrets;
+  std::unordered_set<std::string> tokens;
+  bool has(const std::vector<std::string>& s, const std::string& token) {
+    if (s != secrets) {
+      secrets = s;
+      tokens.clear();
+    }
+    return tokens.contains(token);
+  }
+  void add(const std::string& token) {
+    if (tokens.size() >= kMaxVerified) tokens.clear();
+    tokens.insert(token);
+  }
+};
+
+bool agent_token_valid(const Config& cfg, const std::string& token, std::string_view name,
+                       std::string_view mac) {
+  thread_local VerifiedTokens verified;
+  if (verified.has(cfg.agent_secrets, token)) return true;
+  bool ok = false;
+  for (const auto& s : cfg.agent_secrets) ok |= same(mac_hex(s, name), mac);
+  if (ok) verified.add(token);
+  return ok;
+}
+
+}  // namespace
+
 Principal identify(const Config& cfg, std::string_view authorization) {
   const std::string t = token_of(authorization);
   if (t.empty()) return {};
   if (in_list(cfg.admin_tokens, t)) return {Role::admin, {}};
   if (in_list(cfg.read_tokens, t)) return {Role::reader, {}};
   std::string_view name, mac;
-  if (!cfg.agent_secrets.empty() && split_agent_token(t, name, mac)) {
-    bool ok = false;
-    for (const auto& s : cfg.agent_secrets) ok |= same(mac_hex(s, name), mac);
-    if (ok) return {Role::agent, std::string(name)};
-  }
+  if (!cfg.agent_secrets.empty() && split_agent_token(t, name, mac) && agent_token_valid(cfg, t, name, mac))
+    return {Role::agent, std::string(name)};
   if (cfg.shared_tokens && in_list(cfg.tokens, t)) return {Role::shared_agent, {}};
   return {};
 }

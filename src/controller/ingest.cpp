@@ -95,8 +95,9 @@ IngestReply Ingest::handle(std::string_view content_type, std::string_view body,
     const std::string agent(bound_agent);
     if (!mesh_.is_registered(agent))
       return reject(409, fmt::format("agent '{}' is not registered (POST /api/v1/register first)", agent));
-    max_windows = policy_.max_windows(agent, now_ns);
-    max_paths = policy_.max_paths(agent, now_ns);
+    const ReportPolicy::Bounds b = policy_.bounds(agent, now_ns);
+    max_windows = b.windows;
+    max_paths = b.paths;
   }
   Result<proto::Report> rep =
       content_type.starts_with(proto::kBinaryContentType) ? proto::decode_binary(body, max_windows, max_paths)

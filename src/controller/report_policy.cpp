@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace weft::controller {
 
 ReportPolicy::Refusal ReportPolicy::check(const proto::Report& r, std::string_view bound_agent,
@@ -44,43 +46,56 @@ void ReportPolicy::refresh_locked(const std::string& agent, Book& b, int64_t now
   const uint64_t version = mesh_.pinglist_version(agent);
   if (b.filled && version == b.version) return;
   const proto::Pinglist pl = mesh_.pinglist_for(agent);
-  // Everything listed before is marked as leaving now; what the new list holds is listed again.
-  for (auto& m : b.left_ns)
-    for (auto& [name, left] : m)
-      if (left == 0) left = now_ns;
+  std::array<std::vector<std::string>, 3> now_listed;
   for (const auto& p : pl.protocols) {
-    auto& m = b.left_ns[static_cast<size_t>(p.protocol) % b.left_ns.size()];
-    for (const auto& t : p.targets) m[t.name] = 0;
+    auto& v = now_listed[static_cast<size_t>(p.protocol) % now_listed.size()];
+    for (const auto& t : p.targets) v.push_back(t.name);
+  }
+  for (size_t p = 0; p < now_listed.size(); ++p) {
+    auto& v = now_listed[p];
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+    // What was listed and is not any more leaves now; what is listed again is no longer "left".
+    for (auto& name : b.listed[p])
+      if (!std::binary_search(v.begin(), v.end(), name)) b.left_ns[p].emplace(std::move(name), now_ns);
+    for (const auto& name : v) b.left_ns[p].erase(name);
+    b.listed[p] = std::move(v);
   }
   // A target gone for longer than retention can have no window left to deliver.
   const int64_t forget_before = now_ns - mesh_.config()->retention_ns;
-  for (auto& m : b.left_ns)
-    std::erase_if(m, [&](const auto& kv) { return kv.second != 0 && kv.second < forget_before; });
+  for (auto& m : b.left_ns) std::erase_if(m, [&](const auto& kv) { return kv.second < forget_before; });
   b.version = pl.version;
   if (!b.filled) b.filled_ns = now_ns;
   b.filled = true;
 }
 
-size_t ReportPolicy::max_windows(const std::string& agent, int64_t now_ns) {
+ReportPolicy::Bounds ReportPolicy::bounds(const std::string& agent, int64_t now_ns) {
   auto b = book(agent);
   std::lock_guard lk(b->mu);
   refresh_locked(agent, *b, now_ns);
-  return std::max(kMinWindows, b->size() * kWindowsPerTarget);
-}
-
-size_t ReportPolicy::max_paths(const std::string& agent, int64_t now_ns) {
-  auto b = book(agent);
-  std::lock_guard lk(b->mu);
-  refresh_locked(agent, *b, now_ns);
-  return std::max(kMinPaths, b->size() * proto::kMaxFlowsPerWindow);
+  const size_t targets = b->size();
+  return {std::max(kMinWindows, targets * kWindowsPerTarget),
+          std::max(kMinPaths, targets * proto::kMaxFlowsPerWindow)};
 }
 
 bool ReportPolicy::may_report(const Book& b, proto::Protocol protocol, const std::string& target,
-                              int64_t began_ns) const {
-  const auto& m = b.left_ns[static_cast<size_t>(protocol) % b.left_ns.size()];
-  auto it = m.find(std::string_view(target));
-  // Listed now, or left the list after the window began (its probes were due then).
-  if (it != m.end() && (it->second == 0 || began_ns < it->second + kClockSkewNs)) return true;
+                              int64_t began_ns, Cursors& cursors) const {
+  const size_t p = static_cast<size_t>(protocol) % b.listed.size();
+  const auto& v = b.listed[p];
+  size_t& at = cursors[p];
+  // Listed now: most often the target after the last one found.
+  if (at < v.size() && v[at] == target) {
+    ++at;
+    return true;
+  }
+  if (auto it = std::lower_bound(v.begin(), v.end(), target); it != v.end() && *it == target) {
+    at = static_cast<size_t>(it - v.begin()) + 1;
+    return true;
+  }
+  // Left the list after the window began (its probes were due then).
+  const auto& m = b.left_ns[p];
+  if (auto it = m.find(std::string_view(target)); it != m.end() && began_ns < it->second + kClockSkewNs)
+    return true;
   // A window begun before this controller knew the agent's list (a restart: the agent delivers
   // what it measured meanwhile, while its peers may still count as down) counts if its target is
   // a registered agent: made-up names are still refused.
@@ -100,14 +115,17 @@ size_t ReportPolicy::allowed_targets(const proto::Report& r, int64_t now_ns, std
   std::lock_guard lk(b->mu);
   refresh_locked(r.agent, *b, now_ns);
   size_t refused = 0;
+  Cursors cursors{};
   for (size_t i = 0; i < r.windows.size(); ++i) {
     const auto& w = r.windows[i];
-    keep[i] = may_report(*b, w.protocol, w.target, w.start_unix_ns);
+    keep[i] = may_report(*b, w.protocol, w.target, w.start_unix_ns, cursors);
     refused += !keep[i];
   }
   // A traced path is a flow's detail: it follows the same rule, at the time it was traced.
+  cursors = {};
   for (size_t i = 0; i < r.paths.size(); ++i)
-    keep_paths[i] = may_report(*b, r.paths[i].protocol, r.paths[i].target, r.paths[i].traced_at_unix_ns);
+    keep_paths[i] =
+        may_report(*b, r.paths[i].protocol, r.paths[i].target, r.paths[i].traced_at_unix_ns, cursors);
   return refused;
 }
 

@@ -62,11 +62,16 @@ class ReportPolicy {
   // windows, health.
   Refusal check(const proto::Report& r, std::string_view bound_agent, int64_t now_ns) const;
 
-  // How many windows a report of `agent` may carry (decode stops beyond it).
-  size_t max_windows(const std::string& agent, int64_t now_ns);
-  // How many traced paths (report.paths): one per flow of each target the agent may report, and at
-  // least kMinPaths, what an agent holds back while its reports fail (agent/run_state.hpp).
-  size_t max_paths(const std::string& agent, int64_t now_ns);
+  // How many windows and traced paths a report of `agent` may carry (decode stops beyond them):
+  // kWindowsPerTarget windows per target it may report (at least kMinWindows), and one path per
+  // flow of each such target (at least kMinPaths, what an agent holds back while its reports fail,
+  // agent/run_state.hpp).
+  struct Bounds {
+    size_t windows = 0, paths = 0;
+  };
+  Bounds bounds(const std::string& agent, int64_t now_ns);
+  size_t max_windows(const std::string& agent, int64_t now_ns) { return bounds(agent, now_ns).windows; }
+  size_t max_paths(const std::string& agent, int64_t now_ns) { return bounds(agent, now_ns).paths; }
 
   // Marks in `keep` (sized to r.windows) the windows whose target the agent may report; returns how
   // many it may not. The agent must be registered.
@@ -80,7 +85,10 @@ class ReportPolicy {
   void forget(const std::string& agent);
 
  private:
-  // The targets one agent was given, per protocol: 0 while listed, else when it left the list.
+  // The targets one agent was given, per protocol: those listed now, sorted (a report's windows
+  // usually come in list order, so most are found by comparing with the one after the last found:
+  // a hash lookup per window into a million-entry table was most of the policy's cost at 300,000
+  // pairs), and those that left the list, with when.
   struct Book {
     std::mutex mu;
     uint64_t version = 0;
@@ -90,12 +98,19 @@ class ReportPolicy {
       using is_transparent = void;
       size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
     };
+    std::array<std::vector<std::string>, 3> listed;
     std::array<std::unordered_map<std::string, int64_t, Hash, std::equal_to<>>, 3> left_ns;
-    size_t size() const { return left_ns[0].size() + left_ns[1].size() + left_ns[2].size(); }
+    size_t size() const {
+      size_t n = 0;
+      for (size_t p = 0; p < listed.size(); ++p) n += listed[p].size() + left_ns[p].size();
+      return n;
+    }
   };
+  using Cursors = std::array<size_t, 3>;  // per protocol: where the next window's target is expected
   std::shared_ptr<Book> book(const std::string& agent);
   // Whether `target` on `protocol` was the agent's to probe at `began_ns` (b.mu held).
-  bool may_report(const Book& b, proto::Protocol protocol, const std::string& target, int64_t began_ns) const;
+  bool may_report(const Book& b, proto::Protocol protocol, const std::string& target, int64_t began_ns,
+                  Cursors& cursors) const;
   // Brings the book up to the agent's current pinglist (b.mu held).
   void refresh_locked(const std::string& agent, Book& b, int64_t now_ns);
 

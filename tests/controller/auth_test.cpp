@@ -97,3 +97,19 @@ TEST(Auth, ConfigRules) {
   // A read token given on loopback is required there too.
   EXPECT_FALSE(read_open(config("listen: '[::1]:8080'\nread_tokens: [read-token-1]\n")));
 }
+
+// A verified token is remembered per thread (no HMAC per request), but only under the secrets it
+// was verified with: once the secret is rotated out, the same token is refused at once.
+TEST(Auth, RememberedTokensFollowTheSecret) {
+  Config cfg = config("agent_secret: " + kSecret + "\n");
+  const std::string t = agent_token(kSecret, "h1");
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(identify(cfg, "Bearer " + t).agent, "h1");
+  Config rotated = config("agent_secret: another-secret-0123456789\n");
+  EXPECT_EQ(identify(rotated, "Bearer " + t).role, Role::none);
+  EXPECT_EQ(identify(rotated, "Bearer " + agent_token("another-secret-0123456789", "h1")).agent, "h1");
+  EXPECT_EQ(identify(cfg, "Bearer " + t).agent, "h1");
+  // A wrong MAC after a right one is still refused (what is remembered is the whole token).
+  std::string wrong = t;
+  wrong.back() = wrong.back() == '0' ? '1' : '0';
+  EXPECT_EQ(identify(cfg, "Bearer " + wrong).role, Role::none);
+}

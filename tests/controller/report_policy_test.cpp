@@ -186,3 +186,24 @@ TEST_F(Policy, ABoundAgentsPathsAreBoundBeforeDecoding) {
       ingest->handle(weft::proto::kBinaryContentType, weft::proto::encode_binary(r), now_ns(), "h1").status,
       200);
 }
+
+// The target check finds a report's windows whatever their order (in list order most are found by
+// the next-in-list guess; out of order by search), and a target that leaves and comes back is
+// listed again.
+TEST_F(Policy, TargetsAreFoundInAnyOrderAndAfterComingBack) {
+  for (int i = 4; i < 12; ++i) add(i);
+  (void)ingest->policy().max_windows("h1", now_ns() - 60'000'000'000);
+  const int64_t t = now_ns() - 5'000'000'000;
+  std::vector<weft::proto::WindowStats> ws;
+  for (int i : {11, 2, 10, 3, 4, 9, 5, 8, 6, 7}) ws.push_back(window("h" + std::to_string(i), t));
+  ws.push_back(window("h99", t));  // not a target
+  auto r = ingest->handle_report(report("h1", ws), now_ns());
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(body(r)["accepted"], 10);
+  EXPECT_EQ(body(r)["refused"], 1);
+  ASSERT_TRUE(mesh->remove_agent("h5"));
+  add(5);  // back, in h1's list again
+  auto again =
+      ingest->handle_report(report("h1", {window("h5", t + 20'000'000'000)}), now_ns() + 20'000'000'000);
+  EXPECT_EQ(body(again)["accepted"], 1) << again.body;
+}
