@@ -53,7 +53,7 @@ void ReportPolicy::refresh_locked(const std::string& agent, Book& b, int64_t now
   }
   for (size_t p = 0; p < now_listed.size(); ++p) {
     auto& v = now_listed[p];
-    std::sort(v.begin(), v.end());
+    if (!std::is_sorted(v.begin(), v.end())) std::sort(v.begin(), v.end());  // pinglists come sorted
     v.erase(std::unique(v.begin(), v.end()), v.end());
     // What was listed and is not any more leaves now; what is listed again is no longer "left".
     for (auto& name : b.listed[p])
