@@ -170,6 +170,10 @@ IngestReply Ingest::handle_report(const proto::Report& r, int64_t now_ns, std::s
   });
   if (!stored) {
     c.store_errors++;
+    // The agent reached us with a valid report: it is alive whatever the store's state (a Redis
+    // outage must not mark every agent down after agent_down_after). Its alarms are recorded with
+    // the batch it sends again.
+    (void)mesh_.touch(r.agent, r.health, {}, now_ns);
     log().error("ingest from {}: store failed: {}", r.agent, stored.error().message);
     return {503, error_json("store unavailable, retry later: " + stored.error().message)};
   }
