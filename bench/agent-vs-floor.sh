@@ -51,6 +51,7 @@ agent_run() {  # agent_run RATE -> "cpu_percent agent_cpu_percent pairs sent los
   cat >"$tmp/c/weft.yaml" <<EOF
 listen: ["127.0.0.1:$port"]
 tokens: ["$TOKEN"]
+shared_tokens: true
 store: "sqlite:$tmp/c/history.db"
 window: 10s
 agent_down_after: 3600s

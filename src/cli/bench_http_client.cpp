@@ -12,11 +12,13 @@
 
 namespace weft::cli {
 
-std::string build_post_request(std::string_view path, std::string_view content_type, std::string_view body) {
+std::string build_post_request(std::string_view path, std::string_view content_type, std::string_view body,
+                               std::string_view authorization) {
   std::string r = fmt::format(
       "POST {} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: {}\r\nContent-Length: {}\r\n"
-      "Connection: keep-alive\r\n\r\n",
-      path, content_type, body.size());
+      "{}{}{}Connection: keep-alive\r\n\r\n",
+      path, content_type, body.size(), authorization.empty() ? "" : "Authorization: ", authorization,
+      authorization.empty() ? "" : "\r\n");
   r.append(body);
   return r;
 }

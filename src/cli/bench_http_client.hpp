@@ -14,7 +14,9 @@
 namespace weft::cli {
 
 // "POST PATH HTTP/1.1" with Host, Content-Type, Content-Length and keep-alive, then the body.
-std::string build_post_request(std::string_view path, std::string_view content_type, std::string_view body);
+// `authorization`: the Authorization header's value ("Bearer TOKEN"), or "" for none.
+std::string build_post_request(std::string_view path, std::string_view content_type, std::string_view body,
+                               std::string_view authorization = {});
 
 class BenchHttpConnection {
  public:

@@ -7,6 +7,7 @@
 #include "base/log.hpp"
 #include "cli/command_registry.hpp"
 #include "cli/hw_timestamps.hpp"
+#include "controller/auth.hpp"
 
 namespace {
 
@@ -46,6 +47,17 @@ int run_agent(Options o) {
     o.cfg.token.assign(buf, n);
     while (!o.cfg.token.empty() && isspace(static_cast<unsigned char>(o.cfg.token.back())))
       o.cfg.token.pop_back();
+  }
+  // A per-agent token is bound to a name (controller/auth.hpp): it names the agent unless --name
+  // does, and a --name it does not match would be refused by the controller (403) on every request.
+  const std::string bearer = "Bearer " + o.cfg.token;  // outlives `bound`, a view into it
+  if (auto bound = weft::controller::bound_agent_name(bearer); !bound.empty()) {
+    if (o.cfg.name.empty()) {
+      o.cfg.name = bound;
+    } else if (o.cfg.name != bound) {
+      fmt::print(stderr, "weft agent: the token is agent '{}''s, but --name is '{}'\n", bound, o.cfg.name);
+      return 2;
+    }
   }
   o.cfg.protocols.clear();
   for (const auto& p : o.protocols) {

@@ -34,6 +34,7 @@
 #include "cli/bench_controller.hpp"
 #include "cli/bench_http_client.hpp"
 #include "cli/command_registry.hpp"
+#include "controller/auth.hpp"
 #include "net/socket.hpp"
 #include "proto/protocol.hpp"
 
@@ -41,8 +42,8 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kToken = "bench-agents-token";
-constexpr size_t kPerSubnet = 250;  // agents per PREFIX.X.0/24
+constexpr const char* kSecret = "bench-agents-agent-secret";  // each agent's token: controller/auth.hpp
+constexpr size_t kPerSubnet = 250;                            // agents per PREFIX.X.0/24
 
 struct Options {
   size_t agents = 1000;
@@ -77,10 +78,10 @@ std::string controller_yaml(const Options& o, const std::string& dir) {
   std::string protos;
   for (const auto& p : o.protocols) protos += (protos.empty() ? "" : ", ") + p;
   std::string y = fmt::format(
-      "listen: 127.0.0.1:{}\nstore: sqlite:{}/agents.db\ntokens: [{}]\nwindow: {}\nreport_interval: 1s\n"
+      "listen: 127.0.0.1:{}\nstore: sqlite:{}/agents.db\nagent_secret: {}\nwindow: {}\nreport_interval: 1s\n"
       "pinglist_sync: 10s\nagent_down_after: 30s\nhttp_max_connections_per_address: {}\n"
       "protocols:\n  udp: {{interval: {}, timeout: {}}}\n  tcp: {{interval: {}, timeout: {}}}\ngroups:\n",
-      o.port, dir, kToken, ms_text(o.window_s * 1000), o.agents + 64, ms_text(o.udp_interval_ms),
+      o.port, dir, kSecret, ms_text(o.window_s * 1000), o.agents + 64, ms_text(o.udp_interval_ms),
       ms_text(timeout_ms), ms_text(o.tcp_interval_ms), ms_text(timeout_ms));
   for (size_t g = 0; g < groups_of(o); ++g)
     y += fmt::format("  - {{name: grp-{:03d}, protocols: [{}], members: ['g{:03d}-*']}}\n", g, protos, g);
@@ -246,8 +247,8 @@ int run_agents(const Options& o) {
     for (size_t i = p * o.agents / procs; i < (p + 1) * o.agents / procs; ++i) {
       weft::agent::AgentConfig c;
       c.controller_url = fmt::format("http://127.0.0.1:{}", o.port);
-      c.token = kToken;
       c.name = agent_name(i, o.group_size);
+      c.token = weft::controller::agent_token(kSecret, c.name);
       c.address = agent_ip(o, i);
       c.udp_port = o.udp_port;
       c.tcp_port = o.tcp_port;

@@ -20,6 +20,7 @@
 #include "cli/bench_http_client.hpp"
 #include "cli/bench_sample.hpp"
 #include "cli/command_registry.hpp"
+#include "controller/auth.hpp"
 #include "controller/controller.hpp"
 #include "proto/report.hpp"
 
@@ -51,13 +52,21 @@ int64_t unix_ns() {
 
 double self_cpu_s() { return static_cast<double>(weft::self_cpu_ns()) / 1e9; }
 
+// Agents authenticate as real ones do, each with its own token (controller/auth.hpp), so the
+// identity checks are part of what is measured.
+constexpr const char* kBenchSecret = "bench-ingest-agent-secret";
+
 int run_bench(const Options& o) {
+  if (o.targets >= o.agents) {
+    fmt::print(stderr, "weft bench ingest: --targets must be below --agents (targets are other agents)\n");
+    return 2;
+  }
   auto yaml = [&](const std::string& dir) {
     return fmt::format(
         "listen: 127.0.0.1:{}\nstore: {}\nwindow: 10s\n"
-        "agent_down_after: 1h\nhttp_threads: {}\nmax_body_bytes: 67108864\n"
+        "agent_down_after: 1h\nhttp_threads: {}\nmax_body_bytes: 67108864\nagent_secret: {}\n"
         "groups:\n  - {{name: all, protocols: [udp], members: ['*']}}\n",
-        o.port, o.store.empty() ? "sqlite:" + dir + "/bench.db" : o.store, o.http_threads);
+        o.port, o.store.empty() ? "sqlite:" + dir + "/bench.db" : o.store, o.http_threads, kBenchSecret);
   };
   auto setup = [&](weft::controller::Controller& c) {
     // Agents register as they would (the registry is part of what a controller holds).
@@ -92,8 +101,8 @@ int run_bench(const Options& o) {
       rep.seq = r;
       rep.windows.reserve(o.targets);
       for (size_t t = 0; t < o.targets; ++t) {
-        std::string tgt = fmt::format("{}{:05d}", o.agent_prefix, (a + t + 1) % (o.agents + o.targets));
-        if (tgt == rep.agent) tgt = "elsewhere";
+        // Registered peers, all in its pinglist (the group of every agent).
+        std::string tgt = fmt::format("{}{:05d}", o.agent_prefix, (a + t + 1) % o.agents);
         rep.windows.push_back(
             weft::cli::sample_window(tgt, base + static_cast<int64_t>(r) * 10'000'000'000, a * 31 + t));
         auto& w = rep.windows.back();
@@ -104,7 +113,8 @@ int run_bench(const Options& o) {
       std::string body = weft::proto::encode_binary(rep);
       body_bytes += body.size();
       bodies.push_back(
-          weft::cli::build_post_request("/api/v1/report", weft::proto::kBinaryContentType, body));
+          weft::cli::build_post_request("/api/v1/report", weft::proto::kBinaryContentType, body,
+                                        "Bearer " + weft::controller::agent_token(kBenchSecret, rep.agent)));
     }
   weft::ProcStats before = weft::read_proc_stats(child);
   double client_before = self_cpu_s();

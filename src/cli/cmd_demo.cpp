@@ -21,6 +21,7 @@
 
 #include "base/log.hpp"
 #include "cli/command_registry.hpp"
+#include "controller/auth.hpp"
 #include "controller/controller.hpp"
 
 namespace {
@@ -135,7 +136,12 @@ int run_demo(const Options& o) {
   std::string dir = (fs::temp_directory_path() / fmt::format("weft-demo-{}", getpid())).string();
   fs::create_directories(dir);
   std::mt19937_64 rng(std::random_device{}());
-  std::string token = fmt::format("demo-{:016x}", rng());
+  // Each agent gets its own token, HMAC of its name under this secret (controller/auth.hpp).
+  std::string secret = fmt::format("demo-{:016x}{:016x}", rng(), rng());
+  // The read API is open on loopback (and on the namespaces' bridge, which only this host reaches);
+  // a --listen-host beyond loopback gets a read token, printed below.
+  const bool local = o.listen_host.starts_with("127.") || o.listen_host == "::1";
+  std::string read_token = local ? std::string() : fmt::format("read-{:016x}", rng());
 
   sigset_t set;
   sigemptyset(&set);
@@ -158,12 +164,13 @@ int run_demo(const Options& o) {
       listen.push_back(fmt::format("{}.254:{}", kNet, o.port));
     }
     std::string yaml = fmt::format(
-        "listen: [{}]\ntokens: [{}]\nstore: sqlite:{}/history.db\nretention: 1d\nwindow: "
+        "listen: [{}]\nagent_secret: {}\n{}store: sqlite:{}/history.db\nretention: 1d\nwindow: "
         "5s\nagent_down_after: 10s\n"
         "report_interval: 1s\npinglist_sync: 5s\nprotocols:\n  udp: {{interval: 100ms, timeout: 1s}}\n"
         "  tcp: {{interval: 200ms, timeout: 1s}}\ngroups:\n  - name: demo\n    protocols: [udp, tcp]\n"
         "    members: ['host*']\n",
-        fmt::join(listen, ", "), token, dir);
+        fmt::join(listen, ", "), secret,
+        local ? std::string("open_read: true\n") : fmt::format("read_tokens: [{}]\n", read_token), dir);
     std::string cfg_path = dir + "/weft.yaml";
     std::ofstream(cfg_path) << yaml;
     auto cfg = weft::controller::load_config(cfg_path);
@@ -184,8 +191,9 @@ int run_demo(const Options& o) {
         } else {
           ctl_url = fmt::format("http://127.0.0.1:{}", o.port);
         }
+        const std::string name = fmt::format("host{}", i);
         argv.insert(argv.end(), {self, "--log-level", "info", "agent", "--controller", ctl_url, "--token",
-                                 token, "--name", fmt::format("host{}", i), "--spool-dir",
+                                 weft::controller::agent_token(secret, name), "--name", name, "--spool-dir",
                                  fmt::format("{}/spool-host{}", dir, i)});
         if (!netns) argv.insert(argv.end(), {"--address", fmt::format("127.0.0.{}", 10 + i)});
         children.push_back(spawn(argv, fmt::format("{}/agent-host{}.log", dir, i)));
@@ -197,6 +205,9 @@ int run_demo(const Options& o) {
       fmt::print("  dashboard  http://{}:{}/\n", host, o.port);
       fmt::print("  API        http://{}:{}/api/v1/mesh?protocol=udp   (also /api/v1/agents, /metrics)\n",
                  host, o.port);
+      if (!read_token.empty())
+        fmt::print("  read token {}   (Authorization: Bearer, or any user name with it as password)\n",
+                   read_token);
       fmt::print("  logs       {}\n", dir);
       fmt::print("Press Ctrl-C to stop; everything the demo made is removed.\n");
       std::fflush(stdout);

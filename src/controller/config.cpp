@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "base/duration.hpp"
+#include "controller/auth.hpp"
 #include "net/address.hpp"
 #include "proto/names.hpp"
 
@@ -131,6 +132,49 @@ bool valid_listen(const std::string& s) {
   return hp && hp->second != 0;
 }
 
+bool boolean(Ctx& c, const YAML::Node& n, const std::string& field) {
+  auto s = scalar(c, n, field);
+  if (s == "true") return true;
+  if (s != "false") c.bad(n, field, fmt::format("'{}' is not true or false", s));
+  return false;
+}
+
+// The credential keys (controller/auth.hpp). A secret file holds one secret a line (# comments);
+// the first issues tokens, every one is accepted, so a secret can be rotated.
+void parse_credentials(Ctx& c, const YAML::Node& root, Config& cfg) {
+  auto tokens = [&](const char* key, std::vector<std::string>& out) {
+    if (!root[key]) return;
+    out = string_list(c, root[key], key, false);
+    for (size_t i = 0; i < out.size(); ++i)
+      if (out[i].size() < 8)
+        c.bad(root[key][i], fmt::format("{}[{}]", key, i), "a token needs at least 8 characters");
+  };
+  tokens("tokens", cfg.tokens);
+  tokens("admin_tokens", cfg.admin_tokens);
+  tokens("read_tokens", cfg.read_tokens);
+  if (root["agent_secret"] && root["agent_secret_file"])
+    c.bad(root["agent_secret_file"], "agent_secret_file", "give agent_secret or agent_secret_file, not both");
+  if (root["agent_secret"]) cfg.agent_secrets.push_back(scalar(c, root["agent_secret"], "agent_secret"));
+  if (root["agent_secret_file"]) {
+    const std::string path = scalar(c, root["agent_secret_file"], "agent_secret_file");
+    std::ifstream in(path);
+    if (!in && !c.failed()) c.bad(root["agent_secret_file"], "agent_secret_file", "cannot read " + path);
+    for (std::string line; std::getline(in, line);) {
+      while (!line.empty() && isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
+      if (!line.empty() && line[0] != '#') cfg.agent_secrets.push_back(line);
+    }
+    if (in.eof() && cfg.agent_secrets.empty())
+      c.bad(root["agent_secret_file"], "agent_secret_file", path + " holds no secret");
+  }
+  for (const auto& s : cfg.agent_secrets)
+    if (s.size() < 16)
+      c.bad(root["agent_secret"] ? root["agent_secret"] : root["agent_secret_file"], "agent_secret",
+            "a secret needs at least 16 characters (e.g. `head -c 32 /dev/urandom | base64`)");
+  if (root["shared_tokens"]) cfg.shared_tokens = boolean(c, root["shared_tokens"], "shared_tokens");
+  if (root["open_agents"]) cfg.open_agents = boolean(c, root["open_agents"], "open_agents");
+  if (root["open_read"]) cfg.open_read = boolean(c, root["open_read"], "open_read");
+}
+
 }  // namespace
 
 namespace {
@@ -191,6 +235,14 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
                 "http_request_timeout",
                 "max_header_bytes",
                 "max_body_bytes",
+                "max_report_bytes",
+                "agent_secret",
+                "agent_secret_file",
+                "shared_tokens",
+                "open_agents",
+                "admin_tokens",
+                "read_tokens",
+                "open_read",
                 "protocols",
                 "groups",
                 "arrows",
@@ -205,12 +257,7 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
     } else {
       cfg.listen = {"127.0.0.1:8080"};
     }
-    if (root["tokens"]) {
-      cfg.tokens = string_list(c, root["tokens"], "tokens", false);
-      for (size_t i = 0; i < cfg.tokens.size(); ++i)
-        if (cfg.tokens[i].size() < 8)
-          c.bad(root["tokens"][i], fmt::format("tokens[{}]", i), "a token needs at least 8 characters");
-    }
+    parse_credentials(c, root, cfg);
     if (root["store"]) {
       cfg.store = scalar(c, root["store"], "store");
       if (!cfg.store.starts_with("sqlite:") && !cfg.store.starts_with("redis://") &&
@@ -259,6 +306,8 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
       cfg.max_header_bytes = integer(c, root["max_header_bytes"], "max_header_bytes", 1024, 1u << 20);
     if (root["max_body_bytes"])
       cfg.max_body_bytes = integer(c, root["max_body_bytes"], "max_body_bytes", 1024, 1ull << 30);
+    if (root["max_report_bytes"])
+      cfg.max_report_bytes = integer(c, root["max_report_bytes"], "max_report_bytes", 1024, 1ull << 30);
 
     const YAML::Node protos = root["protocols"];
     if (protos) {
@@ -407,6 +456,7 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
     return fail("{}:{}:{}: {}", source, e.mark.line + 1, e.mark.column + 1, e.msg);
   }
   if (c.failed()) return fail("{}", c.error);
+  if (auto st = check_credentials(cfg); !st) return fail("{}: {}", source, st.error().message);
   return cfg;
 }
 

@@ -49,9 +49,16 @@ struct ArrowRule {
 };
 
 struct Config {
-  std::string path;                              // where it was read from ("" when parsed from a string)
-  std::vector<std::string> listen;               // "HOST:PORT", at least one
-  std::vector<std::string> tokens;               // agent tokens; empty list = agent endpoints need no token
+  std::string path;                 // where it was read from ("" when parsed from a string)
+  std::vector<std::string> listen;  // "HOST:PORT", at least one
+  std::vector<std::string> tokens;  // shared agent tokens (legacy: needs shared_tokens)
+  // Credentials (controller/auth.hpp, docs/controller.md "Credentials").
+  std::vector<std::string> agent_secrets;  // per-agent tokens: HMAC(secret, name); the first issues them
+  bool shared_tokens = false;              // accept `tokens` (one token for all agents): migration only
+  bool open_agents = false;                // no agent credential although listening beyond loopback
+  std::vector<std::string> admin_tokens;   // forced agent removal
+  std::vector<std::string> read_tokens;    // read API, dashboard, /metrics
+  bool open_read = false;                  // read API open although listening beyond loopback (a proxy)
   std::string store = "sqlite:weft-history.db";  // sqlite:PATH | redis://HOST:PORT | redis+unix:///PATH
   int64_t retention_ns = 7LL * 24 * 3600 * 1'000'000'000;
   // Prometheus remote write of the pairs' windows (controller/remote_write.hpp): http://HOST:PORT/PATH
@@ -74,6 +81,7 @@ struct Config {
   int64_t http_request_timeout_ns = 60'000'000'000;
   size_t max_header_bytes = 16 * 1024;
   size_t max_body_bytes = 64u << 20;
+  size_t max_report_bytes = 16u << 20;  // POST /api/v1/report bodies (413 from the headers)
   std::vector<ProtocolPlan> protocols;
   std::vector<GroupRule> groups;
   std::vector<ArrowRule> arrows;

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "base/log.hpp"
+#include "controller/auth.hpp"
 #include "controller/http_api.hpp"
 #include "controller/remote_write.hpp"
 #include "controller/replica_sync.hpp"
@@ -51,6 +52,7 @@ Status Controller::start(Config cfg) {
     log().info("store: SQLite database {}{}", std::filesystem::absolute(si.location).string(),
                shared->store == Config{}.store ? " (the default; set store: in the config to choose)" : "");
   ingest_ = std::make_unique<Ingest>(*mesh_, *store_);
+  warn_about_credentials(*shared);
 
   // A restarted controller picks up where it stopped. The agents it knew come back first, replayed through
   // the same parser as POST /api/v1/register; then latest windows and dedup state, so an agent resending what
@@ -134,6 +136,7 @@ Status Controller::reload() {
   cfg->listen = old->listen;
   cfg->store = old->store;
   topology_mtime_ns_ = file_mtime_ns(cfg->topology_file);
+  warn_about_credentials(*cfg);
   mesh_->set_config(std::make_shared<const Config>(std::move(*cfg)));
   log().info("config reloaded from {}", config_path_);
   return {};

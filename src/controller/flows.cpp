@@ -120,7 +120,8 @@ void FlowTable::add_trace(FlowState& f, TracedPath t) {
   f.flapping = n >= kFlapMinTraces && 2 * changes > n - 1;
 }
 
-void FlowTable::ingest(const proto::Report& r) {
+void FlowTable::ingest(const proto::Report& r, std::span<const uint8_t> keep_windows,
+                       std::span<const uint8_t> keep_paths) {
   bool any = !r.paths.empty();
   for (const auto& w : r.windows) any |= !w.flows.empty();
   if (!any) return;
@@ -138,8 +139,9 @@ void FlowTable::ingest(const proto::Report& r) {
     pf.protocol = p;
     return &pf;
   };
-  for (const auto& w : r.windows) {
-    if (w.flows.empty()) continue;
+  for (size_t wi = 0; wi < r.windows.size(); ++wi) {
+    const auto& w = r.windows[wi];
+    if (w.flows.empty() || (!keep_windows.empty() && !keep_windows[wi])) continue;
     PairFlows* pf = pair_for(w.protocol, w.target);
     if (!pf) continue;
     const uint16_t dport = port_of(w.target_address);
@@ -162,7 +164,9 @@ void FlowTable::ingest(const proto::Report& r) {
       if (dport) f->dst_port = dport;
     }
   }
-  for (const auto& p : r.paths) {
+  for (size_t pi = 0; pi < r.paths.size(); ++pi) {
+    const auto& p = r.paths[pi];
+    if (!keep_paths.empty() && !keep_paths[pi]) continue;
     if (!proto::valid_host_name(p.target) || p.target == r.agent) continue;
     PairFlows* pf = pair_for(p.protocol, p.target);
     if (!pf) continue;

@@ -16,6 +16,7 @@
 #include <array>
 #include <cstdint>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -87,7 +88,10 @@ class FlowTable {
   explicit FlowTable(const MeshView& mesh) : mesh_(mesh) {}
 
   // A validated, accepted report. Windows older than a flow's latest are ignored (a retried batch).
-  void ingest(const proto::Report& r);
+  // `keep_windows`/`keep_paths` (sized to r.windows/r.paths, or empty for all): the windows' flows
+  // and the paths the report policy lets this agent report (report_policy.hpp).
+  void ingest(const proto::Report& r, std::span<const uint8_t> keep_windows = {},
+              std::span<const uint8_t> keep_paths = {});
 
   // Every flow's latest window for `protocol`: per-flow where the agent reported flows, else one
   // observation per pair with src_port 0. Windows that ended more than three window lengths

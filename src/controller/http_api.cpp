@@ -11,6 +11,7 @@
 
 #include "base/log.hpp"
 #include "base/parse_integer.hpp"
+#include "controller/auth.hpp"
 #include "controller/blame.hpp"
 #include "controller/controller.hpp"
 #include "controller/gzip.hpp"
@@ -94,28 +95,19 @@ bool parse_time(const std::string& s, int64_t& out) {
   return true;
 }
 
-bool token_ok(const Config& cfg, const Request& req) {
-  if (cfg.tokens.empty()) return true;
-  std::string_view auth = req.header("authorization");
-  if (!auth.starts_with("Bearer ")) return false;
-  std::string_view t = auth.substr(7);
-  bool ok = false;
-  for (const auto& tok : cfg.tokens) {
-    // Compare every byte regardless of where they differ: no timing hint about the token.
-    unsigned diff = tok.size() ^ t.size();
-    for (size_t i = 0; i < tok.size(); ++i)
-      diff |= static_cast<unsigned char>(tok[i]) ^ (i < t.size() ? static_cast<unsigned char>(t[i]) : 0);
-    ok |= diff == 0;
-  }
-  return ok;
-}
-
 Result<proto::Protocol> protocol_param(const Request& req) {
   if (!req.has_param("protocol")) return fail("missing query parameter 'protocol' (udp, tcp or rdma)");
   return proto::parse_protocol(req.param("protocol"));
 }
 
 constexpr std::string_view kBadToken = "missing or wrong token (Authorization: Bearer ...)";
+
+// Agent endpoints: an agent's token (or a shared one, when allowed), or none when none is configured.
+bool agent_ok(const Config& cfg, const Request& req) {
+  if (!agent_auth_on(cfg)) return true;
+  auto p = identify(cfg, req.header("authorization"));
+  return p.role == Role::agent || p.role == Role::shared_agent;
+}
 
 }  // namespace
 
@@ -153,41 +145,87 @@ net::http::Router HttpApi::routes() {
   };
   auto token = [this](const Req& req, Res& res) { return check_token(req, res); };
   auto report_token = [this](const Req& req, Res& res) { return check_report_token(req, res); };
+  auto read = [this](const Req& req, Res& res) { return check_read(req, res); };
+  auto admin = [this](const Req& req, Res& res) { return check_admin(req, res); };
   r.add("GET", "/healthz", h(&HttpApi::healthz), kReadLane);
   // Agent-facing (token).
   r.add("POST", "/api/v1/register", h(&HttpApi::register_agent), kAgentLane, token);
   r.add("GET", "/api/v1/pinglist", h(&HttpApi::pinglist), kAgentLane, token);
   r.add("POST", "/api/v1/report", h(&HttpApi::report), kAgentLane, report_token);
-  r.add("DELETE", "/api/v1/agents/*", h(&HttpApi::delete_agent), kAgentLane, token);
-  // Read API (dashboard, scripts).
-  r.add("GET", "/api/v1/mesh", h(&HttpApi::mesh), kReadLane);
-  r.add("GET", "/api/v1/suspects", h(&HttpApi::suspects), kReadLane);
-  r.add("GET", "/api/v1/topology", h(&HttpApi::topology), kReadLane);
-  r.add("GET", "/api/v1/pairs/*/*/history", h(&HttpApi::pair_history), kReadLane);
-  r.add("GET", "/api/v1/flows", h(&HttpApi::flows), kReadLane);
-  r.add("GET", "/api/v1/agents", h(&HttpApi::agents), kReadLane);
-  r.add("GET", "/api/v1/groups", h(&HttpApi::groups), kReadLane);
-  r.add("GET", "/api/v1/pinglists/*", h(&HttpApi::pinglist_view), kReadLane);
-  r.add("GET", "/metrics", h(&HttpApi::metrics), kReadLane);
+  // Admin (an admin token; agents never hold one).
+  r.add("DELETE", "/api/v1/agents/*", h(&HttpApi::delete_agent), kAgentLane, admin);
+  // Read API (dashboard, scripts): a read token unless read access is open (auth.hpp).
+  r.add("GET", "/api/v1/mesh", h(&HttpApi::mesh), kReadLane, read);
+  r.add("GET", "/api/v1/suspects", h(&HttpApi::suspects), kReadLane, read);
+  r.add("GET", "/api/v1/topology", h(&HttpApi::topology), kReadLane, read);
+  r.add("GET", "/api/v1/pairs/*/*/history", h(&HttpApi::pair_history), kReadLane, read);
+  r.add("GET", "/api/v1/flows", h(&HttpApi::flows), kReadLane, read);
+  r.add("GET", "/api/v1/agents", h(&HttpApi::agents), kReadLane, read);
+  r.add("GET", "/api/v1/groups", h(&HttpApi::groups), kReadLane, read);
+  r.add("GET", "/api/v1/pinglists/*", h(&HttpApi::pinglist_view), kReadLane, read);
+  r.add("GET", "/metrics", h(&HttpApi::metrics), kReadLane, read);
 #ifdef WEFT_HAVE_WEB_ASSETS
-  r.add("GET", "/", h(&HttpApi::web_asset), kReadLane);
-  r.add("GET", "/index.html", h(&HttpApi::web_asset), kReadLane);
-  r.add("GET", "/assets/**", h(&HttpApi::web_asset), kReadLane);
+  r.add("GET", "/", h(&HttpApi::web_asset), kReadLane, read);
+  r.add("GET", "/index.html", h(&HttpApi::web_asset), kReadLane, read);
+  r.add("GET", "/assets/**", h(&HttpApi::web_asset), kReadLane, read);
 #endif
   request_stats_ = std::make_unique<RequestStats>(std::move(names));
   return router;
 }
 
 bool HttpApi::check_token(const Req& req, Res& res) {
-  if (token_ok(*mesh_.config(), req)) return true;
+  if (agent_ok(*mesh_.config(), req)) return true;
   error(res, 401, kBadToken);
   return false;
 }
 
 bool HttpApi::check_report_token(const Req& req, Res& res) {
-  if (check_token(req, res)) return true;
+  auto cfg = mesh_.config();
+  bool ok = check_token(req, res);
+  // A report larger than any report this controller takes is refused before it is read.
+  if (ok && req.content_length > cfg->max_report_bytes) {
+    error(res, 413,
+          fmt::format("a report of {} bytes exceeds max_report_bytes ({})", req.content_length,
+                      cfg->max_report_bytes));
+    ok = false;
+  }
+  if (ok) return true;
   mesh_.counters().requests++;
   mesh_.counters().requests_rejected++;
+  return false;
+}
+
+bool HttpApi::check_read(const Req& req, Res& res) {
+  auto cfg = mesh_.config();
+  if (read_open(*cfg)) return true;
+  auto p = identify(*cfg, req.header("authorization"));
+  if (p.role == Role::reader || p.role == Role::admin) return true;
+  // Browsers ask for a user name and password on this (the token is the password).
+  res.set_header("WWW-Authenticate", "Basic realm=\"weft\", charset=\"UTF-8\"");
+  error(res, 401,
+        "a read token is needed (Authorization: Bearer TOKEN, or Basic with TOKEN as the password)");
+  return false;
+}
+
+bool HttpApi::check_admin(const Req& req, Res& res) {
+  auto cfg = mesh_.config();
+  if (admin_open(*cfg)) return true;
+  auto p = identify(*cfg, req.header("authorization"));
+  if (p.role == Role::admin) return true;
+  if (p.role == Role::none) {
+    error(res, 401,
+          cfg->admin_tokens.empty() ? "admin routes are off: no admin_tokens configured"
+                                    : "an admin token is needed (Authorization: Bearer TOKEN)");
+  } else {
+    error(res, 403, "this route needs an admin token; agent and read tokens cannot use it");
+  }
+  return false;
+}
+
+bool HttpApi::agent_matches(const Req& req, Res& res, const std::string& name) {
+  const std::string_view bound = bound_agent_name(req.header("authorization"));
+  if (bound.empty() || bound == name) return true;
+  error(res, 403, fmt::format("this token is agent '{}''s, not '{}''s", bound, name.substr(0, 64)));
   return false;
 }
 
@@ -208,6 +246,7 @@ void HttpApi::register_agent(const Req& req, Res& res) {
   auto parsed = proto::parse_registration(req.body);
   if (!parsed) return error(res, 400, parsed.error().message);
   const proto::Registration& r = *parsed;
+  if (!agent_matches(req, res, r.name)) return;
   int64_t now = now_ns();
   if (auto free = mesh_.check_name_free(r, now); !free) return error(res, 409, free.error().message);
   // Kept as received, before the agent is told it is registered: a restarted controller replays
@@ -232,6 +271,7 @@ void HttpApi::register_agent(const Req& req, Res& res) {
 void HttpApi::pinglist(const Req& req, Res& res) {
   std::string name = req.param("agent");
   if (!proto::valid_host_name(name)) return error(res, 400, "agent: required, a host name");
+  if (!agent_matches(req, res, name)) return;
   if (!mesh_.is_registered(name)) return error(res, 409, fmt::format("agent '{}' is not registered", name));
   // The version the agent holds (0 or absent: none); text that is not exactly a number is refused,
   // not read as its leading digits.
@@ -244,7 +284,9 @@ void HttpApi::pinglist(const Req& req, Res& res) {
 }
 
 void HttpApi::report(const Req& req, Res& res) {
-  auto r = ingest_.handle(req.header("content-type"), req.body, now_ns());
+  // A per-agent token (checked before the body was read) binds the report to its agent.
+  auto r = ingest_.handle(req.header("content-type"), req.body, now_ns(),
+                          bound_agent_name(req.header("authorization")));
   res.set(r.status, std::move(r.body), kJson);
 }
 
@@ -543,6 +585,7 @@ void HttpApi::delete_agent(const Req& req, Res& res) {
   if (auto st = store_.remove_registration(name); !st)
     return error(res, 503, "store unavailable, retry later: " + st.error().message);
   mesh_.remove_agent(name);
+  ingest_.policy().forget(name);
   log().info("agent {} removed", name);
   reply(res, 200, json{{"removed", name}});
 }

@@ -43,9 +43,15 @@ class HttpApi {
   using Req = net::http::Request;
   using Res = net::http::Response;
 
-  // Before the body is read: agent-facing routes need the token (a wrong one gets 401 at once).
+  // Before the body is read (controller/auth.hpp): agent-facing routes need an agent's token, the
+  // read API a read token (unless it is open), admin routes an admin token; a wrong or missing one
+  // gets 401 at once, a credential of the wrong kind 403.
   bool check_token(const Req& req, Res& res);
   bool check_report_token(const Req& req, Res& res);
+  bool check_read(const Req& req, Res& res);
+  bool check_admin(const Req& req, Res& res);
+  // A per-agent token's name must be the agent the request is about (403 otherwise).
+  bool agent_matches(const Req& req, Res& res, const std::string& name);
 
   void healthz(const Req& req, Res& res);
   void register_agent(const Req& req, Res& res);

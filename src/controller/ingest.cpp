@@ -84,14 +84,25 @@ IngestReply Ingest::reject(int status, const std::string& message) {
   return {status, error_json(message)};
 }
 
-IngestReply Ingest::handle(std::string_view content_type, std::string_view body, int64_t now_ns) {
+IngestReply Ingest::handle(std::string_view content_type, std::string_view body, int64_t now_ns,
+                           std::string_view bound_agent) {
   auto& c = mesh_.counters();
   c.requests++;
   c.bytes += body.size();
+  // A bound agent's report may carry what its pinglist allows, and no more is decoded.
+  size_t max_windows = proto::kMaxWindowsPerReport, max_paths = proto::kMaxPathsPerReport;
+  if (!bound_agent.empty()) {
+    const std::string agent(bound_agent);
+    if (!mesh_.is_registered(agent))
+      return reject(409, fmt::format("agent '{}' is not registered (POST /api/v1/register first)", agent));
+    const ReportPolicy::Bounds b = policy_.bounds(agent, now_ns);
+    max_windows = b.windows;
+    max_paths = b.paths;
+  }
   Result<proto::Report> rep =
-      content_type.starts_with(proto::kBinaryContentType) ? proto::decode_binary(body)
+      content_type.starts_with(proto::kBinaryContentType) ? proto::decode_binary(body, max_windows, max_paths)
       : content_type.starts_with("application/json")
-          ? proto::decode_json(body)
+          ? proto::decode_json(body, max_windows, max_paths)
           : Result<proto::Report>(fail("unsupported Content-Type '{}' (use application/json or {})",
                                        content_type.substr(0, 64), proto::kBinaryContentType));
   if (!rep) {
@@ -103,16 +114,22 @@ IngestReply Ingest::handle(std::string_view content_type, std::string_view body,
         error_json(rep.error().message)};
   }
   c.requests--;  // handle_report counts it
-  return handle_report(*rep, now_ns);
+  return handle_report(*rep, now_ns, bound_agent);
 }
 
-IngestReply Ingest::handle_report(const proto::Report& r, int64_t now_ns) {
+IngestReply Ingest::handle_report(const proto::Report& r, int64_t now_ns, std::string_view bound_agent) {
   auto& c = mesh_.counters();
   c.requests++;
   auto cfg = mesh_.config();
+  // Malformed first (400: the agent sets such a batch aside), then what this agent may say
+  // (403, 425: kept and sent again; 400 for impossible health).
   if (auto st = validate_report(r, *cfg, now_ns); !st) return reject(400, st.error().message);
+  if (auto no = policy_.check(r, bound_agent, now_ns); no.status) return reject(no.status, no.message);
   if (!mesh_.is_registered(r.agent))
     return reject(409, fmt::format("agent '{}' is not registered (POST /api/v1/register first)", r.agent));
+  // Windows to targets the agent was not given are not kept (report_policy.hpp).
+  std::vector<uint8_t> allowed, allowed_paths;
+  const uint64_t refused = policy_.allowed_targets(r, now_ns, allowed, allowed_paths);
 
   uint64_t accepted = 0, duplicate = 0, stale = 0;
   Status stored;
@@ -121,6 +138,7 @@ IngestReply Ingest::handle_report(const proto::Report& r, int64_t now_ns) {
     // store as they came, without a copy. Otherwise only the accepted ones are copied out.
     std::vector<uint8_t> keep(r.windows.size());
     for (size_t i = 0; i < r.windows.size(); ++i) {
+      if (!allowed[i]) continue;
       switch (txn.classify(r.windows[i])) {
         case WindowFate::accepted:
           keep[i] = 1;
@@ -136,7 +154,7 @@ IngestReply Ingest::handle_report(const proto::Report& r, int64_t now_ns) {
     std::vector<proto::WindowStats> some;
     std::span<const proto::WindowStats> fresh = r.windows;
     std::string_view encoded = r.encoded_windows;
-    if (duplicate + stale > 0) {
+    if (duplicate + stale + refused > 0) {
       for (size_t i = 0; i < r.windows.size(); ++i)
         if (keep[i]) some.push_back(r.windows[i]);
       fresh = some;
@@ -152,15 +170,22 @@ IngestReply Ingest::handle_report(const proto::Report& r, int64_t now_ns) {
   });
   if (!stored) {
     c.store_errors++;
+    // The agent reached us with a valid report: it is alive whatever the store's state (a Redis
+    // outage must not mark every agent down after agent_down_after). Its alarms are recorded with
+    // the batch it sends again.
+    (void)mesh_.touch(r.agent, r.health, {}, now_ns);
     log().error("ingest from {}: store failed: {}", r.agent, stored.error().message);
     return {503, error_json("store unavailable, retry later: " + stored.error().message)};
   }
   c.windows_accepted += accepted;
   c.windows_duplicate += duplicate;
   c.windows_stale += stale;
-  flows_.ingest(r);  // per-flow counters and paths, when the report has any (one branch otherwise)
+  c.windows_refused += refused;
+  // Per-flow counters and paths, when the report has any (one branch otherwise), of the windows
+  // and paths the policy lets this agent report.
+  flows_.ingest(r, allowed, allowed_paths);
   const uint64_t version = mesh_.touch(r.agent, r.health, r.alarms, now_ns);
-  return {200, proto::report_reply_json({accepted, duplicate, stale, version})};
+  return {200, proto::report_reply_json({accepted, duplicate, stale, version, refused})};
 }
 
 }  // namespace weft::controller

@@ -7,6 +7,7 @@
 
 #include "controller/flows.hpp"
 #include "controller/mesh.hpp"
+#include "controller/report_policy.hpp"
 #include "controller/store.hpp"
 #include "proto/report.hpp"
 
@@ -22,12 +23,16 @@ struct IngestReply {
 Status validate_report(const proto::Report& r, const Config& cfg, int64_t now_ns);
 class Ingest {
  public:
-  Ingest(Mesh& mesh, Store& store) : mesh_(mesh), store_(store), flows_(mesh) {}
+  Ingest(Mesh& mesh, Store& store) : mesh_(mesh), store_(store), flows_(mesh), policy_(mesh) {}
 
-  // `content_type` picks the decoder (binary or JSON). Thread-safe.
-  IngestReply handle(std::string_view content_type, std::string_view body, int64_t now_ns);
+  // `content_type` picks the decoder (binary or JSON). `bound_agent`: the agent the request's
+  // credential names ("" for a shared token or none): the report must be that agent's, and its
+  // size is bounded by that agent's pinglist before it is decoded (report_policy.hpp). Thread-safe.
+  IngestReply handle(std::string_view content_type, std::string_view body, int64_t now_ns,
+                     std::string_view bound_agent = {});
   // An already decoded report (the benchmark and tests use it to skip HTTP).
-  IngestReply handle_report(const proto::Report& r, int64_t now_ns);
+  IngestReply handle_report(const proto::Report& r, int64_t now_ns, std::string_view bound_agent = {});
+  ReportPolicy& policy() { return policy_; }
   // The per-flow state the accepted reports fed (flows.hpp): fault localisation's observations.
   const FlowTable& flows() const { return flows_; }
 
@@ -36,6 +41,7 @@ class Ingest {
   Mesh& mesh_;
   Store& store_;
   FlowTable flows_;
+  ReportPolicy policy_;
 };
 
 // {"error": message} with JSON escaping.

@@ -685,7 +685,8 @@ IngestCounters Mesh::ingest_counters() const {
           counters_.windows_duplicate.load(),
           counters_.windows_stale.load(),
           counters_.store_errors.load(),
-          counters_.bytes.load()};
+          counters_.bytes.load(),
+          counters_.windows_refused.load()};
 }
 
 void Mesh::set_store_info(StoreInfo info) {

@@ -141,7 +141,8 @@ class Mesh final : public MeshView {
   // --- counters (ingest updates them) ---
   struct Counters {
     std::atomic<uint64_t> requests{0}, requests_rejected{0}, windows_accepted{0}, windows_duplicate{0},
-        windows_stale{0}, store_errors{0}, bytes{0};
+        windows_stale{0}, store_errors{0}, bytes{0},
+        windows_refused{0};  // to targets not in the agent's pinglist (report_policy.hpp)
   };
   Counters& counters() { return counters_; }
   void set_store_info(StoreInfo info);

@@ -112,6 +112,7 @@ struct IngestCounters {
   uint64_t windows_stale = 0;      // older than what dedup can still tell apart: dropped
   uint64_t store_errors = 0;       // requests answered 5xx because the store failed
   uint64_t bytes = 0;              // request bodies received
+  uint64_t windows_refused = 0;    // to targets the agent was not given (report_policy.hpp): dropped
 };
 
 struct StoreInfo {

@@ -123,6 +123,7 @@ void render_controller(PromText& t, const MeshView& view, const std::vector<Agen
   t.sample({{"result", "accepted"}}, static_cast<double>(c.windows_accepted));
   t.sample({{"result", "duplicate"}}, static_cast<double>(c.windows_duplicate));
   t.sample({{"result", "stale"}}, static_cast<double>(c.windows_stale));
+  t.sample({{"result", "refused"}}, static_cast<double>(c.windows_refused));
   t.family("weft_controller_ingest_received_bytes_total", PromType::counter,
            "Bytes of ingest request bodies received.");
   t.sample(static_cast<double>(c.bytes));

@@ -204,7 +204,7 @@ template <typename R>
   return {};
 }
 
-Status read_window_list(Reader& r, std::vector<WindowStats>& out) {
+Status read_window_list(Reader& r, std::vector<WindowStats>& out, size_t max_windows = kMaxWindowsPerReport) {
   uint64_t n_names = r.varint();
   if (!r.ok()) return fail("window list: {}", r.error);
   // Each name needs at least one byte: a count larger than the rest of the body is a lie.
@@ -215,8 +215,9 @@ Status read_window_list(Reader& r, std::vector<WindowStats>& out) {
   for (uint64_t i = 0; i < n_names && r.ok(); ++i) names.push_back(r.string(kMaxNameLength));
   uint64_t n = r.varint();
   if (!r.ok()) return fail("window list: {}", r.error);
-  if (n > kMaxWindowsPerReport)
-    return fail("window list: {} windows, at most {} allowed", n, kMaxWindowsPerReport);
+  if (n > std::min(max_windows, kMaxWindowsPerReport))
+    return fail("window list: {} windows, at most {} allowed", n,
+                std::min(max_windows, kMaxWindowsPerReport));
   if (n > static_cast<uint64_t>(r.end - r.p)) return fail("window list: window count {} exceeds body", n);
   out.reserve(out.size() + n);
   for (uint64_t i = 0; i < n && r.ok(); ++i) {
@@ -306,11 +307,12 @@ void append_paths_section(std::string& out, std::span<const PathTrace> paths) {
   }
 }
 
-Status read_paths_section(Reader& r, std::vector<PathTrace>& paths) {
+Status read_paths_section(Reader& r, std::vector<PathTrace>& paths, size_t max_paths) {
   const uint64_t n = r.varint();
   if (!r.ok()) return fail("paths section: {}", r.error);
-  if (n > kMaxPathsPerReport || n > static_cast<uint64_t>(r.end - r.p))
-    return fail("paths section: path count {} exceeds the body or {}", n, kMaxPathsPerReport);
+  max_paths = std::min(max_paths, kMaxPathsPerReport);
+  if (n > max_paths || n > static_cast<uint64_t>(r.end - r.p))
+    return fail("paths section: path count {} exceeds the body or {}", n, max_paths);
   paths.resize(n);
   for (uint64_t i = 0; i < n; ++i) {
     PathTrace& p = paths[i];
@@ -338,7 +340,7 @@ Status read_paths_section(Reader& r, std::vector<PathTrace>& paths) {
 }
 
 // The sections after the window list: known tags in increasing order, each at most once.
-Status read_sections(Reader& r, Report& rep) {
+Status read_sections(Reader& r, Report& rep, size_t max_paths) {
   uint8_t last = 0;
   while (r.p != r.end) {
     const uint8_t tag = *r.p++;
@@ -351,7 +353,7 @@ Status read_sections(Reader& r, Report& rep) {
         st = read_flows_section(r, rep.windows);
         break;
       case kPathsSection:
-        st = read_paths_section(r, rep.paths);
+        st = read_paths_section(r, rep.paths, max_paths);
         break;
       default:
         return fail("binary report: unknown section {}", tag);
@@ -653,7 +655,7 @@ std::string encode_binary(const Report& rep) {
   return out;
 }
 
-Result<Report> decode_binary(std::string_view bytes) {
+Result<Report> decode_binary(std::string_view bytes, size_t max_windows, size_t max_paths) {
   if (bytes.size() < sizeof kMagic || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
     return fail("binary report: bad magic (expected 'WFT1')");
   Reader r{reinterpret_cast<const unsigned char*>(bytes.data() + sizeof kMagic),
@@ -680,10 +682,10 @@ Result<Report> decode_binary(std::string_view bytes) {
   }
   if (!r.ok()) return fail("binary report alarms: {}", r.error);
   const char* list_begin = reinterpret_cast<const char*>(r.p);
-  if (auto st = read_window_list(r, rep.windows); !st) return unexpected(st.error());
+  if (auto st = read_window_list(r, rep.windows, max_windows); !st) return unexpected(st.error());
   rep.encoded_windows =
       std::string_view(list_begin, static_cast<size_t>(reinterpret_cast<const char*>(r.p) - list_begin));
-  if (auto st = read_sections(r, rep); !st) return unexpected(st.error());
+  if (auto st = read_sections(r, rep, max_paths); !st) return unexpected(st.error());
   return rep;
 }
 
@@ -710,9 +712,81 @@ std::string encode_json(const Report& r) {
   return j.dump();
 }
 
-Result<Report> decode_json(std::string_view text) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+namespace {
+
+// decode_json reads the body as a stream of parse events and turns each window (and each traced
+// path) into its struct as soon as its object ends, dropping the object: they never exist as one
+// JSON tree (a tree costs 10-20 times its text). Everything else is bounded by count: the report's
+// other values (agent, health, alarms), each window's values (its per-flow counters included) and
+// each path's, so no body can make the decoder hold more than the body, the decoded windows and
+// paths and one item's tree.
+constexpr size_t kMaxValuesPerWindow = 256 + kMaxFlowsPerWindow * 16;
+constexpr size_t kMaxValuesPerPath = 64 + kMaxHops * 2;
+constexpr size_t kMaxOtherValues = kMaxAlarmsPerReport * 8 + 256;
+
+struct StreamDecode {
+  size_t max_windows = kMaxWindowsPerReport;
+  size_t max_paths = kMaxPathsPerReport;
+  std::vector<WindowStats> windows;
+  std::vector<PathTrace> paths;
+  JsonReader jr;
+  std::string error;
+  std::string top;  // the root object's key being read
+  size_t item_values = 0, other_values = 0;
+
+  void bad(std::string e) {
+    if (error.empty()) error = std::move(e);
+  }
+  bool on_event(int depth, json::parse_event_t ev, json& parsed) {
+    if (!error.empty()) return false;  // keep nothing more; the parser still checks the syntax
+    const bool is_windows = top == "windows", is_paths = top == "paths";
+    const bool in_item = (is_windows || is_paths) && depth >= 2;
+    const bool item_end = in_item && depth == 2 && ev == json::parse_event_t::object_end;
+    if (ev == json::parse_event_t::key && depth == 1) top = parsed.get<std::string>();
+    if (in_item && !item_end) {
+      if (is_windows && ++item_values > kMaxValuesPerWindow)
+        bad(fmt::format("windows[{}]: more than {} values", windows.size(), kMaxValuesPerWindow));
+      if (is_paths && ++item_values > kMaxValuesPerPath)
+        bad(fmt::format("paths[{}]: more than {} values", paths.size(), kMaxValuesPerPath));
+    } else if (!in_item && ++other_values > kMaxOtherValues) {
+      bad(fmt::format("report: more than {} values outside the windows and paths", kMaxOtherValues));
+    }
+    if (!error.empty()) return false;
+    if (!item_end) return true;
+    item_values = 0;
+    if (is_windows) {
+      if (windows.size() >= max_windows) {
+        bad(fmt::format("report.windows: more than {} windows", max_windows));
+        return false;
+      }
+      WindowStats& w = windows.emplace_back();
+      if (auto st = window_from_json(parsed, fmt::format("windows[{}]", windows.size() - 1), jr, w); !st)
+        bad(st.error().message);
+    } else {
+      if (paths.size() >= max_paths) {
+        bad(fmt::format("report.paths: more than {} paths", max_paths));
+        return false;
+      }
+      PathTrace& p = paths.emplace_back();
+      if (auto st = path_from_json(parsed, fmt::format("paths[{}]", paths.size() - 1), jr, p); !st)
+        bad(st.error().message);
+    }
+    if (!jr.error.empty()) bad(jr.error);
+    return false;  // converted: drop the object
+  }
+};
+
+}  // namespace
+
+Result<Report> decode_json(std::string_view text, size_t max_windows, size_t max_paths) {
+  StreamDecode sd;
+  sd.max_windows = std::min(max_windows, kMaxWindowsPerReport);
+  sd.max_paths = std::min(max_paths, kMaxPathsPerReport);
+  json j = json::parse(
+      text, [&sd](int depth, json::parse_event_t ev, json& parsed) { return sd.on_event(depth, ev, parsed); },
+      /*allow_exceptions=*/false);
   if (j.is_discarded()) return fail("body is not valid JSON");
+  if (!sd.error.empty()) return fail("{}", sd.error);
   if (!j.is_object()) return fail("body must be a JSON object");
   JsonReader jr;
   Report r;
@@ -741,27 +815,15 @@ Result<Report> decode_json(std::string_view text) {
   }
   auto it = j.find("windows");
   if (it == j.end() || !it->is_array()) return fail("report.windows: expected an array");
-  if (it->size() > kMaxWindowsPerReport)
-    return fail("report.windows: more than {} windows", kMaxWindowsPerReport);
-  r.windows.reserve(it->size());
-  for (size_t i = 0; i < it->size() && jr.error.empty(); ++i) {
-    const json& o = (*it)[i];
-    std::string where = fmt::format("windows[{}]", i);
-    WindowStats w;
-    if (auto st = window_from_json(o, where, jr, w); !st) return unexpected(st.error());
-    r.windows.push_back(std::move(w));
-  }
+  // The window objects were taken out as they ended; anything left in the array was not an object.
+  if (!it->empty()) return fail("windows[{}]: expected an object", sd.windows.size());
   if (!jr.error.empty()) return fail("{}", jr.error);
   if (auto pit = j.find("paths"); pit != j.end()) {
     if (!pit->is_array()) return fail("report.paths: expected an array");
-    if (pit->size() > kMaxPathsPerReport) return fail("report.paths: more than {} paths", kMaxPathsPerReport);
-    r.paths.resize(pit->size());
-    for (size_t i = 0; i < pit->size(); ++i) {
-      if (auto st = path_from_json((*pit)[i], fmt::format("paths[{}]", i), jr, r.paths[i]); !st)
-        return unexpected(st.error());
-      if (!jr.error.empty()) return fail("{}", jr.error);
-    }
+    if (!pit->empty()) return fail("paths[{}]: expected an object", sd.paths.size());
   }
+  r.windows = std::move(sd.windows);
+  r.paths = std::move(sd.paths);
   return r;
 }
 

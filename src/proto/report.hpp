@@ -65,7 +65,10 @@ struct Report {
 
 // --- binary ------------------------------------------------------------------------------------
 std::string encode_binary(const Report& r);
-Result<Report> decode_binary(std::string_view bytes);
+// `max_windows`, `max_paths`: a report with more is refused before they are decoded (the controller
+// passes what the agent's pinglist allows).
+Result<Report> decode_binary(std::string_view bytes, size_t max_windows = kMaxWindowsPerReport,
+                             size_t max_paths = kMaxPathsPerReport);
 
 // Just the window list (name table + windows), used for history blobs.
 void append_window_list(std::string& out, std::span<const WindowStats> windows);
@@ -75,7 +78,11 @@ Result<std::vector<WindowStats>> decode_window_list(std::string_view bytes);
 std::string encode_json(const Report& r);
 // Strict: every field has the right JSON type, unknown protocol names are errors. Missing optional
 // fields (health, alarms, percentiles) default to zero.
-Result<Report> decode_json(std::string_view text);
+// Decodes as it parses (each window and path object is converted and dropped as it ends), so memory
+// stays within the body, the decoded windows and paths and one item's JSON tree; values are bounded
+// per window, per path and outside them.
+Result<Report> decode_json(std::string_view text, size_t max_windows = kMaxWindowsPerReport,
+                           size_t max_paths = kMaxPathsPerReport);
 
 // One window as a JSON object (the shape of report.windows[i]; also the Redis store's values).
 std::string window_json(const WindowStats& w);

@@ -10,7 +10,8 @@ std::string report_reply_json(const ReportReply& r) {
   return nlohmann::json{{"accepted", r.accepted},
                         {"duplicate", r.duplicate},
                         {"stale", r.stale},
-                        {"pinglist_version", r.pinglist_version}}
+                        {"pinglist_version", r.pinglist_version},
+                        {"refused", r.refused}}
       .dump();
 }
 
@@ -25,6 +26,11 @@ Result<ReportReply> decode_report_reply(std::string_view body) {
     auto v = unsigned_field(j, key, 0, UINT64_MAX);
     if (!v) return fail("report reply: {}", v.error().message);
     *field = *v;
+  }
+  if (j.contains("refused")) {
+    auto v = unsigned_field(j, "refused", 0, UINT64_MAX);
+    if (!v) return fail("report reply: {}", v.error().message);
+    r.refused = *v;
   }
   return r;
 }

@@ -62,7 +62,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="wms-conn-")
     cfg = os.path.join(tmp, "weft.yaml")
     with open(cfg, "w") as f:
-        f.write(f"listen: 127.0.0.1:{PORT}\ntokens: [{TOKEN}]\nstore: sqlite:{tmp}/h.db\nmax_body_bytes: 1048576\n"
+        f.write(f"listen: 127.0.0.1:{PORT}\ntokens: [{TOKEN}]\nshared_tokens: true\nstore: sqlite:{tmp}/h.db\nmax_body_bytes: 1048576\n"
                 "http_header_timeout: 1s\nmax_header_bytes: 8192\n"
                 "groups:\n  - {name: all, protocols: [udp], members: ['*']}\n")
     proc = subprocess.Popen([WEFT, "--log-level", "warn", "controller", "-c", cfg])

@@ -53,7 +53,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="wms-garbage-")
     cfg = os.path.join(tmp, "weft.yaml")
     with open(cfg, "w") as f:
-        f.write(f"listen: 127.0.0.1:{PORT}\ntokens: [{TOKEN}]\nstore: sqlite:{tmp}/h.db\nmax_body_bytes: 1048576\n"
+        f.write(f"listen: 127.0.0.1:{PORT}\ntokens: [{TOKEN}]\nshared_tokens: true\nstore: sqlite:{tmp}/h.db\nmax_body_bytes: 1048576\n"
                 "groups:\n  - {name: all, protocols: [udp, tcp], members: ['*']}\n")
     proc = subprocess.Popen([WEFT, "--log-level", "warn", "controller", "-c", cfg])
     try:
@@ -69,6 +69,9 @@ def main():
         now = time.time_ns()
         reg = {"name": "g1", "addresses": ["127.0.0.1"], "protocols": ["udp"], "udp_port": 18091}
         expect({200}, call("POST", "/api/v1/register", json.dumps(reg)), "register")
+        # The window's target, so that it is in g1's pinglist (windows to other targets are refused).
+        reg2 = {"name": "g2", "addresses": ["127.0.0.2"], "protocols": ["udp"], "udp_port": 18091}
+        expect({200}, call("POST", "/api/v1/register", json.dumps(reg2)), "register g2")
         good_window = {"protocol": "udp", "target": "g2", "start_unix_ns": now - 2_000_000_000,
                        "end_unix_ns": now - 1_000_000_000, "sent": 10, "received": 10, "lost": 0}
         good = {"agent": "g1", "windows": [good_window]}

@@ -282,6 +282,24 @@ TEST(IngestStoreFailure, NothingIsKeptAndTheRetryCounts) {
   EXPECT_EQ(store.stored.size(), 1u);
 }
 
+// Liveness comes from the agents' own contact: while the store fails (503, the batch is sent
+// again), an agent that keeps reporting is not marked down; one that does not report is.
+TEST(IngestStoreFailure, AgentsThatReportStayUp) {
+  FlakyStore store;
+  auto cfg = parse_config(
+      "agent_down_after: 2s\ngroups:\n  - {name: all, protocols: [udp], members: ['*']}\n", "<t>");
+  Mesh mesh(std::make_shared<const Config>(*cfg));
+  Ingest ingest(mesh, store);
+  const int64_t t0 = now_ns();
+  for (const char* n : {"h1", "h2"}) mesh.register_agent({n, {"10.0.0.9"}, {Protocol::udp}, "", 7777, 0}, t0);
+  store.failing = true;
+  EXPECT_EQ(
+      ingest.handle_report(report("h1", {window("h2", t0 - 10'000'000'000)}), t0 + 3'000'000'000).status,
+      503);
+  EXPECT_EQ(mesh.sweep(t0 + 3'500'000'000), std::vector<std::string>{"h2"});
+  EXPECT_FALSE(mesh.latest_pair(Protocol::udp, "h1", "h2"));  // nothing of the batch was kept
+}
+
 TEST(MeshRegistry, SilentAgentsGoDownAndComeBack) {
   auto cfg = parse_config(
       "agent_down_after: 2s\ngroups:\n  - {name: all, protocols: [udp], members: ['*']}\n", "<t>");

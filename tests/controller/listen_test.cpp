@@ -11,7 +11,7 @@ using namespace weft::controller::testing;
 namespace {
 
 Config config(const TempDir& dir, const std::string& listen) {
-  auto cfg = parse_config(fmt::format("store: sqlite:{}\ntokens: [t0k-listen]\n"
+  auto cfg = parse_config(fmt::format("store: sqlite:{}\ntokens: [t0k-listen]\nshared_tokens: true\n"
                                       "groups:\n  - {{name: all, protocols: [udp], members: ['*']}}\n",
                                       dir.file("listen.db")),
                           "<test>");

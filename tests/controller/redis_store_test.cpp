@@ -94,7 +94,9 @@ TEST(RedisStore, AppendHistoryRestartAndDedup) {
     ASSERT_TRUE(s) << s.error().message;
     Mesh mesh(cfg);
     Ingest ingest(mesh, **s);
-    mesh.register_agent({"r1", {"10.0.0.1"}, {Protocol::udp}, "", 7777, 0}, now_ns());
+    // r2 registered too: windows are kept only to targets of r1's pinglist (report_policy.hpp).
+    for (const char* n : {"r1", "r2"})
+      mesh.register_agent({n, {"10.0.0.1"}, {Protocol::udp}, "", 7777, 0}, now_ns());
     auto r = ingest.handle_report(rep, now_ns());
     ASSERT_EQ(r.status, 200) << r.body;
     auto h = (*s)->history(Protocol::udp, "r1", "r2", 0, INT64_MAX, 100);
@@ -113,7 +115,8 @@ TEST(RedisStore, AppendHistoryRestartAndDedup) {
   ASSERT_TRUE(l);
   EXPECT_EQ(l->window.lost, 30u);
   Ingest ingest(mesh, **s);
-  mesh.register_agent({"r1", {"10.0.0.1"}, {Protocol::udp}, "", 7777, 0}, now_ns());
+  for (const char* n : {"r1", "r2"})
+    mesh.register_agent({n, {"10.0.0.1"}, {Protocol::udp}, "", 7777, 0}, now_ns());
   auto again = ingest.handle_report(rep, now_ns());
   EXPECT_EQ(nlohmann::json::parse(again.body)["duplicate"], 4);
   EXPECT_EQ((*s)->history(Protocol::udp, "r1", "r2", 0, INT64_MAX, 100)->size(), 4u);

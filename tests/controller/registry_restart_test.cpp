@@ -170,10 +170,15 @@ void agent_removal(const std::string& store) {
           post(*c, "/api/v1/register", registration(fmt::format("rm{}", i), i), "application/json")->status,
           200);
     httplib::Client cli("127.0.0.1", c->bound_ports().at(0));
-    httplib::Headers auth{{"Authorization", "Bearer t0k-restart-test"}};
+    // Removal is an admin action (controller/auth.hpp): the agents' token is refused.
+    httplib::Headers auth{{"Authorization", "Bearer t0k-restart-test-admin"}};
     auto no_token = cli.Delete("/api/v1/agents/rm2");
     ASSERT_TRUE(no_token);
     EXPECT_EQ(no_token->status, 401);
+    auto agent_token =
+        cli.Delete("/api/v1/agents/rm2?force=1", {{"Authorization", "Bearer t0k-restart-test"}});
+    ASSERT_TRUE(agent_token);
+    EXPECT_EQ(agent_token->status, 403);
     auto live = cli.Delete("/api/v1/agents/rm2", auth);
     ASSERT_TRUE(live);
     EXPECT_EQ(live->status, 409);

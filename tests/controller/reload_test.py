@@ -42,7 +42,7 @@ logf = os.path.join(tmp, "controller.log")
 
 def write(groups):
     with open(cfg + ".new", "w") as f:
-        f.write(f"listen: 127.0.0.1:{PORT}\ntokens: [{TOKEN}]\nstore: sqlite:{tmp}/h.db\n{groups}")
+        f.write(f"listen: 127.0.0.1:{PORT}\ntokens: [{TOKEN}]\nshared_tokens: true\nstore: sqlite:{tmp}/h.db\n{groups}")
     os.replace(cfg + ".new", cfg)
 
 

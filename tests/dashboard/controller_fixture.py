@@ -6,6 +6,7 @@ The fed mesh is deterministic: every ordered pair of `hosts` gets one window per
 with network RTT p50 = base_us(src, dst) and the loss the test asks for on chosen pairs."""
 import json
 import os
+import sys
 import shutil
 import subprocess
 import tempfile
@@ -16,7 +17,12 @@ import urllib.request
 
 from webdriver import stop, wait_port
 
-TOKEN = "wdb-test-token-0123"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from agent_tokens import agent_token  # noqa: E402  (tests/pylib)
+
+# Each fed host reports with its own token under this secret, as real agents do; reads need none
+# (the controller listens on loopback, where the read API is open).
+AGENT_SECRET = "wdb-test-agent-secret-0123"
 
 
 def base_us(src_i, dst_i):
@@ -59,7 +65,7 @@ class Controller:
         protos = "\n".join(f"  {p}: {{interval: 100ms, timeout: 1s}}" for p in self.protocols)
         with open(cfg, "w") as f:
             f.write(f"""listen: ["127.0.0.1:{self.port}"]
-tokens: ["{TOKEN}"]
+agent_secret: "{AGENT_SECRET}"
 store: "sqlite:{self.dir}/history.db"
 window: {self.window_s}s
 agent_down_after: {self.down_after_s}s
@@ -102,11 +108,14 @@ groups:
         return f"http://127.0.0.1:{self.port}"
 
     # -- HTTP ----------------------------------------------------------------------------------
-    def request(self, method, path, body=None, token=True):
+    def request(self, method, path, body=None, token=None, agent=None):
+        """`agent`: send as that fed host, with its own token; `token`: this bearer token."""
         data = None if body is None else json.dumps(body).encode()
         headers = {"Content-Type": "application/json"}
+        if agent:
+            token = agent_token(AGENT_SECRET, agent)
         if token:
-            headers["Authorization"] = f"Bearer {TOKEN}"
+            headers["Authorization"] = f"Bearer {token}"
         req = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
         try:
             with urllib.request.urlopen(req, timeout=10) as r:
@@ -115,14 +124,14 @@ groups:
             return e.code, e.headers, e.read()
 
     def get_json(self, path):
-        status, _, body = self.request("GET", path, token=False)
+        status, _, body = self.request("GET", path)
         assert status == 200, f"GET {path}: {status} {body[:300]!r}"
         return json.loads(body)
 
     # -- feeding -------------------------------------------------------------------------------
     def register_all(self):
         for i, h in enumerate(self.hosts):
-            status, _, body = self.request("POST", "/api/v1/register", {
+            status, _, body = self.request("POST", "/api/v1/register", agent=h, body={
                 "name": h, "version": "0.1.0-test", "addresses": [f"127.0.{(i + 10) // 250}.{(i + 10) % 250 + 1}"],
                 "protocols": self.protocols, "udp_port": 7000 + i % 50000, "tcp_port": 7000 + i % 50000})
             assert status == 200, f"register {h}: {status} {body[:300]!r}"
@@ -149,7 +158,7 @@ groups:
                        for di, dst in enumerate(self.hosts)
                        if di != si and (src, dst) not in self.never
                        and not (live and (src, dst) in self.backfill_only)]
-            status, _, body = self.request("POST", "/api/v1/report", {
+            status, _, body = self.request("POST", "/api/v1/report", agent=src, body={
                 "agent": src, "seq": seq,
                 "health": {"cpu_percent": 1.0 + si, "rss_kb": 20000 + 1000 * si, "probes_per_s": 10.0 * (len(self.hosts) - 1),
                            "dropped_windows": 0, "spooled_windows": 0, "prober_restarts": 0},

@@ -25,11 +25,16 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "lab"))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "pylib"))
+from agent_tokens import agent_token  # noqa: E402  (tests/pylib)
 from clos import CONTROLLER_IP, Clos, require_root  # noqa: E402
 import clos_checks  # noqa: E402
 from clos_checks import log  # noqa: E402
 
-TOKEN = "lab-clos-token-1"
+# Each agent reports with its own token under the controller's secret; the test reads the API with
+# a read token (the controller listens beyond loopback, where reads need one).
+AGENT_SECRET = "lab-clos-agent-secret-1"
+READ_TOKEN = "lab-clos-read-token-1"
 PORT = 18480
 AGENT_UDP_PORT = 18481
 WINDOW_S = 2
@@ -67,7 +72,8 @@ class Api:
     CODE = ("import sys, json, urllib.request\n"
             "for line in sys.stdin:\n"
             "    try:\n"
-            "        body = urllib.request.urlopen(line.strip(), timeout=5).read().decode()\n"
+            f"        req = urllib.request.Request(line.strip(), headers={{'Authorization': 'Bearer {READ_TOKEN}'}})\n"
+            "        body = urllib.request.urlopen(req, timeout=5).read().decode()\n"
             "        print(json.dumps(json.loads(body)), flush=True)\n"
             "    except Exception as e:\n"
             "        print(json.dumps({'unavailable': type(e).__name__ + ': ' + str(e)}), flush=True)\n")
@@ -97,7 +103,8 @@ class Mesh:
         cfg = os.path.join(self.tmp, "weft.yaml")
         with open(cfg, "w") as f:
             f.write(f"""listen: {CONTROLLER_IP}:{PORT}
-tokens: [{TOKEN}]
+agent_secret: {AGENT_SECRET}
+read_tokens: [{READ_TOKEN}]
 store: sqlite:{self.tmp}/history.db
 window: {WINDOW_S}s
 agent_down_after: 10s
@@ -127,8 +134,8 @@ groups:
         assert {"spine1", "spine2", "tor1", "h9", "tor1-spine1", "h9-tor3"} <= names, sorted(names)
         for h in self.c.hosts():
             self.c.run(h, [self.weft, "--log-level", "info", "agent", "--controller", f"http://{CONTROLLER_IP}:{PORT}",
-                           "--token", TOKEN, "--name", h, "--address", self.c.host_ip(h), "--protocols", "udp",
-                           "--udp-port", str(AGENT_UDP_PORT), "--tcp-port", "18482"],
+                           "--token", agent_token(AGENT_SECRET, h), "--name", h, "--address", self.c.host_ip(h),
+                           "--protocols", "udp", "--udp-port", str(AGENT_UDP_PORT), "--tcp-port", "18482"],
                        stdout=open(f"{self.tmp}/agent-{h}.log", "w"), stderr=subprocess.STDOUT)
         n = len(self.c.hosts())
 
@@ -270,6 +277,7 @@ def main():
     ap.add_argument("--config", default="", help="YAML appended to the controller's config")
     ap.add_argument("--trace", help="write every poll's elements to this file (JSON lines)")
     ap.add_argument("--no-fail", action="store_true", help="print the table, exit 0 (the benchmark)")
+    ap.add_argument("--prefix", default="wcl", help="namespace name prefix (another lab may hold wcl-*)")
     args = ap.parse_args()
     require_root()
     # ctest's timeout and Ctrl-C end the run through the `with` below, which removes the lab.
@@ -279,7 +287,7 @@ def main():
         if f not in FAULTS:
             sys.exit(f"unknown fault {f!r}; known: {', '.join(FAULTS)}")
     t_start = time.monotonic()
-    with Clos("wcl") as c:
+    with Clos(args.prefix) as c:
         log(f"lab: {len(c.hosts())} hosts in {c.racks} racks, {c.nspines} spines, built")
         if not args.no_lab_checks:
             clos_checks.verify_lab(c)

@@ -17,6 +17,8 @@ import json
 import math
 import os
 import shutil
+import hashlib
+import hmac
 import subprocess
 import sys
 import tempfile
@@ -25,11 +27,18 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "lab"))
 from netns import Lab, require_root, wait_for  # noqa: E402
 
-TOKEN = "lab-mesh-token-1"
+SECRET = "lab-mesh-agent-secret-1"  # each agent's token is HMAC(SECRET, name) (controller/auth.hpp)
 PORT = 18080
 REDIS_PORT = 18379
 CTL = 5  # the controller's namespace; agents are h1..h4
 AGENTS = [1, 2, 3, 4]
+
+
+def agent_token(name):
+    mac = hmac.new(SECRET.encode(), b"weft agent token v1\n" + name.encode(), hashlib.sha256).hexdigest()
+    return f"{name}.{mac}"
+
+
 WINDOW_S = 2
 
 
@@ -61,7 +70,8 @@ class Mesh:
         store = (f"sqlite:{self.tmp}/history.db" if self.store == "sqlite" else f"redis://127.0.0.1:{REDIS_PORT}")
         with open(f"{self.tmp}/weft.yaml", "w") as f:
             f.write(f"""listen: {self.lab.ip(CTL)}:{PORT}
-tokens: [{TOKEN}]
+agent_secret: {SECRET}
+open_read: true  # the lab network is the test's own
 store: {store}
 window: {WINDOW_S}s
 agent_down_after: 4s
@@ -83,7 +93,7 @@ groups:
 
     def start_agent(self, i):
         self.agents[i] = self.lab.run(i, [self.weft, "--log-level", "info", "agent", "--controller",
-                                          f"http://{self.lab.ip(CTL)}:{PORT}", "--token", TOKEN, "--name", f"h{i}",
+                                          f"http://{self.lab.ip(CTL)}:{PORT}", "--token", agent_token(f"h{i}"), "--name", f"h{i}",
                                           "--udp-port", "18101", "--tcp-port", "18102",
                                           "--spool-dir", f"{self.tmp}/spool-h{i}", "--memory-windows", "50"],
                                       stdout=open(f"{self.tmp}/agent-h{i}.log", "a"), stderr=subprocess.STDOUT)

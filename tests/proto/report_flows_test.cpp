@@ -202,3 +202,38 @@ TEST(ReportFlows, PinglistCarriesTheFlowCount) {
   ASSERT_FALSE(e);
   EXPECT_NE(e.error().message.find("flows"), std::string::npos) << e.error().message;
 }
+
+// The JSON decode takes windows and paths out as their objects end: a window with the most flows
+// and a path with the most hops fit its per-item bounds, and the per-call bounds on windows and
+// paths are errors naming the bound.
+TEST(ReportFlows, JsonStreamingDecodeKeepsFullWindowsAndPaths) {
+  Report r = report_with_flows();
+  for (uint16_t k = 0; k < kMaxFlowsPerWindow; ++k)
+    r.windows[0].flows.push_back({static_cast<uint16_t>(30000 + k), 100, 99, 1, 70'000});
+  PathTrace p = r.paths[0];
+  p.hops.assign(kMaxHops, "fd00:1234:5678:9abc:def0:1234:5678:9abc");
+  r.paths.assign(500, p);
+  const std::string text = encode_json(r);
+  auto d = decode_json(text);
+  ASSERT_TRUE(d) << d.error().message;
+  expect_same_flows(r, *d);
+  auto few_paths = decode_json(text, kMaxWindowsPerReport, 499);
+  ASSERT_FALSE(few_paths);
+  EXPECT_NE(few_paths.error().message.find("more than 499 paths"), std::string::npos)
+      << few_paths.error().message;
+  auto few_windows = decode_json(text, 3);
+  ASSERT_FALSE(few_windows);
+  EXPECT_NE(few_windows.error().message.find("more than 3 windows"), std::string::npos)
+      << few_windows.error().message;
+  auto bin = decode_binary(encode_binary(r), kMaxWindowsPerReport, 499);
+  ASSERT_FALSE(bin);
+  EXPECT_NE(bin.error().message.find("499"), std::string::npos) << bin.error().message;
+  // A path with more values than any path has is refused as it is read.
+  std::string many_hops;
+  for (int i = 0; i < 200; ++i) many_hops += "\"\",";
+  std::string big = text;
+  big.insert(big.find("\"hops\":[") + 8, many_hops);
+  auto bad = decode_json(big);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("paths[0]: more than"), std::string::npos) << bad.error().message;
+}

@@ -7,6 +7,8 @@ import sys
 import time
 import urllib.request
 
+import agent_tokens  # tests/pylib, on the path of every test that imports this module
+
 
 def get(port, path, token=None):
     """GET http://127.0.0.1:port/path and decode the JSON answer (Bearer token when given)."""
@@ -31,21 +33,32 @@ def wait(pred, what, timeout=30):
     raise SystemExit(f"FAIL: {what}")
 
 
+def agent_secret(token):
+    """The controller's agent secret for a test's `token` (at least 16 characters)."""
+    return f"{token}-agent-secret"
+
+
+def agent_token(token, name):
+    """Agent `name`'s own token under agent_secret(token) (tests/pylib/agent_tokens.py)."""
+    return agent_tokens.agent_token(agent_secret(token), name)
+
+
 def controller_config(port, token, store, interval="50ms", agent_down_after="60s"):
-    """A controller probing every agent with every other over UDP, 1 s windows, fast reports.
-    agent_down_after=None leaves the controller's default."""
+    """A controller probing every agent with every other over UDP, 1 s windows, fast reports; each agent
+    has its own token (agent_token). agent_down_after=None leaves the controller's default."""
     down = f"agent_down_after: {agent_down_after}\n" if agent_down_after else ""
-    return (f"listen: 127.0.0.1:{port}\ntokens: [{token}]\nstore: {store}\nwindow: 1s\n"
+    return (f"listen: 127.0.0.1:{port}\nagent_secret: {agent_secret(token)}\nstore: {store}\nwindow: 1s\n"
             f"report_interval: 300ms\npinglist_sync: 1s\n{down}"
             f"protocols:\n  udp: {{interval: {interval}, timeout: 300ms}}\n"
             "groups:\n  - {name: all, protocols: [udp], members: ['*']}\n")
 
 
 def start_agent(weft, tmp, controllers, token, name, addr, udp, tcp, log_level="info"):
-    """Starts agent `name` on loopback address addr (UDP probes only), its log in tmp/agent-NAME.log.
+    """Starts agent `name` on loopback address addr (UDP probes only) with its own token under the
+    test's `token` (agent_token), its log in tmp/agent-NAME.log.
     controllers: the --controller value (one URL or a comma-separated list)."""
     return subprocess.Popen([weft, "--log-level", log_level, "agent", "--controller", controllers,
-                             "--token", token, "--name", name, "--address", addr, "--protocols", "udp",
+                             "--token", agent_token(token, name), "--name", name, "--address", addr, "--protocols", "udp",
                              "--udp-port", str(udp), "--tcp-port", str(tcp)],
                             stdout=subprocess.DEVNULL, stderr=open(f"{tmp}/agent-{name}.log", "w"))
 
