@@ -155,11 +155,11 @@ TEST_F(Policy, FlowsAndPathsFollowTheTargetRule) {
   auto rep = ingest->handle(weft::proto::kBinaryContentType, weft::proto::encode_binary(r), now_ns(), "h1");
   ASSERT_EQ(rep.status, 200) << rep.body;
   EXPECT_EQ(body(rep)["refused"], 1);
-  const PairFlows kept = ingest->flows().pair(Protocol::udp, "h1", "h2");
+  const PairFlows kept = ingest->flows().pair(Protocol::udp, "h1", "h2", now_ns());
   ASSERT_EQ(kept.flows.size(), 2u);
   EXPECT_EQ(kept.flows[0].paths.size(), 1u);
-  EXPECT_TRUE(ingest->flows().pair(Protocol::udp, "h1", "made-up").flows.empty());
-  EXPECT_TRUE(ingest->flows().pair(Protocol::tcp, "h1", "h3").flows.empty());
+  EXPECT_TRUE(ingest->flows().pair(Protocol::udp, "h1", "made-up", now_ns()).flows.empty());
+  EXPECT_TRUE(ingest->flows().pair(Protocol::tcp, "h1", "h3", now_ns()).flows.empty());
 }
 
 // A bound agent's traced paths are bounded before decoding, like its windows: one per flow of each
