@@ -465,6 +465,7 @@ nlohmann::json device_json(Session& s) {
                    {"rx_ring", pk->rx_ring() == PacketDevice::Options::Ring::v3 ? "v3" : "v2"},
                    {"rx_blocks", pc.rx_blocks},
                    {"rx_copied", pc.rx_copied},
+                   {"rx_placed", pc.rx_placed},
                    {"rx_ring_drops", pk->take_ring_drops()},
                    {"tx_frames", s.iface->stats().tx_frames},
                    {"tx_syscalls", pc.tx_batches},

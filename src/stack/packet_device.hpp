@@ -63,6 +63,9 @@ class PacketDevice final : public Device {
   PacketDevice& operator=(const PacketDevice&) = delete;
 
   Result<RxInfo> receive(wire::MutBytes buf) override;
+  // V2: a frame larger than a slot (TP_STATUS_COPY) shows the slot's part of it (the headers).
+  bool rx_peek_large(RxPeek& out) override;
+  Status receive_split(wire::MutBytes head, wire::MutBytes rest) override;
   Status transmit(wire::Bytes frame, const TxOffload& off) override;
   // The next batch slot: the interface builds the frame there (no copy from its own buffer).
   wire::MutBytes tx_reserve(size_t max_len) override;
@@ -88,6 +91,7 @@ class PacketDevice final : public Device {
   struct Counters {
     uint64_t rx_blocks = 0;     // V3: ring blocks handed to the stack
     uint64_t rx_copied = 0;     // V2: frames larger than a slot, read whole with recv()
+    uint64_t rx_placed = 0;     // of those, read with their payload straight into its place (receive_split)
     uint64_t rx_truncated = 0;  // frames larger than the ring's frames (GSO super-frames), dropped
     uint64_t tx_batches = 0;    // sendmmsg calls
     uint64_t tx_dropped = 0;    // frames the kernel would not take (device queue full)
