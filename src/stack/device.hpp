@@ -38,6 +38,20 @@ class Device {
   virtual ~Device() = default;
   // Copies the next frame (Ethernet header first) into `buf`.
   virtual Result<RxInfo> receive(wire::MutBytes buf) = 0;
+  // The next frame in place, for devices whose frames sit in memory the stack may read (a mapped
+  // ring): valid until rx_release(), which gives its place back to the device (the next receive
+  // call releases it too). Devices that cannot show a frame in place copy it into `buf` and show
+  // it there (what this default does). An empty frame: nothing waiting.
+  struct RxView {
+    wire::Bytes frame;
+    bool csum_verified = false;
+  };
+  virtual Result<RxView> receive_view(wire::MutBytes buf) {
+    auto r = receive(buf);
+    if (!r) return unexpected(r.error());
+    return RxView{wire::Bytes(buf.data(), r->len), r->csum_verified};
+  }
+  virtual void rx_release() {}
   // Split receive, for devices where a large frame waits whole in the kernel while its first bytes
   // can be read without taking it (AF_PACKET's TPACKET_V2 ring with PACKET_COPY_THRESH): when the
   // next frame is one, rx_peek_large() shows its first bytes (at least its headers) and its full

@@ -58,15 +58,19 @@ size_t Interface::poll_rx(size_t budget) {
   tcp_.begin_batch();  // one ACK per connection for the in-order data of the whole batch
   for (; n < budget; ++n) {
     if (place_large_frame()) continue;
-    auto r = dev_.receive(rx_);
+    // In place where the device can show it (AF_PACKET's ring slot: no copy out of the ring).
+    auto r = dev_.receive_view(rx_);
     if (!r) {
       ++stats_.rx_bad;
       break;
     }
-    if (r->len == 0) break;
+    if (r->frame.empty()) break;
     ++stats_.rx_frames;
-    const Clock::Hold now(clock_);  // one reading for the frame and all it sets off (Linux: tcp_mstamp)
-    handle_frame(wire::Bytes(rx_.data(), r->len), r->csum_verified);
+    {
+      const Clock::Hold now(clock_);  // one reading for the frame and all it sets off (Linux: tcp_mstamp)
+      handle_frame(r->frame, r->csum_verified);
+    }
+    dev_.rx_release();
   }
   std::optional<Clock::Hold> now;  // the held ACKs go out on one reading (none when none wait)
   if (tcp_.holds_acks()) now.emplace(clock_);
