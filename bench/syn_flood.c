@@ -1,7 +1,7 @@
 // SYN flood for bench/stack_synflood.sh: N TCP SYNs with random spoofed IPv4 sources, ports and
 // sequence numbers, written to one interface through an AF_PACKET socket in batches of 64
-// (sendmmsg), as fast as the interface takes them.
-//   syn_flood IFNAME DST_MAC DST_IP DST_PORT N SEED
+// (sendmmsg), as fast as the interface takes them, or paced to RATE SYNs a second (per batch).
+//   syn_flood IFNAME DST_MAC DST_IP DST_PORT N SEED [RATE]
 // Prints "sent N in S s (R/s)". Sources are 198.18.0.0/15 (RFC 2544 benchmarking space), so the
 // target's SYN-ACKs go to its gateway and nowhere further.
 #define _GNU_SOURCE
@@ -39,8 +39,8 @@ static uint32_t sum16(const uint8_t* p, size_t n, uint32_t s) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 7) {
-    fprintf(stderr, "usage: %s IFNAME DST_MAC DST_IP DST_PORT N SEED\n", argv[0]);
+  if (argc != 7 && argc != 8) {
+    fprintf(stderr, "usage: %s IFNAME DST_MAC DST_IP DST_PORT N SEED [RATE]\n", argv[0]);
     return 2;
   }
   unsigned mac[6];
@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
   const uint16_t dport = (uint16_t)atoi(argv[4]);
   const long n = atol(argv[5]);
   rng_state = (uint64_t)atoll(argv[6]) * 0x9E3779B97F4A7C15ull + 1;
+  const double rate = argc == 8 ? atof(argv[7]) : 0;  // SYNs a second; 0: as fast as it goes
   const int fd = socket(AF_PACKET, SOCK_RAW, 0);
   if (fd < 0) return perror("socket"), 1;
   struct sockaddr_ll sll = {.sll_family = AF_PACKET, .sll_ifindex = (int)if_nametoindex(argv[1])};
@@ -63,6 +64,13 @@ int main(int argc, char** argv) {
   clock_gettime(CLOCK_MONOTONIC, &t0);
   long sent = 0;
   while (sent < n) {
+    if (rate > 0) {  // the batch leaves when the schedule says `sent` SYNs are due, not before
+      const double due = (double)sent / rate;
+      struct timespec at = {t0.tv_sec + (time_t)due, t0.tv_nsec + (long)((due - (double)(time_t)due) * 1e9)};
+      if (at.tv_nsec >= 1000000000L) at.tv_sec += 1, at.tv_nsec -= 1000000000L;
+      while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL) != 0) {
+      }
+    }
     const int k = n - sent < kBatch ? (int)(n - sent) : kBatch;
     for (int i = 0; i < k; ++i) {
       uint8_t* f = frames[i];

@@ -278,43 +278,34 @@ def case_no_mss(tg):
     return mss_echo(tg, None)
 
 
-def case_overlap_different_bytes(tg):
-    sport = random.randrange(20000, 60000)
-    h = handshake(tg, sport)
-    if not h:
-        return "no SYN-ACK"
-    ours, their, _ = h
-    segment(tg, sport, ours + 4, their, b"XXXX")  # out of order
-    segment(tg, sport, ours + 4, their, b"YYYY")  # the same range again, other bytes
-    segment(tg, sport, ours, their, b"AAAA")  # the hole
-    stream, _ = collect_stream(tg, sport, their, ours + 8, secs=1.5, want=8)
-    close(tg, sport, ours + 8, their)
-    return "echo %r" % stream.decode(errors="replace")
+# Echo cases: after the handshake, segments (offset from our first sequence number, bytes,
+# segment() options) go to the echo server in this order, then the echoed stream is collected
+# until `want` bytes came back (or 1.5 s).
+ECHO_SEGMENTS = {
+    # out of order, then the same range again with other bytes, then the hole
+    "overlap_different_bytes": ([(4, b"XXXX", {}), (4, b"YYYY", {}), (0, b"AAAA", {})], 8),
+    # overlaps delivered bytes: only EF is new
+    "overlap_in_order": ([(0, b"ABCD", {}), (2, b"ZZEF", {})], 6),
+    "urgent": ([(0, b"ABCD", {"fl": "PAU", "urgptr": 2})], 4),
+}
 
 
-def case_overlap_in_order_extends(tg):
-    sport = random.randrange(20000, 60000)
-    h = handshake(tg, sport)
-    if not h:
-        return "no SYN-ACK"
-    ours, their, _ = h
-    segment(tg, sport, ours, their, b"ABCD")
-    segment(tg, sport, ours + 2, their, b"ZZEF")  # overlaps delivered bytes: only EF is new
-    stream, _ = collect_stream(tg, sport, their, ours + 6, secs=1.5, want=6)
-    close(tg, sport, ours + 6, their)
-    return "echo %r" % stream.decode(errors="replace")
+def echo_case(name):
+    segments, want = ECHO_SEGMENTS[name]
 
+    def run(tg):
+        sport = random.randrange(20000, 60000)
+        h = handshake(tg, sport)
+        if not h:
+            return "no SYN-ACK"
+        ours, their, _ = h
+        for off, data, kw in segments:
+            segment(tg, sport, ours + off, their, data, **kw)
+        stream, _ = collect_stream(tg, sport, their, ours + want, secs=1.5, want=want)
+        close(tg, sport, ours + want, their)
+        return "echo %r" % stream.decode(errors="replace")
 
-def case_urgent(tg):
-    sport = random.randrange(20000, 60000)
-    h = handshake(tg, sport)
-    if not h:
-        return "no SYN-ACK"
-    ours, their, _ = h
-    segment(tg, sport, ours, their, b"ABCD", fl="PAU", urgptr=2)
-    stream, _ = collect_stream(tg, sport, their, ours + 4, secs=1.5, want=4)
-    close(tg, sport, ours + 4, their)
-    return "echo %r" % stream.decode(errors="replace")
+    return run
 
 
 def case_icmp_frag_needed(tg):
@@ -377,9 +368,9 @@ CASES = [
     ("no_mss", "SYN without MSS, then 1200 bytes echoed", case_no_mss),
     ("mss_0", "SYN with MSS 0, then 1200 bytes echoed", case_mss_0),
     ("mss_1", "SYN with MSS 1, then 1200 bytes echoed", case_mss_1),
-    ("overlap_different_bytes", "two out-of-order segments over the same bytes with different content", case_overlap_different_bytes),
-    ("overlap_in_order", "a segment overlapping delivered bytes", case_overlap_in_order_extends),
-    ("urgent", "4 bytes with URG, urgent pointer 2", case_urgent),
+    ("overlap_different_bytes", "two out-of-order segments over the same bytes with different content", echo_case("overlap_different_bytes")),
+    ("overlap_in_order", "a segment overlapping delivered bytes", echo_case("overlap_in_order")),
+    ("urgent", "4 bytes with URG, urgent pointer 2", echo_case("urgent")),
     ("icmp_frag_needed", "ICMP fragmentation needed (MTU 576) for a connection, then 1400 bytes", case_icmp_frag_needed),
     ("icmp_port_unreach_established", "ICMP port unreachable quoting an established connection", case_icmp_port_unreach_established),
     ("syn_flood", "300 spoofed SYNs, then a real SYN", case_syn_flood),

@@ -444,8 +444,9 @@ int run_ping(const Common& c, const std::string& dest, int count, double interva
 // The device's counters for --json (connect and serve): for a TAP how its transmissions reached the
 // kernel (system calls per frame: batching at work) and the NAPI thread's CPU, which is this run's
 // cost too (read before the TAP, and the thread, go away); for AF_PACKET the receive-ring blocks
-// (wake-ups with input) and send system calls.
-nlohmann::json device_json(const Session& s) {
+// (wake-ups with input), the frames the kernel dropped because the ring was full, and send system
+// calls; for the TCP layer what its listeners did with SYNs (bench/stack_synflood.sh).
+nlohmann::json device_json(Session& s) {
   nlohmann::json j = nlohmann::json::object();
   if (const auto* tap = dynamic_cast<const TapDevice*>(s.dev.get())) {
     const auto& tc = tap->counters();
@@ -458,17 +459,24 @@ nlohmann::json device_json(const Session& s) {
       j["tap"]["napi_on"] = tc.napi_on;
     }
   }
-  if (const auto* pk = dynamic_cast<const PacketDevice*>(s.dev.get())) {
+  if (auto* pk = dynamic_cast<PacketDevice*>(s.dev.get())) {
     const auto& pc = pk->counters();
     j["packet"] = {{"rx_frames", s.iface->stats().rx_frames},
                    {"rx_ring", pk->rx_ring() == PacketDevice::Options::Ring::v3 ? "v3" : "v2"},
                    {"rx_blocks", pc.rx_blocks},
                    {"rx_copied", pc.rx_copied},
+                   {"rx_placed", pc.rx_placed},
+                   {"rx_ring_drops", pk->take_ring_drops()},
                    {"tx_frames", s.iface->stats().tx_frames},
                    {"tx_syscalls", pc.tx_batches},
                    {"tx_dropped", pc.tx_dropped},
                    {"qdisc_bypass", pk->qdisc_bypass()}};
   }
+  const auto& ts = s.iface->tcp().stats();
+  j["tcp"] = {{"connections_made", ts.connections_made},
+              {"cookies_sent", ts.cookies_sent},
+              {"cookies_accepted", ts.cookies_accepted},
+              {"syns_dropped", ts.syns_dropped}};
   return j;
 }
 

@@ -38,6 +38,41 @@ class Device {
   virtual ~Device() = default;
   // Copies the next frame (Ethernet header first) into `buf`.
   virtual Result<RxInfo> receive(wire::MutBytes buf) = 0;
+  // The next frame in place, for devices whose frames sit in memory the stack may read (a mapped
+  // ring): valid until rx_release(), which gives its place back to the device (the next receive
+  // call releases it too). Devices that cannot show a frame in place copy it into `buf` and show
+  // it there (what this default does). An empty frame: nothing waiting.
+  struct RxView {
+    wire::Bytes frame;
+    bool csum_verified = false;
+  };
+  virtual Result<RxView> receive_view(wire::MutBytes buf) {
+    auto r = receive(buf);
+    if (!r) return unexpected(r.error());
+    return RxView{wire::Bytes(buf.data(), r->len), r->csum_verified};
+  }
+  virtual void rx_release() {}
+  // Split receive, for devices where a large frame waits whole in the kernel while its first bytes
+  // can be read without taking it (AF_PACKET's TPACKET_V2 ring with PACKET_COPY_THRESH): when the
+  // next frame is one, rx_peek_large() shows its first bytes (at least its headers) and its full
+  // length, and receive_split() then reads it with its first head.size() bytes into `head` and
+  // the rest into `rest` (whose sizes must add up to that length), so the caller can put the
+  // payload where it belongs (the TCP receive ring) with the kernel's one copy. Anything else
+  // (false from the peek) is read with receive().
+  struct RxPeek {
+    wire::Bytes head;
+    size_t len = 0;
+    bool csum_verified = false;
+  };
+  virtual bool rx_peek_large(RxPeek& out) {
+    (void)out;
+    return false;
+  }
+  virtual Status receive_split(wire::MutBytes head, wire::MutBytes rest) {
+    (void)head;
+    (void)rest;
+    return fail("this device has no split receive");
+  }
   virtual Status transmit(wire::Bytes frame, const TxOffload& off = {}) = 0;
   // Transmit in place, for devices whose frames live in memory the kernel reads directly
   // (AF_PACKET's TX ring): room for one frame of up to `max_len` bytes, which the caller builds

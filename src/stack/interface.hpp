@@ -31,6 +31,7 @@ struct IfaceConfig {
 
 struct IfaceStats {
   uint64_t rx_frames = 0;
+  uint64_t rx_placed = 0;  // of those, large frames whose TCP payload the device read into its ring
   uint64_t tx_frames = 0;
   uint64_t rx_bad = 0;        // failed to parse (truncated, bad checksum, ...)
   uint64_t rx_not_ours = 0;   // another address, another EtherType
@@ -112,6 +113,7 @@ class Interface final : public tcp::SegmentSink {
     std::vector<uint8_t> frame;
   };
   void handle_frame(wire::Bytes frame, bool csum_ok);
+  bool place_large_frame();
   void handle_arp(const wire::ArpPacket& a);
   // `raw` is the whole IP packet when it came in one frame (quoted in ICMP errors), else empty.
   void handle_l4(const wire::Ipv4Packet& ip, wire::Bytes payload, bool csum_ok, wire::Bytes raw);

@@ -180,7 +180,39 @@ void PacketDevice::release_block() {
   pkt_ = nullptr;
 }
 
-Result<RxInfo> PacketDevice::receive(wire::MutBytes buf) { return v3_ ? receive_v3(buf) : receive_v2(buf); }
+Result<RxInfo> PacketDevice::receive(wire::MutBytes buf) {
+  rx_release();
+  return v3_ ? receive_v3(buf) : receive_v2(buf);
+}
+
+Result<Device::RxView> PacketDevice::receive_view(wire::MutBytes buf) {
+  if (v3_) return Device::receive_view(buf);
+  rx_release();
+  for (;;) {
+    auto* h = reinterpret_cast<tpacket2_hdr*>(ring_ + cur_frame_ * frame_size_);
+    const uint32_t st = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
+    if ((st & TP_STATUS_USER) == 0) return RxView{};
+    if ((st & TP_STATUS_COPY) != 0 || h->tp_snaplen != h->tp_len || h->tp_len > buf.size())
+      return Device::receive_view(buf);  // larger than a slot: read whole from the socket
+    const auto* slot = reinterpret_cast<const uint8_t*>(h);
+    const auto* sll = reinterpret_cast<const sockaddr_ll*>(slot + TPACKET_ALIGN(sizeof(tpacket2_hdr)));
+    held_ = true;
+    if (sll->sll_pkttype == PACKET_OUTGOING) {
+      rx_release();
+      continue;
+    }
+    return RxView{wire::Bytes(slot + h->tp_mac, h->tp_snaplen),
+                  (st & (TP_STATUS_CSUMNOTREADY | TP_STATUS_CSUM_VALID)) != 0};
+  }
+}
+
+void PacketDevice::rx_release() {
+  if (!held_) return;
+  held_ = false;
+  auto* h = reinterpret_cast<tpacket2_hdr*>(ring_ + cur_frame_ * frame_size_);
+  __atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+  cur_frame_ = cur_frame_ + 1 == frame_count_ ? 0 : cur_frame_ + 1;
+}
 
 Result<RxInfo> PacketDevice::receive_v2(wire::MutBytes buf) {
   for (;;) {
@@ -210,6 +242,45 @@ Result<RxInfo> PacketDevice::receive_v2(wire::MutBytes buf) {
     cur_frame_ = cur_frame_ + 1 == frame_count_ ? 0 : cur_frame_ + 1;
     if (len != 0 && !outgoing) return RxInfo{len, csum_ok};
   }
+}
+
+bool PacketDevice::rx_peek_large(RxPeek& out) {
+  if (v3_) return false;
+  rx_release();
+  const auto* h = reinterpret_cast<const tpacket2_hdr*>(ring_ + cur_frame_ * frame_size_);
+  const uint32_t st = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
+  if ((st & TP_STATUS_USER) == 0 || (st & TP_STATUS_COPY) == 0) return false;
+  const auto* slot = reinterpret_cast<const uint8_t*>(h);
+  const auto* sll = reinterpret_cast<const sockaddr_ll*>(slot + TPACKET_ALIGN(sizeof(tpacket2_hdr)));
+  if (sll->sll_pkttype == PACKET_OUTGOING || h->tp_snaplen >= h->tp_len) return false;
+  out.head = wire::Bytes(slot + h->tp_mac, h->tp_snaplen);
+  out.len = h->tp_len;
+  out.csum_verified = (st & (TP_STATUS_CSUMNOTREADY | TP_STATUS_CSUM_VALID)) != 0;
+  return true;
+}
+
+Status PacketDevice::receive_split(wire::MutBytes head, wire::MutBytes rest) {
+  rx_release();
+  auto* h = reinterpret_cast<tpacket2_hdr*>(ring_ + cur_frame_ * frame_size_);
+  const uint32_t st = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
+  if (v3_ || (st & TP_STATUS_USER) == 0 || (st & TP_STATUS_COPY) == 0)
+    return fail("packet: receive_split without a large frame waiting");
+  const size_t want = h->tp_len;
+  // The whole frame waits on the socket, queued in the same order as the slots.
+  iovec iov[2] = {{head.data(), head.size()}, {rest.data(), rest.size()}};
+  msghdr m{};
+  m.msg_iov = iov;
+  m.msg_iovlen = 2;
+  const ssize_t n = ::recvmsg(rx_fd_, &m, MSG_DONTWAIT | MSG_TRUNC);
+  ++counters_.rx_copied;
+  __atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+  cur_frame_ = cur_frame_ + 1 == frame_count_ ? 0 : cur_frame_ + 1;
+  if (n < 0 || static_cast<size_t>(n) != want || want != head.size() + rest.size()) {
+    ++counters_.rx_truncated;
+    return fail("packet: a large frame read as {} bytes, {} expected", n, want);
+  }
+  ++counters_.rx_placed;
+  return {};
 }
 
 Result<RxInfo> PacketDevice::receive_v3(wire::MutBytes buf) {

@@ -63,6 +63,12 @@ class PacketDevice final : public Device {
   PacketDevice& operator=(const PacketDevice&) = delete;
 
   Result<RxInfo> receive(wire::MutBytes buf) override;
+  // V2: a frame that fits its slot is shown in the slot (no copy); the slot goes back at rx_release().
+  Result<RxView> receive_view(wire::MutBytes buf) override;
+  void rx_release() override;
+  // V2: a frame larger than a slot (TP_STATUS_COPY) shows the slot's part of it (the headers).
+  bool rx_peek_large(RxPeek& out) override;
+  Status receive_split(wire::MutBytes head, wire::MutBytes rest) override;
   Status transmit(wire::Bytes frame, const TxOffload& off) override;
   // The next batch slot: the interface builds the frame there (no copy from its own buffer).
   wire::MutBytes tx_reserve(size_t max_len) override;
@@ -88,6 +94,7 @@ class PacketDevice final : public Device {
   struct Counters {
     uint64_t rx_blocks = 0;     // V3: ring blocks handed to the stack
     uint64_t rx_copied = 0;     // V2: frames larger than a slot, read whole with recv()
+    uint64_t rx_placed = 0;     // of those, read with their payload straight into its place (receive_split)
     uint64_t rx_truncated = 0;  // frames larger than the ring's frames (GSO super-frames), dropped
     uint64_t tx_batches = 0;    // sendmmsg calls
     uint64_t tx_dropped = 0;    // frames the kernel would not take (device queue full)
@@ -121,6 +128,7 @@ class PacketDevice final : public Device {
   size_t frame_size_ = 0;  // V2: one slot
   size_t frame_count_ = 0;
   size_t cur_frame_ = 0;
+  bool held_ = false;       // V2: receive_view() showed the slot at cur_frame_; rx_release() gives it back
   uint8_t* pkt_ = nullptr;  // next frame in the current block; null when no block is held
   uint32_t pkts_left_ = 0;
   // Transmit batch: slot i holds a virtio_net_hdr then the frame.

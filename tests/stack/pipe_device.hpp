@@ -1,13 +1,16 @@
 #pragma once
 // One end of an in-memory pipe for the stack's tests: what it transmits appears in the peer's
 // queue. With `offload` it completes partial checksums the way a virtio-net device does; with
-// `in_place` it hands out a buffer for tx_reserve/tx_commit as AF_PACKET's TX ring does.
+// `in_place` it hands out a buffer for tx_reserve/tx_commit as AF_PACKET's TX ring does. With
+// `split_over` set, a queued frame longer than that waits "in the kernel" as a super-frame does on
+// AF_PACKET: rx_peek_large() shows its first `split_head` bytes and receive_split() reads it.
 #include <algorithm>
 #include <deque>
 #include <vector>
 
 #include "stack/device.hpp"
 #include "stack/wire/checksum.hpp"
+#include "stack/wire/frame.hpp"
 
 namespace weft::stack::test {
 
@@ -23,6 +26,25 @@ class PipeDevice : public Device {
     std::copy(f.begin(), f.end(), buf.begin());
     return RxInfo{f.size(), false};
   }
+  bool rx_peek_large(RxPeek& out) override {
+    if (split_over == 0 || queue_.empty() || queue_.front().size() <= split_over) return false;
+    const auto& f = queue_.front();
+    out.head = wire::Bytes(f.data(), std::min(split_head, f.size()));
+    out.len = f.size();
+    wire::ParsedFrame p;  // "verified" only if it is: the device checked the checksums
+    out.csum_verified = wire::parse_frame(f, p) == wire::ParseError::ok;
+    return true;
+  }
+  Status receive_split(wire::MutBytes head, wire::MutBytes rest) override {
+    if (queue_.empty() || queue_.front().size() != head.size() + rest.size())
+      return fail("split: wrong sizes");
+    const auto f = std::move(queue_.front());
+    queue_.pop_front();
+    std::copy(f.begin(), f.begin() + static_cast<long>(head.size()), head.begin());
+    std::copy(f.begin() + static_cast<long>(head.size()), f.end(), rest.begin());
+    ++split_reads;
+    return {};
+  }
   Status transmit(wire::Bytes frame, const TxOffload& off) override {
     std::vector<uint8_t> f(frame.begin(), frame.end());
     if (off.needs_csum) {
@@ -32,6 +54,10 @@ class PipeDevice : public Device {
       ++completed;
     }
     if (keep_sent) sent.push_back(f);
+    if (lose_every != 0 && f.size() > 200 && ++large_sent % lose_every == 0) {
+      ++lost;
+      return {};
+    }
     if (peer_ && !drop_all) peer_->queue_.push_back(std::move(f));
     return {};
   }
@@ -55,7 +81,13 @@ class PipeDevice : public Device {
   size_t completed = 0;
   bool drop_all = false;
   bool in_place = false;
-  size_t committed = 0;  // frames sent through tx_reserve/tx_commit
+  size_t committed = 0;   // frames sent through tx_reserve/tx_commit
+  size_t split_over = 0;  // 0: no split receive
+  size_t split_head = 128;
+  size_t split_reads = 0;
+  size_t lose_every = 0;  // every so many frames past 200 bytes are lost on the way (0: none)
+  size_t large_sent = 0;
+  size_t lost = 0;
 
  private:
   wire::MacAddr mac_;

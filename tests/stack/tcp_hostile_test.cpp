@@ -8,22 +8,15 @@
 #include <vector>
 
 #include "tcp_script.hpp"
+#include "tcp_script_openings.hpp"
 
+using weft::stack::test::active;
+using weft::stack::test::passive;
 using weft::stack::test::run_tcp_script;
 using weft::stack::test::Scenario;
 using weft::stack::test::scenario_name;
 
 namespace {
-
-// Active open without window scaling or timestamps plus `config` (KEY=VALUE ...); RTT 100 ms,
-// so RTO = 300 ms.
-std::string active(const std::string& config = "") {
-  return "0     config ts=0 ws=0 " + config +
-         "\n0     connect\n"
-         "0     > S 0:0(0) win 65535 <mss 1460>\n"
-         "0.1   < S. 0:0(0) ack 1 win 65535 <mss 1460>\n"
-         "0.1   > . 1:1(0) ack 1\n";
-}
 
 // Three full segments out at 0.2; the peer (Linux pruning its queues under memory pressure) then
 // acknowledges the first and shrinks its window to zero: its right edge, 1461, is now below what
@@ -35,14 +28,6 @@ const std::string kShrunk = R"(
 0.2   > P. 2921:4381(1460) ack 1
 0.3   < . 1:1(0) ack 1461 win 0
 )";
-
-// Passive open, the same options plus `config`.
-std::string passive(const std::string& config = "") {
-  return "0     config ts=0 ws=0 " + config +
-         "\n0     < S 0:0(0) win 65535 <mss 1460>\n"
-         "0     > S. 0:0(0) ack 1 <mss 1460>\n"
-         "0.1   < . 1:1(0) ack 1\n";
-}
 
 std::vector<Scenario> scenarios() {
   return {

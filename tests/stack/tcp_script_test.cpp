@@ -8,28 +8,15 @@
 #include <string>
 #include <vector>
 
+#include "tcp_script_openings.hpp"
+
+using weft::stack::test::active;
+using weft::stack::test::passive;
 using weft::stack::test::run_tcp_script;
 using weft::stack::test::Scenario;
 using weft::stack::test::scenario_name;
 
 namespace {
-
-// Active and passive opens without window scaling or timestamps plus `config` (KEY=VALUE ...);
-// RTT 100 ms, so RTO = 100 + 4 * 50 = 300 ms. Scenarios append their lines.
-std::string active(const std::string& config = "") {
-  return "0     config ts=0 ws=0 " + config +
-         "\n0     connect\n"
-         "0     > S 0:0(0) win 65535 <mss 1460>\n"
-         "0.1   < S. 0:0(0) ack 1 win 65535 <mss 1460>\n"
-         "0.1   > . 1:1(0) ack 1\n";
-}
-
-std::string passive(const std::string& config = "") {
-  return "0     config ts=0 ws=0 " + config +
-         "\n0     < S 0:0(0) win 65535 <mss 1460>\n"
-         "0     > S. 0:0(0) ack 1 <mss 1460>\n"
-         "0.1   < . 1:1(0) ack 1\n";
-}
 
 // Active open without window scaling or timestamps; RTT 100 ms, so RTO = 100 + 4 * 50 = 300 ms.
 const std::string kActive = active() + "0.1   state ESTABLISHED\n";

@@ -1049,6 +1049,14 @@ void Connection::on_dup_ack() {
   enter_recovery();
 }
 
+wire::MutBytes Connection::rx_place(uint32_t seq, size_t len) {
+  if (len == 0 || seq != rcv_nxt_ || !ooo_.empty() || fin_received_ || urg_pending_) return {};
+  if (state_ != State::established && state_ != State::fin_wait_1 && state_ != State::fin_wait_2) return {};
+  if (len > rcv_ring_.free()) return {};
+  const wire::MutBytes tail = rcv_ring_.reserve(0).first;
+  return tail.size() >= len ? tail.first(len) : wire::MutBytes{};
+}
+
 void Connection::process_data(const wire::TcpSegment& s) {
   uint32_t seq = s.h.seq;
   wire::Bytes data = s.payload;

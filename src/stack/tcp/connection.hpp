@@ -131,6 +131,13 @@ class Connection {
 
   // A segment for this connection.
   void input(const wire::TcpSegment& seg);
+  // Where input() would store the payload of an in-order segment of `len` bytes at `seq`: the
+  // receive ring's free space at its tail, when it holds `len` bytes in one piece and nothing is
+  // held out of order past the tail (so the space holds nothing yet). A device can read the
+  // payload straight there; input() then finds it in place and copies nothing. Bytes put there
+  // that input() does not take (a segment it rejects or trims) stay unused free space. Empty
+  // when the connection is not receiving data or the space is not there.
+  wire::MutBytes rx_place(uint32_t seq, size_t len);
   // Runs the timers that are due.
   void poll();
   // When poll() next has work (INT64_MAX when none).

@@ -99,7 +99,8 @@ class ByteRing {
     ensure();
     const size_t start = (head_ + offset) % cap_;
     const size_t first = std::min(data.size(), cap_ - start);
-    std::memcpy(buf_.get() + start, data.data(), first);
+    // Data a device already read into this very place (Interface::place_large_frame) stays.
+    if (buf_.get() + start != data.data()) std::memcpy(buf_.get() + start, data.data(), first);
     if (first < data.size()) std::memcpy(buf_.get(), data.data() + first, data.size() - first);
   }
   void ensure() {

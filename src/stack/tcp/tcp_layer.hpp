@@ -72,6 +72,11 @@ class TcpLayer final : private ConnectionWatcher {
 
   // A segment the IP layer received, already parsed and checksummed.
   void input(wire::Ipv4Addr src, wire::Ipv4Addr dst, const wire::TcpSegment& seg);
+  // Connection::rx_place for the connection of `t` (empty when there is none).
+  wire::MutBytes rx_place(const FourTuple& t, uint32_t seq, size_t len) {
+    auto it = conns_.find(t);
+    return it == conns_.end() ? wire::MutBytes{} : it->second.conn->rx_place(seq, len);
+  }
   // An ICMP error quoting a TCP segment we sent (Connection::icmp_error checks and acts on it).
   void icmp_error(const wire::IcmpQuote& q, wire::IcmpErrorKind kind, uint16_t mtu);
   // A receive batch (the frames of one wake-up): between begin_batch() and end_batch() pure ACKs

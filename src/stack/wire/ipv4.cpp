@@ -1,5 +1,7 @@
 #include "stack/wire/ipv4.hpp"
 
+#include <algorithm>
+
 #include "base/big_endian.hpp"
 #include "stack/wire/checksum.hpp"
 
@@ -44,7 +46,9 @@ bool ipv4_options_ok(Bytes o) {
 }
 }  // namespace
 
-ParseError parse_ipv4(Bytes d, Ipv4Packet& out, bool verify_checksum) {
+namespace {
+// `wire_len`: the packet's length when only its first d.size() bytes are at hand (0: all are).
+ParseError parse(Bytes d, size_t wire_len, Ipv4Packet& out, bool verify_checksum) {
   if (d.size() < kIpv4Header) return ParseError::truncated;
   const uint8_t* p = d.data();
   if ((p[0] >> 4) != 4) return ParseError::malformed;
@@ -53,7 +57,8 @@ ParseError parse_ipv4(Bytes d, Ipv4Packet& out, bool verify_checksum) {
   if (d.size() < hlen) return ParseError::truncated;
   const size_t total = be::load<uint16_t>(p + 2);
   if (total < hlen) return ParseError::malformed;
-  if (d.size() < total) return ParseError::truncated;
+  if (wire_len != 0 && (wire_len != total || d.size() > total)) return ParseError::malformed;
+  if (wire_len == 0 && d.size() < total) return ParseError::truncated;
   if (verify_checksum && csum_fold(csum_add(0, d.first(hlen))) != 0xffff) return ParseError::checksum;
   const uint16_t frag = be::load<uint16_t>(p + 6);
   if (frag & 0x8000) return ParseError::malformed;  // the reserved ("evil") bit
@@ -68,12 +73,21 @@ ParseError parse_ipv4(Bytes d, Ipv4Packet& out, bool verify_checksum) {
   out.dst.v = be::load<uint32_t>(p + 16);
   out.options = d.subspan(kIpv4Header, hlen - kIpv4Header);
   if (!ipv4_options_ok(out.options)) return ParseError::malformed;
-  out.payload = d.subspan(hlen, total - hlen);
-  if (size_t{out.frag_offset} + out.payload.size() > kIpv4MaxPacket) return ParseError::malformed;
+  out.payload = d.subspan(hlen, std::min(total, d.size()) - hlen);
+  if (size_t{out.frag_offset} + (total - hlen) > kIpv4MaxPacket) return ParseError::malformed;
   // A fragment that is not the last must carry a multiple of 8 bytes (RFC 791 fragmentation).
-  if (out.more_fragments && (out.payload.empty() || out.payload.size() % 8 != 0))
-    return ParseError::malformed;
+  if (out.more_fragments && (total == hlen || (total - hlen) % 8 != 0)) return ParseError::malformed;
   return ParseError::ok;
+}
+}  // namespace
+
+ParseError parse_ipv4(Bytes d, Ipv4Packet& out, bool verify_checksum) {
+  return parse(d, 0, out, verify_checksum);
+}
+
+ParseError parse_ipv4_head(Bytes head, size_t wire_len, Ipv4Packet& out) {
+  if (wire_len < head.size()) return ParseError::malformed;
+  return parse(head, wire_len, out, true);
 }
 
 size_t emit_ipv4(MutBytes out, const Ipv4Emit& h, size_t payload_len, Csum csum) {

@@ -32,6 +32,9 @@ struct Ipv4Packet {
 };
 
 ParseError parse_ipv4(Bytes data, Ipv4Packet& out, bool verify_checksum = true);
+// The same checks on the first bytes of a packet whose total length is `wire_len` (a capture cut
+// short: the rest is read elsewhere); `payload` is then only the part of it in `head`.
+ParseError parse_ipv4_head(Bytes head, size_t wire_len, Ipv4Packet& out);
 
 // What emit_ipv4 writes: a 20-byte header without options.
 struct Ipv4Emit {
