@@ -7,6 +7,7 @@
 #include <bit>
 #include <cstring>
 
+#include "base/little_endian.hpp"
 #include "base/log.hpp"
 
 namespace weft::controller {
@@ -48,8 +49,9 @@ std::string remote_write_request(const std::vector<RemoteSeries>& series) {
     }
     tmp.clear();
     tmp.push_back(0x09);  // field 1, fixed 64: the double, little-endian
-    const auto bits = std::bit_cast<uint64_t>(s.value);
-    for (int i = 0; i < 8; ++i) tmp.push_back(static_cast<char>(bits >> (8 * i)));
+    uint8_t value[8];
+    le::store(value, std::bit_cast<uint64_t>(s.value));
+    tmp.append(reinterpret_cast<const char*>(value), sizeof value);
     tmp.push_back(0x10);  // field 2, varint
     put_varint(tmp, static_cast<uint64_t>(s.timestamp_ms));
     put_bytes(ts, 2, tmp);
