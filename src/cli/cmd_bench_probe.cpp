@@ -33,6 +33,7 @@
 #include "net/address.hpp"
 #include "net/socket.hpp"
 #include "probe/ip/prober.hpp"
+#include "proto/protocol.hpp"
 
 extern char** environ;
 
@@ -70,8 +71,9 @@ Result<uint16_t> free_port(const std::string& host, bool tcp) {
 }
 
 int run_bench(const BenchArgs& a) {
-  if (a.protocol != "udp" && a.protocol != "tcp") {
-    fmt::print(stderr, "weft bench probe: protocol must be udp or tcp\n");
+  auto protocol = proto::parse_protocol(a.protocol);
+  if (!protocol || *protocol == proto::Protocol::rdma) {  // RDMA probes: `weft rdma bench`
+    fmt::print(stderr, "weft bench probe: --protocol {}: not udp or tcp\n", a.protocol);
     return 2;
   }
   if (!(a.rate > 0) || a.targets <= 0 || !(a.duration_s > 0)) {
@@ -120,7 +122,7 @@ int run_bench(const BenchArgs& a) {
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let it bind
 
   probe::ProberConfig cfg;
-  cfg.protocol = a.protocol == "udp" ? probe::Protocol::udp : probe::Protocol::tcp;
+  cfg.protocol = *protocol;
   cfg.tcp_keep_open = a.keep_open;
   cfg.interval = std::chrono::nanoseconds(static_cast<int64_t>(1e9 * a.targets / a.rate));
   cfg.window = std::chrono::nanoseconds(static_cast<int64_t>(a.window_s * 1e9));
