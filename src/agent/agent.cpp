@@ -16,6 +16,7 @@
 #include "agent/rdma_rails.hpp"
 #include "agent/report_delivery.hpp"
 #include "agent/run_state.hpp"
+#include "agent/supervisor.hpp"
 #include "base/log.hpp"
 #include "probe/ip/responder.hpp"
 #include "proto/defaults.hpp"
@@ -61,6 +62,7 @@ struct Agent::Impl {
 
   // ---- responder ----
   void responder_loop() {
+    Supervisor supervisor(state, "responder", "responder");
     while (!state.is_stopping()) {
       probe::ResponderConfig rc;
       rc.listen_address = cfg.address;
@@ -69,22 +71,21 @@ struct Agent::Impl {
       rc.tcp_idle_timeout = cfg.tcp_idle_timeout;
       auto r = probe::Responder::create(rc);
       if (!r) {
-        state.alarm("responder_failed", r.error().message);
-        if (!state.sleep_for(std::chrono::seconds(2))) break;
+        if (!supervisor.failed(r.error().message)) break;
         continue;
       }
       {
         std::lock_guard lk(responder_mu);
         responder = std::move(*r);
       }
+      supervisor.running();
       auto st = responder->run();
       if (state.is_stopping()) break;
-      state.alarm("responder_restarted", st ? "run() returned" : st.error().message);
       {
         std::lock_guard lk(responder_mu);
         responder.reset();
       }
-      if (!state.sleep_for(std::chrono::seconds(1))) break;
+      if (!supervisor.stopped(st ? "run() returned" : st.error().message)) break;
     }
   }
 

@@ -1,8 +1,8 @@
 #pragma once
 // The agent process: registers with the controller, keeps its pinglist in sync (with jitter, so a
-// thousand agents do not ask at the same instant), runs the responder and one prober per protocol
-// (restarting any that dies, with an alarm), one RDMA engine per configured device (supervised
-// the same way; a restarted engine has a new address, so the agent registers again), and delivers finished
+// thousand agents do not ask at the same instant), runs the responder, one prober per protocol and
+// one RDMA engine per configured device (all under one restart policy, agent/supervisor.hpp; a
+// restarted engine has a new address, so the agent registers again), and delivers finished
 // windows in order through the outbox, which buffers and spools while the controller is unreachable.
 #include <atomic>
 #include <chrono>

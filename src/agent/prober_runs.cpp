@@ -3,6 +3,7 @@
 #include <thread>
 #include <utility>
 
+#include "agent/supervisor.hpp"
 #include "base/log.hpp"
 
 namespace weft::agent {
@@ -26,6 +27,7 @@ ProberRuns::~ProberRuns() {
 }
 
 void ProberRuns::loop(Run& r) {
+  Supervisor supervisor(state_, "prober", fmt::format("{} prober", proto::to_string(r.protocol)));
   while (!state_.is_stopping()) {
     probe::ProberConfig pc;
     std::vector<probe::Target> targets;
@@ -36,9 +38,7 @@ void ProberRuns::loop(Run& r) {
     }
     auto p = probe::Prober::create(pc);
     if (!p) {
-      state_.alarm("prober_failed", fmt::format("{}: {}", proto::to_string(r.protocol), p.error().message));
-      state_.restarts++;
-      if (!state_.sleep_for(std::chrono::seconds(2))) break;
+      if (!supervisor.failed(p.error().message)) break;
       continue;
     }
     (*p)->set_targets(std::move(targets));
@@ -49,6 +49,7 @@ void ProberRuns::loop(Run& r) {
       (*p)->set_targets(r.targets);
     }
     if (state_.is_stopping()) break;
+    supervisor.running();
     probe::Prober* prober = p->get();
     prober->set_on_path([this](proto::PathTrace&& path) { state_.add_path(std::move(path)); });
     uint64_t unsent_seen = 0;
@@ -78,10 +79,7 @@ void ProberRuns::loop(Run& r) {
     }
     if (state_.is_stopping()) break;
     if (planned) continue;
-    state_.restarts++;
-    state_.alarm("prober_restarted", fmt::format("{} prober stopped: {}", proto::to_string(r.protocol),
-                                                 st ? std::string("run() returned") : st.error().message));
-    if (!state_.sleep_for(std::chrono::seconds(1))) break;
+    if (!supervisor.stopped(st ? "run() returned" : st.error().message)) break;
   }
 }
 

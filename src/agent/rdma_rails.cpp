@@ -7,6 +7,7 @@
 
 #include "agent/rdma_endpoint.hpp"
 #include "agent/rdma_pinglist.hpp"
+#include "agent/supervisor.hpp"
 #include "base/log.hpp"
 
 namespace weft::agent {
@@ -17,6 +18,7 @@ struct RdmaRails::Rail {
   std::thread thread;
   std::mutex mu;
   std::unique_ptr<probe::RdmaEngine> ready;     // made by start(), not yet run
+  std::optional<std::string> start_error;       // or why start() could not make it
   probe::RdmaEngine* current = nullptr;         // while run() is active
   std::optional<proto::RdmaEndpoint> endpoint;  // its address while it runs (registered)
   std::optional<probe::RdmaSchedule> schedule;  // from the pinglist
@@ -40,8 +42,7 @@ void RdmaRails::start(const std::vector<probe::RdmaEngineConfig>& configs) {
     if (e)
       rail->ready = std::move(*e);
     else
-      state_.alarm("rdma_engine_failed",
-                   fmt::format("rdma rail {} ({}): {}", i, rail->config.device, e.error().message));
+      rail->start_error = e.error().message;  // the rail's supervisor reports it
     if (rail->ready) rail->endpoint = endpoint_of(rail->ready->address());
     rails_.push_back(std::move(rail));
   }
@@ -52,28 +53,26 @@ void RdmaRails::start(const std::vector<probe::RdmaEngineConfig>& configs) {
 }
 
 void RdmaRails::loop(Rail& r) {
-  // A device that is not there stays away for a while: retry less and less often (2 s .. 1 min)
-  // rather than raise an alarm every two seconds.
-  auto retry = std::chrono::seconds(2);
+  Supervisor supervisor(state_, "rdma_engine", fmt::format("rdma rail {} ({})", r.rail, r.config.device));
   while (!state_.is_stopping()) {
     std::unique_ptr<probe::RdmaEngine> e;
     {
       std::lock_guard lk(r.mu);
       e = std::move(r.ready);
     }
+    if (!e && r.start_error) {  // start() tried already
+      const std::string error = std::exchange(r.start_error, std::nullopt).value();
+      if (!supervisor.failed(error)) break;
+      continue;
+    }
     if (!e) {
       auto made = probe::RdmaEngine::create(r.config);
       if (!made) {
-        state_.alarm("rdma_engine_failed",
-                     fmt::format("rdma rail {} ({}): {}", r.rail, r.config.device, made.error().message));
-        state_.restarts++;
-        if (!state_.sleep_for(retry)) break;
-        retry = std::min<std::chrono::seconds>(retry * 2, std::chrono::seconds(60));
+        if (!supervisor.failed(made.error().message)) break;
         continue;
       }
       e = std::move(*made);
     }
-    retry = std::chrono::seconds(2);
     bool changed;
     {
       std::lock_guard lk(r.mu);
@@ -91,6 +90,7 @@ void RdmaRails::loop(Rail& r) {
     // Agent::stop() sets stopping, then stops r.current. Either it saw this engine as current,
     // or stopping was set before this check; the engine keeps a stop() made before run().
     if (state_.is_stopping()) e->stop();
+    supervisor.running();
     auto st = e->run([this](proto::WindowStats&& w) { state_.collect(std::move(w)); });
     {
       std::lock_guard lk(r.mu);
@@ -100,12 +100,8 @@ void RdmaRails::loop(Rail& r) {
     }
     if (state_.is_stopping()) break;
     e.reset();  // the QP goes; its successor gets a new QPN, which peers learn from the pinglist
-    state_.restarts++;
-    state_.alarm("rdma_engine_restarted",
-                 fmt::format("rdma rail {} ({}) stopped: {}", r.rail, r.config.device,
-                             st ? std::string("run() returned") : st.error().message));
     state_.addresses_changed();
-    if (!state_.sleep_for(std::chrono::seconds(1))) break;
+    if (!supervisor.stopped(st ? "run() returned" : st.error().message)) break;
   }
 }
 

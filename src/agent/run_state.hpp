@@ -48,7 +48,7 @@ class RunState {
   void forget_alarms(size_t n);
 
   std::atomic<uint64_t> windows_made{0};
-  std::atomic<uint64_t> restarts{0};  // probers and RDMA engines re-created after they died
+  std::atomic<uint64_t> restarts{0};  // supervised parts re-made (agent/supervisor.hpp)
 
  private:
   std::mutex mu_;

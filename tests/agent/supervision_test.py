@@ -46,6 +46,11 @@ try:
     print("ok   responder restarted by the agent; a -> b lossless")
 
     agents = {x["name"]: x for x in get(PORT, "/api/v1/agents")["agents"]}
+    # Every supervised part's restarts are counted alike (agent/supervisor.hpp): b's responder
+    # failed at least once, a's parts never did.
+    assert agents["b"]["health"]["prober_restarts"] >= 1, agents["b"]["health"]
+    assert agents["a"]["health"]["prober_restarts"] == 0, agents["a"]["health"]
+    print("ok   restarts counted:", agents["b"]["health"]["prober_restarts"])
     h = agents["a"]["health"]
     assert h["rss_kb"] > 1000 and h["probes_per_s"] > 10 and h["cpu_percent"] >= 0, h
     assert h["dropped_windows"] == 0, h
