@@ -7,7 +7,7 @@
 // agents next to it (names gNNN-MMM).
 //
 // The controller runs in a forked child (embedded SQLite store, as in bench fleet); the agents run
-// in --processes forked children ("slices", bench_agent_slice.hpp), so the CPU and memory of each
+// in --processes forked children ("slices", sim/agent_slice.hpp), so the CPU and memory of each
 // side are read from /proc alone. After all agents are up and a warm-up of two windows, the
 // benchmark measures for --seconds: an API client times /healthz and the groups' meshes (JSON) and
 // tallies the windows it sees; at the end every expected pair must have a window that began during
@@ -29,14 +29,14 @@
 #include "agent/agent.hpp"
 #include "base/clock.hpp"
 #include "base/proc_stats.hpp"
-#include "cli/bench_agent_slice.hpp"
-#include "cli/bench_common.hpp"
-#include "cli/bench_controller.hpp"
-#include "cli/bench_http_client.hpp"
 #include "cli/command_registry.hpp"
 #include "controller/auth.hpp"
 #include "net/socket.hpp"
 #include "proto/protocol.hpp"
+#include "sim/agent_slice.hpp"
+#include "sim/bench_figures.hpp"
+#include "sim/forked_controller.hpp"
+#include "sim/http_load_client.hpp"
 
 namespace {
 
@@ -111,9 +111,9 @@ struct Latency {
   json summary() const {
     return {{"count", ns.size()},
             {"errors", errors},
-            {"p50_ms", weft::cli::percentile_ms(ns, 0.5)},
-            {"p99_ms", weft::cli::percentile_ms(ns, 0.99)},
-            {"max_ms", weft::cli::percentile_ms(ns, 1.0)}};
+            {"p50_ms", weft::sim::percentile_ms(ns, 0.5)},
+            {"p99_ms", weft::sim::percentile_ms(ns, 0.99)},
+            {"max_ms", weft::sim::percentile_ms(ns, 1.0)}};
   }
 };
 
@@ -176,7 +176,7 @@ std::string mesh_path(const std::string& protocol, size_t g) {
 // protocols round robin), one request every 50 ms on a kept-open connection.
 void api_client(const Options& o, const std::atomic<bool>& stop, Latency& healthz, Latency& mesh,
                 Tally& tally) {
-  weft::cli::BenchHttpConnection c;
+  weft::sim::HttpLoadConnection c;
   if (!c.connect_loopback(o.port)) return;
   const size_t groups = groups_of(o);
   for (size_t i = 0; !stop.load(); ++i) {
@@ -201,7 +201,7 @@ struct AgentsSeen {
   size_t listed = 0, up = 0;
   std::map<std::string, size_t> alarms;
 };
-AgentsSeen agents_seen(weft::cli::BenchHttpConnection& c) {
+AgentsSeen agents_seen(weft::sim::HttpLoadConnection& c) {
   AgentsSeen s;
   auto r = c.exchange(get_request("/api/v1/agents?limit=10000"));
   if (!r || r->status != 200) return s;
@@ -217,7 +217,7 @@ AgentsSeen agents_seen(weft::cli::BenchHttpConnection& c) {
 }
 
 int run_agents(const Options& o) {
-  const double load_start = weft::cli::load_average();
+  const double load_start = weft::sim::load_average();
   if (o.agents < 2 || o.group_size < 2 || o.agents / kPerSubnet >= 256 || groups_of(o) > 1000) {
     fmt::print(stderr, "bench agents: need 2 <= agents < 64,000, group size >= 2 and at most 1,000 groups\n");
     return 2;
@@ -229,7 +229,7 @@ int run_agents(const Options& o) {
   // Raised here, inherited by the slices: each agent holds ~10 descriptors, more while TCP probes
   // are open.
   const uint64_t fd_limit = weft::net::raise_fd_limit();
-  auto controller = weft::cli::BenchController::start(
+  auto controller = weft::sim::ForkedController::start(
       "bench agents", [&](const std::string& dir) { return controller_yaml(o, dir); });
   if (!controller) {
     fmt::print(stderr, "{}\n", controller.error().message);
@@ -239,7 +239,7 @@ int run_agents(const Options& o) {
 
   // The slices, forked while this process has no thread yet.
   const size_t procs = std::clamp<size_t>(o.processes ? o.processes : (o.agents + 249) / 250, 1, o.agents);
-  std::vector<std::unique_ptr<weft::cli::AgentSlice>> slices;
+  std::vector<std::unique_ptr<weft::sim::AgentSlice>> slices;
   const int64_t t_start = weft::mono_ns();
   size_t start_failures = 0;
   for (size_t p = 0; p < procs; ++p) {
@@ -256,7 +256,7 @@ int run_agents(const Options& o) {
       for (const auto& pr : o.protocols) c.protocols.push_back(*weft::proto::parse_protocol(pr));
       cfgs.push_back(std::move(c));
     }
-    auto s = weft::cli::AgentSlice::start(std::move(cfgs));
+    auto s = weft::sim::AgentSlice::start(std::move(cfgs));
     if (!s) {
       fmt::print(stderr, "{}\n", s.error().message);
       return 1;
@@ -267,7 +267,7 @@ int run_agents(const Options& o) {
   const double start_s = static_cast<double>(weft::mono_ns() - t_start) / 1e9;
 
   // Registered and up: every agent listed as up (it reported after registering).
-  weft::cli::BenchHttpConnection c;
+  weft::sim::HttpLoadConnection c;
   if (!c.connect_loopback(o.port)) {
     fmt::print(stderr, "bench agents: cannot connect to the controller\n");
     return 1;
@@ -331,7 +331,7 @@ int run_agents(const Options& o) {
   }
   seen = agents_seen(c);
 
-  std::vector<weft::cli::SliceReport> reports;
+  std::vector<weft::sim::SliceReport> reports;
   std::string stop_error;
   for (auto& s : slices) {
     auto r = s->stop(std::chrono::seconds(120));
@@ -354,7 +354,7 @@ int run_agents(const Options& o) {
     fds += counts[s].fds;
     max_fds = std::max(max_fds, counts[s].fds);
   }
-  weft::cli::SliceReport tot;
+  weft::sim::SliceReport tot;
   for (const auto& r : reports) tot.add_sums(r);
   const double n = static_cast<double>(o.agents);
   std::sort(tally.rtt_p50_us.begin(), tally.rtt_p50_us.end());
@@ -408,7 +408,7 @@ int run_agents(const Options& o) {
            {"dropped_windows", tot.dropped_windows},
            {"stop_s", tot.stop_s},
            {"load_average_start", load_start},
-           {"load_average_end", weft::cli::load_average()}};
+           {"load_average_end", weft::sim::load_average()}};
   if (!stop_error.empty()) out["stop_error"] = stop_error;
   bool pairs_ok = true;
   for (const auto& p : o.protocols) pairs_ok &= fresh[p] == expected_per_protocol;
@@ -432,8 +432,8 @@ int run_agents(const Options& o) {
         out["network_rtt_p50_us_median"].get<double>());
     for (const auto& [name, l] : {std::pair{"/healthz", &healthz}, std::pair{"group mesh", &mesh}})
       fmt::print("  {:12s} {:5} requests ({} errors)  p50 {:7.2f} ms  p99 {:7.2f} ms  max {:7.2f} ms\n", name,
-                 l->ns.size(), l->errors, weft::cli::percentile_ms(l->ns, 0.5),
-                 weft::cli::percentile_ms(l->ns, 0.99), weft::cli::percentile_ms(l->ns, 1.0));
+                 l->ns.size(), l->errors, weft::sim::percentile_ms(l->ns, 0.5),
+                 weft::sim::percentile_ms(l->ns, 0.99), weft::sim::percentile_ms(l->ns, 1.0));
     fmt::print("  controller: CPU {:.1f}% of a core, RSS {} MB, {} threads, {} descriptors\n",
                out["controller_cpu_percent"].get<double>(), c1.rss_kb / 1024, ccounts.threads, ccounts.fds);
     fmt::print(
@@ -447,7 +447,7 @@ int run_agents(const Options& o) {
         tot.windows_made, tot.windows_delivered, tot.dropped_windows, tot.report_failures,
         tot.prober_restarts, tot.stop_s);
     for (const auto& [kind, count] : seen.alarms) fmt::print("  alarm {}: {} agents\n", kind, count);
-    fmt::print("  load average {:.1f} -> {:.1f}\n", load_start, weft::cli::load_average());
+    fmt::print("  load average {:.1f} -> {:.1f}\n", load_start, weft::sim::load_average());
     if (!stop_error.empty()) fmt::print("  {}\n", stop_error);
   }
   const bool ok =

@@ -5,7 +5,7 @@
 // The controller runs in a forked child process so that its CPU and memory are measured alone;
 // the parent plays the agents: it pre-encodes every report (one report = one agent's windows for
 // all its targets, as agents batch them) as a complete HTTP request and then sends them over
-// several keep-alive connections (bench_http_client.hpp: one send() per request).
+// several keep-alive connections (sim/http_load_client.hpp: one send() per request).
 #include <fmt/format.h>
 #include <httplib.h>
 
@@ -16,13 +16,13 @@
 
 #include "base/log.hpp"
 #include "base/proc_stats.hpp"
-#include "cli/bench_controller.hpp"
-#include "cli/bench_http_client.hpp"
-#include "cli/bench_sample.hpp"
 #include "cli/command_registry.hpp"
 #include "controller/auth.hpp"
 #include "controller/controller.hpp"
 #include "proto/report.hpp"
+#include "sim/forked_controller.hpp"
+#include "sim/http_load_client.hpp"
+#include "sim/sample_windows.hpp"
 
 namespace {
 
@@ -82,7 +82,7 @@ int run_bench(const Options& o) {
     for (size_t a = 0; a < o.agents; ++a)
       (void)c.mesh().pinglist_for(fmt::format("{}{:05d}", o.agent_prefix, a));
   };
-  auto controller = weft::cli::BenchController::start("bench", yaml, setup);
+  auto controller = weft::sim::ForkedController::start("bench", yaml, setup);
   if (!controller) {
     fmt::print(stderr, "{}\n", controller.error().message);
     return 1;
@@ -104,7 +104,7 @@ int run_bench(const Options& o) {
         // Registered peers, all in its pinglist (the group of every agent).
         std::string tgt = fmt::format("{}{:05d}", o.agent_prefix, (a + t + 1) % o.agents);
         rep.windows.push_back(
-            weft::cli::sample_window(tgt, base + static_cast<int64_t>(r) * 10'000'000'000, a * 31 + t));
+            weft::sim::sample_window(tgt, base + static_cast<int64_t>(r) * 10'000'000'000, a * 31 + t));
         auto& w = rep.windows.back();
         for (size_t k = 0; k < o.flows; ++k)  // the pair's probes spread over the flows
           w.flows.push_back({static_cast<uint16_t>(40000 + k), w.sent / o.flows, w.received / o.flows,
@@ -113,7 +113,7 @@ int run_bench(const Options& o) {
       std::string body = weft::proto::encode_binary(rep);
       body_bytes += body.size();
       bodies.push_back(
-          weft::cli::build_post_request("/api/v1/report", weft::proto::kBinaryContentType, body,
+          weft::sim::build_post_request("/api/v1/report", weft::proto::kBinaryContentType, body,
                                         "Bearer " + weft::controller::agent_token(kBenchSecret, rep.agent)));
     }
   weft::ProcStats before = weft::read_proc_stats(child);
@@ -126,7 +126,7 @@ int run_bench(const Options& o) {
   std::vector<std::thread> clients;
   for (size_t c = 0; c < o.connections; ++c)
     clients.emplace_back([&] {
-      weft::cli::BenchHttpConnection conn;
+      weft::sim::HttpLoadConnection conn;
       auto connected = conn.connect_loopback(o.port);
       for (size_t i; (i = next.fetch_add(1)) < bodies.size();) {
         auto res = connected ? conn.exchange(bodies[i]) : std::unexpected(connected.error());

@@ -24,8 +24,8 @@ TEST(RestartBackoff, DoublesFromOneSecondToAMinuteWhileFailing) {
 TEST(RestartBackoff, AShortRunKeepsTheBackoffASteadyRunResetsIt) {
   RestartBackoff b;
   for (int i = 0; i < 4; ++i) b.after_failure(Duration::zero());  // 1, 2, 4, 8
-  EXPECT_EQ(b.after_failure(5s), 16s);                             // died after 5 s: still failing
-  EXPECT_EQ(b.after_failure(RestartBackoff::kSteadyRun), 1s);       // ran a minute: healthy again
+  EXPECT_EQ(b.after_failure(5s), 16s);                            // died after 5 s: still failing
+  EXPECT_EQ(b.after_failure(RestartBackoff::kSteadyRun), 1s);     // ran a minute: healthy again
   EXPECT_EQ(b.after_failure(Duration::zero()), 2s);
 }
 

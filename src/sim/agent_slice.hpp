@@ -15,7 +15,7 @@
 #include "agent/agent.hpp"
 #include "base/result.hpp"
 
-namespace weft::cli {
+namespace weft::sim {
 
 // What a slice says once its agents started, and again (with their totals) once they stopped.
 struct SliceReport {
@@ -68,4 +68,4 @@ class AgentSlice {
   SliceReport started_;
 };
 
-}  // namespace weft::cli
+}  // namespace weft::sim

@@ -1,4 +1,4 @@
-#include "cli/bench_controller.hpp"
+#include "sim/forked_controller.hpp"
 
 #include <fmt/format.h>
 #include <sched.h>
@@ -12,7 +12,7 @@
 #include "controller/config.hpp"
 #include "controller/controller.hpp"
 
-namespace weft::cli {
+namespace weft::sim {
 
 bool pin_to_cpu(int cpu) {
   cpu_set_t set;
@@ -26,7 +26,7 @@ namespace {
 // The child: SIGTERM is blocked before anything starts so that it is only ever taken by sigwait,
 // and the controller stops cleanly (its store flushed) instead of dying mid-write.
 [[noreturn]] void child_main(const std::string& what, const std::string& yaml,
-                             const BenchController::Setup& setup, int cpu, int ready_fd) {
+                             const ForkedController::Setup& setup, int cpu, int ready_fd) {
   char ok = 0;
   if (cpu >= 0 && !pin_to_cpu(cpu)) {
     fmt::print(stderr, "{}: cannot pin the controller to CPU {}\n", what, cpu);
@@ -60,9 +60,9 @@ namespace {
 
 }  // namespace
 
-Result<std::unique_ptr<BenchController>> BenchController::start(const std::string& what,
-                                                                const ConfigYaml& yaml, const Setup& setup,
-                                                                int cpu) {
+Result<std::unique_ptr<ForkedController>> ForkedController::start(const std::string& what,
+                                                                  const ConfigYaml& yaml, const Setup& setup,
+                                                                  int cpu) {
   std::string name = what;
   std::replace(name.begin(), name.end(), ' ', '-');
   std::string dir =
@@ -84,7 +84,7 @@ Result<std::unique_ptr<BenchController>> BenchController::start(const std::strin
     child_main(what, config, setup, cpu, fds[1]);
   }
   close(fds[1]);
-  std::unique_ptr<BenchController> bc(new BenchController(child, dir));
+  std::unique_ptr<ForkedController> bc(new ForkedController(child, dir));
   char ok = 0;
   bool started = read(fds[0], &ok, 1) == 1 && ok;
   close(fds[0]);
@@ -92,7 +92,7 @@ Result<std::unique_ptr<BenchController>> BenchController::start(const std::strin
   return bc;
 }
 
-void BenchController::stop() {
+void ForkedController::stop() {
   if (pid_ <= 0) return;
   kill(pid_, SIGTERM);
   int status = 0;
@@ -102,4 +102,4 @@ void BenchController::stop() {
   std::filesystem::remove_all(dir_, ec);
 }
 
-}  // namespace weft::cli
+}  // namespace weft::sim

@@ -1,6 +1,6 @@
-#include "cli/bench_sample.hpp"
+#include "sim/sample_windows.hpp"
 
-namespace weft::cli {
+namespace weft::sim {
 
 weft::proto::WindowStats sample_window(const std::string& target, int64_t start, uint64_t salt) {
   weft::proto::WindowStats w;
@@ -31,4 +31,4 @@ weft::proto::WindowStats sample_window(const std::string& target, int64_t start,
   return w;
 }
 
-}  // namespace weft::cli
+}  // namespace weft::sim

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace weft::cli {
+namespace weft::sim {
 
 // The 1-minute load average (/proc/loadavg); 0 when it cannot be read.
 double load_average();
@@ -12,4 +12,4 @@ double load_average();
 // The `p` quantile (0..1) of nanosecond samples, in milliseconds (nearest rank; 0 without samples).
 double percentile_ms(std::vector<int64_t> ns, double p);
 
-}  // namespace weft::cli
+}  // namespace weft::sim

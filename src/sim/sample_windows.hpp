@@ -7,8 +7,8 @@
 
 #include "proto/window_stats.hpp"
 
-namespace weft::cli {
+namespace weft::sim {
 
 weft::proto::WindowStats sample_window(const std::string& target, int64_t start, uint64_t salt);
 
-}  // namespace weft::cli
+}  // namespace weft::sim

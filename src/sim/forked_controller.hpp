@@ -13,12 +13,12 @@ namespace weft::controller {
 class Controller;
 }
 
-namespace weft::cli {
+namespace weft::sim {
 
 // Pins the calling thread, and the threads it starts from then on, to one CPU.
 bool pin_to_cpu(int cpu);
 
-class BenchController {
+class ForkedController {
  public:
   // The child's configuration, given a fresh temp dir (for the SQLite store).
   using ConfigYaml = std::function<std::string(const std::string& dir)>;
@@ -30,20 +30,20 @@ class BenchController {
   // stderr as `what: ...` in the child) when the controller did not start. `what` names the temp dir too.
   // `cpu` >= 0 pins the child (every thread of the controller) to that CPU, so a benchmark can keep
   // it and the simulated agents off each other's core.
-  static Result<std::unique_ptr<BenchController>> start(const std::string& what, const ConfigYaml& yaml,
-                                                        const Setup& setup = {}, int cpu = -1);
-  BenchController(const BenchController&) = delete;
-  BenchController& operator=(const BenchController&) = delete;
-  ~BenchController() { stop(); }
+  static Result<std::unique_ptr<ForkedController>> start(const std::string& what, const ConfigYaml& yaml,
+                                                         const Setup& setup = {}, int cpu = -1);
+  ForkedController(const ForkedController&) = delete;
+  ForkedController& operator=(const ForkedController&) = delete;
+  ~ForkedController() { stop(); }
 
   pid_t pid() const { return pid_; }
   // SIGTERM to the child, waits for it and removes the temp dir; idempotent.
   void stop();
 
  private:
-  BenchController(pid_t pid, std::string dir) : pid_(pid), dir_(std::move(dir)) {}
+  ForkedController(pid_t pid, std::string dir) : pid_(pid), dir_(std::move(dir)) {}
   pid_t pid_ = -1;
   std::string dir_;
 };
 
-}  // namespace weft::cli
+}  // namespace weft::sim

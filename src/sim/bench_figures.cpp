@@ -1,9 +1,9 @@
-#include "cli/bench_common.hpp"
+#include "sim/bench_figures.hpp"
 
 #include <algorithm>
 #include <cstdio>
 
-namespace weft::cli {
+namespace weft::sim {
 
 double load_average() {
   double l = 0;
@@ -21,4 +21,4 @@ double percentile_ms(std::vector<int64_t> ns, double p) {
   return static_cast<double>(ns[i]) / 1e6;
 }
 
-}  // namespace weft::cli
+}  // namespace weft::sim

@@ -1,4 +1,4 @@
-#include "cli/bench_http_client.hpp"
+#include "sim/http_load_client.hpp"
 
 #include <fmt/format.h>
 #include <netinet/in.h>
@@ -10,7 +10,7 @@
 #include <charconv>
 #include <cstring>
 
-namespace weft::cli {
+namespace weft::sim {
 
 std::string build_post_request(std::string_view path, std::string_view content_type, std::string_view body,
                                std::string_view authorization) {
@@ -23,11 +23,11 @@ std::string build_post_request(std::string_view path, std::string_view content_t
   return r;
 }
 
-BenchHttpConnection::~BenchHttpConnection() {
+HttpLoadConnection::~HttpLoadConnection() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-Status BenchHttpConnection::connect_loopback(uint16_t port) {
+Status HttpLoadConnection::connect_loopback(uint16_t port) {
   port_ = port;
   if (fd_ >= 0) ::close(fd_);
   in_.clear();
@@ -48,7 +48,7 @@ Status BenchHttpConnection::connect_loopback(uint16_t port) {
   return {};
 }
 
-Status BenchHttpConnection::read_more() {
+Status HttpLoadConnection::read_more() {
   char buf[16384];
   ssize_t n;
   do n = ::recv(fd_, buf, sizeof buf, 0);
@@ -59,7 +59,7 @@ Status BenchHttpConnection::read_more() {
   return {};
 }
 
-Result<BenchHttpConnection::Answer> BenchHttpConnection::exchange(std::string_view request) {
+Result<HttpLoadConnection::Answer> HttpLoadConnection::exchange(std::string_view request) {
   auto broken = [&](Error e) -> Result<Answer> {
     ::close(fd_);
     fd_ = -1;
@@ -100,4 +100,4 @@ Result<BenchHttpConnection::Answer> BenchHttpConnection::exchange(std::string_vi
   return a;
 }
 
-}  // namespace weft::cli
+}  // namespace weft::sim

@@ -1,4 +1,4 @@
-#include "cli/bench_agent_slice.hpp"
+#include "sim/agent_slice.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -15,7 +15,7 @@
 #include "base/clock.hpp"
 #include "base/proc_stats.hpp"
 
-namespace weft::cli {
+namespace weft::sim {
 
 namespace {
 
@@ -158,4 +158,4 @@ AgentSlice::~AgentSlice() {
   ::close(fd_);
 }
 
-}  // namespace weft::cli
+}  // namespace weft::sim

@@ -11,19 +11,19 @@
 
 #include "base/result.hpp"
 
-namespace weft::cli {
+namespace weft::sim {
 
 // "POST PATH HTTP/1.1" with Host, Content-Type, Content-Length and keep-alive, then the body.
 // `authorization`: the Authorization header's value ("Bearer TOKEN"), or "" for none.
 std::string build_post_request(std::string_view path, std::string_view content_type, std::string_view body,
                                std::string_view authorization = {});
 
-class BenchHttpConnection {
+class HttpLoadConnection {
  public:
-  BenchHttpConnection() = default;
-  ~BenchHttpConnection();
-  BenchHttpConnection(const BenchHttpConnection&) = delete;
-  BenchHttpConnection& operator=(const BenchHttpConnection&) = delete;
+  HttpLoadConnection() = default;
+  ~HttpLoadConnection();
+  HttpLoadConnection(const HttpLoadConnection&) = delete;
+  HttpLoadConnection& operator=(const HttpLoadConnection&) = delete;
 
   Status connect_loopback(uint16_t port);
 
@@ -42,4 +42,4 @@ class BenchHttpConnection {
   std::string in_;  // bytes received and not yet consumed
 };
 
-}  // namespace weft::cli
+}  // namespace weft::sim
