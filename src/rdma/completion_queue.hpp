@@ -1,7 +1,8 @@
 #pragma once
-// A completion queue, classic (ibv_create_cq) or extended with NIC completion timestamps
-// (ibv_create_cq_ex + IBV_WC_EX_WITH_COMPLETION_TIMESTAMP). One CQ may serve one QP or many
-// (pass the same CQ to several QueuePairs). Three ways to wait for completions:
+// A completion queue (ibv_create_cq), what message connections and the benchmarks poll. The one
+// CQ with NIC completion timestamps and a poll stamp on every completion is ExtendedCq
+// (extended_cq.hpp), the probe engine's. One CQ may serve one QP or many (pass the same CQ to
+// several QueuePairs). Three ways to wait for completions:
 //   busy     spin on ibv_poll_cq: lowest latency, one core per waiting thread;
 //   channel  arm the CQ and block in ibv_get_cq_event on its completion channel;
 //   epoll    the channel's fd in a CqPoller (cq_poller.hpp) with other CQs and sockets.
@@ -29,20 +30,14 @@ class CompletionQueue {
                                         std::shared_ptr<CompletionChannel> channel = nullptr);
   // A CQ ready to be waited on in `mode`: with a completion channel of its own unless busy.
   static Result<CompletionQueue> create(const Device& dev, int depth, WaitMode mode);
-  // The same with a completion timestamp on every work completion; "completion timestamps not
-  // supported by <dev>" where the device has none (rxe).
-  static Result<CompletionQueue> create_timestamped(const Device& dev, int depth,
-                                                    std::shared_ptr<CompletionChannel> channel = nullptr);
 
   ibv_cq* raw() const { return cq_.get(); }
   const std::shared_ptr<ibv_cq>& shared() const { return cq_; }
-  bool timestamped() const { return ex_ != nullptr; }
   CompletionChannel* channel() const { return channel_.get(); }
   int depth() const { return cq_->cqe; }
 
-  // Non-blocking: up to out.size() completions, 0 if none. For a timestamped CQ, timestamps
-  // (if not empty, same size as out) receives each completion's raw NIC stamp (see clock.hpp).
-  Result<int> poll(std::span<ibv_wc> out, std::span<uint64_t> timestamps = {});
+  // Non-blocking: up to out.size() completions, 0 if none.
+  Result<int> poll(std::span<ibv_wc> out);
   // Requests an event on the channel for the next completion (ibv_req_notify_cq).
   Status arm(bool solicited_only = false);
   // Waits up to timeout for at least one completion (busy or channel; epoll is CqPoller's job)
@@ -50,13 +45,11 @@ class CompletionQueue {
   Result<int> wait(std::span<ibv_wc> out, WaitMode mode, std::chrono::milliseconds timeout);
 
  private:
-  CompletionQueue(std::shared_ptr<ibv_cq> cq, ibv_cq_ex* ex, std::shared_ptr<CompletionChannel> ch)
-      : channel_(std::move(ch)), cq_(std::move(cq)), ex_(ex) {}
-  Result<int> poll_ex(std::span<ibv_wc> out, std::span<uint64_t> timestamps);
+  CompletionQueue(std::shared_ptr<ibv_cq> cq, std::shared_ptr<CompletionChannel> ch)
+      : channel_(std::move(ch)), cq_(std::move(cq)) {}
 
   std::shared_ptr<CompletionChannel> channel_;  // declared first: destroyed after the CQ
   std::shared_ptr<ibv_cq> cq_;
-  ibv_cq_ex* ex_ = nullptr;
 };
 
 }  // namespace weft::rdma

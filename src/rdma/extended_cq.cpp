@@ -21,6 +21,8 @@ bool is_rxe(const Device& dev) {
 
 Result<ExtendedCq> ExtendedCq::create(const Device& dev, int depth, bool timestamps,
                                       std::shared_ptr<CompletionChannel> channel) {
+  if (timestamps)
+    if (auto clk = dev.clock(); !clk) return std::unexpected(clk.error());
   ibv_cq_init_attr_ex attr{};
   attr.cqe = static_cast<uint32_t>(depth);
   attr.channel = channel ? channel->raw() : nullptr;

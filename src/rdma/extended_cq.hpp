@@ -5,10 +5,9 @@
 // also gets one CLOCK_MONOTONIC stamp, taken when the first was read (the software stamp when there
 // is no NIC clock).
 //
-// CompletionQueue (completion_queue.hpp) gives the source QP too (ibv_wc, classic or extended),
-// but it makes an extended CQ only when the device has completion timestamps, and has no poll
-// stamp and no rxe rule (below). The probe engine needs a poll stamp on every completion and
-// the same extended poll path on every device, rxe included, hence this class.
+// weft's one timestamped CQ: the probe engine needs a poll stamp on every completion, the NIC's
+// stamp where there is one, and the same extended poll path on every device, rxe included.
+// CompletionQueue (completion_queue.hpp) is the classic ibv_wc queue of message connections.
 //
 // Soft-RoCE (rxe) quirk: with the documented start/next.../end sequence the probe engine read stale
 // completions on rxe (send completions for wr_ids that had completed already). The likely cause
@@ -40,7 +39,9 @@ struct WorkCompletion {
 
 class ExtendedCq {
  public:
-  // timestamps: ask for IBV_WC_EX_WITH_COMPLETION_TIMESTAMP (only when the device has a clock).
+  // timestamps: ask for IBV_WC_EX_WITH_COMPLETION_TIMESTAMP; "completion timestamps not supported
+  // by <dev>" where the device has no clock (rxe), asked first: such drivers may accept the flag
+  // and return zeros.
   // channel: for sleeping until the next completion (arm(), then the channel's fd), else null.
   static Result<ExtendedCq> create(const Device& dev, int depth, bool timestamps,
                                    std::shared_ptr<CompletionChannel> channel = nullptr);

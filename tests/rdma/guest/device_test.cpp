@@ -38,7 +38,7 @@ TEST(GuestDevice, CapsAndNoCompletionTimestampsOnRxe) {
   ASSERT_FALSE(clk);
   EXPECT_NE(clk.error().message.find("completion timestamps not supported by rxe0"), std::string::npos)
       << clk.error().message;
-  auto cq = CompletionQueue::create_timestamped(device(), 16);
+  auto cq = ExtendedCq::create(device(), 16, /*timestamps=*/true);
   ASSERT_FALSE(cq);
   EXPECT_NE(cq.error().message.find("not supported"), std::string::npos) << cq.error().message;
 }

@@ -13,6 +13,7 @@
 #include "rdma/completion_queue.hpp"
 #include "rdma/device.hpp"
 #include "rdma/error.hpp"
+#include "rdma/extended_cq.hpp"
 #include "rdma/memory_region.hpp"
 #include "rdma/protection_domain.hpp"
 #include "rdma/queue_pair.hpp"
