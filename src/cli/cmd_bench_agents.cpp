@@ -216,132 +216,150 @@ AgentsSeen agents_seen(weft::sim::HttpLoadConnection& c) {
   return s;
 }
 
-int run_agents(const Options& o) {
-  const double load_start = weft::sim::load_average();
-  if (o.agents < 2 || o.group_size < 2 || o.agents / kPerSubnet >= 256 || groups_of(o) > 1000) {
-    fmt::print(stderr, "bench agents: need 2 <= agents < 64,000, group size >= 2 and at most 1,000 groups\n");
-    return 2;
-  }
-  if (o.seconds < 2 * o.window_s + 1) {
-    fmt::print(stderr, "bench agents: --seconds must cover two windows\n");
-    return 2;
-  }
-  // Raised here, inherited by the slices: each agent holds ~10 descriptors, more while TCP probes
-  // are open.
-  const uint64_t fd_limit = weft::net::raise_fd_limit();
-  auto controller = weft::sim::ForkedController::start(
-      "bench agents", [&](const std::string& dir) { return controller_yaml(o, dir); });
-  if (!controller) {
-    fmt::print(stderr, "{}\n", controller.error().message);
-    return 1;
-  }
-  const pid_t cpid = (*controller)->pid();
-
-  // The slices, forked while this process has no thread yet.
-  const size_t procs = std::clamp<size_t>(o.processes ? o.processes : (o.agents + 249) / 250, 1, o.agents);
+// One run of the benchmark, phase by phase; what each phase measures stays for the figures.
+struct AgentsRun {
+  explicit AgentsRun(const Options& opts) : o(opts) {}
+  const Options& o;
+  double load_start = weft::sim::load_average();
+  uint64_t fd_limit = 0;
+  std::unique_ptr<weft::sim::ForkedController> controller;
   std::vector<std::unique_ptr<weft::sim::AgentSlice>> slices;
-  const int64_t t_start = weft::mono_ns();
   size_t start_failures = 0;
-  for (size_t p = 0; p < procs; ++p) {
-    std::vector<weft::agent::AgentConfig> cfgs;
-    for (size_t i = p * o.agents / procs; i < (p + 1) * o.agents / procs; ++i) {
-      weft::agent::AgentConfig c;
-      c.controller_url = fmt::format("http://127.0.0.1:{}", o.port);
-      c.name = agent_name(i, o.group_size);
-      c.token = weft::controller::agent_token(kSecret, c.name);
-      c.address = agent_ip(o, i);
-      c.udp_port = o.udp_port;
-      c.tcp_port = o.tcp_port;
-      c.protocols.clear();
-      for (const auto& pr : o.protocols) c.protocols.push_back(*weft::proto::parse_protocol(pr));
-      cfgs.push_back(std::move(c));
-    }
-    auto s = weft::sim::AgentSlice::start(std::move(cfgs));
-    if (!s) {
-      fmt::print(stderr, "{}\n", s.error().message);
-      return 1;
-    }
-    start_failures += (*s)->started().start_failures;
-    slices.push_back(std::move(*s));
-  }
-  const double start_s = static_cast<double>(weft::mono_ns() - t_start) / 1e9;
-
-  // Registered and up: every agent listed as up (it reported after registering).
+  int64_t t_start = 0;
+  double start_s = 0, up_s = 0, warmup = 0, measured_s = 0;
   weft::sim::HttpLoadConnection c;
-  if (!c.connect_loopback(o.port)) {
-    fmt::print(stderr, "bench agents: cannot connect to the controller\n");
-    return 1;
-  }
   AgentsSeen seen;
-  while (weft::mono_ns() - t_start < static_cast<int64_t>(o.register_timeout * 1e9)) {
-    seen = agents_seen(c);
-    if (seen.up >= o.agents) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  }
-  const double up_s = static_cast<double>(weft::mono_ns() - t_start) / 1e9;
-  const size_t up_after_start = seen.up;
-
-  // Warm-up: pinglists settle as the last agents join, and the first window of the full mesh ends.
-  const double warmup = o.warmup >= 0 ? o.warmup : 2 * o.window_s + 3;
-  std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int64_t>(warmup * 1000)));
-
+  size_t up_after_start = 0;
   std::vector<weft::ProcStats> slice0, slice1;
   std::vector<ProcCounts> counts;
-  for (const auto& s : slices) slice0.push_back(weft::read_proc_stats(s->pid()));
-  const weft::ProcStats c0 = weft::read_proc_stats(cpid);
+  weft::ProcStats c0, c1;
+  ProcCounts ccounts;
   Tally tally;
-  tally.since_s = static_cast<int64_t>(weft::realtime_ns() / 1'000'000'000) + 1;
   Latency healthz, mesh;
-  std::atomic<bool> stop{false};
-  const int64_t t_measure = weft::mono_ns();
-  std::thread api([&] { api_client(o, stop, healthz, mesh, tally); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int64_t>(o.seconds * 1000)));
-  stop = true;
-  api.join();
-  const double measured_s = static_cast<double>(weft::mono_ns() - t_measure) / 1e9;
-  const weft::ProcStats c1 = weft::read_proc_stats(cpid);
-  for (const auto& s : slices) {
-    slice1.push_back(weft::read_proc_stats(s->pid()));
-    counts.push_back(proc_counts(s->pid()));
-  }
-  const ProcCounts ccounts = proc_counts(cpid);
-
-  // Every group's mesh until each expected pair has a window that began in the measurement (the
-  // deadline only ends a run that fails).
   std::map<std::string, size_t> fresh;
   std::map<std::string, std::string> missing;
   size_t expected_per_protocol = 0;
-  for (size_t g = 0; g < groups_of(o); ++g)
-    expected_per_protocol += group_members(o, g) * (group_members(o, g) - 1);
-  (void)c.connect_loopback(o.port);  // idle through the measurement: the controller may have closed it
-  const int64_t final_deadline = weft::mono_ns() + static_cast<int64_t>((3 * o.window_s + 10) * 1e9);
-  for (bool all = false; !all;) {
-    for (const auto& p : o.protocols)
-      for (size_t g = 0; g < groups_of(o); ++g)
-        if (auto r = c.exchange(get_request(mesh_path(p, g))); r && r->status == 200)
-          tally.add(p, json::parse(r->body, nullptr, false));
-    all = true;
-    for (const auto& p : o.protocols) {
-      missing[p].clear();
-      fresh[p] = tally.fresh(o, p, &missing[p]);
-      all &= fresh[p] == expected_per_protocol;
-    }
-    if (all || weft::mono_ns() > final_deadline) break;
-    std::this_thread::sleep_for(std::chrono::seconds(1));
-  }
-  seen = agents_seen(c);
-
   std::vector<weft::sim::SliceReport> reports;
   std::string stop_error;
-  for (auto& s : slices) {
-    auto r = s->stop(std::chrono::seconds(120));
-    if (r)
-      reports.push_back(*r);
-    else if (stop_error.empty())
-      stop_error = r.error().message;
-  }
-  (*controller)->stop();
 
+  // The controller, then the slices, forked while this process has no thread yet.
+  weft::Status start() {
+    // Raised here, inherited by the slices: each agent holds ~10 descriptors, more while TCP probes
+    // are open.
+    fd_limit = weft::net::raise_fd_limit();
+    auto ctl = weft::sim::ForkedController::start(
+        "bench agents", [&](const std::string& dir) { return controller_yaml(o, dir); });
+    if (!ctl) return std::unexpected(ctl.error());
+    controller = std::move(*ctl);
+    const size_t procs = std::clamp<size_t>(o.processes ? o.processes : (o.agents + 249) / 250, 1, o.agents);
+    t_start = weft::mono_ns();
+    for (size_t p = 0; p < procs; ++p) {
+      std::vector<weft::agent::AgentConfig> cfgs;
+      for (size_t i = p * o.agents / procs; i < (p + 1) * o.agents / procs; ++i)
+        cfgs.push_back(agent_config(i));
+      auto s = weft::sim::AgentSlice::start(std::move(cfgs));
+      if (!s) return std::unexpected(s.error());
+      start_failures += (*s)->started().start_failures;
+      slices.push_back(std::move(*s));
+    }
+    start_s = static_cast<double>(weft::mono_ns() - t_start) / 1e9;
+    if (!c.connect_loopback(o.port)) return weft::fail("bench agents: cannot connect to the controller");
+    return {};
+  }
+
+  weft::agent::AgentConfig agent_config(size_t i) const {
+    weft::agent::AgentConfig cfg;
+    cfg.controller_url = fmt::format("http://127.0.0.1:{}", o.port);
+    cfg.name = agent_name(i, o.group_size);
+    cfg.token = weft::controller::agent_token(kSecret, cfg.name);
+    cfg.address = agent_ip(o, i);
+    cfg.udp_port = o.udp_port;
+    cfg.tcp_port = o.tcp_port;
+    cfg.protocols.clear();
+    for (const auto& pr : o.protocols) cfg.protocols.push_back(*weft::proto::parse_protocol(pr));
+    return cfg;
+  }
+
+  // Registered and up: every agent listed as up (it reported after registering).
+  void wait_all_up() {
+    while (weft::mono_ns() - t_start < static_cast<int64_t>(o.register_timeout * 1e9)) {
+      seen = agents_seen(c);
+      if (seen.up >= o.agents) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+    up_s = static_cast<double>(weft::mono_ns() - t_start) / 1e9;
+    up_after_start = seen.up;
+  }
+
+  // After a warm-up (pinglists settle as the last agents join, and the first window of the full
+  // mesh ends): CPU and memory of every process over `seconds` while the API client asks.
+  void measure() {
+    warmup = o.warmup >= 0 ? o.warmup : 2 * o.window_s + 3;
+    std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int64_t>(warmup * 1000)));
+    for (const auto& s : slices) slice0.push_back(weft::read_proc_stats(s->pid()));
+    c0 = weft::read_proc_stats(controller->pid());
+    tally.since_s = static_cast<int64_t>(weft::realtime_ns() / 1'000'000'000) + 1;
+    std::atomic<bool> stop{false};
+    const int64_t t_measure = weft::mono_ns();
+    std::thread api([&] { api_client(o, stop, healthz, mesh, tally); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int64_t>(o.seconds * 1000)));
+    stop = true;
+    api.join();
+    measured_s = static_cast<double>(weft::mono_ns() - t_measure) / 1e9;
+    c1 = weft::read_proc_stats(controller->pid());
+    for (const auto& s : slices) {
+      slice1.push_back(weft::read_proc_stats(s->pid()));
+      counts.push_back(proc_counts(s->pid()));
+    }
+    ccounts = proc_counts(controller->pid());
+  }
+
+  // Every group's mesh until each expected pair has a window that began in the measurement (the
+  // deadline only ends a run that fails).
+  void await_fresh_meshes() {
+    for (size_t g = 0; g < groups_of(o); ++g)
+      expected_per_protocol += group_members(o, g) * (group_members(o, g) - 1);
+    (void)c.connect_loopback(o.port);  // idle through the measurement: the controller may have closed it
+    const int64_t final_deadline = weft::mono_ns() + static_cast<int64_t>((3 * o.window_s + 10) * 1e9);
+    for (bool all = false; !all;) {
+      for (const auto& p : o.protocols)
+        for (size_t g = 0; g < groups_of(o); ++g)
+          if (auto r = c.exchange(get_request(mesh_path(p, g))); r && r->status == 200)
+            tally.add(p, json::parse(r->body, nullptr, false));
+      all = true;
+      for (const auto& p : o.protocols) {
+        missing[p].clear();
+        fresh[p] = tally.fresh(o, p, &missing[p]);
+        all &= fresh[p] == expected_per_protocol;
+      }
+      if (all || weft::mono_ns() > final_deadline) break;
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+    seen = agents_seen(c);
+  }
+
+  void stop_all() {
+    for (auto& s : slices) {
+      auto r = s->stop(std::chrono::seconds(120));
+      if (r)
+        reports.push_back(*r);
+      else if (stop_error.empty())
+        stop_error = r.error().message;
+    }
+    controller->stop();
+  }
+
+  json figures();
+  void print(const json& out) const;
+  bool ok() const {
+    bool pairs_ok = true;
+    for (const auto& p : o.protocols) pairs_ok &= fresh.at(p) == expected_per_protocol;
+    return start_failures == 0 && seen.up == o.agents && pairs_ok && healthz.errors + mesh.errors == 0 &&
+           stop_error.empty();
+  }
+};
+
+json AgentsRun::figures() {
   // The agents' side: CPU over the measurement, RSS above what each slice held before its agents.
   double agents_cpu_s = 0;
   int64_t agents_rss_kb = 0, agents_rss_added_kb = 0;
@@ -410,49 +428,70 @@ int run_agents(const Options& o) {
            {"load_average_start", load_start},
            {"load_average_end", weft::sim::load_average()}};
   if (!stop_error.empty()) out["stop_error"] = stop_error;
-  bool pairs_ok = true;
-  for (const auto& p : o.protocols) pairs_ok &= fresh[p] == expected_per_protocol;
-  const size_t api_errors = healthz.errors + mesh.errors;
-  if (o.json) {
-    fmt::print("{}\n", out.dump());
-  } else {
-    fmt::print("agents: {} real agents in {} processes, groups of {} ({} groups), {}\n", o.agents,
-               slices.size(), o.group_size, groups_of(o), fmt::join(o.protocols, "+"));
-    fmt::print("  {} started ({} failed) in {:.1f} s; {} up after {:.1f} s; {} listed, {} up at the end\n",
-               o.agents - start_failures, start_failures, start_s, up_after_start, up_s, seen.listed,
-               seen.up);
-    for (const auto& p : o.protocols)
-      fmt::print("  {}: {} of {} pairs have a window that began in the {:.0f} s measured{}\n", p, fresh[p],
-                 expected_per_protocol, measured_s,
-                 missing[p].empty() ? "" : " (missing: " + missing[p] + ", ...)");
-    fmt::print(
-        "  windows seen {}: {} probes sent, {} lost ({} windows with loss); network RTT p50 median {:.0f} "
-        "us\n",
-        tally.windows, tally.sent, tally.lost, tally.windows_with_loss,
-        out["network_rtt_p50_us_median"].get<double>());
-    for (const auto& [name, l] : {std::pair{"/healthz", &healthz}, std::pair{"group mesh", &mesh}})
-      fmt::print("  {:12s} {:5} requests ({} errors)  p50 {:7.2f} ms  p99 {:7.2f} ms  max {:7.2f} ms\n", name,
-                 l->ns.size(), l->errors, weft::sim::percentile_ms(l->ns, 0.5),
-                 weft::sim::percentile_ms(l->ns, 0.99), weft::sim::percentile_ms(l->ns, 1.0));
-    fmt::print("  controller: CPU {:.1f}% of a core, RSS {} MB, {} threads, {} descriptors\n",
-               out["controller_cpu_percent"].get<double>(), c1.rss_kb / 1024, ccounts.threads, ccounts.fds);
-    fmt::print(
-        "  agents: CPU {:.1f}% of a core ({:.3f}% each), RSS {} MB ({:.0f} KB each), {} threads, {} "
-        "descriptors\n",
-        out["agents_cpu_percent"].get<double>(), out["agent_cpu_percent_each"].get<double>(),
-        agents_rss_kb / 1024, out["agent_rss_kb_each"].get<double>(), threads, fds);
-    fmt::print(
-        "  windows made {}, delivered {}, dropped {}; report failures {}, prober restarts {}; stop {:.1f} "
-        "s\n",
-        tot.windows_made, tot.windows_delivered, tot.dropped_windows, tot.report_failures,
-        tot.prober_restarts, tot.stop_s);
-    for (const auto& [kind, count] : seen.alarms) fmt::print("  alarm {}: {} agents\n", kind, count);
-    fmt::print("  load average {:.1f} -> {:.1f}\n", load_start, weft::sim::load_average());
-    if (!stop_error.empty()) fmt::print("  {}\n", stop_error);
+  return out;
+}
+
+void AgentsRun::print(const json& out) const {
+  fmt::print("agents: {} real agents in {} processes, groups of {} ({} groups), {}\n", o.agents,
+             slices.size(), o.group_size, groups_of(o), fmt::join(o.protocols, "+"));
+  fmt::print("  {} started ({} failed) in {:.1f} s; {} up after {:.1f} s; {} listed, {} up at the end\n",
+             o.agents - start_failures, start_failures, start_s, up_after_start, up_s, seen.listed, seen.up);
+  for (const auto& p : o.protocols)
+    fmt::print("  {}: {} of {} pairs have a window that began in the {:.0f} s measured{}\n", p, fresh.at(p),
+               expected_per_protocol, measured_s,
+               missing.at(p).empty() ? "" : " (missing: " + missing.at(p) + ", ...)");
+  fmt::print(
+      "  windows seen {}: {} probes sent, {} lost ({} windows with loss); network RTT p50 median {:.0f} "
+      "us\n",
+      tally.windows, tally.sent, tally.lost, tally.windows_with_loss,
+      out["network_rtt_p50_us_median"].get<double>());
+  for (const auto& [name, l] : {std::pair{"/healthz", &healthz}, std::pair{"group mesh", &mesh}})
+    fmt::print("  {:12s} {:5} requests ({} errors)  p50 {:7.2f} ms  p99 {:7.2f} ms  max {:7.2f} ms\n", name,
+               l->ns.size(), l->errors, weft::sim::percentile_ms(l->ns, 0.5),
+               weft::sim::percentile_ms(l->ns, 0.99), weft::sim::percentile_ms(l->ns, 1.0));
+  fmt::print("  controller: CPU {:.1f}% of a core, RSS {} MB, {} threads, {} descriptors\n",
+             out["controller_cpu_percent"].get<double>(), c1.rss_kb / 1024, ccounts.threads, ccounts.fds);
+  fmt::print(
+      "  agents: CPU {:.1f}% of a core ({:.3f}% each), RSS {} MB ({:.0f} KB each), {} threads, {} "
+      "descriptors\n",
+      out["agents_cpu_percent"].get<double>(), out["agent_cpu_percent_each"].get<double>(),
+      out["agents_rss_kb"].get<int64_t>() / 1024, out["agent_rss_kb_each"].get<double>(),
+      out["agent_threads"].get<size_t>(), out["agent_fds"].get<size_t>());
+  fmt::print(
+      "  windows made {}, delivered {}, dropped {}; report failures {}, prober restarts {}; stop {:.1f} "
+      "s\n",
+      out["windows_made"].get<uint64_t>(), out["windows_delivered"].get<uint64_t>(),
+      out["dropped_windows"].get<uint64_t>(), out["report_failures"].get<uint64_t>(),
+      out["prober_restarts"].get<uint64_t>(), out["stop_s"].get<double>());
+  for (const auto& [kind, count] : seen.alarms) fmt::print("  alarm {}: {} agents\n", kind, count);
+  fmt::print("  load average {:.1f} -> {:.1f}\n", load_start, weft::sim::load_average());
+  if (!stop_error.empty()) fmt::print("  {}\n", stop_error);
+}
+
+int run_agents(const Options& o) {
+  if (o.agents < 2 || o.group_size < 2 || o.agents / kPerSubnet >= 256 || groups_of(o) > 1000) {
+    fmt::print(stderr, "bench agents: need 2 <= agents < 64,000, group size >= 2 and at most 1,000 groups\n");
+    return 2;
   }
-  const bool ok =
-      start_failures == 0 && seen.up == o.agents && pairs_ok && api_errors == 0 && stop_error.empty();
-  return ok ? 0 : 1;
+  if (o.seconds < 2 * o.window_s + 1) {
+    fmt::print(stderr, "bench agents: --seconds must cover two windows\n");
+    return 2;
+  }
+  AgentsRun run(o);
+  if (auto st = run.start(); !st) {
+    fmt::print(stderr, "{}\n", st.error().message);
+    return 1;
+  }
+  run.wait_all_up();
+  run.measure();
+  run.await_fresh_meshes();
+  run.stop_all();
+  const json out = run.figures();
+  if (o.json)
+    fmt::print("{}\n", out.dump());
+  else
+    run.print(out);
+  return run.ok() ? 0 : 1;
 }
 
 weft::cli::Registrar reg{[](weft::cli::Root& root) {
