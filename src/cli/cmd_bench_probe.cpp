@@ -70,6 +70,156 @@ Result<uint16_t> free_port(const std::string& host, bool tcp) {
   return local->port();
 }
 
+// The responder: a child `weft responder` on free ports of `listen`, stopped with the object.
+class ChildResponder {
+ public:
+  static Result<std::unique_ptr<ChildResponder>> start(const BenchArgs& a, const std::string& listen) {
+    auto up = free_port(listen, false), tp = free_port(listen, true);
+    if (!up || !tp) return fail("no free port on {}", listen);
+    std::vector<std::string> args = {"weft",
+                                     "--log-level",
+                                     "warn",
+                                     "responder",
+                                     "--listen",
+                                     listen,
+                                     "--udp-port",
+                                     std::to_string(*up),
+                                     "--tcp-port",
+                                     std::to_string(*tp),
+                                     "--coalesce-us=" + std::to_string(a.coalesce_us),
+                                     "--max-coalesce-us=" + std::to_string(a.max_coalesce_us)};
+    if (a.no_followups) args.push_back("--no-followups");
+    std::vector<char*> argv;
+    for (auto& x : args) argv.push_back(x.data());
+    argv.push_back(nullptr);
+    // Our own executable by name: valgrind answers this readlink with the program it runs, whereas
+    // exec of /proc/self/exe itself would start valgrind's tool binary.
+    std::error_code ec;
+    const std::string self_exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+    const char* exe = ec ? "/proc/self/exe" : self_exe.c_str();
+    pid_t child = 0;
+    if (int rc = posix_spawn(&child, exe, nullptr, nullptr, argv.data(), environ); rc != 0)
+      return fail("cannot start the responder: {}", std::strerror(rc));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let it bind
+    return std::unique_ptr<ChildResponder>(new ChildResponder(child, *up, *tp));
+  }
+  ~ChildResponder() {
+    kill(pid_, SIGTERM);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+  }
+  pid_t pid() const { return pid_; }
+  uint16_t port(probe::Protocol p) const { return p == probe::Protocol::udp ? udp_port_ : tcp_port_; }
+
+ private:
+  ChildResponder(pid_t pid, uint16_t udp, uint16_t tcp) : pid_(pid), udp_port_(udp), tcp_port_(tcp) {}
+  pid_t pid_;
+  uint16_t udp_port_, tcp_port_;
+};
+
+probe::ProberConfig prober_config(const BenchArgs& a, proto::Protocol protocol) {
+  probe::ProberConfig cfg;
+  cfg.protocol = protocol;
+  cfg.tcp_keep_open = a.keep_open;
+  cfg.interval = std::chrono::nanoseconds(static_cast<int64_t>(1e9 * a.targets / a.rate));
+  cfg.window = std::chrono::nanoseconds(static_cast<int64_t>(a.window_s * 1e9));
+  cfg.flows = a.flows;
+  cfg.coalesce = std::chrono::microseconds(a.coalesce_us);
+  cfg.max_coalesce = std::chrono::microseconds(a.max_coalesce_us);
+  return cfg;
+}
+
+// What one measured interval saw: the prober's counters and CPU, both processes' memory and the
+// RTT percentiles of the probes resolved in it.
+struct Measured {
+  probe::ProberCounters c0, c1, end;
+  int64_t t0 = 0, t1 = 0, p0 = 0, p1 = 0;
+  ProcStats r0, r1, rend, self;
+  LogHistogram network, delay, total;
+  uint64_t windows = 0;
+};
+
+// Runs the prober: one second of warm-up, `duration_s` measured, then until every probe in flight
+// has resolved (answer or timeout).
+void measure(const BenchArgs& a, probe::Prober& prober, const probe::ProberConfig& cfg, pid_t child,
+             Measured& m) {
+  // RTT percentiles named as in `weft ping` (docs/probe.md "RTT fields"): the responder's hold
+  // shows in responder_delay and rtt_incl_responder_delay only. Three histogram adds per probe, a
+  // few ns against the ~15 us of CPU a probe costs here.
+  std::atomic<bool> measuring{false};
+  prober.set_on_probe([&](const probe::ProbeResult& r) {
+    if (!r.answered || !measuring.load(std::memory_order_relaxed)) return;
+    m.total.add(r.rtt_ns);
+    if (r.weird) return;
+    m.network.add(r.network_rtt_ns);
+    if (cfg.protocol == probe::Protocol::udp || cfg.tcp_keep_open) m.delay.add(r.responder_delay_ns);
+  });
+  std::thread runner([&] {
+    auto st = prober.run([&](probe::WindowStats&&) { ++m.windows; });
+    if (!st) fmt::print(stderr, "weft bench probe: {}\n", st.error().message);
+  });
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // warm-up: tables touched, caches warm
+  m.c0 = prober.counters();
+  m.t0 = mono_ns();
+  m.p0 = self_cpu_ns();
+  m.r0 = read_proc_stats(child);
+  measuring = true;
+  std::this_thread::sleep_for(std::chrono::nanoseconds(static_cast<int64_t>(a.duration_s * 1e9)));
+  measuring = false;
+  m.t1 = mono_ns();
+  m.p1 = self_cpu_ns();
+  m.r1 = read_proc_stats(child);
+  m.c1 = prober.counters();
+  m.self = read_proc_stats(0);
+  prober.set_targets({});
+  std::this_thread::sleep_for(cfg.timeout + std::chrono::milliseconds(300));
+  prober.stop();
+  runner.join();
+  m.end = prober.counters();
+  m.rend = read_proc_stats(child);
+}
+
+nlohmann::json figures(const BenchArgs& a, int addresses, const Measured& m) {
+  const double secs = static_cast<double>(m.t1 - m.t0) / 1e9;
+  // To 0.001 % of a core: at 1,000 probes/s the whole engine is 2-4 % of a core, and a 0.1 %
+  // step was up to 5 % of the figure (issue 17).
+  auto pct = [&](int64_t cpu) {
+    return std::round(100'000.0 * static_cast<double>(cpu) / static_cast<double>(m.t1 - m.t0)) / 1000.0;
+  };
+  const auto& e = m.end;
+  return {{"protocol", a.protocol},
+          {"keep_open", a.keep_open},
+          {"followups", !a.no_followups},
+          {"coalesce_us", a.coalesce_us},
+          {"max_coalesce_us", a.max_coalesce_us},
+          {"rate_requested", a.rate},
+          {"targets", a.targets},
+          {"addresses", addresses},
+          {"duration_s", a.duration_s},
+          {"rate_achieved", std::round(static_cast<double>(m.c1.sent - m.c0.sent) / secs)},
+          {"sent", e.sent},
+          {"received", e.received},
+          {"lost", e.lost},
+          {"late", e.late},
+          {"duplicate", e.duplicate},
+          {"send_errors", e.send_errors},
+          {"evicted", e.evicted},
+          {"weird", e.weird},
+          {"malformed", e.malformed + e.unknown_session + e.unknown_probe},
+          {"windows", m.windows},
+          {"window_s", a.window_s},
+          {"flows", a.flows},
+          {"cpu_percent_prober", pct(m.p1 - m.p0)},
+          {"cpu_percent_responder", m.r0.ok && m.r1.ok ? pct(m.r1.cpu_ns - m.r0.cpu_ns) : -1.0},
+          {"rss_kb_prober", m.self.rss_kb},
+          {"rss_kb_responder", m.rend.rss_kb},
+          {"hwm_kb_prober", m.self.hwm_kb},
+          {"hwm_kb_responder", m.rend.hwm_kb},
+          {"network_rtt_us", cli::summary_json(m.network)},
+          {"responder_delay_us", cli::summary_json(m.delay)},
+          {"rtt_incl_responder_delay_us", cli::summary_json(m.total)}};
+}
+
 int run_bench(const BenchArgs& a) {
   auto protocol = proto::parse_protocol(a.protocol);
   if (!protocol || *protocol == proto::Protocol::rdma) {  // RDMA probes: `weft rdma bench`
@@ -87,136 +237,27 @@ int run_bench(const BenchArgs& a) {
   }
   // One address: the responder listens on it alone; several: on all addresses (only loopback
   // ones are ever probed), replying from the address each probe was sent to.
-  const std::string listen = addresses == 1 ? "127.0.0.1" : "0.0.0.0";
-  auto up = free_port(listen, false), tp = free_port(listen, true);
-  if (!up || !tp) {
-    fmt::print(stderr, "weft bench probe: no free port on {}\n", listen);
+  auto responder = ChildResponder::start(a, addresses == 1 ? "127.0.0.1" : "0.0.0.0");
+  if (!responder) {
+    fmt::print(stderr, "weft bench probe: {}\n", responder.error().message);
     return 1;
   }
-  const std::string uport = std::to_string(*up), tport = std::to_string(*tp);
-  std::vector<std::string> argv_s = {"weft", "--log-level", "warn", "responder",  "--listen",
-                                     listen, "--udp-port",  uport,  "--tcp-port", tport};
-  std::vector<char*> argv;
-  for (auto& s : argv_s) argv.push_back(s.data());
-  if (a.no_followups) argv.push_back(const_cast<char*>("--no-followups"));
-  std::string coalesce_arg = "--coalesce-us=" + std::to_string(a.coalesce_us);
-  argv.push_back(coalesce_arg.data());
-  std::string max_coalesce_arg = "--max-coalesce-us=" + std::to_string(a.max_coalesce_us);
-  argv.push_back(max_coalesce_arg.data());
-  argv.push_back(nullptr);
-  // Our own executable by name: valgrind answers this readlink with the program it runs, whereas
-  // exec of /proc/self/exe itself would start valgrind's tool binary.
-  std::error_code ec;
-  const std::string self_exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
-  const char* exe = ec ? "/proc/self/exe" : self_exe.c_str();
-  pid_t child = 0;
-  if (int rc = posix_spawn(&child, exe, nullptr, nullptr, argv.data(), environ); rc != 0) {
-    fmt::print(stderr, "weft bench probe: cannot start the responder: {}\n", std::strerror(rc));
-    return 1;
-  }
-  auto stop_child = [&] {
-    kill(child, SIGTERM);
-    int status = 0;
-    waitpid(child, &status, 0);
-  };
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let it bind
-
-  probe::ProberConfig cfg;
-  cfg.protocol = *protocol;
-  cfg.tcp_keep_open = a.keep_open;
-  cfg.interval = std::chrono::nanoseconds(static_cast<int64_t>(1e9 * a.targets / a.rate));
-  cfg.window = std::chrono::nanoseconds(static_cast<int64_t>(a.window_s * 1e9));
-  cfg.flows = a.flows;
-  cfg.coalesce = std::chrono::microseconds(a.coalesce_us);
-  cfg.max_coalesce = std::chrono::microseconds(a.max_coalesce_us);
+  const probe::ProberConfig cfg = prober_config(a, *protocol);
   auto prober = probe::Prober::create(cfg);
   if (!prober) {
-    stop_child();
     fmt::print(stderr, "weft bench probe: {}\n", prober.error().message);
     return 1;
   }
-  const uint16_t port = cfg.protocol == probe::Protocol::udp ? *up : *tp;
   std::vector<probe::Target> targets;
   for (int i = 0; i < a.targets; ++i)
     targets.push_back({fmt::format("t{}", i),
-                       addresses == 1 ? std::string("127.0.0.1") : loopback_address(i % addresses), port});
+                       addresses == 1 ? std::string("127.0.0.1") : loopback_address(i % addresses),
+                       (*responder)->port(cfg.protocol)});
   (*prober)->set_targets(std::move(targets));
-  // RTT percentiles of the probes resolved in the measured interval, named as in `weft ping`
-  // (docs/probe.md "RTT fields"): the responder's hold shows in responder_delay and
-  // rtt_incl_responder_delay only. Three histogram adds per probe, a few ns against the ~15 us of
-  // CPU a probe costs here.
-  std::atomic<bool> measuring{false};
-  LogHistogram network, delay, total;
-  (*prober)->set_on_probe([&](const probe::ProbeResult& r) {
-    if (!r.answered || !measuring.load(std::memory_order_relaxed)) return;
-    total.add(r.rtt_ns);
-    if (r.weird) return;
-    network.add(r.network_rtt_ns);
-    if (cfg.protocol == probe::Protocol::udp || cfg.tcp_keep_open) delay.add(r.responder_delay_ns);
-  });
-  uint64_t windows = 0;
-  std::thread runner([&] {
-    auto st = (*prober)->run([&](probe::WindowStats&&) { ++windows; });
-    if (!st) fmt::print(stderr, "weft bench probe: {}\n", st.error().message);
-  });
-
-  std::this_thread::sleep_for(std::chrono::seconds(1));  // warm-up: tables touched, caches warm
-  const auto c0 = (*prober)->counters();
-  const int64_t t0 = mono_ns(), p0 = self_cpu_ns();
-  const ProcStats r0 = read_proc_stats(child);
-  measuring = true;
-  std::this_thread::sleep_for(std::chrono::nanoseconds(static_cast<int64_t>(a.duration_s * 1e9)));
-  measuring = false;
-  const int64_t t1 = mono_ns(), p1 = self_cpu_ns();
-  const ProcStats r1 = read_proc_stats(child);
-  const auto c1 = (*prober)->counters();
-  const ProcStats self = read_proc_stats(0);
-  // Stop sending, let every probe in flight resolve (answer or timeout), then stop.
-  (*prober)->set_targets({});
-  std::this_thread::sleep_for(cfg.timeout + std::chrono::milliseconds(300));
-  (*prober)->stop();
-  runner.join();
-  const auto cend = (*prober)->counters();
-  const ProcStats rend = read_proc_stats(child);
-  stop_child();
-
-  const double secs = static_cast<double>(t1 - t0) / 1e9;
-  // To 0.001 % of a core: at 1,000 probes/s the whole engine is 2-4 % of a core, and a 0.1 %
-  // step was up to 5 % of the figure (issue 17).
-  auto pct = [&](int64_t cpu) {
-    return std::round(100'000.0 * static_cast<double>(cpu) / static_cast<double>(t1 - t0)) / 1000.0;
-  };
-  nlohmann::json j = {{"protocol", a.protocol},
-                      {"keep_open", a.keep_open},
-                      {"followups", !a.no_followups},
-                      {"coalesce_us", a.coalesce_us},
-                      {"max_coalesce_us", a.max_coalesce_us},
-                      {"rate_requested", a.rate},
-                      {"targets", a.targets},
-                      {"addresses", addresses},
-                      {"duration_s", a.duration_s},
-                      {"rate_achieved", std::round(static_cast<double>(c1.sent - c0.sent) / secs)},
-                      {"sent", cend.sent},
-                      {"received", cend.received},
-                      {"lost", cend.lost},
-                      {"late", cend.late},
-                      {"duplicate", cend.duplicate},
-                      {"send_errors", cend.send_errors},
-                      {"evicted", cend.evicted},
-                      {"weird", cend.weird},
-                      {"malformed", cend.malformed + cend.unknown_session + cend.unknown_probe},
-                      {"windows", windows},
-                      {"window_s", a.window_s},
-                      {"flows", a.flows},
-                      {"cpu_percent_prober", pct(p1 - p0)},
-                      {"cpu_percent_responder", r0.ok && r1.ok ? pct(r1.cpu_ns - r0.cpu_ns) : -1.0},
-                      {"rss_kb_prober", self.rss_kb},
-                      {"rss_kb_responder", rend.rss_kb},
-                      {"hwm_kb_prober", self.hwm_kb},
-                      {"hwm_kb_responder", rend.hwm_kb},
-                      {"network_rtt_us", cli::summary_json(network)},
-                      {"responder_delay_us", cli::summary_json(delay)},
-                      {"rtt_incl_responder_delay_us", cli::summary_json(total)}};
+  auto m = std::make_unique<Measured>();
+  measure(a, **prober, cfg, (*responder)->pid(), *m);
+  responder->reset();
+  const nlohmann::json j = figures(a, addresses, *m);
   if (a.json) {
     fmt::print("{}\n", j.dump());
   } else {
