@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,7 @@
 #include "net/address.hpp"
 #include "probe/ip/prober.hpp"
 #include "probe/rtt.hpp"
+#include "proto/protocol.hpp"
 
 namespace weft::cli {
 // `weft ping rdma ...` lives in cmd_ping_rdma.cpp: its own options, then its own run.
@@ -66,25 +68,36 @@ struct TargetSummary {
 
 probe::Prober* g_prober = nullptr;
 
-int run_ping(const PingArgs& a) {
-  probe::ProberConfig cfg;
+// The prober's config from the arguments; an exit status (2: bad arguments) when they do not hold.
+std::optional<int> configure(const PingArgs& a, size_t targets, probe::ProberConfig& cfg) {
   cfg.carried_followups = false;  // each probe is printed as it resolves: no hold for a later reply
-  if (a.protocol == "udp")
-    cfg.protocol = probe::Protocol::udp;
-  else if (a.protocol == "tcp")
-    cfg.protocol = probe::Protocol::tcp;
-  else
+  auto protocol = proto::parse_protocol(a.protocol);
+  if (!protocol || *protocol == proto::Protocol::rdma)
     return bad_args(fmt::format("unknown protocol '{}' (udp or tcp)", a.protocol));
+  cfg.protocol = *protocol;
   if (!(a.interval_s > 0) || a.interval_s > 3600) return bad_args("interval must be > 0 and <= 3600 seconds");
   if (!(a.timeout_s > 0) || a.timeout_s > 60) return bad_args("timeout must be > 0 and <= 60 seconds");
   if (a.window_s < 0 || a.window_s > 86400) return bad_args("window must be >= 0 and <= 86400 seconds");
   if (!a.hw_interface.empty() && !cli::enable_hw_timestamps(std::span(&a.hw_interface, 1), "ping")) return 1;
   if (a.keep_open && cfg.protocol != probe::Protocol::tcp) return bad_args("--keep-open is for tcp");
-  const bool echo = cfg.protocol == probe::Protocol::udp || a.keep_open;  // a responder answers
-  const uint16_t default_port = cfg.protocol == probe::Protocol::udp ? 7777 : 7778;
+  cfg.tcp_keep_open = a.keep_open;
+  cfg.bind_address = a.bind;
+  cfg.interval = std::chrono::nanoseconds(static_cast<int64_t>(a.interval_s * 1e9));
+  cfg.timeout = std::chrono::nanoseconds(static_cast<int64_t>(a.timeout_s * 1e9));
+  // Without --window the summary comes from the probes themselves: windows are not needed, and
+  // only their late/duplicate/malformed counts are read (below), so they keep no latencies.
+  cfg.window = a.window_s > 0 ? std::chrono::nanoseconds(static_cast<int64_t>(a.window_s * 1e9))
+                              : std::chrono::hours(24);
+  cfg.window_latency = a.window_s > 0;
+  cfg.count = a.count;
+  if (targets == 1) cfg.batch_slack = std::chrono::nanoseconds(0);  // one target: send on time
+  return std::nullopt;
+}
 
-  std::vector<probe::Target> targets;
-  std::map<std::string, TargetSummary> sums;
+// Each HOST[:PORT] resolved, once, on an address family this host can open a socket of.
+std::optional<int> resolve_targets(const PingArgs& a, uint16_t default_port,
+                                   std::vector<probe::Target>& targets,
+                                   std::map<std::string, TargetSummary>& sums) {
   for (const auto& t : a.targets) {
     auto hp = net::split_host_port(t, default_port);
     if (!hp) return bad_args(hp.error().message);
@@ -99,93 +112,44 @@ int run_ping(const PingArgs& a) {
       return 1;
     }
     targets.push_back({t, addr->ip_string(), addr->port()});
-    auto& sum = sums[t];
-    sum.address = addr->to_string();
+    sums[t].address = addr->to_string();
   }
-  const bool multi = targets.size() > 1;
+  return std::nullopt;
+}
 
-  cfg.tcp_keep_open = a.keep_open;
-  cfg.bind_address = a.bind;
-  cfg.interval = std::chrono::nanoseconds(static_cast<int64_t>(a.interval_s * 1e9));
-  cfg.timeout = std::chrono::nanoseconds(static_cast<int64_t>(a.timeout_s * 1e9));
-  // Without --window the summary comes from the probes themselves: windows are not needed, and
-  // only their late/duplicate/malformed counts are read (below), so they keep no latencies.
-  cfg.window = a.window_s > 0 ? std::chrono::nanoseconds(static_cast<int64_t>(a.window_s * 1e9))
-                              : std::chrono::hours(24);
-  cfg.window_latency = a.window_s > 0;
-  cfg.count = a.count;
-  if (!multi) cfg.batch_slack = std::chrono::nanoseconds(0);  // one target: send on time
-  auto prober = probe::Prober::create(cfg);
-  if (!prober) {
-    fmt::print(stderr, "weft ping: {}\n", prober.error().message);
-    return 1;
+void add_to_summary(TargetSummary& s, const probe::ProbeResult& r, bool echo) {
+  ++s.resolved;
+  if (!r.answered) return;
+  ++s.answered;
+  s.rtt.add(r.rtt_ns);
+  if (r.weird) {
+    ++s.weird;
+  } else {
+    s.network.add(r.network_rtt_ns);
+    if (echo) s.delay.add(r.responder_delay_ns);
   }
-  (*prober)->set_targets(targets);
-  const bool lines = !a.json && !a.quiet;
-  if (lines) {
-    for (auto& t : targets)
-      fmt::print("PING {} {} ({}): {}-byte probes, interval {} s, timeout {} s\n", a.protocol, t.name,
-                 sums[t.name].address, echo ? 48 : 0, a.interval_s, a.timeout_s);
-  }
+  s.source = s.any_source ? probe::worst(s.source, r.source) : r.source;
+  s.any_source = true;
+}
+
+void print_probe_line(const probe::ProbeResult& r, bool echo, bool multi) {
+  const std::string who = multi ? fmt::format("{} ", r.target) : "";
+  if (!r.answered)
+    fmt::print("{}seq={} timeout\n", who, r.seq);
+  else if (echo)
+    // network + responder = total: the responder's part includes its hold (docs/probe.md).
+    fmt::print("{}seq={} network={:.3f} ms responder={:.1f} us total={:.3f} ms time={}{}\n", who, r.seq,
+               ms(r.network_rtt_ns), us(r.responder_delay_ns), ms(r.rtt_ns), probe::to_string(r.source),
+               r.weird ? " weird" : "");
+  else
+    fmt::print("{}seq={} connect={:.3f} ms time={}\n", who, r.seq, ms(r.rtt_ns), probe::to_string(r.source));
   std::fflush(stdout);
-  const uint64_t total_expected = a.count * targets.size();
-  uint64_t resolved_all = 0;
-  (*prober)->set_on_probe([&](const probe::ProbeResult& r) {
-    ++resolved_all;
-    auto it = sums.find(std::string(r.target));
-    if (it != sums.end()) {
-      auto& s = it->second;
-      ++s.resolved;
-      if (r.answered) {
-        ++s.answered;
-        s.rtt.add(r.rtt_ns);
-        if (r.weird)
-          ++s.weird;
-        else {
-          s.network.add(r.network_rtt_ns);
-          if (echo) s.delay.add(r.responder_delay_ns);
-        }
-        s.source = s.any_source ? probe::worst(s.source, r.source) : r.source;
-        s.any_source = true;
-      }
-    }
-    if (lines) {
-      const std::string who = multi ? fmt::format("{} ", r.target) : "";
-      if (!r.answered)
-        fmt::print("{}seq={} timeout\n", who, r.seq);
-      else if (echo)
-        // network + responder = total: the responder's part includes its hold (docs/probe.md).
-        fmt::print("{}seq={} network={:.3f} ms responder={:.1f} us total={:.3f} ms time={}{}\n", who, r.seq,
-                   ms(r.network_rtt_ns), us(r.responder_delay_ns), ms(r.rtt_ns), probe::to_string(r.source),
-                   r.weird ? " weird" : "");
-      else
-        fmt::print("{}seq={} connect={:.3f} ms time={}\n", who, r.seq, ms(r.rtt_ns),
-                   probe::to_string(r.source));
-      std::fflush(stdout);
-    }
-    if (a.count != 0 && resolved_all >= total_expected) g_prober->stop();
-  });
-  g_prober = prober->get();
-  on_stop_signal([] {
-    if (g_prober) g_prober->stop();
-  });
-  auto st = (*prober)->run([&](probe::WindowStats&& w) {
-    auto it = sums.find(w.target);
-    if (it != sums.end()) {
-      it->second.late += w.late;
-      it->second.duplicate += w.duplicate;
-      it->second.malformed += w.malformed;
-    }
-    if (a.window_s <= 0) return;
-    fmt::print("{}\n", cli::window_json(w).dump());
-    std::fflush(stdout);
-  });
-  g_prober = nullptr;
-  if (!st) {
-    fmt::print(stderr, "weft ping: {}\n", st.error().message);
-    return 1;
-  }
-  const auto c = (*prober)->counters();
+}
+
+// One summary per target (text or JSON); returns how many probes were answered in all.
+uint64_t print_summaries(const PingArgs& a, const std::vector<probe::Target>& targets,
+                         std::map<std::string, TargetSummary>& sums, const probe::ProberCounters& c) {
+  const bool multi = targets.size() > 1;
   uint64_t answered_all = 0;
   for (auto& t : targets) {
     const auto& s = sums[t.name];
@@ -224,7 +188,59 @@ int run_ping(const PingArgs& a) {
                  summary_text("rtt incl. responder delay", s.rtt));
     }
   }
-  return answered_all > 0 ? 0 : 1;
+  return answered_all;
+}
+
+int run_ping(const PingArgs& a) {
+  probe::ProberConfig cfg;
+  if (auto rc = configure(a, a.targets.size(), cfg)) return *rc;
+  const bool echo = cfg.protocol == probe::Protocol::udp || a.keep_open;  // a responder answers
+  std::vector<probe::Target> targets;
+  std::map<std::string, TargetSummary> sums;
+  if (auto rc = resolve_targets(a, cfg.protocol == probe::Protocol::udp ? 7777 : 7778, targets, sums))
+    return *rc;
+  const bool multi = targets.size() > 1;
+  auto prober = probe::Prober::create(cfg);
+  if (!prober) {
+    fmt::print(stderr, "weft ping: {}\n", prober.error().message);
+    return 1;
+  }
+  (*prober)->set_targets(targets);
+  const bool lines = !a.json && !a.quiet;
+  if (lines) {
+    for (auto& t : targets)
+      fmt::print("PING {} {} ({}): {}-byte probes, interval {} s, timeout {} s\n", a.protocol, t.name,
+                 sums[t.name].address, echo ? 48 : 0, a.interval_s, a.timeout_s);
+  }
+  std::fflush(stdout);
+  const uint64_t total_expected = a.count * targets.size();
+  uint64_t resolved_all = 0;
+  (*prober)->set_on_probe([&](const probe::ProbeResult& r) {
+    ++resolved_all;
+    if (auto it = sums.find(std::string(r.target)); it != sums.end()) add_to_summary(it->second, r, echo);
+    if (lines) print_probe_line(r, echo, multi);
+    if (a.count != 0 && resolved_all >= total_expected) g_prober->stop();
+  });
+  g_prober = prober->get();
+  on_stop_signal([] {
+    if (g_prober) g_prober->stop();
+  });
+  auto st = (*prober)->run([&](probe::WindowStats&& w) {
+    if (auto it = sums.find(w.target); it != sums.end()) {
+      it->second.late += w.late;
+      it->second.duplicate += w.duplicate;
+      it->second.malformed += w.malformed;
+    }
+    if (a.window_s <= 0) return;
+    fmt::print("{}\n", cli::window_json(w).dump());
+    std::fflush(stdout);
+  });
+  g_prober = nullptr;
+  if (!st) {
+    fmt::print(stderr, "weft ping: {}\n", st.error().message);
+    return 1;
+  }
+  return print_summaries(a, targets, sums, (*prober)->counters()) > 0 ? 0 : 1;
 }
 
 weft::cli::Registrar reg{[](weft::cli::Root& root) {
