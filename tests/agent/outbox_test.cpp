@@ -5,11 +5,11 @@
 
 #include <filesystem>
 
-#include "test_util.hpp"
+#include "lib/test_util.hpp"
 
 using namespace weft::agent;
-using weft::controller::testing::TempDir;
-using weft::controller::testing::window;
+using weft::testlib::TempDir;
+using weft::testlib::window;
 
 namespace {
 std::vector<weft::proto::WindowStats> batch(int first, int n) {

@@ -7,12 +7,13 @@
 #include <nlohmann/json.hpp>
 
 #include "controller/controller.hpp"
+#include "lib/test_util.hpp"
 #include "proto/registration.hpp"
 #include "test_controller.hpp"
-#include "test_util.hpp"
 
 using namespace weft::controller;
 using namespace weft::controller::testing;
+using namespace weft::testlib;
 
 TEST(AgentsPage, PagesWalkTheFleetInNameOrder) {
   TempDir dir;

@@ -6,7 +6,7 @@
 
 #include <fstream>
 
-#include "test_util.hpp"
+#include "lib/test_util.hpp"
 
 using namespace weft::controller;
 
@@ -50,7 +50,7 @@ TEST(Auth, AgentTokenIsBoundToItsName) {
 }
 
 TEST(Auth, EverySecretOfTheFileIsAccepted) {
-  weft::controller::testing::TempDir dir;
+  weft::testlib::TempDir dir;
   std::ofstream(dir.file("secret"))
       << "# rotated 2026-11-27\nnew-secret-0123456789\n\nold-secret-0123456789\n";
   Config cfg = config("agent_secret_file: " + dir.file("secret") + "\n");

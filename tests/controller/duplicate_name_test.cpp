@@ -8,12 +8,13 @@
 
 #include "controller/controller.hpp"
 #include "controller/mesh.hpp"
+#include "lib/test_util.hpp"
 #include "proto/registration.hpp"
 #include "test_controller.hpp"
-#include "test_util.hpp"
 
 using namespace weft::controller;
 using namespace weft::controller::testing;
+using namespace weft::testlib;
 
 namespace {
 

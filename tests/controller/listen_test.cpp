@@ -3,10 +3,10 @@
 #include <gtest/gtest.h>
 
 #include "controller/controller.hpp"
-#include "test_util.hpp"
+#include "lib/test_util.hpp"
 
 using namespace weft::controller;
-using namespace weft::controller::testing;
+using namespace weft::testlib;
 
 namespace {
 

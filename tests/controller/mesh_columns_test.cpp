@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "controller/gzip.hpp"
-#include "test_util.hpp"
+#include "lib/test_util.hpp"
 
 using namespace weft::controller;
 using nlohmann::json;
@@ -21,7 +21,7 @@ PairWindow pw(const std::string& s, const std::string& d, uint64_t lost, int64_t
   PairWindow p;
   p.src = s;
   p.dst = d;
-  p.window = weft::controller::testing::window(d, kNow - 3'500'000'000, 100, lost);
+  p.window = weft::testlib::window(d, kNow - 3'500'000'000, 100, lost);
   p.window.network_rtt.p50_ns = p50_ns;
   return p;
 }

@@ -15,10 +15,10 @@
 
 #include "controller/ingest.hpp"
 #include "controller/redis_slots.hpp"
-#include "test_util.hpp"
+#include "lib/test_util.hpp"
 
 using namespace weft::controller;
-using namespace weft::controller::testing;
+using namespace weft::testlib;
 using weft::proto::Protocol;
 
 namespace {

@@ -17,12 +17,13 @@
 #include <thread>
 
 #include "controller/controller.hpp"
+#include "lib/test_util.hpp"
 #include "proto/registration.hpp"
 #include "test_controller.hpp"
-#include "test_util.hpp"
 
 using namespace weft::controller;
 using namespace weft::controller::testing;
+using namespace weft::testlib;
 using nlohmann::json;
 
 namespace {

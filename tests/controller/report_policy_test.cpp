@@ -9,10 +9,10 @@
 #include <nlohmann/json.hpp>
 
 #include "controller/ingest.hpp"
-#include "test_util.hpp"
+#include "lib/test_util.hpp"
 
 using namespace weft::controller;
-using namespace weft::controller::testing;
+using namespace weft::testlib;
 using weft::proto::Protocol;
 
 namespace {

@@ -1,6 +1,6 @@
 #pragma once
 // A controller for the controller tests, started on a free loopback port (kept apart from
-// test_util.hpp, which tests of lower layers include too).
+// tests/lib/test_util.hpp, which tests of other modules include too).
 #include <gtest/gtest.h>
 
 #include <memory>

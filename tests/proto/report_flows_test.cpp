@@ -5,12 +5,12 @@
 
 #include <random>
 
+#include "lib/test_util.hpp"
 #include "proto/pinglist.hpp"
 #include "proto/report.hpp"
-#include "test_util.hpp"
 
 using namespace weft::proto;
-using weft::controller::testing::window;
+using weft::testlib::window;
 
 namespace {
 

@@ -6,10 +6,10 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "test_util.hpp"
+#include "lib/test_util.hpp"
 
 using namespace weft::proto;
-using weft::controller::testing::window;
+using weft::testlib::window;
 
 TEST(Wire, BinaryRoundTrip) {
   Report r;

@@ -1,12 +1,13 @@
 #pragma once
-// Helpers shared by the controller tests: windows with plausible numbers and temp directories.
+// Helpers the C++ tests of several modules share (proto, agent, controller): windows with plausible
+// numbers, the wall clock in ns, and temporary directories removed at the end of a test.
 #include <chrono>
 #include <filesystem>
 #include <string>
 
 #include "proto/window_stats.hpp"
 
-namespace weft::controller::testing {
+namespace weft::testlib {
 
 inline int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -55,4 +56,4 @@ struct TempDir {
   std::string file(const std::string& name) const { return (path / name).string(); }
 };
 
-}  // namespace weft::controller::testing
+}  // namespace weft::testlib
