@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Checks deploy/systemd/*.service with systemd-analyze verify (unknown keys, bad values, missing
-# executables), with ExecStart pointed at the weft just built. Exit 77 (skip) without systemd-analyze.
+# executables), with ExecStart pointed at the weft (and weft-controller) just built, and their
+# exposure (systemd-analyze security --offline) at 4.0 or below, Debian's prometheus unit's level.
+# Exit 77 (skip) without systemd-analyze.
 # Usage: verify_units.sh SOURCE_DIR WEFT
 set -euo pipefail
 command -v systemd-analyze >/dev/null || { echo "SKIP: systemd-analyze not installed"; exit 77; }
@@ -19,3 +21,13 @@ if [[ -n $out ]]; then
 fi
 grep -q '^CPUQuota=' "$DIR/weft-agent.service" && grep -q '^MemoryMax=' "$DIR/weft-controller.service"
 echo "ok   $(ls "$DIR" | tr '\n' ' ')verified"
+for u in "$DIR"/*.service; do
+  level=$(systemd-analyze security --offline=true --no-pager "$u" 2>/dev/null |
+    sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p')
+  [[ -n $level ]] || { echo "FAIL: no exposure level for $(basename "$u")"; exit 1; }
+  if awk -v l="$level" 'BEGIN { exit !(l > 4.0) }'; then
+    echo "FAIL: $(basename "$u") exposure $level > 4.0"
+    exit 1
+  fi
+  echo "ok   $(basename "$u") exposure $level (<= 4.0)"
+done
