@@ -80,7 +80,8 @@ TEST(Config, ListenIsHostPort) {
   for (const char* ok :
        {"listen: 127.0.0.1:8080\n", "listen: \"[::1]:8080\"\n", "listen: ctrl.example:65535\n"}) {
     // Beyond loopback the credential rules apply (auth_test.cpp); open here, the listen syntax is the point.
-    auto c = parse_config(std::string(ok) + "open_agents: true\nopen_read: true\n", "l.yaml");
+    auto c =
+        parse_config(std::string(ok) + "open_agents: true\nopen_read: true\nplain_http: true\n", "l.yaml");
     EXPECT_TRUE(c) << ok << ": " << (c ? "" : c.error().message);
   }
   for (const char* bad :
