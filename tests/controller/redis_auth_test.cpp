@@ -8,6 +8,7 @@
 #include <string>
 
 #include "controller/redis_conn.hpp"
+#include "controller/store.hpp"
 #include "test_util.hpp"
 
 using namespace weft::controller;
