@@ -165,9 +165,10 @@ TEST(Config, HttpServerLimits) {
 // TLS and remote write credentials (docs/controller.md "TLS", docs/metrics.md): files relative to
 // the config's folder, keys that go together, and what a non-loopback plain listener needs.
 TEST(Config, TlsAndRemoteWriteCredentials) {
-  auto c = parse_config("tls_cert: tls/c.pem\ntls_key: /abs/k.pem\ntls_client_ca: ca.pem\n"
-                        "remote_write: https://mimir:443/api/v1/push\nremote_write_ca: rw-ca.pem\n",
-                        "/etc/weft/weft.yaml");
+  auto c = parse_config(
+      "tls_cert: tls/c.pem\ntls_key: /abs/k.pem\ntls_client_ca: ca.pem\n"
+      "remote_write: https://mimir:443/api/v1/push\nremote_write_ca: rw-ca.pem\n",
+      "/etc/weft/weft.yaml");
   ASSERT_TRUE(c) << c.error().message;
   EXPECT_EQ(c->tls_cert, "/etc/weft/tls/c.pem");
   EXPECT_EQ(c->tls_key, "/abs/k.pem");
@@ -180,8 +181,9 @@ TEST(Config, TlsAndRemoteWriteCredentials) {
   EXPECT_NE(error_of("tls_cert: c.pem\n").find("tls_cert and tls_key go together"), std::string::npos);
   EXPECT_NE(error_of("tls_client_ca: ca.pem\n").find("need TLS"), std::string::npos);
   EXPECT_NE(error_of("remote_write: ftp://x/y\n").find("http(s)://"), std::string::npos);
-  EXPECT_NE(error_of("remote_write_password_file: /nonexistent/pw\nremote_write_username: u\n").find("cannot read"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of("remote_write_password_file: /nonexistent/pw\nremote_write_username: u\n").find("cannot read"),
+      std::string::npos);
   EXPECT_NE(error_of("remote_write_username: u\n").find("remote_write_password_file"), std::string::npos);
   // Beyond loopback: TLS, or plain HTTP said explicitly.
   const std::string open = "listen: 0.0.0.0:8080\nopen_agents: true\nopen_read: true\n";

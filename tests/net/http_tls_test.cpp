@@ -2,7 +2,8 @@
 // 1.2, refuses older versions and plain HTTP, closes a handshake that stalls within header_timeout,
 // reloads its certificate for new connections while an open one carries on, moves a body larger
 // than the socket buffers, and with a client CA (mutual TLS) hands the certificate's name to the
-// handler and refuses a client without one. Keys and certificates are made at run time.
+// handler and refuses a client without one, with an expired one or with one another CA signed.
+// Keys and certificates are made at run time.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -53,15 +54,17 @@ void add_ext(X509* cert, X509* issuer, int nid, const char* value) {
 
 // A P-256 key and a certificate for `cn` (with `san` as subjectAltName when given), signed by
 // `issuer` (self-signed, a CA, when null).
-std::unique_ptr<KeyCert> make_cert(const char* cn, const KeyCert* issuer, const char* san = nullptr) {
+// `expired`: valid from two hours ago until an hour ago.
+std::unique_ptr<KeyCert> make_cert(const char* cn, const KeyCert* issuer, const char* san = nullptr,
+                                   bool expired = false) {
   auto kc = std::make_unique<KeyCert>();
   kc->key = EVP_EC_gen("P-256");
   kc->cert = X509_new();
   X509_set_version(kc->cert, 2);
   static long serial = 1;
   ASN1_INTEGER_set(X509_get_serialNumber(kc->cert), serial++);
-  X509_gmtime_adj(X509_getm_notBefore(kc->cert), -60);
-  X509_gmtime_adj(X509_getm_notAfter(kc->cert), 3600);
+  X509_gmtime_adj(X509_getm_notBefore(kc->cert), expired ? -7200 : -60);
+  X509_gmtime_adj(X509_getm_notAfter(kc->cert), expired ? -3600 : 3600);
   X509_set_pubkey(kc->cert, kc->key);
   X509_NAME* name = X509_get_subject_name(kc->cert);
   X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>(cn), -1, -1, 0);
@@ -344,7 +347,7 @@ TEST(HttpTls, LargeBodiesCrossInBothDirections) {
   EXPECT_EQ(a, "200 " + std::to_string(body.size()) + ":" + body);
 }
 
-TEST(HttpTls, MutualTlsNamesTheClientAndRefusesOneWithoutACertificate) {
+TEST(HttpTls, MutualTlsNamesTheClientAndRefusesMissingExpiredAndForeignCertificates) {
   Pki pki;
   TlsFixture f(pki.files(/*client_ca=*/true));
   ASSERT_TRUE(f.server);
@@ -361,6 +364,9 @@ TEST(HttpTls, MutualTlsNamesTheClientAndRefusesOneWithoutACertificate) {
   // TLS 1.3 clients learn of the refusal at their first read.
   TlsClient without(f.port, pki.dir / "ca.pem");
   EXPECT_TRUE(!without.ok || !without.send("GET /who HTTP/1.1\r\n\r\n") || without.answer().empty());
+  auto expired = make_cert("host10", pki.ca.get(), "DNS:host10", /*expired=*/true);
+  TlsClient old(f.port, pki.dir / "ca.pem", 0, expired.get());
+  EXPECT_TRUE(!old.ok || !old.send("GET /who HTTP/1.1\r\n\r\n") || old.answer().empty());
   auto stranger = make_cert("host9", pki.other_ca.get());
   TlsClient foreign(f.port, pki.dir / "ca.pem", 0, stranger.get());
   EXPECT_TRUE(!foreign.ok || !foreign.send("GET /who HTTP/1.1\r\n\r\n") || foreign.answer().empty());
