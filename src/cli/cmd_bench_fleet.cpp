@@ -9,12 +9,16 @@
 // epoll thread in this process, each connection bound to its own source address in 127.1.0.0/16
 // (200 agents per address) as a fleet's agents come from their own hosts: the controller's
 // per-address limit applies as it would. Agent a is in rack a / 100 (group rack-NNN, 99 pinglist
-// targets); its reports carry windows for `targets` peers, the next ones by number.
+// targets); its reports carry windows for `targets` peers, the next ones by number. With --tls the
+// controller serves HTTPS (a throw-away self-signed certificate) and every connection does one TLS
+// handshake when it opens, then stays open (bench_tls.hpp).
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -37,6 +41,7 @@
 #include "cli/bench_controller.hpp"
 #include "cli/bench_http_client.hpp"
 #include "cli/bench_sample.hpp"
+#include "cli/bench_tls.hpp"
 #include "cli/command_registry.hpp"
 #include "net/socket.hpp"
 #include "proto/report.hpp"
@@ -53,6 +58,7 @@ struct Options {
   int sim_cpu = -1;         // >= 0: pin the simulated agents and the API client to this CPU
   int controller_nice = 0;  // the controller child's nice value (negative: ahead of other work)
   bool json = false;
+  bool tls = false;  // HTTPS on every connection
 };
 
 constexpr int64_t kSecond = 1'000'000'000;
@@ -101,6 +107,7 @@ double pct_ms(const std::vector<int64_t>& v, double p) { return weft::cli::perce
 // One simulated agent: a kept-open connection with at most one request in flight.
 struct Sim {
   int fd = -1;
+  SSL* ssl = nullptr;  // --tls
   std::string out, in;
   size_t off = 0;
   int64_t sent_ns = 0;
@@ -113,7 +120,11 @@ struct Sim {
 
 class Fleet {
  public:
-  Fleet(const Options& o) : o_(o), sims_(o.agents) {}
+  Fleet(const Options& o, SSL_CTX* tls) : o_(o), sims_(o.agents), tls_(tls) {}
+  ~Fleet() {
+    for (auto& s : sims_)
+      if (s.ssl) SSL_free(s.ssl);
+  }
 
   weft::Status connect_all() {
     ep_ = epoll_create1(EPOLL_CLOEXEC);
@@ -133,6 +144,16 @@ class Fleet {
         int e = errno;
         ::close(fd);
         return weft::fail("connect agent {}: {}", a, std::strerror(e));
+      }
+      if (tls_) {  // the handshake while the socket still blocks; the connection then stays open
+        SSL* ssl = SSL_new(tls_);
+        if (!ssl || SSL_set_fd(ssl, fd) != 1 || SSL_connect(ssl) != 1) {
+          ERR_clear_error();
+          if (ssl) SSL_free(ssl);
+          ::close(fd);
+          return weft::fail("TLS handshake of agent {} failed", a);
+        }
+        sims_[a].ssl = ssl;
       }
       fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
       epoll_event ev{};
@@ -247,6 +268,20 @@ class Fleet {
   void flush(size_t a) {
     Sim& s = sims_[a];
     while (s.off < s.out.size()) {
+      if (s.ssl) {  // the same bytes again after a WANT_* (s.off moves only on success)
+        int w = SSL_write(s.ssl, s.out.data() + s.off, static_cast<int>(s.out.size() - s.off));
+        if (w > 0) {
+          s.off += static_cast<size_t>(w);
+          continue;
+        }
+        int e = SSL_get_error(s.ssl, w);
+        ERR_clear_error();
+        if (e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ) {
+          set_out(a, true);
+          return;
+        }
+        return fail_sim(a, "TLS write failed");
+      }
       ssize_t w = ::send(s.fd, s.out.data() + s.off, s.out.size() - s.off, MSG_NOSIGNAL);
       if (w < 0 && errno == EINTR) continue;
       if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
@@ -285,13 +320,27 @@ class Fleet {
   void readable(size_t a) {
     Sim& s = sims_[a];
     char buf[16384];
-    ssize_t got = ::recv(s.fd, buf, sizeof buf, 0);
-    if (got == 0) return fail_sim(a, "the controller closed the connection");
-    if (got < 0) {
-      if (errno == EAGAIN || errno == EINTR) return;
-      return fail_sim(a, fmt::format("recv: {}", std::strerror(errno)));
+    if (s.ssl) {  // every record that is here (SSL_read returns one at a time)
+      while (true) {
+        int got = SSL_read(s.ssl, buf, sizeof buf);
+        if (got > 0) {
+          s.in.append(buf, static_cast<size_t>(got));
+          continue;
+        }
+        int e = SSL_get_error(s.ssl, got);
+        ERR_clear_error();
+        if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) break;
+        return fail_sim(a, "TLS read failed or the controller closed the connection");
+      }
+    } else {
+      ssize_t got = ::recv(s.fd, buf, sizeof buf, 0);
+      if (got == 0) return fail_sim(a, "the controller closed the connection");
+      if (got < 0) {
+        if (errno == EAGAIN || errno == EINTR) return;
+        return fail_sim(a, fmt::format("recv: {}", std::strerror(errno)));
+      }
+      s.in.append(buf, static_cast<size_t>(got));
     }
-    s.in.append(buf, static_cast<size_t>(got));
     auto end = s.in.find("\r\n\r\n");
     if (end == std::string::npos) return;
     auto cl = s.in.find("Content-Length: ");
@@ -329,6 +378,7 @@ class Fleet {
 
   const Options& o_;
   std::vector<Sim> sims_;
+  SSL_CTX* tls_ = nullptr;
   int ep_ = -1;
   Latencies lat_;
   size_t registered_ = 0, late_ = 0, windows_sent_ = 0;
@@ -336,9 +386,9 @@ class Fleet {
 
 // The API client: /healthz, one rack's mesh, a registration, round robin, on kept-open connections
 // from 127.0.0.1, until `stop`.
-void api_client(const Options& o, std::atomic<bool>& stop, Latencies& lat) {
+void api_client(const Options& o, SSL_CTX* tls, std::atomic<bool>& stop, Latencies& lat) {
   weft::cli::BenchHttpConnection c;
-  if (!c.connect_loopback(o.port)) return;
+  if (!c.connect_loopback(o.port, tls)) return;
   size_t racks = (o.agents + 99) / 100;
   for (size_t i = 0; !stop.load(); ++i) {
     Kind k = static_cast<Kind>(kApiHealthz + i % 3);
@@ -422,10 +472,17 @@ int run_fleet(const Options& o) {
     return 1;
   }
   auto yaml = [&](const std::string& dir) {
-    std::string y = fmt::format(
-        "listen: 127.0.0.1:{}\nstore: sqlite:{}/fleet.db\nwindow: 10s\nreport_interval: 1s\n"
-        "agent_down_after: 30s\nhttp_max_connections_per_address: {}\ngroups:\n",
-        o.port, dir, o.agents_per_address + 16);
+    std::string tls;
+    if (o.tls) {
+      if (auto st = weft::cli::write_bench_certificate(dir); !st)
+        fmt::print(stderr, "{}\n", st.error().message);
+      tls = fmt::format("tls_cert: {0}/bench-cert.pem\ntls_key: {0}/bench-key.pem\n", dir);
+    }
+    std::string y =
+        tls + fmt::format(
+                  "listen: 127.0.0.1:{}\nstore: sqlite:{}/fleet.db\nwindow: 10s\nreport_interval: 1s\n"
+                  "agent_down_after: 30s\nhttp_max_connections_per_address: {}\ngroups:\n",
+                  o.port, dir, o.agents_per_address + 16);
     for (size_t r = 0; r * 100 < o.agents; ++r)
       y += fmt::format("  - {{name: rack-{:03d}, protocols: [udp], members: ['agent-{:03d}?\?']}}\n", r, r);
     return y;
@@ -445,7 +502,10 @@ int run_fleet(const Options& o) {
   pid_t child = (*controller)->pid();
   weft::ProcStats idle = weft::read_proc_stats(child);
 
-  Fleet fleet(o);
+  std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> tls(
+      o.tls ? weft::cli::bench_tls_client_context() : nullptr, SSL_CTX_free);
+  if (tls) SSL_CTX_set_mode(tls.get(), SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  Fleet fleet(o, tls.get());
   if (auto st = fleet.connect_all(); !st) {
     fmt::print(stderr, "bench fleet: {}\n", st.error().message);
     return 1;
@@ -455,7 +515,7 @@ int run_fleet(const Options& o) {
   weft::ProcStats before = weft::read_proc_stats(child);
   std::atomic<bool> stop{false};
   Latencies api;
-  std::thread api_thread([&] { api_client(o, stop, api); });
+  std::thread api_thread([&] { api_client(o, tls.get(), stop, api); });
   int64_t t0 = mono_ns();
   fleet.run(o.seconds);
   double secs = static_cast<double>(mono_ns() - t0) / 1e9;
@@ -469,7 +529,7 @@ int run_fleet(const Options& o) {
   double metrics_ms = 0, suspects_ms = 0;  // one whole-mesh answer each, computed for the request
   {
     weft::cli::BenchHttpConnection c;
-    if (c.connect_loopback(o.port)) {
+    if (c.connect_loopback(o.port, tls.get())) {
       if (auto r = c.exchange("GET /api/v1/agents HTTP/1.1\r\nHost: bench\r\n\r\n"); r && r->status == 200) {
         auto j = nlohmann::json::parse(r->body, nullptr, false);
         if (j.is_object())
@@ -514,6 +574,7 @@ int run_fleet(const Options& o) {
   }
   double cpu_s = static_cast<double>(after.cpu_ns - before.cpu_ns) / 1e9;
   nlohmann::json out{{"agents", o.agents},
+                     {"tls", o.tls},
                      {"targets", o.targets},
                      {"seconds", secs},
                      {"registered", fleet.registered()},
@@ -591,6 +652,9 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
          "--controller-nice", o->controller_nice,
          "Nice value of the controller's threads (e.g. -10: ahead of other work on a shared machine)")
       ->capture_default_str();
+  sub->add_flag("--tls", o->tls,
+                "HTTPS: the controller with a throw-away self-signed certificate, one handshake per agent "
+                "connection");
   sub->add_flag("--json", o->json, "Print one JSON object");
   sub->callback([o] { weft::cli::set_exit_code(run_fleet(*o)); });
 }};
