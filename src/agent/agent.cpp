@@ -251,7 +251,7 @@ Status Agent::start() {
     I.cfg.address = *a;
   }
   if (auto st = I.outbox.open(); !st) return st;
-  I.client.open(std::move(*urls), I.cfg.token);
+  I.client.open(std::move(*urls), I.cfg.token, I.cfg.tls);
   I.health.start();
   if (!I.cfg.rdma.empty() && std::find(I.cfg.protocols.begin(), I.cfg.protocols.end(),
                                        proto::Protocol::rdma) == I.cfg.protocols.end())

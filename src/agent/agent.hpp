@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent/controller_client.hpp"
 #include "agent/outbox.hpp"
 #include "base/result.hpp"
 #include "probe/rdma/engine.hpp"
@@ -22,9 +23,10 @@
 namespace weft::agent {
 
 struct AgentConfig {
-  std::string controller_url;  // http://HOST:PORT, or several comma-separated (replicas)
+  std::string controller_url;  // http(s)://HOST:PORT, or several comma-separated (replicas)
   std::string token;
-  std::string name;  // default: the host name
+  ControllerTls tls;  // https://: the CA to verify the controller against, a client certificate
+  std::string name;   // default: the host name
   std::string
       address;  // the address to probe from and answer on; default: the one that routes to the controller
   uint16_t udp_port = 7777;

@@ -12,6 +12,13 @@
 
 namespace weft::agent {
 
+// TLS to an https:// controller (docs/controller.md "TLS").
+struct ControllerTls {
+  std::string ca_file;    // verify the controller's certificate against this CA (PEM); "": the system's CAs
+  std::string cert_file;  // a client certificate and its key (mutual TLS); "" for none
+  std::string key_file;
+};
+
 struct ControllerReply {
   int status = 0;     // HTTP status; 0 when the controller could not be reached
   std::string body;   // the answer's body
@@ -25,8 +32,9 @@ class ControllerClient {
   ControllerClient(const ControllerClient&) = delete;
   ControllerClient& operator=(const ControllerClient&) = delete;
 
-  // `urls` non-empty; connects to the first.
-  void open(std::vector<ControllerUrl> urls, const std::string& token);
+  // `urls` non-empty; connects to the first. https:// URLs verify the controller (`tls`): a
+  // certificate that does not verify is refused, and the reply's error says why.
+  void open(std::vector<ControllerUrl> urls, const std::string& token, ControllerTls tls = {});
   const ControllerUrl& current() const { return urls_[index_]; }
 
   ControllerReply post(const std::string& path, const std::string& body, std::string_view content_type);
@@ -43,6 +51,7 @@ class ControllerClient {
   std::unique_ptr<Http> http_;
   std::vector<ControllerUrl> urls_;
   size_t index_ = 0;
+  ControllerTls tls_;
 };
 
 }  // namespace weft::agent

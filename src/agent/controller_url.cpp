@@ -6,14 +6,24 @@ namespace weft::agent {
 
 Result<ControllerUrl> parse_controller_url(const std::string& url) {
   std::string_view rest = url;
-  if (rest.starts_with("http://"))
+  bool tls = false;
+  if (rest.starts_with("http://")) {
     rest.remove_prefix(7);
-  else if (rest.find("://") != std::string_view::npos)
-    return fail("controller URL '{}': only http:// is supported", url);
+  } else if (rest.starts_with("https://")) {
+    rest.remove_prefix(8);
+    tls = true;
+  } else if (rest.find("://") != std::string_view::npos) {
+    return fail("controller URL '{}': only http:// and https:// are supported", url);
+  }
   if (auto slash = rest.find('/'); slash != std::string_view::npos) rest = rest.substr(0, slash);
-  auto hp = net::split_host_port(rest, 80);  // HOST:PORT is parsed in one place (net/address.hpp)
-  if (!hp) return fail("controller URL '{}': {} (expected http://HOST:PORT)", url, hp.error().message);
-  return ControllerUrl{std::move(hp->first), hp->second};
+  auto hp = net::split_host_port(rest, tls ? 443 : 80);  // HOST:PORT is parsed in one place (net/address.hpp)
+  if (!hp) return fail("controller URL '{}': {} (expected http[s]://HOST:PORT)", url, hp.error().message);
+  return ControllerUrl{std::move(hp->first), hp->second, tls};
+}
+
+std::string ControllerUrl::scheme_host_port() const {
+  const bool v6 = host.find(':') != std::string::npos;
+  return (tls ? "https://" : "http://") + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
 Result<std::vector<ControllerUrl>> parse_controller_urls(const std::string& list) {

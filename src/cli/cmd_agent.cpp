@@ -2,6 +2,7 @@
 // the mesh monitor's agent (docs/controller.md, docs/rdma-probes.md, docs/probe.md).
 #include <fmt/format.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include "agent/agent.hpp"
 #include "base/log.hpp"
@@ -35,6 +36,18 @@ bool parse_rdma_option(const std::string& text, const Options& o, weft::probe::R
 }
 
 int run_agent(Options o) {
+  // TLS files are read at the first request; a missing one is said now, not as a handshake failure.
+  for (const auto& [flag, path] :
+       {std::pair{"--ca", &o.cfg.tls.ca_file}, std::pair{"--cert", &o.cfg.tls.cert_file},
+        std::pair{"--key", &o.cfg.tls.key_file}})
+    if (!path->empty() && ::access(path->c_str(), R_OK) != 0) {
+      fmt::print(stderr, "weft agent: {}: cannot read {}\n", flag, *path);
+      return 2;
+    }
+  if (o.cfg.tls.cert_file.empty() != o.cfg.tls.key_file.empty()) {
+    fmt::print(stderr, "weft agent: --cert and --key go together (a client certificate and its key)\n");
+    return 2;
+  }
   if (!o.token_file.empty()) {
     FILE* f = fopen(o.token_file.c_str(), "r");
     if (!f) {
@@ -106,8 +119,14 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
       root.app.add_subcommand("agent", "Run the mesh monitor's agent (probes its pinglist, reports windows)");
   auto o = std::make_shared<Options>();
   sub->add_option("--controller", o->cfg.controller_url,
-                  "Controller URL, http://HOST:PORT (several, comma-separated: replicas to fail over to)")
+                  "Controller URL, http(s)://HOST:PORT (several, comma-separated: replicas to fail over to)")
       ->required();
+  sub->add_option("--ca", o->cfg.tls.ca_file,
+                  "https://: verify the controller's certificate against this CA file (PEM; default: the "
+                  "system's CAs)");
+  sub->add_option("--cert", o->cfg.tls.cert_file,
+                  "https://: this agent's client certificate (PEM; mutual TLS: it must name the agent)");
+  sub->add_option("--key", o->cfg.tls.key_file, "https://: the client certificate's private key (PEM)");
   sub->add_option("--token", o->cfg.token, "Agent token (see the controller's 'tokens')");
   sub->add_option("--token-file", o->token_file, "Read the token from this file instead");
   sub->add_option("--name", o->cfg.name, "Host name to register as (default: this host's name)");

@@ -6,8 +6,10 @@
 // and the controller's own account of its request stages.
 //
 // The controller runs in a forked child (sim/forked_controller.hpp), so its CPU and memory are
-// measured alone.
+// measured alone. With --tls the controller serves HTTPS (a throw-away self-signed certificate) and
+// every connection does one TLS handshake when it opens, then stays open (sim/bench_tls.hpp).
 #include <fmt/format.h>
+#include <openssl/ssl.h>
 #include <sys/resource.h>
 
 #include <atomic>
@@ -22,6 +24,7 @@
 #include "cli/command_registry.hpp"
 #include "net/socket.hpp"
 #include "sim/bench_figures.hpp"
+#include "sim/bench_tls.hpp"
 #include "sim/forked_controller.hpp"
 #include "sim/http_fleet.hpp"
 #include "sim/http_load_client.hpp"
@@ -39,15 +42,22 @@ struct Options {
   int sim_cpu = -1;         // >= 0: pin the simulated agents and the API client to this CPU
   int controller_nice = 0;  // the controller child's nice value (negative: ahead of other work)
   bool json = false;
+  bool tls = false;  // HTTPS on every connection
 };
 
 double pct_ms(const std::vector<int64_t>& v, double p) { return percentile_ms(v, p); }
 
 std::string controller_yaml(const Options& o, const std::string& dir) {
-  std::string y = fmt::format(
-      "listen: 127.0.0.1:{}\nstore: sqlite:{}/fleet.db\nwindow: 10s\nreport_interval: 1s\n"
-      "agent_down_after: 30s\nhttp_max_connections_per_address: {}\ngroups:\n",
-      o.fleet.port, dir, o.fleet.agents_per_address + 16);
+  std::string tls;
+  if (o.tls) {
+    if (auto st = write_bench_certificate(dir); !st) fmt::print(stderr, "{}\n", st.error().message);
+    tls = fmt::format("tls_cert: {0}/bench-cert.pem\ntls_key: {0}/bench-key.pem\n", dir);
+  }
+  std::string y =
+      tls + fmt::format(
+                "listen: 127.0.0.1:{}\nstore: sqlite:{}/fleet.db\nwindow: 10s\nreport_interval: 1s\n"
+                "agent_down_after: 30s\nhttp_max_connections_per_address: {}\ngroups:\n",
+                o.fleet.port, dir, o.fleet.agents_per_address + 16);
   for (size_t r = 0; r * 100 < o.fleet.agents; ++r)
     y += fmt::format("  - {{name: rack-{:03d}, protocols: [udp], members: ['agent-{:03d}?\?']}}\n", r, r);
   return y;
@@ -73,10 +83,10 @@ struct ControllerView {
   double metrics_ms = 0, suspects_ms = 0;  // one whole-mesh answer each, computed for the request
 };
 
-ControllerView read_controller_view(uint16_t port) {
+ControllerView read_controller_view(uint16_t port, ssl_ctx_st* tls) {
   ControllerView v;
   HttpLoadConnection c;
-  if (!c.connect_loopback(port)) return v;
+  if (!c.connect_loopback(port, tls)) return v;
   if (auto r = c.exchange("GET /api/v1/agents HTTP/1.1\r\nHost: bench\r\n\r\n"); r && r->status == 200) {
     auto j = json::parse(r->body, nullptr, false);
     if (j.is_object())
@@ -173,7 +183,10 @@ int run_fleet(const Options& o) {
   const pid_t child = (*controller)->pid();
   Footprint f;
   f.idle = weft::read_proc_stats(child);
-  HttpFleet fleet(o.fleet);
+  std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> tls(o.tls ? bench_tls_client_context() : nullptr,
+                                                        SSL_CTX_free);
+  if (tls) SSL_CTX_set_mode(tls.get(), SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  HttpFleet fleet(o.fleet, tls.get());
   if (auto st = fleet.connect_all(); !st) {
     fmt::print(stderr, "bench fleet: {}\n", st.error().message);
     return 1;
@@ -183,14 +196,14 @@ int run_fleet(const Options& o) {
   f.before = weft::read_proc_stats(child);
   std::atomic<bool> stop{false};
   Latencies api;
-  std::thread api_thread([&] { api_client(o.fleet, stop, api); });
+  std::thread api_thread([&] { api_client(o.fleet, tls.get(), stop, api); });
   const int64_t t0 = weft::mono_ns();
   fleet.run(o.seconds);
   const double secs = static_cast<double>(weft::mono_ns() - t0) / 1e9;
   stop = true;
   api_thread.join();
   f.after = weft::read_proc_stats(child);
-  const ControllerView v = read_controller_view(o.fleet.port);
+  const ControllerView v = read_controller_view(o.fleet.port, tls.get());
   (*controller)->stop();
 
   Latencies& L = fleet.lat();
@@ -201,6 +214,7 @@ int run_fleet(const Options& o) {
     return static_cast<double>(to_kb - from_kb) * 1024.0 / static_cast<double>(o.fleet.agents);
   };
   json out{{"agents", o.fleet.agents},
+           {"tls", o.tls},
            {"targets", o.fleet.targets},
            {"seconds", secs},
            {"registered", fleet.registered()},
@@ -256,6 +270,9 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
          "--controller-nice", o->controller_nice,
          "Nice value of the controller's threads (e.g. -10: ahead of other work on a shared machine)")
       ->capture_default_str();
+  sub->add_flag("--tls", o->tls,
+                "HTTPS: the controller with a throw-away self-signed certificate, one handshake per agent "
+                "connection");
   sub->add_flag("--json", o->json, "Print one JSON object");
   sub->callback([o] { weft::cli::set_exit_code(run_fleet(*o)); });
 }};

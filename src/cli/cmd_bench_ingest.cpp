@@ -8,6 +8,7 @@
 // several keep-alive connections (sim/http_load_client.hpp: one send() per request).
 #include <fmt/format.h>
 #include <httplib.h>
+#include <openssl/ssl.h>
 
 #include <atomic>
 #include <chrono>
@@ -20,6 +21,7 @@
 #include "controller/auth.hpp"
 #include "controller/controller.hpp"
 #include "proto/report.hpp"
+#include "sim/bench_tls.hpp"
 #include "sim/forked_controller.hpp"
 #include "sim/http_load_client.hpp"
 #include "sim/sample_windows.hpp"
@@ -42,6 +44,7 @@ struct Options {
   // Names are PREFIX00000..: several benches, one per controller replica on one shared store,
   // simulate different agents (bench/redis_cluster_ingest.sh).
   std::string agent_prefix = "agent-";
+  bool tls = false;  // HTTPS (a throw-away self-signed certificate), kept-open connections
 };
 
 int64_t unix_ns() {
@@ -62,11 +65,18 @@ int run_bench(const Options& o) {
     return 2;
   }
   auto yaml = [&](const std::string& dir) {
-    return fmt::format(
-        "listen: 127.0.0.1:{}\nstore: {}\nwindow: 10s\n"
-        "agent_down_after: 1h\nhttp_threads: {}\nmax_body_bytes: 67108864\nagent_secret: {}\n"
-        "groups:\n  - {{name: all, protocols: [udp], members: ['*']}}\n",
-        o.port, o.store.empty() ? "sqlite:" + dir + "/bench.db" : o.store, o.http_threads, kBenchSecret);
+    std::string tls;
+    if (o.tls) {
+      if (auto st = weft::sim::write_bench_certificate(dir); !st)
+        fmt::print(stderr, "{}\n", st.error().message);
+      tls = fmt::format("tls_cert: {0}/bench-cert.pem\ntls_key: {0}/bench-key.pem\n", dir);
+    }
+    return tls + fmt::format(
+                     "listen: 127.0.0.1:{}\nstore: {}\nwindow: 10s\n"
+                     "agent_down_after: 1h\nhttp_threads: {}\nmax_body_bytes: 67108864\nagent_secret: {}\n"
+                     "groups:\n  - {{name: all, protocols: [udp], members: ['*']}}\n",
+                     o.port, o.store.empty() ? "sqlite:" + dir + "/bench.db" : o.store, o.http_threads,
+                     kBenchSecret);
   };
   auto setup = [&](weft::controller::Controller& c) {
     // Agents register as they would (the registry is part of what a controller holds).
@@ -119,6 +129,8 @@ int run_bench(const Options& o) {
   weft::ProcStats before = weft::read_proc_stats(child);
   double client_before = self_cpu_s();
 
+  std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> tls_client(
+      o.tls ? weft::sim::bench_tls_client_context() : nullptr, SSL_CTX_free);
   std::atomic<size_t> next{0}, errors{0}, accepted{0};
   std::string first_error;
   std::mutex err_mu;
@@ -127,7 +139,7 @@ int run_bench(const Options& o) {
   for (size_t c = 0; c < o.connections; ++c)
     clients.emplace_back([&] {
       weft::sim::HttpLoadConnection conn;
-      auto connected = conn.connect_loopback(o.port);
+      auto connected = conn.connect_loopback(o.port, tls_client.get());
       for (size_t i; (i = next.fetch_add(1)) < bodies.size();) {
         auto res = connected ? conn.exchange(bodies[i]) : std::unexpected(connected.error());
         if (!res || res->status != 200) {
@@ -149,7 +161,8 @@ int run_bench(const Options& o) {
 
   size_t pairs = 0;
   {
-    httplib::Client cli("127.0.0.1", o.port);
+    httplib::Client cli(fmt::format("{}://127.0.0.1:{}", o.tls ? "https" : "http", o.port));
+    cli.enable_server_certificate_verification(false);  // the bench's own throw-away certificate
     if (auto res = cli.Get("/healthz"); res && res->status == 200) {
       auto j = nlohmann::json::parse(res->body, nullptr, false);
       if (j.is_object()) pairs = j.value("pairs", size_t{0});
@@ -164,6 +177,7 @@ int run_bench(const Options& o) {
                      {"agents", o.agents},
                      {"targets", o.targets},
                      {"rounds", o.rounds},
+                     {"tls", o.tls},
                      {"windows_sent", windows},
                      {"windows_accepted", accepted.load()},
                      {"request_errors", errors.load()},
@@ -216,6 +230,9 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
   sub->add_option("--agent-prefix", o->agent_prefix, "Simulated agents' names: PREFIX00000, ...")
       ->capture_default_str();
   sub->add_option("--port", o->port, "Loopback port for the controller")->capture_default_str();
+  sub->add_flag("--tls", o->tls,
+                "HTTPS: the controller with a throw-away self-signed certificate, the agents' connections "
+                "kept open");
   sub->add_flag("--json", o->json, "Print one JSON object");
   sub->callback([o] { weft::cli::set_exit_code(run_bench(*o)); });
 }};

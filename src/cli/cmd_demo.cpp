@@ -163,13 +163,16 @@ int run_demo(const Options& o) {
       }
       listen.push_back(fmt::format("{}.254:{}", kNet, o.port));
     }
+    // Plain HTTP: the demo's own namespaces' bridge is not loopback, and a --listen-host beyond it is
+    // the user's choice for a demo (the controller still warns).
+    const bool plain_beyond_loopback = netns || !local;
     std::string yaml = fmt::format(
-        "listen: [{}]\nagent_secret: {}\n{}store: sqlite:{}/history.db\nretention: 1d\nwindow: "
+        "listen: [{}]\n{}agent_secret: {}\n{}store: sqlite:{}/history.db\nretention: 1d\nwindow: "
         "5s\nagent_down_after: 10s\n"
         "report_interval: 1s\npinglist_sync: 5s\nprotocols:\n  udp: {{interval: 100ms, timeout: 1s}}\n"
         "  tcp: {{interval: 200ms, timeout: 1s}}\ngroups:\n  - name: demo\n    protocols: [udp, tcp]\n"
         "    members: ['host*']\n",
-        fmt::join(listen, ", "), secret,
+        fmt::join(listen, ", "), plain_beyond_loopback ? "plain_http: true\n" : "", secret,
         local ? std::string("open_read: true\n") : fmt::format("read_tokens: [{}]\n", read_token), dir);
     std::string cfg_path = dir + "/weft.yaml";
     std::ofstream(cfg_path) << yaml;

@@ -1,5 +1,5 @@
-// `weft mesh --controller URL --protocol P [--group G] [--agents]`: the controller's latest mesh
-// (and agents) as plain lines, one per pair, for a terminal or a shell script (the Soft-RoCE
+// `weft mesh --controller URL --protocol P [--group G] [--agents] [--token T] [--ca FILE]`: the controller's
+// latest mesh (and agents) as plain lines, one per pair, for a terminal or a shell script (the Soft-RoCE
 // guest has no curl and no JSON tool). Exit 0 when the controller answered, 1 when not.
 //
 //   pair SRC DST sent=N received=N lost=N loss=R p50_us=X window_start=S age_s=A
@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agent/controller_client.hpp"
 #include "agent/controller_url.hpp"
 #include "cli/command_registry.hpp"
 
@@ -21,6 +22,8 @@ struct Options {
   std::string protocol = "udp";
   std::string group;
   bool agents = false;
+  std::string token;  // a read token (beyond loopback the read API needs one)
+  weft::agent::ControllerTls tls;
 };
 
 std::string num(const json& j, const char* key, const char* fmt_spec = "{}") {
@@ -30,16 +33,16 @@ std::string num(const json& j, const char* key, const char* fmt_spec = "{}") {
   return it->dump();
 }
 
-int get(httplib::Client& c, const std::string& path, json& out) {
-  auto res = c.Get(path);
-  if (!res) {
-    fmt::print(stderr, "weft mesh: controller unreachable: {}\n", httplib::to_string(res.error()));
+int get(weft::agent::ControllerClient& c, const std::string& path, json& out) {
+  auto res = c.get(path);
+  if (res.status == 0) {
+    fmt::print(stderr, "weft mesh: controller unreachable: {}\n", res.error);
     return 1;
   }
-  out = json::parse(res->body, nullptr, false);
-  if (res->status != 200) {
-    fmt::print(stderr, "weft mesh: HTTP {}: {}\n", res->status,
-               out.is_object() && out.contains("error") ? out["error"].dump() : res->body.substr(0, 200));
+  out = json::parse(res.body, nullptr, false);
+  if (res.status != 200) {
+    fmt::print(stderr, "weft mesh: HTTP {}: {}\n", res.status,
+               out.is_object() && out.contains("error") ? out["error"].dump() : res.body.substr(0, 200));
     return 1;
   }
   if (!out.is_object()) {
@@ -55,9 +58,8 @@ int run_mesh(const Options& o) {
     fmt::print(stderr, "weft mesh: --controller: {}\n", url.error().message);
     return 2;
   }
-  httplib::Client c(url->host, url->port);
-  c.set_connection_timeout(3, 0);
-  c.set_read_timeout(10, 0);
+  weft::agent::ControllerClient c;
+  c.open({*url}, o.token, o.tls);
   json mesh;
   std::string path = fmt::format("/api/v1/mesh?protocol={}", httplib::detail::encode_query_param(o.protocol));
   if (!o.group.empty()) path += "&group=" + httplib::detail::encode_query_param(o.group);
@@ -87,7 +89,12 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
   auto* sub = root.app.add_subcommand(
       "mesh", "Print the controller's latest mesh (one line per pair) and its agents");
   auto o = std::make_shared<Options>();
-  sub->add_option("--controller", o->controller, "Controller URL, http://HOST:PORT")->capture_default_str();
+  sub->add_option("--controller", o->controller, "Controller URL, http(s)://HOST:PORT")
+      ->capture_default_str();
+  sub->add_option("--token", o->token, "A read token (Authorization: Bearer)");
+  sub->add_option("--ca", o->tls.ca_file, "https://: verify the controller against this CA file (PEM)");
+  sub->add_option("--cert", o->tls.cert_file, "https://: a client certificate (PEM; mutual TLS)");
+  sub->add_option("--key", o->tls.key_file, "https://: the client certificate's key (PEM)");
   sub->add_option("--protocol,-p", o->protocol, "udp, tcp or rdma")->capture_default_str();
   sub->add_option("--group,-g", o->group, "Only this group's (or arrow rule's) pairs");
   sub->add_flag("--agents", o->agents, "Also print one line per agent (state, protocols, RDMA rails)");

@@ -9,8 +9,8 @@ int main(int argc, char** argv) {
   return weft::cli::run_program("weft-dpdk", "weft-dpdk: weft's user-space TCP/IP stack on a DPDK port",
                                 false, argc, argv);
 #elif defined(WEFT_CONTROLLER_ONLY)
-  return weft::cli::run_program("weft-controller", "weft-controller: the weft mesh monitor's controller", false,
-                                argc, argv);
+  return weft::cli::run_program("weft-controller", "weft-controller: the weft mesh monitor's controller",
+                                false, argc, argv);
 #else
   return weft::cli::run_program("weft", "weft: watches and exercises datacenter networks", true, argc, argv);
 #endif

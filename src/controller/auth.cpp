@@ -192,6 +192,11 @@ Status check_credentials(const Config& cfg) {
       return fail(
           "listen: a non-loopback address needs read_tokens for the read API, dashboard and /metrics "
           "(or open_read: true behind an authenticating reverse proxy, docs/deploy.md)");
+    if (cfg.tls_cert.empty() && !cfg.plain_http)
+      return fail(
+          "listen: a non-loopback address without TLS sends tokens and reports in clear text: set "
+          "tls_cert and tls_key (docs/controller.md \"TLS\"), or plain_http: true behind a "
+          "TLS-terminating reverse proxy or on a network you trust");
   }
   return {};
 }
@@ -205,6 +210,10 @@ void warn_about_credentials(const Config& cfg) {
     log().warn("open_agents: anyone who reaches this port can register and report as any agent");
   if (!loopback_only(cfg) && cfg.open_read)
     log().warn("open_read: the read API, dashboard and /metrics answer anyone who reaches this port");
+  if (!loopback_only(cfg) && cfg.tls_cert.empty())
+    log().warn(
+        "plain_http: serving plain HTTP beyond loopback; tokens, reports and the read API cross the "
+        "network in clear text (set tls_cert and tls_key, docs/controller.md \"TLS\")");
 }
 
 }  // namespace weft::controller

@@ -175,6 +175,58 @@ void parse_credentials(Ctx& c, const YAML::Node& root, Config& cfg) {
   if (root["open_read"]) cfg.open_read = boolean(c, root["open_read"], "open_read");
 }
 
+// A file the config names, relative to the config file's folder (as an operator reads it).
+std::string config_relative(const std::string& source, std::string f) {
+  if (!f.empty() && f[0] != '/' && source.find('/') != std::string::npos)
+    f = source.substr(0, source.rfind('/') + 1) + f;
+  return f;
+}
+
+// The first line of a secret file (trailing spaces and newline dropped), or an error on the key.
+std::string secret_file(Ctx& c, const YAML::Node& node, const char* key, const std::string& source) {
+  const std::string path = config_relative(source, scalar(c, node, key));
+  std::ifstream in(path);
+  std::string line;
+  if (!in || !std::getline(in, line)) {
+    if (!c.failed()) c.bad(node, key, "cannot read " + path);
+    return {};
+  }
+  while (!line.empty() && isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
+  if (line.empty() && !c.failed()) c.bad(node, key, path + " is empty");
+  return line;
+}
+
+// TLS for the listen addresses, plain HTTP beyond loopback, and remote write's TLS and credentials.
+void parse_transport(Ctx& c, const YAML::Node& root, Config& cfg, const std::string& source) {
+  auto path = [&](const char* key, std::string& out) {
+    if (root[key]) out = config_relative(source, scalar(c, root[key], key));
+  };
+  path("tls_cert", cfg.tls_cert);
+  path("tls_key", cfg.tls_key);
+  path("tls_client_ca", cfg.tls_client_ca);
+  if (cfg.tls_cert.empty() != cfg.tls_key.empty())
+    c.bad(root[cfg.tls_cert.empty() ? "tls_key" : "tls_cert"], "tls_cert",
+          "tls_cert and tls_key go together (the certificate and its private key)");
+  if (!cfg.tls_client_ca.empty() && cfg.tls_cert.empty())
+    c.bad(root["tls_client_ca"], "tls_client_ca", "client certificates need TLS: set tls_cert and tls_key");
+  if (root["plain_http"]) cfg.plain_http = boolean(c, root["plain_http"], "plain_http");
+  path("remote_write_ca", cfg.remote_write_ca);
+  if (root["remote_write_bearer_token_file"])
+    cfg.remote_write_bearer_token =
+        secret_file(c, root["remote_write_bearer_token_file"], "remote_write_bearer_token_file", source);
+  if (root["remote_write_username"])
+    cfg.remote_write_username = scalar(c, root["remote_write_username"], "remote_write_username");
+  if (root["remote_write_password_file"])
+    cfg.remote_write_password =
+        secret_file(c, root["remote_write_password_file"], "remote_write_password_file", source);
+  if (!cfg.remote_write_bearer_token.empty() && !cfg.remote_write_username.empty())
+    c.bad(root["remote_write_username"], "remote_write_username",
+          "give a bearer token or basic auth for remote write, not both");
+  if (cfg.remote_write_username.empty() != cfg.remote_write_password.empty() && !c.failed())
+    c.bad(root[cfg.remote_write_username.empty() ? "remote_write_password_file" : "remote_write_username"],
+          "remote_write_username", "basic auth needs remote_write_username and remote_write_password_file");
+}
+
 }  // namespace
 
 namespace {
@@ -222,6 +274,14 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
                 "retention",
                 "remote_write",
                 "remote_write_interval",
+                "remote_write_ca",
+                "remote_write_bearer_token_file",
+                "remote_write_username",
+                "remote_write_password_file",
+                "tls_cert",
+                "tls_key",
+                "tls_client_ca",
+                "plain_http",
                 "window",
                 "agent_down_after",
                 "report_interval",
@@ -270,11 +330,12 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
     if (root["retention"]) cfg.retention_ns = duration(c, root["retention"], "retention", 60'000'000'000);
     if (root["remote_write"]) {
       cfg.remote_write = scalar(c, root["remote_write"], "remote_write");
-      if (!cfg.remote_write.starts_with("http://"))
+      if (!cfg.remote_write.starts_with("http://") && !cfg.remote_write.starts_with("https://"))
         c.bad(root["remote_write"], "remote_write",
-              fmt::format("'{}': expected http://HOST:PORT/PATH (e.g. Prometheus' /api/v1/write)",
+              fmt::format("'{}': expected http(s)://HOST:PORT/PATH (e.g. Prometheus' /api/v1/write)",
                           cfg.remote_write));
     }
+    parse_transport(c, root, cfg, source);
     if (root["remote_write_interval"])
       cfg.remote_write_interval_ns =
           duration(c, root["remote_write_interval"], "remote_write_interval", 1'000'000'000);
@@ -426,10 +487,7 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
         cfg.topology = std::make_shared<const Topology>(std::move(*t));
     }
     if (!c.failed() && root["topology_file"]) {
-      std::string f = scalar(c, root["topology_file"], "topology_file");
-      // Relative to the config file's folder, as an operator reads it next to the config.
-      if (!f.empty() && f[0] != '/' && source.find('/') != std::string::npos)
-        f = source.substr(0, source.rfind('/') + 1) + f;
+      std::string f = config_relative(source, scalar(c, root["topology_file"], "topology_file"));
       cfg.topology_file = f;
       if (!c.failed()) {
         auto t = load_topology(f);

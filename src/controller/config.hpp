@@ -61,10 +61,21 @@ struct Config {
   bool open_read = false;                  // read API open although listening beyond loopback (a proxy)
   std::string store = "sqlite:weft-history.db";  // sqlite:PATH | redis://HOST:PORT | redis+unix:///PATH
   int64_t retention_ns = 7LL * 24 * 3600 * 1'000'000'000;
-  // Prometheus remote write of the pairs' windows (controller/remote_write.hpp): http://HOST:PORT/PATH
-  // or "" (off), and how often.
+  // TLS (docs/controller.md "TLS"): HTTPS on every listen address when tls_cert and tls_key are
+  // set (PEM files, relative to the config's folder; SIGHUP reads them again); tls_client_ca asks
+  // every client for a certificate that CA signed (mutual TLS: an agent's certificate must name it).
+  // Without TLS a non-loopback listen address needs plain_http: true, and the controller warns.
+  std::string tls_cert, tls_key, tls_client_ca;
+  bool plain_http = false;
+  // Prometheus remote write of the pairs' windows (controller/remote_write.hpp): http(s)://HOST:PORT/PATH
+  // or "" (off), and how often; over https the receiver is verified against remote_write_ca (else
+  // the system's CAs). Credentials: a bearer token, or basic auth (user name and password), read
+  // from files named in the config.
   std::string remote_write;
   int64_t remote_write_interval_ns = 10'000'000'000;
+  std::string remote_write_ca;
+  std::string remote_write_bearer_token;
+  std::string remote_write_username, remote_write_password;
   int64_t window_ns = proto::defaults::kWindow.count();  // the agents' window length
   int64_t agent_down_after_ns = 30'000'000'000;          // no report this long -> down
   int64_t report_interval_ns =

@@ -11,6 +11,7 @@
 #include "controller/remote_write.hpp"
 #include "controller/replica_sync.hpp"
 #include "net/http/server.hpp"
+#include "net/http/tls.hpp"
 #include "proto/registration.hpp"
 
 namespace weft::controller {
@@ -125,12 +126,23 @@ Status Controller::reload() {
   if (config_path_.empty()) return fail("no config file to reload");
   config_mtime_ns_ = file_mtime_ns(config_path_);
   topology_mtime_ns_ = file_mtime_ns(mesh_->config()->topology_file);
+  Status tls_status;
+  if (tls_) {
+    // The same files read again (a renewed certificate is written over the old one).
+    if (tls_status = tls_->reload(); tls_status)
+      log().info("TLS: reloaded certificate {}", tls_->describe());
+    else
+      log().error("TLS reload failed, keeping the certificate in use: {}", tls_status.error().message);
+  }
   auto cfg = load_config(config_path_);
   if (!cfg) {
     log().error("config reload failed, keeping the old config: {}", cfg.error().message);
     return std::unexpected(cfg.error());
   }
   auto old = mesh_->config();
+  if (cfg->tls_cert != old->tls_cert || cfg->tls_key != old->tls_key ||
+      cfg->tls_client_ca != old->tls_client_ca || cfg->plain_http != old->plain_http)
+    log().warn("config reload: which TLS files (or plain_http) changed; takes effect after a restart");
   if (cfg->listen != old->listen) log().warn("config reload: 'listen' changed; takes effect after a restart");
   if (cfg->store != old->store) log().warn("config reload: 'store' changed; takes effect after a restart");
   cfg->listen = old->listen;
@@ -139,7 +151,7 @@ Status Controller::reload() {
   warn_about_credentials(*cfg);
   mesh_->set_config(std::make_shared<const Config>(std::move(*cfg)));
   log().info("config reloaded from {}", config_path_);
-  return {};
+  return tls_status;
 }
 
 void Controller::chores() {

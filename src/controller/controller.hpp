@@ -17,7 +17,8 @@
 
 namespace weft::net::http {
 class Server;
-}
+class TlsServerContext;
+}  // namespace weft::net::http
 
 namespace weft::controller {
 
@@ -39,7 +40,8 @@ class Controller {
   void wait();
   void stop();
 
-  // Re-reads the config file; a bad file keeps the old config (and says why in the log and result).
+  // Re-reads the config file, and the TLS certificate and key (new connections get them; open ones
+  // keep theirs); a bad file keeps the old config or certificate (and says why in the log and result).
   Status reload();
 
   Mesh& mesh() { return *mesh_; }
@@ -57,8 +59,9 @@ class Controller {
   std::unique_ptr<Ingest> ingest_;
   std::unique_ptr<HttpApi> api_;
   std::unique_ptr<net::http::Server> server_;
-  std::unique_ptr<ReplicaSync> sync_;           // a shared store's other controllers (replica_sync.hpp)
-  std::unique_ptr<RemoteWriter> remote_write_;  // Prometheus remote write (remote_write.hpp)
+  std::shared_ptr<net::http::TlsServerContext> tls_;  // HTTPS: its files are read again on reload()
+  std::unique_ptr<ReplicaSync> sync_;                 // a shared store's other controllers (replica_sync.hpp)
+  std::unique_ptr<RemoteWriter> remote_write_;        // Prometheus remote write (remote_write.hpp)
   std::vector<std::thread> threads_;
   std::vector<int> ports_;
   std::mutex mu_;

@@ -19,6 +19,7 @@
 #include "controller/metrics_renderer.hpp"
 #include "controller/metrics_text.hpp"
 #include "net/address.hpp"
+#include "net/http/tls.hpp"
 #include "proto/pinglist.hpp"
 #include "proto/register_reply.hpp"
 #include "proto/registration.hpp"
@@ -102,10 +103,24 @@ Result<proto::Protocol> protocol_param(const Request& req) {
 
 constexpr std::string_view kBadToken = "missing or wrong token (Authorization: Bearer ...)";
 
-// Agent endpoints: an agent's token (or a shared one, when allowed), or none when none is configured.
+// The agent a request speaks for: the name in its client certificate (mutual TLS, verified in the
+// handshake against tls_client_ca), else its per-agent token's; "" when neither binds one.
+std::string_view request_agent(const Request& req) {
+  if (!req.tls_client.empty()) return req.tls_client;
+  return bound_agent_name(req.header("authorization"));
+}
+
+// Agent endpoints: a client certificate (mutual TLS), an agent's token (or a shared one, when
+// allowed), or none when none is configured. A certificate and a token together must agree.
 bool agent_ok(const Config& cfg, const Request& req) {
+  const std::string_view authorization = req.header("authorization");
+  if (!req.tls_client.empty()) {
+    if (authorization.empty()) return true;
+    auto p = identify(cfg, authorization);
+    return (p.role == Role::agent && p.agent == req.tls_client) || p.role == Role::shared_agent;
+  }
   if (!agent_auth_on(cfg)) return true;
-  auto p = identify(cfg, req.header("authorization"));
+  auto p = identify(cfg, authorization);
   return p.role == Role::agent || p.role == Role::shared_agent;
 }
 
@@ -223,9 +238,11 @@ bool HttpApi::check_admin(const Req& req, Res& res) {
 }
 
 bool HttpApi::agent_matches(const Req& req, Res& res, const std::string& name) {
-  const std::string_view bound = bound_agent_name(req.header("authorization"));
+  const std::string_view bound = request_agent(req);
   if (bound.empty() || bound == name) return true;
-  error(res, 403, fmt::format("this token is agent '{}''s, not '{}''s", bound, name.substr(0, 64)));
+  error(res, 403,
+        fmt::format("this {} is agent '{}''s, not '{}''s",
+                    req.tls_client.empty() ? "token" : "client certificate", bound, name.substr(0, 64)));
   return false;
 }
 
@@ -285,8 +302,7 @@ void HttpApi::pinglist(const Req& req, Res& res) {
 
 void HttpApi::report(const Req& req, Res& res) {
   // A per-agent token (checked before the body was read) binds the report to its agent.
-  auto r = ingest_.handle(req.header("content-type"), req.body, now_ns(),
-                          bound_agent_name(req.header("authorization")));
+  auto r = ingest_.handle(req.header("content-type"), req.body, now_ns(), request_agent(req));
   res.set(r.status, std::move(r.body), kJson);
 }
 
@@ -630,7 +646,18 @@ void HttpApi::web_asset([[maybe_unused]] const Req& req, Res& res) {
 Status Controller::start_http(const Config& cfg) {
   api_ = std::make_unique<HttpApi>(*mesh_, *store_, *ingest_);
   auto routes = api_->routes();
-  server_ = std::make_unique<net::http::Server>(std::move(routes), api_->server_options(cfg));
+  auto options = api_->server_options(cfg);
+  if (!cfg.tls_cert.empty()) {
+    auto tls = net::http::TlsServerContext::load({cfg.tls_cert, cfg.tls_key, cfg.tls_client_ca});
+    if (!tls) return std::unexpected(tls.error());
+    tls_ = *tls;
+    options.tls = tls_;
+    log().info("TLS: certificate {}{}", tls_->describe(),
+               cfg.tls_client_ca.empty()
+                   ? ""
+                   : fmt::format("; client certificates signed by {}", cfg.tls_client_ca));
+  }
+  server_ = std::make_unique<net::http::Server>(std::move(routes), std::move(options));
   for (const auto& addr : cfg.listen) {
     // "HOST:PORT" or "[IPv6]:PORT" (net/address.hpp parses it); port 0 picks a free port (tests,
     // benchmarks). The config file already requires an explicit port; one given in code must too.
@@ -644,7 +671,7 @@ Status Controller::start_http(const Config& cfg) {
     ports_.push_back(*port);
     net::SocketAddress bound = *sa;
     bound.set_port(*port);
-    log().info("controller listening on http://{}/", bound.to_string());
+    log().info("controller listening on {}://{}/", tls_ ? "https" : "http", bound.to_string());
   }
   if (auto st = server_->start(); !st) return st;
   log().info("controller HTTP: up to {} connections ({} per client address), {} agent + {} API workers",

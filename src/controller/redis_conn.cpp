@@ -34,8 +34,57 @@ void append_argv(redisContext* c, const Command& cmd) {
 
 }  // namespace
 
-Result<std::unique_ptr<Conn>> Conn::open(const std::string& spec, ConnOptions options) {
-  std::unique_ptr<Conn> c(new Conn(spec, options));
+namespace {
+// %XX escapes in a URL's user name or password; an incomplete or non-hex escape is an error.
+Result<std::string> percent_decoded(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      out.push_back(s[i]);
+      continue;
+    }
+    auto hex = [](char ch) { return isxdigit(static_cast<unsigned char>(ch)) != 0; };
+    if (i + 2 >= s.size() || !hex(s[i + 1]) || !hex(s[i + 2])) return fail("a '%' escape is not %XX");
+    out.push_back(static_cast<char>(std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16)));
+    i += 2;
+  }
+  return out;
+}
+}  // namespace
+
+Result<Conn::Credentials> Conn::split_credentials(const std::string& spec) {
+  Credentials out{{}, {}, spec, spec};
+  const size_t scheme = spec.find("://");
+  if (scheme == std::string::npos) return out;
+  const size_t start = scheme + 3;
+  const size_t end = std::min(spec.find('/', start), spec.size());
+  const size_t at = spec.rfind('@', end == spec.size() ? std::string::npos : end);
+  if (at == std::string::npos || at < start) return out;
+  std::string_view info(spec.data() + start, at - start);
+  const size_t colon = info.find(':');
+  auto user = percent_decoded(info.substr(0, colon));
+  auto pass = percent_decoded(colon == std::string_view::npos ? std::string_view() : info.substr(colon + 1));
+  const std::string scheme_part = spec.substr(0, start), rest = spec.substr(at + 1);
+  if (!user || !pass)
+    return fail("redis store '{}***@{}': credentials: {}", scheme_part, rest,
+                (!user ? user.error() : pass.error()).message);
+  if (colon == std::string_view::npos || pass->empty())
+    return fail("redis store '{}***@{}': expected USER:PASSWORD@ or :PASSWORD@ before the host", scheme_part,
+                rest);
+  out.user = std::move(*user);
+  out.password = std::move(*pass);
+  out.bare = scheme_part + rest;
+  out.shown = scheme_part + (out.user.empty() ? "" : out.user) + ":***@" + rest;
+  return out;
+}
+
+Result<std::unique_ptr<Conn>> Conn::open(const std::string& raw_spec, ConnOptions options) {
+  auto creds = split_credentials(raw_spec);
+  if (!creds) return std::unexpected(creds.error());
+  const std::string& spec = creds->bare;  // parsed below; errors name creds->shown
+  std::unique_ptr<Conn> c(new Conn(creds->shown, options));
+  c->user_ = creds->user;
+  c->password_ = creds->password;
   if (spec.starts_with("redis-cluster://")) {
     c->cluster_ = true;
     std::string_view rest = std::string_view(spec).substr(16);
@@ -44,14 +93,14 @@ Result<std::unique_ptr<Conn>> Conn::open(const std::string& spec, ConnOptions op
       auto comma = rest.find(',');
       auto one = rest.substr(0, comma);
       auto hp = net::split_host_port(one, 6379);
-      if (!hp) return fail("redis store '{}': {}", spec, hp.error().message);
+      if (!hp) return fail("redis store '{}': {}", c->spec_, hp.error().message);
       std::string host = hp->first.find(':') != std::string::npos ? "[" + hp->first + "]" : hp->first;
       c->seeds_.push_back(host + ":" + std::to_string(hp->second));
       if (comma == std::string_view::npos) break;
       rest.remove_prefix(comma + 1);
     }
-    if (c->seeds_.empty()) return fail("redis store '{}': no cluster node given", spec);
-    if (auto st = c->refresh_slots(); !st) return fail("redis store {}: {}", spec, st.error().message);
+    if (c->seeds_.empty()) return fail("redis store '{}': no cluster node given", c->spec_);
+    if (auto st = c->refresh_slots(); !st) return fail("redis store {}: {}", c->spec_, st.error().message);
     return c;
   }
   if (spec.starts_with("redis+unix://")) {
@@ -60,17 +109,19 @@ Result<std::unique_ptr<Conn>> Conn::open(const std::string& spec, ConnOptions op
     std::string hp = spec.substr(8);
     if (auto slash = hp.find('/'); slash != std::string::npos) hp.resize(slash);
     auto host_port = net::split_host_port(hp, 6379);
-    if (!host_port) return fail("redis store '{}': {}", spec, host_port.error().message);
+    if (!host_port) return fail("redis store '{}': {}", c->spec_, host_port.error().message);
     std::string host =
         host_port->first.find(':') != std::string::npos ? "[" + host_port->first + "]" : host_port->first;
     c->single_ = host + ":" + std::to_string(host_port->second);
   } else {
-    return fail("redis store '{}': expected redis://, redis+unix:// or redis-cluster://", spec);
+    return fail("redis store '{}': expected redis://, redis+unix:// or redis-cluster://", c->spec_);
   }
   auto pong = c->run("", {"PING"});
-  if (!pong) return fail("redis store {}: {}", spec, pong.error().message);
+  if (!pong) return fail("redis store {}: {}", c->spec_, pong.error().message);
   if ((*pong)->type == REDIS_REPLY_ERROR)
-    return fail("redis store {}: PING failed: {}", spec, error_text(**pong));
+    return fail(
+        "redis store {}: PING failed: {}{}", c->spec_, error_text(**pong),
+        error_text(**pong).starts_with("NOAUTH") ? " (give the password: redis://:PASSWORD@HOST:PORT)" : "");
   return c;
 }
 
@@ -99,6 +150,25 @@ Result<redisContext*> Conn::node(const std::string& address) {
     return fail("{}: {}", address, e);
   }
   redisSetTimeout(ctx, timeval{5, 0});
+  if (!password_.empty()) {
+    // AUTH before anything else; ACL users (Redis 6+) name themselves, requirepass does not.
+    std::vector<std::string> auth{"AUTH"};
+    if (!user_.empty()) auth.push_back(user_);
+    auth.push_back(password_);
+    std::vector<const char*> argv;
+    std::vector<size_t> lens;
+    for (const auto& a : auth) {
+      argv.push_back(a.data());
+      lens.push_back(a.size());
+    }
+    Reply r(static_cast<redisReply*>(
+        redisCommandArgv(ctx, static_cast<int>(argv.size()), argv.data(), lens.data())));
+    if (!r || r->type == REDIS_REPLY_ERROR) {
+      std::string e = r ? std::string(error_text(*r)) : std::string(ctx->errstr);
+      redisFree(ctx);
+      return fail("{}: AUTH{} refused: {}", address, user_.empty() ? "" : " as " + user_, e);
+    }
+  }
   conns_[address] = ctx;
   return ctx;
 }

@@ -5,6 +5,11 @@
 // or lost connection, CLUSTERDOWN or TRYAGAIN makes it re-read CLUSTER SLOTS and try again, for a
 // bounded time, so a master's failover costs a pause, not an error. Writes that are retried must
 // be idempotent (the store's are: see store_redis.cpp). Not thread-safe: the store locks.
+//
+// Credentials: redis://USER:PASSWORD@HOST:PORT (an ACL user), redis://:PASSWORD@HOST:PORT
+// (requirepass, the default user), the same after redis-cluster:// for every node of a cluster;
+// percent-escapes are decoded (a password with '@' or ':' in it). Every new connection sends AUTH
+// first. spec() and every error name the store with the password replaced by "***".
 #include <hiredis/hiredis.h>
 
 #include <chrono>
@@ -60,6 +65,13 @@ class Conn {
   // The masters of a cluster (HOST:PORT) as last read, or the one server.
   std::vector<std::string> masters() const;
 
+  // "redis://user:pass@host:port" -> user "user", password "pass", and the spec with the userinfo
+  // taken out (`bare`) and with the password shown as "***" (`shown`). No '@': no credentials.
+  struct Credentials {
+    std::string user, password, bare, shown;
+  };
+  static Result<Credentials> split_credentials(const std::string& spec);
+
  private:
   Conn(std::string spec, ConnOptions options) : spec_(std::move(spec)), options_(options) {}
   Status refresh_slots();
@@ -87,6 +99,7 @@ class Conn {
   std::vector<SlotRange> ranges_;               // cluster: as CLUSTER SLOTS said
   std::vector<int16_t> slot_range_;             // slot -> index in ranges_, -1 if unserved
   std::map<std::string, redisContext*> conns_;  // address -> open connection
+  std::string user_, password_;                 // AUTH on every new connection when password_ is set
 };
 
 }  // namespace weft::controller::redis

@@ -1,6 +1,7 @@
 #include "controller/remote_write.hpp"
 
 #include <httplib.h>
+#include <openssl/x509.h>
 #include <snappy-c.h>
 
 #include <array>
@@ -102,9 +103,11 @@ void pair_series(proto::Protocol protocol, const PairWindow& pw, std::vector<Rem
 }
 
 Result<size_t> RemoteWriter::push_once(const std::string& url) {
-  // http://HOST:PORT/PATH
-  if (!url.starts_with("http://")) return fail("remote_write '{}': only http:// is supported", url);
-  const size_t slash = url.find('/', 7);
+  // http(s)://HOST:PORT/PATH
+  const bool tls = url.starts_with("https://");
+  if (!tls && !url.starts_with("http://"))
+    return fail("remote_write '{}': only http:// and https:// are supported", url);
+  const size_t slash = url.find('/', tls ? 8 : 7);
   const std::string base = url.substr(0, slash), path = slash == std::string::npos ? "/" : url.substr(slash);
   std::vector<RemoteSeries> series;
   std::vector<std::pair<std::tuple<int, std::string, std::string>, int64_t>> sent;
@@ -120,11 +123,23 @@ Result<size_t> RemoteWriter::push_once(const std::string& url) {
   if (series.empty()) return size_t{0};
   auto body = snappy_compress(remote_write_request(series));
   if (!body) return std::unexpected(body.error());
-  httplib::Client cli(base);
+  httplib::Client cli(base);  // "https://..." makes a TLS client (Debian's httplib is built with OpenSSL)
   cli.set_connection_timeout(2);
   cli.set_read_timeout(10);
+  const auto cfg = mesh_.config();
+  if (tls) {
+    cli.enable_server_certificate_verification(true);
+    if (!cfg->remote_write_ca.empty()) cli.set_ca_cert_path(cfg->remote_write_ca);
+  }
+  if (!cfg->remote_write_bearer_token.empty()) cli.set_bearer_token_auth(cfg->remote_write_bearer_token);
+  if (!cfg->remote_write_username.empty())
+    cli.set_basic_auth(cfg->remote_write_username, cfg->remote_write_password);
   httplib::Headers headers{{"Content-Encoding", "snappy"}, {"X-Prometheus-Remote-Write-Version", "0.1.0"}};
   auto res = cli.Post(path, headers, *body, "application/x-protobuf");
+  if (!res && res.error() == httplib::Error::SSLServerVerification)
+    return fail("remote_write {}: TLS: the receiver's certificate does not verify against {}: {}", url,
+                cfg->remote_write_ca.empty() ? "the system's CAs" : cfg->remote_write_ca,
+                X509_verify_cert_error_string(cli.get_openssl_verify_result()));
   if (!res) return fail("remote_write {}: {}", url, httplib::to_string(res.error()));
   if (res->status / 100 != 2)
     return fail("remote_write {}: HTTP {}: {}", url, res->status, res->body.substr(0, 200));

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -28,6 +30,7 @@ int64_t unix_ns() { return realtime_ns(); }
 // One simulated agent: a kept-open connection with at most one request in flight.
 struct Sim {
   int fd = -1;
+  SSL* ssl = nullptr;  // with TLS
   std::string out, in;
   size_t off = 0;
   int64_t sent_ns = 0;
@@ -45,10 +48,12 @@ std::string fleet_agent_ip(size_t a, size_t per) {
 }
 
 struct HttpFleet::Impl {
-  explicit Impl(const FleetOptions& o) : o_(o), sims_(o.agents) {}
+  Impl(const FleetOptions& o, ssl_ctx_st* tls) : o_(o), sims_(o.agents), tls_(tls) {}
   ~Impl() {
-    for (const auto& s : sims_)
+    for (const auto& s : sims_) {
+      if (s.ssl) SSL_free(s.ssl);
       if (s.fd >= 0) ::close(s.fd);
+    }
     if (ep_ >= 0) ::close(ep_);
   }
 
@@ -70,6 +75,16 @@ struct HttpFleet::Impl {
         int e = errno;
         ::close(fd);
         return fail("connect agent {}: {}", a, std::strerror(e));
+      }
+      if (tls_) {  // the handshake while the socket still blocks; the connection then stays open
+        SSL* ssl = SSL_new(tls_);
+        if (!ssl || SSL_set_fd(ssl, fd) != 1 || SSL_connect(ssl) != 1) {
+          ERR_clear_error();
+          if (ssl) SSL_free(ssl);
+          ::close(fd);
+          return fail("TLS handshake of agent {} failed", a);
+        }
+        sims_[a].ssl = ssl;
       }
       fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
       epoll_event ev{};
@@ -177,6 +192,20 @@ struct HttpFleet::Impl {
   void flush(size_t a) {
     Sim& s = sims_[a];
     while (s.off < s.out.size()) {
+      if (s.ssl) {  // the same bytes again after a WANT_* (s.off moves only on success)
+        int w = SSL_write(s.ssl, s.out.data() + s.off, static_cast<int>(s.out.size() - s.off));
+        if (w > 0) {
+          s.off += static_cast<size_t>(w);
+          continue;
+        }
+        int e = SSL_get_error(s.ssl, w);
+        ERR_clear_error();
+        if (e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ) {
+          set_out(a, true);
+          return;
+        }
+        return fail_sim(a, "TLS write failed");
+      }
       ssize_t w = ::send(s.fd, s.out.data() + s.off, s.out.size() - s.off, MSG_NOSIGNAL);
       if (w < 0 && errno == EINTR) continue;
       if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
@@ -215,13 +244,27 @@ struct HttpFleet::Impl {
   void readable(size_t a) {
     Sim& s = sims_[a];
     char buf[16384];
-    ssize_t got = ::recv(s.fd, buf, sizeof buf, 0);
-    if (got == 0) return fail_sim(a, "the controller closed the connection");
-    if (got < 0) {
-      if (errno == EAGAIN || errno == EINTR) return;
-      return fail_sim(a, fmt::format("recv: {}", std::strerror(errno)));
+    if (s.ssl) {  // every record that is here (SSL_read returns one at a time)
+      while (true) {
+        int got = SSL_read(s.ssl, buf, sizeof buf);
+        if (got > 0) {
+          s.in.append(buf, static_cast<size_t>(got));
+          continue;
+        }
+        int e = SSL_get_error(s.ssl, got);
+        ERR_clear_error();
+        if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) break;
+        return fail_sim(a, "TLS read failed or the controller closed the connection");
+      }
+    } else {
+      ssize_t got = ::recv(s.fd, buf, sizeof buf, 0);
+      if (got == 0) return fail_sim(a, "the controller closed the connection");
+      if (got < 0) {
+        if (errno == EAGAIN || errno == EINTR) return;
+        return fail_sim(a, fmt::format("recv: {}", std::strerror(errno)));
+      }
+      s.in.append(buf, static_cast<size_t>(got));
     }
-    s.in.append(buf, static_cast<size_t>(got));
     auto end = s.in.find("\r\n\r\n");
     if (end == std::string::npos) return;
     auto cl = s.in.find("Content-Length: ");
@@ -259,6 +302,7 @@ struct HttpFleet::Impl {
 
   const FleetOptions o_;
   std::vector<Sim> sims_;
+  ssl_ctx_st* tls_ = nullptr;
   int ep_ = -1;
   Latencies lat_;
   size_t registered_ = 0, late_ = 0, windows_sent_ = 0;
@@ -266,9 +310,9 @@ struct HttpFleet::Impl {
 
 // The API client: /healthz, one rack's mesh, a registration, round robin, on kept-open connections
 // from 127.0.0.1, until `stop`.
-void api_client(const FleetOptions& o, std::atomic<bool>& stop, Latencies& lat) {
+void api_client(const FleetOptions& o, ssl_ctx_st* tls, std::atomic<bool>& stop, Latencies& lat) {
   HttpLoadConnection c;
-  if (!c.connect_loopback(o.port)) return;
+  if (!c.connect_loopback(o.port, tls)) return;
   size_t racks = (o.agents + 99) / 100;
   for (size_t i = 0; !stop.load(); ++i) {
     RequestKind k = static_cast<RequestKind>(kApiHealthz + i % 3);
@@ -300,7 +344,7 @@ void api_client(const FleetOptions& o, std::atomic<bool>& stop, Latencies& lat) 
   }
 }
 
-HttpFleet::HttpFleet(const FleetOptions& o) : impl_(std::make_unique<Impl>(o)) {}
+HttpFleet::HttpFleet(const FleetOptions& o, ssl_ctx_st* tls) : impl_(std::make_unique<Impl>(o, tls)) {}
 HttpFleet::~HttpFleet() = default;
 Status HttpFleet::connect_all() { return impl_->connect_all(); }
 double HttpFleet::register_all(int64_t timeout_ns) { return impl_->register_all(timeout_ns); }

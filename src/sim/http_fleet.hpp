@@ -6,6 +6,7 @@
 // to its own source address in 127.1.0.0/16 (`agents_per_address` per address), as a fleet's agents
 // come from their own hosts: the controller's per-address limit applies as it would. Agent a is in
 // rack a / 100 (group rack-NNN); its reports carry windows for the next `targets` agents by number.
+// With a TLS client context every connection does one handshake when it opens, then stays open.
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -14,6 +15,8 @@
 #include <vector>
 
 #include "base/result.hpp"
+
+struct ssl_ctx_st;
 
 namespace weft::sim {
 
@@ -56,7 +59,8 @@ std::string fleet_agent_ip(size_t a, size_t per_address);
 
 class HttpFleet {
  public:
-  explicit HttpFleet(const FleetOptions& o);
+  // tls: a client context (sim/bench_tls.hpp) for HTTPS, nullptr for plain HTTP.
+  HttpFleet(const FleetOptions& o, ssl_ctx_st* tls = nullptr);
   ~HttpFleet();
   Status connect_all();
   // Registers every agent (and fetches its pinglist); returns the seconds it took.
@@ -76,6 +80,6 @@ class HttpFleet {
 
 // The API client: /healthz, one rack's mesh, a registration, round robin, on kept-open connections
 // from 127.0.0.1, one every 50 ms until `stop`.
-void api_client(const FleetOptions& o, std::atomic<bool>& stop, Latencies& lat);
+void api_client(const FleetOptions& o, ssl_ctx_st* tls, std::atomic<bool>& stop, Latencies& lat);
 
 }  // namespace weft::sim

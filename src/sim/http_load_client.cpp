@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -23,13 +25,19 @@ std::string build_post_request(std::string_view path, std::string_view content_t
   return r;
 }
 
-HttpLoadConnection::~HttpLoadConnection() {
+HttpLoadConnection::~HttpLoadConnection() { close_connection(); }
+
+void HttpLoadConnection::close_connection() {
+  if (ssl_) SSL_free(ssl_);
+  ssl_ = nullptr;
   if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
 }
 
-Status HttpLoadConnection::connect_loopback(uint16_t port) {
+Status HttpLoadConnection::connect_loopback(uint16_t port, ssl_ctx_st* tls) {
   port_ = port;
-  if (fd_ >= 0) ::close(fd_);
+  tls_ = tls;
+  close_connection();
   in_.clear();
   fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd_ < 0) return fail("socket: {}", std::strerror(errno));
@@ -45,12 +53,29 @@ Status HttpLoadConnection::connect_loopback(uint16_t port) {
     fd_ = -1;
     return fail("connect 127.0.0.1:{}: {}", port, std::strerror(e));
   }
+  if (tls_) {
+    ssl_ = SSL_new(tls_);
+    if (!ssl_ || SSL_set_fd(ssl_, fd_) != 1 || SSL_connect(ssl_) != 1) {
+      ERR_clear_error();
+      close_connection();
+      return fail("TLS handshake with 127.0.0.1:{} failed", port);
+    }
+  }
   return {};
 }
 
 Status HttpLoadConnection::read_more() {
   char buf[16384];
   ssize_t n;
+  if (ssl_) {
+    int r = SSL_read(ssl_, buf, sizeof buf);
+    if (r <= 0) {
+      ERR_clear_error();
+      return fail("TLS read failed or the controller closed the connection");
+    }
+    in_.append(buf, static_cast<size_t>(r));
+    return {};
+  }
   do n = ::recv(fd_, buf, sizeof buf, 0);
   while (n < 0 && errno == EINTR);
   if (n < 0) return fail("recv: {}", std::strerror(errno));
@@ -61,13 +86,17 @@ Status HttpLoadConnection::read_more() {
 
 Result<HttpLoadConnection::Answer> HttpLoadConnection::exchange(std::string_view request) {
   auto broken = [&](Error e) -> Result<Answer> {
-    ::close(fd_);
-    fd_ = -1;
+    close_connection();
     return std::unexpected(std::move(e));
   };
   if (fd_ < 0)
-    if (auto st = connect_loopback(port_); !st) return std::unexpected(st.error());
-  for (size_t sent = 0; sent < request.size();) {
+    if (auto st = connect_loopback(port_, tls_); !st) return std::unexpected(st.error());
+  if (ssl_) {  // blocking socket: SSL_write returns once all of it is written
+    ERR_clear_error();
+    if (SSL_write(ssl_, request.data(), static_cast<int>(request.size())) != static_cast<int>(request.size()))
+      return broken(Error{"TLS write failed"});
+  }
+  for (size_t sent = ssl_ ? request.size() : 0; sent < request.size();) {
     ssize_t n = ::send(fd_, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return broken(Error{fmt::format("send: {}", std::strerror(errno))});

@@ -11,6 +11,9 @@
 
 #include "base/result.hpp"
 
+struct ssl_ctx_st;
+struct ssl_st;
+
 namespace weft::sim {
 
 // "POST PATH HTTP/1.1" with Host, Content-Type, Content-Length and keep-alive, then the body.
@@ -25,7 +28,8 @@ class HttpLoadConnection {
   HttpLoadConnection(const HttpLoadConnection&) = delete;
   HttpLoadConnection& operator=(const HttpLoadConnection&) = delete;
 
-  Status connect_loopback(uint16_t port);
+  // `tls`: speak TLS over the connection (a client context, bench_tls.hpp); nullptr: plain.
+  Status connect_loopback(uint16_t port, ssl_ctx_st* tls = nullptr);
 
   struct Answer {
     int status = 0;
@@ -37,8 +41,11 @@ class HttpLoadConnection {
 
  private:
   Status read_more();
+  void close_connection();
   int fd_ = -1;
   uint16_t port_ = 0;
+  ssl_ctx_st* tls_ = nullptr;
+  ssl_st* ssl_ = nullptr;
   std::string in_;  // bytes received and not yet consumed
 };
 

@@ -85,7 +85,8 @@ TEST(Auth, ConfigRules) {
   EXPECT_NE(error_of("listen: 0.0.0.0:8080\nagent_secret: " + kSecret + "\n").find("read_tokens"),
             std::string::npos);
   EXPECT_NE(error_of("agent_secret: short\n").find("16 characters"), std::string::npos);
-  Config open_proxy = config("listen: 0.0.0.0:8080\nagent_secret: " + kSecret + "\nopen_read: true\n");
+  Config open_proxy =
+      config("listen: 0.0.0.0:8080\nagent_secret: " + kSecret + "\nopen_read: true\nplain_http: true\n");
   EXPECT_TRUE(read_open(open_proxy));
   EXPECT_FALSE(admin_open(open_proxy));
   // Loopback only, nothing configured: a single-machine trial, everything open.

@@ -7,6 +7,7 @@ using namespace weft::controller;
 TEST(Config, ParsesAFullExample) {
   auto c = parse_config(R"(
 listen: [127.0.0.1:18080, "10.0.0.1:18080"]
+plain_http: true
 agent_secret: 0123456789abcdef-secret
 admin_tokens: [admin-token-1]
 read_tokens: [read-token-1]
@@ -80,7 +81,8 @@ TEST(Config, ListenIsHostPort) {
   for (const char* ok :
        {"listen: 127.0.0.1:8080\n", "listen: \"[::1]:8080\"\n", "listen: ctrl.example:65535\n"}) {
     // Beyond loopback the credential rules apply (auth_test.cpp); open here, the listen syntax is the point.
-    auto c = parse_config(std::string(ok) + "open_agents: true\nopen_read: true\n", "l.yaml");
+    auto c =
+        parse_config(std::string(ok) + "open_agents: true\nopen_read: true\nplain_http: true\n", "l.yaml");
     EXPECT_TRUE(c) << ok << ": " << (c ? "" : c.error().message);
   }
   for (const char* bad :
@@ -158,4 +160,34 @@ TEST(Config, HttpServerLimits) {
     auto r = parse_config(std::string("listen: 127.0.0.1:1\n") + bad, "t.yaml");
     EXPECT_FALSE(r) << bad;
   }
+}
+
+// TLS and remote write credentials (docs/controller.md "TLS", docs/metrics.md): files relative to
+// the config's folder, keys that go together, and what a non-loopback plain listener needs.
+TEST(Config, TlsAndRemoteWriteCredentials) {
+  auto c = parse_config(
+      "tls_cert: tls/c.pem\ntls_key: /abs/k.pem\ntls_client_ca: ca.pem\n"
+      "remote_write: https://mimir:443/api/v1/push\nremote_write_ca: rw-ca.pem\n",
+      "/etc/weft/weft.yaml");
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->tls_cert, "/etc/weft/tls/c.pem");
+  EXPECT_EQ(c->tls_key, "/abs/k.pem");
+  EXPECT_EQ(c->tls_client_ca, "/etc/weft/ca.pem");
+  EXPECT_EQ(c->remote_write_ca, "/etc/weft/rw-ca.pem");
+  auto error_of = [](const std::string& yaml) {
+    auto r = parse_config(yaml, "e.yaml");
+    return r ? std::string("accepted") : r.error().message;
+  };
+  EXPECT_NE(error_of("tls_cert: c.pem\n").find("tls_cert and tls_key go together"), std::string::npos);
+  EXPECT_NE(error_of("tls_client_ca: ca.pem\n").find("need TLS"), std::string::npos);
+  EXPECT_NE(error_of("remote_write: ftp://x/y\n").find("http(s)://"), std::string::npos);
+  EXPECT_NE(
+      error_of("remote_write_password_file: /nonexistent/pw\nremote_write_username: u\n").find("cannot read"),
+      std::string::npos);
+  EXPECT_NE(error_of("remote_write_username: u\n").find("remote_write_password_file"), std::string::npos);
+  // Beyond loopback: TLS, or plain HTTP said explicitly.
+  const std::string open = "listen: 0.0.0.0:8080\nopen_agents: true\nopen_read: true\n";
+  EXPECT_NE(error_of(open).find("plain_http: true"), std::string::npos);
+  EXPECT_EQ(error_of(open + "plain_http: true\n"), "accepted");
+  EXPECT_EQ(error_of(open + "tls_cert: c.pem\ntls_key: k.pem\n"), "accepted");
 }

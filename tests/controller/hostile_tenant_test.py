@@ -329,7 +329,7 @@ def main():
         creds = (f"agent_secret_file: {tmp}/agent-secret\nadmin_tokens: [{ADMIN}]\nread_tokens: [{READ}]\n")
     # Beyond loopback (0.0.0.0; the test itself connects over loopback only): read access needs a token.
     with open(cfg, "w") as f:
-        f.write(f"listen: 0.0.0.0:{PORT}\n{creds}store: {store}\nwindow: 2s\nreport_interval: 1s\n"
+        f.write(f"listen: 0.0.0.0:{PORT}\nplain_http: true\n{creds}store: {store}\nwindow: 2s\nreport_interval: 1s\n"
                 "agent_down_after: 1h\ngroups:\n  - {name: all, protocols: [udp], members: ['*']}\n")
     log = open(os.path.join(tmp, "controller.log"), "w")
     proc = subprocess.Popen([WEFT, "--log-level", "warn", "controller", "-c", cfg], stdout=log, stderr=log)

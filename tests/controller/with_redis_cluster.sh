@@ -5,6 +5,8 @@
 # (redis-cluster://127.0.0.1:BASE,127.0.0.1:BASE+1) and WEFT_TEST_REDIS_CLUSTER_PORTS (the six
 # ports). The nodes allow DEBUG from loopback so a test can crash a master (DEBUG SEGFAULT), and
 # fail over after 1 s (cluster-node-timeout 1000). Every node is stopped on exit, pass or fail.
+# With WEFT_REDIS_CLUSTER_PASS set, every node wants that password (requirepass, and masterauth for
+# its replica) and WEFT_TEST_REDIS_CLUSTER_NOAUTH is the URL without it.
 # Exit 77 (skip) when redis-server or redis-cli is not installed.
 set -euo pipefail
 command -v redis-server >/dev/null || { echo "SKIP: redis-server not installed"; exit 77; }
@@ -23,12 +25,17 @@ cleanup() {
   rm -rf "$DIR"
 }
 trap cleanup EXIT
+AUTH_ARGS=()
+if [[ -n ${WEFT_REDIS_CLUSTER_PASS:-} ]]; then
+  AUTH_ARGS=(--requirepass "$WEFT_REDIS_CLUSTER_PASS" --masterauth "$WEFT_REDIS_CLUSTER_PASS")
+  export REDISCLI_AUTH="$WEFT_REDIS_CLUSTER_PASS"  # redis-cli below (and the test's own calls)
+fi
 for p in $PORTS; do
   redis-server --port "$p" --bind 127.0.0.1 --save '' --appendonly no --dir "$DIR" \
     --cluster-enabled yes --cluster-config-file "$DIR/nodes-$p.conf" --cluster-node-timeout 1000 \
     --repl-diskless-sync-delay 0 \
     --enable-debug-command local --crash-log-enabled no --crash-memcheck-enabled no \
-    --daemonize yes --pidfile "$DIR/$p.pid" --logfile "$DIR/$p.log" >/dev/null
+    --daemonize yes --pidfile "$DIR/$p.pid" --logfile "$DIR/$p.log" "${AUTH_ARGS[@]}" >/dev/null
 done
 for p in $PORTS; do
   for _ in $(seq 50); do
@@ -59,5 +66,9 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 export WEFT_TEST_REDIS_CLUSTER="redis-cluster://127.0.0.1:$BASE,127.0.0.1:$((BASE + 1))"
+if [[ -n ${WEFT_REDIS_CLUSTER_PASS:-} ]]; then
+  export WEFT_TEST_REDIS_CLUSTER_NOAUTH="$WEFT_TEST_REDIS_CLUSTER"
+  WEFT_TEST_REDIS_CLUSTER="redis-cluster://:$WEFT_REDIS_CLUSTER_PASS@127.0.0.1:$BASE,127.0.0.1:$((BASE + 1))"
+fi
 export WEFT_TEST_REDIS_CLUSTER_PORTS="$(echo $PORTS)"
 "$@"

@@ -103,6 +103,7 @@ class Mesh:
         cfg = os.path.join(self.tmp, "weft.yaml")
         with open(cfg, "w") as f:
             f.write(f"""listen: {CONTROLLER_IP}:{PORT}
+plain_http: true  # the lab network is the test's own
 agent_secret: {AGENT_SECRET}
 read_tokens: [{READ_TOKEN}]
 store: sqlite:{self.tmp}/history.db

@@ -72,6 +72,7 @@ class Mesh:
             f.write(f"""listen: {self.lab.ip(CTL)}:{PORT}
 agent_secret: {SECRET}
 open_read: true  # the lab network is the test's own
+plain_http: true  # likewise
 store: {store}
 window: {WINDOW_S}s
 agent_down_after: 4s

@@ -19,6 +19,8 @@ struct Request {
   std::vector<std::string> matches;  // what the route's '*' segments matched (router.hpp)
   std::string body;
   std::string peer;  // the client's IP address, as text
+  // With mutual TLS: the name in the client's verified certificate (tls.hpp tls_peer_name); else "".
+  std::string tls_client;
   size_t content_length = 0;
   bool keep_alive = true;        // HTTP/1.1 unless "Connection: close"; HTTP/1.0 only with keep-alive
   bool expect_continue = false;  // "Expect: 100-continue"

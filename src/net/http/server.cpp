@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -34,6 +37,7 @@ constexpr size_t kReadChunk = 64 * 1024;      // one read()
 constexpr size_t kReadsPerEvent = 16;         // then other connections get their turn
 constexpr size_t kDrainMaxBytes = 16u << 20;  // discarded at most while lingering
 constexpr size_t kKeepBufferBytes = 4096;     // a larger idle buffer is given back
+constexpr size_t kTlsJoinBody = 16 * 1024;    // TLS: a body this small goes out in the head's record
 
 void default_error(Response& res, int status, std::string_view msg) {
   res.set(status, std::string(msg) + "\n", "text/plain; charset=utf-8");
@@ -75,6 +79,12 @@ struct Server::Impl {
     bool dead = false;  // peer gone while a worker had the request
     bool idle = false;
     std::list<Conn*>::iterator idle_it;
+    SSL* ssl = nullptr;        // TLS connections only
+    bool handshaking = false;  // TLS handshake not finished yet
+    std::string tls_client;    // the verified client certificate's name (mutual TLS)
+    ~Conn() {
+      if (ssl) SSL_free(ssl);
+    }
   };
   struct Job {
     uint64_t conn = 0;
@@ -120,7 +130,8 @@ struct Server::Impl {
 
   struct Counters {
     std::atomic<uint64_t> open{0}, accepted{0}, requests{0}, early{0}, shed{0}, refused_address{0},
-        refused_full{0}, idle_timeouts{0}, request_timeouts{0};
+        refused_full{0}, idle_timeouts{0}, request_timeouts{0}, tls_handshakes{0}, tls_failures{0},
+        tls_timeouts{0};
   } n;
 
   Impl(Router r, ServerOptions o) : router(std::move(r)), opt(std::move(o)) {
@@ -156,6 +167,10 @@ struct Server::Impl {
 
   // A short answer to a connection that is not taken, then close.
   void refuse(int fd, std::string_view why) {
+    if (opt.tls) {  // a TLS client would read a plain-text answer as garbage: just close
+      ::close(fd);
+      return;
+    }
     Response res;
     opt.error_response(res, 503, why);
     std::string msg = serialize_head(res, res.body.size(), false) + res.body;
@@ -209,13 +224,21 @@ struct Server::Impl {
       c->peer = std::move(peer);
       c->last_io = mono_ns();
       c->events = EPOLLIN | EPOLLRDHUP;
+      if (opt.tls) {
+        // The handshake is the first request's head as far as deadlines go (header_timeout).
+        c->ssl = opt.tls->new_connection();
+        if (!c->ssl || SSL_set_fd(c->ssl, fd) != 1) continue;  // c frees both
+        SSL_set_accept_state(c->ssl);
+        c->handshaking = true;
+        c->request_start = c->last_io;
+      }
       if (!ep.add(fd, c->events, event_tag(kConn, c->id))) continue;  // c closes fd
       per_address[c->peer]++;
       n.open++;
       n.accepted++;
       Conn& ref = *c;
       conns.emplace(ref.id, std::move(c));
-      enter_idle(ref);
+      if (!ref.handshaking) enter_idle(ref);
     }
   }
   void pause_listeners() {
@@ -231,15 +254,64 @@ struct Server::Impl {
   }
 
   // ---- reading ----
-  void on_readable(Conn& c) {
-    for (size_t i = 0; i < kReadsPerEvent; ++i) {
+  // TLS: the epoll interest a WANT_READ/WANT_WRITE asks for; false after any other failure.
+  bool tls_wait(Conn& c, int ret, uint32_t readable_events) {
+    switch (SSL_get_error(c.ssl, ret)) {
+      case SSL_ERROR_WANT_READ:
+        set_events(c, readable_events);
+        return true;
+      case SSL_ERROR_WANT_WRITE:
+        set_events(c, EPOLLOUT);
+        return true;
+      default:
+        ERR_clear_error();
+        return false;
+    }
+  }
+
+  // Drives the TLS handshake; false when the connection was closed or must wait for the peer.
+  bool handshake(Conn& c) {
+    ERR_clear_error();
+    int r = SSL_do_handshake(c.ssl);
+    if (r == 1) {
+      c.handshaking = false;
+      n.tls_handshakes++;
+      if (opt.tls->verifies_clients()) c.tls_client = tls_peer_name(c.ssl);
+      c.last_io = mono_ns();
+      set_events(c, EPOLLIN | EPOLLRDHUP);
+      return true;
+    }
+    if (tls_wait(c, r, EPOLLIN | EPOLLRDHUP)) return false;
+    // Not TLS, no version or cipher in common, a client certificate that does not verify: a
+    // per-connection log line would let anyone fill the log, so only the count says it.
+    n.tls_failures++;
+    close_conn(c);
+    return false;
+  }
+
+  // One read: plain recv(), or SSL_read() (which may also need to write, or to wait). Returns the
+  // bytes read, 0 at the end, -1 for "wait for the next event", -2 after an error.
+  ssize_t read_some(Conn& c) {
+    if (!c.ssl || c.st == Conn::St::draining) {  // a lingering TLS connection's bytes are discarded raw
       ssize_t got = ::recv(c.fd.get(), scratch.data(), scratch.size(), 0);
-      if (got == 0) return close_conn(c);
-      if (got < 0) {
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-        return close_conn(c);
-      }
+      if (got >= 0) return got;
+      if (errno == EINTR) return read_some(c);
+      return errno == EAGAIN || errno == EWOULDBLOCK ? -1 : -2;
+    }
+    ERR_clear_error();
+    int r = SSL_read(c.ssl, scratch.data(), static_cast<int>(scratch.size()));
+    if (r > 0) return r;
+    if (SSL_get_error(c.ssl, r) == SSL_ERROR_ZERO_RETURN) return 0;  // close_notify
+    return tls_wait(c, r, EPOLLIN | EPOLLRDHUP) ? -1 : -2;
+  }
+
+  void on_readable(Conn& c) {
+    if (c.ssl && c.handshaking && !handshake(c)) return;
+    for (size_t i = 0; i < kReadsPerEvent; ++i) {
+      ssize_t got = read_some(c);
+      if (got == 0 || got == -2) return close_conn(c);
+      if (got == -1) break;
+      if (c.ssl && c.events != (EPOLLIN | EPOLLRDHUP)) set_events(c, EPOLLIN | EPOLLRDHUP);
       c.last_io = mono_ns();
       if (c.st == Conn::St::draining) {
         c.drained += static_cast<size_t>(got);
@@ -247,7 +319,9 @@ struct Server::Impl {
         continue;
       }
       feed(c, std::string_view(scratch.data(), static_cast<size_t>(got)));
-      if (static_cast<size_t>(got) < scratch.size()) break;
+      // A short plain read emptied the socket. SSL_read returns one record (<= 16 KiB) at a
+      // time, so a TLS connection reads on until SSL_read asks to wait.
+      if (!c.ssl && static_cast<size_t>(got) < scratch.size()) break;
     }
     if (c.st == Conn::St::reading) advance(c);
   }
@@ -290,6 +364,7 @@ struct Server::Impl {
         consume(c, r.head_bytes);
         c.have_head = true;
         c.req.peer = c.peer;
+        c.req.tls_client = c.tls_client;
         bool known = false;
         c.route = router.match(c.req, &known);
         if (!c.route) {
@@ -307,7 +382,20 @@ struct Server::Impl {
         }
         if (c.req.expect_continue && c.req.content_length > 0) {
           static constexpr std::string_view k100 = "HTTP/1.1 100 Continue\r\n\r\n";
-          [[maybe_unused]] auto w = ::send(c.fd.get(), k100.data(), k100.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+          if (c.ssl) {
+            // A TLS write that could not finish must be retried with the same bytes before any
+            // other: rather than keep this one pending, close (a new connection's send buffer is
+            // empty, so this does not happen in practice).
+            ERR_clear_error();
+            if (SSL_write(c.ssl, k100.data(), static_cast<int>(k100.size())) !=
+                static_cast<int>(k100.size())) {
+              ERR_clear_error();
+              return close_conn(c);
+            }
+          } else {
+            [[maybe_unused]] auto w =
+                ::send(c.fd.get(), k100.data(), k100.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+          }
         }
         c.req.body.clear();
         c.req.body.reserve(c.req.content_length);
@@ -360,6 +448,10 @@ struct Server::Impl {
     c.close_after = !keep_alive;
     c.out_head = serialize_head(res, res.body.size(), keep_alive);
     c.out_body = head_only || no_body_status(res.status) ? std::string() : std::move(res.body);
+    if (c.ssl && c.out_body.size() <= kTlsJoinBody) {  // one record (and one write) for both
+      c.out_head += c.out_body;
+      std::string().swap(c.out_body);
+    }
     c.out_off = 0;
     c.st = Conn::St::writing;
     c.last_io = mono_ns();
@@ -370,6 +462,23 @@ struct Server::Impl {
     while (true) {
       size_t total = c.out_head.size() + c.out_body.size();
       if (c.out_off >= total) return finished_write(c);
+      if (c.ssl) {
+        // SSL_write has no gather: the head, then the body. After a WANT_* the same bytes are
+        // offered again (out_off moves only on success), as OpenSSL requires.
+        const bool in_head = c.out_off < c.out_head.size();
+        const std::string& buf = in_head ? c.out_head : c.out_body;
+        const size_t off = in_head ? c.out_off : c.out_off - c.out_head.size();
+        const size_t len = std::min<size_t>(buf.size() - off, 1u << 30);
+        ERR_clear_error();
+        int w = SSL_write(c.ssl, buf.data() + off, static_cast<int>(len));
+        if (w <= 0) {
+          if (tls_wait(c, w, EPOLLIN)) return;
+          return close_conn(c);
+        }
+        c.out_off += static_cast<size_t>(w);
+        c.last_io = mono_ns();
+        continue;
+      }
       iovec iov[2];
       int cnt = 0;
       if (c.out_off < c.out_head.size()) {
@@ -404,6 +513,11 @@ struct Server::Impl {
       if (!c.drain_after) return close_conn(c);
       // Lingering close: the client may still be sending the body we did not want; reading and
       // discarding it for a moment lets it read our answer instead of a connection reset.
+      if (c.ssl) {
+        ERR_clear_error();
+        (void)SSL_shutdown(c.ssl);  // close_notify, best effort
+        ERR_clear_error();
+      }
       ::shutdown(c.fd.get(), SHUT_WR);
       std::string().swap(c.in);
       c.st = Conn::St::draining;
@@ -497,13 +611,15 @@ struct Server::Impl {
   // ---- deadlines ----
   void sweep(int64_t now) {
     resume_listeners();
-    std::vector<Conn*> expired_idle, expired_req, expired_other;
+    std::vector<Conn*> expired_idle, expired_req, expired_other, expired_handshake;
     for (auto& [id, cp] : conns) {
       Conn& c = *cp;
       switch (c.st) {
         case Conn::St::reading:
           if (c.request_start == 0) {
             if (now - c.last_io > opt.idle_timeout_ns) expired_idle.push_back(&c);
+          } else if (c.handshaking) {
+            if (now - c.request_start > opt.header_timeout_ns) expired_handshake.push_back(&c);
           } else if ((!c.have_head && now - c.request_start > opt.header_timeout_ns) ||
                      now - c.request_start > opt.request_timeout_ns) {
             expired_req.push_back(&c);
@@ -523,6 +639,11 @@ struct Server::Impl {
       n.idle_timeouts++;
       close_conn(*c);
     }
+    for (Conn* c : expired_handshake) {  // nothing can be answered before the handshake
+      n.request_timeouts++;
+      n.tls_timeouts++;
+      close_conn(*c);
+    }
     for (Conn* c : expired_req) {
       n.request_timeouts++;
       Response res;
@@ -536,6 +657,12 @@ struct Server::Impl {
   }
 
   void loop() {
+    // OpenSSL writes to the socket with plain send() (no MSG_NOSIGNAL): a peer gone away must
+    // cost a failed write, not the process. Blocked here, a SIGPIPE stays pending on this thread.
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
     std::vector<epoll_event> evs(512);
     int64_t next_sweep = mono_ns() + kSweepNs;
     while (!stopping.load()) {
@@ -570,10 +697,12 @@ struct Server::Impl {
                 close_conn(c);
                 break;
               }
-              if (e & EPOLLOUT) on_writable(c);
+              // EPOLLIN: a TLS write that had to read first (tls_wait).
+              if (e & (EPOLLOUT | EPOLLIN)) on_writable(c);
               break;
             }
-            if (e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) on_readable(c);
+            // EPOLLOUT: a TLS read or handshake that had to write first (tls_wait).
+            if (e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR | EPOLLOUT)) on_readable(c);
             break;
           }
           default:
@@ -658,9 +787,10 @@ void Server::stop() {
 
 ServerStats Server::stats() const {
   const auto& n = impl_->n;
-  return ServerStats{n.open.load(),         n.accepted.load(),      n.requests.load(),
-                     n.early.load(),        n.shed.load(),          n.refused_address.load(),
-                     n.refused_full.load(), n.idle_timeouts.load(), n.request_timeouts.load()};
+  return ServerStats{n.open.load(),           n.accepted.load(),      n.requests.load(),
+                     n.early.load(),          n.shed.load(),          n.refused_address.load(),
+                     n.refused_full.load(),   n.idle_timeouts.load(), n.request_timeouts.load(),
+                     n.tls_handshakes.load(), n.tls_failures.load(),  n.tls_timeouts.load()};
 }
 
 size_t Server::max_connections() const { return impl_->cap; }

@@ -13,6 +13,12 @@
 // address; at max_connections the connection idle the longest is closed to make room (a new one is
 // refused with 503 only when none is idle). An error answered before the body is read closes the
 // connection after a short lingering drain, so the client still gets to read the status.
+//
+// TLS (ServerOptions::tls, tls.hpp): every listener speaks HTTPS. The handshake is driven on the
+// event loop like the reads and writes (nonblocking SSL_do_handshake/SSL_read/SSL_write, a
+// WANT_READ or WANT_WRITE becoming the epoll interest), and it counts as part of the first
+// request's head: a handshake that has not finished within header_timeout is closed, as a slow
+// head is. A handshaking connection is not idle, so it is never the one shed to make room.
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -24,6 +30,7 @@
 #include "net/address.hpp"
 #include "net/http/parser.hpp"
 #include "net/http/router.hpp"
+#include "net/http/tls.hpp"
 
 namespace weft::net::http {
 
@@ -55,18 +62,23 @@ struct ServerOptions {
   // Called on the event loop for every request a handler answered, as its answer starts going
   // out: it must be quick and must not block (count it, do not log it). May be empty.
   std::function<void(const RequestTiming&)> on_request;
+  // HTTPS on every listener when set (tls.hpp); its reload() takes effect for new connections.
+  std::shared_ptr<TlsServerContext> tls;
 };
 
 struct ServerStats {
-  uint64_t open = 0;               // connections open now
-  uint64_t accepted = 0;           // connections accepted in all
-  uint64_t requests = 0;           // requests handed to handlers
-  uint64_t early_answers = 0;      // answered before the body was read (errors, head checks)
-  uint64_t shed_idle = 0;          // idle connections closed to make room at max_connections
-  uint64_t refused_address = 0;    // refused: max_connections_per_address
-  uint64_t refused_full = 0;       // refused: max_connections and none idle
-  uint64_t timed_out_idle = 0;     // closed after idle_timeout
-  uint64_t timed_out_request = 0;  // closed after header_timeout/request_timeout/write_timeout
+  uint64_t open = 0;                    // connections open now
+  uint64_t accepted = 0;                // connections accepted in all
+  uint64_t requests = 0;                // requests handed to handlers
+  uint64_t early_answers = 0;           // answered before the body was read (errors, head checks)
+  uint64_t shed_idle = 0;               // idle connections closed to make room at max_connections
+  uint64_t refused_address = 0;         // refused: max_connections_per_address
+  uint64_t refused_full = 0;            // refused: max_connections and none idle
+  uint64_t timed_out_idle = 0;          // closed after idle_timeout
+  uint64_t timed_out_request = 0;       // closed after header_timeout/request_timeout/write_timeout
+  uint64_t tls_handshakes = 0;          // TLS handshakes completed
+  uint64_t tls_handshake_failures = 0;  // refused by TLS (no shared version, bad certificate, not TLS...)
+  uint64_t tls_handshake_timeouts = 0;  // not finished within header_timeout (also in timed_out_request)
 };
 
 class Server {
