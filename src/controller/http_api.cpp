@@ -624,6 +624,20 @@ void HttpApi::metrics(const Req& req, Res& res) {
   });
   PromText t;
   if (request_stats_) request_stats_->render(t);
+  if (server_) {
+    const auto st = server_->stats();
+    t.family("weft_controller_http_connections", PromType::gauge, "HTTP connections open now");
+    t.sample(static_cast<double>(st.open));
+    if (tls_) {
+      // Handshake failures are not logged one by one (anyone could fill the log): counted here.
+      t.family("weft_controller_tls_handshakes_total", PromType::counter,
+               "TLS handshakes: ok, failed (no common version or cipher, not TLS, a client certificate "
+               "that does not verify), timed_out (not finished within http_header_timeout)");
+      t.sample({{"result", "ok"}}, static_cast<double>(st.tls_handshakes));
+      t.sample({{"result", "failed"}}, static_cast<double>(st.tls_handshake_failures));
+      t.sample({{"result", "timed_out"}}, static_cast<double>(st.tls_handshake_timeouts));
+    }
+  }
   body += t.text();
   res.set(200, std::move(body), std::string(kPromContentType));
 }
@@ -658,6 +672,7 @@ Status Controller::start_http(const Config& cfg) {
                    : fmt::format("; client certificates signed by {}", cfg.tls_client_ca));
   }
   server_ = std::make_unique<net::http::Server>(std::move(routes), std::move(options));
+  api_->set_server(server_.get(), tls_ != nullptr);
   for (const auto& addr : cfg.listen) {
     // "HOST:PORT" or "[IPv6]:PORT" (net/address.hpp parses it); port 0 picks a free port (tests,
     // benchmarks). The config file already requires an explicit port; one given in code must too.

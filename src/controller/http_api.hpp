@@ -29,6 +29,12 @@ class HttpApi {
   // The server's limits and worker counts from the config (docs/controller.md), and the hook that
   // times every request into /metrics (request_stats.hpp).
   net::http::ServerOptions server_options(const Config& cfg);
+  // The server whose connection and TLS handshake counters /metrics shows (it outlives the routes'
+  // last request: the controller stops it before it drops this API).
+  void set_server(const net::http::Server* server, bool tls) {
+    server_ = server;
+    tls_ = tls;
+  }
 
   // Answers that walk the whole mesh are computed at most once per this interval when they are
   // expensive (render_cache.hpp): the report interval, so they lag the mesh by one report at most.
@@ -82,6 +88,8 @@ class HttpApi {
   Store& store_;
   Ingest& ingest_;
   std::unique_ptr<RequestStats> request_stats_;
+  const net::http::Server* server_ = nullptr;  // its connection and TLS counters go to /metrics
+  bool tls_ = false;
   mutable ElementWatch elements_;  // fault localisation's state per protocol (element_watch.hpp)
   RenderCache whole_mesh_answers_{kMeshAnswerMaxAgeNs, kCheapAnswerNs, kMeshAnswerMaxStaleNs};
 };

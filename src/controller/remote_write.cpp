@@ -10,6 +10,7 @@
 
 #include "base/little_endian.hpp"
 #include "base/log.hpp"
+#include "base/signals.hpp"
 
 namespace weft::controller {
 namespace {
@@ -135,6 +136,9 @@ Result<size_t> RemoteWriter::push_once(const std::string& url) {
   if (!cfg->remote_write_username.empty())
     cli.set_basic_auth(cfg->remote_write_username, cfg->remote_write_password);
   httplib::Headers headers{{"Content-Encoding", "snappy"}, {"X-Prometheus-Remote-Write-Version", "0.1.0"}};
+  // httplib (and OpenSSL, over https) write without MSG_NOSIGNAL: a receiver that resets the
+  // connection must cost a failed push, not the controller.
+  SigpipeBlock no_sigpipe;
   auto res = cli.Post(path, headers, *body, "application/x-protobuf");
   if (!res && res.error() == httplib::Error::SSLServerVerification)
     return fail("remote_write {}: TLS: the receiver's certificate does not verify against {}: {}", url,

@@ -174,6 +174,14 @@ def main():
         check(got == b"" and 0.9 <= took < 3.0,
               f"a handshake that stalls is closed after http_header_timeout (1 s): {took:.2f} s")
 
+        status, metrics = https_get("/metrics", ca)
+        counts = {}
+        for line in metrics.decode().splitlines():
+            if line.startswith("weft_controller_tls_handshakes_total{"):
+                counts[line.split('"')[1]] = float(line.split()[-1])
+        check(counts.get("failed", 0) >= 1 and counts.get("timed_out", 0) >= 1 and counts.get("ok", 0) >= 2,
+              f"/metrics counts the refused and the timed-out handshakes: {counts}")
+
         print("SIGHUP reloads the certificate", flush=True)
         old = file_cert_sha256(os.path.join(tmp, "server.pem"))
         before = len(mesh_pairs(ca))

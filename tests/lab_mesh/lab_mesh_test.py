@@ -10,7 +10,11 @@
      there, every window of the downtime arrives exactly once (no gap, no duplicate), and the agent list
      is kept (the stopped h4 is still listed, down, and in no pinglist).
 
-Usage: lab_mesh_test.py WEFT [--store sqlite|redis]. Needs root; exits 77 (skip) otherwise.
+With --tls the controller serves HTTPS on its lab address (a CA and a certificate for that address
+made with the openssl command at run time) and the agents verify it with --ca: the same steps, the
+restart included, over TLS.
+
+Usage: lab_mesh_test.py WEFT [--store sqlite|redis] [--tls]. Needs root; exits 77 (skip) otherwise.
 """
 import argparse
 import json
@@ -47,9 +51,10 @@ def log(msg):
 
 
 class Mesh:
-    def __init__(self, weft, store):
+    def __init__(self, weft, store, tls=False):
         self.weft = weft
         self.store = store
+        self.tls = tls
         self.tmp = tempfile.mkdtemp(prefix="wms-lab-")
         self.lab = Lab("wms", hosts=5)
         self.ctl = None
@@ -57,14 +62,29 @@ class Mesh:
         self.redis = None
 
     def url(self, path):
-        return f"http://{self.lab.ip(CTL)}:{PORT}{path}"
+        return f"{'https' if self.tls else 'http'}://{self.lab.ip(CTL)}:{PORT}{path}"
 
     def get(self, path):
-        code = ("import sys, urllib.request\n"
-                "try:\n print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())\n"
+        code = ("import ssl, sys, urllib.request\n"
+                "ctx = ssl.create_default_context(cafile=sys.argv[2]) if sys.argv[2] else None\n"
+                "try:\n print(urllib.request.urlopen(sys.argv[1], timeout=5, context=ctx).read().decode())\n"
                 "except Exception as e:\n print('{\"unavailable\": \"%s\"}' % type(e).__name__)\n")
-        r = self.lab.exec(CTL, ["python3", "-c", code, self.url(path)], timeout=20)
+        ca = f"{self.tmp}/ca.pem" if self.tls else ""
+        r = self.lab.exec(CTL, ["python3", "-c", code, self.url(path), ca], timeout=20)
         return json.loads(r.stdout)
+
+    def make_certificates(self):
+        """A CA and the controller's certificate for its lab address (the agents check the address)."""
+        def openssl(*args):
+            subprocess.run(["openssl", *args], cwd=self.tmp, check=True, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+        ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+        openssl("req", "-x509", *ec, "-days", "1", "-subj", "/CN=lab-ca", "-keyout", "ca.key", "-out", "ca.pem")
+        openssl("req", "-new", *ec, "-subj", "/CN=controller", "-keyout", "server.key", "-out", "server.csr")
+        with open(f"{self.tmp}/server.ext", "w") as f:
+            f.write(f"subjectAltName=IP:{self.lab.ip(CTL)}\n")
+        openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+                "-days", "1", "-extfile", "server.ext", "-out", "server.pem")
 
     def write_config(self):
         store = (f"sqlite:{self.tmp}/history.db" if self.store == "sqlite" else f"redis://127.0.0.1:{REDIS_PORT}")
@@ -72,7 +92,7 @@ class Mesh:
             f.write(f"""listen: {self.lab.ip(CTL)}:{PORT}
 agent_secret: {SECRET}
 open_read: true  # the lab network is the test's own
-plain_http: true  # likewise
+{"tls_cert: server.pem" + chr(10) + "tls_key: server.key" if self.tls else "plain_http: true  # likewise"}
 store: {store}
 window: {WINDOW_S}s
 agent_down_after: 4s
@@ -93,8 +113,9 @@ groups:
         wait_for(lambda: self.get("/healthz").get("status") == "ok", 15, what="controller /healthz")
 
     def start_agent(self, i):
-        self.agents[i] = self.lab.run(i, [self.weft, "--log-level", "info", "agent", "--controller",
-                                          f"http://{self.lab.ip(CTL)}:{PORT}", "--token", agent_token(f"h{i}"), "--name", f"h{i}",
+        tls = ["--ca", f"{self.tmp}/ca.pem"] if self.tls else []
+        self.agents[i] = self.lab.run(i, [self.weft, "--log-level", "info", "agent", "--controller", self.url(""), *tls,
+                                          "--token", agent_token(f"h{i}"), "--name", f"h{i}",
                                           "--udp-port", "18101", "--tcp-port", "18102",
                                           "--spool-dir", f"{self.tmp}/spool-h{i}", "--memory-windows", "50"],
                                       stdout=open(f"{self.tmp}/agent-h{i}.log", "a"), stderr=subprocess.STDOUT)
@@ -109,6 +130,8 @@ groups:
                                           stdout=open(f"{self.tmp}/redis.log", "w"), stderr=subprocess.STDOUT)
                 wait_for(lambda: "PONG" in self.lab.exec(CTL, ["redis-cli", "-p", str(REDIS_PORT), "ping"]).stdout, 10,
                          what="redis-server")
+            if self.tls:
+                self.make_certificates()
             self.write_config()
             self.start_controller()
             for i in AGENTS:
@@ -266,18 +289,19 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("weft")
     ap.add_argument("--store", choices=["sqlite", "redis"], default="sqlite")
+    ap.add_argument("--tls", action="store_true", help="the controller on HTTPS, agents with --ca")
     args = ap.parse_args()
     require_root()
     if args.store == "redis" and shutil.which("redis-server") is None:
         print("SKIP: redis-server not installed")
         raise SystemExit(77)
     t0 = time.monotonic()
-    with Mesh(os.path.abspath(args.weft), args.store) as m:
+    with Mesh(os.path.abspath(args.weft), args.store, args.tls) as m:
         step_full_mesh(m)
         step_loss(m)
         step_agent_down(m)
         step_controller_restart(m)
-    log(f"PASS ({args.store}, {time.monotonic() - t0:.0f} s)")
+    log(f"PASS ({args.store}{', TLS' if args.tls else ''}, {time.monotonic() - t0:.0f} s)")
 
 
 if __name__ == "__main__":
