@@ -126,23 +126,101 @@ void stop_children(std::vector<pid_t>& pids) {
   pids.clear();
 }
 
+// What one demo run decided before anything started: where, how, with which credentials.
+struct DemoPlan {
+  bool netns = false;  // each agent in its own namespace (root), else on 127.0.0.x
+  bool local = true;   // the API listens on loopback only
+  std::string self, dir, secret, read_token;
+};
+
+DemoPlan plan_demo(const Options& o) {
+  DemoPlan p;
+  p.netns = !o.no_netns && geteuid() == 0;
+  p.self = fs::read_symlink("/proc/self/exe").string();
+  p.dir = (fs::temp_directory_path() / fmt::format("weft-demo-{}", getpid())).string();
+  std::mt19937_64 rng(std::random_device{}());
+  // Each agent gets its own token, HMAC of its name under this secret (controller/auth.hpp).
+  p.secret = fmt::format("demo-{:016x}{:016x}", rng(), rng());
+  // The read API is open on loopback (and on the namespaces' bridge, which only this host reaches);
+  // a --listen-host beyond loopback gets a read token, printed below.
+  p.local = o.listen_host.starts_with("127.") || o.listen_host == "::1";
+  if (!p.local) p.read_token = fmt::format("read-{:016x}", rng());
+  return p;
+}
+
+std::string demo_config(const Options& o, const DemoPlan& p) {
+  std::vector<std::string> listen{fmt::format("{}:{}", o.listen_host, o.port)};
+  if (p.netns) listen.push_back(fmt::format("{}.254:{}", kNet, o.port));
+  // Plain HTTP: the demo's own namespaces' bridge is not loopback, and a --listen-host beyond it is
+  // the user's choice for a demo (the controller still warns).
+  const bool plain_beyond_loopback = p.netns || !p.local;
+  return fmt::format(
+      "listen: [{}]\n{}agent_secret: {}\n{}store: sqlite:{}/history.db\nretention: 1d\nwindow: "
+      "5s\nagent_down_after: 10s\n"
+      "report_interval: 1s\npinglist_sync: 5s\nprotocols:\n  udp: {{interval: 100ms, timeout: 1s}}\n"
+      "  tcp: {{interval: 200ms, timeout: 1s}}\ngroups:\n  - name: demo\n    protocols: [udp, tcp]\n"
+      "    members: ['host*']\n",
+      fmt::join(listen, ", "), plain_beyond_loopback ? "plain_http: true\n" : "", p.secret,
+      p.local ? std::string("open_read: true\n") : fmt::format("read_tokens: [{}]\n", p.read_token), p.dir);
+}
+
+// One `weft agent` per host, in its namespace or on its loopback address, logging to the temp dir.
+std::vector<pid_t> start_agents(const Options& o, const DemoPlan& p) {
+  std::vector<pid_t> children;
+  for (int i = 1; i <= o.agents; ++i) {
+    std::vector<std::string> argv;
+    std::string ctl_url;
+    if (p.netns) {
+      argv = {"ip", "netns", "exec", ns_name(i)};
+      ctl_url = fmt::format("http://{}.254:{}", kNet, o.port);
+    } else {
+      ctl_url = fmt::format("http://127.0.0.1:{}", o.port);
+    }
+    const std::string name = fmt::format("host{}", i);
+    argv.insert(argv.end(), {p.self, "--log-level", "info", "agent", "--controller", ctl_url, "--token",
+                             weft::controller::agent_token(p.secret, name), "--name", name, "--spool-dir",
+                             fmt::format("{}/spool-host{}", p.dir, i)});
+    if (!p.netns) argv.insert(argv.end(), {"--address", fmt::format("127.0.0.{}", 10 + i)});
+    children.push_back(spawn(argv, fmt::format("{}/agent-host{}.log", p.dir, i)));
+  }
+  return children;
+}
+
+void print_banner(const Options& o, const DemoPlan& p) {
+  std::string host = o.listen_host == "0.0.0.0" ? "127.0.0.1" : o.listen_host;
+  fmt::print("weft demo: controller + {} agents ({})\n", o.agents,
+             p.netns ? fmt::format("each in a network namespace {}-h1..h{}", kPrefix, o.agents)
+                     : std::string("on loopback addresses 127.0.0.11.."));
+  fmt::print("  dashboard  http://{}:{}/\n", host, o.port);
+  fmt::print("  API        http://{}:{}/api/v1/mesh?protocol=udp   (also /api/v1/agents, /metrics)\n", host,
+             o.port);
+  if (!p.read_token.empty())
+    fmt::print("  read token {}   (Authorization: Bearer, or any user name with it as password)\n",
+               p.read_token);
+  fmt::print("  logs       {}\n", p.dir);
+  fmt::print("Press Ctrl-C to stop; everything the demo made is removed.\n");
+  std::fflush(stdout);
+}
+
+// Until Ctrl-C, SIGTERM or SIGHUP (blocked in every thread, so they wait here), or --duration.
+void wait_for_stop(const Options& o, const sigset_t& set) {
+  if (o.duration_s > 0) {
+    timespec ts{static_cast<time_t>(o.duration_s),
+                static_cast<long>((o.duration_s - static_cast<time_t>(o.duration_s)) * 1e9)};
+    sigtimedwait(&set, nullptr, &ts);
+  } else {
+    int sig;
+    sigwait(&set, &sig);
+  }
+}
+
 int run_demo(const Options& o) {
   if (o.agents < 2 || o.agents > 50) {
     fmt::print(stderr, "weft demo: --agents must be 2..50\n");
     return 2;
   }
-  bool netns = !o.no_netns && geteuid() == 0;
-  std::string self = fs::read_symlink("/proc/self/exe").string();
-  std::string dir = (fs::temp_directory_path() / fmt::format("weft-demo-{}", getpid())).string();
-  fs::create_directories(dir);
-  std::mt19937_64 rng(std::random_device{}());
-  // Each agent gets its own token, HMAC of its name under this secret (controller/auth.hpp).
-  std::string secret = fmt::format("demo-{:016x}{:016x}", rng(), rng());
-  // The read API is open on loopback (and on the namespaces' bridge, which only this host reaches);
-  // a --listen-host beyond loopback gets a read token, printed below.
-  const bool local = o.listen_host.starts_with("127.") || o.listen_host == "::1";
-  std::string read_token = local ? std::string() : fmt::format("read-{:016x}", rng());
-
+  const DemoPlan p = plan_demo(o);
+  fs::create_directories(p.dir);
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
@@ -150,34 +228,19 @@ int run_demo(const Options& o) {
   sigaddset(&set, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 
-  std::vector<pid_t> children;
   int rc = 0;
   {
-    std::vector<std::string> listen{fmt::format("{}:{}", o.listen_host, o.port)};
-    if (netns) {
-      if (!make_netns(o.agents)) {
-        remove_netns(o.agents);
-        fs::remove_all(dir);
-        fmt::print(stderr, "weft demo: could not create the network namespaces (try --no-netns)\n");
-        return 1;
-      }
-      listen.push_back(fmt::format("{}.254:{}", kNet, o.port));
+    if (p.netns && !make_netns(o.agents)) {
+      remove_netns(o.agents);
+      fs::remove_all(p.dir);
+      fmt::print(stderr, "weft demo: could not create the network namespaces (try --no-netns)\n");
+      return 1;
     }
-    // Plain HTTP: the demo's own namespaces' bridge is not loopback, and a --listen-host beyond it is
-    // the user's choice for a demo (the controller still warns).
-    const bool plain_beyond_loopback = netns || !local;
-    std::string yaml = fmt::format(
-        "listen: [{}]\n{}agent_secret: {}\n{}store: sqlite:{}/history.db\nretention: 1d\nwindow: "
-        "5s\nagent_down_after: 10s\n"
-        "report_interval: 1s\npinglist_sync: 5s\nprotocols:\n  udp: {{interval: 100ms, timeout: 1s}}\n"
-        "  tcp: {{interval: 200ms, timeout: 1s}}\ngroups:\n  - name: demo\n    protocols: [udp, tcp]\n"
-        "    members: ['host*']\n",
-        fmt::join(listen, ", "), plain_beyond_loopback ? "plain_http: true\n" : "", secret,
-        local ? std::string("open_read: true\n") : fmt::format("read_tokens: [{}]\n", read_token), dir);
-    std::string cfg_path = dir + "/weft.yaml";
-    std::ofstream(cfg_path) << yaml;
+    const std::string cfg_path = p.dir + "/weft.yaml";
+    std::ofstream(cfg_path) << demo_config(o, p);
     auto cfg = weft::controller::load_config(cfg_path);
     weft::controller::Controller controller;
+    std::vector<pid_t> children;
     if (!cfg) {
       fmt::print(stderr, "weft demo: {}\n", cfg.error().message);
       rc = 1;
@@ -185,51 +248,17 @@ int run_demo(const Options& o) {
       fmt::print(stderr, "weft demo: {} (is port {} free? use --port)\n", st.error().message, o.port);
       rc = 1;
     } else {
-      for (int i = 1; i <= o.agents; ++i) {
-        std::vector<std::string> argv;
-        std::string ctl_url;
-        if (netns) {
-          argv = {"ip", "netns", "exec", ns_name(i)};
-          ctl_url = fmt::format("http://{}.254:{}", kNet, o.port);
-        } else {
-          ctl_url = fmt::format("http://127.0.0.1:{}", o.port);
-        }
-        const std::string name = fmt::format("host{}", i);
-        argv.insert(argv.end(), {self, "--log-level", "info", "agent", "--controller", ctl_url, "--token",
-                                 weft::controller::agent_token(secret, name), "--name", name, "--spool-dir",
-                                 fmt::format("{}/spool-host{}", dir, i)});
-        if (!netns) argv.insert(argv.end(), {"--address", fmt::format("127.0.0.{}", 10 + i)});
-        children.push_back(spawn(argv, fmt::format("{}/agent-host{}.log", dir, i)));
-      }
-      std::string host = o.listen_host == "0.0.0.0" ? "127.0.0.1" : o.listen_host;
-      fmt::print("weft demo: controller + {} agents ({})\n", o.agents,
-                 netns ? fmt::format("each in a network namespace {}-h1..h{}", kPrefix, o.agents)
-                       : std::string("on loopback addresses 127.0.0.11.."));
-      fmt::print("  dashboard  http://{}:{}/\n", host, o.port);
-      fmt::print("  API        http://{}:{}/api/v1/mesh?protocol=udp   (also /api/v1/agents, /metrics)\n",
-                 host, o.port);
-      if (!read_token.empty())
-        fmt::print("  read token {}   (Authorization: Bearer, or any user name with it as password)\n",
-                   read_token);
-      fmt::print("  logs       {}\n", dir);
-      fmt::print("Press Ctrl-C to stop; everything the demo made is removed.\n");
-      std::fflush(stdout);
-      if (o.duration_s > 0) {
-        timespec ts{static_cast<time_t>(o.duration_s),
-                    static_cast<long>((o.duration_s - static_cast<time_t>(o.duration_s)) * 1e9)};
-        sigtimedwait(&set, nullptr, &ts);
-      } else {
-        int sig;
-        sigwait(&set, &sig);
-      }
+      children = start_agents(o, p);
+      print_banner(o, p);
+      wait_for_stop(o, set);
       fmt::print("weft demo: stopping\n");
     }
     stop_children(children);
     controller.stop();
   }
-  if (netns) remove_netns(o.agents);
+  if (p.netns) remove_netns(o.agents);
   std::error_code ec;
-  fs::remove_all(dir, ec);
+  fs::remove_all(p.dir, ec);
   fmt::print("weft demo: cleaned up\n");
   return rc;
 }
