@@ -197,10 +197,8 @@ Status run_client_one(const BenchOptions& o, const Plan& plan) {
   Connection& c = **conn;
   const int64_t cpu0 = self_cpu_ns();
   // Scripts that kill or stop a peer mid-stream wait for this line, not for a guessed time.
-  if (plan.mode == "check") {
-    fmt::print(stderr, "weft msg bench: connected ({})\n", to_string(plan.kind));
-    std::fflush(stderr);
-  }
+  fmt::print(stderr, "weft msg bench: connected ({})\n", to_string(plan.kind));
+  std::fflush(stderr);
   std::vector<std::byte> buf(plan.max_message);
   pattern_fill(plan.seed, 0, std::span(buf).first(plan.size));
   std::vector<double> samples;
@@ -226,7 +224,7 @@ Status run_client_one(const BenchOptions& o, const Plan& plan) {
         m = std::span(buf).first(pattern_length(plan.seed, i, plan.max_message));
         pattern_fill(plan.seed, i, m);
       }
-      if (auto s = c.send(m, t); !s) return fail("message {}: {}", i, s.error().message);
+      if (auto s = c.send(m, t); !s) return in_context(s.error(), fmt::format("message {}", i));
     }
     auto done = c.receive(t);
     if (!done) return std::unexpected(done.error());
@@ -388,21 +386,19 @@ Status run_client(const BenchOptions& o, const Runs& runs) {
   for (Kind k : kinds)
     for (uint32_t size : *sizes) {
       Plan p{o.mode, k, size, max_message, o.slots, o.iters, o.warmup, o.seed, o.wait, o.senders, 0};
-      if (k == Kind::shared_ring) {
-        if (auto s = run_shared_client(o, p); !s) {
-          fmt::print(stderr, "weft msg bench: {} {} B: {}\n", to_string(k), size, s.error().message);
-          all = s;
-        }
-        if (o.sender_index > 0) return all;  // one of several sender processes: sender 0 ends the server
-        continue;
-      }
-      if (auto s = run_client_one(o, p); !s) {
+      const bool shared = k == Kind::shared_ring;
+      if (auto s = shared ? run_shared_client(o, p) : run_client_one(o, p); !s) {
         fmt::print(stderr, "weft msg bench: {} {} B: {}\n", to_string(k), size, s.error().message);
         all = s;
+        // The server is gone: the next run's set-up and the "quit" below would only try to reach
+        // it until their limits (--setup-timeout-ms, --timeout-ms) before saying so again.
+        if (server_gone(s.error())) return all;
       }
+      if (shared && o.sender_index > 0)
+        return all;  // one of several sender processes: sender 0 ends the server
     }
-  // Tell the server to stop.
-  if (auto ch = rdma::SideChannel::connect(o.client, o.port, milliseconds(o.timeout_ms)))
+  // Tell the server to stop. It listened a moment ago: a refusal means it is gone, not starting.
+  if (auto ch = rdma::SideChannel::connect(o.client, o.port, milliseconds(o.timeout_ms), false))
     (void)ch->exchange_record(to_bytes("quit"), 0, milliseconds(o.timeout_ms));
   return all;
 }
