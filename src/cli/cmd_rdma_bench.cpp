@@ -144,52 +144,74 @@ struct Bench {
     return SendWr::send(mr.local(0, len), 0);
   }
 
+  // check_completion, but an error a dying peer causes (a killed server's QP and memory may go
+  // before its socket) is reported as the peer being gone when its side channel closes within
+  // half a second, not only as the raw status (IBV_WC_REM_OP_ERR, retries exceeded...).
+  Status checked(const ibv_wc& wc) {
+    auto s = check_completion(wc);
+    if (s || !peer_death_can_cause(s.error().code) || !chan.peer_closed_within(milliseconds(500))) return s;
+    return std::unexpected(
+        Error{fmt::format("bench: the peer is gone (its side channel closed) ({})", s.error().message),
+              ECONNRESET});
+  }
+
   // Waits for completions; a peer that closes the side channel ends the wait with an error.
   Result<int> wait_cq() { return wait_cq(timeout); }
   // One ibv_poll_cq, the plain verb perftest polls with: the bench's CQ has no timestamps, so
   // CompletionQueue::poll does not go through the extended API (which reads every field of each
   // completion: slower on rxe).
   Result<int> poll_plain() { return cq.poll(wcs); }
+  // Whether the peer's side channel shows it closed (its process died; bytes it sent before, a
+  // barrier it reached first, do not count). Looked at between waits, so a dead peer ends a
+  // wait at once instead of when the wait's limit expires (rxe retries a WRITE to a dead QP
+  // for longer than --timeout-ms).
+  Status peer_alive() {
+    if (!chan.peer_closed_within(milliseconds(0))) return {};
+    return std::unexpected(Error{"bench: the peer is gone (its side channel closed)", ECONNRESET});
+  }
+
   Result<int> wait_cq(milliseconds limit) {
+    // The limit starts at the first look at the clock: no clock read on the way to a completion.
+    int64_t give_up = 0;
+    auto expired = [&] {
+      const int64_t now = mono_ns();
+      if (give_up == 0) give_up = now + limit.count() * 1'000'000;
+      return now > give_up;
+    };
+    auto took_too_long = [&] {
+      return fail("bench: no completion within {} ms ({} {} {})", limit.count(), to_string(p.op),
+                  p.ud ? "ud" : "rc", o.wait);
+    };
     if (waiter.mode() == WaitMode::busy) {
-      int64_t give_up = 0;
       for (uint32_t spins = 0;; ++spins) {
         auto n = poll_plain();
         if (!n) return n;
         if (*n > 0) {
           for (int i = 0; i < *n; ++i)
-            if (auto s = check_completion(wcs[static_cast<size_t>(i)]); !s) return std::unexpected(s.error());
+            if (auto s = checked(wcs[static_cast<size_t>(i)]); !s) return std::unexpected(s.error());
           return n;
         }
         // The clock only every 1024 empty polls: it costs more than a poll on an emulated CPU.
         if ((spins & 1023) == 1023) {
-          const int64_t now = mono_ns();
-          if (give_up == 0)
-            give_up = now + limit.count() * 1'000'000;
-          else if (now > give_up)
-            return fail("bench: no completion within {} ms ({} {} busy)", limit.count(), to_string(p.op),
-                        p.ud ? "ud" : "rc");
+          if (auto s = peer_alive(); !s) return std::unexpected(s.error());
+          if (expired()) return took_too_long();
         }
       }
     }
     for (;;) {
-      auto n = waiter.wait(wcs, limit);
+      // Slices of at most 100 ms: the side channel is looked at between them.
+      auto n = waiter.wait(wcs, std::min(limit, milliseconds(100)));
       if (!n) return n;
       if (*n > 0) {
         for (int i = 0; i < *n; ++i)
-          if (auto s = check_completion(wcs[static_cast<size_t>(i)]); !s) return std::unexpected(s.error());
+          if (auto s = checked(wcs[static_cast<size_t>(i)]); !s) return std::unexpected(s.error());
         return n;
       }
-      if (waiter.fd_ready()) {
-        char b;
-        if (::recv(chan.fd(), &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
-          return fail("bench: the peer closed the side channel");
-        // The peer is ahead of us at a barrier: stop watching until this size is done.
+      if (auto s = peer_alive(); !s) return std::unexpected(s.error());
+      // The peer is ahead of us at a barrier: stop watching until this size is done.
+      if (waiter.fd_ready())
         if (auto s = waiter.poller()->unwatch_fd(chan.fd()); !s) return std::unexpected(s.error());
-        continue;
-      }
-      return fail("bench: no completion within {} ms ({} {} {})", limit.count(), to_string(p.op),
-                  p.ud ? "ud" : "rc", o.wait);
+      if (expired()) return took_too_long();
     }
   }
 
@@ -213,7 +235,7 @@ struct Bench {
       if (!r) return std::unexpected(r.error());
       n = *r;
       for (int i = 0; i < n; ++i)
-        if (auto s = check_completion(wcs[static_cast<size_t>(i)]); !s) return std::unexpected(s.error());
+        if (auto s = checked(wcs[static_cast<size_t>(i)]); !s) return std::unexpected(s.error());
     }
     bool got = false;
     for (int i = 0; i < n; ++i) {
@@ -383,7 +405,7 @@ struct Bench {
       auto n = waiter.wait(wcs, milliseconds(10));
       if (!n) return std::unexpected(n.error());
       for (int i = 0; i < *n; ++i) {
-        if (auto s = check_completion(wcs[static_cast<size_t>(i)]); !s) return s;
+        if (auto s = checked(wcs[static_cast<size_t>(i)]); !s) return s;
         ++received;
         ++used;
       }

@@ -5,8 +5,10 @@
 set -u
 ip=${WRD_IP:-10.9.0.1}
 failed=""
+# WCR_ONLY="name name": run only these steps (while working on one of them).
 step() {
   name=$1; shift
+  case " ${WCR_ONLY:-$name} " in *" $name "*) ;; *) return 0 ;; esac
   echo "=== $name"
   if "$@"; then echo "--- ok $name"; else echo "--- FAILED $name"; failed="$failed $name"; fi
 }
@@ -98,6 +100,28 @@ bench_mismatch() {
     grep -q "op: here write, peer send" /tmp/wcr-srv.out
 }
 
+# A server killed during a bandwidth run is reported as gone (its side channel closed), not only
+# as the completion status its death caused (IBV_WC_REM_OP_ERR, retries exceeded).
+bench_killed_server() {
+  for op in "$@"; do
+    port=$((port + 1))
+    timeout 120 $W rdma bench --server --bind "$ip" --port $port --op $op --test bw -s 4096 -n 100000000 \
+      >/dev/null 2>&1 &
+    spid=$!
+    timeout 120 $W rdma bench --client "$ip" --port $port --op $op --test bw -s 4096 -n 100000000 \
+      >/tmp/wcr-cli.out 2>&1 &
+    cpid=$!
+    i=0; while [ $i -lt 60 ] && ! grep -q '^#' /tmp/wcr-cli.out; do sleep 1; i=$((i + 1)); done
+    sleep 1
+    kill -9 $spid
+    wait $cpid; crc=$?
+    wait $spid 2>/dev/null
+    echo "$op: rc $crc:"; cat /tmp/wcr-cli.out
+    [ $crc -eq 1 ] && grep -q "the peer is gone" /tmp/wcr-cli.out || return 1
+  done
+}
+
+step bench-killed-server bench_killed_server write send
 step ud-above-mtu ud_above_mtu
 step ping-no-address-handle ping_no_ah
 step bench-mismatch bench_mismatch
