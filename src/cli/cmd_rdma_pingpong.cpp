@@ -9,7 +9,9 @@
 #include <array>
 #include <cstring>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 
 #include "base/clock.hpp"
 #include "base/histogram.hpp"
@@ -48,6 +50,38 @@ struct Options {
 // Tags for the waiter's poller: the side channel's socket, so a peer that dies ends the wait.
 constexpr uint64_t kSideChannelTag = 1;
 
+// The value of `key` in a "k=v k=v" record ("" when absent).
+std::string_view field(std::string_view record, std::string_view key) {
+  for (size_t at = 0; at < record.size();) {
+    size_t end = record.find(' ', at);
+    if (end == std::string_view::npos) end = record.size();
+    const std::string_view tok = record.substr(at, end - at);
+    if (tok.size() > key.size() && tok.starts_with(key) && tok[key.size()] == '=')
+      return tok.substr(key.size() + 1);
+    at = end + 1;
+  }
+  return {};
+}
+
+// Both ends send the test they were started for before any verbs: a size, count or QP type that
+// differs is said on both sides, naming both values (exit 2), instead of surfacing as completion
+// errors (a larger message than the peer's receive) or a timeout (fewer rounds). The wait mode
+// is each end's own business and is not compared.
+Status agree_on_test(SideChannel& chan, const Options& o, milliseconds timeout, bool& usage) {
+  const std::string mine = fmt::format("size={} iters={} qp={}", o.size, o.iters, o.qp);
+  auto theirs = chan.exchange_record(std::as_bytes(std::span(mine)), 256, timeout);
+  if (!theirs) return std::unexpected(theirs.error());
+  const std::string peer(reinterpret_cast<const char*>(theirs->data()), theirs->size());
+  std::string diff;
+  for (std::string_view key : {"size", "iters", "qp"})
+    if (field(mine, key) != field(peer, key))
+      diff += fmt::format("{}{}: here {}, peer {}", diff.empty() ? "" : "; ", key, field(mine, key),
+                          field(peer, key).empty() ? "(none)" : field(peer, key));
+  if (diff.empty()) return {};
+  usage = true;
+  return fail("the {} runs another test: {}", o.server ? "client" : "server", diff);
+}
+
 // `usage` is set when the error is the user's arguments (exit 2), not the network's or the device's.
 Status run(const Options& o, bool& usage) {
   auto qp_type = parse_qp_type(o.qp);
@@ -75,6 +109,7 @@ Status run(const Options& o, bool& usage) {
   auto opened = weft::cli::open_side_channel({o.server, o.bind, o.client, o.port, timeout}, "pingpong");
   if (!opened) return std::unexpected(opened.error());
   std::optional<SideChannel> chan(std::move(*opened));
+  if (auto s = agree_on_test(*chan, o, timeout, usage); !s) return s;
   auto addr = weft::cli::side_channel_ipv4(*chan, "pingpong");
   if (!addr) return std::unexpected(addr.error());
 
