@@ -7,7 +7,8 @@
 #     gives up at its limit fails);
 #  2. dead sender: the client (the sender) is killed mid-stream; the server must end with "the
 #     peer is gone" within 1 s, for every type;
-#  3. the shared ring: the receiver is killed under 2 forked senders; the client within 1 s;
+#  3. the shared ring: the receiver is killed under 2 forked senders; the client within 1 s; and a
+#     latency run whose client blocks on the completion channel (--wait channel);
 #  4. the server never fails silently: no client within --timeout-ms, a port in use and an unknown
 #     --device each end it with a message naming the cause and exit 1, the last two at once.
 # Times come from /proc/uptime (busybox has no sub-second date). Exit 0 if all passed.
@@ -34,6 +35,8 @@ connected() {
 dead() {
   name=$1 victim=$2 mode=$3; shift 3
   port=$((port + 1))
+  # The previous run's "connected" must not be what connected() finds before this client writes.
+  rm -f /tmp/dp.s /tmp/dp.c
   $W --server --bind "$ip" --port $port --mode "$mode" --timeout-ms 20000 >/tmp/dp.s 2>&1 &
   spid=$!
   $W --client "$ip" --port $port --mode "$mode" --iters 100000000 --sizes 64 --timeout-ms 20000 "$@" \
@@ -59,6 +62,9 @@ for t in $types; do
   dead "dead-sender-check-$t" client check --type "$t"
 done
 dead dead-receiver-shared-ring server check --type shared-ring --senders 2
+# Blocking on the completion channel instead of busy polling (the first type of the list).
+set -- $types
+dead "dead-receiver-latency-channel-$1" server latency --type "$1" --wait channel
 
 # 4. the server's own failures: each says why and exits 1.
 server_fails() {
