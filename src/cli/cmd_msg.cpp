@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -190,50 +191,51 @@ LatencySummary summarize(std::vector<double>& us) {
   return s;
 }
 
-Status run_client_one(const BenchOptions& o, const Plan& plan) {
-  const milliseconds t(o.timeout_ms);
-  auto conn = open_run(o, plan);
-  if (!conn) return std::unexpected(conn.error());
-  Connection& c = **conn;
-  const int64_t cpu0 = self_cpu_ns();
-  // Scripts that kill or stop a peer mid-stream wait for this line, not for a guessed time.
-  if (plan.mode == "check") {
-    fmt::print(stderr, "weft msg bench: connected ({})\n", to_string(plan.kind));
-    std::fflush(stderr);
-  }
-  std::vector<std::byte> buf(plan.max_message);
-  pattern_fill(plan.seed, 0, std::span(buf).first(plan.size));
+// What one run measured at the client: latency samples (us, one way) or the stream's span.
+struct Measured {
   std::vector<double> samples;
   int64_t t0 = 0, t1 = 0;
-  if (plan.mode == "latency") {
-    samples.reserve(plan.iters);
-    for (uint64_t i = 0; i < plan.warmup + plan.iters; ++i) {
-      const int64_t a = mono_ns();
-      if (auto s = c.send(std::span(buf).first(plan.size), t); !s) return s;
-      auto m = c.receive(t);
-      if (!m) return std::unexpected(m.error());
-      const int64_t b = mono_ns();
-      if (m->size() != plan.size) return fail("echo {}: {} bytes, sent {}", i, m->size(), plan.size);
-      if (i == plan.warmup) t0 = a;
-      if (i >= plan.warmup) samples.push_back(static_cast<double>(b - a) / 2000.0);
-      t1 = b;
-    }
-  } else {
-    t0 = mono_ns();
-    for (uint64_t i = 0; i < plan.iters; ++i) {
-      std::span<std::byte> m = std::span(buf).first(plan.size);
-      if (plan.mode == "check") {
-        m = std::span(buf).first(pattern_length(plan.seed, i, plan.max_message));
-        pattern_fill(plan.seed, i, m);
-      }
-      if (auto s = c.send(m, t); !s) return fail("message {}: {}", i, s.error().message);
-    }
-    auto done = c.receive(t);
-    if (!done) return std::unexpected(done.error());
-    t1 = mono_ns();
+};
+
+// Ping-pong: --warmup + --iters round trips of plan.size bytes; RTT/2 per sample.
+Result<Measured> ping_pong(Connection& c, const Plan& plan, std::span<std::byte> buf, milliseconds t) {
+  Measured r;
+  r.samples.reserve(plan.iters);
+  for (uint64_t i = 0; i < plan.warmup + plan.iters; ++i) {
+    const int64_t a = mono_ns();
+    if (auto s = c.send(buf.first(plan.size), t); !s) return std::unexpected(s.error());
+    auto m = c.receive(t);
+    if (!m) return std::unexpected(m.error());
+    const int64_t b = mono_ns();
+    if (m->size() != plan.size) return fail("echo {}: {} bytes, sent {}", i, m->size(), plan.size);
+    if (i == plan.warmup) r.t0 = a;
+    if (i >= plan.warmup) r.samples.push_back(static_cast<double>(b - a) / 2000.0);
+    r.t1 = b;
   }
-  const int64_t cpu = self_cpu_ns() - cpu0;
-  const Stats mine = c.stats();
+  return r;
+}
+
+// Bandwidth and check: --iters messages one way (check: random sizes of the test pattern), then
+// the server's one answer.
+Result<Measured> stream(Connection& c, const Plan& plan, std::span<std::byte> buf, milliseconds t) {
+  Measured r;
+  r.t0 = mono_ns();
+  for (uint64_t i = 0; i < plan.iters; ++i) {
+    std::span<std::byte> m = buf.first(plan.size);
+    if (plan.mode == "check") {
+      m = buf.first(pattern_length(plan.seed, i, plan.max_message));
+      pattern_fill(plan.seed, i, m);
+    }
+    if (auto s = c.send(m, t); !s) return in_context(s.error(), fmt::format("message {}", i));
+  }
+  auto done = c.receive(t);
+  if (!done) return std::unexpected(done.error());
+  r.t1 = mono_ns();
+  return r;
+}
+
+// The server's report (its last message), acknowledged with an empty one so it may tear down.
+Result<PeerReport> take_report(Connection& c, milliseconds t) {
   auto rep_msg = c.receive(t);
   if (!rep_msg) return std::unexpected(rep_msg.error());
   PeerReport peer =
@@ -242,9 +244,14 @@ Status run_client_one(const BenchOptions& o, const Plan& plan) {
   (void)c.send(std::span(bye, 0), t);
   (void)c.flush(t);
   if (!peer.error.empty()) return fail("server: {}", peer.error);
+  return peer;
+}
 
+// One run's line: perftest-like text or JSON, both ends' work requests and CPU per message.
+Status print_run(const BenchOptions& o, const Plan& plan, Measured& r, const Stats& mine, int64_t cpu,
+                 const PeerReport& peer) {
   const double n = static_cast<double>(plan.iters);
-  const double secs = static_cast<double>(t1 - t0) / 1e9;
+  const double secs = static_cast<double>(r.t1 - r.t0) / 1e9;
   const uint64_t bytes = plan.mode == "check" ? mine.bytes_sent : plan.iters * plan.size;
   const double gbps = secs > 0 ? static_cast<double>(bytes) * 8 / secs / 1e9 : 0;
   const double mpps = secs > 0 ? n / secs / 1e6 : 0;
@@ -254,11 +261,11 @@ Status run_client_one(const BenchOptions& o, const Plan& plan) {
   const double wrs_server = static_cast<double>(peer.stats.send_wrs + peer.stats.recv_wrs);
   const double wr_per_msg = (wrs_client + wrs_server) / msgs;
   const double cpu_per_msg_ns = static_cast<double>(cpu + peer.cpu_ns) / msgs;
-  auto lat = summarize(samples);  // sorts samples
-  if (!o.cdf.empty() && !samples.empty()) {
+  auto lat = summarize(r.samples);  // sorts the samples
+  if (!o.cdf.empty() && !r.samples.empty()) {
     std::FILE* f = std::fopen(o.cdf.c_str(), "a");
     if (!f) return fail_errno(fmt::format("open {}", o.cdf), errno);
-    for (double v : samples)
+    for (double v : r.samples)
       fmt::print(f, "{} {} {} {:.3f}\n", to_string(plan.kind), plan.wait, plan.size, v);
     std::fclose(f);
   }
@@ -292,6 +299,26 @@ Status run_client_one(const BenchOptions& o, const Plan& plan) {
   }
   std::fflush(stdout);
   return {};
+}
+
+Status run_client_one(const BenchOptions& o, const Plan& plan) {
+  const milliseconds t(o.timeout_ms);
+  auto conn = open_run(o, plan);
+  if (!conn) return std::unexpected(conn.error());
+  Connection& c = **conn;
+  const int64_t cpu0 = self_cpu_ns();
+  // Scripts that kill or stop a peer mid-stream wait for this line, not for a guessed time.
+  fmt::print(stderr, "weft msg bench: connected ({})\n", to_string(plan.kind));
+  std::fflush(stderr);
+  std::vector<std::byte> buf(plan.max_message);
+  pattern_fill(plan.seed, 0, std::span(buf).first(plan.size));
+  auto r = plan.mode == "latency" ? ping_pong(c, plan, buf, t) : stream(c, plan, buf, t);
+  if (!r) return std::unexpected(r.error());
+  const int64_t cpu = self_cpu_ns() - cpu0;
+  const Stats mine = c.stats();
+  auto peer = take_report(c, t);
+  if (!peer) return std::unexpected(peer.error());
+  return print_run(o, plan, *r, mine, cpu, *peer);
 }
 
 Result<std::vector<uint32_t>> parse_sizes(const std::string& s) {
@@ -388,31 +415,25 @@ Status run_client(const BenchOptions& o, const Runs& runs) {
   for (Kind k : kinds)
     for (uint32_t size : *sizes) {
       Plan p{o.mode, k, size, max_message, o.slots, o.iters, o.warmup, o.seed, o.wait, o.senders, 0};
-      if (k == Kind::shared_ring) {
-        if (auto s = run_shared_client(o, p); !s) {
-          fmt::print(stderr, "weft msg bench: {} {} B: {}\n", to_string(k), size, s.error().message);
-          all = s;
-        }
-        if (o.sender_index > 0) return all;  // one of several sender processes: sender 0 ends the server
-        continue;
-      }
-      if (auto s = run_client_one(o, p); !s) {
+      const bool shared = k == Kind::shared_ring;
+      if (auto s = shared ? run_shared_client(o, p) : run_client_one(o, p); !s) {
         fmt::print(stderr, "weft msg bench: {} {} B: {}\n", to_string(k), size, s.error().message);
         all = s;
+        // The server is gone: the next run's set-up and the "quit" below would only try to reach
+        // it until their limits (--setup-timeout-ms, --timeout-ms) before saying so again.
+        if (server_gone(s.error())) return all;
       }
+      if (shared && o.sender_index > 0)
+        return all;  // one of several sender processes: sender 0 ends the server
     }
-  // Tell the server to stop.
-  if (auto ch = rdma::SideChannel::connect(o.client, o.port, milliseconds(o.timeout_ms)))
+  // Tell the server to stop. It listened a moment ago: a refusal means it is gone, not starting.
+  if (auto ch = rdma::SideChannel::connect(o.client, o.port, milliseconds(o.timeout_ms), false))
     (void)ch->exchange_record(to_bytes("quit"), 0, milliseconds(o.timeout_ms));
   return all;
 }
 
-weft::cli::Registrar reg{[](weft::cli::Root& root) {
-  static BenchOptions o;
-  auto* msg = root.app.add_subcommand("msg", "RDMA message connections (src/msg)");
-  msg->require_subcommand(1);
-  auto* sub =
-      msg->add_subcommand("bench", "Latency, bandwidth or a byte-for-byte check of message connections");
+// The options of `weft msg bench`, bound to `o` (which the registration owns).
+void add_bench_options(CLI::App* sub, BenchOptions& o) {
   auto* srv =
       sub->add_flag("--server", o.server, "wait for a client (serves runs until the client says quit)");
   auto* cli = sub->add_option("--client", o.client, "connect to the server at HOST");
@@ -455,28 +476,40 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
       ->capture_default_str();
   sub->add_flag("--json", o.json, "one JSON object per run (perftest's --out_json field names)");
   sub->add_option("--cdf", o.cdf, "latency: append each run's sorted samples to FILE (type wait bytes usec)");
-  sub->callback([] {
-    if (!o.server && o.client.empty()) {
-      fmt::print(stderr, "weft msg bench: give --server or --client HOST\n");
-      weft::cli::set_exit_code(2);
+}
+
+// The command: usage errors (no role, a plan that cannot run) exit 2, everything else 1.
+void run_bench_command(const BenchOptions& o) {
+  if (!o.server && o.client.empty()) {
+    fmt::print(stderr, "weft msg bench: give --server or --client HOST\n");
+    weft::cli::set_exit_code(weft::cli::kUsageError);
+    return;
+  }
+  Runs runs;
+  if (!o.server) {
+    auto r = plan_runs(o);
+    if (!r) {
+      fmt::print(stderr, "weft msg bench: {}\n", r.error().message);
+      weft::cli::set_exit_code(weft::cli::kUsageError);
       return;
     }
-    Runs runs;
-    if (!o.server) {
-      auto r = plan_runs(o);
-      if (!r) {
-        fmt::print(stderr, "weft msg bench: {}\n", r.error().message);
-        weft::cli::set_exit_code(2);
-        return;
-      }
-      runs = std::move(*r);
-    }
-    auto s = o.server ? serve(o) : run_client(o, runs);
-    if (!s) {
-      fmt::print(stderr, "weft msg bench{}: {}\n", o.server ? " (server)" : "", s.error().message);
-      weft::cli::set_exit_code(1);
-    }
-  });
+    runs = std::move(*r);
+  }
+  auto s = o.server ? serve(o) : run_client(o, runs);
+  if (!s) {
+    fmt::print(stderr, "weft msg bench{}: {}\n", o.server ? " (server)" : "", s.error().message);
+    weft::cli::set_exit_code(1);
+  }
+}
+
+weft::cli::Registrar reg{[](weft::cli::Root& root) {
+  auto o = std::make_shared<BenchOptions>();
+  auto* msg = root.app.add_subcommand("msg", "RDMA message connections (src/msg)");
+  msg->require_subcommand(1);
+  auto* sub =
+      msg->add_subcommand("bench", "Latency, bandwidth or a byte-for-byte check of message connections");
+  add_bench_options(sub, *o);
+  sub->callback([o] { run_bench_command(*o); });
 }};
 
 }  // namespace

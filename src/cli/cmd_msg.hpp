@@ -4,6 +4,7 @@
 // N:1 shared ring).
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <charconv>
 #include <map>
 #include <string>
@@ -112,6 +113,13 @@ struct PeerReport {
   std::string error;
   uint64_t verified = 0;
 };
+
+// `e` with what the client was doing in front, its code kept: ECONNRESET (the peer is gone, from
+// msg::Link) decides whether the client goes on with its next run.
+inline std::unexpected<Error> in_context(const Error& e, std::string_view what) {
+  return std::unexpected(Error{fmt::format("{}: {}", what, e.message), e.code});
+}
+inline bool server_gone(const Error& e) { return e.code == ECONNRESET; }
 
 inline std::vector<std::byte> to_bytes(std::string_view s) {
   auto* p = reinterpret_cast<const std::byte*>(s.data());

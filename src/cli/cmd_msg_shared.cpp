@@ -45,7 +45,8 @@ Status run_sender(const BenchOptions& o, const Plan& plan) {
       m = std::span(buf).first(pattern_length(seed, i, plan.max_message));
       pattern_fill(seed, i, m);
     }
-    if (auto s = c.send(m, t); !s) return fail("sender {} message {}: {}", plan.index, i, s.error().message);
+    if (auto s = c.send(m, t); !s)
+      return in_context(s.error(), fmt::format("sender {} message {}", plan.index, i));
   }
   if (auto s = c.flush(t); !s) return s;
   const double secs = static_cast<double>(mono_ns() - t0) / 1e9, n = static_cast<double>(plan.iters);

@@ -15,6 +15,7 @@
 #include <array>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -144,52 +145,74 @@ struct Bench {
     return SendWr::send(mr.local(0, len), 0);
   }
 
+  // check_completion, but an error a dying peer causes (a killed server's QP and memory may go
+  // before its socket) is reported as the peer being gone when its side channel closes within
+  // half a second, not only as the raw status (IBV_WC_REM_OP_ERR, retries exceeded...).
+  Status checked(const ibv_wc& wc) {
+    auto s = check_completion(wc);
+    if (s || !peer_death_can_cause(s.error().code) || !chan.peer_closed_within(milliseconds(500))) return s;
+    return std::unexpected(
+        Error{fmt::format("bench: the peer is gone (its side channel closed) ({})", s.error().message),
+              ECONNRESET});
+  }
+
   // Waits for completions; a peer that closes the side channel ends the wait with an error.
   Result<int> wait_cq() { return wait_cq(timeout); }
   // One ibv_poll_cq, the plain verb perftest polls with: the bench's CQ has no timestamps, so
   // CompletionQueue::poll does not go through the extended API (which reads every field of each
   // completion: slower on rxe).
   Result<int> poll_plain() { return cq.poll(wcs); }
+  // Whether the peer's side channel shows it closed (its process died; bytes it sent before, a
+  // barrier it reached first, do not count). Looked at between waits, so a dead peer ends a
+  // wait at once instead of when the wait's limit expires (rxe retries a WRITE to a dead QP
+  // for longer than --timeout-ms).
+  Status peer_alive() {
+    if (!chan.peer_closed_within(milliseconds(0))) return {};
+    return std::unexpected(Error{"bench: the peer is gone (its side channel closed)", ECONNRESET});
+  }
+
   Result<int> wait_cq(milliseconds limit) {
+    // The limit starts at the first look at the clock: no clock read on the way to a completion.
+    int64_t give_up = 0;
+    auto expired = [&] {
+      const int64_t now = mono_ns();
+      if (give_up == 0) give_up = now + limit.count() * 1'000'000;
+      return now > give_up;
+    };
+    auto took_too_long = [&] {
+      return fail("bench: no completion within {} ms ({} {} {})", limit.count(), to_string(p.op),
+                  p.ud ? "ud" : "rc", o.wait);
+    };
     if (waiter.mode() == WaitMode::busy) {
-      int64_t give_up = 0;
       for (uint32_t spins = 0;; ++spins) {
         auto n = poll_plain();
         if (!n) return n;
         if (*n > 0) {
           for (int i = 0; i < *n; ++i)
-            if (auto s = check_completion(wcs[static_cast<size_t>(i)]); !s) return std::unexpected(s.error());
+            if (auto s = checked(wcs[static_cast<size_t>(i)]); !s) return std::unexpected(s.error());
           return n;
         }
         // The clock only every 1024 empty polls: it costs more than a poll on an emulated CPU.
         if ((spins & 1023) == 1023) {
-          const int64_t now = mono_ns();
-          if (give_up == 0)
-            give_up = now + limit.count() * 1'000'000;
-          else if (now > give_up)
-            return fail("bench: no completion within {} ms ({} {} busy)", limit.count(), to_string(p.op),
-                        p.ud ? "ud" : "rc");
+          if (auto s = peer_alive(); !s) return std::unexpected(s.error());
+          if (expired()) return took_too_long();
         }
       }
     }
     for (;;) {
-      auto n = waiter.wait(wcs, limit);
+      // Slices of at most 100 ms: the side channel is looked at between them.
+      auto n = waiter.wait(wcs, std::min(limit, milliseconds(100)));
       if (!n) return n;
       if (*n > 0) {
         for (int i = 0; i < *n; ++i)
-          if (auto s = check_completion(wcs[static_cast<size_t>(i)]); !s) return std::unexpected(s.error());
+          if (auto s = checked(wcs[static_cast<size_t>(i)]); !s) return std::unexpected(s.error());
         return n;
       }
-      if (waiter.fd_ready()) {
-        char b;
-        if (::recv(chan.fd(), &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
-          return fail("bench: the peer closed the side channel");
-        // The peer is ahead of us at a barrier: stop watching until this size is done.
+      if (auto s = peer_alive(); !s) return std::unexpected(s.error());
+      // The peer is ahead of us at a barrier: stop watching until this size is done.
+      if (waiter.fd_ready())
         if (auto s = waiter.poller()->unwatch_fd(chan.fd()); !s) return std::unexpected(s.error());
-        continue;
-      }
-      return fail("bench: no completion within {} ms ({} {} {})", limit.count(), to_string(p.op),
-                  p.ud ? "ud" : "rc", o.wait);
+      if (expired()) return took_too_long();
     }
   }
 
@@ -213,7 +236,7 @@ struct Bench {
       if (!r) return std::unexpected(r.error());
       n = *r;
       for (int i = 0; i < n; ++i)
-        if (auto s = check_completion(wcs[static_cast<size_t>(i)]); !s) return std::unexpected(s.error());
+        if (auto s = checked(wcs[static_cast<size_t>(i)]); !s) return std::unexpected(s.error());
     }
     bool got = false;
     for (int i = 0; i < n; ++i) {
@@ -383,7 +406,7 @@ struct Bench {
       auto n = waiter.wait(wcs, milliseconds(10));
       if (!n) return std::unexpected(n.error());
       for (int i = 0; i < *n; ++i) {
-        if (auto s = check_completion(wcs[static_cast<size_t>(i)]); !s) return s;
+        if (auto s = checked(wcs[static_cast<size_t>(i)]); !s) return s;
         ++received;
         ++used;
       }
@@ -454,16 +477,122 @@ std::string bandwidth_json(const BenchParams& p, const Options& o, const std::st
       r.avg_mbps, r.msg_rate_mpps);
 }
 
+// Both sides send their parameters before any QP exists; a different test is said on both
+// sides (exit 2), naming each field that differs.
+Status agree_on_test(SideChannel& chan, const BenchParams& mine, const Options& o, bool& usage) {
+  const milliseconds timeout(o.timeout_ms);
+  auto enc = encode(mine);
+  if (auto s = chan.send_all(std::as_bytes(std::span(enc)), timeout); !s) return s;
+  std::array<uint8_t, kBenchParamsBytes> theirs{};
+  if (auto s = chan.recv_all(std::as_writable_bytes(std::span(theirs)), timeout); !s) return s;
+  auto peer = decode_bench_params(theirs);
+  if (!peer) return std::unexpected(peer.error());
+  if (auto d = bench_mismatch(mine, *peer); !d.empty()) {
+    usage = true;
+    return fail("the {} runs another test: {}", o.server ? "client" : "server", d);
+  }
+  return {};
+}
+
+// perftest's default inline sizes for latency (SEND 236, UD 188, WRITE 220); none for bandwidth.
+uint32_t inline_wanted(const BenchParams& p, const Options& o) {
+  if (o.inline_size >= 0) return static_cast<uint32_t>(o.inline_size);
+  if (p.test == BenchTest::lat && !is_one_sided_round(p.op))
+    return p.op == BenchOp::send ? (p.ud ? 188 : 236) : 220;
+  return 0;
+}
+
+// One line per size (the client prints; the server only takes part), both sides meeting at a
+// barrier before and after each size.
+Status each_size(Bench& b, const std::vector<uint64_t>& sizes, std::FILE* cdf) {
+  const Options& o = b.o;
+  const BenchParams& mine = b.p;
+  const bool lat = mine.test == BenchTest::lat;
+  const std::string dev_name = b.dev.name();
+  // Long enough for the peer's whole run of one size.
+  const milliseconds run_limit(o.timeout_ms + int64_t{mine.duration_ms} + 600'000);
+  for (uint64_t size : sizes) {
+    if (is_atomic(mine.op) && size != 8) continue;
+    if (lat && !is_one_sided_round(mine.op) && size < 2) continue;
+    if (auto s = b.chan.barrier(run_limit); !s) return s;
+    if (auto* pl = b.waiter.poller()) {
+      (void)pl->unwatch_fd(b.chan.fd());
+      if (auto s = pl->watch_fd(b.chan.fd(), kPeerTag); !s) return s;
+    }
+    std::string line;
+    if (lat && !is_one_sided_round(mine.op)) {
+      auto r = b.pingpong(size);
+      if (!r) return std::unexpected(r.error());
+      if (!o.server) {
+        line = o.json ? latency_json(mine, o, dev_name, *r) : latency_line(*r);
+        if (cdf)
+          for (double v : r->sorted_us) fmt::print(cdf, "{} {:.3f}\n", size, v);
+      }
+    } else if (o.server) {
+      // One-sided operations leave the server idle; SEND/WRITE_IMM streams end in its CQ.
+      if (!lat && needs_recv(mine.op))
+        if (auto s = b.sink(size); !s) return s;
+    } else if (lat) {
+      auto r = b.round_trips(size);
+      if (!r) return std::unexpected(r.error());
+      line = o.json ? latency_json(mine, o, dev_name, *r) : latency_line(*r);
+      if (cdf)
+        for (double v : r->sorted_us) fmt::print(cdf, "{} {:.3f}\n", r->size, v);
+    } else {
+      auto r = b.stream(size);
+      if (!r) return std::unexpected(r.error());
+      line = o.json ? bandwidth_json(mine, o, dev_name, *r) : bandwidth_line(*r);
+    }
+    if (auto s = b.chan.barrier(run_limit); !s) return s;
+    if (!line.empty()) {
+      fmt::print("{}", line);
+      std::fflush(stdout);
+    }
+    if (o.server && !lat && needs_recv(mine.op))
+      log().info("rdma bench server: size {}: {} messages received", size, b.received);
+  }
+  return {};
+}
+
+// The client's header and --cdf file around the runs of every size.
+Status run_sizes(Bench& b, const std::vector<uint64_t>& sizes, uint32_t mtu) {
+  const Options& o = b.o;
+  const BenchParams& mine = b.p;
+  const bool lat = mine.test == BenchTest::lat;
+  const std::string dev_name = b.dev.name();
+  std::FILE* cdf = nullptr;
+  if (!o.cdf.empty() && !o.server) {
+    cdf = std::fopen(o.cdf.c_str(), "w");
+    if (!cdf) return fail_errno(fmt::format("open {}", o.cdf), errno);
+  }
+  if (!o.server && !o.json) {
+    fmt::print(
+        "# weft rdma bench: {} {} {} over {} on {} (MTU {}), wait {}, tx_depth {}, cq_mod {}, inline {}{}\n",
+        to_string(mine.op), lat ? "latency" : "bandwidth", mine.ud ? "UD" : "RC", dev_name, dev_name, mtu,
+        o.wait, mine.tx_depth, mine.cq_mod, b.inline_max,
+        mine.duration_ms ? fmt::format(", {} s per size", o.duration_s)
+                         : fmt::format(", {} iterations", mine.iters));
+    fmt::print("{}", lat ? latency_header() : bandwidth_header());
+  }
+  auto ran = each_size(b, sizes, cdf);
+  if (cdf) std::fclose(cdf);
+  return ran;
+}
+
+// The arguments on their own, before any device or peer.
+Status check_usage(const BenchParams& mine, const Options& o) {
+  if (auto s = validate(mine); !s) return s;
+  if (mine.test == BenchTest::lat && mine.op == BenchOp::write && o.wait != "busy")
+    return fail("WRITE latency polls memory for the peer's WRITE (like ib_write_lat): use --wait busy");
+  return {};
+}
+
 // `usage` is set when the error is the user's arguments (exit 2).
 Status run(const Options& o, bool& usage) {
   const BenchParams mine = params_of(o);
-  if (auto s = validate(mine); !s) {
+  if (auto s = check_usage(mine, o); !s) {
     usage = true;
     return s;
-  }
-  if (mine.test == BenchTest::lat && mine.op == BenchOp::write && o.wait != "busy") {
-    usage = true;
-    return fail("WRITE latency polls memory for the peer's WRITE (like ib_write_lat): use --wait busy");
   }
   const milliseconds timeout(o.timeout_ms);
   const auto mode = *parse_wait_mode(o.wait);
@@ -485,18 +614,7 @@ Status run(const Options& o, bool& usage) {
   auto opened = weft::cli::open_side_channel({o.server, o.bind, o.client, o.port, timeout}, "bench");
   if (!opened) return std::unexpected(opened.error());
   std::optional<SideChannel> chan(std::move(*opened));
-  {
-    auto enc = encode(mine);
-    if (auto s = chan->send_all(std::as_bytes(std::span(enc)), timeout); !s) return s;
-    std::array<uint8_t, kBenchParamsBytes> theirs{};
-    if (auto s = chan->recv_all(std::as_writable_bytes(std::span(theirs)), timeout); !s) return s;
-    auto peer = decode_bench_params(theirs);
-    if (!peer) return std::unexpected(peer.error());
-    if (auto d = bench_mismatch(mine, *peer); !d.empty()) {
-      usage = true;
-      return fail("the {} runs another test: {}", o.server ? "client" : "server", d);
-    }
-  }
+  if (auto s = agree_on_test(*chan, mine, o, usage); !s) return s;
   auto addr = weft::cli::side_channel_ipv4(*chan, "bench");
   if (!addr) return std::unexpected(addr.error());
 
@@ -522,13 +640,7 @@ Status run(const Options& o, bool& usage) {
   qo.max_send_wr = mine.tx_depth;
   qo.max_recv_wr = rx_depth;
   qo.signal_all = false;
-  // perftest's default inline sizes for latency (SEND 236, UD 188, WRITE 220); none for bandwidth.
-  const bool lat = mine.test == BenchTest::lat;
-  uint32_t want_inline = 0;
-  if (o.inline_size >= 0)
-    want_inline = static_cast<uint32_t>(o.inline_size);
-  else if (lat && !is_one_sided_round(mine.op))
-    want_inline = mine.op == BenchOp::send ? (mine.ud ? 188 : 236) : 220;
+  const uint32_t want_inline = inline_wanted(mine, o);
   qo.max_inline = want_inline;
   auto qp = QueuePair::create(*pd, *cq, *cq, qo);
   if (!qp) return std::unexpected(qp.error());
@@ -572,69 +684,12 @@ Status run(const Options& o, bool& usage) {
   if (needs_recv(mine.op))
     if (auto s = b.post_recvs(rx_depth, 0); !s) return s;
 
-  std::FILE* cdf = nullptr;
-  if (!o.cdf.empty() && !o.server) {
-    cdf = std::fopen(o.cdf.c_str(), "w");
-    if (!cdf) return fail_errno(fmt::format("open {}", o.cdf), errno);
-  }
-  const std::string dev_name = b.dev.name();
-  if (!o.server && !o.json) {
-    fmt::print(
-        "# weft rdma bench: {} {} {} over {} on {} (MTU {}), wait {}, tx_depth {}, cq_mod {}, inline {}{}\n",
-        to_string(mine.op), lat ? "latency" : "bandwidth", mine.ud ? "UD" : "RC", dev_name, dev_name, mtu,
-        o.wait, mine.tx_depth, mine.cq_mod, b.inline_max,
-        mine.duration_ms ? fmt::format(", {} s per size", o.duration_s)
-                         : fmt::format(", {} iterations", mine.iters));
-    fmt::print("{}", lat ? latency_header() : bandwidth_header());
-  }
-  // Long enough for the peer's whole run of one size.
-  const milliseconds run_limit(o.timeout_ms + int64_t{mine.duration_ms} + 600'000);
-  for (uint64_t size : sizes) {
-    if (is_atomic(mine.op) && size != 8) continue;
-    if (lat && !is_one_sided_round(mine.op) && size < 2) continue;
-    if (auto s = chan->barrier(run_limit); !s) return s;
-    if (auto* pl = waiter->poller()) {
-      (void)pl->unwatch_fd(chan->fd());
-      if (auto s = pl->watch_fd(chan->fd(), kPeerTag); !s) return s;
-    }
-    std::string line;
-    if (lat && !is_one_sided_round(mine.op)) {
-      auto r = b.pingpong(size);
-      if (!r) return std::unexpected(r.error());
-      if (!o.server) {
-        line = o.json ? latency_json(mine, o, dev_name, *r) : latency_line(*r);
-        if (cdf)
-          for (double v : r->sorted_us) fmt::print(cdf, "{} {:.3f}\n", size, v);
-      }
-    } else if (o.server) {
-      // One-sided operations leave the server idle; SEND/WRITE_IMM streams end in its CQ.
-      if (!lat && needs_recv(mine.op))
-        if (auto s = b.sink(size); !s) return s;
-    } else if (lat) {
-      auto r = b.round_trips(size);
-      if (!r) return std::unexpected(r.error());
-      line = o.json ? latency_json(mine, o, dev_name, *r) : latency_line(*r);
-      if (cdf)
-        for (double v : r->sorted_us) fmt::print(cdf, "{} {:.3f}\n", r->size, v);
-    } else {
-      auto r = b.stream(size);
-      if (!r) return std::unexpected(r.error());
-      line = o.json ? bandwidth_json(mine, o, dev_name, *r) : bandwidth_line(*r);
-    }
-    if (auto s = chan->barrier(run_limit); !s) return s;
-    if (!line.empty()) {
-      fmt::print("{}", line);
-      std::fflush(stdout);
-    }
-    if (o.server && !lat && needs_recv(mine.op))
-      log().info("rdma bench server: size {}: {} messages received", size, b.received);
-  }
-  if (cdf) std::fclose(cdf);
-  return {};
+  return run_sizes(b, sizes, mtu);
 }
 
 weft::cli::Registrar reg{[](weft::cli::Root& root) {
-  static Options o;
+  auto opts = std::make_shared<Options>();
+  Options& o = *opts;
   auto* sub = root.rdma->add_subcommand(
       "bench",
       "perftest-style latency/bandwidth of SEND, WRITE, WRITE_IMM, READ, FAA, CAS (RC; SEND also UD)");
@@ -674,7 +729,8 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
   sub->add_flag("--json", o.json, "one JSON object per size instead of perftest-like text");
   sub->add_option("--cdf", o.cdf, "client, latency: write the kept samples (size usec) to this file");
   weft::cli::add_timeout_ms_option(sub, o.timeout_ms, "limit for each wait for the peer");
-  sub->callback([] {
+  sub->callback([opts] {
+    const Options& o = *opts;
     if (!o.server && o.client.empty()) {
       fmt::print(stderr, "weft rdma bench: give --server or --client HOST\n");
       weft::cli::set_exit_code(weft::cli::kUsageError);

@@ -8,8 +8,11 @@
 
 #include <array>
 #include <cstring>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 
 #include "base/clock.hpp"
 #include "base/histogram.hpp"
@@ -48,6 +51,130 @@ struct Options {
 // Tags for the waiter's poller: the side channel's socket, so a peer that dies ends the wait.
 constexpr uint64_t kSideChannelTag = 1;
 
+// The value of `key` in a "k=v k=v" record ("" when absent).
+std::string_view field(std::string_view record, std::string_view key) {
+  for (size_t at = 0; at < record.size();) {
+    size_t end = record.find(' ', at);
+    if (end == std::string_view::npos) end = record.size();
+    const std::string_view tok = record.substr(at, end - at);
+    if (tok.size() > key.size() && tok.starts_with(key) && tok[key.size()] == '=')
+      return tok.substr(key.size() + 1);
+    at = end + 1;
+  }
+  return {};
+}
+
+// Both ends send the test they were started for before any verbs: a size, count or QP type that
+// differs is said on both sides, naming both values (exit 2), instead of surfacing as completion
+// errors (a larger message than the peer's receive) or a timeout (fewer rounds). The wait mode
+// is each end's own business and is not compared.
+Status agree_on_test(SideChannel& chan, const Options& o, milliseconds timeout, bool& usage) {
+  const std::string mine = fmt::format("size={} iters={} qp={}", o.size, o.iters, o.qp);
+  auto theirs = chan.exchange_record(std::as_bytes(std::span(mine)), 256, timeout);
+  if (!theirs) return std::unexpected(theirs.error());
+  const std::string peer(reinterpret_cast<const char*>(theirs->data()), theirs->size());
+  std::string diff;
+  for (std::string_view key : {"size", "iters", "qp"})
+    if (field(mine, key) != field(peer, key))
+      diff += fmt::format("{}{}: here {}, peer {}", diff.empty() ? "" : "; ", key, field(mine, key),
+                          field(peer, key).empty() ? "(none)" : field(peer, key));
+  if (diff.empty()) return {};
+  usage = true;
+  return fail("the {} runs another test: {}", o.server ? "client" : "server", diff);
+}
+
+// What the round loops work with, made by run() (which owns the verbs objects).
+struct Rounds {
+  const Options& o;
+  QueuePair& qp;
+  CompletionWaiter& waiter;
+  SideChannel& chan;
+  RecvWr& recv;
+  SendWr& send;
+  uint8_t* out;       // what we send
+  const uint8_t* in;  // where the peer's message lands (after a GRH on UD)
+  milliseconds timeout() const { return milliseconds(o.timeout_ms); }
+};
+
+// Client: waits for the receive (and the send's completion) of this round, then reposts the receive.
+Status round_done(Rounds& r) {
+  bool got_recv = false, got_send = false;
+  std::array<ibv_wc, 4> wcs;
+  while (!got_recv || !got_send) {
+    auto n = r.waiter.wait(wcs, r.timeout());
+    if (!n) return std::unexpected(n.error());
+    if (*n == 0 && r.waiter.fd_ready()) {
+      // The side channel woke us: the peer died, or it is done and already waits at the barrier.
+      char b;
+      if (::recv(r.chan.fd(), &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
+        return fail("pingpong: the peer closed the side channel");
+      if (auto s = r.waiter.poller()->unwatch_fd(r.chan.fd()); !s) return s;
+      continue;
+    }
+    if (*n == 0)
+      return fail("pingpong: no completion within {} ms ({} {})", r.o.timeout_ms, r.o.qp, r.o.wait);
+    for (int i = 0; i < *n; ++i) {
+      if (auto s = check_completion(wcs[static_cast<size_t>(i)]); !s) return s;
+      (wcs[static_cast<size_t>(i)].opcode == IBV_WC_RECV ? got_recv : got_send) = true;
+    }
+  }
+  return r.qp.post_recv(r.recv);
+}
+
+// Client: --iters pings, each stamped from its post to its echo, the echo's bytes checked.
+Result<LogHistogram> client_rounds(Rounds& r) {
+  LogHistogram rtt;
+  const uint32_t size = r.o.size;
+  for (int i = 0; i < r.o.iters; ++i) {
+    r.out[0] = static_cast<uint8_t>(i);
+    r.out[size - 1] = static_cast<uint8_t>(i * 3);
+    const int64_t t0 = mono_ns();
+    if (auto s = r.qp.post_send(r.send); !s) return std::unexpected(s.error());
+    if (auto s = round_done(r); !s) return std::unexpected(s.error());
+    rtt.add(mono_ns() - t0);
+    if (r.in[0] != r.out[0] || r.in[size - 1] != r.out[size - 1])
+      return fail("pingpong: round {} came back with other bytes", i);
+  }
+  return rtt;
+}
+
+// Server: echoes --iters pings (each one's bytes sent back), then waits for the client's barrier.
+Status serve_rounds(Rounds& r) {
+  std::array<ibv_wc, 4> wcs;
+  for (int i = 0; i < r.o.iters; ++i) {
+    bool got = false;
+    while (!got) {
+      auto n = r.waiter.wait(wcs, r.timeout());
+      if (!n) return std::unexpected(n.error());
+      if (*n == 0) return fail("pingpong server: no ping within {} ms (round {})", r.o.timeout_ms, i);
+      for (int k = 0; k < *n; ++k) {
+        if (auto s = check_completion(wcs[static_cast<size_t>(k)]); !s) return s;
+        got |= wcs[static_cast<size_t>(k)].opcode == IBV_WC_RECV;
+      }
+    }
+    std::memcpy(r.out, r.in, r.o.size);
+    if (auto s = r.qp.post_recv(r.recv); !s) return s;
+    // The send's completion is taken with the next round's receive (or drained below).
+    if (auto s = r.qp.post_send(r.send); !s) return s;
+  }
+  // Drain the last send's completion so the client has it before we tear down.
+  (void)r.waiter.wait(wcs, r.timeout());
+  (void)r.chan.barrier(r.timeout());
+  fmt::print("{{\"role\":\"server\",\"qp\":\"{}\",\"wait\":\"{}\",\"iters\":{},\"size\":{}}}\n", r.o.qp,
+             r.o.wait, r.o.iters, r.o.size);
+  return {};
+}
+
+void print_client(const Options& o, const std::string& device, const LogHistogram& rtt) {
+  auto us = [](int64_t ns) { return static_cast<double>(ns) / 1000.0; };
+  fmt::print(
+      "{{\"role\":\"client\",\"device\":\"{}\",\"qp\":\"{}\",\"wait\":\"{}\",\"iters\":{},\"size\":{},"
+      "\"rtt_us\":{{\"min\":{:.1f},\"p50\":{:.1f},\"p90\":{:.1f},\"p99\":{:.1f},\"max\":{:.1f},\"mean\":{:."
+      "1f}}}}}\n",
+      device, o.qp, o.wait, o.iters, o.size, us(rtt.min()), us(rtt.percentile(0.5)), us(rtt.percentile(0.9)),
+      us(rtt.percentile(0.99)), us(rtt.max()), us(rtt.mean()));
+}
+
 // `usage` is set when the error is the user's arguments (exit 2), not the network's or the device's.
 Status run(const Options& o, bool& usage) {
   auto qp_type = parse_qp_type(o.qp);
@@ -75,6 +202,7 @@ Status run(const Options& o, bool& usage) {
   auto opened = weft::cli::open_side_channel({o.server, o.bind, o.client, o.port, timeout}, "pingpong");
   if (!opened) return std::unexpected(opened.error());
   std::optional<SideChannel> chan(std::move(*opened));
+  if (auto s = agree_on_test(*chan, o, timeout, usage); !s) return s;
   auto addr = weft::cli::side_channel_ipv4(*chan, "pingpong");
   if (!addr) return std::unexpected(addr.error());
 
@@ -119,84 +247,25 @@ Status run(const Options& o, bool& usage) {
   // Both have a receive posted before anyone sends (UD has no RNR retry: a send would be lost).
   if (auto s = chan->barrier(timeout); !s) return s;
 
-  // Waits for the receive (and the send's completion) of this round.
-  auto round_done = [&]() -> Status {
-    bool got_recv = false, got_send = false;
-    std::array<ibv_wc, 4> wcs;
-    while (!got_recv || !got_send) {
-      auto n = waiter->wait(wcs, timeout);
-      if (!n) return std::unexpected(n.error());
-      if (*n == 0 && waiter->fd_ready()) {
-        // The side channel woke us: the peer died, or it is done and already waits at the barrier.
-        char b;
-        if (::recv(chan->fd(), &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
-          return fail("pingpong: the peer closed the side channel");
-        if (auto s = waiter->poller()->unwatch_fd(chan->fd()); !s) return s;
-        continue;
-      }
-      if (*n == 0) return fail("pingpong: no completion within {} ms ({} {})", o.timeout_ms, o.qp, o.wait);
-      for (int i = 0; i < *n; ++i) {
-        if (auto s = check_completion(wcs[static_cast<size_t>(i)]); !s) return s;
-        (wcs[static_cast<size_t>(i)].opcode == IBV_WC_RECV ? got_recv : got_send) = true;
-      }
-    }
-    return qp->post_recv(recv);
-  };
-
-  LogHistogram rtt;
-  auto* out = reinterpret_cast<uint8_t*>(mr->data());
-  const auto* in = reinterpret_cast<const uint8_t*>(mr->data() + recv_off + (ud ? kGrhBytes : 0));
-  for (int i = 0; i < o.iters; ++i) {
-    if (o.server) {
-      // Echo: wait for the ping, send its bytes back.
-      bool got = false;
-      std::array<ibv_wc, 4> wcs;
-      while (!got) {
-        auto n = waiter->wait(wcs, timeout);
-        if (!n) return std::unexpected(n.error());
-        if (*n == 0) return fail("pingpong server: no ping within {} ms (round {})", o.timeout_ms, i);
-        for (int k = 0; k < *n; ++k) {
-          if (auto s = check_completion(wcs[static_cast<size_t>(k)]); !s) return s;
-          got |= wcs[static_cast<size_t>(k)].opcode == IBV_WC_RECV;
-        }
-      }
-      std::memcpy(out, in, o.size);
-      if (auto s = qp->post_recv(recv); !s) return s;
-      if (auto s = qp->post_send(send); !s) return s;
-      // The send's completion is taken with the next round's receive (or drained below).
-      continue;
-    }
-    out[0] = static_cast<uint8_t>(i);
-    out[o.size - 1] = static_cast<uint8_t>(i * 3);
-    const int64_t t0 = mono_ns();
-    if (auto s = qp->post_send(send); !s) return s;
-    if (auto s = round_done(); !s) return s;
-    rtt.add(mono_ns() - t0);
-    if (in[0] != out[0] || in[o.size - 1] != out[o.size - 1])
-      return fail("pingpong: round {} came back with other bytes", i);
-  }
-  if (o.server) {
-    // Drain the last send's completion so the client has it before we tear down.
-    std::array<ibv_wc, 4> wcs;
-    (void)waiter->wait(wcs, timeout);
-    (void)chan->barrier(timeout);
-    fmt::print("{{\"role\":\"server\",\"qp\":\"{}\",\"wait\":\"{}\",\"iters\":{},\"size\":{}}}\n", o.qp,
-               o.wait, o.iters, o.size);
-    return {};
-  }
+  Rounds r{o,
+           *qp,
+           *waiter,
+           *chan,
+           recv,
+           send,
+           reinterpret_cast<uint8_t*>(mr->data()),
+           reinterpret_cast<const uint8_t*>(mr->data() + recv_off + (ud ? kGrhBytes : 0))};
+  if (o.server) return serve_rounds(r);
+  auto rtt = client_rounds(r);
+  if (!rtt) return std::unexpected(rtt.error());
   (void)chan->barrier(timeout);
-  auto us = [](int64_t ns) { return static_cast<double>(ns) / 1000.0; };
-  fmt::print(
-      "{{\"role\":\"client\",\"device\":\"{}\",\"qp\":\"{}\",\"wait\":\"{}\",\"iters\":{},\"size\":{},"
-      "\"rtt_us\":{{\"min\":{:.1f},\"p50\":{:.1f},\"p90\":{:.1f},\"p99\":{:.1f},\"max\":{:.1f},\"mean\":{:."
-      "1f}}}}}\n",
-      dev->name(), o.qp, o.wait, o.iters, o.size, us(rtt.min()), us(rtt.percentile(0.5)),
-      us(rtt.percentile(0.9)), us(rtt.percentile(0.99)), us(rtt.max()), us(rtt.mean()));
+  print_client(o, dev->name(), *rtt);
   return {};
 }
 
 weft::cli::Registrar reg{[](weft::cli::Root& root) {
-  static Options o;
+  auto opts = std::make_shared<Options>();
+  Options& o = *opts;
   auto* sub =
       root.rdma->add_subcommand("pingpong", "Bounce a message between two RDMA endpoints, print RTTs");
   auto* srv = sub->add_flag("--server", o.server, "wait for a client");
@@ -216,7 +285,8 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
       ->check(CLI::Range(1, 100'000'000));
   weft::cli::add_size_option(sub, o.size, "message bytes (UD: at most the MTU)");
   weft::cli::add_timeout_ms_option(sub, o.timeout_ms);
-  sub->callback([] {
+  sub->callback([opts] {
+    const Options& o = *opts;
     if (!o.server && o.client.empty()) {
       fmt::print(stderr, "weft rdma pingpong: give --server or --client HOST\n");
       weft::cli::set_exit_code(weft::cli::kUsageError);

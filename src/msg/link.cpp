@@ -150,37 +150,6 @@ Status Link::arm_srq_limit() {
   return {};
 }
 
-namespace {
-// Completion errors that a peer process dying mid-transfer causes: its memory regions are gone
-// (remote access/invalid request/operation errors), its QP is gone (retries exceeded), or ours was
-// flushed after the first of these.
-bool peer_death_can_cause(int wc_status) {
-  switch (wc_status) {
-    case IBV_WC_REM_ACCESS_ERR:
-    case IBV_WC_REM_INV_REQ_ERR:
-    case IBV_WC_REM_OP_ERR:
-    case IBV_WC_RETRY_EXC_ERR:
-    case IBV_WC_RNR_RETRY_EXC_ERR:
-    case IBV_WC_WR_FLUSH_ERR:
-      return true;
-    default:
-      return false;
-  }
-}
-}  // namespace
-
-bool Link::side_channel_closes_within(std::chrono::milliseconds limit) {
-  const auto end = Clock::now() + limit;
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now());
-    pollfd p{ch_.fd(), POLLIN | POLLRDHUP, 0};
-    const int r = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(0, left.count())));
-    if (r > 0) return true;  // the peer sends nothing after set-up: readable means closed
-    if (r < 0 && errno == EINTR && left.count() > 0) continue;
-    return false;
-  }
-}
-
 Error Link::completion_error(Error e) {
   // A peer that died makes our work requests fail (its memory is gone: remote access errors; its
   // QP is gone: retries exceeded). Say so first when the side channel shows it, or the device's
@@ -188,7 +157,7 @@ Error Link::completion_error(Error e) {
   // socket (the kernel closes its descriptors one by one), so for the errors a death causes the
   // side channel gets kPeerExitGrace to show the close: a verdict of "the peer is gone", not a
   // raw remote access error, whichever of its descriptors closed first.
-  if (peer_death_can_cause(e.code)) (void)side_channel_closes_within(kPeerExitGrace);
+  if (peer_death_can_cause(e.code)) (void)ch_.peer_closed_within(kPeerExitGrace);
   if (auto gone = check_peer_now(); !gone) {
     dead_.reset();
     return Error{fmt::format("{} ({})", gone.error().message, e.message), gone.error().code};

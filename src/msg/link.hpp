@@ -126,8 +126,6 @@ class Link {
 
  private:
   Error completion_error(Error e);
-  // Waits at most `limit` for the side channel to show the peer closed it.
-  bool side_channel_closes_within(std::chrono::milliseconds limit);
   static constexpr std::chrono::milliseconds kPeerExitGrace{500};
   Status poll_events();
 

@@ -87,4 +87,18 @@ Status check_completion(const ibv_wc& wc) {
             static_cast<int>(wc.status)});
 }
 
+bool peer_death_can_cause(int wc_status) {
+  switch (wc_status) {
+    case IBV_WC_REM_ACCESS_ERR:
+    case IBV_WC_REM_INV_REQ_ERR:
+    case IBV_WC_REM_OP_ERR:
+    case IBV_WC_RETRY_EXC_ERR:
+    case IBV_WC_RNR_RETRY_EXC_ERR:
+    case IBV_WC_WR_FLUSH_ERR:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace weft::rdma

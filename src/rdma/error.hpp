@@ -28,4 +28,10 @@ std::string_view wc_opcode_name(ibv_wc_opcode opcode);
 // Ok for IBV_WC_SUCCESS; otherwise an error naming the operation, wr_id, QP and status.
 [[nodiscard]] Status check_completion(const ibv_wc& wc);
 
+// Whether a completion error with this status (check_completion's code) can be the peer process
+// dying mid-transfer: its memory regions are gone (remote access, invalid request, operation
+// errors), its QP is gone (retries exceeded), or ours was flushed after one of these. Callers
+// then look at their side channel before they report the raw status.
+bool peer_death_can_cause(int wc_status);
+
 }  // namespace weft::rdma

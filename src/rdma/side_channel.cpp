@@ -42,7 +42,8 @@ Result<SideChannel> SideChannel::listen(const std::string& host, uint16_t port) 
   return SideChannel(std::move(*fd));
 }
 
-Result<SideChannel> SideChannel::connect(const std::string& host, uint16_t port, milliseconds timeout) {
+Result<SideChannel> SideChannel::connect(const std::string& host, uint16_t port, milliseconds timeout,
+                                         bool retry_refused) {
   auto to = net::resolve(host, port);
   if (!to) return std::unexpected(to.error());
   const auto deadline = clock::now() + timeout;
@@ -58,6 +59,7 @@ Result<SideChannel> SideChannel::connect(const std::string& host, uint16_t port,
     if (*ready) {
       last = net::socket_error(fd->get());
       if (last == 0) return SideChannel(std::move(*fd));
+      if (!retry_refused) break;
     }
     // Refused: the peer is not listening yet. Try again shortly.
     std::this_thread::sleep_for(milliseconds(50));
@@ -149,6 +151,20 @@ Status SideChannel::barrier(milliseconds timeout) {
   std::byte b{0x42};
   if (auto s = send_all({&b, 1}, timeout); !s) return s;
   return recv_all({&b, 1}, timeout);
+}
+
+bool SideChannel::peer_closed_within(milliseconds limit) const {
+  const auto end = clock::now() + limit;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<milliseconds>(end - clock::now());
+    // Not POLLIN: bytes the peer sent before (a barrier it reached first) say nothing about
+    // whether it is still there. POLLRDHUP is its FIN, POLLHUP/POLLERR a reset.
+    pollfd p{fd(), POLLRDHUP, 0};
+    const int r = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(0, left.count())));
+    if (r > 0) return true;
+    if (r < 0 && errno == EINTR && left.count() > 0) continue;
+    return false;
+  }
 }
 
 }  // namespace weft::rdma

@@ -19,8 +19,11 @@ class SideChannel {
  public:
   // Listens on host:port (port 0 picks one; see port()).
   static Result<SideChannel> listen(const std::string& host, uint16_t port);
-  // Connects, retrying until timeout while the peer is not listening yet.
-  static Result<SideChannel> connect(const std::string& host, uint16_t port, milliseconds timeout);
+  // Connects, retrying until timeout while the peer is not listening yet. With retry_refused
+  // false a refusal is the answer at once (a peer that was listening a moment ago and refuses
+  // now is gone: waiting for it to come back would only delay the error).
+  static Result<SideChannel> connect(const std::string& host, uint16_t port, milliseconds timeout,
+                                     bool retry_refused = true);
 
   Result<SideChannel> accept(milliseconds timeout);
   Result<uint16_t> port() const;
@@ -37,6 +40,11 @@ class SideChannel {
                                                  milliseconds timeout);
   // Both sides call it; returns when both got there.
   Status barrier(milliseconds timeout);
+  // Whether the peer closed its end (FIN or reset; bytes it sent before do not count) within
+  // `limit`. A process that died closes its end; a completion error that a death can cause
+  // (peer_death_can_cause) is judged with this, because a dying process may tear down its verbs
+  // objects a little before its sockets.
+  bool peer_closed_within(milliseconds limit) const;
 
  private:
   explicit SideChannel(net::Fd fd) : fd_(std::move(fd)) {}

@@ -5,8 +5,10 @@
 set -u
 ip=${WRD_IP:-10.9.0.1}
 failed=""
+# WCR_ONLY="name name": run only these steps (while working on one of them).
 step() {
   name=$1; shift
+  case " ${WCR_ONLY:-$name} " in *" $name "*) ;; *) return 0 ;; esac
   echo "=== $name"
   if "$@"; then echo "--- ok $name"; else echo "--- FAILED $name"; failed="$failed $name"; fi
 }
@@ -98,6 +100,57 @@ bench_mismatch() {
     grep -q "op: here write, peer send" /tmp/wcr-srv.out
 }
 
+# pingpong's two ends agree on size, count and QP type before any verbs: a mismatch is said on both
+# sides (exit 2), naming both values; it used to show as raw completion errors or a timeout.
+pingpong_mismatch() {
+  port=$((port + 1))
+  timeout 30 $W rdma pingpong --server --bind "$ip" --port $port --size 64 --iters 50 >/tmp/wcr-srv.out 2>&1 &
+  spid=$!
+  out=$(timeout 30 $W rdma pingpong --client "$ip" --port $port --size 4096 --iters 50 2>&1); crc=$?
+  wait $spid; src=$?
+  echo "$out"; cat /tmp/wcr-srv.out
+  [ $crc -eq 2 ] && [ $src -eq 2 ] && echo "$out" | grep -q "size: here 4096, peer 64" &&
+    grep -q "size: here 64, peer 4096" /tmp/wcr-srv.out || return 1
+  port=$((port + 1))
+  timeout 30 $W rdma pingpong --server --bind "$ip" --port $port --iters 50 --qp ud >/tmp/wcr-srv.out 2>&1 &
+  spid=$!
+  out=$(timeout 30 $W rdma pingpong --client "$ip" --port $port --iters 60 2>&1); crc=$?
+  wait $spid; src=$?
+  echo "$out"; cat /tmp/wcr-srv.out
+  [ $crc -eq 2 ] && echo "$out" | grep -q "iters: here 60, peer 50; qp: here rc, peer ud" || return 1
+  # Agreeing ends still run.
+  port=$((port + 1))
+  timeout 60 $W rdma pingpong --server --bind "$ip" --port $port --size 256 --iters 50 >/dev/null 2>&1 &
+  spid=$!
+  out=$(timeout 60 $W rdma pingpong --client "$ip" --port $port --size 256 --iters 50 2>&1); crc=$?
+  wait $spid; src=$?
+  echo "$out"
+  [ $crc -eq 0 ] && [ $src -eq 0 ] && echo "$out" | grep -q '"rtt_us"'
+}
+
+# A server killed during a bandwidth run is reported as gone (its side channel closed), not only
+# as the completion status its death caused (IBV_WC_REM_OP_ERR, retries exceeded).
+bench_killed_server() {
+  for op in "$@"; do
+    port=$((port + 1))
+    timeout 120 $W rdma bench --server --bind "$ip" --port $port --op $op --test bw -s 4096 -n 100000000 \
+      >/dev/null 2>&1 &
+    spid=$!
+    timeout 120 $W rdma bench --client "$ip" --port $port --op $op --test bw -s 4096 -n 100000000 \
+      >/tmp/wcr-cli.out 2>&1 &
+    cpid=$!
+    i=0; while [ $i -lt 60 ] && ! grep -q '^#' /tmp/wcr-cli.out; do sleep 1; i=$((i + 1)); done
+    sleep 1
+    kill -9 $spid
+    wait $cpid; crc=$?
+    wait $spid 2>/dev/null
+    echo "$op: rc $crc:"; cat /tmp/wcr-cli.out
+    [ $crc -eq 1 ] && grep -q "the peer is gone" /tmp/wcr-cli.out || return 1
+  done
+}
+
+step pingpong-mismatch pingpong_mismatch
+step bench-killed-server bench_killed_server write send
 step ud-above-mtu ud_above_mtu
 step ping-no-address-handle ping_no_ah
 step bench-mismatch bench_mismatch

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <thread>
 
 #include "rdma/gid_table.hpp"
@@ -115,4 +116,46 @@ TEST(SideChannel, ExchangesRecordsAndRefusesOversizedOnes) {
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.error().message.find("300 bytes, at most 16"), std::string::npos)
       << refused.error().message;
+}
+
+// A refused connect is the answer at once with retry_refused false (a server that listened a
+// moment ago and refuses now is gone); the default keeps retrying until its limit.
+TEST(SideChannel, ConnectWithoutRetryTakesARefusalAtOnce) {
+  uint16_t port;
+  {
+    auto l = SideChannel::listen("127.0.0.1", 0);
+    ASSERT_TRUE(l);
+    port = *l->port();
+  }
+  auto start = std::chrono::steady_clock::now();
+  auto c = SideChannel::connect("127.0.0.1", port, 3s, false);
+  EXPECT_FALSE(c);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
+  EXPECT_EQ(c.error().code, ECONNREFUSED) << c.error().message;
+  start = std::chrono::steady_clock::now();
+  c = SideChannel::connect("127.0.0.1", port, 400ms);
+  EXPECT_FALSE(c);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 400ms);
+}
+
+// Bytes the peer sent (a barrier it reached first) do not count as closed; its close does.
+TEST(SideChannel, PeerClosedWithinSeesTheCloseNotTheBytes) {
+  auto l = SideChannel::listen("127.0.0.1", 0);
+  ASSERT_TRUE(l);
+  auto c = SideChannel::connect("127.0.0.1", *l->port(), 2s);
+  ASSERT_TRUE(c);
+  auto accepted = l->accept(2s);
+  ASSERT_TRUE(accepted);
+  std::optional<SideChannel> peer(std::move(*accepted));
+  std::byte b{0x42};
+  ASSERT_TRUE(peer->send_all({&b, 1}, 1s));
+  EXPECT_FALSE(c->peer_closed_within(50ms));
+  std::thread closer([&] {
+    std::this_thread::sleep_for(100ms);
+    peer.reset();  // closes the peer's end
+  });
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(c->peer_closed_within(2s));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
+  closer.join();
 }

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# ctest (label rdma-guest): boots the Soft-RoCE guest once and runs guest_dead_peer.sh inside it
+# (a killed receiver or sender noticed within 1 s for every type; the server's own failures).
+# Skips (77) without root, qemu or a Debian kernel.
+#   run_guest_dead_peer.sh WEFT_BINARY
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+[[ $(id -u) -eq 0 ]] || { echo "skip: the Soft-RoCE guest needs root"; exit 77; }
+command -v qemu-system-x86_64 >/dev/null || { echo "skip: qemu-system-x86_64 not installed"; exit 77; }
+compgen -G "/boot/vmlinuz-*" >/dev/null || { echo "skip: no Debian kernel in /boot"; exit 77; }
+exec "$root/lab/rdma-guest" --timeout "${WRD_GUEST_TIMEOUT:-600}" --bin "$1" --bin "$here/guest_dead_peer.sh" -- \
+  "${MSG_TYPES:+MSG_TYPES='$MSG_TYPES' }guest_dead_peer.sh"
