@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "base/fd.hpp"
 #include "base/result.hpp"
-#include "net/fd.hpp"
 #include "rdma/endpoint_info.hpp"
 
 namespace weft::rdma {
@@ -39,8 +39,8 @@ class SideChannel {
   Status barrier(milliseconds timeout);
 
  private:
-  explicit SideChannel(net::Fd fd) : fd_(std::move(fd)) {}
-  net::Fd fd_;
+  explicit SideChannel(Fd fd) : fd_(std::move(fd)) {}
+  Fd fd_;
 };
 
 }  // namespace weft::rdma
