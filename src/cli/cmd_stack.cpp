@@ -5,8 +5,8 @@
 // what to undo: nothing, because the TAP is not persistent and vanishes (with the addresses set
 // on it) when weft exits, also on SIGINT/SIGTERM.
 // `--device packet --ifname IF` takes an existing interface (a veth end, no kernel address on it)
-// through AF_PACKET instead (stack/packet_device.hpp); its promiscuous mode ends with weft.
-// `--device xdp --ifname IF` takes it through an AF_XDP socket (stack/xdp_device.hpp); the XDP
+// through AF_PACKET instead (stack/dev/packet_device.hpp); its promiscuous mode ends with weft.
+// `--device xdp --ifname IF` takes it through an AF_XDP socket (stack/dev/xdp_device.hpp); the XDP
 // program libxdp attaches is detached when weft exits.
 //
 //   ping DEST [-c N] [-i S] [-s BYTES]   ICMP echo from the stack
@@ -36,17 +36,17 @@
 #ifndef WEFT_STACK_ONLY
 #include "cli/stack_run.hpp"
 #endif
+#include "stack/dev/packet_device.hpp"
 #include "stack/interface.hpp"
-#include "stack/packet_device.hpp"
 #include "stack/socket.hpp"
 #ifdef WEFT_HAVE_DPDK
-#include "stack/dpdk_device.hpp"
+#include "stack/dev/dpdk_device.hpp"
 #endif
-#include "stack/tap_device.hpp"
+#include "stack/dev/tap_device.hpp"
 #ifdef WEFT_HAVE_XDP
-#include "stack/xdp_device.hpp"
+#include "stack/dev/xdp_device.hpp"
 #endif
-#include "stack/tap_napi.hpp"
+#include "stack/dev/tap_napi.hpp"
 
 namespace {
 

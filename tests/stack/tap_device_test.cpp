@@ -5,7 +5,7 @@
 // And the interface goes away with the device; with a NAPI thread (IFF_NAPI) frames arrive too.
 // Frames built in place (tx_reserve/tx_commit), gathered ones (transmit_gather), and TCP segments
 // the interface builds in the batch slots arrive byte-exact, with and without the virtio header.
-#include "stack/tap_device.hpp"
+#include "stack/dev/tap_device.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "pipe_device.hpp"
+#include "stack/dev/tap_napi.hpp"
 #include "stack/interface.hpp"
-#include "stack/tap_napi.hpp"
 #include "stack/wire/checksum.hpp"
 #include "stack/wire/frame.hpp"
 

@@ -1,4 +1,4 @@
-#include "stack/packet_device.hpp"
+#include "stack/dev/packet_device.hpp"
 
 #include <arpa/inet.h>
 #include <linux/ethtool.h>
@@ -14,7 +14,7 @@
 #include <cstring>
 
 #include "base/random.hpp"
-#include "stack/virtio_net_hdr.hpp"
+#include "stack/dev/virtio_net_hdr.hpp"
 
 namespace weft::stack {
 

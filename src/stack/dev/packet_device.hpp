@@ -36,7 +36,7 @@
 #include <vector>
 
 #include "base/result.hpp"
-#include "stack/device.hpp"
+#include "stack/dev/device.hpp"
 
 namespace weft::stack {
 

@@ -1,4 +1,4 @@
-#include "stack/tap_napi.hpp"
+#include "stack/dev/tap_napi.hpp"
 
 #include <fcntl.h>
 #include <linux/ethtool.h>

@@ -1,4 +1,4 @@
-#include "stack/xdp_device.hpp"
+#include "stack/dev/xdp_device.hpp"
 
 #include <bpf/libbpf.h>
 #include <linux/if_link.h>

@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "base/result.hpp"
-#include "stack/device.hpp"
-#include "stack/tap_napi.hpp"
-#include "stack/uring_writer.hpp"
+#include "stack/dev/device.hpp"
+#include "stack/dev/tap_napi.hpp"
+#include "stack/dev/uring_writer.hpp"
 
 namespace weft::stack {
 

@@ -20,8 +20,8 @@
 #include <string>
 
 #include "base/result.hpp"
-#include "stack/device.hpp"
-#include "stack/umem_frames.hpp"
+#include "stack/dev/device.hpp"
+#include "stack/dev/umem_frames.hpp"
 
 struct xsk_socket;
 struct xsk_umem;

@@ -1,4 +1,4 @@
-#include "stack/tap_device.hpp"
+#include "stack/dev/tap_device.hpp"
 
 #include <fcntl.h>
 #include <linux/if.h>
@@ -13,7 +13,7 @@
 #include <string>
 
 #include "base/random.hpp"
-#include "stack/virtio_net_hdr.hpp"
+#include "stack/dev/virtio_net_hdr.hpp"
 #include "stack/wire/ethernet.hpp"
 
 namespace weft::stack {
