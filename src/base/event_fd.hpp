@@ -28,12 +28,11 @@ class EventFd {
     const uint64_t one = 1;
     return ::write(fd_.get(), &one, sizeof one) == sizeof one;
   }
-  // Reads the counter back to zero (not readable any more). False when it was zero already.
+  // Reads the counter back to zero (not readable any more): one read() does it, as the counter is
+  // not a semaphore. False when it was zero already.
   bool drain() {
     uint64_t v;
-    bool any = false;
-    while (::read(fd_.get(), &v, sizeof v) > 0) any = true;
-    return any;
+    return ::read(fd_.get(), &v, sizeof v) == sizeof v;
   }
 
  private:

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "base/fd.hpp"
 #include "base/result.hpp"
 #include "stack/dev/device.hpp"
 #include "stack/dev/tap_napi.hpp"
@@ -71,7 +72,7 @@ class TapDevice final : public Device {
   size_t mtu() const override { return mtu_; }
   bool tx_csum_offload() const override { return vnet_hdr_; }
   size_t tso_max() const override { return vnet_hdr_ ? kMaxTsoPayload : 0; }
-  int fd() const override { return fd_; }
+  int fd() const override { return fd_.get(); }
   const std::string& name() const { return name_; }
 
   struct Counters {
@@ -98,15 +99,15 @@ class TapDevice final : public Device {
   double napi_cpu_s() const;
 
  private:
-  TapDevice(int fd, std::string name, bool vnet_hdr, size_t mtu, wire::MacAddr mac)
-      : fd_(fd), name_(std::move(name)), vnet_hdr_(vnet_hdr), mtu_(mtu), mac_(mac) {}
+  TapDevice(Fd fd, std::string name, bool vnet_hdr, size_t mtu, wire::MacAddr mac)
+      : fd_(std::move(fd)), name_(std::move(name)), vnet_hdr_(vnet_hdr), mtu_(mtu), mac_(mac) {}
   // Writes head + p1 + p2 (a frame too large for a slot) at once, after what is queued.
   Status write_now(wire::Bytes head, wire::Bytes p1, wire::Bytes p2, const TxOffload& off);
   size_t vnet_len() const;  // the virtio header in front of each frame (0 without vnet_hdr)
   void count_write(ssize_t n);
   void napi_rule(size_t frames);  // Napi::bulk: after a flush of `frames`
 
-  int fd_;
+  Fd fd_;
   std::string name_;
   bool vnet_hdr_;
   bool rx_tso_ = false;  // TUN_F_TSO4 offered: TCP/IPv4 super-frames are taken
