@@ -66,10 +66,11 @@ Result<Tun> open_tun(const TapDevice::Options& o, TapDevice::Options::Napi napi)
 Result<std::unique_ptr<TapDevice>> TapDevice::open(const Options& o) {
   if (o.name.size() >= IFNAMSIZ)
     return fail("tap: name '{}' is longer than {} characters", o.name, IFNAMSIZ - 1);
-  Options::Napi napi = o.napi;
+  const bool automatic = o.napi == Options::Napi::automatic;
+  Options::Napi napi = automatic ? default_napi(o) : o.napi;
   std::string napi_note;
   auto tun = open_tun(o, napi);
-  if (!tun && napi != Options::Napi::off && o.napi_fallback) {
+  if (!tun && napi != Options::Napi::off && (o.napi_fallback || automatic)) {
     // Whatever refused NAPI (the kernel, a read-only /sys), the TAP works without it.
     napi_note = tun.error().message;
     napi = Options::Napi::off;
