@@ -256,6 +256,7 @@ class Connection {
   void send_range(uint32_t seq, uint32_t len, bool fin, bool push);
   // send_range at snd_nxt_, which then moves past it (and snd_max_ with it); arms the RTO.
   void send_at_nxt(uint32_t len, bool fin, bool push);
+  void retransmit_head();
   uint32_t data_end() const { return snd_una_ + static_cast<uint32_t>(snd_ring_.size()); }
 
   // Input steps (RFC 9293 3.10.7; input.cpp).
@@ -267,11 +268,10 @@ class Connection {
   void note_urgent(const wire::TcpSegment& seg);
   void take_urgent_byte(uint32_t from);
   void on_new_ack(uint32_t ack, uint32_t acked);
-  void on_dup_ack();
-  uint32_t dupack_threshold() const;
-  void retransmit_head();
 
   // Loss recovery: fast retransmit and SACK (RFC 5681, 6582, 2018 / 6675; recovery.cpp).
+  void on_dup_ack();
+  uint32_t dupack_threshold() const;
   uint32_t take_sack_blocks(const wire::TcpOptions& o, uint32_t ack_seq);  // bytes newly SACKed
   uint32_t lost_below() const;  // un-SACKed bytes below it are lost
   bool sack_recovery_send();    // NextSeg while cwnd - pipe >= SMSS
