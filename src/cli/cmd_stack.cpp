@@ -5,8 +5,8 @@
 // what to undo: nothing, because the TAP is not persistent and vanishes (with the addresses set
 // on it) when weft exits, also on SIGINT/SIGTERM.
 // `--device packet --ifname IF` takes an existing interface (a veth end, no kernel address on it)
-// through AF_PACKET instead (stack/packet_device.hpp); its promiscuous mode ends with weft.
-// `--device xdp --ifname IF` takes it through an AF_XDP socket (stack/xdp_device.hpp); the XDP
+// through AF_PACKET instead (stack/dev/packet_device.hpp); its promiscuous mode ends with weft.
+// `--device xdp --ifname IF` takes it through an AF_XDP socket (stack/dev/xdp_device.hpp); the XDP
 // program libxdp attaches is detached when weft exits.
 //
 //   ping DEST [-c N] [-i S] [-s BYTES]   ICMP echo from the stack
@@ -36,17 +36,17 @@
 #ifndef WEFT_STACK_ONLY
 #include "cli/stack_run.hpp"
 #endif
+#include "stack/dev/packet_device.hpp"
 #include "stack/interface.hpp"
-#include "stack/packet_device.hpp"
 #include "stack/socket.hpp"
 #ifdef WEFT_HAVE_DPDK
-#include "stack/dpdk_device.hpp"
+#include "stack/dev/dpdk_device.hpp"
 #endif
-#include "stack/tap_device.hpp"
+#include "stack/dev/tap_device.hpp"
 #ifdef WEFT_HAVE_XDP
-#include "stack/xdp_device.hpp"
+#include "stack/dev/xdp_device.hpp"
 #endif
-#include "stack/tap_napi.hpp"
+#include "stack/dev/tap_napi.hpp"
 
 namespace {
 
@@ -117,6 +117,7 @@ std::string napi_words(TapDevice::Options::Napi n) {
     case TapDevice::Options::Napi::bulk:
       return ", NAPI thread during bulk sends, GRO off";
     case TapDevice::Options::Napi::off:
+    case TapDevice::Options::Napi::automatic:  // never what a TAP reports (it says what it chose)
       break;
   }
   return "";
@@ -168,18 +169,13 @@ struct Session {
     to.vnet_hdr = !c.no_vnet_hdr;
     to.rx_tso = !c.no_tso;  // --no-tso: one MSS per frame both ways (the lab's loss counts segments)
     to.io_uring = !c.no_io_uring;
-    // By default a TAP that carries one MSS per frame (no TSO) gets the NAPI thread for bulk sends
-    // where the kernel and /sys allow it: the kernel's per-frame receive work then leaves weft's
-    // writes (1.13-1.87x the throughput with offloads off) while requests and ACKs stay inline
-    // (64 B round trips 1.01x the kernel's; 1.31-1.35x with the thread always on). With TSO the
-    // thread gives nothing and IFF_NAPI alone costs (docs/BENCHMARKS.md, "User-space TCP/IP
-    // stack").
+    // Without a NAPI flag the library's default (TapDevice::default_napi: the NAPI thread for bulk
+    // sends without TSO, where the kernel and /sys allow it), so a program built on the stack
+    // behaves as `weft stack`; a flag asks for one and must get it.
     using Napi = TapDevice::Options::Napi;
-    const bool mss_frames = c.no_vnet_hdr || c.no_tso;
-    to.napi = c.tap_napi                                          ? Napi::thread
-              : c.tap_napi_bulk || (mss_frames && !c.no_tap_napi) ? Napi::bulk
-                                                                  : Napi::off;
-    to.napi_fallback = !c.tap_napi && !c.tap_napi_bulk;  // only what was asked for explicitly must work
+    if (c.tap_napi) to.napi = Napi::thread;
+    if (c.tap_napi_bulk) to.napi = Napi::bulk;
+    if (c.no_tap_napi) to.napi = Napi::off;
     auto d = TapDevice::open(to);
     if (!d) return std::unexpected(d.error());
     const TapDevice& tap = **d;

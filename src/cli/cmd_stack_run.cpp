@@ -19,7 +19,7 @@
 #include "cli/command_registry.hpp"
 #include "cli/stack_run.hpp"
 #include "posix/env.hpp"
-#include "stack/packet_device.hpp"
+#include "stack/dev/packet_device.hpp"
 
 namespace {
 

@@ -3,8 +3,9 @@
 // exchanged at set-up (hello.hpp wraps it) and the read-pull notice (read_notice.hpp). Plain
 // structs and error codes, no Result and no verbs: the fuzzer (fuzz/msg_wire_fuzz.cpp) compiles
 // this file alone and links nothing, where a Result would bring fmt's library in with its
-// messages (the wrappers make those). Clang 14 is no longer the reason: base/result.hpp maps
-// Result onto a stand-in there (expected_lite.hpp), as the report fuzzer shows.
+// messages (the wrappers make those). The compiler is not the reason: weft builds with g++ 12,
+// the fuzzers with clang and libFuzzer, and base/result.hpp works under both (a stand-in,
+// expected_lite.hpp, where the library has no usable <expected>), as the report fuzzer shows.
 #include <cstddef>
 #include <cstdint>
 #include <span>

@@ -1,7 +1,5 @@
 #include "net/epoll.hpp"
 
-#include <sys/eventfd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -66,24 +64,6 @@ Result<int> Epoll::wait(epoll_event* events, int max_events, int64_t timeout_ns)
     return fail_errno("epoll_wait");
   }
   return n;
-}
-
-Result<EventFd> EventFd::create() {
-  EventFd e;
-  e.fd_.reset(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-  if (!e.fd_.valid()) return fail_errno("eventfd");
-  return e;
-}
-
-void EventFd::signal() {
-  uint64_t one = 1;
-  [[maybe_unused]] auto n = ::write(fd_.get(), &one, sizeof one);
-}
-
-void EventFd::drain() {
-  uint64_t v;
-  while (::read(fd_.get(), &v, sizeof v) > 0) {
-  }
 }
 
 }  // namespace weft::net

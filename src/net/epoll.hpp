@@ -1,11 +1,13 @@
 #pragma once
-// epoll with nanosecond timeouts (epoll_pwait2), and an eventfd to wake a waiting loop.
+// epoll with nanosecond timeouts (epoll_pwait2). The eventfd that wakes a waiting loop is
+// base/event_fd.hpp.
 #include <sys/epoll.h>
 
 #include <cstdint>
 
+#include "base/event_fd.hpp"
+#include "base/fd.hpp"
 #include "base/result.hpp"
-#include "net/fd.hpp"
 
 namespace weft::net {
 
@@ -26,17 +28,6 @@ class Epoll {
   void remove(int fd);
   // Waits at most timeout_ns (< 0: forever). Returns the number of events (0 on timeout or EINTR).
   Result<int> wait(epoll_event* events, int max_events, int64_t timeout_ns);
-
- private:
-  Fd fd_;
-};
-
-class EventFd {
- public:
-  static Result<EventFd> create();
-  int fd() const { return fd_.get(); }
-  void signal();  // thread-safe, async-signal-safe
-  void drain();
 
  private:
   Fd fd_;

@@ -10,7 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "net/fd.hpp"
+#include "base/fd.hpp"
 
 namespace weft::net {
 

@@ -2,9 +2,9 @@
 // Socket set-up used by probers and responders. Every socket is non-blocking and close-on-exec.
 #include <cstdint>
 
+#include "base/fd.hpp"
 #include "base/result.hpp"
 #include "net/address.hpp"
-#include "net/fd.hpp"
 
 namespace weft::net {
 

@@ -15,7 +15,7 @@
 
 #include "posix/env.hpp"
 #include "posix/real_calls.hpp"
-#include "stack/packet_device.hpp"
+#include "stack/dev/packet_device.hpp"
 
 namespace weft::posix {
 

@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "stack/clock.hpp"
-#include "stack/device.hpp"
+#include "stack/dev/device.hpp"
 #include "stack/interface.hpp"
 #include "stack/socket.hpp"
 

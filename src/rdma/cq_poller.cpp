@@ -11,7 +11,7 @@
 namespace weft::rdma {
 
 Result<CqPoller> CqPoller::create() {
-  net::Fd ep(epoll_create1(EPOLL_CLOEXEC));
+  Fd ep(epoll_create1(EPOLL_CLOEXEC));
   if (!ep.valid()) return fail_errno("epoll_create1");
   return CqPoller(std::move(ep));
 }

@@ -8,8 +8,8 @@
 #include <span>
 #include <vector>
 
+#include "base/fd.hpp"
 #include "base/result.hpp"
-#include "net/fd.hpp"
 #include "rdma/completion_queue.hpp"
 
 namespace weft::rdma {
@@ -40,7 +40,7 @@ class CqPoller {
   int fd() const { return ep_.get(); }
 
  private:
-  explicit CqPoller(net::Fd ep) : ep_(std::move(ep)) {}
+  explicit CqPoller(Fd ep) : ep_(std::move(ep)) {}
   struct CqEntry {
     ibv_cq* cq;
     uint64_t tag;
@@ -52,7 +52,7 @@ class CqPoller {
     CompletionChannel* channel;
     int users;  // CQs on this channel
   };
-  net::Fd ep_;
+  Fd ep_;
   std::vector<CqEntry> cqs_;
   std::vector<FdEntry> fds_;
 };

@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <utility>
 
-#include "net/fd.hpp"
+#include "base/fd.hpp"
 
 namespace weft::rdma {
 
@@ -16,7 +16,7 @@ Result<DoubleMappedBuffer> DoubleMappedBuffer::create(size_t size) {
   if (size == 0 || page <= 0 || size % static_cast<size_t>(page) != 0)
     return fail("double-mapped buffer: {} bytes is not a positive multiple of the page size {}", size, page);
   if (size > (size_t{1} << 40)) return fail("double-mapped buffer: {} bytes is too large", size);
-  net::Fd fd(memfd_create("weft-ring", MFD_CLOEXEC));
+  Fd fd(memfd_create("weft-ring", MFD_CLOEXEC));
   if (!fd.valid()) return fail_errno("memfd_create (double-mapped buffer)");
   if (ftruncate(fd.get(), static_cast<off_t>(size)) != 0)
     return fail_errno(fmt::format("ftruncate memfd to {} bytes", size));

@@ -71,7 +71,7 @@ Result<SideChannel> SideChannel::accept(milliseconds timeout) {
   auto ready = wait_fd(fd(), POLLIN, clock::now() + timeout);
   if (!ready) return std::unexpected(ready.error());
   if (!*ready) return fail_errno(fmt::format("accept (side channel, {} ms)", timeout.count()), ETIMEDOUT);
-  net::Fd c(::accept4(fd(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+  Fd c(::accept4(fd(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
   if (!c.valid()) return fail_errno("accept (side channel)");
   int one = 1;
   setsockopt(c.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);

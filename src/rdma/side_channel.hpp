@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "base/fd.hpp"
 #include "base/result.hpp"
-#include "net/fd.hpp"
 #include "rdma/endpoint_info.hpp"
 
 namespace weft::rdma {
@@ -47,8 +47,8 @@ class SideChannel {
   bool peer_closed_within(milliseconds limit) const;
 
  private:
-  explicit SideChannel(net::Fd fd) : fd_(std::move(fd)) {}
-  net::Fd fd_;
+  explicit SideChannel(Fd fd) : fd_(std::move(fd)) {}
+  Fd fd_;
 };
 
 }  // namespace weft::rdma

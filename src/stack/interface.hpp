@@ -12,7 +12,7 @@
 
 #include "stack/arp_cache.hpp"
 #include "stack/clock.hpp"
-#include "stack/device.hpp"
+#include "stack/dev/device.hpp"
 #include "stack/tcp/tcp_layer.hpp"
 #include "stack/wire/frame.hpp"
 #include "stack/wire/icmp.hpp"

@@ -1,7 +1,6 @@
 #include "stack/socket.hpp"
 
 #include <poll.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -44,18 +43,17 @@ Sockets::Sockets(Interface& iface, const SocketsConfig& cfg) : iface_(iface), cf
 }
 
 int Sockets::event_fd() {
-  if (efd_ < 0) {
-    efd_ = ::eventfd(ready_.empty() ? 0 : 1, EFD_NONBLOCK | EFD_CLOEXEC);
-    efd_set_ = efd_ >= 0 && !ready_.empty();
+  if (!efd_.valid()) {
+    if (auto e = EventFd::create(ready_.empty() ? 0 : 1)) efd_ = std::move(*e);
+    efd_set_ = efd_.valid() && !ready_.empty();
   }
-  return efd_;
+  return efd_.valid() ? efd_.fd() : -1;
 }
 
 Sockets::~Sockets() {
   iface_.tcp().set_observer(nullptr);
   for (uint32_t i = 0; i < slots_.size(); ++i)
     if (slots_[i].kind != Kind::free) close(make_id(i));
-  if (efd_ >= 0) ::close(efd_);
 }
 
 // ---- handles ----
@@ -111,10 +109,7 @@ void Sockets::mark(uint32_t i) {
   if (s.ready) return;
   s.ready = true;
   ready_.push_back(i);
-  if (!efd_set_ && efd_ >= 0) {
-    const uint64_t one = 1;
-    if (::write(efd_, &one, sizeof one) == sizeof one) efd_set_ = true;
-  }
+  if (!efd_set_ && efd_.valid() && efd_.signal()) efd_set_ = true;
 }
 
 void Sockets::on_activity(tcp::Connection& c) {
@@ -203,10 +198,7 @@ size_t Sockets::events(std::span<SockEvent> out) {
       s.want_write = false;
     if (ev != 0) out[n++] = {make_id(i), ev};
   }
-  if (ready_.empty() && efd_set_) {
-    uint64_t v = 0;
-    if (::read(efd_, &v, sizeof v) == sizeof v) efd_set_ = false;
-  }
+  if (ready_.empty() && efd_set_ && efd_.drain()) efd_set_ = false;
   return n;
 }
 

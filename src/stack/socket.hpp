@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/event_fd.hpp"
 #include "stack/interface.hpp"
 #include "stack/sock_error.hpp"
 #include "stack/udp_queue.hpp"
@@ -154,7 +155,7 @@ class Sockets final : private tcp::TcpObserver, private UdpReceiver {
 
   Interface& iface_;
   SocketsConfig cfg_;
-  int efd_ = -1;
+  EventFd efd_;  // made by event_fd()
   bool efd_set_ = false;
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_;

@@ -38,7 +38,7 @@ bool deny_epoll_pwait2() {
 [[noreturn]] void waits_without_epoll_pwait2() {
   if (!deny_epoll_pwait2()) std::_Exit(10);
   auto ep = weft::net::Epoll::create();
-  auto ev = weft::net::EventFd::create();
+  auto ev = weft::EventFd::create();
   if (!ep || !ev || !ep->add(ev->fd(), EPOLLIN, 7)) std::_Exit(11);
   epoll_event events[4];
   const int64_t t0 = weft::mono_ns();
@@ -61,7 +61,7 @@ TEST(EpollDeathTest, FallsBackToEpollWaitWithoutEpollPwait2) {
 
 TEST(Epoll, WaitTimesOutAndSeesEvents) {
   auto ep = weft::net::Epoll::create();
-  auto ev = weft::net::EventFd::create();
+  auto ev = weft::EventFd::create();
   ASSERT_TRUE(ep && ev);
   ASSERT_TRUE(ep->add(ev->fd(), EPOLLIN, 9));
   epoll_event events[4];

@@ -24,14 +24,14 @@ namespace {
 constexpr size_t kFrame = 48;
 
 // A connected loopback pair: {client, server}.
-std::pair<net::Fd, net::Fd> tcp_pair() {
+std::pair<Fd, Fd> tcp_pair() {
   auto l = net::tcp_listener(*net::SocketAddress::parse_ip("127.0.0.1", 0), 4);
   EXPECT_TRUE(l);
   auto c = net::tcp_connect_start(*net::SocketAddress::parse_ip("0.0.0.0", 0), *net::local_address(l->get()));
   EXPECT_TRUE(c);
   pollfd p{l->get(), POLLIN, 0};
   EXPECT_EQ(poll(&p, 1, 2000), 1);
-  net::Fd s(accept4(l->get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+  Fd s(accept4(l->get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
   pollfd q{c->get(), POLLOUT, 0};
   EXPECT_EQ(poll(&q, 1, 2000), 1);
   return {std::move(*c), std::move(s)};

@@ -46,7 +46,7 @@ class FakeEcho {
 
  private:
   struct Conn {
-    net::Fd fd;
+    Fd fd;
     int index = 0;
     int frames = 0;
     std::vector<uint8_t> buf;
@@ -60,7 +60,7 @@ class FakeEcho {
       poll(fds.data(), fds.size(), 5);
       if (fds[0].revents & POLLIN) {
         int fd = accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd >= 0) conns.push_back({net::Fd(fd), connections++, 0, {}});
+        if (fd >= 0) conns.push_back({Fd(fd), connections++, 0, {}});
       }
       for (size_t i = 0; i < conns.size();) {
         if (serve(conns[i])) {
@@ -102,7 +102,7 @@ class FakeEcho {
   }
 
   int garbage_at_;
-  net::Fd listener_;
+  Fd listener_;
   std::atomic<bool> done_{false};
   std::thread th_;
 };

@@ -131,7 +131,7 @@ inline ProberConfig fast_config(Protocol proto = Protocol::udp) {
 }
 
 // A UDP socket that swallows everything: a target that never answers.
-inline net::Fd black_hole(uint16_t& port) {
+inline Fd black_hole(uint16_t& port) {
   auto fd = net::udp_socket(*net::SocketAddress::parse_ip("127.0.0.1", 0));
   port = net::local_address(fd->get())->port();
   return std::move(*fd);
@@ -233,7 +233,7 @@ class FakeResponder {
   OnProbe on_probe_;
   OnDue on_due_;
   AfterRelease after_release_;
-  net::Fd fd_;
+  Fd fd_;
   uint16_t port_ = 0;
   std::atomic<bool> done_{false};
   std::vector<Held> held_;

@@ -30,7 +30,7 @@ ResponderConfig tcp_only(ResponderConfig c) {
   return c;
 }
 
-net::Fd connect_to(uint16_t port) {
+Fd connect_to(uint16_t port) {
   auto c = net::tcp_connect_start(*net::SocketAddress::parse_ip("0.0.0.0", 0),
                                   *net::SocketAddress::parse_ip("127.0.0.1", port));
   EXPECT_TRUE(c);
@@ -71,10 +71,10 @@ TEST(ResponderLimits, ConnectionsBeyondTheCapAreClosedAtOnce) {
   c.max_tcp_connections = 8;
   c.tcp_idle_timeout = 60s;
   probe_test::RunningResponder resp(tcp_only(c));
-  std::vector<net::Fd> held;
+  std::vector<Fd> held;
   for (int i = 0; i < 8; ++i) held.push_back(connect_to(resp.r->tcp_port()));
   std::this_thread::sleep_for(200ms);  // all accepted
-  std::vector<net::Fd> extra;
+  std::vector<Fd> extra;
   for (int i = 0; i < 4; ++i) extra.push_back(connect_to(resp.r->tcp_port()));
   for (auto& e : extra) EXPECT_TRUE(closed_within(e.get(), 2000));
   for (auto& h : held) EXPECT_FALSE(closed_within(h.get(), 10));
@@ -86,9 +86,9 @@ TEST(ResponderLimits, IdleConnectionsAreReapedBusyOnesKept) {
   c.defer_accept = false;  // these connections send nothing: accepted at once, as before
   c.tcp_idle_timeout = 1s;
   probe_test::RunningResponder resp(tcp_only(c));
-  std::vector<net::Fd> idle;
+  std::vector<Fd> idle;
   for (int i = 0; i < 5; ++i) idle.push_back(connect_to(resp.r->tcp_port()));
-  net::Fd busy = connect_to(resp.r->tcp_port());
+  Fd busy = connect_to(resp.r->tcp_port());
   // The busy one sends a probe every 200 ms for 3 s (well past the idle timeout).
   bool busy_closed = false;
   for (int i = 0; i < 15 && !busy_closed; ++i) {
@@ -105,12 +105,12 @@ TEST(ResponderLimits, AtTheCapAConnectionIdleFor5sMakesRoom) {
   c.defer_accept = false;  // these connections send nothing: accepted at once, as before
   c.max_tcp_connections = 2;
   probe_test::RunningResponder resp(tcp_only(c));
-  net::Fd a = connect_to(resp.r->tcp_port());
-  net::Fd b = connect_to(resp.r->tcp_port());
+  Fd a = connect_to(resp.r->tcp_port());
+  Fd b = connect_to(resp.r->tcp_port());
   std::this_thread::sleep_for(5200ms);
   send_probe(b.get(), 1);  // b is busy again; a has been idle 5 s
   std::this_thread::sleep_for(100ms);
-  net::Fd newcomer = connect_to(resp.r->tcp_port());
+  Fd newcomer = connect_to(resp.r->tcp_port());
   EXPECT_TRUE(closed_within(a.get(), 2000));         // replaced
   EXPECT_FALSE(closed_within(newcomer.get(), 300));  // served
   EXPECT_FALSE(closed_within(b.get(), 10));
@@ -124,9 +124,9 @@ TEST(ResponderLimits, ConnectProbesAreNotAcceptedKeptOpenOnesAre) {
   ResponderConfig c;
   probe_test::RunningResponder resp(tcp_only(c));
   for (int i = 0; i < 20; ++i) {
-    net::Fd probe = connect_to(resp.r->tcp_port());  // handshake done; closed with a reset
+    Fd probe = connect_to(resp.r->tcp_port());  // handshake done; closed with a reset
   }
-  net::Fd kept = connect_to(resp.r->tcp_port());
+  Fd kept = connect_to(resp.r->tcp_port());
   send_probe(kept.get(), 1);
   pollfd p{kept.get(), POLLIN, 0};
   ASSERT_EQ(poll(&p, 1, 2000), 1);

@@ -28,7 +28,7 @@ namespace {
 constexpr uint64_t kEven = 0x5eed5eed00000002ULL;  // reads follow-ups
 constexpr uint64_t kOdd = 0x5eed5eed00000003ULL;   // an older prober
 
-net::Fd connect_to(uint16_t port) {
+Fd connect_to(uint16_t port) {
   auto c = net::tcp_connect_start(*net::SocketAddress::parse_ip("0.0.0.0", 0),
                                   *net::SocketAddress::parse_ip("127.0.0.1", port));
   EXPECT_TRUE(c);

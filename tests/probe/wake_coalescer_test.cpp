@@ -129,7 +129,7 @@ TEST(CoalescingWait, NeverPlansAWakeUpLaterThanMaxCoalesceAfterTheLast) {
   EXPECT_EQ(weft::probe::kDefaultMaxCoalesce, std::chrono::milliseconds(5));
   constexpr int64_t kMax = 2 * kMs;
   auto ep = weft::net::Epoll::create();
-  auto ev = weft::net::EventFd::create();
+  auto ev = weft::EventFd::create();
   ASSERT_TRUE(ep && ev);
   ASSERT_TRUE(ep->add(ev->fd(), EPOLLIN, 1));
   ev->signal();  // always readable: every wait returns once its sleep is over
@@ -153,7 +153,7 @@ TEST(CoalescingWait, NeverPlansAWakeUpLaterThanMaxCoalesceAfterTheLast) {
 // early sends it back to sleep-then-poll for kSleepAfterEarly wake-ups.
 TEST(CoalescingWait, AQuietSetIsWaitedOnOnceAndAnEarlyWakeFallsBackToSleeping) {
   auto ep = weft::net::Epoll::create();
-  auto ev = weft::net::EventFd::create();
+  auto ev = weft::EventFd::create();
   ASSERT_TRUE(ep && ev);
   ASSERT_TRUE(ep->add(ev->fd(), EPOLLIN, 1));
   weft::probe::CoalescingWait w(kMs / 2, kMs);

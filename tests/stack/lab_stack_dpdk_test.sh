@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Lab test (root, only built with DPDK): weft's stack on a DPDK port (src/stack/dpdk_device.hpp:
+# Lab test (root, only built with DPDK): weft's stack on a DPDK port (src/stack/dev/dpdk_device.hpp:
 # EAL --no-huge --no-pci with a net_af_packet vdev on P's end of a veth to the router namespace R,
 # lab/stack_netns.sh) against the Linux kernel's TCP in K. Checks: ping; 4 MiB each way
 # byte-exact as server (SHA-256 of random data from a kernel client) and as client (the pattern

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Lab test (root): weft's user-space stack on an AF_PACKET device (TPACKET_V2 receive ring by
-# default, TPACKET_V3 with --packet-ring v3; sendmmsg transmit; src/stack/packet_device.hpp) against the Linux kernel's TCP. The stack runs in
+# default, TPACKET_V3 with --packet-ring v3; sendmmsg transmit; src/stack/dev/packet_device.hpp) against the Linux kernel's TCP. The stack runs in
 # namespace P and takes P's end of a veth pair whose other end sits in the router namespace R
 # (lab/stack_netns.sh); the kernel peer is in namespace K behind R. Checks: ping; as a server
 # (weft stack echo) and as a client (weft stack connect --echo-check) 4 MiB each way come back

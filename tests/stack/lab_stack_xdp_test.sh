@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Lab test (root, only built with libxdp): weft's user-space stack on an AF_XDP device
-# (src/stack/xdp_device.hpp: copy mode, libxdp's default XDP program, native mode on veth) against
+# (src/stack/dev/xdp_device.hpp: copy mode, libxdp's default XDP program, native mode on veth) against
 # the Linux kernel's TCP. The stack runs in namespace P on P's end of a veth pair to the router
 # namespace R (lab/stack_netns.sh); the kernel peer is in namespace K behind R. Copy mode carries
 # no checksum state, so R's end sends full checksums (tx checksumming off there, as for DPDK).

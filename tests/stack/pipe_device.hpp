@@ -8,7 +8,7 @@
 #include <deque>
 #include <vector>
 
-#include "stack/device.hpp"
+#include "stack/dev/device.hpp"
 #include "stack/wire/checksum.hpp"
 #include "stack/wire/frame.hpp"
 

@@ -5,7 +5,7 @@
 // And the interface goes away with the device; with a NAPI thread (IFF_NAPI) frames arrive too.
 // Frames built in place (tx_reserve/tx_commit), gathered ones (transmit_gather), and TCP segments
 // the interface builds in the batch slots arrive byte-exact, with and without the virtio header.
-#include "stack/tap_device.hpp"
+#include "stack/dev/tap_device.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "pipe_device.hpp"
+#include "stack/dev/tap_napi.hpp"
 #include "stack/interface.hpp"
-#include "stack/tap_napi.hpp"
 #include "stack/wire/checksum.hpp"
 #include "stack/wire/frame.hpp"
 
@@ -111,7 +111,8 @@ class TapBatch : public ::testing::TestWithParam<bool> {};
 
 TEST_P(TapBatch, HoldsFramesUntilTheBatchIsFullOrFlushedThenDeliversThemInOrder) {
   TapDevice::Options o;
-  o.vnet_hdr = GetParam();  // with a header the frames carry a virtio header in their slots
+  o.napi = TapDevice::Options::Napi::off;  // batching is tested here, not NAPI (Napi* tests)
+  o.vnet_hdr = GetParam();                 // with a header the frames carry a virtio header in their slots
   o.tx_batch = 8;
   o.io_uring = true;
   Rig rig(o);
@@ -148,6 +149,7 @@ TEST_P(TapBatch, HoldsFramesUntilTheBatchIsFullOrFlushedThenDeliversThemInOrder)
 
 TEST_P(TapBatch, WriteFallbackDeliversTheSameFrames) {
   TapDevice::Options o;
+  o.napi = TapDevice::Options::Napi::off;  // batching is tested here, not NAPI (Napi* tests)
   o.vnet_hdr = GetParam();
   o.tx_batch = 4;
   o.io_uring = false;
@@ -184,6 +186,7 @@ TEST(TapDevice, UsesIoUringWhenBuiltWithItAndTheKernelAllowsIt) {
 // undo, and the lab makes the next TAP of the same name in the same namespace right after.
 TEST_P(TapBatch, InterfaceIsGoneWhenTheDeviceIsClosed) {
   TapDevice::Options o;
+  o.napi = TapDevice::Options::Napi::off;  // batching is tested here, not NAPI (Napi* tests)
   o.vnet_hdr = GetParam();
   Rig rig(o);
   if (!rig.skip.empty()) GTEST_SKIP() << rig.skip;
@@ -298,6 +301,13 @@ TEST(TapDevice, NapiFallsBackWhenSysIsReadOnly) {
       if ((*t)->napi() != TapDevice::Options::Napi::off) say("NAPI on with /sys read-only");
       if ((*t)->napi_note().empty()) say("no note of why NAPI is off");
     }
+    // The default (automatic) without TSO asks for the bulk NAPI thread and falls back by itself.
+    TapDevice::Options o;
+    o.rx_tso = false;
+    auto t = TapDevice::open(o);
+    if (!t) say("the default NAPI did not fall back: " + t.error().message);
+    if ((*t)->napi() != TapDevice::Options::Napi::off || (*t)->napi_note().empty())
+      say("the default NAPI with /sys read-only: not off with a note");
     say("ok");
   }
   close(pipefd[1]);
@@ -316,6 +326,7 @@ TEST(TapDevice, NapiFallsBackWhenSysIsReadOnly) {
 // committed sends nothing.
 TEST_P(TapBatch, InPlaceAndGatheredFramesKeepTheirOrderAndBytes) {
   TapDevice::Options o;
+  o.napi = TapDevice::Options::Napi::off;  // batching is tested here, not NAPI (Napi* tests)
   o.vnet_hdr = GetParam();
   o.tx_batch = 4;
   Rig rig(o);
@@ -362,6 +373,7 @@ TEST_P(TapBatch, InterfaceSegmentsBuiltInTheSlotsAreByteExact) {
   const wire::MacAddr peer{{2, 0, 0, 0, 0, 0xb}};
   const wire::Ipv4Addr a = wire::Ipv4Addr::of(10, 9, 0, 1), b = wire::Ipv4Addr::of(10, 9, 0, 2);
   TapDevice::Options o;
+  o.napi = TapDevice::Options::Napi::off;  // batching is tested here, not NAPI (Napi* tests)
   o.vnet_hdr = vnet;
   o.tx_batch = 8;
   o.mac = ours;
@@ -434,5 +446,40 @@ TEST_P(TapBatch, InterfaceSegmentsBuiltInTheSlotsAreByteExact) {
 INSTANTIATE_TEST_SUITE_P(VnetHdr, TapBatch, ::testing::Bool(), [](const auto& i) {
   return i.param ? std::string("vnet_hdr") : std::string("plain");
 });
+
+}  // namespace
+
+namespace {
+
+// The NAPI a library user gets without asking is the rule `weft stack` uses without a NAPI flag
+// (cmd_stack.cpp leaves Options::napi alone then; stack_tap_lab checks its banner says so): the
+// NAPI thread for bulk sends when frames carry one MSS each, none with TSO.
+TEST(TapDevice, DefaultNapiIsTheMeasuredRuleWeftStackUses) {
+  using Napi = TapDevice::Options::Napi;
+  TapDevice::Options o;
+  EXPECT_EQ(o.napi, Napi::automatic);
+  EXPECT_EQ(TapDevice::default_napi(o), Napi::off);  // vnet headers and TSO: the defaults
+  o.rx_tso = false;
+  EXPECT_EQ(TapDevice::default_napi(o), Napi::bulk);  // weft stack --no-tso
+  o.vnet_hdr = false;
+  EXPECT_EQ(TapDevice::default_napi(o), Napi::bulk);  // weft stack --no-vnet-hdr (and --no-tso)
+  o.rx_tso = true;
+  EXPECT_EQ(TapDevice::default_napi(o), Napi::bulk);  // weft stack --no-vnet-hdr
+}
+
+// And a TAP opened with the defaults does what the rule says (where /sys is writable, as the
+// other NAPI tests need).
+TEST(TapDevice, ADefaultTapGetsTheBulkNapiThreadWithoutTsoAndNoneWithIt) {
+  for (const bool tso : {true, false}) {
+    TapDevice::Options o;
+    o.rx_tso = tso;
+    Rig rig(o);
+    if (!rig.skip.empty()) GTEST_SKIP() << rig.skip;
+    EXPECT_EQ(rig.tap->napi(), tso ? TapDevice::Options::Napi::off : TapDevice::Options::Napi::bulk)
+        << "rx_tso " << tso << "; " << rig.tap->napi_note();
+    EXPECT_TRUE(rig.tap->napi_note().empty()) << rig.tap->napi_note();
+    EXPECT_FALSE(rig.tap->napi_threaded()) << "the thread before any bulk send";
+  }
+}
 
 }  // namespace

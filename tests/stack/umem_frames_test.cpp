@@ -1,7 +1,7 @@
-// The AF_XDP device's UMEM frame bookkeeping (stack/umem_frames.hpp), without a socket: which
+// The AF_XDP device's UMEM frame bookkeeping (stack/dev/umem_frames.hpp), without a socket: which
 // frames the fill ring gets, which transmit frames are free, and what the completion ring may
 // give back.
-#include "stack/umem_frames.hpp"
+#include "stack/dev/umem_frames.hpp"
 
 #include <gtest/gtest.h>
 

@@ -61,7 +61,7 @@ struct Prober::Impl {
 
   // A kept-open TCP connection (--keep-open only): allocated with its target, absent otherwise.
   struct KeptOpen {
-    net::Fd conn;
+    Fd conn;
     bool connected = false;
     int64_t connect_started_mono = 0;
     int64_t reconnect_after_mono = 0;
@@ -109,7 +109,7 @@ struct Prober::Impl {
   };
 
   struct UdpSock {
-    net::Fd fd;
+    Fd fd;
     int family = 0;
     uint16_t port = 0;            // its local port: the source port of its flow
     uint32_t tx_counter = 0;      // OPT_ID of the next datagram
@@ -125,7 +125,7 @@ struct Prober::Impl {
   uint64_t session = 0;
   Rng rng;
   net::Epoll ep;
-  net::EventFd wake;
+  EventFd wake;
   // UDP sockets: nflows per address family, IPv4 first (index family * nflows + flow); sized once
   // in create().
   std::vector<UdpSock> udp;
@@ -156,7 +156,7 @@ struct Prober::Impl {
   // a connect probe's cost at 40,000/s (issue 17). Each stays in the epoll set, one-shot, disarmed
   // until its next connect. At most kTcpSpare per family, and never past tcp_cap open in all.
   static constexpr size_t kTcpSpare = 1024;
-  std::vector<net::Fd> tcp_spare[2];
+  std::vector<Fd> tcp_spare[2];
   bool warned_send = false;
   mutable std::mutex local_error_mu;  // local_error is read by other threads (last_local_error)
   std::string local_error;

@@ -281,7 +281,7 @@ Result<std::unique_ptr<Prober>> Prober::create(const ProberConfig& config) {
   auto ep = net::Epoll::create();
   if (!ep) return std::unexpected(ep.error());
   impl->ep = std::move(*ep);
-  auto wake = net::EventFd::create();
+  auto wake = EventFd::create();
   if (!wake) return std::unexpected(wake.error());
   impl->wake = std::move(*wake);
   if (auto st = impl->ep.add(impl->wake.fd(), EPOLLIN, Impl::tag(Impl::kWake, 0)); !st)

@@ -216,7 +216,7 @@ struct Responder::Impl {
   }
 
   struct Conn {
-    net::Fd fd;
+    Fd fd;
     uint8_t buf[wire::kSize * 32];
     size_t len = 0;
     bool kept_open = false;      // a probe frame came: set up for echoing (see stream_setup)
@@ -247,8 +247,8 @@ struct Responder::Impl {
 
   ResponderConfig cfg;
   net::Epoll ep;
-  net::EventFd wake;
-  net::Fd udp, listener;
+  EventFd wake;
+  Fd udp, listener;
   uint16_t udp_port = 0, tcp_port = 0;
   uint32_t tx_counter = 0;
   std::vector<TxEntry> tx_ring;

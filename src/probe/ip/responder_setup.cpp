@@ -32,7 +32,7 @@ Status Responder::Impl::open(const ResponderConfig& c) {
   auto ep_r = net::Epoll::create();
   if (!ep_r) return std::unexpected(ep_r.error());
   ep = std::move(*ep_r);
-  auto w = net::EventFd::create();
+  auto w = EventFd::create();
   if (!w) return std::unexpected(w.error());
   wake = std::move(*w);
   if (auto st = ep.add(wake.fd(), EPOLLIN, tag(kWake, 0)); !st) return st;

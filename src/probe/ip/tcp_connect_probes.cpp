@@ -25,7 +25,7 @@ void Prober::Impl::tcp_start(uint32_t tindex, TargetState& t) {
   const uint64_t ev_tag = tag(kTcpConnect, s.seq);
   auto& spare = tcp_spare[t.sock];
   if (!spare.empty()) {  // a disconnected socket of an earlier probe (see tcp_spare)
-    net::Fd fd = std::move(spare.back());
+    Fd fd = std::move(spare.back());
     spare.pop_back();
     if (::connect(fd.get(), t.addr.sa(), t.addr.length) != 0 && errno != EINPROGRESS) {
       const int err = errno;

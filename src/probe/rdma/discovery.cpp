@@ -117,7 +117,7 @@ Result<std::unique_ptr<Server>> Server::start(const std::string& ip, uint16_t po
   return std::unique_ptr<Server>(new Server(std::move(*fd), local->port(), address));
 }
 
-Server::Server(net::Fd fd, uint16_t port, const RdmaAddress& a)
+Server::Server(Fd fd, uint16_t port, const RdmaAddress& a)
     : fd_(std::move(fd)), port_(port), reply_(encode_reply(a)) {
   thread_ = std::thread([this] { loop(); });
 }

@@ -19,8 +19,8 @@
 #include <string>
 #include <thread>
 
+#include "base/fd.hpp"
 #include "base/result.hpp"
-#include "net/fd.hpp"
 #include "probe/rdma/engine.hpp"
 
 namespace weft::probe::rdma_discovery {
@@ -50,9 +50,9 @@ class Server {
   uint64_t rejected() const { return rejected_.load(); }
 
  private:
-  Server(net::Fd fd, uint16_t port, const RdmaAddress& a);
+  Server(Fd fd, uint16_t port, const RdmaAddress& a);
   void loop();
-  net::Fd fd_;
+  Fd fd_;
   uint16_t port_;
   std::array<uint8_t, kReplySize> reply_;
   std::atomic<bool> stop_{false};

@@ -166,7 +166,7 @@ struct RdmaEngine::Impl {
   std::function<void(WindowStats&&)> on_window;
 
   std::atomic<bool> stopping{false};
-  net::EventFd wake;  // set_targets(), set_schedule() and stop() wake a sleeping run()
+  EventFd wake;  // set_targets(), set_schedule() and stop() wake a sleeping run()
   Rng rng;
 
   struct {
@@ -177,7 +177,7 @@ struct RdmaEngine::Impl {
 
   Impl(RdmaEngineConfig config, rdma::Device d, rdma::ProtectionDomain p,
        std::shared_ptr<rdma::CompletionChannel> ch, rdma::ExtendedCq q, rdma::QueuePair qpair,
-       rdma::MemoryRegion m, net::EventFd wake)
+       rdma::MemoryRegion m, EventFd wake)
       : cfg(std::move(config)),
         dev(std::move(d)),
         pd(std::move(p)),

@@ -208,7 +208,7 @@ Result<std::unique_ptr<RdmaEngine>> RdmaEngine::create(const RdmaEngineConfig& c
   auto mr = rdma::MemoryRegion::allocate(*pd, size_t{send_depth} * Impl::kMsgSlot, rdma::access::local);
   if (!mr) return std::unexpected(mr.error());
 
-  auto wake = net::EventFd::create();
+  auto wake = EventFd::create();
   if (!wake) return std::unexpected(wake.error());
   auto impl = std::make_unique<Impl>(config, std::move(*dev), std::move(*pd), std::move(channel),
                                      std::move(*cq), std::move(*qp), std::move(*mr), std::move(*wake));

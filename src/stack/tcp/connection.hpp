@@ -17,6 +17,7 @@
 // (RFC 6675: scoreboard, pipe, NextSeg rules 1 and 2), RACK-TLP (RFC 8985: losses deemed by
 // send times, lost retransmissions included; Config::rack), CUBIC (RFC 9438) or Reno.
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <utility>
 
@@ -220,6 +221,9 @@ class Connection {
 
  private:
   friend class TcpLayer;
+  // A timer that is off (the deadlines below).
+  static constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+  static constexpr uint32_t kMaxCwnd = 1u << 30;
   struct Notify {  // calls the watcher when a public call returns (here: icmp.cpp uses it too)
     Connection& c;
     ~Notify() {
@@ -236,7 +240,7 @@ class Connection {
   void apply_syn_options(const wire::TcpOptions& o);
   void fill_options(wire::TcpHeader& h, bool syn);
 
-  // Output.
+  // Output (output.cpp).
   void output();
   void send_syn(bool with_ack);
   uint32_t acceptable_seq() const;  // SEQ for a segment without data: inside the peer's window
@@ -252,9 +256,10 @@ class Connection {
   void send_range(uint32_t seq, uint32_t len, bool fin, bool push);
   // send_range at snd_nxt_, which then moves past it (and snd_max_ with it); arms the RTO.
   void send_at_nxt(uint32_t len, bool fin, bool push);
+  void retransmit_head();
   uint32_t data_end() const { return snd_una_ + static_cast<uint32_t>(snd_ring_.size()); }
 
-  // Input steps (RFC 9293 3.10.7).
+  // Input steps (RFC 9293 3.10.7; input.cpp).
   void input_syn_sent(const wire::TcpSegment& seg);
   bool acceptable(const wire::TcpSegment& seg) const;
   bool process_ack(const wire::TcpSegment& seg);
@@ -263,11 +268,10 @@ class Connection {
   void note_urgent(const wire::TcpSegment& seg);
   void take_urgent_byte(uint32_t from);
   void on_new_ack(uint32_t ack, uint32_t acked);
+
+  // Loss recovery: fast retransmit and SACK (RFC 5681, 6582, 2018 / 6675; recovery.cpp).
   void on_dup_ack();
   uint32_t dupack_threshold() const;
-  void retransmit_head();
-
-  // SACK (RFC 2018 / 6675).
   uint32_t take_sack_blocks(const wire::TcpOptions& o, uint32_t ack_seq);  // bytes newly SACKed
   uint32_t lost_below() const;  // un-SACKed bytes below it are lost
   bool sack_recovery_send();    // NextSeg while cwnd - pipe >= SMSS
@@ -381,7 +385,7 @@ class Connection {
   uint32_t rtt_seq_ = 0;
   int64_t rtt_start_ns_ = 0;
 
-  // Timers (absolute ns; INT64_MAX when off).
+  // Timers (absolute ns; kNever when off).
   int64_t rtx_deadline_;
   int retries_ = 0;
   int64_t tlp_deadline_;

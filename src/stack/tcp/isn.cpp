@@ -3,6 +3,8 @@
 #include <bit>
 #include <cstring>
 
+#include "base/little_endian.hpp"
+
 namespace weft::stack::tcp {
 
 namespace {
@@ -32,19 +34,17 @@ struct Sip {
   }
 };
 
-uint64_t load_le64(const uint8_t* p, size_t n) {
-  uint64_t v = 0;
-  for (size_t i = 0; i < n; ++i) v |= uint64_t{p[i]} << (8 * i);
-  return v;
-}
 }  // namespace
 
 uint64_t siphash24(uint64_t k0, uint64_t k1, const uint8_t* data, size_t len) {
   Sip s{k0 ^ 0x736f6d6570736575ULL, k1 ^ 0x646f72616e646f6dULL, k0 ^ 0x6c7967656e657261ULL,
         k1 ^ 0x7465646279746573ULL};
   size_t i = 0;
-  for (; i + 8 <= len; i += 8) s.block(load_le64(data + i, 8));
-  s.block((uint64_t{len & 0xff} << 56) | load_le64(data + i, len - i));
+  for (; i + 8 <= len; i += 8) s.block(le::load<uint64_t>(data + i));
+  // The last 0-7 bytes, zero-padded, under the length's low byte.
+  uint8_t tail[8] = {};
+  if (len > i) std::memcpy(tail, data + i, len - i);
+  s.block((uint64_t{len & 0xff} << 56) | le::load<uint64_t>(tail));
   s.v2 ^= 0xff;
   for (int r = 0; r < 4; ++r) s.round();
   return s.v0 ^ s.v1 ^ s.v2 ^ s.v3;

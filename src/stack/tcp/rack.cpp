@@ -2,18 +2,15 @@
 // delivered (ACKed or SACKed) and more than an RTT plus a reordering window has passed since it
 // was sent. Unlike RFC 6675's DupThresh this also finds lost retransmissions (a retransmission
 // is a new send with a new time), tolerates reordering once seen, and a timer finishes the job
-// when the ACKs stop. The tail loss probe (connection.cpp, on_tlp) draws the ACK it needs at the
+// when the ACKs stop. The tail loss probe (output.cpp, on_tlp) draws the ACK it needs at the
 // end of a flight. Loss marks feed pipe() and rack_send_lost(); congestion control is unchanged.
 #include <algorithm>
-#include <limits>
 
 #include "stack/tcp/connection.hpp"
 
 namespace weft::stack::tcp {
 
 namespace {
-constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
-
 // RFC 8985 6.2 RACK_sent_after: sent later, or at the same time with a higher end.
 bool sent_after(int64_t t1, uint32_t end1, int64_t t2, uint32_t end2) {
   return t1 > t2 || (t1 == t2 && seq_gt(end1, end2));

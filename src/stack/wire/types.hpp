@@ -1,6 +1,8 @@
 #pragma once
 // Addresses and the parse result shared by every wire format. Standard library only: the fuzz
-// targets compile the parsers with nothing else (clang 14 there cannot build std::expected).
+// targets (fuzz/, clang with libFuzzer) compile the parsers alone and link no weft library, so a
+// parse gives a plain ParseError, not a Result (whose messages would bring fmt's library in). The
+// compiler is not the reason: weft builds with g++ 12, and base/result.hpp works under both.
 #include <array>
 #include <cstddef>
 #include <cstdint>

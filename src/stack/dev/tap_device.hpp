@@ -20,10 +20,11 @@
 #include <string>
 #include <vector>
 
+#include "base/fd.hpp"
 #include "base/result.hpp"
-#include "stack/device.hpp"
-#include "stack/tap_napi.hpp"
-#include "stack/uring_writer.hpp"
+#include "stack/dev/device.hpp"
+#include "stack/dev/tap_napi.hpp"
+#include "stack/dev/uring_writer.hpp"
 
 namespace weft::stack {
 
@@ -42,13 +43,26 @@ class TapDevice final : public Device {
     bool io_uring = true;  // batches through io_uring where available
     // IFF_NAPI, GRO off (tap_napi.hpp): with `thread` the kernel's side of each frame runs in a
     // NAPI thread, not inside the stack's write; with `bulk` only while the stack writes full
-    // batches (bulk_napi below). Needs /sys writable in this namespace.
-    enum class Napi : uint8_t { off, thread, bulk };
-    Napi napi = Napi::off;
+    // batches (bulk_napi below). Needs /sys writable in this namespace. `automatic`, the default,
+    // is what weft measured best (default_napi below), with napi_fallback: `weft stack` without
+    // a NAPI flag gets the same.
+    enum class Napi : uint8_t { off, thread, bulk, automatic };
+    Napi napi = Napi::automatic;
     // When the NAPI set-up fails (IFF_NAPI refused, /sys read-only): open the TAP without it and
-    // say why in napi_note(), instead of failing.
+    // say why in napi_note(), instead of failing. Always so for Napi::automatic.
     bool napi_fallback = false;
   };
+  // The NAPI that Napi::automatic chooses for `o`, from measurements (docs/BENCHMARKS.md,
+  // "User-space TCP/IP stack"): a TAP that carries one MSS per frame (no vnet headers, or no TSO
+  // offered) gets the NAPI thread for bulk sends: the kernel's per-frame receive work then leaves
+  // the stack's writes (1.13-1.87x the throughput with offloads off) while requests and ACKs stay
+  // inline (64 B round trips 1.01x the kernel's; 1.31-1.35x with the thread always on). With TSO
+  // the thread gives nothing and IFF_NAPI alone costs: off. rx_tso stands for TSO both ways here
+  // (`weft stack --no-tso` turns both off; a stack that sends super-frames writes them alone, so
+  // the bulk rule would not fire anyway).
+  static Options::Napi default_napi(const Options& o) {
+    return !o.vnet_hdr || !o.rx_tso ? Options::Napi::bulk : Options::Napi::off;
+  }
   // The bulk rule: a flush of kNapiBulkFrames frames or more turns the NAPI thread on; after
   // kNapiIdleFlushes flushes in a row with fewer it goes off again (answers and ACKs, one or two
   // frames a flush, are then written inline, without waiting for the thread). With a tx_batch
@@ -71,7 +85,7 @@ class TapDevice final : public Device {
   size_t mtu() const override { return mtu_; }
   bool tx_csum_offload() const override { return vnet_hdr_; }
   size_t tso_max() const override { return vnet_hdr_ ? kMaxTsoPayload : 0; }
-  int fd() const override { return fd_; }
+  int fd() const override { return fd_.get(); }
   const std::string& name() const { return name_; }
 
   struct Counters {
@@ -89,8 +103,9 @@ class TapDevice final : public Device {
   bool uses_io_uring() const { return uring_ != nullptr; }
   // Why io_uring is not used ("" when it is, or when it was not asked for).
   const std::string& io_uring_note() const { return uring_note_; }
+  // The NAPI in use (never automatic: what it chose, or off after a fallback).
   Options::Napi napi() const { return napi_; }
-  // Why NAPI is off although it was asked for with napi_fallback ("" otherwise).
+  // Why NAPI is off although it was asked for with napi_fallback or automatic ("" otherwise).
   const std::string& napi_note() const { return napi_note_; }
   // Whether the kernel's side of the frames runs in the NAPI thread now.
   bool napi_threaded() const;
@@ -98,15 +113,15 @@ class TapDevice final : public Device {
   double napi_cpu_s() const;
 
  private:
-  TapDevice(int fd, std::string name, bool vnet_hdr, size_t mtu, wire::MacAddr mac)
-      : fd_(fd), name_(std::move(name)), vnet_hdr_(vnet_hdr), mtu_(mtu), mac_(mac) {}
+  TapDevice(Fd fd, std::string name, bool vnet_hdr, size_t mtu, wire::MacAddr mac)
+      : fd_(std::move(fd)), name_(std::move(name)), vnet_hdr_(vnet_hdr), mtu_(mtu), mac_(mac) {}
   // Writes head + p1 + p2 (a frame too large for a slot) at once, after what is queued.
   Status write_now(wire::Bytes head, wire::Bytes p1, wire::Bytes p2, const TxOffload& off);
   size_t vnet_len() const;  // the virtio header in front of each frame (0 without vnet_hdr)
   void count_write(ssize_t n);
   void napi_rule(size_t frames);  // Napi::bulk: after a flush of `frames`
 
-  int fd_;
+  Fd fd_;
   std::string name_;
   bool vnet_hdr_;
   bool rx_tso_ = false;  // TUN_F_TSO4 offered: TCP/IPv4 super-frames are taken

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "base/result.hpp"
-#include "stack/device.hpp"
+#include "stack/dev/device.hpp"
 
 struct rte_mbuf;
 struct rte_mempool;

@@ -1,4 +1,4 @@
-#include "stack/tap_napi.hpp"
+#include "stack/dev/tap_napi.hpp"
 
 #include <fcntl.h>
 #include <linux/ethtool.h>
@@ -14,6 +14,7 @@
 #include <fstream>
 #include <utility>
 
+#include "base/fd.hpp"
 #include "base/proc_stats.hpp"
 
 namespace weft::stack {
@@ -47,16 +48,13 @@ std::optional<double> thread_cpu_s(pid_t pid) {
 }  // namespace
 
 Status tap_gro_off(const std::string& ifname) {
-  const int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (s < 0) return fail_errno("socket");
+  const Fd s(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!s.valid()) return fail_errno("socket");
   ethtool_value v{ETHTOOL_SGRO, 0};
   ifreq ifr{};
   std::strncpy(ifr.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
   ifr.ifr_data = reinterpret_cast<char*>(&v);
-  const int r = ioctl(s, SIOCETHTOOL, &ifr);
-  const int e = errno;
-  close(s);
-  if (r < 0) return fail_errno("tap: GRO off on " + ifname, e);
+  if (ioctl(s.get(), SIOCETHTOOL, &ifr) < 0) return fail_errno("tap: GRO off on " + ifname);
   return {};
 }
 
@@ -77,42 +75,19 @@ std::optional<double> napi_thread_cpu_s(const std::string& ifname) {
 
 Result<NapiSwitch> NapiSwitch::open(const std::string& ifname) {
   const std::string path = "/sys/class/net/" + ifname + "/threaded";
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return fail_errno("open " + path);
-  NapiSwitch s(fd, ifname);
+  Fd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd.valid()) return fail_errno("open " + path);
   // Writing the current state proves the file takes writes (a read-only /sys opens, then refuses).
-  if (pwrite(fd, "0", 1, 0) != 1) return fail_errno("write " + path);
-  return s;
-}
-
-NapiSwitch::NapiSwitch(NapiSwitch&& o) noexcept
-    : fd_(std::exchange(o.fd_, -1)),
-      ifname_(std::move(o.ifname_)),
-      threaded_(o.threaded_),
-      pids_(std::move(o.pids_)),
-      stopped_cpu_s_(o.stopped_cpu_s_) {}
-
-NapiSwitch& NapiSwitch::operator=(NapiSwitch&& o) noexcept {
-  if (this != &o) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = std::exchange(o.fd_, -1);
-    ifname_ = std::move(o.ifname_);
-    threaded_ = o.threaded_;
-    pids_ = std::move(o.pids_);
-    stopped_cpu_s_ = o.stopped_cpu_s_;
-  }
-  return *this;
-}
-
-NapiSwitch::~NapiSwitch() {
-  if (fd_ >= 0) ::close(fd_);
+  if (pwrite(fd.get(), "0", 1, 0) != 1) return fail_errno("write " + path);
+  return NapiSwitch(std::move(fd), ifname);
 }
 
 Status NapiSwitch::set(bool threaded) {
   if (threaded == threaded_) return {};
   // The thread's time before it stops (it would be lost with it).
   if (!threaded) stopped_cpu_s_ = cpu_s();
-  if (pwrite(fd_, threaded ? "1" : "0", 1, 0) != 1) return fail_errno("tap: threaded NAPI for " + ifname_);
+  if (pwrite(fd_.get(), threaded ? "1" : "0", 1, 0) != 1)
+    return fail_errno("tap: threaded NAPI for " + ifname_);
   threaded_ = threaded;
   // The kernel starts the thread inside the write: its pid is there now. Names are matched in any
   // namespace, so a TAP of the same name elsewhere would be counted too (as napi_thread_cpu_s does).

@@ -1,10 +1,12 @@
 #pragma once
-// An owned file descriptor, closed on destruction.
+// An owned file descriptor, closed on destruction: sockets, epoll and event descriptors, TAP
+// devices, sysfs files. Whoever holds one never calls close() by hand, and a set-up that gives up
+// half way leaves nothing open.
 #include <unistd.h>
 
 #include <utility>
 
-namespace weft::net {
+namespace weft {
 
 class Fd {
  public:
@@ -34,4 +36,4 @@ class Fd {
   int fd_ = -1;
 };
 
-}  // namespace weft::net
+}  // namespace weft

@@ -1,4 +1,4 @@
-#include "stack/packet_device.hpp"
+#include "stack/dev/packet_device.hpp"
 
 #include <arpa/inet.h>
 #include <linux/ethtool.h>
@@ -14,7 +14,7 @@
 #include <cstring>
 
 #include "base/random.hpp"
-#include "stack/virtio_net_hdr.hpp"
+#include "stack/dev/virtio_net_hdr.hpp"
 
 namespace weft::stack {
 
@@ -34,19 +34,6 @@ bool device_tso(int fd, const std::string& ifname) {
   return ioctl(fd, SIOCETHTOOL, &ifr) == 0 && v.data != 0;
 }
 
-// Closes the descriptors and unmaps the ring if open() gives up half way.
-struct Undo {
-  int* fds[2];
-  uint8_t** ring;
-  size_t len;
-  bool armed = true;
-  ~Undo() {
-    if (!armed) return;
-    if (*ring != nullptr) munmap(*ring, len);
-    for (int* f : fds)
-      if (*f >= 0) ::close(*f);
-  }
-};
 }  // namespace
 
 Result<std::unique_ptr<PacketDevice>> PacketDevice::open(const Options& o) {
@@ -58,22 +45,24 @@ Result<std::unique_ptr<PacketDevice>> PacketDevice::open(const Options& o) {
   const unsigned ifindex = if_nametoindex(o.ifname.c_str());
   if (ifindex == 0) return fail_errno("packet: interface " + o.ifname);
 
+  // What open() gives up half way closes and unmaps with `d`.
   std::unique_ptr<PacketDevice> d(new PacketDevice());
   d->name_ = o.ifname;
-  Undo undo{{&d->rx_fd_, &d->tx_fd_}, &d->ring_, o.block_size * o.block_count};
 
-  d->rx_fd_ = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);  // protocol 0: no frames yet
-  if (d->rx_fd_ < 0) return fail_errno("packet: socket(AF_PACKET) (needs CAP_NET_RAW)");
+  d->rx_fd_.reset(
+      socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));  // protocol 0: no frames yet
+  const int rx = d->rx_fd_.get();
+  if (rx < 0) return fail_errno("packet: socket(AF_PACKET) (needs CAP_NET_RAW)");
   ifreq ifr{};
   std::memcpy(ifr.ifr_name, o.ifname.data(), o.ifname.size());
-  if (ioctl(d->rx_fd_, SIOCGIFFLAGS, &ifr) < 0) return fail_errno("packet: SIOCGIFFLAGS " + o.ifname);
+  if (ioctl(rx, SIOCGIFFLAGS, &ifr) < 0) return fail_errno("packet: SIOCGIFFLAGS " + o.ifname);
   if ((ifr.ifr_flags & IFF_UP) == 0)
     return fail("packet: {} is down (ip link set {} up)", o.ifname, o.ifname);
-  if (ioctl(d->rx_fd_, SIOCGIFMTU, &ifr) < 0) return fail_errno("packet: SIOCGIFMTU " + o.ifname);
+  if (ioctl(rx, SIOCGIFMTU, &ifr) < 0) return fail_errno("packet: SIOCGIFMTU " + o.ifname);
   d->mtu_ = static_cast<size_t>(ifr.ifr_mtu);
 
   d->v3_ = o.rx_ring == Options::Ring::v3;
-  if (set_int(d->rx_fd_, PACKET_VERSION, d->v3_ ? TPACKET_V3 : TPACKET_V2) < 0)
+  if (set_int(rx, PACKET_VERSION, d->v3_ ? TPACKET_V3 : TPACKET_V2) < 0)
     return fail_errno(d->v3_ ? "packet: TPACKET_V3" : "packet: TPACKET_V2");
   if (d->v3_) {
     tpacket_req3 req{};
@@ -82,7 +71,7 @@ Result<std::unique_ptr<PacketDevice>> PacketDevice::open(const Options& o) {
     req.tp_frame_size = 2048;  // V3 packs frames by their real size; this only has to divide a block
     req.tp_frame_nr = static_cast<unsigned>(o.block_size / req.tp_frame_size * o.block_count);
     req.tp_retire_blk_tov = o.block_timeout_ms;
-    if (setsockopt(d->rx_fd_, SOL_PACKET, PACKET_RX_RING, &req, sizeof req) < 0)
+    if (setsockopt(rx, SOL_PACKET, PACKET_RX_RING, &req, sizeof req) < 0)
       return fail_errno("packet: PACKET_RX_RING");
   } else {
     // A slot holds the header, the address and the frame at the offset the kernel aligns it to
@@ -98,30 +87,30 @@ Result<std::unique_ptr<PacketDevice>> PacketDevice::open(const Options& o) {
     req.tp_block_nr = static_cast<unsigned>(o.block_count);
     req.tp_frame_size = static_cast<unsigned>(frame);
     req.tp_frame_nr = static_cast<unsigned>(o.block_size / frame * o.block_count);
-    if (setsockopt(d->rx_fd_, SOL_PACKET, PACKET_RX_RING, &req, sizeof req) < 0)
+    if (setsockopt(rx, SOL_PACKET, PACKET_RX_RING, &req, sizeof req) < 0)
       return fail_errno("packet: PACKET_RX_RING");
     d->frame_size_ = frame;
     d->frame_count_ = req.tp_frame_nr;
     // Super-frames (GRO, or a local sender's GSO) do not fit a slot: the kernel queues them whole on
     // the socket too. Its receive buffer must hold a few of them (as root past rmem_max).
-    if (set_int(d->rx_fd_, PACKET_COPY_THRESH, 1) < 0) return fail_errno("packet: PACKET_COPY_THRESH");
+    if (set_int(rx, PACKET_COPY_THRESH, 1) < 0) return fail_errno("packet: PACKET_COPY_THRESH");
     const int rcvbuf = 4 << 20;
-    if (setsockopt(d->rx_fd_, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof rcvbuf) < 0)
-      (void)setsockopt(d->rx_fd_, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+    if (setsockopt(rx, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof rcvbuf) < 0)
+      (void)setsockopt(rx, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
   }
-  void* m = mmap(nullptr, undo.len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, d->rx_fd_, 0);
-  if (m == MAP_FAILED) return fail_errno("packet: mmap of the receive ring");
-  d->ring_ = static_cast<uint8_t*>(m);
-  d->ring_len_ = undo.len;
+  auto ring = Mapping::map(o.block_size * o.block_count, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+                           rx, "packet: mmap of the receive ring");
+  if (!ring) return std::unexpected(ring.error());
+  d->ring_ = std::move(*ring);
   d->block_size_ = o.block_size;
   d->block_count_ = o.block_count;
   // Our own transmissions would otherwise come back into the ring when the qdisc path is taken.
-  if (set_int(d->rx_fd_, PACKET_IGNORE_OUTGOING, 1) < 0) return fail_errno("packet: PACKET_IGNORE_OUTGOING");
+  if (set_int(rx, PACKET_IGNORE_OUTGOING, 1) < 0) return fail_errno("packet: PACKET_IGNORE_OUTGOING");
   sockaddr_ll sll{};
   sll.sll_family = AF_PACKET;
   sll.sll_protocol = htons(ETH_P_ALL);
   sll.sll_ifindex = static_cast<int>(ifindex);
-  if (bind(d->rx_fd_, reinterpret_cast<sockaddr*>(&sll), sizeof sll) < 0)
+  if (bind(rx, reinterpret_cast<sockaddr*>(&sll), sizeof sll) < 0)
     return fail_errno("packet: bind to " + o.ifname);
 
   d->mac_ = o.mac;
@@ -132,23 +121,23 @@ Result<std::unique_ptr<PacketDevice>> PacketDevice::open(const Options& o) {
     packet_mreq mr{};
     mr.mr_ifindex = static_cast<int>(ifindex);
     mr.mr_type = PACKET_MR_PROMISC;
-    if (setsockopt(d->rx_fd_, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mr, sizeof mr) < 0)
+    if (setsockopt(rx, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mr, sizeof mr) < 0)
       return fail_errno("packet: promiscuous mode on " + o.ifname);
     d->promisc_ = true;
   }
 
   // Transmit socket: protocol 0 receives nothing; bound only to name the interface.
-  d->tx_fd_ = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
-  if (d->tx_fd_ < 0) return fail_errno("packet: socket(AF_PACKET) for transmit");
+  d->tx_fd_.reset(socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0));
+  const int tx = d->tx_fd_.get();
+  if (tx < 0) return fail_errno("packet: socket(AF_PACKET) for transmit");
   d->tx_csum_ = o.tx_csum_offload;
   // Super-frames (tx_csum_: TSO) on an interface without TSO need the kernel's software GSO,
   // which only the qdisc path runs.
-  d->bypass_ = o.qdisc_bypass && (!d->tx_csum_ || device_tso(d->tx_fd_, o.ifname));
-  if (d->bypass_ && set_int(d->tx_fd_, PACKET_QDISC_BYPASS, 1) < 0)
-    return fail_errno("packet: PACKET_QDISC_BYPASS");
-  if (d->tx_csum_ && set_int(d->tx_fd_, PACKET_VNET_HDR, 1) < 0) return fail_errno("packet: PACKET_VNET_HDR");
+  d->bypass_ = o.qdisc_bypass && (!d->tx_csum_ || device_tso(tx, o.ifname));
+  if (d->bypass_ && set_int(tx, PACKET_QDISC_BYPASS, 1) < 0) return fail_errno("packet: PACKET_QDISC_BYPASS");
+  if (d->tx_csum_ && set_int(tx, PACKET_VNET_HDR, 1) < 0) return fail_errno("packet: PACKET_VNET_HDR");
   sll.sll_protocol = 0;
-  if (bind(d->tx_fd_, reinterpret_cast<sockaddr*>(&sll), sizeof sll) < 0)
+  if (bind(tx, reinterpret_cast<sockaddr*>(&sll), sizeof sll) < 0)
     return fail_errno("packet: bind (transmit) to " + o.ifname);
 
   // The batch: one slot per frame, header and frame contiguous so each message is one iovec.
@@ -162,19 +151,13 @@ Result<std::unique_ptr<PacketDevice>> PacketDevice::open(const Options& o) {
     d->tx_msgs_[i].msg_hdr.msg_iov = &d->tx_iov_[i];
     d->tx_msgs_[i].msg_hdr.msg_iovlen = 1;
   }
-  undo.armed = false;
   return d;
 }
 
-PacketDevice::~PacketDevice() {
-  flush();
-  if (ring_ != nullptr) munmap(ring_, ring_len_);
-  if (rx_fd_ >= 0) ::close(rx_fd_);
-  if (tx_fd_ >= 0) ::close(tx_fd_);
-}
+PacketDevice::~PacketDevice() { flush(); }
 
 void PacketDevice::release_block() {
-  auto* b = reinterpret_cast<tpacket_block_desc*>(ring_ + cur_block_ * block_size_);
+  auto* b = reinterpret_cast<tpacket_block_desc*>(ring_.data() + cur_block_ * block_size_);
   __atomic_store_n(&b->hdr.bh1.block_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
   cur_block_ = (cur_block_ + 1) % block_count_;
   pkt_ = nullptr;
@@ -189,7 +172,7 @@ Result<Device::RxView> PacketDevice::receive_view(wire::MutBytes buf) {
   if (v3_) return Device::receive_view(buf);
   rx_release();
   for (;;) {
-    auto* h = reinterpret_cast<tpacket2_hdr*>(ring_ + cur_frame_ * frame_size_);
+    auto* h = reinterpret_cast<tpacket2_hdr*>(ring_.data() + cur_frame_ * frame_size_);
     const uint32_t st = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
     if ((st & TP_STATUS_USER) == 0) return RxView{};
     if ((st & TP_STATUS_COPY) != 0 || h->tp_snaplen != h->tp_len || h->tp_len > buf.size())
@@ -209,14 +192,14 @@ Result<Device::RxView> PacketDevice::receive_view(wire::MutBytes buf) {
 void PacketDevice::rx_release() {
   if (!held_) return;
   held_ = false;
-  auto* h = reinterpret_cast<tpacket2_hdr*>(ring_ + cur_frame_ * frame_size_);
+  auto* h = reinterpret_cast<tpacket2_hdr*>(ring_.data() + cur_frame_ * frame_size_);
   __atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
   cur_frame_ = cur_frame_ + 1 == frame_count_ ? 0 : cur_frame_ + 1;
 }
 
 Result<RxInfo> PacketDevice::receive_v2(wire::MutBytes buf) {
   for (;;) {
-    auto* h = reinterpret_cast<tpacket2_hdr*>(ring_ + cur_frame_ * frame_size_);
+    auto* h = reinterpret_cast<tpacket2_hdr*>(ring_.data() + cur_frame_ * frame_size_);
     const uint32_t st = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
     if ((st & TP_STATUS_USER) == 0) return RxInfo{};
     const auto* slot = reinterpret_cast<const uint8_t*>(h);
@@ -226,7 +209,7 @@ Result<RxInfo> PacketDevice::receive_v2(wire::MutBytes buf) {
     size_t len = 0;
     if ((st & TP_STATUS_COPY) != 0) {
       // The whole frame waits on the socket (queued in the same order as the slots).
-      const ssize_t n = ::recv(rx_fd_, buf.data(), buf.size(), MSG_DONTWAIT | MSG_TRUNC);
+      const ssize_t n = ::recv(rx_fd_.get(), buf.data(), buf.size(), MSG_DONTWAIT | MSG_TRUNC);
       ++counters_.rx_copied;
       if (n > 0 && static_cast<size_t>(n) <= buf.size())
         len = static_cast<size_t>(n);
@@ -247,7 +230,7 @@ Result<RxInfo> PacketDevice::receive_v2(wire::MutBytes buf) {
 bool PacketDevice::rx_peek_large(RxPeek& out) {
   if (v3_) return false;
   rx_release();
-  const auto* h = reinterpret_cast<const tpacket2_hdr*>(ring_ + cur_frame_ * frame_size_);
+  const auto* h = reinterpret_cast<const tpacket2_hdr*>(ring_.data() + cur_frame_ * frame_size_);
   const uint32_t st = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
   if ((st & TP_STATUS_USER) == 0 || (st & TP_STATUS_COPY) == 0) return false;
   const auto* slot = reinterpret_cast<const uint8_t*>(h);
@@ -261,7 +244,7 @@ bool PacketDevice::rx_peek_large(RxPeek& out) {
 
 Status PacketDevice::receive_split(wire::MutBytes head, wire::MutBytes rest) {
   rx_release();
-  auto* h = reinterpret_cast<tpacket2_hdr*>(ring_ + cur_frame_ * frame_size_);
+  auto* h = reinterpret_cast<tpacket2_hdr*>(ring_.data() + cur_frame_ * frame_size_);
   const uint32_t st = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
   if (v3_ || (st & TP_STATUS_USER) == 0 || (st & TP_STATUS_COPY) == 0)
     return fail("packet: receive_split without a large frame waiting");
@@ -271,7 +254,7 @@ Status PacketDevice::receive_split(wire::MutBytes head, wire::MutBytes rest) {
   msghdr m{};
   m.msg_iov = iov;
   m.msg_iovlen = 2;
-  const ssize_t n = ::recvmsg(rx_fd_, &m, MSG_DONTWAIT | MSG_TRUNC);
+  const ssize_t n = ::recvmsg(rx_fd_.get(), &m, MSG_DONTWAIT | MSG_TRUNC);
   ++counters_.rx_copied;
   __atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
   cur_frame_ = cur_frame_ + 1 == frame_count_ ? 0 : cur_frame_ + 1;
@@ -286,7 +269,7 @@ Status PacketDevice::receive_split(wire::MutBytes head, wire::MutBytes rest) {
 Result<RxInfo> PacketDevice::receive_v3(wire::MutBytes buf) {
   for (;;) {
     if (pkt_ == nullptr) {
-      auto* b = reinterpret_cast<tpacket_block_desc*>(ring_ + cur_block_ * block_size_);
+      auto* b = reinterpret_cast<tpacket_block_desc*>(ring_.data() + cur_block_ * block_size_);
       if ((__atomic_load_n(&b->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER) == 0)
         return RxInfo{};
       ++counters_.rx_blocks;
@@ -353,7 +336,7 @@ void PacketDevice::send_now(const iovec* iov, size_t n) {
   m.msg_iov = const_cast<iovec*>(iov);
   m.msg_iovlen = n;
   ++counters_.tx_batches;
-  while (sendmsg(tx_fd_, &m, MSG_DONTWAIT) < 0) {
+  while (sendmsg(tx_fd_.get(), &m, MSG_DONTWAIT) < 0) {
     if (errno == EINTR) continue;
     ++counters_.tx_dropped;
     break;
@@ -382,7 +365,7 @@ Status PacketDevice::tx_commit(size_t len, const TxOffload& off) {
 void PacketDevice::flush() {
   size_t i = 0;
   while (i < tx_queued_) {
-    const int n = sendmmsg(tx_fd_, &tx_msgs_[i], static_cast<unsigned>(tx_queued_ - i), MSG_DONTWAIT);
+    const int n = sendmmsg(tx_fd_.get(), &tx_msgs_[i], static_cast<unsigned>(tx_queued_ - i), MSG_DONTWAIT);
     ++counters_.tx_batches;
     if (n > 0) {
       i += static_cast<size_t>(n);
@@ -397,7 +380,7 @@ void PacketDevice::flush() {
 uint64_t PacketDevice::take_ring_drops() {
   tpacket_stats_v3 st{};
   socklen_t len = sizeof st;
-  if (getsockopt(rx_fd_, SOL_PACKET, PACKET_STATISTICS, &st, &len) < 0) return 0;
+  if (getsockopt(rx_fd_.get(), SOL_PACKET, PACKET_STATISTICS, &st, &len) < 0) return 0;
   return st.tp_drops;
 }
 

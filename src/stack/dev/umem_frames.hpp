@@ -1,5 +1,5 @@
 #pragma once
-// The AF_XDP device's bookkeeping of UMEM frames (stack/xdp_device.hpp), kept apart from the
+// The AF_XDP device's bookkeeping of UMEM frames (stack/dev/xdp_device.hpp), kept apart from the
 // device so it is tested without a socket: the UMEM is cut into equal frames; the first rx_count
 // live with the kernel (fill ring -> RX ring -> straight back to the fill ring), the others are
 // transmit frames, free in this stack until a TX descriptor takes one and the completion ring

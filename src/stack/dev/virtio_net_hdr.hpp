@@ -4,7 +4,7 @@
 // PACKET_VNET_HDR). Host byte order: the kernel uses little-endian headers on a little-endian host.
 #include <cstdint>
 
-#include "stack/device.hpp"
+#include "stack/dev/device.hpp"
 
 namespace weft::stack {
 

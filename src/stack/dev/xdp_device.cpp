@@ -1,4 +1,4 @@
-#include "stack/xdp_device.hpp"
+#include "stack/dev/xdp_device.hpp"
 
 #include <bpf/libbpf.h>
 #include <linux/if_link.h>
@@ -13,6 +13,8 @@
 #include <cerrno>
 #include <cstdarg>
 #include <cstring>
+
+#include "base/fd.hpp"
 
 namespace weft::stack {
 
@@ -31,22 +33,15 @@ int quiet_libbpf(libbpf_print_level, const char*, va_list) { return 0; }
 int quiet_libxdp(libxdp_print_level, const char*, va_list) { return 0; }
 
 Status read_link(const std::string& ifname, size_t& mtu, wire::MacAddr& mac) {
-  const int s = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (s < 0) return fail_errno("xdp: socket");
+  const Fd s(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!s.valid()) return fail_errno("xdp: socket");
   ifreq ifr{};
   std::memcpy(ifr.ifr_name, ifname.data(), ifname.size());
-  Status st;
-  if (ioctl(s, SIOCGIFMTU, &ifr) != 0) {
-    st = fail_errno("xdp: SIOCGIFMTU " + ifname);
-  } else {
-    mtu = static_cast<size_t>(ifr.ifr_mtu);
-    if (ioctl(s, SIOCGIFHWADDR, &ifr) != 0)
-      st = fail_errno("xdp: SIOCGIFHWADDR " + ifname);
-    else
-      std::memcpy(mac.b.data(), ifr.ifr_hwaddr.sa_data, 6);
-  }
-  ::close(s);
-  return st;
+  if (ioctl(s.get(), SIOCGIFMTU, &ifr) != 0) return fail_errno("xdp: SIOCGIFMTU " + ifname);
+  mtu = static_cast<size_t>(ifr.ifr_mtu);
+  if (ioctl(s.get(), SIOCGIFHWADDR, &ifr) != 0) return fail_errno("xdp: SIOCGIFHWADDR " + ifname);
+  std::memcpy(mac.b.data(), ifr.ifr_hwaddr.sa_data, 6);
+  return {};
 }
 }  // namespace
 
@@ -79,16 +74,17 @@ Result<std::unique_ptr<XdpDevice>> XdpDevice::open(const Options& o) {
   d->ring_ = o.ring;
   d->tx_batch_ = std::max<size_t>(o.tx_batch, 1);
 
-  d->area_len_ = o.frames * frame;
-  void* area = mmap(nullptr, d->area_len_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (area == MAP_FAILED) return fail_errno("xdp: mmap UMEM");
-  d->area_ = static_cast<uint8_t*>(area);
+  auto area = Mapping::map(o.frames * frame, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+                           "xdp: mmap UMEM");
+  if (!area) return std::unexpected(area.error());
+  d->area_ = std::move(*area);
   xsk_umem_config uc{};
   uc.fill_size = static_cast<uint32_t>(o.ring);
   uc.comp_size = static_cast<uint32_t>(o.ring);
   uc.frame_size = static_cast<uint32_t>(frame);
   uc.frame_headroom = 0;
-  if (int rc = xsk_umem__create(&d->umem_, area, d->area_len_, &d->r_->fill, &d->r_->comp, &uc); rc != 0)
+  if (int rc = xsk_umem__create(&d->umem_, d->area_.data(), d->area_.size(), &d->r_->fill, &d->r_->comp, &uc);
+      rc != 0)
     return fail_errno("xdp: xsk_umem__create", -rc);
 
   // Native first (XDP_FLAGS_DRV_MODE), generic as the fallback; never replace a program someone
@@ -133,7 +129,7 @@ XdpDevice::~XdpDevice() {
     xsk_socket__delete(xsk_);  // the last socket on the interface: libxdp detaches the program
   }
   if (umem_ != nullptr) xsk_umem__delete(umem_);
-  if (area_ != nullptr) munmap(area_, area_len_);
+  // area_ is unmapped after this, when the UMEM that used it is gone.
 }
 
 Result<RxInfo> XdpDevice::receive(wire::MutBytes buf) {
@@ -145,7 +141,7 @@ Result<RxInfo> XdpDevice::receive(wire::MutBytes buf) {
     const uint64_t addr = xsk_umem__add_offset_to_addr(desc->addr);
     const size_t len = desc->len;
     const bool fits = len <= buf.size();
-    if (fits) std::memcpy(buf.data(), area_ + addr, len);
+    if (fits) std::memcpy(buf.data(), area_.data() + addr, len);
     xsk_ring_cons__release(&r_->rx, 1);
     // The frame goes straight back to the kernel: the fill ring has room for every receive frame,
     // so this cannot fail.
@@ -198,7 +194,7 @@ wire::MutBytes XdpDevice::tx_reserve(size_t max_len) {
   if (xsk_prod_nb_free(&r_->tx, 1) == 0) return {};
   reserved_ = umem_frames_.take();
   if (!reserved_) return {};
-  return {area_ + *reserved_, umem_frames_.frame_size()};
+  return {area_.data() + *reserved_, umem_frames_.frame_size()};
 }
 
 Status XdpDevice::tx_commit(size_t len, const TxOffload& off) {

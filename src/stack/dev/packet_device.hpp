@@ -35,8 +35,10 @@
 #include <string>
 #include <vector>
 
+#include "base/fd.hpp"
 #include "base/result.hpp"
-#include "stack/device.hpp"
+#include "stack/dev/device.hpp"
+#include "stack/dev/mapping.hpp"
 
 namespace weft::stack {
 
@@ -81,7 +83,7 @@ class PacketDevice final : public Device {
   size_t mtu() const override { return mtu_; }
   bool tx_csum_offload() const override { return tx_csum_; }
   size_t tso_max() const override { return tx_csum_ ? kMaxTsoPayload : 0; }
-  int fd() const override { return rx_fd_; }
+  int fd() const override { return rx_fd_.get(); }
   const std::string& name() const { return name_; }
   bool promiscuous() const { return promisc_; }
   // Whether transmissions skip the qdisc (PACKET_QDISC_BYPASS): asked for and the interface does
@@ -110,8 +112,8 @@ class PacketDevice final : public Device {
   Result<RxInfo> receive_v3(wire::MutBytes buf);
   void send_now(const iovec* iov, size_t n);
 
-  int rx_fd_ = -1;
-  int tx_fd_ = -1;
+  Fd rx_fd_;
+  Fd tx_fd_;
   std::string name_;
   size_t mtu_ = 1500;
   wire::MacAddr mac_;
@@ -119,8 +121,7 @@ class PacketDevice final : public Device {
   bool tx_csum_ = false;
   bool bypass_ = false;
   // Receive ring.
-  uint8_t* ring_ = nullptr;
-  size_t ring_len_ = 0;
+  Mapping ring_;
   size_t block_size_ = 0;
   size_t block_count_ = 0;
   size_t cur_block_ = 0;

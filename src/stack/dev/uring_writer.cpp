@@ -1,4 +1,4 @@
-#include "stack/uring_writer.hpp"
+#include "stack/dev/uring_writer.hpp"
 
 #include <algorithm>
 #include <cerrno>

@@ -20,8 +20,9 @@
 #include <string>
 
 #include "base/result.hpp"
-#include "stack/device.hpp"
-#include "stack/umem_frames.hpp"
+#include "stack/dev/device.hpp"
+#include "stack/dev/mapping.hpp"
+#include "stack/dev/umem_frames.hpp"
 
 struct xsk_socket;
 struct xsk_umem;
@@ -91,9 +92,8 @@ class XdpDevice final : public Device {
   wire::MacAddr mac_;
   bool native_ = false;
   uint32_t prog_id_ = 0;
-  int fd_ = -1;
-  uint8_t* area_ = nullptr;
-  size_t area_len_ = 0;
+  int fd_ = -1;   // the XDP socket's, owned by xsk_
+  Mapping area_;  // the UMEM's memory: unmapped after the destructor's body deleted the UMEM
   size_t ring_ = 0;
   size_t tx_batch_ = 0;
   size_t tx_queued_ = 0;  // committed since the last kick

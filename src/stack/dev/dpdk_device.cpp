@@ -1,4 +1,4 @@
-#include "stack/dpdk_device.hpp"
+#include "stack/dev/dpdk_device.hpp"
 
 #include <fmt/format.h>
 #include <pthread.h>

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "base/fd.hpp"
 #include "base/result.hpp"
 
 namespace weft::stack {
@@ -39,11 +40,8 @@ std::optional<double> napi_thread_cpu_s(const std::string& ifname);
 class NapiSwitch {
  public:
   static Result<NapiSwitch> open(const std::string& ifname);
-  NapiSwitch(NapiSwitch&& o) noexcept;
-  NapiSwitch& operator=(NapiSwitch&& o) noexcept;
-  NapiSwitch(const NapiSwitch&) = delete;
-  NapiSwitch& operator=(const NapiSwitch&) = delete;
-  ~NapiSwitch();
+  NapiSwitch(NapiSwitch&& o) noexcept = default;
+  NapiSwitch& operator=(NapiSwitch&& o) noexcept = default;
 
   Status set(bool threaded);
   bool threaded() const { return threaded_; }
@@ -51,8 +49,8 @@ class NapiSwitch {
   double cpu_s() const;
 
  private:
-  NapiSwitch(int fd, std::string ifname) : fd_(fd), ifname_(std::move(ifname)) {}
-  int fd_ = -1;
+  NapiSwitch(Fd fd, std::string ifname) : fd_(std::move(fd)), ifname_(std::move(ifname)) {}
+  Fd fd_;
   std::string ifname_;
   bool threaded_ = false;
   std::vector<pid_t> pids_;  // the running threads (found when they start)

@@ -1,4 +1,4 @@
-#include "stack/tap_device.hpp"
+#include "stack/dev/tap_device.hpp"
 
 #include <fcntl.h>
 #include <linux/if.h>
@@ -13,7 +13,7 @@
 #include <string>
 
 #include "base/random.hpp"
-#include "stack/virtio_net_hdr.hpp"
+#include "stack/dev/virtio_net_hdr.hpp"
 #include "stack/wire/ethernet.hpp"
 
 namespace weft::stack {
@@ -21,27 +21,24 @@ namespace weft::stack {
 namespace {
 
 struct Tun {
-  int fd = -1;
+  Fd fd;
   std::string name;
   std::optional<NapiSwitch> napi_switch;
 };
 
-// /dev/net/tun as TAP `o.name`, with IFF_NAPI and its set-up when `napi` is not off.
+// /dev/net/tun as TAP `o.name`, with IFF_NAPI and its set-up when `napi` is not off. A failure
+// half way closes the descriptor (and with it the TAP) when `t` goes.
 Result<Tun> open_tun(const TapDevice::Options& o, TapDevice::Options::Napi napi) {
   using Napi = TapDevice::Options::Napi;
-  const int fd = ::open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return fail_errno("open /dev/net/tun");
-  Tun t{fd, {}, {}};
-  auto give_up = [&](Error e) -> Result<Tun> {
-    ::close(fd);
-    return std::unexpected(std::move(e));
-  };
+  Tun t;
+  t.fd.reset(::open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC));
+  if (!t.fd.valid()) return fail_errno("open /dev/net/tun");
+  const int fd = t.fd.get();
   ifreq ifr{};
   ifr.ifr_flags = IFF_TAP | IFF_NO_PI | (o.vnet_hdr ? IFF_VNET_HDR : 0) | (napi != Napi::off ? IFF_NAPI : 0);
   std::memcpy(ifr.ifr_name, o.name.data(), o.name.size());
   if (ioctl(fd, TUNSETIFF, &ifr) < 0)
-    return give_up(
-        fail_errno(std::string("TUNSETIFF ") + (napi != Napi::off ? "(IFF_NAPI) " : "") + o.name).error());
+    return fail_errno(std::string("TUNSETIFF ") + (napi != Napi::off ? "(IFF_NAPI) " : "") + o.name);
   t.name = ifr.ifr_name;
   if (o.vnet_hdr) {
     int hdr = sizeof(VirtioNetHdr);
@@ -51,14 +48,14 @@ Result<Tun> open_tun(const TapDevice::Options& o, TapDevice::Options::Napi napi)
     // throughput with it, docs/BENCHMARKS.md "User-space TCP/IP stack").
     const unsigned offload = TUN_F_CSUM | (o.rx_tso ? TUN_F_TSO4 : 0u);
     if (ioctl(fd, TUNSETVNETHDRSZ, &hdr) < 0 || ioctl(fd, TUNSETOFFLOAD, offload) < 0)
-      return give_up(fail_errno("TUNSETVNETHDRSZ/TUNSETOFFLOAD").error());
+      return fail_errno("TUNSETVNETHDRSZ/TUNSETOFFLOAD");
   }
   if (napi == Napi::thread) {
-    if (auto s = tap_threaded_napi(t.name); !s) return give_up(s.error());
+    if (auto s = tap_threaded_napi(t.name); !s) return std::unexpected(s.error());
   } else if (napi == Napi::bulk) {
     auto sw = NapiSwitch::open(t.name);
-    if (!sw) return give_up(sw.error());
-    if (auto s = tap_gro_off(t.name); !s) return give_up(s.error());
+    if (!sw) return std::unexpected(sw.error());
+    if (auto s = tap_gro_off(t.name); !s) return std::unexpected(s.error());
     t.napi_switch = std::move(*sw);
   }
   return t;
@@ -69,10 +66,11 @@ Result<Tun> open_tun(const TapDevice::Options& o, TapDevice::Options::Napi napi)
 Result<std::unique_ptr<TapDevice>> TapDevice::open(const Options& o) {
   if (o.name.size() >= IFNAMSIZ)
     return fail("tap: name '{}' is longer than {} characters", o.name, IFNAMSIZ - 1);
-  Options::Napi napi = o.napi;
+  const bool automatic = o.napi == Options::Napi::automatic;
+  Options::Napi napi = automatic ? default_napi(o) : o.napi;
   std::string napi_note;
   auto tun = open_tun(o, napi);
-  if (!tun && napi != Options::Napi::off && o.napi_fallback) {
+  if (!tun && napi != Options::Napi::off && (o.napi_fallback || automatic)) {
     // Whatever refused NAPI (the kernel, a read-only /sys), the TAP works without it.
     napi_note = tun.error().message;
     napi = Options::Napi::off;
@@ -85,8 +83,8 @@ Result<std::unique_ptr<TapDevice>> TapDevice::open(const Options& o) {
     for (size_t i = 0; i < 6; ++i) mac.b[i] = static_cast<uint8_t>(r >> (8 * i));
     mac.b[0] = static_cast<uint8_t>((mac.b[0] & 0xfe) | 0x02);  // unicast, locally administered
   }
-  const int fd = tun->fd;
-  auto d = std::unique_ptr<TapDevice>(new TapDevice(fd, tun->name, o.vnet_hdr, o.mtu, mac));
+  const int fd = tun->fd.get();
+  auto d = std::unique_ptr<TapDevice>(new TapDevice(std::move(tun->fd), tun->name, o.vnet_hdr, o.mtu, mac));
   d->rx_tso_ = o.vnet_hdr && o.rx_tso;
   d->napi_ = napi;
   d->napi_note_ = std::move(napi_note);
@@ -106,8 +104,9 @@ Result<std::unique_ptr<TapDevice>> TapDevice::open(const Options& o) {
 }
 
 TapDevice::~TapDevice() {
+  // The sysfs switch goes first, then the TAP (and with it the interface), then the ring.
   napi_switch_.reset();
-  if (fd_ >= 0) ::close(fd_);
+  fd_.reset();
 }
 
 bool TapDevice::napi_threaded() const {
@@ -147,7 +146,7 @@ Result<RxInfo> TapDevice::receive(wire::MutBytes buf) {
   iovec iov[2] = {{&h, sizeof h}, {buf.data(), buf.size()}};
   const int first = vnet_hdr_ ? 0 : 1;
   for (;;) {
-    const ssize_t n = readv(fd_, iov + first, 2 - first);
+    const ssize_t n = readv(fd_.get(), iov + first, 2 - first);
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN) return RxInfo{};
@@ -226,7 +225,7 @@ void TapDevice::flush() {
   } else {
     for (size_t i = 0; i < tx_queued_; ++i) {
       ssize_t n;
-      while ((n = ::write(fd_, tx_writes_[i].data, tx_writes_[i].len)) < 0 && errno == EINTR) {
+      while ((n = ::write(fd_.get(), tx_writes_[i].data, tx_writes_[i].len)) < 0 && errno == EINTR) {
       }
       count_write(n);
     }
@@ -254,7 +253,7 @@ Status TapDevice::write_now(wire::Bytes head, wire::Bytes p1, wire::Bytes p2, co
                   {const_cast<uint8_t*>(p2.data()), p2.size()}};
   const int first = vnet_hdr_ ? 0 : 1;
   ssize_t n;
-  while ((n = writev(fd_, iov + first, 4 - first)) < 0 && errno == EINTR) {
+  while ((n = writev(fd_.get(), iov + first, 4 - first)) < 0 && errno == EINTR) {
   }
   count_write(n);
   if (n < 0 && errno != EAGAIN) return fail_errno("tap write " + name_);

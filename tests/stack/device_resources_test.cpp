@@ -1,0 +1,72 @@
+// What a device owns goes with it: stack/dev/mapping.hpp unmaps, and an AF_PACKET device whose
+// open() gives up half way leaves no descriptor behind (no hand-made unwind to forget one).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include "stack/dev/mapping.hpp"
+#include "stack/dev/packet_device.hpp"
+#include "stack/dev/tap_device.hpp"
+
+using namespace weft;
+using namespace weft::stack;
+
+namespace {
+
+size_t open_fds() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
+  return n;
+}
+
+// Whether [p, p + len) is mapped: mincore() fails with ENOMEM where it is not.
+bool mapped(void* p, size_t len) {
+  unsigned char vec[4];
+  return mincore(p, len, vec) == 0;
+}
+
+TEST(Mapping, UnmapsWhenItsOwnerGoesAndMovesHandItOver) {
+  const size_t len = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  void* at = nullptr;
+  {
+    auto m = Mapping::map(len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, "test mmap");
+    ASSERT_TRUE(m) << m.error().message;
+    at = m->data();
+    m->data()[0] = 42;
+    Mapping moved(std::move(*m));
+    EXPECT_EQ(m->data(), nullptr);  // NOLINT(bugprone-use-after-move)
+    EXPECT_EQ(moved.data()[0], 42);
+    EXPECT_EQ(moved.size(), len);
+    EXPECT_TRUE(mapped(at, len));
+  }
+  EXPECT_FALSE(mapped(at, len));
+}
+
+TEST(Mapping, AFailedMapSaysWhat) {
+  auto m = Mapping::map(4096, PROT_READ, MAP_SHARED, -1, "the ring");  // no file: EBADF
+  ASSERT_FALSE(m);
+  EXPECT_NE(m.error().message.find("the ring"), std::string::npos) << m.error().message;
+}
+
+// A TAP that is not up is an interface AF_PACKET refuses after its socket is open.
+TEST(PacketDevice, AnOpenThatGivesUpHalfWayLeavesNoDescriptor) {
+  if (geteuid() != 0 || access("/dev/net/tun", R_OK | W_OK) != 0)
+    GTEST_SKIP() << "needs root and /dev/net/tun";
+  TapDevice::Options to;
+  to.napi = TapDevice::Options::Napi::off;
+  auto tap = TapDevice::open(to);
+  ASSERT_TRUE(tap) << tap.error().message;
+  const size_t before = open_fds();
+  PacketDevice::Options po;
+  po.ifname = (*tap)->name();
+  auto d = PacketDevice::open(po);
+  ASSERT_FALSE(d);
+  EXPECT_NE(d.error().message.find("is down"), std::string::npos) << d.error().message;
+  EXPECT_EQ(open_fds(), before);
+}
+
+}  // namespace
