@@ -9,10 +9,10 @@
 
 #include "controller/redis_conn.hpp"
 #include "controller/store.hpp"
-#include "test_util.hpp"
+#include "lib/test_util.hpp"
 
 using namespace weft::controller;
-using namespace weft::controller::testing;
+using namespace weft::testlib;
 using weft::controller::redis::Conn;
 
 namespace {
