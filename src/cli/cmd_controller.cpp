@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <signal.h>
 
+#include <atomic>
+#include <thread>
+
 #include "base/log.hpp"
 #include "cli/command_registry.hpp"
 #include "controller/controller.hpp"
@@ -16,7 +19,7 @@ int run_controller(const std::string& path, const std::vector<std::string>& list
     return 2;
   }
   if (!listen_override.empty()) cfg->listen = listen_override;
-  // Signals are taken synchronously by this thread; every thread started below inherits the mask.
+  // Signals are taken synchronously by one thread; every thread started below inherits the mask.
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGHUP);
@@ -24,24 +27,42 @@ int run_controller(const std::string& path, const std::vector<std::string>& list
   sigaddset(&set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 
+  // A thread of its own takes the signals, so SIGTERM also stops a start() still waiting for its
+  // store (controller.cpp, open_store_patiently); SIGHUP reloads only once the controller serves.
   weft::controller::Controller c;
-  if (auto st = c.start(std::move(*cfg)); !st) {
-    fmt::print(stderr, "weft controller: {}\n", st.error().message);
-    return 1;
-  }
-  while (true) {
-    int sig = 0;
-    if (sigwait(&set, &sig) != 0) continue;
-    if (sig == SIGHUP) {
-      weft::log().info("SIGHUP: reloading {}", path);
-      (void)c.reload();
-      continue;
+  std::atomic<bool> serving{false}, start_failed{false};
+  std::thread signals([&] {
+    while (true) {
+      int sig = 0;
+      if (sigwait(&set, &sig) != 0) continue;
+      if (sig == SIGHUP) {
+        if (serving) {
+          weft::log().info("SIGHUP: reloading {}", path);
+          (void)c.reload();
+        }
+        continue;
+      }
+      if (start_failed) return;  // woken by the failed start below, not by a real signal
+      weft::log().info("signal {}: stopping", sig);
+      c.request_stop();
+      return;
     }
-    weft::log().info("signal {}: stopping", sig);
-    break;
+  });
+  int rc = 0;
+  if (auto st = c.start(std::move(*cfg)); st) {
+    serving = true;
+    c.wait();
+  } else if (c.stop_requested()) {
+    weft::log().info("{}", st.error().message);  // a signal during start-up: a clean stop
+  } else {
+    fmt::print(stderr, "weft controller: {}\n", st.error().message);
+    start_failed = true;
+    pthread_kill(signals.native_handle(), SIGTERM);  // blocked, so it only ends that thread's sigwait
+    rc = 1;
   }
+  signals.join();
   c.stop();
-  return 0;
+  return rc;
 }
 
 weft::cli::Registrar reg{[](weft::cli::Root& root) {

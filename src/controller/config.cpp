@@ -271,6 +271,7 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
                {"listen",
                 "tokens",
                 "store",
+                "store_startup_timeout",
                 "retention",
                 "remote_write",
                 "remote_write_interval",
@@ -327,6 +328,8 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
                           "redis-cluster://HOST:PORT[,HOST:PORT...]",
                           cfg.store));
     }
+    if (root["store_startup_timeout"])
+      cfg.store_startup_timeout_ns = duration(c, root["store_startup_timeout"], "store_startup_timeout", 0);
     if (root["retention"]) cfg.retention_ns = duration(c, root["retention"], "retention", 60'000'000'000);
     if (root["remote_write"]) {
       cfg.remote_write = scalar(c, root["remote_write"], "remote_write");

@@ -60,6 +60,9 @@ struct Config {
   std::vector<std::string> read_tokens;    // read API, dashboard, /metrics
   bool open_read = false;                  // read API open although listening beyond loopback (a proxy)
   std::string store = "sqlite:weft-history.db";  // sqlite:PATH | redis://HOST:PORT | redis+unix:///PATH
+  // How long start-up waits for a store it cannot reach (retrying with back-off); 0: until it can,
+  // or until SIGTERM/SIGINT.
+  int64_t store_startup_timeout_ns = 0;
   int64_t retention_ns = 7LL * 24 * 3600 * 1'000'000'000;
   // TLS (docs/controller.md "TLS"): HTTPS on every listen address when tls_cert and tls_key are
   // set (PEM files, relative to the config's folder; SIGHUP reads them again); tls_client_ca asks

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 
@@ -38,11 +39,43 @@ Controller::Controller() = default;
 
 Controller::~Controller() { stop(); }
 
+// A controller is often started together with its store (a host booting, a cluster being
+// restarted): exiting at once would leave the service manager to restart it blindly and the log to
+// say little. So a store that cannot be reached yet (kStoreUnreachable: refused, timed out, cluster
+// down) is tried again, 1 s doubling to 30 s, with one line per attempt saying why, until it
+// answers, store_startup_timeout passes or request_stop() is called. A wrong URL or password, which
+// no waiting cures, fails at once.
+Result<std::unique_ptr<Store>> Controller::open_store_patiently(const Config& cfg) {
+  using Clock = std::chrono::steady_clock;
+  const auto limit = std::chrono::nanoseconds(cfg.store_startup_timeout_ns);
+  const auto deadline = Clock::now() + limit;
+  auto wait = std::chrono::seconds(1);
+  for (int attempt = 1;; ++attempt) {
+    auto store = open_store(cfg.store);
+    if (store || store.error().code != kStoreUnreachable) {
+      if (store && attempt > 1) log().info("store reached at attempt {}", attempt);
+      return store;
+    }
+    auto now = Clock::now();
+    if (limit.count() > 0 && now >= deadline)
+      return fail("{} (gave up after store_startup_timeout, {} attempts)", store.error().message, attempt);
+    auto next = limit.count() > 0 ? std::min<Clock::duration>(wait, deadline - now) : Clock::duration(wait);
+    log().warn("store not reachable (attempt {}): {}; trying again in {:g} s", attempt, store.error().message,
+               std::chrono::duration<double>(next).count());
+    {
+      std::unique_lock lk(mu_);
+      if (cv_.wait_for(lk, next, [&] { return stopping_; }))
+        return fail("stopped while waiting for the store: {}", store.error().message);
+    }
+    wait = std::min(wait * 2, std::chrono::seconds(30));
+  }
+}
+
 Status Controller::start(Config cfg) {
   config_path_ = cfg.path;
   config_mtime_ns_ = file_mtime_ns(config_path_);
   topology_mtime_ns_ = file_mtime_ns(cfg.topology_file);
-  auto store = open_store(cfg.store);
+  auto store = open_store_patiently(cfg);
   if (!store) return std::unexpected(store.error());
   store_ = std::move(*store);
   auto shared = std::make_shared<const Config>(std::move(cfg));
@@ -102,6 +135,19 @@ Status Controller::start(Config cfg) {
 void Controller::wait() {
   std::unique_lock lk(mu_);
   cv_.wait(lk, [&] { return stopping_; });
+}
+
+void Controller::request_stop() {
+  {
+    std::lock_guard lk(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+}
+
+bool Controller::stop_requested() {
+  std::lock_guard lk(mu_);
+  return stopping_;
 }
 
 void Controller::stop() {

@@ -39,6 +39,10 @@ class Controller {
   // Blocks until stop().
   void wait();
   void stop();
+  // Asks a start() still waiting for its store to give up (safe from another thread, e.g. on
+  // SIGTERM); after start() returns, stop() still has to be called.
+  void request_stop();
+  bool stop_requested();
 
   // Re-reads the config file, and the TLS certificate and key (new connections get them; open ones
   // keep theirs); a bad file keeps the old config or certificate (and says why in the log and result).
@@ -51,6 +55,7 @@ class Controller {
 
  private:
   Status start_http(const Config& cfg);  // http_api.cpp
+  Result<std::unique_ptr<Store>> open_store_patiently(const Config& cfg);
   void chores();
 
   std::string config_path_;

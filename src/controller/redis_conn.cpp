@@ -3,6 +3,7 @@
 #include <set>
 #include <thread>
 
+#include "controller/store.hpp"
 #include "net/address.hpp"
 
 namespace weft::controller::redis {
@@ -11,6 +12,12 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 std::string_view error_text(const redisReply& r) { return {r.str, static_cast<size_t>(r.len)}; }
+
+// A failure that waiting may cure (refused, timed out, lost connection, cluster down), as opposed
+// to a wrong URL or password: the controller's start-up retries the first kind only.
+unexpected<Error> unreachable(std::string message) {
+  return unexpected(Error{std::move(message), kStoreUnreachable});
+}
 
 // Errors that mean "this node cannot answer for the slot right now": the cluster is failing over
 // (CLUSTERDOWN), a slot is being migrated (TRYAGAIN), or the node just lost its master role
@@ -100,7 +107,9 @@ Result<std::unique_ptr<Conn>> Conn::open(const std::string& raw_spec, ConnOption
       rest.remove_prefix(comma + 1);
     }
     if (c->seeds_.empty()) return fail("redis store '{}': no cluster node given", c->spec_);
-    if (auto st = c->refresh_slots(); !st) return fail("redis store {}: {}", c->spec_, st.error().message);
+    if (auto st = c->refresh_slots(); !st)
+      return unexpected(
+          Error{fmt::format("redis store {}: {}", c->spec_, st.error().message), st.error().code});
     return c;
   }
   if (spec.starts_with("redis+unix://")) {
@@ -117,7 +126,11 @@ Result<std::unique_ptr<Conn>> Conn::open(const std::string& raw_spec, ConnOption
     return fail("redis store '{}': expected redis://, redis+unix:// or redis-cluster://", c->spec_);
   }
   auto pong = c->run("", {"PING"});
-  if (!pong) return fail("redis store {}: {}", c->spec_, pong.error().message);
+  if (!pong)
+    return unexpected(
+        Error{fmt::format("redis store {}: {}", c->spec_, pong.error().message), pong.error().code});
+  if ((*pong)->type == REDIS_REPLY_ERROR && transient(error_text(**pong)))
+    return unreachable(fmt::format("redis store {}: PING failed: {}", c->spec_, error_text(**pong)));
   if ((*pong)->type == REDIS_REPLY_ERROR)
     return fail(
         "redis store {}: PING failed: {}{}", c->spec_, error_text(**pong),
@@ -147,7 +160,7 @@ Result<redisContext*> Conn::node(const std::string& address) {
   if (!ctx || ctx->err) {
     std::string e = ctx ? ctx->errstr : "out of memory";
     if (ctx) redisFree(ctx);
-    return fail("{}: {}", address, e);
+    return unreachable(fmt::format("{}: {}", address, e));
   }
   redisSetTimeout(ctx, timeval{5, 0});
   if (!password_.empty()) {
@@ -191,22 +204,22 @@ Status Conn::refresh_slots() {
   for (const auto& r : ranges_)
     for (const auto& rep : r.replicas) add(rep);
   for (const auto& s : seeds_) add(s);
-  std::string last = "no node to ask";
+  Error last{"no node to ask", kStoreUnreachable};
   for (const auto& a : candidates) {
     auto ctx = node(a);
     if (!ctx) {
-      last = ctx.error().message;
+      last = ctx.error();
       continue;
     }
     Reply r(static_cast<redisReply*>(redisCommand(*ctx, "CLUSTER SLOTS")));
     if (!r) {
-      last = fmt::format("{}: {}", a, (*ctx)->errstr);
+      last = Error{fmt::format("{}: {}", a, (*ctx)->errstr), kStoreUnreachable};
       drop(a);
       continue;
     }
     auto ranges = parse_cluster_slots(*r);
     if (!ranges) {
-      last = fmt::format("{}: {}", a, ranges.error().message);
+      last = Error{fmt::format("{}: {}", a, ranges.error().message), 0};
       continue;
     }
     ranges_ = std::move(*ranges);
@@ -215,7 +228,7 @@ Status Conn::refresh_slots() {
       for (int s = ranges_[i].first; s <= ranges_[i].last; ++s) slot_range_[s] = static_cast<int16_t>(i);
     return {};
   }
-  return fail("cannot read CLUSTER SLOTS: {}", last);
+  return unexpected(Error{"cannot read CLUSTER SLOTS: " + last.message, last.code});
 }
 
 std::string Conn::route(std::string_view key) const {
@@ -241,7 +254,7 @@ std::vector<std::string> Conn::masters() const {
 Result<redisContext*> Conn::node_for_attempt(const std::string& address, bool& retry) {
   if (address.empty()) {
     retry = true;
-    return fail("no node serves the slot");
+    return unreachable("no node serves the slot");
   }
   auto ctx = node(address);
   if (!ctx) retry = true;
@@ -265,7 +278,7 @@ Result<Reply> Conn::run_once(const std::string& address, const Command& cmd, boo
     redisReply* raw = nullptr;
     if (redisGetReply(*ctx, reinterpret_cast<void**>(&raw)) != REDIS_OK) {
       retry = true;
-      return fail("{}", drop_broken(address, *ctx));
+      return unreachable(drop_broken(address, *ctx));
     }
     out.reset(raw);
   }
@@ -276,7 +289,7 @@ Result<Reply> Conn::run(std::string_view route_key, const Command& cmd) {
   auto deadline = Clock::now() + options_.retry_for;
   std::string address = route(route_key);
   bool asking = false;
-  std::string last;
+  Error last;
   auto backoff = std::chrono::milliseconds(20);
   for (int attempt = 0; attempt < 100; ++attempt) {
     bool retry = false;
@@ -298,14 +311,14 @@ Result<Reply> Conn::run(std::string_view route_key, const Command& cmd) {
       }
       if (transient(e)) {
         retry = true;
-        last = std::string(e);
+        last = Error{std::string(e), kStoreUnreachable};
       } else {
         return r;
       }
     } else if (r) {
       return r;
     } else {
-      last = r.error().message;
+      last = r.error();
     }
     if (!retry || Clock::now() >= deadline || (!cluster_ && attempt >= 1)) break;
     if (cluster_) {
@@ -315,7 +328,7 @@ Result<Reply> Conn::run(std::string_view route_key, const Command& cmd) {
       address = route(route_key);
     }
   }
-  return fail("{}", last);
+  return unexpected(last);
 }
 
 Status Conn::transaction_once(const std::string& address, std::span<const Command> cmds, int wait,

@@ -74,7 +74,8 @@ Status Feed::start(Conn& conn) {
   for (int i = 0; i < kStreams; ++i) {
     std::string key = stream(i);
     auto r = conn.run(key, {"XREVRANGE", key, "+", "-", "COUNT", "1"});
-    if (!r) return fail("redis feed {}: {}", key, r.error().message);
+    if (!r)
+      return unexpected(Error{fmt::format("redis feed {}: {}", key, r.error().message), r.error().code});
     if ((*r)->type == REDIS_REPLY_ERROR) return fail("redis feed {}: {}", key, text(r->get()));
     cursor_[i] = "0-0";
     if ((*r)->type == REDIS_REPLY_ARRAY && (*r)->elements > 0 &&

@@ -76,6 +76,10 @@ class Store {
   virtual Result<size_t> poll_peers(const PeerEventFn&) { return size_t{0}; }
 };
 
+// Error::code when a store could not be reached (connection refused or timed out, a lost
+// connection, a cluster down or still loading): waiting may cure it, unlike a wrong URL or password.
+inline constexpr int kStoreUnreachable = 0x57'0001;
+
 // "sqlite:PATH", "redis://HOST:PORT" or "redis+unix:///PATH".
 Result<std::unique_ptr<Store>> open_store(const std::string& spec);
 

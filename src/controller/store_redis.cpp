@@ -299,7 +299,9 @@ Result<std::unique_ptr<Store>> open_redis_store(const std::string& spec) {
   // A random name for this controller's feed entries (its own are skipped when it reads).
   std::random_device rd;
   redis::Feed feed(fmt::format("{:08x}{:08x}", rd(), rd()));
-  if (auto st = feed.start(**poll_conn); !st) return std::unexpected(st.error());
+  if (auto st = feed.start(**poll_conn); !st)
+    return std::unexpected(
+        Error{fmt::format("redis store {}: {}", (*poll_conn)->spec(), st.error().message), st.error().code});
   return std::unique_ptr<Store>(
       std::make_unique<RedisStore>(std::move(*conn), std::move(*poll_conn), std::move(feed)));
 }

@@ -75,6 +75,17 @@ TEST(Config, BadValues) {
   }
 }
 
+// How long start-up waits for an unreachable store: no limit unless given; a duration, 0s allowed.
+TEST(Config, StoreStartupTimeout) {
+  auto d = parse_config("listen: 127.0.0.1:1\n", "s.yaml");
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_EQ(d->store_startup_timeout_ns, 0);
+  auto c = parse_config("listen: 127.0.0.1:1\nstore_startup_timeout: 5m\n", "s.yaml");
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->store_startup_timeout_ns, 300LL * 1'000'000'000);
+  EXPECT_FALSE(parse_config("listen: 127.0.0.1:1\nstore_startup_timeout: soon\n", "s.yaml"));
+}
+
 // listen takes HOST:PORT as every other HOST:PORT is read (net::split_host_port): IPv6 in brackets,
 // a port 1-65535 required.
 TEST(Config, ListenIsHostPort) {

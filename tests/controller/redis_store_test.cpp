@@ -129,6 +129,11 @@ TEST(RedisStore, UnreachableServerIsAClearError) {
   auto s = open_store("redis://127.0.0.1:1");
   ASSERT_FALSE(s);
   EXPECT_NE(s.error().message.find("127.0.0.1:1"), std::string::npos) << s.error().message;
+  // Start-up retries this kind (waiting may cure it), not a malformed URL.
+  EXPECT_EQ(s.error().code, kStoreUnreachable) << s.error().message;
+  auto bad = open_store("redis://127.0.0.1:99999");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().code, kStoreUnreachable) << bad.error().message;
 }
 
 // MULTI/EXEC queues commands without running them: one that fails when EXEC runs it (here a key of
