@@ -772,72 +772,76 @@ int run_client(const Common& c, const std::string& server, uint16_t port, int st
   return failed || start == 0 ? 1 : 0;
 }
 
+// The options of every `weft stack` subcommand, owned by the registration (docs/code.md).
+struct StackOptions {
+  Common c;
+  std::string dest;
+  int count = 4, streams = 1;
+  double interval = 1;
+  size_t size = 56;
+  uint16_t port = 0;
+  bool reverse = false, json = false, zerocopy = false;
+  size_t echo_check = 0;
+};
+
 weft::cli::Registrar reg{[](weft::cli::Root& root) {
   auto* st =
       root.app.add_subcommand("stack", "weft's user-space TCP/IP stack on a TAP, AF_PACKET or DPDK device");
   st->require_subcommand(1);
-  static Common c;
-  static std::string dest;
-  static int count = 4, streams = 1;
-  static double interval = 1;
-  static size_t size = 56;
-  static uint16_t port = 0;
-  static bool reverse = false, json = false;
+  auto o = std::make_shared<StackOptions>();
   auto stop = [] { weft::on_stop_signal([] { g_stop.store(true); }); };
 
   auto* ping = st->add_subcommand("ping", "ICMP echo from the stack");
-  add_common(ping, c);
-  ping->add_option("dest", dest, "address to ping")->required();
-  ping->add_option("-c", count, "echo requests to send")->capture_default_str();
-  ping->add_option("-i", interval, "seconds between requests")->capture_default_str();
-  ping->add_option("-s", size, "payload bytes")->capture_default_str();
+  add_common(ping, o->c);
+  ping->add_option("dest", o->dest, "address to ping")->required();
+  ping->add_option("-c", o->count, "echo requests to send")->capture_default_str();
+  ping->add_option("-i", o->interval, "seconds between requests")->capture_default_str();
+  ping->add_option("-s", o->size, "payload bytes")->capture_default_str();
   ping->callback([=] {
     stop();
-    weft::cli::set_exit_code(run_ping(c, dest, std::max(count, 1), interval, size));
+    weft::cli::set_exit_code(run_ping(o->c, o->dest, std::max(o->count, 1), o->interval, o->size));
   });
 
   auto* echo = st->add_subcommand("echo", "TCP echo server (and ping responder)");
-  add_common(echo, c);
-  echo->add_option("--port", port, "TCP port (default 7)");
+  add_common(echo, o->c);
+  echo->add_option("--port", o->port, "TCP port (default 7)");
   echo->callback([=] {
     stop();
-    weft::cli::set_exit_code(run_server(c, port ? port : 7, true, false));
+    weft::cli::set_exit_code(run_server(o->c, o->port ? o->port : 7, true, false));
   });
 
   auto* serve = st->add_subcommand("serve", "iperf-like server");
-  add_common(serve, c);
-  serve->add_option("--port", port, "TCP port (default 5201)");
-  serve->add_flag("--json", json,
+  add_common(serve, o->c);
+  serve->add_option("--port", o->port, "TCP port (default 5201)");
+  serve->add_flag("--json", o->json,
                   "when leaving, one JSON object: each finished connection's bytes and seconds, and the "
                   "device's counters");
   serve->callback([=] {
     stop();
-    weft::cli::set_exit_code(run_server(c, port ? port : 5201, false, json));
+    weft::cli::set_exit_code(run_server(o->c, o->port ? o->port : 5201, false, o->json));
   });
 
   auto* conn = st->add_subcommand("connect", "iperf-like client");
-  add_common(conn, c);
-  conn->add_option("server", dest, "server address")->required();
-  conn->add_option("--port", port, "TCP port (default 5201)");
-  conn->add_option("-P", streams, "parallel streams")->capture_default_str();
-  conn->add_flag("-R", reverse, "the server sends");
-  conn->add_flag("--json", json, "one JSON object at the end instead of lines");
-  static bool zerocopy = false;
-  conn->add_flag("--zerocopy", zerocopy,
+  add_common(conn, o->c);
+  conn->add_option("server", o->dest, "server address")->required();
+  conn->add_option("--port", o->port, "TCP port (default 5201)");
+  conn->add_option("-P", o->streams, "parallel streams")->capture_default_str();
+  conn->add_flag("-R", o->reverse, "the server sends");
+  conn->add_flag("--json", o->json, "one JSON object at the end instead of lines");
+  conn->add_flag("--zerocopy", o->zerocopy,
                  "send in place through the zero-copy send path (as iperf3 -Z): the pattern is written "
                  "into the send buffer on its first lap only, so the application copies nothing");
-  static size_t echo_check = 0;
   conn->add_option(
-      "--echo-check", echo_check,
+      "--echo-check", o->echo_check,
       "send this many bytes to an echo server (port default 7) and check every byte that comes back");
   conn->callback([=] {
     stop();
-    if (echo_check > 0) {
-      weft::cli::set_exit_code(run_echo_check(c, dest, port ? port : 7, echo_check));
+    if (o->echo_check > 0) {
+      weft::cli::set_exit_code(run_echo_check(o->c, o->dest, o->port ? o->port : 7, o->echo_check));
       return;
     }
-    weft::cli::set_exit_code(
-        run_client(c, dest, port ? port : 5201, std::max(streams, 1), reverse, json, zerocopy));
+    weft::cli::set_exit_code(run_client(o->c, o->dest, o->port ? o->port : 5201, std::max(o->streams, 1),
+                                        o->reverse, o->json, o->zerocopy));
   });
 #ifndef WEFT_STACK_ONLY
   weft::cli::add_stack_run(st);  // `weft stack run -- PROGRAM`: cmd_stack_run.cpp

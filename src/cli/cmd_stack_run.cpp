@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -133,7 +134,8 @@ int run_program(const RunOptions& o) {
 namespace weft::cli {
 
 void add_stack_run(CLI::App* stack) {
-  static RunOptions o;
+  auto opts = std::make_shared<RunOptions>();  // owned by the registration (docs/code.md)
+  RunOptions& o = *opts;
   auto* run = stack->add_subcommand("run",
                                     "run an unmodified program on the stack (LD_PRELOAD): weft stack run "
                                     "--ifname IF --ip A.B.C.D/P -- PROG ARGS");
@@ -148,7 +150,7 @@ void add_stack_run(CLI::App* stack) {
   run->add_flag("--no-vnet-hdr", o.no_vnet_hdr, "the stack computes every checksum");
   run->add_flag("--verbose", o.verbose, "a log line for each address the kernel carries instead");
   run->add_option("command", o.command, "the program and its arguments (after --)")->required();
-  run->callback([] { set_exit_code(run_program(o)); });
+  run->callback([opts] { set_exit_code(run_program(*opts)); });
 }
 
 }  // namespace weft::cli
