@@ -137,6 +137,105 @@ namespace weft::cli {
 
 void add_ping_rdma_options(CLI::App* ping) { add_rdma_options(ping, g_ping_opts, true); }
 
+namespace {
+
+// The targets as given (HOST, DEVICE:HOST, GID, LID), checked before any verbs: targets that cannot
+// be reached without a QPN, and targets on different local devices, are usage errors.
+std::optional<int> parse_specs(const RdmaOpts& o, const std::vector<std::string>& targets,
+                               std::vector<probe::RdmaTargetSpec>& specs) {
+  for (auto& t : targets) {
+    // The device is -d/--device; the older DEVICE:TARGET spelling still works. A target without
+    // a device prefix goes to -d's device, or to the first one ("any").
+    const std::string dev = o.device.empty() ? "any" : o.device;
+    auto s = probe::parse_rdma_target(t);
+    if (!s || (!o.device.empty() && !t.starts_with(o.device + ":"))) {
+      auto with_dev = probe::parse_rdma_target(dev + ":" + t);
+      if (with_dev) s = with_dev;
+    }
+    if (!s) return bad_args(s.error().message);
+    if (!o.qpn && s->kind == probe::RdmaTargetSpec::Kind::lid)
+      return bad_args(fmt::format("{}: a LID target needs --qpn", t));
+    if (!o.qpn && s->kind == probe::RdmaTargetSpec::Kind::gid &&
+        std::memcmp(s->gid.raw, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12) != 0)
+      return bad_args(fmt::format("{}: give --qpn (discovery needs an IPv4-mapped GID or a host)", t));
+    if (!specs.empty() && s->device != specs[0].device)
+      return bad_args(
+          fmt::format("all targets must use one local device ({} and {})", specs[0].device, s->device));
+    specs.push_back(*s);
+  }
+  return std::nullopt;
+}
+
+std::string address_text(const probe::RdmaTarget& t) {
+  if (!t.global) return fmt::format("lid {} qpn {}", t.lid, t.qpn);
+  char b[INET6_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET6, t.gid.raw, b, sizeof b);
+  return fmt::format("gid {} qpn {}", b, t.qpn);
+}
+
+void add_result(Summary& s, const probe::RdmaProbeResult& r) {
+  ++s.resolved;
+  if (!r.answered) return;
+  ++s.answered;
+  s.rtt.add(r.sample.total_ns);
+  if (r.sample.weird) ++s.weird;
+  if (r.sample.has_network) s.network.add(r.sample.network_ns);
+  if (r.sample.has_responder_delay) s.delay.add(r.sample.responder_delay_ns);
+}
+
+void print_result(const probe::RdmaProbeResult& r, const std::string& prefix) {
+  if (r.answered)
+    fmt::print("{}seq={} network={} responder={} total={:.3f} ms time={}{}\n", prefix, r.seq,
+               r.sample.has_network ? fmt::format("{:.3f} ms", ms(r.sample.network_ns)) : "-",
+               r.sample.has_responder_delay ? fmt::format("{:.1f} us", us(r.sample.responder_delay_ns)) : "-",
+               ms(r.sample.total_ns), probe::to_string(r.sample.source), r.sample.weird ? " weird" : "");
+  else
+    fmt::print("{}seq={} timeout\n", prefix, r.seq);
+}
+
+// One summary per target (text or JSON); returns how many probes were answered in all.
+uint64_t print_summaries(const std::vector<probe::RdmaTarget>& list,
+                         std::map<std::string, Summary, std::less<>>& sums, probe::RdmaEngine& e, bool json) {
+  const auto c = e.counters();
+  const char* src = probe::to_string(e.timestamp_source());
+  const std::string local = e.address().to_string();
+  uint64_t answered = 0;
+  for (auto& t : list) {
+    const Summary& s = sums[t.name];
+    answered += s.answered;
+    const uint64_t lost = s.resolved - s.answered;
+    if (json) {
+      nlohmann::json j = {{"protocol", "rdma"},
+                          {"target", t.name},
+                          {"address", s.address},
+                          {"local", local},
+                          {"sent", s.resolved},
+                          {"received", s.answered},
+                          {"lost", lost},
+                          {"weird", s.weird},
+                          {"late", c.late},
+                          {"duplicate", c.duplicate},
+                          {"malformed", c.garbage + c.unknown_session + c.unknown_probe},
+                          {"timestamp_source", src},
+                          {"timestamp_note", e.timestamp_note()},
+                          {"rtt_incl_responder_delay_us", summary_json(s.rtt)},
+                          {"network_rtt_us", summary_json(s.network)},
+                          {"responder_delay_us", summary_json(s.delay)}};
+      fmt::print("{}\n", j.dump());
+    } else {
+      fmt::print("--- {} rdma ping statistics ---\n", t.name);
+      fmt::print("{} sent, {} received, {:.1f}% loss, {} weird, timestamps: {}{}\n", s.resolved, s.answered,
+                 s.resolved ? 100.0 * static_cast<double>(lost) / static_cast<double>(s.resolved) : 0.0,
+                 s.weird, src, e.timestamp_note().empty() ? "" : " (" + e.timestamp_note() + ")");
+      fmt::print("{}{}{}", summary_text("network rtt", s.network), summary_text("responder delay", s.delay),
+                 summary_text("rtt incl. responder delay", s.rtt));
+    }
+  }
+  return answered;
+}
+
+}  // namespace
+
 int run_ping_rdma(const CLI::App& ping) {
   const RdmaOpts& o = g_ping_opts;
   auto targets = ping.get_option("target")->results();
@@ -150,29 +249,8 @@ int run_ping_rdma(const CLI::App& ping) {
   if (!(interval_s > 0) || interval_s > 3600) return bad_args("interval must be > 0 and <= 3600 seconds");
   if (!(timeout_s > 0) || timeout_s > 60) return bad_args("timeout must be > 0 and <= 60 seconds");
   if (window_s < 0 || window_s > 86400) return bad_args("--window must be 0-86400 seconds");
-
   std::vector<probe::RdmaTargetSpec> specs;
-  for (auto& t : targets) {
-    // The device is -d/--device; the older DEVICE:TARGET spelling still works. A target without
-    // a device prefix goes to -d's device, or to the first one ("any").
-    const std::string dev = o.device.empty() ? "any" : o.device;
-    auto s = probe::parse_rdma_target(t);
-    if (!s || (!o.device.empty() && !t.starts_with(o.device + ":"))) {
-      auto with_dev = probe::parse_rdma_target(dev + ":" + t);
-      if (with_dev) s = with_dev;
-    }
-    if (!s) return bad_args(s.error().message);
-    // Targets that cannot be reached without a QPN are usage errors, found before any verbs.
-    if (!o.qpn && s->kind == probe::RdmaTargetSpec::Kind::lid)
-      return bad_args(fmt::format("{}: a LID target needs --qpn", t));
-    if (!o.qpn && s->kind == probe::RdmaTargetSpec::Kind::gid &&
-        std::memcmp(s->gid.raw, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12) != 0)
-      return bad_args(fmt::format("{}: give --qpn (discovery needs an IPv4-mapped GID or a host)", t));
-    if (!specs.empty() && s->device != specs[0].device)
-      return bad_args(
-          fmt::format("all targets must use one local device ({} and {})", specs[0].device, s->device));
-    specs.push_back(*s);
-  }
+  if (auto rc = parse_specs(o, targets, specs)) return *rc;
   auto cfg = engine_config(o, specs[0].device == "any" ? "" : specs[0].device, bind);
   if (!cfg) return bad_args(cfg.error().message);
   cfg->interval = std::chrono::nanoseconds(static_cast<int64_t>(interval_s * 1e9));
@@ -188,7 +266,6 @@ int run_ping_rdma(const CLI::App& ping) {
     return 1;
   }
   const probe::RdmaAddress& local = (*engine)->address();
-
   std::vector<probe::RdmaTarget> list;
   std::map<std::string, Summary, std::less<>> sums;
   for (size_t i = 0; i < specs.size(); ++i) {
@@ -197,15 +274,7 @@ int run_ping_rdma(const CLI::App& ping) {
       fmt::print(stderr, "weft ping: {}\n", t.error().message);
       return 1;
     }
-    sums[t->name].address = t->global ? fmt::format(
-                                            "gid {} qpn {}",
-                                            [&] {
-                                              char b[INET6_ADDRSTRLEN] = {};
-                                              inet_ntop(AF_INET6, t->gid.raw, b, sizeof b);
-                                              return std::string(b);
-                                            }(),
-                                            t->qpn)
-                                      : fmt::format("lid {} qpn {}", t->lid, t->qpn);
+    sums[t->name].address = address_text(*t);
     list.push_back(*t);
   }
   uint64_t total = count * list.size();
@@ -216,30 +285,12 @@ int run_ping_rdma(const CLI::App& ping) {
                  sums[t.name].address, local.to_string(), interval_s, timeout_s);
   std::fflush(stdout);
   uint64_t resolved = 0;
-  // With several targets each line says which one it is about.
-  auto prefix = [&](std::string_view target) {
-    return list.size() > 1 ? fmt::format("{}: ", target) : std::string();
-  };
   probe::RdmaEngine* e = engine->get();
   e->set_on_probe([&](const probe::RdmaProbeResult& r) {
-    Summary& s = sums.find(r.target)->second;
-    ++s.resolved;
+    add_result(sums.find(r.target)->second, r);
     ++resolved;
-    if (r.answered) {
-      ++s.answered;
-      s.rtt.add(r.sample.total_ns);
-      if (r.sample.weird) ++s.weird;
-      if (r.sample.has_network) s.network.add(r.sample.network_ns);
-      if (r.sample.has_responder_delay) s.delay.add(r.sample.responder_delay_ns);
-      if (!json && !quiet)
-        fmt::print(
-            "{}seq={} network={} responder={} total={:.3f} ms time={}{}\n", prefix(r.target), r.seq,
-            r.sample.has_network ? fmt::format("{:.3f} ms", ms(r.sample.network_ns)) : "-",
-            r.sample.has_responder_delay ? fmt::format("{:.1f} us", us(r.sample.responder_delay_ns)) : "-",
-            ms(r.sample.total_ns), probe::to_string(r.sample.source), r.sample.weird ? " weird" : "");
-    } else if (!json && !quiet) {
-      fmt::print("{}seq={} timeout\n", prefix(r.target), r.seq);
-    }
+    // With several targets each line says which one it is about.
+    if (!json && !quiet) print_result(r, list.size() > 1 ? fmt::format("{}: ", r.target) : std::string());
     std::fflush(stdout);
     if (total != 0 && resolved >= total) g_engine->stop();
   });
@@ -266,41 +317,7 @@ int run_ping_rdma(const CLI::App& ping) {
     fmt::print(stderr, "weft ping: {}\n", st.error().message);
     return 1;
   }
-  const auto c = e->counters();
-  const char* src = probe::to_string(e->timestamp_source());
-  uint64_t answered = 0;
-  for (auto& t : list) {
-    const Summary& s = sums[t.name];
-    answered += s.answered;
-    const uint64_t lost = s.resolved - s.answered;
-    if (json) {
-      nlohmann::json j = {{"protocol", "rdma"},
-                          {"target", t.name},
-                          {"address", s.address},
-                          {"local", local.to_string()},
-                          {"sent", s.resolved},
-                          {"received", s.answered},
-                          {"lost", lost},
-                          {"weird", s.weird},
-                          {"late", c.late},
-                          {"duplicate", c.duplicate},
-                          {"malformed", c.garbage + c.unknown_session + c.unknown_probe},
-                          {"timestamp_source", src},
-                          {"timestamp_note", e->timestamp_note()},
-                          {"rtt_incl_responder_delay_us", summary_json(s.rtt)},
-                          {"network_rtt_us", summary_json(s.network)},
-                          {"responder_delay_us", summary_json(s.delay)}};
-      fmt::print("{}\n", j.dump());
-    } else {
-      fmt::print("--- {} rdma ping statistics ---\n", t.name);
-      fmt::print("{} sent, {} received, {:.1f}% loss, {} weird, timestamps: {}{}\n", s.resolved, s.answered,
-                 s.resolved ? 100.0 * static_cast<double>(lost) / static_cast<double>(s.resolved) : 0.0,
-                 s.weird, src, e->timestamp_note().empty() ? "" : " (" + e->timestamp_note() + ")");
-      fmt::print("{}{}{}", summary_text("network rtt", s.network), summary_text("responder delay", s.delay),
-                 summary_text("rtt incl. responder delay", s.rtt));
-    }
-  }
-  return answered > 0 ? 0 : 1;
+  return print_summaries(list, sums, *e, json) > 0 ? 0 : 1;
 }
 
 }  // namespace weft::cli
