@@ -11,6 +11,7 @@
 #include "controller/http_api.hpp"
 #include "controller/remote_write.hpp"
 #include "controller/replica_sync.hpp"
+#include "net/address.hpp"
 #include "net/http/server.hpp"
 #include "net/http/tls.hpp"
 #include "proto/registration.hpp"
@@ -223,6 +224,45 @@ void Controller::chores() {
     mesh_->set_store_info(store_->info());
     lk.lock();
   }
+}
+
+// The API on the project's event-driven server: TLS when configured, one listener per `listen`.
+Status Controller::start_http(const Config& cfg) {
+  api_ = std::make_unique<HttpApi>(*mesh_, *store_, *ingest_);
+  auto routes = api_->routes();
+  auto options = api_->server_options(cfg);
+  if (!cfg.tls_cert.empty()) {
+    auto tls = net::http::TlsServerContext::load({cfg.tls_cert, cfg.tls_key, cfg.tls_client_ca});
+    if (!tls) return std::unexpected(tls.error());
+    tls_ = *tls;
+    options.tls = tls_;
+    log().info("TLS: certificate {}{}", tls_->describe(),
+               cfg.tls_client_ca.empty()
+                   ? ""
+                   : fmt::format("; client certificates signed by {}", cfg.tls_client_ca));
+  }
+  server_ = std::make_unique<net::http::Server>(std::move(routes), std::move(options));
+  api_->set_server(server_.get(), tls_ != nullptr);
+  for (const auto& addr : cfg.listen) {
+    // "HOST:PORT" or "[IPv6]:PORT" (net/address.hpp parses it); port 0 picks a free port (tests,
+    // benchmarks). The config file already requires an explicit port; one given in code must too.
+    auto hp = net::split_host_port(addr, 0, /*allow_port_zero=*/true);
+    if (!hp) return fail("listen '{}': not HOST:PORT: {}", addr, hp.error().message);
+    if (!addr.ends_with(":" + std::to_string(hp->second))) return fail("listen '{}': not HOST:PORT", addr);
+    auto sa = net::resolve(hp->first, hp->second);
+    if (!sa) return fail("listen '{}': {}", addr, sa.error().message);
+    auto port = server_->listen(*sa);
+    if (!port) return fail("cannot listen on {}: {}", addr, port.error().message);
+    ports_.push_back(*port);
+    net::SocketAddress bound = *sa;
+    bound.set_port(*port);
+    log().info("controller listening on {}://{}/", tls_ ? "https" : "http", bound.to_string());
+  }
+  if (auto st = server_->start(); !st) return st;
+  log().info("controller HTTP: up to {} connections ({} per client address), {} agent + {} API workers",
+             server_->max_connections(), cfg.http_max_connections_per_address, cfg.http_threads,
+             cfg.http_api_threads);
+  return {};
 }
 
 }  // namespace weft::controller

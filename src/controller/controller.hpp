@@ -54,7 +54,7 @@ class Controller {
   std::vector<int> bound_ports() const { return ports_; }
 
  private:
-  Status start_http(const Config& cfg);  // http_api.cpp
+  Status start_http(const Config& cfg);
   Result<std::unique_ptr<Store>> open_store_patiently(const Config& cfg);
   void chores();
 
