@@ -30,9 +30,9 @@ TEST(ControllerUrl, BracketedIpv6LosesItsBrackets) {
 }
 
 TEST(ControllerUrl, ClearErrors) {
-  auto u = parse_controller_url("https://ctrl:8443");
+  auto u = parse_controller_url("ftp://ctrl:8443");
   ASSERT_FALSE(u);
-  EXPECT_NE(u.error().message.find("only http://"), std::string::npos) << u.error().message;
+  EXPECT_NE(u.error().message.find("only http:// and https://"), std::string::npos) << u.error().message;
   for (const char* bad :
        {"http://ctrl:0", "http://ctrl:70000", "http://ctrl:80x", "http://:8080", "http://"}) {
     auto r = parse_controller_url(bad);
@@ -56,5 +56,21 @@ TEST(ControllerUrl, SeveralReplicas) {
   EXPECT_EQ((*l)[2].port, 80);
   EXPECT_EQ(weft::agent::parse_controller_urls("http://a:1")->size(), 1u);
   EXPECT_FALSE(weft::agent::parse_controller_urls("http://a:1,"));
-  EXPECT_FALSE(weft::agent::parse_controller_urls("http://a:1,https://b:2"));
+  // Each replica's scheme is its own (an HTTPS controller behind a plain-HTTP one on loopback).
+  auto mixed = weft::agent::parse_controller_urls("http://a:1,https://b:2");
+  ASSERT_TRUE(mixed) << mixed.error().message;
+  EXPECT_FALSE((*mixed)[0].tls);
+  EXPECT_TRUE((*mixed)[1].tls);
+  EXPECT_FALSE(weft::agent::parse_controller_urls("http://a:1,ftp://b:2"));
+}
+
+TEST(ControllerUrl, HttpsIsTlsOnPort443ByDefault) {
+  auto u = weft::agent::parse_controller_url("https://ctrl");
+  ASSERT_TRUE(u) << u.error().message;
+  EXPECT_TRUE(u->tls);
+  EXPECT_EQ(u->port, 443);
+  EXPECT_EQ(u->scheme_host_port(), "https://ctrl:443");
+  u = weft::agent::parse_controller_url("https://[fd00::5]:8443");
+  ASSERT_TRUE(u) << u.error().message;
+  EXPECT_EQ(u->scheme_host_port(), "https://[fd00::5]:8443");
 }
