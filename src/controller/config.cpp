@@ -211,6 +211,9 @@ void parse_transport(Ctx& c, const YAML::Node& root, Config& cfg, const std::str
     c.bad(root["tls_client_ca"], "tls_client_ca", "client certificates need TLS: set tls_cert and tls_key");
   if (root["plain_http"]) cfg.plain_http = boolean(c, root["plain_http"], "plain_http");
   path("remote_write_ca", cfg.remote_write_ca);
+  path("store_ca", cfg.store_ca);
+  path("store_cert", cfg.store_cert);
+  path("store_key", cfg.store_key);
   if (root["remote_write_bearer_token_file"])
     cfg.remote_write_bearer_token =
         secret_file(c, root["remote_write_bearer_token_file"], "remote_write_bearer_token_file", source);
@@ -272,6 +275,9 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
                 "tokens",
                 "store",
                 "store_startup_timeout",
+                "store_ca",
+                "store_cert",
+                "store_key",
                 "retention",
                 "remote_write",
                 "remote_write_interval",
@@ -322,12 +328,20 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
     if (root["store"]) {
       cfg.store = scalar(c, root["store"], "store");
       if (!cfg.store.starts_with("sqlite:") && !cfg.store.starts_with("redis://") &&
-          !cfg.store.starts_with("redis+unix://") && !cfg.store.starts_with("redis-cluster://"))
+          !cfg.store.starts_with("rediss://") && !cfg.store.starts_with("redis+unix://") &&
+          !cfg.store.starts_with("redis-cluster://") && !cfg.store.starts_with("rediss-cluster://"))
         c.bad(root["store"], "store",
-              fmt::format("'{}': expected sqlite:PATH, redis://HOST:PORT, redis+unix:///PATH or "
-                          "redis-cluster://HOST:PORT[,HOST:PORT...]",
+              fmt::format("'{}': expected sqlite:PATH, redis[s]://HOST:PORT, redis+unix:///PATH or "
+                          "redis[s]-cluster://HOST:PORT[,HOST:PORT...] (rediss: TLS)",
                           cfg.store));
     }
+    const bool tls_store = cfg.store.starts_with("rediss://") || cfg.store.starts_with("rediss-cluster://");
+    for (const char* key : {"store_ca", "store_cert", "store_key"})
+      if (root[key] && !tls_store)
+        c.bad(root[key], key, "is for a TLS store: use rediss:// or rediss-cluster:// in `store`");
+    if (bool(root["store_cert"]) != bool(root["store_key"]))
+      c.bad(root[root["store_cert"] ? "store_cert" : "store_key"], "store_cert",
+            "store_cert and store_key go together (the client certificate and its private key)");
     if (root["store_startup_timeout"])
       cfg.store_startup_timeout_ns = duration(c, root["store_startup_timeout"], "store_startup_timeout", 0);
     if (root["retention"]) cfg.retention_ns = duration(c, root["retention"], "retention", 60'000'000'000);

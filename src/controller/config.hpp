@@ -63,6 +63,10 @@ struct Config {
   // How long start-up waits for a store it cannot reach (retrying with back-off); 0: until it can,
   // or until SIGTERM/SIGINT.
   int64_t store_startup_timeout_ns = 0;
+  // rediss:// / rediss-cluster://: the CA the Redis nodes' certificates must chain to ("" = the
+  // system's), and a client certificate and key for Redis's tls-auth-clients (PEM, relative to the
+  // config's folder).
+  std::string store_ca, store_cert, store_key;
   int64_t retention_ns = 7LL * 24 * 3600 * 1'000'000'000;
   // TLS (docs/controller.md "TLS"): HTTPS on every listen address when tls_cert and tls_key are
   // set (PEM files, relative to the config's folder; SIGHUP reads them again); tls_client_ca asks

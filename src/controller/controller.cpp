@@ -52,7 +52,7 @@ Result<std::unique_ptr<Store>> Controller::open_store_patiently(const Config& cf
   const auto deadline = Clock::now() + limit;
   auto wait = std::chrono::seconds(1);
   for (int attempt = 1;; ++attempt) {
-    auto store = open_store(cfg.store);
+    auto store = open_store(cfg.store, redis::TlsFiles{cfg.store_ca, cfg.store_cert, cfg.store_key});
     if (store || store.error().code != kStoreUnreachable) {
       if (store && attempt > 1) log().info("store reached at attempt {}", attempt);
       return store;

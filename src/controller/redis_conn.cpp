@@ -92,9 +92,19 @@ Result<std::unique_ptr<Conn>> Conn::open(const std::string& raw_spec, ConnOption
   std::unique_ptr<Conn> c(new Conn(creds->shown, options));
   c->user_ = creds->user;
   c->password_ = creds->password;
-  if (spec.starts_with("redis-cluster://")) {
+  std::string_view scheme_rest = spec;
+  if (spec.starts_with("rediss://") || spec.starts_with("rediss-cluster://")) {
+    auto tls = TlsClientContext::load(options.tls);
+    if (!tls) return fail("redis store {}: {}", c->spec_, tls.error().message);
+    c->tls_ = std::move(*tls);
+    scheme_rest.remove_prefix(1);  // "rediss..." is parsed as "edis...": the same from here
+  } else if (!options.tls.ca.empty() || !options.tls.cert.empty()) {
+    return fail("redis store {}: store_ca/store_cert are for TLS stores: use rediss:// or rediss-cluster://",
+                c->spec_);
+  }
+  if (scheme_rest.starts_with("redis-cluster://") || scheme_rest.starts_with("ediss-cluster://")) {
     c->cluster_ = true;
-    std::string_view rest = std::string_view(spec).substr(16);
+    std::string_view rest = scheme_rest.substr(scheme_rest.find("://") + 3);
     if (auto slash = rest.find('/'); slash != std::string_view::npos) rest = rest.substr(0, slash);
     while (!rest.empty()) {
       auto comma = rest.find(',');
@@ -114,8 +124,8 @@ Result<std::unique_ptr<Conn>> Conn::open(const std::string& raw_spec, ConnOption
   }
   if (spec.starts_with("redis+unix://")) {
     c->single_ = "unix:" + spec.substr(13);
-  } else if (spec.starts_with("redis://")) {
-    std::string hp = spec.substr(8);
+  } else if (scheme_rest.starts_with("redis://") || scheme_rest.starts_with("ediss://")) {
+    std::string hp(scheme_rest.substr(scheme_rest.find("://") + 3));
     if (auto slash = hp.find('/'); slash != std::string::npos) hp.resize(slash);
     auto host_port = net::split_host_port(hp, 6379);
     if (!host_port) return fail("redis store '{}': {}", c->spec_, host_port.error().message);
@@ -123,7 +133,8 @@ Result<std::unique_ptr<Conn>> Conn::open(const std::string& raw_spec, ConnOption
         host_port->first.find(':') != std::string::npos ? "[" + host_port->first + "]" : host_port->first;
     c->single_ = host + ":" + std::to_string(host_port->second);
   } else {
-    return fail("redis store '{}': expected redis://, redis+unix:// or redis-cluster://", c->spec_);
+    return fail("redis store '{}': expected redis://, rediss://, redis+unix://, redis-cluster:// or rediss-cluster://",
+                c->spec_);
   }
   auto pong = c->run("", {"PING"});
   if (!pong)
@@ -139,23 +150,30 @@ Result<std::unique_ptr<Conn>> Conn::open(const std::string& raw_spec, ConnOption
 }
 
 Conn::~Conn() {
-  for (auto& [addr, ctx] : conns_) redisFree(ctx);
+  while (!conns_.empty()) drop(conns_.begin()->first);
 }
 
 Result<redisContext*> Conn::node(const std::string& address) {
   if (auto it = conns_.find(address); it != conns_.end()) {
     if (!it->second->err) return it->second;
-    redisFree(it->second);
-    conns_.erase(it);
+    drop(address);
   }
   timeval connect_timeout{1, 0};
   redisContext* ctx = nullptr;
+  std::unique_ptr<TlsTunnel> tunnel;
   if (address.starts_with("unix:")) {
     ctx = redisConnectUnixWithTimeout(address.c_str() + 5, connect_timeout);
   } else {
     auto hp = net::split_host_port(address, 6379);
     if (!hp) return fail("{}: {}", address, hp.error().message);
-    ctx = redisConnectWithTimeout(hp->first.c_str(), hp->second, connect_timeout);
+    if (tls_) {
+      auto t = TlsTunnel::open(tls_, hp->first, hp->second, std::chrono::seconds(1));
+      if (!t) return std::unexpected(t.error());
+      tunnel = std::move(*t);
+      ctx = redisConnectFd(tunnel->release_plain_fd());
+    } else {
+      ctx = redisConnectWithTimeout(hp->first.c_str(), hp->second, connect_timeout);
+    }
   }
   if (!ctx || ctx->err) {
     std::string e = ctx ? ctx->errstr : "out of memory";
@@ -178,11 +196,13 @@ Result<redisContext*> Conn::node(const std::string& address) {
         redisCommandArgv(ctx, static_cast<int>(argv.size()), argv.data(), lens.data())));
     if (!r || r->type == REDIS_REPLY_ERROR) {
       std::string e = r ? std::string(error_text(*r)) : std::string(ctx->errstr);
-      redisFree(ctx);
+      redisFree(ctx);  // closes hiredis's end: the tunnel (if any) ends with it
+      if (tunnel && !tunnel->failure().empty()) e += " (TLS: " + tunnel->failure() + ")";
       return fail("{}: AUTH{} refused: {}", address, user_.empty() ? "" : " as " + user_, e);
     }
   }
   conns_[address] = ctx;
+  if (tunnel) tunnels_[address] = std::move(tunnel);
   return ctx;
 }
 
@@ -191,6 +211,7 @@ void Conn::drop(const std::string& address) {
     redisFree(it->second);
     conns_.erase(it);
   }
+  tunnels_.erase(address);  // after hiredis closed its end
 }
 
 Status Conn::refresh_slots() {
@@ -261,8 +282,14 @@ Result<redisContext*> Conn::node_for_attempt(const std::string& address, bool& r
   return ctx;
 }
 
+std::string Conn::tls_failure(const std::string& address) const {
+  auto it = tunnels_.find(address);
+  std::string why = it == tunnels_.end() ? "" : it->second->failure();
+  return why.empty() ? "" : " (TLS: " + why + ")";
+}
+
 std::string Conn::drop_broken(const std::string& address, redisContext* ctx) {
-  std::string e = fmt::format("{}: {}", address, ctx->errstr);
+  std::string e = fmt::format("{}: {}{}", address, ctx->errstr, tls_failure(address));
   drop(address);
   return e;
 }

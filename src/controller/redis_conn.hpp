@@ -10,6 +10,9 @@
 // (requirepass, the default user), the same after redis-cluster:// for every node of a cluster;
 // percent-escapes are decoded (a password with '@' or ':' in it). Every new connection sends AUTH
 // first. spec() and every error name the store with the password replaced by "***".
+//
+// TLS: rediss://HOST:PORT and rediss-cluster://HOST:PORT[,...] reach every node over TLS
+// (redis_tls.hpp), verified against ConnOptions::tls.
 #include <hiredis/hiredis.h>
 
 #include <chrono>
@@ -22,6 +25,7 @@
 
 #include "base/result.hpp"
 #include "controller/redis_slots.hpp"
+#include "controller/redis_tls.hpp"
 
 namespace weft::controller::redis {
 
@@ -41,6 +45,9 @@ struct ConnOptions {
   // acknowledged write with it (Redis replicates asynchronously).
   int wait_replicas = 1;
   std::chrono::milliseconds wait_timeout{500};
+  // rediss:// and rediss-cluster://: the CA the nodes' certificates must chain to (else the
+  // system's), and a client certificate for servers with tls-auth-clients (redis_tls.hpp).
+  TlsFiles tls;
 };
 
 class Conn {
@@ -86,6 +93,8 @@ class Conn {
   // A connection whose reply could not be read is out of step: closes it (the next use reopens it)
   // and returns why, naming the node.
   std::string drop_broken(const std::string& address, redisContext* ctx);
+  // " (TLS: why)" when the node's TLS connection ended with a reason, else "".
+  std::string tls_failure(const std::string& address) const;
   // One attempt; `retry` is set when the failure is one worth another try after a refresh.
   Result<Reply> run_once(const std::string& address, const Command& cmd, bool asking, bool& retry);
   Status transaction_once(const std::string& address, std::span<const Command> cmds, int wait,
@@ -100,6 +109,8 @@ class Conn {
   std::vector<int16_t> slot_range_;             // slot -> index in ranges_, -1 if unserved
   std::map<std::string, redisContext*> conns_;  // address -> open connection
   std::string user_, password_;                 // AUTH on every new connection when password_ is set
+  std::shared_ptr<TlsClientContext> tls_;       // rediss: every node over TLS
+  std::map<std::string, std::unique_ptr<TlsTunnel>> tunnels_;  // address -> its TLS pump
 };
 
 }  // namespace weft::controller::redis

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/result.hpp"
+#include "controller/redis_tls.hpp"
 #include "controller/mesh_state.hpp"
 #include "proto/window_stats.hpp"
 
@@ -80,10 +81,11 @@ class Store {
 // connection, a cluster down or still loading): waiting may cure it, unlike a wrong URL or password.
 inline constexpr int kStoreUnreachable = 0x57'0001;
 
-// "sqlite:PATH", "redis://HOST:PORT" or "redis+unix:///PATH".
-Result<std::unique_ptr<Store>> open_store(const std::string& spec);
+// "sqlite:PATH", "redis://HOST:PORT", "rediss://HOST:PORT" (TLS, verified with `tls`),
+// "redis+unix:///PATH", "redis-cluster://..." or "rediss-cluster://...".
+Result<std::unique_ptr<Store>> open_store(const std::string& spec, const redis::TlsFiles& tls = {});
 
 Result<std::unique_ptr<Store>> open_sqlite_store(const std::string& path);
-Result<std::unique_ptr<Store>> open_redis_store(const std::string& spec);
+Result<std::unique_ptr<Store>> open_redis_store(const std::string& spec, const redis::TlsFiles& tls = {});
 
 }  // namespace weft::controller

@@ -291,10 +291,12 @@ class RedisStore final : public Store {
 
 }  // namespace
 
-Result<std::unique_ptr<Store>> open_redis_store(const std::string& spec) {
-  auto conn = redis::Conn::open(spec);
+Result<std::unique_ptr<Store>> open_redis_store(const std::string& spec, const redis::TlsFiles& tls) {
+  redis::ConnOptions options;
+  options.tls = tls;
+  auto conn = redis::Conn::open(spec, options);
   if (!conn) return std::unexpected(conn.error());
-  auto poll_conn = redis::Conn::open(spec);
+  auto poll_conn = redis::Conn::open(spec, options);
   if (!poll_conn) return std::unexpected(poll_conn.error());
   // A random name for this controller's feed entries (its own are skipped when it reads).
   std::random_device rd;

@@ -369,14 +369,14 @@ Result<std::unique_ptr<Store>> open_sqlite_store(const std::string& path) {
   return std::unique_ptr<Store>(std::move(s));
 }
 
-Result<std::unique_ptr<Store>> open_store(const std::string& spec) {
+Result<std::unique_ptr<Store>> open_store(const std::string& spec, const redis::TlsFiles& tls) {
   if (spec.starts_with("sqlite:")) return open_sqlite_store(spec.substr(7));
-  if (spec.starts_with("redis://") || spec.starts_with("redis+unix://") ||
-      spec.starts_with("redis-cluster://"))
-    return open_redis_store(spec);
+  if (spec.starts_with("redis://") || spec.starts_with("rediss://") || spec.starts_with("redis+unix://") ||
+      spec.starts_with("redis-cluster://") || spec.starts_with("rediss-cluster://"))
+    return open_redis_store(spec, tls);
   return fail(
-      "unknown store '{}' (expected sqlite:PATH, redis://HOST:PORT, redis+unix:///PATH or "
-      "redis-cluster://HOST:PORT[,HOST:PORT...])",
+      "unknown store '{}' (expected sqlite:PATH, redis[s]://HOST:PORT, redis+unix:///PATH or "
+      "redis[s]-cluster://HOST:PORT[,HOST:PORT...])",
       spec);
 }
 
