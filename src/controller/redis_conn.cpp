@@ -133,8 +133,10 @@ Result<std::unique_ptr<Conn>> Conn::open(const std::string& raw_spec, ConnOption
         host_port->first.find(':') != std::string::npos ? "[" + host_port->first + "]" : host_port->first;
     c->single_ = host + ":" + std::to_string(host_port->second);
   } else {
-    return fail("redis store '{}': expected redis://, rediss://, redis+unix://, redis-cluster:// or rediss-cluster://",
-                c->spec_);
+    return fail(
+        "redis store '{}': expected redis://, rediss://, redis+unix://, redis-cluster:// or "
+        "rediss-cluster://",
+        c->spec_);
   }
   auto pong = c->run("", {"PING"});
   if (!pong)

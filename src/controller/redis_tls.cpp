@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -14,8 +15,6 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "controller/store.hpp"
 #include "net/http/tls.hpp"
@@ -85,8 +84,9 @@ Result<std::shared_ptr<TlsClientContext>> TlsClientContext::load(const TlsFiles&
   if (!c->ctx_) return fail("redis TLS: {}", net::http::tls_error_text("cannot create a TLS context"));
   SSL_CTX_set_min_proto_version(c->ctx_, TLS1_2_VERSION);
   SSL_CTX_set_verify(c->ctx_, SSL_VERIFY_PEER, nullptr);
-  const bool loaded = files.ca.empty() ? SSL_CTX_set_default_verify_paths(c->ctx_) == 1
-                                       : SSL_CTX_load_verify_locations(c->ctx_, files.ca.c_str(), nullptr) == 1;
+  const bool loaded = files.ca.empty()
+                          ? SSL_CTX_set_default_verify_paths(c->ctx_) == 1
+                          : SSL_CTX_load_verify_locations(c->ctx_, files.ca.c_str(), nullptr) == 1;
   if (!loaded)
     return fail("redis TLS: cannot load the CA {}: {}", files.ca.empty() ? "(system store)" : files.ca,
                 net::http::tls_error_text());
@@ -94,10 +94,12 @@ Result<std::shared_ptr<TlsClientContext>> TlsClientContext::load(const TlsFiles&
     return fail("redis TLS: a client certificate needs both store_cert and store_key");
   if (!files.cert.empty()) {
     if (SSL_CTX_use_certificate_chain_file(c->ctx_, files.cert.c_str()) != 1)
-      return fail("redis TLS: cannot load the client certificate {}: {}", files.cert, net::http::tls_error_text());
+      return fail("redis TLS: cannot load the client certificate {}: {}", files.cert,
+                  net::http::tls_error_text());
     if (SSL_CTX_use_PrivateKey_file(c->ctx_, files.key.c_str(), SSL_FILETYPE_PEM) != 1 ||
         SSL_CTX_check_private_key(c->ctx_) != 1)
-      return fail("redis TLS: cannot use the key {} with {}: {}", files.key, files.cert, net::http::tls_error_text());
+      return fail("redis TLS: cannot use the key {} with {}: {}", files.key, files.cert,
+                  net::http::tls_error_text());
   }
   // The pump retries writes with a buffer that may have moved, and reads return after a record
   // that carried no data (a TLS 1.3 session ticket) instead of blocking for the next one.
@@ -108,8 +110,9 @@ Result<std::shared_ptr<TlsClientContext>> TlsClientContext::load(const TlsFiles&
 
 TlsClientContext::~TlsClientContext() { SSL_CTX_free(ctx_); }
 
-Result<std::unique_ptr<TlsTunnel>> TlsTunnel::open(std::shared_ptr<TlsClientContext> ctx, const std::string& host,
-                                                   int port, std::chrono::milliseconds timeout) {
+Result<std::unique_ptr<TlsTunnel>> TlsTunnel::open(std::shared_ptr<TlsClientContext> ctx,
+                                                   const std::string& host, int port,
+                                                   std::chrono::milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
   std::unique_ptr<TlsTunnel> t(new TlsTunnel());
   t->ctx_ = std::move(ctx);
@@ -138,15 +141,16 @@ Result<std::unique_ptr<TlsTunnel>> TlsTunnel::open(std::shared_ptr<TlsClientCont
       // A connection cut during the handshake may be a server restarting (worth another try);
       // anything else (a plain port's answer, a protocol alert) is a configuration to fix.
       if (e == SSL_ERROR_SYSCALL || e == SSL_ERROR_ZERO_RETURN)
-        return unexpected(Error{fmt::format("{}:{}: the connection closed during the TLS handshake", host, port),
-                                kStoreUnreachable});
+        return unexpected(
+            Error{fmt::format("{}:{}: the connection closed during the TLS handshake", host, port),
+                  kStoreUnreachable});
       return fail("{}:{}: TLS handshake failed: {} (is it a TLS port?)", host, port,
                   net::http::tls_error_text("the server closed the connection"));
     }
     pollfd p{t->tcp_.get(), static_cast<short>(e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT), 0};
     if (::poll(&p, 1, ms_left(deadline)) != 1)
-      return unexpected(
-          Error{fmt::format("{}:{}: TLS handshake timed out (is it a TLS port?)", host, port), kStoreUnreachable});
+      return unexpected(Error{fmt::format("{}:{}: TLS handshake timed out (is it a TLS port?)", host, port),
+                              kStoreUnreachable});
   }
   int pair[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) return fail_errno("socketpair");
@@ -164,8 +168,9 @@ void TlsTunnel::record_failure(std::string why, bool answered) {
   // Redis checks a client's certificate after the TLS 1.3 handshake: one it does not get or trust
   // shows as a connection closed before any answer.
   if (!answered)
-    why += " before the server answered anything: does it want a client certificate (store_cert, "
-           "store_key), and does its CA sign ours?";
+    why +=
+        " before the server answered anything: does it want a client certificate (store_cert, "
+        "store_key), and does its CA sign ours?";
   std::lock_guard lk(mu_);
   failure_ = std::move(why);
 }
@@ -223,8 +228,10 @@ void TlsTunnel::pump_until_closed() {
         continue;
       }
       const int e = SSL_get_error(ssl_, n);
-      if (e == SSL_ERROR_WANT_READ) write_wants_read = true;
-      else if (e == SSL_ERROR_WANT_WRITE) write_wants_write = true;
+      if (e == SSL_ERROR_WANT_READ)
+        write_wants_read = true;
+      else if (e == SSL_ERROR_WANT_WRITE)
+        write_wants_write = true;
       else {
         record_failure(net::http::tls_error_text("the TLS connection was cut"), answered);
         return;
@@ -238,7 +245,8 @@ void TlsTunnel::pump_until_closed() {
     // Replies in over TLS (SSL_read also drains records OpenSSL has buffered already).
     while (!tls_eof && down.size() < kCap) {
       ERR_clear_error();
-      const int n = SSL_read(ssl_, chunk.data(), static_cast<int>(std::min(chunk.size(), kCap - down.size())));
+      const int n =
+          SSL_read(ssl_, chunk.data(), static_cast<int>(std::min(chunk.size(), kCap - down.size())));
       if (n > 0) {
         down.append(chunk.data(), static_cast<size_t>(n));
         progress = answered = true;
@@ -268,7 +276,9 @@ void TlsTunnel::pump_until_closed() {
     if (tls_eof && down.empty()) return;  // the server closed: hiredis reads EOF next
     if (progress) continue;
     pollfd p[3] = {
-        {inner_.get(), static_cast<short>((!plain_eof && up.size() < kCap ? POLLIN : 0) | (!down.empty() ? POLLOUT : 0)), 0},
+        {inner_.get(),
+         static_cast<short>((!plain_eof && up.size() < kCap ? POLLIN : 0) | (!down.empty() ? POLLOUT : 0)),
+         0},
         {tcp_.get(),
          static_cast<short>((!tls_eof && (down.size() < kCap || write_wants_read) ? POLLIN : 0) |
                             (write_wants_write ? POLLOUT : 0)),

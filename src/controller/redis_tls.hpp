@@ -46,8 +46,9 @@ class TlsTunnel {
   // Connects to host:port, completes the handshake (server certificate checked against the CA
   // and the host name or IP address) within `timeout`, and starts the pump. The returned tunnel's
   // plain end is for hiredis: take it with release_plain_fd().
-  static Result<std::unique_ptr<TlsTunnel>> open(std::shared_ptr<TlsClientContext> ctx, const std::string& host,
-                                                 int port, std::chrono::milliseconds timeout);
+  static Result<std::unique_ptr<TlsTunnel>> open(std::shared_ptr<TlsClientContext> ctx,
+                                                 const std::string& host, int port,
+                                                 std::chrono::milliseconds timeout);
   // Stops the pump and closes the TLS connection (hiredis's end, if still open, then reads EOF).
   ~TlsTunnel();
   TlsTunnel(const TlsTunnel&) = delete;

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "base/result.hpp"
-#include "controller/redis_tls.hpp"
 #include "controller/mesh_state.hpp"
+#include "controller/redis_tls.hpp"
 #include "proto/window_stats.hpp"
 
 namespace weft::controller {

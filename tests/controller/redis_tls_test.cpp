@@ -33,7 +33,8 @@ TlsFiles client_files() {
 void round_trip(Store& s, const std::string& src, const std::string& dst, int n) {
   const int64_t t = now_ns() - 600'000'000'000;
   std::vector<weft::proto::WindowStats> ws;
-  for (int i = 0; i < n; ++i) ws.push_back(window(dst, t + i * 1'000'000'000LL, 100, static_cast<uint64_t>(i % 7)));
+  for (int i = 0; i < n; ++i)
+    ws.push_back(window(dst, t + i * 1'000'000'000LL, 100, static_cast<uint64_t>(i % 7)));
   auto st = s.append(src, ws, now_ns());
   ASSERT_TRUE(st) << st.error().message;
   auto h = s.history(Protocol::udp, src, dst, 0, INT64_MAX, n + 10);
@@ -105,7 +106,8 @@ TEST(StoreTlsConfig, TlsFilesOnlyWithATlsStore) {
   ASSERT_FALSE(half);
   EXPECT_NE(half.error().message.find("store_key"), std::string::npos) << half.error().message;
   auto ok = parse_config(
-      "store: rediss-cluster://10.0.0.1:6380,10.0.0.2:6380\nstore_ca: ca.pem\nstore_cert: c.pem\nstore_key: c.key\n",
+      "store: rediss-cluster://10.0.0.1:6380,10.0.0.2:6380\nstore_ca: ca.pem\nstore_cert: c.pem\nstore_key: "
+      "c.key\n",
       "/etc/weft/c.yaml");
   ASSERT_TRUE(ok) << ok.error().message;
   EXPECT_EQ(ok->store_ca, "/etc/weft/ca.pem");  // relative to the config's folder
