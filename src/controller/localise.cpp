@@ -33,6 +33,7 @@ struct Row {
   uint64_t sent = 0, lost = 0;
   double extra_us_sum = 0;
   uint32_t latency_flows = 0;
+  uint32_t flows = 0;
 };
 
 struct Matrix {
@@ -250,6 +251,7 @@ Localisation localise(const Topology& topo, const std::vector<FlowObservation>& 
       pr.push_back(ri);
     }
     Row& row = rows[ri];
+    ++row.flows;
     row.sent += f.sent;
     row.lost += std::min(f.lost, f.sent);
     if (f.rtt_p50_ns > 0 && f.baseline_rtt_ns > 0) {
@@ -468,7 +470,7 @@ Localisation localise(const Topology& topo, const std::vector<FlowObservation>& 
   // ToR-spine cable moves flows between spines: the cable, not the ToR every one of them crosses);
   // one whose paths are not both known votes for its ToRs and its current path's fabric.
   if (!flapping.empty()) {
-    std::unordered_map<uint32_t, size_t> votes, stable;
+    std::unordered_map<uint32_t, size_t> votes, stable, difference_votes;
     for (uint32_t i : flapping) {
       const FlowObservation& f = flows[i];
       const uint32_t s = *topo.host(f.src), d = *topo.host(f.dst);
@@ -484,6 +486,7 @@ Localisation localise(const Topology& topo, const std::vector<FlowObservation>& 
         const std::set<uint32_t> sa(a.begin(), a.end()), sb(b.begin(), b.end());
         std::set_symmetric_difference(sa.begin(), sa.end(), sb.begin(), sb.end(),
                                       std::inserter(on, on.end()));
+        for (uint32_t x : on) ++difference_votes[x];
       } else {
         on = {topo.tor_of(s), topo.tor_of(d)};
         if (now_spine != kNoElement)
@@ -494,17 +497,23 @@ Localisation localise(const Topology& topo, const std::vector<FlowObservation>& 
       }
       for (uint32_t x : on) ++votes[x];
     }
-    for (const Row& r : rows) {
-      ++stable[topo.tor_of(r.src)];
-      if (topo.tor_of(r.dst) != topo.tor_of(r.src)) ++stable[topo.tor_of(r.dst)];
+    for (const Row& r : rows) {  // steady flows crossing each element
+      stable[topo.tor_of(r.src)] += r.flows;
+      if (topo.tor_of(r.dst) != topo.tor_of(r.src)) stable[topo.tor_of(r.dst)] += r.flows;
       if (r.spine != kMixture && r.spine != kNoElement)
-        for (uint32_t x : topo.path_via(r.src, r.dst, r.spine)) ++stable[x];
+        for (uint32_t x : topo.path_via(r.src, r.dst, r.spine)) stable[x] += r.flows;
     }
     uint32_t best = kNoElement;
     double best_key = 0;
     size_t best_votes = 0;
     for (auto& [x, v] : votes) {
       if (v < 2 || v * 2 < flapping.size()) continue;
+      // Where two paths differ, both sides get every vote: a flapping cable's other side (the
+      // cable its flows move to meanwhile) carries as many steady flows as flapping ones, the
+      // flapping cable none while it flaps. An element at least half as many steady flows cross
+      // is carrying traffic, not flapping: after a repair, as the moved flows settle, neither
+      // side is named rather than the healthy one.
+      if (difference_votes[x] > 0 && 2 * stable[x] >= v) continue;
       const double key = static_cast<double>(v) + static_cast<double>(v) / static_cast<double>(v + stable[x]);
       if (key > best_key) {
         best = x;
