@@ -624,6 +624,7 @@ void HttpApi::metrics(const Req& req, Res& res) {
   });
   PromText t;
   if (request_stats_) request_stats_->render(t);
+  if (remote_write_) remote_write_->render(t);
   if (server_) {
     const auto st = server_->stats();
     t.family("weft_controller_http_connections", PromType::gauge, "HTTP connections open now");

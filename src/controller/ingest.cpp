@@ -167,6 +167,8 @@ IngestReply Ingest::handle_report(const proto::Report& r, int64_t now_ns, std::s
     }
     txn.commit(fresh, now_ns);
     accepted = fresh.size();
+    // Each accepted window once (duplicates were left out above), in the agent's order.
+    if (remote_write_ && remote_write_->enabled()) remote_write_->enqueue(r.agent, fresh);
   });
   if (!stored) {
     c.store_errors++;
