@@ -60,8 +60,8 @@ TEST(RemoteWriteQueue, AFailedBatchGoesBackToTheFrontInOrder) {
   q.set_enabled(true);
   q.enqueue("a", windows(0, 5));
   auto b = q.take(3);
-  EXPECT_EQ(q.size(), 5u);         // taken ones still count until they come back
-  q.enqueue("a", windows(5, 1));   // arrives while the push is out
+  EXPECT_EQ(q.size(), 5u);        // taken ones still count until they come back
+  q.enqueue("a", windows(5, 1));  // arrives while the push is out
   q.retry(std::move(b));
   auto again = q.take(10);
   EXPECT_EQ(ends(again), (std::vector<int64_t>{1000, 2000, 3000, 4000, 5000, 6000}));
