@@ -307,7 +307,9 @@ void HttpApi::pinglist(const Req& req, Res& res) {
   std::optional<uint64_t> have = req.has_param("version") ? parse_integer<uint64_t>(req.param("version")) : 0;
   if (!have) return error(res, 400, "version: a pinglist version, an unsigned integer");
   auto pl = mesh_.pinglist_for(name);
-  mesh_.record_pinglist_sent(name, pl);
+  // What the agent was handed, told to the other replicas when it changed (their agent lists agree).
+  if (mesh_.record_pinglist_sent(name, pl) && store_.shared())
+    store_.publish_pinglist(name, pl.version, pl.target_count());
   if (*have == pl.version) return res.set(200, proto::pinglist_unchanged_json(pl.version), kJson);
   res.set(200, proto::pinglist_json(pl), kJson);
 }
