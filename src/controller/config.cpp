@@ -281,6 +281,7 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
                 "retention",
                 "remote_write",
                 "remote_write_interval",
+                "remote_write_queue_windows",
                 "remote_write_ca",
                 "remote_write_bearer_token_file",
                 "remote_write_username",
@@ -356,6 +357,9 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
     if (root["remote_write_interval"])
       cfg.remote_write_interval_ns =
           duration(c, root["remote_write_interval"], "remote_write_interval", 1'000'000'000);
+    if (root["remote_write_queue_windows"])
+      cfg.remote_write_queue_windows =
+          integer(c, root["remote_write_queue_windows"], "remote_write_queue_windows", 1000, 100'000'000);
     if (root["window"]) cfg.window_ns = duration(c, root["window"], "window", 100'000'000);
     if (root["agent_down_after"])
       cfg.agent_down_after_ns = duration(c, root["agent_down_after"], "agent_down_after", 1'000'000'000);

@@ -80,6 +80,9 @@ struct Config {
   // from files named in the config.
   std::string remote_write;
   int64_t remote_write_interval_ns = 10'000'000'000;
+  // Windows waiting for the receiver at most (controller/remote_write_queue.hpp): past it the
+  // oldest are dropped and counted.
+  size_t remote_write_queue_windows = 1'000'000;
   std::string remote_write_ca;
   std::string remote_write_bearer_token;
   std::string remote_write_username, remote_write_password;

@@ -87,6 +87,11 @@ Status Controller::start(Config cfg) {
     log().info("store: SQLite database {}{}", std::filesystem::absolute(si.location).string(),
                shared->store == Config{}.store ? " (the default; set store: in the config to choose)" : "");
   ingest_ = std::make_unique<Ingest>(*mesh_, *store_);
+  // Queueing starts before the first report: every window accepted from now on reaches the receiver.
+  remote_write_queue_ = std::make_unique<RemoteWriteQueue>();
+  remote_write_queue_->set_capacity(shared->remote_write_queue_windows);
+  remote_write_queue_->set_enabled(!shared->remote_write.empty());
+  ingest_->set_remote_write_queue(remote_write_queue_.get());
   warn_about_credentials(*shared);
 
   // A restarted controller picks up where it stopped. The agents it knew come back first, replayed through
@@ -126,7 +131,7 @@ Status Controller::start(Config cfg) {
   // the store opened, so nothing they did during the restore above is missed).
   sync_ = std::make_unique<ReplicaSync>(*mesh_, *store_);
   sync_->start();
-  remote_write_ = std::make_unique<RemoteWriter>(*mesh_);
+  remote_write_ = std::make_unique<RemoteWriter>(*mesh_, *remote_write_queue_);
   remote_write_->start();
   if (auto s = start_http(*shared); !s) return s;
   threads_.emplace_back([this] { chores(); });
@@ -229,6 +234,7 @@ void Controller::chores() {
 // The API on the project's event-driven server: TLS when configured, one listener per `listen`.
 Status Controller::start_http(const Config& cfg) {
   api_ = std::make_unique<HttpApi>(*mesh_, *store_, *ingest_);
+  api_->set_remote_write_queue(remote_write_queue_.get());
   auto routes = api_->routes();
   auto options = api_->server_options(cfg);
   if (!cfg.tls_cert.empty()) {

@@ -25,6 +25,7 @@ namespace weft::controller {
 class HttpApi;
 class ReplicaSync;
 class RemoteWriter;
+class RemoteWriteQueue;
 
 class Controller {
  public:
@@ -66,7 +67,8 @@ class Controller {
   std::unique_ptr<net::http::Server> server_;
   std::shared_ptr<net::http::TlsServerContext> tls_;  // HTTPS: its files are read again on reload()
   std::unique_ptr<ReplicaSync> sync_;                 // a shared store's other controllers (replica_sync.hpp)
-  std::unique_ptr<RemoteWriter> remote_write_;        // Prometheus remote write (remote_write.hpp)
+  std::unique_ptr<RemoteWriteQueue> remote_write_queue_;  // windows owed to the receiver
+  std::unique_ptr<RemoteWriter> remote_write_;            // Prometheus remote write (remote_write.hpp)
   std::vector<std::thread> threads_;
   std::vector<int> ports_;
   std::mutex mu_;

@@ -4,6 +4,7 @@
 // replaced, and the server turns anything unexpected into a 500.
 #include "controller/http_api.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -158,6 +159,17 @@ net::http::Router HttpApi::routes() {
   auto h = [this](void (HttpApi::*f)(const Req&, Res&)) {
     return [this, f](const Req& req, Res& res) { (this->*f)(req, res); };
   };
+  // The read API answers from memory (the mesh, agents, suspects) whatever the store's state; while
+  // the store is away every read answer says so in a header, so a client can tell a history that is
+  // only the latest window from a complete one (docs/api.md "When the store is away").
+  auto hr = [this](void (HttpApi::*f)(const Req&, Res&)) {
+    return [this, f](const Req& req, Res& res) {
+      (this->*f)(req, res);
+      const bool said =
+          std::ranges::any_of(res.headers, [](const auto& h) { return h.first == "X-Weft-Store"; });
+      if (!said && !mesh_.store_info().healthy) res.set_header("X-Weft-Store", "unavailable");
+    };
+  };
   auto token = [this](const Req& req, Res& res) { return check_token(req, res); };
   auto report_token = [this](const Req& req, Res& res) { return check_report_token(req, res); };
   auto read = [this](const Req& req, Res& res) { return check_read(req, res); };
@@ -170,14 +182,14 @@ net::http::Router HttpApi::routes() {
   // Admin (an admin token; agents never hold one).
   r.add("DELETE", "/api/v1/agents/*", h(&HttpApi::delete_agent), kAgentLane, admin);
   // Read API (dashboard, scripts): a read token unless read access is open (auth.hpp).
-  r.add("GET", "/api/v1/mesh", h(&HttpApi::mesh), kReadLane, read);
-  r.add("GET", "/api/v1/suspects", h(&HttpApi::suspects), kReadLane, read);
-  r.add("GET", "/api/v1/topology", h(&HttpApi::topology), kReadLane, read);
-  r.add("GET", "/api/v1/pairs/*/*/history", h(&HttpApi::pair_history), kReadLane, read);
-  r.add("GET", "/api/v1/flows", h(&HttpApi::flows), kReadLane, read);
-  r.add("GET", "/api/v1/agents", h(&HttpApi::agents), kReadLane, read);
-  r.add("GET", "/api/v1/groups", h(&HttpApi::groups), kReadLane, read);
-  r.add("GET", "/api/v1/pinglists/*", h(&HttpApi::pinglist_view), kReadLane, read);
+  r.add("GET", "/api/v1/mesh", hr(&HttpApi::mesh), kReadLane, read);
+  r.add("GET", "/api/v1/suspects", hr(&HttpApi::suspects), kReadLane, read);
+  r.add("GET", "/api/v1/topology", hr(&HttpApi::topology), kReadLane, read);
+  r.add("GET", "/api/v1/pairs/*/*/history", hr(&HttpApi::pair_history), kReadLane, read);
+  r.add("GET", "/api/v1/flows", hr(&HttpApi::flows), kReadLane, read);
+  r.add("GET", "/api/v1/agents", hr(&HttpApi::agents), kReadLane, read);
+  r.add("GET", "/api/v1/groups", hr(&HttpApi::groups), kReadLane, read);
+  r.add("GET", "/api/v1/pinglists/*", hr(&HttpApi::pinglist_view), kReadLane, read);
   r.add("GET", "/metrics", h(&HttpApi::metrics), kReadLane, read);
 #ifdef WEFT_HAVE_WEB_ASSETS
   r.add("GET", "/", h(&HttpApi::web_asset), kReadLane, read);
@@ -295,7 +307,9 @@ void HttpApi::pinglist(const Req& req, Res& res) {
   std::optional<uint64_t> have = req.has_param("version") ? parse_integer<uint64_t>(req.param("version")) : 0;
   if (!have) return error(res, 400, "version: a pinglist version, an unsigned integer");
   auto pl = mesh_.pinglist_for(name);
-  mesh_.record_pinglist_sent(name, pl);
+  // What the agent was handed, told to the other replicas when it changed (their agent lists agree).
+  if (mesh_.record_pinglist_sent(name, pl) && store_.shared())
+    store_.publish_pinglist(name, pl.version, pl.target_count());
   if (*have == pl.version) return res.set(200, proto::pinglist_unchanged_json(pl.version), kJson);
   res.set(200, proto::pinglist_json(pl), kJson);
 }
@@ -503,15 +517,26 @@ void HttpApi::pair_history(const Req& req, Res& res) {
     limit = *l;
   }
   auto h = store_.history(*proto, src, dst, since, until, limit);
-  if (!h) return error(res, 503, "history unavailable: " + h.error().message);
   json windows = json::array();
-  for (const auto& w : *h) windows.push_back(window_api_json(w));
-  reply(res, 200,
-        json{{"protocol", proto::to_string(*proto)},
-             {"src", src},
-             {"dst", dst},
-             {"since", unix_s(since)},
-             {"windows", std::move(windows)}});
+  if (h) {
+    for (const auto& w : *h) windows.push_back(window_api_json(w));
+  } else if (auto latest = mesh_.latest_pair(*proto, src, dst);
+             latest && latest->window.start_unix_ns >= since && latest->window.start_unix_ns < until) {
+    // The store is away: what memory holds of the pair (its latest window), marked as such, rather
+    // than no answer (a Redis outage must not blind the dashboard's drill-down).
+    windows.push_back(window_api_json(latest->window));
+  }
+  json body{{"protocol", proto::to_string(*proto)},
+            {"src", src},
+            {"dst", dst},
+            {"since", unix_s(since)},
+            {"windows", std::move(windows)}};
+  if (!h) {
+    body["store_unavailable"] = true;
+    body["store_error"] = h.error().message;
+    res.set_header("X-Weft-Store", "unavailable");
+  }
+  reply(res, 200, body);
 }
 
 namespace {
@@ -624,6 +649,7 @@ void HttpApi::metrics(const Req& req, Res& res) {
   });
   PromText t;
   if (request_stats_) request_stats_->render(t);
+  if (remote_write_) remote_write_->render(t);
   if (server_) {
     const auto st = server_->stats();
     t.family("weft_controller_http_connections", PromType::gauge, "HTTP connections open now");

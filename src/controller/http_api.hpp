@@ -35,6 +35,8 @@ class HttpApi {
     server_ = server;
     tls_ = tls;
   }
+  // The remote-write queue whose counters /metrics shows (null: none).
+  void set_remote_write_queue(const RemoteWriteQueue* q) { remote_write_ = q; }
 
   // Answers that walk the whole mesh are computed at most once per this interval when they are
   // expensive (render_cache.hpp): the report interval, so they lag the mesh by one report at most.
@@ -90,6 +92,7 @@ class HttpApi {
   std::unique_ptr<RequestStats> request_stats_;
   const net::http::Server* server_ = nullptr;  // its connection and TLS counters go to /metrics
   bool tls_ = false;
+  const RemoteWriteQueue* remote_write_ = nullptr;
   mutable ElementWatch elements_;  // fault localisation's state per protocol (element_watch.hpp)
   RenderCache whole_mesh_answers_{kMeshAnswerMaxAgeNs, kCheapAnswerNs, kMeshAnswerMaxStaleNs};
 };

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/log.hpp"
+#include "controller/agent_state.hpp"
 #include "proto/report_reply.hpp"
 
 namespace weft::controller {
@@ -167,6 +168,8 @@ IngestReply Ingest::handle_report(const proto::Report& r, int64_t now_ns, std::s
     }
     txn.commit(fresh, now_ns);
     accepted = fresh.size();
+    // Each accepted window once (duplicates were left out above), in the agent's order.
+    if (remote_write_ && remote_write_->enabled()) remote_write_->enqueue(r.agent, fresh);
   });
   if (!stored) {
     c.store_errors++;
@@ -185,6 +188,8 @@ IngestReply Ingest::handle_report(const proto::Report& r, int64_t now_ns, std::s
   // and paths the policy lets this agent report.
   flows_.ingest(r, allowed, allowed_paths);
   const uint64_t version = mesh_.touch(r.agent, r.health, r.alarms, now_ns);
+  // The other replicas list the agent alike: seen now, this health, these alarms.
+  if (store_.shared()) store_.publish_agent_state(r.agent, agent_state_json(r.health, r.alarms), now_ns);
   return {200, proto::report_reply_json({accepted, duplicate, stale, version, refused})};
 }
 

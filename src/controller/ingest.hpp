@@ -7,6 +7,7 @@
 
 #include "controller/flows.hpp"
 #include "controller/mesh.hpp"
+#include "controller/remote_write_queue.hpp"
 #include "controller/report_policy.hpp"
 #include "controller/store.hpp"
 #include "proto/report.hpp"
@@ -33,6 +34,8 @@ class Ingest {
   // An already decoded report (the benchmark and tests use it to skip HTTP).
   IngestReply handle_report(const proto::Report& r, int64_t now_ns, std::string_view bound_agent = {});
   ReportPolicy& policy() { return policy_; }
+  // Where accepted windows go for Prometheus remote write (null: nowhere). Set before requests come.
+  void set_remote_write_queue(RemoteWriteQueue* q) { remote_write_ = q; }
   // The per-flow state the accepted reports fed (flows.hpp): fault localisation's observations.
   const FlowTable& flows() const { return flows_; }
 
@@ -42,6 +45,7 @@ class Ingest {
   Store& store_;
   FlowTable flows_;
   ReportPolicy policy_;
+  RemoteWriteQueue* remote_write_ = nullptr;
 };
 
 // {"error": message} with JSON escaping.

@@ -439,10 +439,11 @@ std::vector<std::string> Mesh::sweep(int64_t now_ns) {
       if (rec.info.state == AgentState::up && now_ns - rec.info.last_seen_unix_ns > down_after) {
         rec.info.state = AgentState::down;
         rec.peer.up = false;
-        rec.info.alarms.push_back(
-            {"agent_down",
-             fmt::format("no report for {} s", (now_ns - rec.info.last_seen_unix_ns) / 1'000'000'000),
-             now_ns});
+        // Stated from the last report, not from this sweep's clock, so every replica (each sweeping
+        // on its own) raises the same alarm.
+        rec.info.alarms.push_back({"agent_down",
+                                   fmt::format("no report for {} s", down_after / 1'000'000'000),
+                                   rec.info.last_seen_unix_ns + down_after});
         gone.push_back(name);
       }
     }
@@ -540,11 +541,22 @@ uint64_t Mesh::pinglist_version(const std::string& name) {
   return cached_pinglist_locked(cfg, it->second).version;
 }
 
-void Mesh::record_pinglist_sent(const std::string& name, const proto::Pinglist& p) {
+bool Mesh::record_pinglist_sent(const std::string& name, const proto::Pinglist& p) {
+  std::lock_guard lk(reg_mu_);
+  auto it = agents_.find(name);
+  if (it == agents_.end()) return false;
+  AgentInfo& a = it->second.info;
+  const bool changed = a.pinglist_version != p.version || a.pinglist_targets != p.target_count();
+  a.pinglist_version = p.version;
+  a.pinglist_targets = p.target_count();
+  return changed;
+}
+
+void Mesh::peer_pinglist(const std::string& name, uint64_t version, uint64_t targets) {
   std::lock_guard lk(reg_mu_);
   if (auto it = agents_.find(name); it != agents_.end()) {
-    it->second.info.pinglist_version = p.version;
-    it->second.info.pinglist_targets = p.target_count();
+    it->second.info.pinglist_version = version;
+    it->second.info.pinglist_targets = targets;
   }
 }
 

@@ -67,7 +67,10 @@ class Mesh final : public MeshView {
   std::vector<std::string> sweep(int64_t now_ns);
   // The agent's pinglist (cached until membership or config changes).
   proto::Pinglist pinglist_for(const std::string& name);
-  void record_pinglist_sent(const std::string& name, const proto::Pinglist& p);
+  // True if it changed what the agent was last handed (then the other replicas are told).
+  bool record_pinglist_sent(const std::string& name, const proto::Pinglist& p);
+  // Another replica handed the agent this pinglist (controller/replica_sync.hpp).
+  void peer_pinglist(const std::string& name, uint64_t version, uint64_t targets);
   // A report came in: last seen, health, alarms, and back to "up" if it was down. Returns the
   // version of the agent's pinglist (what the report's answer carries), under the same lock: the
   // registry lock is taken once per report, not twice.

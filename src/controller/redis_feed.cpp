@@ -17,8 +17,10 @@ int64_t now_ms() {
 }
 
 // Fields of an entry: r = publishing replica, k = kind (w report, g registration, x removal),
-// a = agent, t = received (Unix ns), b = body (report: window list, registration: its body).
-constexpr char kReport = 'w', kRegistration = 'g', kRemoval = 'x';
+// a = agent, t = received (Unix ns), b = body (report: window list, registration: its body, agent
+// state: its JSON, pinglist: "VERSION TARGETS"). A replica of an older version skips the kinds it
+// does not know.
+constexpr char kReport = 'w', kRegistration = 'g', kRemoval = 'x', kAgentState = 's', kPinglist = 'p';
 
 }  // namespace
 
@@ -69,6 +71,20 @@ Command Feed::registration(const std::string& agent, std::string_view body, int6
 }
 
 Command Feed::removal(const std::string& agent) const { return entry(agent, kRemoval, 0); }
+
+Command Feed::agent_state(const std::string& agent, std::string_view state, int64_t received_ns) const {
+  Command c = entry(agent, kAgentState, received_ns);
+  c.emplace_back("b");
+  c.emplace_back(state);
+  return c;
+}
+
+Command Feed::pinglist(const std::string& agent, uint64_t version, uint64_t targets) const {
+  Command c = entry(agent, kPinglist, 0);
+  c.emplace_back("b");
+  c.push_back(fmt::format("{} {}", version, targets));
+  return c;
+}
 
 Status Feed::start(Conn& conn) {
   for (int i = 0; i < kStreams; ++i) {
@@ -128,6 +144,16 @@ Result<size_t> Feed::poll(Conn& conn, const PeerEventFn& fn) {
         ev.registration = std::string(body);
       } else if (kind[0] == kRemoval) {
         ev.kind = PeerEvent::Kind::removal;
+      } else if (kind[0] == kAgentState) {
+        ev.kind = PeerEvent::Kind::agent_state;
+        ev.agent_state = std::string(body);
+      } else if (kind[0] == kPinglist) {
+        ev.kind = PeerEvent::Kind::pinglist;
+        const size_t sp = body.find(' ');
+        if (sp == std::string_view::npos) continue;
+        auto [p1, e1] = std::from_chars(body.data(), body.data() + sp, ev.pinglist_version);
+        auto [p2, e2] = std::from_chars(body.data() + sp + 1, body.data() + body.size(), ev.pinglist_targets);
+        if (e1 != std::errc{} || e2 != std::errc{}) continue;
       } else {
         continue;
       }

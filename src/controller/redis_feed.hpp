@@ -46,6 +46,8 @@ class Feed {
                  std::string_view encoded) const;
   Command registration(const std::string& agent, std::string_view body, int64_t received_ns) const;
   Command removal(const std::string& agent) const;
+  Command agent_state(const std::string& agent, std::string_view state, int64_t received_ns) const;
+  Command pinglist(const std::string& agent, uint64_t version, uint64_t targets) const;
 
   // Starts reading at the streams' current ends (before the controller restores from the store,
   // so nothing published meanwhile is missed; what is seen twice is harmless).

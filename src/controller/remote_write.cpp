@@ -82,48 +82,45 @@ Result<std::string> snappy_uncompress(std::string_view compressed) {
   return out;
 }
 
-void pair_series(proto::Protocol protocol, const PairWindow& pw, std::vector<RemoteSeries>& out) {
-  const auto& w = pw.window;
+void pair_series(const QueuedWindow& w, std::vector<RemoteSeries>& out) {
   const int64_t ts = w.end_unix_ns / 1'000'000;
-  const std::string p = proto::to_string(protocol);
+  const std::string p = proto::to_string(w.protocol);
   auto add = [&](std::string name, double v, const char* stat = nullptr) {
-    RemoteSeries s{{{"__name__", std::move(name)}, {"dst", pw.dst}, {"protocol", p}, {"src", pw.src}}, v, ts};
+    RemoteSeries s{{{"__name__", std::move(name)}, {"dst", w.dst}, {"protocol", p}, {"src", w.src}}, v, ts};
     if (stat) s.labels.emplace_back("stat", stat);  // sorts after "src"
     out.push_back(std::move(s));
   };
   add("weft_pair_loss_ratio", ratio(w.lost, w.sent));
   add("weft_pair_late_ratio", ratio(w.late, w.sent));
   add("weft_pair_duplicate_ratio", ratio(w.duplicate, w.sent));
-  if (w.network_rtt.count == 0) return;
-  const std::array<std::pair<const char*, int64_t>, 4> stats = {{{"p50", w.network_rtt.p50_ns},
-                                                                 {"p90", w.network_rtt.p90_ns},
-                                                                 {"p99", w.network_rtt.p99_ns},
-                                                                 {"max", w.network_rtt.max_ns}}};
+  if (w.rtt_count == 0) return;
+  const std::array<std::pair<const char*, int64_t>, 4> stats = {
+      {{"p50", w.p50_ns}, {"p90", w.p90_ns}, {"p99", w.p99_ns}, {"max", w.max_ns}}};
   for (const auto& [stat, ns] : stats)
     add("weft_pair_network_rtt_seconds", static_cast<double>(ns) / 1e9, stat);
 }
 
-Result<size_t> RemoteWriter::push_once(const std::string& url) {
+Status RemoteWriter::push(const std::string& url, std::span<const QueuedWindow> windows) {
   // http(s)://HOST:PORT/PATH
   const bool tls = url.starts_with("https://");
   if (!tls && !url.starts_with("http://"))
-    return fail("remote_write '{}': only http:// and https:// are supported", url);
+    return unexpected(Error{fmt::format("remote_write '{}': only http:// and https:// are supported", url),
+                            kRemoteWriteRefused});
   const size_t slash = url.find('/', tls ? 8 : 7);
   const std::string base = url.substr(0, slash), path = slash == std::string::npos ? "/" : url.substr(slash);
+  // Oldest first: a series' samples in one request are then in time order, as a receiver without
+  // out-of-order ingestion needs them.
+  std::vector<const QueuedWindow*> order;
+  order.reserve(windows.size());
+  for (const auto& w : windows) order.push_back(&w);
+  std::stable_sort(order.begin(), order.end(), [](const QueuedWindow* a, const QueuedWindow* b) {
+    return a->end_unix_ns < b->end_unix_ns;
+  });
   std::vector<RemoteSeries> series;
-  std::vector<std::pair<std::tuple<int, std::string, std::string>, int64_t>> sent;
-  for (auto protocol : {proto::Protocol::udp, proto::Protocol::tcp, proto::Protocol::rdma}) {
-    for (const auto& pw : mesh_.latest(protocol)) {
-      auto key = std::make_tuple(static_cast<int>(protocol), pw.src, pw.dst);
-      if (auto it = pushed_end_.find(key); it != pushed_end_.end() && it->second >= pw.window.end_unix_ns)
-        continue;
-      pair_series(protocol, pw, series);
-      sent.emplace_back(std::move(key), pw.window.end_unix_ns);
-    }
-  }
-  if (series.empty()) return size_t{0};
+  series.reserve(windows.size() * 7);
+  for (const QueuedWindow* w : order) pair_series(*w, series);
   auto body = snappy_compress(remote_write_request(series));
-  if (!body) return std::unexpected(body.error());
+  if (!body) return unexpected(body.error());
   httplib::Client cli(base);  // "https://..." makes a TLS client (Debian's httplib is built with OpenSSL)
   cli.set_connection_timeout(2);
   cli.set_read_timeout(10);
@@ -145,10 +142,35 @@ Result<size_t> RemoteWriter::push_once(const std::string& url) {
                 cfg->remote_write_ca.empty() ? "the system's CAs" : cfg->remote_write_ca,
                 X509_verify_cert_error_string(cli.get_openssl_verify_result()));
   if (!res) return fail("remote_write {}: {}", url, httplib::to_string(res.error()));
-  if (res->status / 100 != 2)
-    return fail("remote_write {}: HTTP {}: {}", url, res->status, res->body.substr(0, 200));
-  for (auto& [k, end] : sent) pushed_end_[std::move(k)] = end;
-  return series.size();
+  if (res->status / 100 == 2) return {};
+  Error e{fmt::format("remote_write {}: HTTP {}: {}", url, res->status, res->body.substr(0, 200))};
+  // The remote-write spec: 5xx and 429 may be retried, any other 4xx may not.
+  if (res->status / 100 == 4 && res->status != 429) e.code = kRemoteWriteRefused;
+  return unexpected(std::move(e));
+}
+
+Result<size_t> RemoteWriter::push_batch(const std::string& url) {
+  auto batch = queue_.take(batch_limit_);
+  if (batch.empty()) return size_t{0};
+  auto st = push(url, batch);
+  if (st) {
+    queue_.acknowledged(batch.size());
+    batch_limit_ = std::min(kBatchWindows, batch_limit_ * 2);
+    return batch.size();
+  }
+  if (st.error().code != kRemoteWriteRefused) {
+    queue_.count_failed_push();
+    queue_.retry(std::move(batch));
+  } else if (batch.size() > 1) {
+    // One refused sample fails the whole request (Prometheus rolls the request back): narrow it
+    // down by halves so the others still get through.
+    batch_limit_ = batch.size() / 2;
+    queue_.retry(std::move(batch));
+  } else {
+    queue_.rejected(1);
+    batch_limit_ = std::min(kBatchWindows, batch_limit_ * 2);
+  }
+  return unexpected(st.error());
 }
 
 void RemoteWriter::start() {
@@ -166,19 +188,61 @@ void RemoteWriter::stop() {
 }
 
 void RemoteWriter::run() {
+  using namespace std::chrono;
   uint64_t failures = 0;
+  const nanoseconds kFirstBackoff = seconds(1), kMaxBackoff = seconds(30);
+  nanoseconds backoff = kFirstBackoff, delay{0};
   std::unique_lock lk(mu_);
   while (!stopping_) {
     auto cfg = mesh_.config();
-    cv_.wait_for(lk, std::chrono::nanoseconds(cfg->remote_write_interval_ns),
-                 [&] { return stopping_.load(); });
-    if (stopping_ || cfg->remote_write.empty()) continue;
+    queue_.set_capacity(cfg->remote_write_queue_windows);
+    queue_.set_enabled(!cfg->remote_write.empty());
+    if (delay.count() == 0) delay = nanoseconds(cfg->remote_write_interval_ns);
+    if (cv_.wait_for(lk, delay, [&] { return stopping_.load(); })) break;
+    delay = nanoseconds(cfg->remote_write_interval_ns);
+    if (cfg->remote_write.empty()) continue;
     lk.unlock();
-    // A failed push keeps what it could not send for the next one (pushed_end_ moves only on success).
-    if (auto r = push_once(cfg->remote_write); !r && failures++ % 10 == 0)
-      log().warn("{} ({} failed pushes)", r.error().message, failures);
+    // Drain what is queued, batch after batch, until it is empty or a push fails.
+    for (int round = 0; round < 10'000 && !stopping_.load(); ++round) {
+      auto r = push_batch(cfg->remote_write);
+      if (r && *r == 0) break;
+      if (r) {
+        if (failures)
+          log().info("remote_write {}: receiver back after {} failed pushes", cfg->remote_write, failures);
+        failures = 0;
+        backoff = kFirstBackoff;
+        continue;
+      }
+      if (r.error().code == kRemoteWriteRefused) {
+        log().warn("{} (narrowing the batch down to the refused windows)", r.error().message);
+        continue;
+      }
+      if (failures++ % 10 == 0)
+        log().warn("{} ({} failed pushes; {} windows queued; next try in {:g} s)", r.error().message,
+                   failures, queue_.size(), duration<double>(backoff).count());
+      delay = backoff;
+      backoff = std::min(backoff * 2, kMaxBackoff);
+      break;
+    }
     lk.lock();
   }
+  lk.unlock();
+  flush_at_stop();
+}
+
+// A controller stopped (SIGTERM) sends what it still owes once, for a few seconds at most, so a
+// restart loses nothing when the receiver is up; a crash loses what was queued (what the
+// receiver had not acknowledged) and says so nowhere but in the receiver's gap.
+void RemoteWriter::flush_at_stop() {
+  auto cfg = mesh_.config();
+  if (cfg->remote_write.empty() || queue_.size() == 0) return;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (queue_.size() > 0 && std::chrono::steady_clock::now() < deadline) {
+    auto r = push_batch(cfg->remote_write);
+    if (!r && r.error().code != kRemoteWriteRefused) break;
+  }
+  if (size_t left = queue_.size())
+    log().warn("remote_write: stopping with {} windows not sent to {}", left, cfg->remote_write);
 }
 
 }  // namespace weft::controller

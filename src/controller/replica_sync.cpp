@@ -1,6 +1,7 @@
 #include "controller/replica_sync.hpp"
 
 #include "base/log.hpp"
+#include "controller/agent_state.hpp"
 
 namespace weft::controller {
 
@@ -19,6 +20,16 @@ void apply_peer_event(Mesh& mesh, const PeerEvent& ev) {
       break;
     case PeerEvent::Kind::removal:
       mesh.remove_agent(ev.agent);
+      break;
+    case PeerEvent::Kind::agent_state:
+      // As if the report had come here: last seen at the ingesting replica's time, its health and alarms.
+      if (auto s = parse_agent_state(ev.agent_state))
+        (void)mesh.touch(ev.agent, s->health, s->alarms, ev.received_ns);
+      else
+        log().warn("replica feed: ignoring {}'s agent state: {}", ev.agent, s.error().message);
+      break;
+    case PeerEvent::Kind::pinglist:
+      mesh.peer_pinglist(ev.agent, ev.pinglist_version, ev.pinglist_targets);
       break;
   }
 }

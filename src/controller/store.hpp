@@ -25,12 +25,15 @@ namespace weft::controller {
 // What another controller sharing the store did (controller/redis_feed.hpp): a report it took in
 // (the windows it stored, each with its target), an agent it registered or one it forgot.
 struct PeerEvent {
-  enum class Kind : uint8_t { report, registration, removal };
+  enum class Kind : uint8_t { report, registration, removal, agent_state, pinglist };
   Kind kind = Kind::report;
   std::string agent;
-  int64_t received_ns = 0;                  // report, registration: when that replica took it
+  int64_t received_ns = 0;                  // report, registration, agent_state: when that replica took it
   std::vector<proto::WindowStats> windows;  // report
   std::string registration;                 // registration: the body as received
+  std::string agent_state;                  // agent_state: the report's health and alarms (agent_state_json)
+  uint64_t pinglist_version = 0;            // pinglist: what that replica handed the agent
+  uint64_t pinglist_targets = 0;
 };
 using PeerEventFn = std::function<void(const PeerEvent&)>;
 
@@ -75,6 +78,14 @@ class Store {
   // controller uses (SQLite) has none. append(), save_registration() and remove_registration()
   // are what a shared store publishes to the others.
   virtual Result<size_t> poll_peers(const PeerEventFn&) { return size_t{0}; }
+  // True when other controllers may share this store (then the two calls below reach them).
+  virtual bool shared() const { return false; }
+  // Best effort (a failure is logged, not returned): what an agent said of itself in a report
+  // (every report, also one without new windows: it is the agent's sign of life), and the
+  // pinglist a replica handed it, so every replica lists the agent alike (docs/store-redis.md).
+  virtual void publish_agent_state(const std::string& /*agent*/, std::string_view /*state*/,
+                                   int64_t /*received_ns*/) {}
+  virtual void publish_pinglist(const std::string& /*agent*/, uint64_t /*version*/, uint64_t /*targets*/) {}
 };
 
 // Error::code when a store could not be reached (connection refused or timed out, a lost

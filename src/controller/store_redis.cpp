@@ -207,6 +207,20 @@ class RedisStore final : public Store {
     return {conn_->cluster() ? "redis-cluster" : "redis", conn_->spec(), last_error_.empty(), last_error_};
   }
 
+  bool shared() const override { return true; }
+
+  // Not while the store's last write failed: a report without windows (which touches no key) must
+  // not wait out a cluster's retries for a best-effort note; the next report after recovery sends it.
+  void publish_agent_state(const std::string& agent, std::string_view state, int64_t received_ns) override {
+    std::lock_guard lk(mu_);
+    if (last_error_.empty()) publish(agent, feed_.agent_state(agent, state, received_ns));
+  }
+
+  void publish_pinglist(const std::string& agent, uint64_t version, uint64_t targets) override {
+    std::lock_guard lk(mu_);
+    if (last_error_.empty()) publish(agent, feed_.pinglist(agent, version, targets));
+  }
+
   Result<size_t> poll_peers(const PeerEventFn& fn) override {
     std::lock_guard lk(poll_mu_);
     return feed_.poll(*poll_conn_, fn);
