@@ -26,8 +26,8 @@
 //
 // With no MAC given the stack takes a random locally administered one. With any MAC other than
 // the interface's own it puts the interface in promiscuous mode, so the kernel drops the stack's
-// frames early (PACKET_OTHERHOST) instead of routing them. Promiscuous mode is a socket membership: it ends when the device is closed, so
-// leaving needs no cleanup.
+// frames early (PACKET_OTHERHOST) instead of routing them. Promiscuous mode is a socket
+// membership: it ends when the device is closed, so leaving needs no cleanup.
 #include <sys/socket.h>
 #include <sys/uio.h>
 
