@@ -80,6 +80,9 @@ run_round() {  # ROUND MODE
       out=$(nsx iperf3 -c "$STACK_IP" -p 5201 -t "$SECS" -J $([[ $dir == tx ]] && echo -R) 2>/dev/null) && break
       sleep 0.2
     done
+    # A one-off server whose client never got through would wait for ever: give it 5 s to finish.
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
     rec "$r" "$m" "iperf3_$dir" "$(python3 -c 'import json,sys
 try: print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 1e9)
