@@ -111,6 +111,7 @@ ssize_t weft_recv(int fd, const iovec* iov, int iovcnt, int flags, sockaddr* fro
       if (d.error() != stack::SockErr::again) return px_fail(to_errno(d.error()));
     } else {
       if (s->id == 0 || s->st == Sock::St::listening) return px_fail(ENOTCONN);
+      rt->catch_up();
       settle(rt, s);
       if (s->rd_shut) return 0;
       if (flags & MSG_PEEK) {
@@ -232,6 +233,7 @@ ssize_t weft_send(int fd, const iovec* iov, int iovcnt, int flags, const sockadd
     }
     if (rt == nullptr) return no_stack("send");
     if (s->id == 0 || s->st == Sock::St::listening) return px_fail(ENOTCONN);
+    rt->catch_up();
     settle(rt, s);
     const bool nonblock = s->nonblock || (flags & MSG_DONTWAIT);
     if (s->st == Sock::St::connecting) {
@@ -384,6 +386,7 @@ ssize_t weft_px_sendfile(int out, int in, off_t* offset, size_t count) {
     Runtime* rt = Runtime::get();
     if (rt == nullptr) return no_stack("sendfile");
     if (s->kind != Sock::Kind::tcp || s->id == 0 || s->st == Sock::St::listening) return px_fail(ENOTCONN);
+    rt->catch_up();
     settle(rt, s);
     if (s->wr_shut) return total > 0 ? static_cast<ssize_t>(total) : pipe_error(0);
     auto r = rt->sk().send_reserve(s->id);

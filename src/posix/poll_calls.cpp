@@ -52,6 +52,7 @@ struct EpReg {
 struct EpShadow {
   std::mutex m;
   std::unordered_map<int, EpReg> regs;
+  std::atomic<bool> device{false};  // the instance also watches the stack's device (watch_device)
 };
 std::atomic<EpShadow*> g_eps[kMaxFd];
 
@@ -66,7 +67,11 @@ namespace weft::posix {
 
 void close_epoll_shadow(int fd) {
   if (fd < 0 || fd >= kMaxFd) return;
-  if (EpShadow* sh = g_eps[fd].exchange(nullptr)) delete sh;
+  if (EpShadow* sh = g_eps[fd].exchange(nullptr)) {
+    if (sh->device.load())
+      if (Runtime* rt = Runtime::get()) rt->unwatch_device();
+    delete sh;
+  }
 }
 
 int poll_mixed(pollfd* fds, nfds_t n, int64_t timeout_ns, const sigset_t* mask) {
@@ -109,6 +114,8 @@ int poll_mixed(pollfd* fds, nfds_t n, int64_t timeout_ns, const sigset_t* mask) 
     const int64_t left = deadline == INT64_MAX ? -1 : std::max<int64_t>(deadline - now_ns(), 0);
     const int64_t wait = ready > 0 ? 0 : left;
     const timespec ts = to_ts(std::max<int64_t>(wait, 0));
+    if (wait != 0 && t_event_loop)
+      if (Runtime* rt = Runtime::get()) rt->before_block();
     const int r = real().ppoll(k.data(), n, wait < 0 ? nullptr : &ts, mask);
     if (r < 0) {
       err = errno;
@@ -280,6 +287,12 @@ int weft_px_epoll_ctl(int ep, int op, int fd, void* evp) {
       has_out = weft && (ev->events & EPOLLOUT);
     }
   }
+  if (weft && op == EPOLL_CTL_ADD && !sh->device.load())
+    if (Runtime* rt = Runtime::get(); rt != nullptr && !sh->device.exchange(true) && !rt->watch_device(ep)) {
+      sh->device.store(false);  // then the stack thread alone reads the device, as before
+      log_once("watch-device",
+               std::string("epoll_ctl: the device stays with the stack thread: ") + std::strerror(errno));
+    }
   if (weft) {
     Lock g(layer_mutex());
     if (Sock* s = sock_of(fd)) {
@@ -292,20 +305,55 @@ int weft_px_epoll_ctl(int ep, int op, int fd, void* evp) {
   return 0;
 }
 
+// Run to completion: an instance that holds a weft socket also watches the stack's device
+// (Runtime::watch_device). When a frame wakes the program's thread here, that thread runs the
+// stack itself (the frame is parsed, the socket's descriptor set, what the stack answers goes out),
+// then collects what became ready with one more epoll_pwait that does not sleep; the request is
+// handled on the thread that serves it, with no wake-up of the stack thread in between.
 int weft_px_epoll_pwait(int ep, void* evp, int max, int timeout_ms, const void* mask) {
   EpShadow* sh = shadow_of(ep);
   auto* evs = static_cast<epoll_event*>(evp);
   const auto* sigs = static_cast<const sigset_t*>(mask);
   if (sh == nullptr) return real().epoll_pwait(ep, evs, max, timeout_ms, sigs);
   const int64_t deadline = timeout_ms < 0 ? INT64_MAX : now_ns() + int64_t{timeout_ms} * 1'000'000;
+  Runtime* const loop = sh->device.load(std::memory_order_relaxed) ? Runtime::get() : nullptr;
+  if (loop != nullptr) t_event_loop = true;
+  bool collect = false;  // the stack just ran here: look again without sleeping
   for (;;) {
+    const int64_t now = now_ns();
     int wait_ms = -1;
-    if (deadline != INT64_MAX)
-      wait_ms = static_cast<int>(std::max<int64_t>(deadline - now_ns(), 0) / 1'000'000);
+    if (deadline != INT64_MAX) wait_ms = static_cast<int>(std::max<int64_t>(deadline - now, 0) / 1'000'000);
+    // An event loop sleeps no longer than the stack's next timer, then runs it (at least 1 ms: a
+    // timer that stays due never makes this spin).
+    bool for_timer = false;
+    if (loop != nullptr && !collect && wait_ms != 0)
+      if (const int64_t t = loop->deadline(); t != INT64_MAX) {
+        const int64_t ms = std::max<int64_t>((t - now + 999'999) / 1'000'000, 1);
+        if (wait_ms < 0 || ms < wait_ms) {
+          wait_ms = static_cast<int>(std::min<int64_t>(ms, 1'000'000));
+          for_timer = true;
+        }
+      }
+    if (collect) wait_ms = 0;
+    if (loop != nullptr) {
+      loop->loop_entered();
+      if (wait_ms != 0) loop->loop_sleeps(true);
+    }
     const int r = real().epoll_pwait(ep, evs, max, wait_ms, sigs);
-    if (r <= 0) return r;
+    if (loop != nullptr && wait_ms != 0) loop->loop_sleeps(false);
+    if (r < 0 || (r == 0 && !collect && !for_timer)) return r;
+    if (r == 0 && for_timer) {
+      loop->run_inline();
+      collect = true;
+      continue;
+    }
     int out = 0;
+    bool frames = false;
     for (int i = 0; i < r; ++i) {
+      if (evs[i].data.u64 == Runtime::kDeviceTag) {
+        frames = true;
+        continue;
+      }
       const int fd = static_cast<int>(evs[i].data.u64);
       EpReg reg;
       {
@@ -329,8 +377,27 @@ int weft_px_epoll_pwait(int ep, void* evp, int max, int timeout_ms, const void* 
       evs[out].data.u64 = reg.data;
       ++out;
     }
-    if (out > 0) return out;
+    if (out > 0) {
+      if (frames)
+        if (Runtime* rt = Runtime::get()) rt->run_inline();  // what else the frames brought: the next call
+      return out;
+    }
+    if (frames) {
+      if (Runtime* rt = Runtime::get()) {
+        rt->run_inline();
+        collect = true;
+        continue;
+      }
+    }
     if (timeout_ms == 0 || (deadline != INT64_MAX && now_ns() >= deadline)) return 0;
+    // Work was done here, outside the kernel's wait, and nothing came of it for the program. A
+    // signal whose handler ran meanwhile (nginx's SIGTERM sets a flag and counts on the wait's
+    // EINTR) would be lost if this slept again: give the program an EINTR instead, which every
+    // event loop takes as "look at your flags and call again".
+    if (collect) {
+      errno = EINTR;
+      return -1;
+    }
   }
 }
 

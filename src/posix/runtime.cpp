@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 namespace weft::posix {
 
 std::atomic<Sock*> g_socks[kMaxFd];
+thread_local bool t_event_loop = false;
 
 namespace {
 
@@ -54,7 +56,13 @@ bool parse_ip(const std::string& s, uint32_t& ip, uint8_t& prefix) {
 }
 
 void at_exit_drain() {
-  if (Runtime* rt = Runtime::get(); rt != nullptr) rt->drain(g_drain_ns);
+  Runtime* rt = Runtime::get();
+  if (rt == nullptr) return;
+  rt->drain(g_drain_ns);
+  if (g_verbose)
+    log_line("stack: " + std::to_string(rt->inline_runs()) + " runs on the program's threads, " +
+             std::to_string(rt->stack_thread_runs()) +
+             " by the stack thread while a loop was busy elsewhere");
 }
 
 }  // namespace
@@ -179,6 +187,17 @@ bool Runtime::open(std::string& err) {
   stack::PacketDevice::Options o;
   o.ifname = env_or(env::kIfname, "");
   o.tx_csum_offload = std::strcmp(env_or(env::kNoVnetHdr, "0"), "1") != 0;
+  // The same MAC for the same address every run (locally administered, 02:77 then the IPv4
+  // address): a program restarted on the stack keeps the neighbour entries its peers hold. A
+  // random one per run left a router sending the next program's frames to the previous MAC until
+  // its entry failed (seconds; a one-off iperf3 server started right after another never got its
+  // client).
+  o.mac.b = {0x02,
+             0x77,
+             static_cast<uint8_t>(cfg.ip.v >> 24),
+             static_cast<uint8_t>(cfg.ip.v >> 16),
+             static_cast<uint8_t>(cfg.ip.v >> 8),
+             static_cast<uint8_t>(cfg.ip.v)};
   if (o.ifname.empty()) {
     err = std::string(env::kIfname) + " is not set";
     return false;
@@ -208,39 +227,123 @@ bool Runtime::stack_routes(uint32_t dst) const {
   return iface_->routable(a);
 }
 
+// Under mu: the stack's receive, timer and transmit work, and the news it made reaches the
+// sockets' descriptors. The stack thread runs it, and so does a program's thread that a frame woke
+// in its own epoll_wait (run_inline).
+void Runtime::service() {
+  sk_->poll();
+  for (size_t n; (n = sk_->events(events_)) > 0;)
+    for (size_t i = 0; i < n; ++i)
+      if (auto it = by_id_.find(events_[i].id); it != by_id_.end()) refresh(*it->second, true);
+  sweep_closing();
+  iface_->flush();
+}
+
+void Runtime::run_inline() {
+  std::lock_guard g(layer_mutex());
+  inline_runs_.fetch_add(1, std::memory_order_relaxed);
+  service();
+  after_call();
+}
+
+bool Runtime::watch_device(int ep) {
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLEXCLUSIVE;  // one idle loop thread per frame, not all of them
+  ev.data.u64 = kDeviceTag;
+  if (real().epoll_ctl(ep, EPOLL_CTL_ADD, iface_->device_fd(), &ev) < 0) return false;
+  watchers_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+void Runtime::unwatch_device() {
+  if (watchers_.fetch_sub(1, std::memory_order_relaxed) == 1) {  // the device is the stack thread's again
+    const uint64_t one = 1;
+    (void)real().write(wake_fd_, &one, sizeof one);
+  }
+}
+
+// The stack thread sleeps in its own epoll on its wake-up eventfd and the stack's next timer, and
+// on the device while no program thread watches it. While programs' epoll instances watch the
+// device (event loops, watch_device) the device is theirs: a frame wakes the loop's thread, which
+// runs the stack and answers on the spot, and this thread stays asleep. It then only looks in on
+// a tick (1 ms, doubling up to 16 ms while a loop thread sits in epoll_wait, where it will see
+// the next frame itself) and runs the stack when no loop thread waits and none came back to
+// epoll_wait since the last tick (a loop busy elsewhere: its frames and timers would wait).
 void Runtime::thread_main() {
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, nullptr);  // the program's signals go to its own threads
-  pollfd p[2] = {{iface_->device_fd(), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+  const int ep = real().epoll_create1(EPOLL_CLOEXEC);
+  epoll_event dev{};
+  dev.events = EPOLLIN;
+  dev.data.u64 = 0;
+  epoll_event wake{};
+  wake.events = EPOLLIN;
+  wake.data.u64 = 1;
+  if (ep < 0 || real().epoll_ctl(ep, EPOLL_CTL_ADD, iface_->device_fd(), &dev) < 0 ||
+      real().epoll_ctl(ep, EPOLL_CTL_ADD, wake_fd_, &wake) < 0) {
+    log_line(std::string("the stack thread cannot make its epoll: ") + std::strerror(errno));
+    std::abort();
+  }
+  constexpr int64_t kTickMin = 1'000'000, kTickMax = 16'000'000;
+  bool device_in = true;  // the device is in `ep`
+  bool woken = true;      // by the device or the wake-up eventfd: run the stack
+  int64_t tick = kTickMin;
+  uint64_t seen_entries = 0;
+  epoll_event got[2];
   while (!stop_.load(std::memory_order_relaxed)) {
-    int64_t wake;
-    {
+    const bool watched = watchers_.load(std::memory_order_relaxed) > 0;
+    if (watched == device_in) {
+      (void)real().epoll_ctl(ep, watched ? EPOLL_CTL_DEL : EPOLL_CTL_ADD, iface_->device_fd(), &dev);
+      device_in = !watched;
+    }
+    bool run = true;
+    if (watched) {
+      const uint64_t entries = loop_entries_.load(std::memory_order_relaxed);
+      const bool waiting = loop_waiting_.load(std::memory_order_relaxed) > 0;
+      const bool stuck = !waiting && entries == seen_entries;
+      seen_entries = entries;
+      tick = waiting ? std::min(tick * 2, kTickMax) : kTickMin;
+      run = woken || stuck || clock_.now_ns() >= deadline_.load(std::memory_order_relaxed);
+      if (run && stuck) stack_thread_runs_.fetch_add(1, std::memory_order_relaxed);
+    }
+    int64_t until = deadline_.load(std::memory_order_relaxed);
+    if (run) {
       std::lock_guard g(layer_mutex());
-      sk_->poll();
-      for (size_t n; (n = sk_->events(events_)) > 0;)
-        for (size_t i = 0; i < n; ++i)
-          if (auto it = by_id_.find(events_[i].id); it != by_id_.end()) refresh(*it->second, true);
-      sweep_closing();
-      iface_->flush();
-      wake = sk_->next_deadline();
-      if (!closing_.empty()) wake = std::min(wake, clock_.now_ns() + 10'000'000);
-      sleeping_until_.store(wake, std::memory_order_relaxed);
+      service();
+      until = sk_->next_deadline();
+      deadline_.store(until, std::memory_order_relaxed);
+      if (!closing_.empty()) until = std::min(until, clock_.now_ns() + 10'000'000);
     }
     const int64_t now = clock_.now_ns();
-    const int64_t ns = std::clamp<int64_t>(wake - now, 0, 1'000'000'000);
+    until = std::min(until, now + (watched ? tick : 1'000'000'000));
+    sleeping_until_.store(until, std::memory_order_relaxed);
+    const int64_t ns = std::max<int64_t>(until - now, 0);
     const timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
-    if (real().ppoll(p, 2, &ts, nullptr) > 0 && (p[1].revents & POLLIN)) {
-      uint64_t v;
-      (void)real().read(wake_fd_, &v, sizeof v);
-    }
+    const int n = ::epoll_pwait2(ep, got, 2, &ts, nullptr);
+    woken = n > 0;
+    for (int i = 0; i < n; ++i)
+      if (got[i].data.u64 == 1) {
+        uint64_t v;
+        (void)real().read(wake_fd_, &v, sizeof v);
+      }
   }
 }
 
 void Runtime::after_call() {
   iface_->flush();
-  if (sk_->next_deadline() < sleeping_until_.load(std::memory_order_relaxed)) {
+  const int64_t next = sk_->next_deadline();
+  deadline_.store(next, std::memory_order_relaxed);
+  if (!t_event_loop && next < sleeping_until_.load(std::memory_order_relaxed)) {
     sleeping_until_.store(0, std::memory_order_relaxed);  // one wake-up is enough until it sleeps again
+    const uint64_t one = 1;
+    (void)real().write(wake_fd_, &one, sizeof one);
+  }
+}
+
+void Runtime::before_block() {
+  if (deadline_.load(std::memory_order_relaxed) < sleeping_until_.load(std::memory_order_relaxed)) {
+    sleeping_until_.store(0, std::memory_order_relaxed);
     const uint64_t one = 1;
     (void)real().write(wake_fd_, &one, sizeof one);
   }

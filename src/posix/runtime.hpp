@@ -3,11 +3,18 @@
 // sockets by descriptor, and the thread that drives the stack.
 //
 // Threads: one lock (layer_mutex()) around the stack. Any application thread may call in: it takes
-// the lock, works on the stack directly (send and recv copy between its buffer and the
-// connection's rings, segments leave at once, the device's batch is flushed before it returns)
-// and releases it. One stack thread, started with the stack, waits (ppoll) for frames on the
-// device, a timer or a wake-up and runs the stack under the same lock. Blocking calls never sleep
-// holding the lock: they wait on the socket's descriptor like poll() does.
+// the lock, works on the stack directly (send and recv first take in the frames that came since
+// the stack last ran, then copy between its buffer and the connection's rings; segments leave at
+// once, the device's batch is flushed before it returns) and releases it. Run to completion: an
+// epoll instance that holds a weft socket also watches the device (EPOLLEXCLUSIVE), so a frame
+// wakes the event loop's thread blocked in epoll_wait, which runs the stack itself and returns
+// what became ready; the request is answered on that thread with no hop through another one. Its
+// epoll_wait sleeps no longer than the stack's next timer and runs it. One stack thread, started
+// with the stack, waits for frames on the device (while no event loop watches it), a timer or a
+// wake-up and runs the stack under the same lock; while loops watch the device it only looks in
+// on a tick and runs the stack when no loop thread waits in or came back to epoll_wait (a loop
+// busy elsewhere). Blocking calls never sleep holding the lock: they wait on the socket's
+// descriptor like poll() does.
 //
 // Descriptors: every weft socket is backed by a kernel eventfd whose number the program sees, so
 // weft sockets and kernel descriptors never collide and poll/select/epoll wait on both at once.
@@ -93,6 +100,35 @@ class Runtime {
   stack::Interface& iface() { return *iface_; }
   const stack::Clock& clock() const { return clock_; }
 
+  // The tag a program's epoll instance reports the device's frames with (watch_device).
+  static constexpr uint64_t kDeviceTag = ~uint64_t{0};
+  // Also lets the program's epoll instance `ep` wait for the device's frames (EPOLLIN |
+  // EPOLLEXCLUSIVE, data kDeviceTag): a frame then wakes a program thread blocked in epoll_wait
+  // rather than the stack thread, and that thread runs the stack itself (run_inline). False if the
+  // kernel refused (errno set).
+  bool watch_device(int ep);
+  // The epoll instance that watch_device() gave the device was closed.
+  void unwatch_device();
+  // Takes the lock and runs the stack's receive, timer and transmit work on the calling thread.
+  void run_inline();
+  // A thread is about to sleep outside an event loop's epoll_wait: wakes the stack thread if a
+  // timer this thread armed (as an event loop, see t_event_loop) is due before it wakes anyway.
+  void before_block();
+  // Under mu. Before a TCP send or receive: frames that came since the stack last ran are taken
+  // in first (run to completion on the calling thread). An ACK that arrived while the program
+  // worked releases what Nagle holds before the send queues more; a receive sees the newest data.
+  // Costs a look at the ring when nothing came.
+  void catch_up() { service(); }
+  // When the stack's next timer is due (monotonic ns; INT64_MAX: none), as of the last call.
+  int64_t deadline() const { return deadline_.load(std::memory_order_relaxed); }
+  // How often a program thread ran the stack, and the stack thread ran it because the loops that
+  // watch the device were busy elsewhere (for tests and the --verbose summary).
+  uint64_t inline_runs() const { return inline_runs_.load(std::memory_order_relaxed); }
+  uint64_t stack_thread_runs() const { return stack_thread_runs_.load(std::memory_order_relaxed); }
+  // An event loop's epoll_wait: came in (every call), and sleeps (true) or woke (false).
+  void loop_entered() { loop_entries_.fetch_add(1, std::memory_order_relaxed); }
+  void loop_sleeps(bool on) { loop_waiting_.fetch_add(on ? 1 : -1, std::memory_order_relaxed); }
+
   // Under mu. After a call that may have sent: the device's batch leaves, and the stack thread
   // wakes if the call moved the next timer before the one it sleeps for.
   void after_call();
@@ -117,6 +153,7 @@ class Runtime {
   Runtime() = default;
   bool open(std::string& err);
   void thread_main();
+  void service();
   void sweep_closing();
 
   std::unique_ptr<stack::Device> dev_;
@@ -129,10 +166,21 @@ class Runtime {
   int wake_fd_ = -1;
   std::atomic<int64_t> sleeping_until_{0};
   std::atomic<bool> stop_{false};
+  std::atomic<int64_t> deadline_{INT64_MAX};
+  std::atomic<int> watchers_{0};  // program epoll instances that watch the device
+  std::atomic<uint64_t> inline_runs_{0};
+  std::atomic<uint64_t> stack_thread_runs_{0};
+  std::atomic<uint64_t> loop_entries_{0};
+  std::atomic<int> loop_waiting_{0};
   std::vector<stack::SockEvent> events_ = std::vector<stack::SockEvent>(512);
 
   friend void init_runtime();
 };
+
+// This thread waits in an epoll instance that watches the device (an event loop): it runs the
+// stack's timers itself when it waits next (its epoll_wait sleeps no longer than the next timer),
+// so what it does never wakes the stack thread for a timer.
+extern thread_local bool t_event_loop;
 
 // The layer's one lock: around the stack, and the socket table's fields (also in a process that
 // has no stack, for sockets that may still go to the kernel).

@@ -118,6 +118,10 @@ Result<std::unique_ptr<PacketDevice>> PacketDevice::open(const Options& o) {
     const uint64_t r = random_u64();
     for (size_t i = 0; i < 6; ++i) d->mac_.b[i] = static_cast<uint8_t>(r >> (8 * i));
     d->mac_.b[0] = static_cast<uint8_t>((d->mac_.b[0] & 0xfe) | 0x02);  // unicast, locally administered
+  }
+  // A MAC that is not the interface's own needs promiscuous mode (a real NIC filters on its own).
+  if (ioctl(rx, SIOCGIFHWADDR, &ifr) < 0) return fail_errno("packet: SIOCGIFHWADDR " + o.ifname);
+  if (std::memcmp(ifr.ifr_hwaddr.sa_data, d->mac_.b.data(), 6) != 0) {
     packet_mreq mr{};
     mr.mr_ifindex = static_cast<int>(ifindex);
     mr.mr_type = PACKET_MR_PROMISC;

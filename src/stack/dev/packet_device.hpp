@@ -24,10 +24,10 @@
 // a veth hands them to another namespace, so on the veth paths measured here it would trade one
 // copy for a page allocation per frame (read in the kernel's source, not measured).
 //
-// With no MAC given the stack takes a random locally administered one and puts the interface in
-// promiscuous mode, so the kernel drops the stack's frames early (PACKET_OTHERHOST) instead of
-// routing them. Promiscuous mode is a socket membership: it ends when the device is closed, so
-// leaving needs no cleanup.
+// With no MAC given the stack takes a random locally administered one. With any MAC other than
+// the interface's own it puts the interface in promiscuous mode, so the kernel drops the stack's
+// frames early (PACKET_OTHERHOST) instead of routing them. Promiscuous mode is a socket
+// membership: it ends when the device is closed, so leaving needs no cleanup.
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -46,7 +46,7 @@ class PacketDevice final : public Device {
  public:
   struct Options {
     std::string ifname;
-    wire::MacAddr mac;  // zero: random, and the interface goes promiscuous
+    wire::MacAddr mac;  // zero: random; not the interface's own: the interface goes promiscuous
     enum class Ring { v2, v3 };
     Ring rx_ring = Ring::v2;
     // Receive ring: block_count blocks of block_size bytes (a multiple of the page size). 64 x
