@@ -114,6 +114,14 @@ class Interface final : public tcp::SegmentSink {
   };
   void handle_frame(wire::Bytes frame, bool csum_ok);
   bool place_large_frame();
+  // One frame from a device with scatter receive (Device::rx_scatter): its payload read straight
+  // into the receive ring of the flow that took the last in-order data, when the guess holds.
+  // 0: nothing waiting; 1: a frame was taken; -1: the device failed.
+  int receive_scattered();
+  // The frame of `len` bytes whose first `hdr` bytes are in rx_ and whose rest was read to
+  // `place`, at `seq` of hot_'s connection: given to TCP in place when it is the in-order segment
+  // the place was for (true); false when the guess was wrong (nothing done).
+  bool take_scattered(size_t hdr, size_t len, wire::MutBytes place, uint32_t seq, bool csum_ok);
   void handle_arp(const wire::ArpPacket& a);
   // `raw` is the whole IP packet when it came in one frame (quoted in ICMP errors), else empty.
   void handle_l4(const wire::Ipv4Packet& ip, wire::Bytes payload, bool csum_ok, wire::Bytes raw);
@@ -147,6 +155,14 @@ class Interface final : public tcp::SegmentSink {
   ArpCache arp_;
   wire::Ipv4Reassembler reasm_;
   std::vector<uint8_t> rx_;
+  // With scatter receive: the connection that took the last in-order data, and the length of that
+  // segment's headers (Ethernet, IP, TCP): the guess for where the next frame's payload goes.
+  struct HotFlow {
+    bool valid = false;
+    tcp::FourTuple t;
+    size_t hdr = 0;
+  };
+  HotFlow hot_;
   std::vector<uint8_t> tx_;
   std::array<Parked, 16> parked_;
   uint16_t ident_ = 1;

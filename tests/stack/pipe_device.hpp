@@ -3,7 +3,8 @@
 // queue. With `offload` it completes partial checksums the way a virtio-net device does; with
 // `in_place` it hands out a buffer for tx_reserve/tx_commit as AF_PACKET's TX ring does. With
 // `split_over` set, a queued frame longer than that waits "in the kernel" as a super-frame does on
-// AF_PACKET: rx_peek_large() shows its first `split_head` bytes and receive_split() reads it.
+// AF_PACKET: rx_peek_large() shows its first `split_head` bytes and receive_split() reads it. With
+// `scatter` it reads every frame as a TAP does, into two pieces the caller names (receive_scatter).
 #include <algorithm>
 #include <deque>
 #include <vector>
@@ -45,6 +46,20 @@ class PipeDevice : public Device {
     ++split_reads;
     return {};
   }
+  bool rx_scatter() const override { return scatter; }
+  Result<RxInfo> receive_scatter(wire::MutBytes head, wire::MutBytes rest) override {
+    if (queue_.empty()) return RxInfo{};
+    const auto f = std::move(queue_.front());
+    queue_.pop_front();
+    if (f.size() > head.size() + rest.size()) return fail("frame too big");
+    const size_t h = std::min(f.size(), head.size());
+    std::copy(f.begin(), f.begin() + static_cast<long>(h), head.begin());
+    std::copy(f.begin() + static_cast<long>(h), f.end(), rest.begin());
+    ++scatter_reads;
+    if (h < f.size()) ++scatter_split;
+    wire::ParsedFrame p;  // "verified" only if it is, as a TAP's vnet header says
+    return RxInfo{f.size(), wire::parse_frame(f, p) == wire::ParseError::ok};
+  }
   Status transmit(wire::Bytes frame, const TxOffload& off) override {
     std::vector<uint8_t> f(frame.begin(), frame.end());
     if (off.needs_csum) {
@@ -85,7 +100,10 @@ class PipeDevice : public Device {
   size_t split_over = 0;  // 0: no split receive
   size_t split_head = 128;
   size_t split_reads = 0;
-  size_t lose_every = 0;  // every so many frames past 200 bytes are lost on the way (0: none)
+  bool scatter = false;      // receive_scatter (a TAP's readv into the caller's pieces)
+  size_t scatter_reads = 0;  // frames read by it
+  size_t scatter_split = 0;  // of those, frames that reached the second piece
+  size_t lose_every = 0;     // every so many frames past 200 bytes are lost on the way (0: none)
   size_t large_sent = 0;
   size_t lost = 0;
 

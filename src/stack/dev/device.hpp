@@ -73,6 +73,20 @@ class Device {
     (void)rest;
     return fail("this device has no split receive");
   }
+  // Scatter receive, for devices that read a frame with one system call into memory the caller
+  // names and show nothing of it before (a TAP, whose frames wait in the kernel's queue): when
+  // rx_scatter() says so, receive_scatter() reads the next frame with its first head.size() bytes
+  // into `head` and the rest into `rest` (a frame no longer than `head` lies all in it; one longer
+  // than both is an error). The caller picks `rest` by a guess (Interface: where the payload of the
+  // next in-order segment of the connection that took the last one belongs, in its receive ring)
+  // and moves the bytes when the guess was wrong. A device says so only when its frames come with
+  // their checksums verified (csum_verified), so that nothing has to be summed over both pieces.
+  virtual bool rx_scatter() const { return false; }
+  virtual Result<RxInfo> receive_scatter(wire::MutBytes head, wire::MutBytes rest) {
+    (void)head;
+    (void)rest;
+    return fail("this device has no scatter receive");
+  }
   virtual Status transmit(wire::Bytes frame, const TxOffload& off = {}) = 0;
   // Transmit in place, for devices whose frames live in memory the kernel reads directly
   // (AF_PACKET's TX ring): room for one frame of up to `max_len` bytes, which the caller builds

@@ -141,12 +141,15 @@ void TapDevice::napi_rule(size_t frames) {
   if (want) ++counters_.napi_on;
 }
 
-Result<RxInfo> TapDevice::receive(wire::MutBytes buf) {
+Result<RxInfo> TapDevice::receive(wire::MutBytes buf) { return receive_scatter(buf, {}); }
+
+Result<RxInfo> TapDevice::receive_scatter(wire::MutBytes head, wire::MutBytes rest) {
   VirtioNetHdr h{};
-  iovec iov[2] = {{&h, sizeof h}, {buf.data(), buf.size()}};
+  iovec iov[3] = {{&h, sizeof h}, {head.data(), head.size()}, {rest.data(), rest.size()}};
   const int first = vnet_hdr_ ? 0 : 1;
+  const int count = (rest.empty() ? 2 : 3) - first;
   for (;;) {
-    const ssize_t n = readv(fd_.get(), iov + first, 2 - first);
+    const ssize_t n = readv(fd_.get(), iov + first, count);
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN) return RxInfo{};

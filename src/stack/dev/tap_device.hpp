@@ -75,6 +75,12 @@ class TapDevice final : public Device {
   TapDevice& operator=(const TapDevice&) = delete;
 
   Result<RxInfo> receive(wire::MutBytes buf) override;
+  // With vnet headers (the kernel marks every frame it hands over as checked or as locally made):
+  // one readv puts the frame's headers in `head` and its payload in `rest`, in a connection's
+  // receive ring when the interface guessed right, so a super-frame is copied once (the kernel's
+  // copy), not twice (into the interface's buffer, then into the ring).
+  bool rx_scatter() const override { return vnet_hdr_; }
+  Result<RxInfo> receive_scatter(wire::MutBytes head, wire::MutBytes rest) override;
   Status transmit(wire::Bytes frame, const TxOffload& off) override;
   wire::MutBytes tx_reserve(size_t max_len) override;
   Status tx_commit(size_t len, const TxOffload& off) override;

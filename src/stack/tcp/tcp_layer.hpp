@@ -77,6 +77,13 @@ class TcpLayer final : private ConnectionWatcher {
     auto it = conns_.find(t);
     return it == conns_.end() ? wire::MutBytes{} : it->second.conn->rx_place(seq, len);
   }
+  // The same at the connection's next expected sequence number, which goes to `seq`.
+  wire::MutBytes rx_place_next(const FourTuple& t, size_t len, uint32_t& seq) {
+    auto it = conns_.find(t);
+    if (it == conns_.end()) return {};
+    seq = it->second.conn->rcv_nxt_;
+    return it->second.conn->rx_place(seq, len);
+  }
   // An ICMP error quoting a TCP segment we sent (Connection::icmp_error checks and acts on it).
   void icmp_error(const wire::IcmpQuote& q, wire::IcmpErrorKind kind, uint16_t mtu);
   // A receive batch (the frames of one wake-up): between begin_batch() and end_batch() pure ACKs
