@@ -354,6 +354,8 @@ struct Bench {
     completed.reserve(guess);
     const int64_t end = timed ? mono_ns() + int64_t{p.duration_ms} * 1'000'000 : 0;
     uint64_t scnt = 0, ccnt = 0, limit = total;
+    received = 0;
+    recvs_used = 0;
     Ticks ticks;
     while (ccnt < limit) {
       while (scnt < limit && scnt - ccnt + p.post_list <= p.tx_depth) {
@@ -384,11 +386,17 @@ struct Bench {
       if (!n) return std::unexpected(n.error());
       const int64_t t = Ticks::now();
       for (int i = 0; i < *n; ++i) {
-        const uint64_t id = wcs[static_cast<size_t>(i)].wr_id;
-        completed[id] = t;
-        ccnt = id + 1;
+        const ibv_wc& wc = wcs[static_cast<size_t>(i)];
+        if (wc.opcode & IBV_WC_RECV) {
+          // -b with SEND/WRITE_IMM: the peer's stream lands in the same CQ.
+          if (auto s = took_recv(size); !s) return std::unexpected(s.error());
+          continue;
+        }
+        completed[wc.wr_id] = t;
+        ccnt = wc.wr_id + 1;
       }
     }
+    sent = limit;
     ticks.to_ns(posted);
     ticks.to_ns(completed);
     if (plan.per_second) seconds = per_second_rates(posted, completed, is_atomic(p.op) ? 8 : size, p.cq_mod);
@@ -411,6 +419,59 @@ struct Bench {
       for (int i = 0; i < *n; ++i)
         if (wcs[static_cast<size_t>(i)].wr_id + 1 == p.tx_depth) return {};
     }
+  }
+
+  uint64_t sent = 0;  // messages the last stream() sent
+
+  // One receive taken during a stream: counted, and given back in batches of a quarter of rx_depth.
+  Status took_recv(uint64_t size) {
+    ++received;
+    if (++recvs_used < std::max<uint32_t>(1, rx_depth / 4)) return {};
+    auto s = post_recvs(recvs_used, size);
+    recvs_used = 0;
+    return s;
+  }
+
+  // -b with SEND/WRITE_IMM, after this side's stream: tells the peer how many messages it sent (8
+  // bytes on the side channel) and takes the peer's until its count is in (RC), or until 200 ms
+  // pass without one once the count is known (UD and UC may lose some).
+  Status drain_peer(uint64_t size) {
+    std::array<uint8_t, 8> count{};
+    le::store<uint64_t>(count.data(), sent);
+    if (auto s = chan.send_all(std::as_bytes(std::span(count)), timeout); !s) return s;
+    std::optional<uint64_t> peer_sent;
+    int64_t last_seen = mono_ns();
+    for (;;) {
+      if (peer_sent && *peer_sent <= received) break;
+      if (!peer_sent && ::recv(chan.fd(), count.data(), 8, MSG_PEEK | MSG_DONTWAIT) == 8) {
+        if (auto s = chan.recv_all(std::as_writable_bytes(std::span(count)), timeout); !s) return s;
+        peer_sent = le::load<uint64_t>(count.data());
+        // The peer's barrier byte may follow: stop watching the channel for this size.
+        if (waiter.poller()) (void)waiter.poller()->unwatch_fd(chan.fd());
+        continue;
+      }
+      auto n = waiter.wait(wcs, milliseconds(10));
+      if (!n) return std::unexpected(n.error());
+      for (int i = 0; i < *n; ++i) {
+        if (auto s = checked(wcs[static_cast<size_t>(i)]); !s) return s;
+        if (wcs[static_cast<size_t>(i)].opcode & IBV_WC_RECV)
+          if (auto s = took_recv(size); !s) return s;
+      }
+      const int64_t now = mono_ns();
+      if (*n > 0) {
+        last_seen = now;
+        continue;
+      }
+      if (auto s = peer_alive(); !s) return s;
+      if (peer_sent && (p.ud || p.uc) && now - last_seen > 200'000'000) break;
+      if (now - last_seen > (timeout.count() + int64_t{p.duration_ms}) * 1'000'000)
+        return fail("bench: {} of the peer's messages came within {} ms", received, timeout.count());
+    }
+    if (recvs_used) {
+      if (auto s = post_recvs(recvs_used, size); !s) return s;
+      recvs_used = 0;
+    }
+    return {};
   }
 
   // Server side of SEND / WRITE_IMM bandwidth: take receives until all came (RC) or the client
@@ -551,6 +612,8 @@ Result<std::optional<BandwidthReport>> bandwidth_size(Bench& b, uint64_t size, m
     auto r = b.stream(size);
     if (!r) return std::unexpected(r.error());
     mine = *r;
+    if (b.p.bidirectional && needs_recv(b.p.op))
+      if (auto s = b.drain_peer(size); !s) return std::unexpected(s.error());
   } else if (needs_recv(b.p.op)) {
     // One-sided operations leave the server idle; SEND/WRITE_IMM streams end in its CQ.
     if (auto s = b.sink(size); !s) return std::unexpected(s.error());

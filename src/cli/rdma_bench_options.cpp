@@ -70,15 +70,18 @@ void add_bench_options(CLI::App* sub, BenchOptions& o) {
   // perftest's flags, spelled as perftest spells them.
   sub->add_flag("-b,--bidirectional", o.bidirectional, "bandwidth: both sides send at once (sum reported)");
   sub->add_flag("-U,--report-unsorted", o.unsorted, "latency: also print every sample in the order taken");
-  sub->add_flag("--report_gbits,--report-gbits", o.report_gbits, "bandwidth in Gb/s (10^9 bit) instead of MiB/s");
+  sub->add_flag("--report_gbits,--report-gbits", o.report_gbits,
+                "bandwidth in Gb/s (10^9 bit) instead of MiB/s");
   sub->add_flag("--perform_warm_up,--perform-warm-up", o.warm_up,
                 "WRITE/READ/atomic bandwidth: tx_depth untimed WRs first");
-  sub->add_option("-r,--rx-depth", o.rx_depth, "receives kept posted (SEND/WRITE_IMM; default 512, at most -n)")
+  sub->add_option("-r,--rx-depth", o.rx_depth,
+                  "receives kept posted (SEND/WRITE_IMM; default 512, at most -n)")
       ->check(CLI::Range(1, 16384));
   sub->add_option("-l,--post_list,--post-list", o.post_list,
                   "bandwidth: WRs per ibv_post_send (CQ moderation follows unless -Q)")
       ->check(CLI::Range(1, 16384));
-  sub->add_option("-o,--outs", o.out_reads, "READ/atomics: outstanding requests (default the device's maximum)")
+  sub->add_option("-o,--outs", o.out_reads,
+                  "READ/atomics: outstanding requests (default the device's maximum)")
       ->check(CLI::Range(1, 255));
   sub->add_option("-x,--gid-index", o.gid_index, "source GID index (default the RoCE v2 GID of the address)")
       ->check(CLI::Range(0, 255));
@@ -129,8 +132,6 @@ Result<BenchPlan> plan_bench(const BenchOptions& o) {
     p.cq_mod = lat ? 1 : std::min<uint32_t>(100, p.tx_depth);
   }
   if (auto s = validate(p); !s) return std::unexpected(s.error());
-  if (p.bidirectional && needs_recv(p.op))
-    return fail("-b with {} is not implemented yet (WRITE, READ and atomics are)", to_string(p.op));
 
   // What stays on this side.
   if (o.unsorted && !lat) return fail("-U (unsorted samples) is only available in latency tests");
@@ -139,13 +140,15 @@ Result<BenchPlan> plan_bench(const BenchOptions& o) {
   if (o.out_reads && !is_one_sided_round(p.op))
     return fail("-o (outstanding reads) is only available with READ and atomics");
   if (o.rx_depth && !needs_recv(p.op))
-    return fail("-r (rx depth) is only available with SEND and WRITE_IMM ({} posts no receives)", to_string(p.op));
+    return fail("-r (rx depth) is only available with SEND and WRITE_IMM ({} posts no receives)",
+                to_string(p.op));
   if (!needs_recv(p.op)) {
     plan.rx_depth = 1;
   } else {
     plan.rx_depth = o.rx_depth ? o.rx_depth : 512;
     if (iterations && plan.rx_depth > p.iters) {
-      if (o.rx_depth) notes.push_back(fmt::format("rx_depth {} -> {} (-n {})", plan.rx_depth, p.iters, p.iters));
+      if (o.rx_depth)
+        notes.push_back(fmt::format("rx_depth {} -> {} (-n {})", plan.rx_depth, p.iters, p.iters));
       plan.rx_depth = static_cast<uint32_t>(p.iters);
     }
   }
