@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 #if defined(__x86_64__)
 #include <x86intrin.h>
@@ -83,12 +84,15 @@ struct Bench {
   milliseconds timeout;
   SideChannel& chan;
   Device dev;
-  QueuePair qp;
+  std::vector<QueuePair> qps;  // -q: several; latency tests use the first
   MemoryRegion mr;
   CompletionQueue& cq;
   CompletionWaiter& waiter;
   std::optional<AddressHandle> ah;
-  EndpointInfo peer;
+  EndpointInfo peer;                  // the peer's first QP (and its buffer, the same for all)
+  std::vector<EndpointInfo> peers{};  // every QP of the peer, qps[i] connected to peers[i]
+  std::unordered_map<uint32_t, uint32_t> qp_of_num{};  // QP number -> index into qps
+  std::vector<uint32_t> bw_used{};                     // per QP: receives taken, not yet posted again
   size_t buf = 0;         // [0, buf): what we send/read into; [buf, 2 buf): what the peer targets
   uint32_t recv_off = 0;  // UD: the GRH before the payload
   uint32_t inline_max = 0;
@@ -103,12 +107,18 @@ struct Bench {
   std::byte* target() const { return mr.data() + buf; }
 
   // Receives take the whole target half, so any size of the sweep fits whichever is posted.
-  Status post_recvs(uint32_t n, uint64_t /*size*/) {
+  Status post_recvs(uint32_t n, uint64_t /*size*/, size_t qi = 0) {
     recvs.clear();
     for (uint32_t i = 0; i < n; ++i)
       recvs.push_back(RecvWr::into(mr.local(buf, static_cast<uint32_t>(buf)), 0x8000'0000'0000'0000ull | i));
-    return qp.post_recv(std::span<RecvWr>(recvs));
+    return qps[qi].post_recv(std::span<RecvWr>(recvs));
   }
+  size_t qp_index(const ibv_wc& wc) const {
+    auto it = qp_of_num.find(wc.qp_num);
+    return it == qp_of_num.end() ? 0 : it->second;
+  }
+  // Messages a bandwidth run sends from one side: -n per QP, as perftest counts them.
+  uint64_t per_run() const { return p.iters * qps.size(); }
 
   SendWr make_wr(uint64_t size) {
     const auto len = static_cast<uint32_t>(size);
@@ -290,7 +300,7 @@ struct Bench {
       out[size - 1] = seq;
       if (p.op == BenchOp::write_imm) wr.wr.imm_data = htonl(seq);
       ++sends_out;
-      return qp.post_send(wr);
+      return qps[0].post_send(wr);
     };
     bool last = false;
     for (uint64_t i = 0; !last; ++i) {
@@ -329,7 +339,7 @@ struct Bench {
     for (uint64_t i = 0;; ++i) {
       if (p.duration_ms ? (i % 16 == 15 && mono_ns() >= end) : i == p.iters) break;
       posted.push_back(Ticks::now());
-      if (auto s = qp.post_send(wr); !s) return std::unexpected(s.error());
+      if (auto s = qps[0].post_send(wr); !s) return std::unexpected(s.error());
       auto n = wait_cq();
       if (!n) return std::unexpected(n.error());
     }
@@ -341,29 +351,41 @@ struct Bench {
   // --- bandwidth ------------------------------------------------------------------------------
   // The client keeps tx_depth WRs outstanding, signals every cq_mod-th (and the last), stamps
   // each post and each signalled completion (perftest's tposted/tcompleted).
+  // -q N: message g goes to QP (g / cq_mod) % N, so that each signalled WR ends a run of cq_mod
+  // messages on one QP and the figures are computed as with one; each QP keeps at most
+  // tx_depth in flight, and -n counts per QP (perftest's).
   Result<BandwidthReport> stream(uint64_t size) {
     SendWr wr = make_wr(size);
     if (p.op != BenchOp::read && !is_atomic(p.op) && size <= inline_max) wr.inlined();
-    // -l: post_list WRs go to the device in one ibv_post_send (a chain).
-    std::vector<SendWr> list(p.post_list, wr);
+    const size_t nq = qps.size();
+    // Per QP, its WR template (UD: its own destination); -l: post_list WRs in one ibv_post_send.
+    std::vector<std::vector<SendWr>> lists(nq, std::vector<SendWr>(p.post_list, wr));
+    if (ah)
+      for (size_t q = 0; q < nq; ++q)
+        for (auto& w : lists[q]) w.to(ah->raw(), peers[q].qp.qpn, peers[q].qkey);
     const bool timed = p.duration_ms > 0;
-    const uint64_t total = timed ? UINT64_MAX : p.iters;
+    const uint64_t total = timed ? UINT64_MAX : per_run();
     std::vector<int64_t> posted, completed;
-    const size_t guess = timed ? 1 << 20 : p.iters;
+    const size_t guess = timed ? 1 << 20 : per_run();
     posted.reserve(guess);
     completed.reserve(guess);
     const int64_t end = timed ? mono_ns() + int64_t{p.duration_ms} * 1'000'000 : 0;
     uint64_t scnt = 0, ccnt = 0, limit = total;
+    std::vector<uint32_t> in_flight(nq, 0);
     received = 0;
-    recvs_used = 0;
+    std::fill(bw_used.begin(), bw_used.end(), 0);
     Ticks ticks;
     while (ccnt < limit) {
-      while (scnt < limit && scnt - ccnt + p.post_list <= p.tx_depth) {
+      for (;;) {
+        if (scnt >= limit) break;
+        const size_t q = nq == 1 ? 0 : (scnt / p.cq_mod) % nq;
+        if (in_flight[q] + p.post_list > p.tx_depth) break;
         if (timed && scnt % p.cq_mod == 0 && mono_ns() >= end) {
           // Stop at a signalled boundary: the last posted WR was signalled.
           limit = scnt;
           break;
         }
+        auto& list = lists[q];
         for (uint32_t k = 0; k < p.post_list; ++k) {
           const uint64_t id = scnt + k;
           auto& w = list[k];
@@ -376,8 +398,9 @@ struct Bench {
           posted.push_back(t);
           completed.push_back(0);
         }
-        if (auto s = qp.post_send(std::span<SendWr>(list)); !s) return std::unexpected(s.error());
+        if (auto s = qps[q].post_send(std::span<SendWr>(list)); !s) return std::unexpected(s.error());
         scnt += p.post_list;
+        in_flight[q] += p.post_list;
       }
       if (ccnt >= limit) break;
       // A signalled WR completes after up to cq_mod messages: allow 1 s per MiB of them on top
@@ -389,11 +412,15 @@ struct Bench {
         const ibv_wc& wc = wcs[static_cast<size_t>(i)];
         if (wc.opcode & IBV_WC_RECV) {
           // -b with SEND/WRITE_IMM: the peer's stream lands in the same CQ.
-          if (auto s = took_recv(size); !s) return std::unexpected(s.error());
+          if (auto s = took_recv(wc, size); !s) return std::unexpected(s.error());
           continue;
         }
-        completed[wc.wr_id] = t;
-        ccnt = wc.wr_id + 1;
+        // A signalled WR completes its run of cq_mod (the last run may be shorter).
+        const uint64_t id = wc.wr_id;
+        const uint32_t run = static_cast<uint32_t>(id - id / p.cq_mod * p.cq_mod + 1);
+        completed[id] = t;
+        ccnt += run;
+        in_flight[nq == 1 ? 0 : qp_index(wc)] -= run;
       }
     }
     sent = limit;
@@ -408,28 +435,41 @@ struct Bench {
   Status warm_up(uint64_t size) {
     SendWr wr = make_wr(size);
     if (p.op != BenchOp::read && !is_atomic(p.op) && size <= inline_max) wr.inlined();
-    for (uint32_t i = 0; i < p.tx_depth; ++i) {
-      wr.wr.wr_id = i;
-      wr.signaled(i + 1 == p.tx_depth);
-      if (auto s = qp.post_send(wr); !s) return s;
+    for (auto& q : qps) {
+      for (uint32_t i = 0; i < p.tx_depth; ++i) {
+        wr.wr.wr_id = i;
+        wr.signaled(i + 1 == p.tx_depth);
+        if (auto s = q.post_send(wr); !s) return s;
+      }
+      for (bool done = false; !done;) {
+        auto n = wait_cq();
+        if (!n) return std::unexpected(n.error());
+        for (int i = 0; i < *n; ++i)
+          if (wcs[static_cast<size_t>(i)].wr_id + 1 == p.tx_depth) done = true;
+      }
     }
-    for (;;) {
-      auto n = wait_cq();
-      if (!n) return std::unexpected(n.error());
-      for (int i = 0; i < *n; ++i)
-        if (wcs[static_cast<size_t>(i)].wr_id + 1 == p.tx_depth) return {};
-    }
+    return {};
   }
 
   uint64_t sent = 0;  // messages the last stream() sent
 
   // One receive taken during a stream: counted, and given back in batches of a quarter of rx_depth.
-  Status took_recv(uint64_t size) {
+  Status took_recv(const ibv_wc& wc, uint64_t size) {
     ++received;
-    if (++recvs_used < std::max<uint32_t>(1, rx_depth / 4)) return {};
-    auto s = post_recvs(recvs_used, size);
-    recvs_used = 0;
+    const size_t q = qp_index(wc);
+    if (++bw_used[q] < std::max<uint32_t>(1, rx_depth / 4)) return {};
+    auto s = post_recvs(bw_used[q], size, q);
+    bw_used[q] = 0;
     return s;
+  }
+  // The receives taken and not posted again, posted (the next size starts with rx_depth per QP).
+  Status give_back_recvs(uint64_t size) {
+    for (size_t q = 0; q < qps.size(); ++q)
+      if (bw_used[q]) {
+        if (auto s = post_recvs(bw_used[q], size, q); !s) return s;
+        bw_used[q] = 0;
+      }
+    return {};
   }
 
   // -b with SEND/WRITE_IMM, after this side's stream: tells the peer how many messages it sent (8
@@ -455,7 +495,7 @@ struct Bench {
       for (int i = 0; i < *n; ++i) {
         if (auto s = checked(wcs[static_cast<size_t>(i)]); !s) return s;
         if (wcs[static_cast<size_t>(i)].opcode & IBV_WC_RECV)
-          if (auto s = took_recv(size); !s) return s;
+          if (auto s = took_recv(wcs[static_cast<size_t>(i)], size); !s) return s;
       }
       const int64_t now = mono_ns();
       if (*n > 0) {
@@ -467,31 +507,22 @@ struct Bench {
       if (now - last_seen > (timeout.count() + int64_t{p.duration_ms}) * 1'000'000)
         return fail("bench: {} of the peer's messages came within {} ms", received, timeout.count());
     }
-    if (recvs_used) {
-      if (auto s = post_recvs(recvs_used, size); !s) return s;
-      recvs_used = 0;
-    }
-    return {};
+    return give_back_recvs(size);
   }
 
   // Server side of SEND / WRITE_IMM bandwidth: take receives until all came (RC) or the client
   // says it is done (its barrier byte on the side channel; UD may lose some).
   Status sink(uint64_t size) {
     received = 0;
-    uint32_t used = 0;
+    std::fill(bw_used.begin(), bw_used.end(), 0);
     int idle = 0;
     for (;;) {
-      if (!p.duration_ms && received >= p.iters) return {};
+      if (!p.duration_ms && received >= per_run()) break;
       auto n = waiter.wait(wcs, milliseconds(10));
       if (!n) return std::unexpected(n.error());
       for (int i = 0; i < *n; ++i) {
         if (auto s = checked(wcs[static_cast<size_t>(i)]); !s) return s;
-        ++received;
-        ++used;
-      }
-      if (used >= rx_depth / 4) {
-        if (auto s = post_recvs(used, size); !s) return s;
-        used = 0;
+        if (auto s = took_recv(wcs[static_cast<size_t>(i)], size); !s) return s;
       }
       if (*n > 0) {
         idle = 0;
@@ -505,8 +536,8 @@ struct Bench {
         // The client is done: one last look at the CQ, then give the receives back.
         auto m = waiter.wait(wcs, milliseconds(1));
         if (m && *m > 0) {
-          received += static_cast<uint64_t>(*m);
-          used += static_cast<uint32_t>(*m);
+          for (int i = 0; i < *m; ++i)
+            if (auto s = took_recv(wcs[static_cast<size_t>(i)], size); !s) return s;
           continue;
         }
         break;
@@ -514,9 +545,7 @@ struct Bench {
       if (++idle * 10 > timeout.count() + p.duration_ms)
         return fail("bench: no message within {} ms", timeout.count());
     }
-    if (used)
-      if (auto s = post_recvs(used, size); !s) return s;
-    return {};
+    return give_back_recvs(size);
   }
 };
 
@@ -545,13 +574,14 @@ std::string bandwidth_json(const BenchParams& p, const BenchPlan& plan, const Op
   }
   return fmt::format(
       "{{\"test\":\"bw\",\"op\":\"{}\",\"qp\":\"{}\",\"wait\":\"{}\",\"device\":\"{}\",\"size\":{},"
-      "\"iters\":{},\"tx_depth\":{},\"cq_mod\":{},\"post_list\":{},\"bidirectional\":{},\"bw_peak_mbps\":{:."
+      "\"iters\":{},\"tx_depth\":{},\"cq_mod\":{},\"post_list\":{},\"qps\":{},\"bidirectional\":{},\"bw_peak_"
+      "mbps\":{:."
       "3f},"
       "\"bw_avg_mbps\":{:.3f},\"bw_peak_gbits\":{:.4f},\"bw_avg_gbits\":{:.4f},\"msg_rate_mpps\":{:.6f}{}}}"
       "\n",
       to_string(p.op), lower_transport(p), o.wait, dev, r.size, r.iters, p.tx_depth, p.cq_mod, p.post_list,
-      p.bidirectional, r.peak_mbps, r.avg_mbps, mib_to_gbits(r.peak_mbps), mib_to_gbits(r.avg_mbps),
-      r.msg_rate_mpps, per_second);
+      p.num_qps, p.bidirectional, r.peak_mbps, r.avg_mbps, mib_to_gbits(r.peak_mbps),
+      mib_to_gbits(r.avg_mbps), r.msg_rate_mpps, per_second);
 }
 
 // Both sides send their parameters before any QP exists; a different test is said on both
@@ -706,11 +736,12 @@ Status run_sizes(Bench& b, const std::vector<uint64_t>& sizes, uint32_t mtu,
   if (!o.server && !o.json) {
     fmt::print(
         "# weft rdma bench: {} {} {} on {} port {} (MTU {}), wait {}, tx_depth {}, cq_mod {}, inline "
-        "{}{}{}{}{}\n",
+        "{}{}{}{}{}{}\n",
         to_string(mine.op), lat ? "latency" : "bandwidth", transport_name(mine.ud, mine.uc), dev_name,
         b.plan.ib_port, mtu, o.wait, mine.tx_depth, mine.cq_mod, b.inline_max,
         needs_recv(mine.op) ? fmt::format(", rx_depth {}", b.rx_depth) : std::string(),
         mine.post_list > 1 ? fmt::format(", post_list {}", mine.post_list) : std::string(),
+        mine.num_qps > 1 ? fmt::format(", {} QPs", mine.num_qps) : std::string(),
         mine.bidirectional ? ", bidirectional (sum of both sides)" : "",
         mine.duration_ms ? fmt::format(", {} s per size", o.duration_s)
                          : fmt::format(", {} iterations", mine.iters));
@@ -827,7 +858,8 @@ Status run(const Options& o, bool& usage) {
   auto pd = ProtectionDomain::create(*dev);
   if (!pd) return std::unexpected(pd.error());
   const uint32_t rx_depth = plan.rx_depth;
-  auto cq = CompletionQueue::create(*dev, static_cast<int>(mine.tx_depth + rx_depth + 16), mode);
+  const uint32_t nq = mine.num_qps;
+  auto cq = CompletionQueue::create(*dev, static_cast<int>((mine.tx_depth + rx_depth) * nq + 16), mode);
   if (!cq) return std::unexpected(cq.error());
   QpOptions qo;
   qo.type = mine.ud ? QpType::ud : mine.uc ? QpType::uc : QpType::rc;
@@ -836,8 +868,12 @@ Status run(const Options& o, bool& usage) {
   qo.signal_all = false;
   const uint32_t want_inline = inline_wanted(mine, o);
   qo.max_inline = want_inline;
-  auto qp = QueuePair::create(*pd, *cq, *cq, qo);
-  if (!qp) return std::unexpected(qp.error());
+  std::vector<QueuePair> qps;
+  for (uint32_t i = 0; i < nq; ++i) {
+    auto qp = QueuePair::create(*pd, *cq, *cq, qo);
+    if (!qp) return std::unexpected(qp.error());
+    qps.push_back(std::move(*qp));
+  }
   const uint64_t max_size = sizes.back();
   const size_t buf = (max_size + kGrhBytes + 4095) / 4096 * 4096;
   auto mr = MemoryRegion::allocate(*pd, 2 * buf, access::all);
@@ -847,14 +883,22 @@ Status run(const Options& o, bool& usage) {
   if (auto* pl = waiter->poller())
     if (auto s = pl->watch_fd(chan->fd(), kPeerTag); !s) return s;
 
-  const uint32_t psn = static_cast<uint32_t>(mono_ns()) & 0xffffff;
-  EndpointInfo me{QpAddress{qp->qpn(), psn, 0, my_gid}, mr->remote(buf, static_cast<uint32_t>(buf)), co.qkey};
-  auto peer = chan->exchange(me, timeout);
-  if (!peer) return std::unexpected(peer.error());
-  if (auto s = qp->connect(co, psn, peer->qp); !s) return s;
+  // One exchange per QP, in the same order on both sides: qps[i] talks to the peer's i-th.
+  std::vector<EndpointInfo> peers;
+  std::unordered_map<uint32_t, uint32_t> qp_of_num;
+  for (uint32_t i = 0; i < nq; ++i) {
+    const uint32_t psn = static_cast<uint32_t>(mono_ns() + i) & 0xffffff;
+    EndpointInfo me{QpAddress{qps[i].qpn(), psn, 0, my_gid}, mr->remote(buf, static_cast<uint32_t>(buf)),
+                    co.qkey};
+    auto peer = chan->exchange(me, timeout);
+    if (!peer) return std::unexpected(peer.error());
+    if (auto s = qps[i].connect(co, psn, peer->qp); !s) return s;
+    peers.push_back(*peer);
+    qp_of_num[qps[i].qpn()] = i;
+  }
   std::optional<AddressHandle> ah;
   if (mine.ud) {
-    auto a = AddressHandle::create(*pd, co, peer->qp.gid, peer->qp.lid);
+    auto a = AddressHandle::create(*pd, co, peers[0].qp.gid, peers[0].qp.lid);
     if (!a) return std::unexpected(a.error());
     ah.emplace(std::move(*a));
   }
@@ -865,18 +909,22 @@ Status run(const Options& o, bool& usage) {
           .timeout = timeout,
           .chan = *chan,
           .dev = std::move(*dev),
-          .qp = std::move(*qp),
+          .qps = std::move(qps),
           .mr = std::move(*mr),
           .cq = *cq,
           .waiter = *waiter,
           .ah = std::move(ah),
-          .peer = *peer};
+          .peer = peers[0]};
+  b.peers = std::move(peers);
+  b.qp_of_num = std::move(qp_of_num);
+  b.bw_used.assign(nq, 0);
   b.buf = buf;
   b.recv_off = mine.ud ? kGrhBytes : 0;
-  b.inline_max = std::min(want_inline, b.qp.max_inline());
+  b.inline_max = std::min(want_inline, b.qps[0].max_inline());
   b.rx_depth = rx_depth;
   if (needs_recv(mine.op))
-    if (auto s = b.post_recvs(rx_depth, 0); !s) return s;
+    for (uint32_t i = 0; i < nq; ++i)
+      if (auto s = b.post_recvs(rx_depth, 0, i); !s) return s;
 
   return run_sizes(b, sizes, mtu, plan.notes);
 }

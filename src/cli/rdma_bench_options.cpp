@@ -69,6 +69,8 @@ void add_bench_options(CLI::App* sub, BenchOptions& o) {
   add_timeout_ms_option(sub, o.timeout_ms, "limit for each wait for the peer");
   // perftest's flags, spelled as perftest spells them.
   sub->add_flag("-b,--bidirectional", o.bidirectional, "bandwidth: both sides send at once (sum reported)");
+  sub->add_option("-q,--qps,--num-qps", o.num_qps, "bandwidth: QPs streaming at once (-n messages each)")
+      ->check(CLI::Range(uint32_t{1}, uint32_t{kBenchMaxQps}));
   sub->add_flag("-U,--report-unsorted", o.unsorted, "latency: also print every sample in the order taken");
   sub->add_flag("--report_gbits,--report-gbits", o.report_gbits,
                 "bandwidth in Gb/s (10^9 bit) instead of MiB/s");
@@ -113,6 +115,7 @@ Result<BenchPlan> plan_bench(const BenchOptions& o) {
   p.bidirectional = o.bidirectional;
   p.warm_up = o.warm_up;
   p.post_list = o.post_list;
+  p.num_qps = static_cast<uint16_t>(o.num_qps);
   const bool iterations = p.duration_ms == 0;
   // perftest: never more WRs in flight than the run has (force_dependecies).
   if (iterations && p.tx_depth > p.iters) {

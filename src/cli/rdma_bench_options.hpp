@@ -37,6 +37,7 @@ struct BenchOptions {
   int timeout_ms = 5000;
   // perftest's flags.
   bool bidirectional = false;  // -b
+  uint32_t num_qps = 1;        // -q
   bool unsorted = false;       // -U
   bool report_gbits = false;   // --report_gbits
   bool warm_up = false;        // --perform_warm_up

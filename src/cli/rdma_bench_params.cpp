@@ -13,7 +13,7 @@ namespace weft::cli {
 namespace {
 
 constexpr uint32_t kMagic = 0x4e454257;  // "WBEN"
-constexpr uint16_t kVersion = 2;         // 2: UC, -b, --perform_warm_up, -l
+constexpr uint16_t kVersion = 2;         // 2: UC, -b, --perform_warm_up, -l, -q
 constexpr std::array<std::string_view, 6> kOpNames = {"send", "write",     "write_imm",
                                                       "read", "fetch_add", "compare_swap"};
 
@@ -52,7 +52,7 @@ std::array<uint8_t, kBenchParamsBytes> encode(const BenchParams& b) {
   put<uint8_t>(p, static_cast<uint8_t>(b.test));
   put<uint8_t>(p, b.ud);
   put<uint8_t>(p, b.all_sizes);
-  put<uint16_t>(p, 0);
+  put<uint16_t>(p, b.num_qps);
   put<uint64_t>(p, b.size);
   put<uint64_t>(p, b.iters);
   put<uint32_t>(p, b.duration_ms);
@@ -81,7 +81,7 @@ Result<BenchParams> decode_bench_params(std::span<const uint8_t> bytes) {
   b.test = static_cast<BenchTest>(test);
   b.ud = ud;
   b.all_sizes = all;
-  (void)get<uint16_t>(p);
+  b.num_qps = get<uint16_t>(p);
   b.size = get<uint64_t>(p);
   b.iters = get<uint64_t>(p);
   b.duration_ms = get<uint32_t>(p);
@@ -115,6 +115,7 @@ std::string bench_mismatch(const BenchParams& a, const BenchParams& b) {
   cmp("bidirectional (-b)", a.bidirectional, b.bidirectional);
   cmp("perform_warm_up", a.warm_up, b.warm_up);
   cmp("post_list (-l)", a.post_list, b.post_list);
+  cmp("qps (-q)", a.num_qps, b.num_qps);
   std::string out;
   for (auto& s : d) out += (out.empty() ? "" : "; ") + s;
   return out;
@@ -140,6 +141,8 @@ Status validate(const BenchParams& b) {
   if (b.bidirectional && !bw) return fail("-b (bidirectional) is only available in bandwidth tests");
   if (b.warm_up && (!bw || needs_recv(b.op)))
     return fail("--perform_warm_up is only available in WRITE, READ and atomic bandwidth tests");
+  if (b.num_qps < 1 || b.num_qps > kBenchMaxQps) return fail("-q (QPs) must be 1-{}", kBenchMaxQps);
+  if (b.num_qps > 1 && !bw) return fail("-q (several QPs) is only available in bandwidth tests");
   if (b.post_list < 1 || b.post_list > b.tx_depth)
     return fail("-l (post list) must be 1-tx_depth ({})", b.tx_depth);
   if (b.post_list > 1) {

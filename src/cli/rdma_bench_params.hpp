@@ -40,10 +40,13 @@ struct BenchParams {
   bool bidirectional = false;  // -b: both sides stream at once (bandwidth only)
   bool warm_up = false;        // --perform_warm_up: tx_depth untimed WRs before the timed run
   uint32_t post_list = 1;      // -l: WRs handed to one ibv_post_send (bandwidth only)
+  uint16_t num_qps = 1;        // -q: QPs streaming at once (bandwidth only; -n per QP)
   bool operator==(const BenchParams&) const = default;
 };
 
 inline constexpr size_t kBenchParamsBytes = 48;
+// -q: at most this many QPs (perftest allows 16384; each QP here costs a side-channel exchange).
+inline constexpr uint16_t kBenchMaxQps = 1024;
 std::array<uint8_t, kBenchParamsBytes> encode(const BenchParams& p);
 Result<BenchParams> decode_bench_params(std::span<const uint8_t> bytes);
 // "" when both sides run the same test; else "op: here write, peer send; size: ...".

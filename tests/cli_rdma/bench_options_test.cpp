@@ -111,8 +111,9 @@ TEST(BenchOptions, EachPerftestFlagIsParsedIntoItsMeaning) {
   auto lat = plan_of({"--op", "send", "-U", "-r", "64"});
   EXPECT_TRUE(lat.unsorted);
   EXPECT_EQ(lat.rx_depth, 64u);
-  auto rd = plan_of({"--op", "read", "-o", "4", "--test", "bw"});
+  auto rd = plan_of({"--op", "read", "-o", "4", "--test", "bw", "-q", "4"});
   EXPECT_EQ(rd.out_reads, 4);
+  EXPECT_EQ(rd.params.num_qps, 4u);
   // Long spellings as perftest's long options.
   auto l = plan_of({"--op", "write", "--test", "bw", "--bidirectional", "--post_list", "2", "--gid-index",
                     "1", "--ib-port", "1", "--mtu", "1024", "--sl", "1", "--tos", "7", "--connection", "rc"});
@@ -130,19 +131,11 @@ TEST(BenchOptions, RangesAreUsageErrorsNamingTheFlag) {
     const char* flag;
   };
   const std::vector<Case> cases = {
-      {{"-m", "1500"}, "--mtu"},
-      {{"-S", "16"}, "--sl"},
-      {{"-T", "256"}, "--tos"},
-      {{"-x", "256"}, "--gid-index"},
-      {{"-x", "-1"}, "--gid-index"},
-      {{"-i", "0"}, "--ib-port"},
-      {{"-r", "0"}, "--rx-depth"},
-      {{"-r", "16385"}, "--rx-depth"},
-      {{"-l", "0"}, "--post_list"},
-      {{"-o", "0"}, "--outs"},
-      {{"-c", "XRC"}, "--connection"},
-      {{"-t", "0"}, "--tx-depth"},
-      {{"-q", "2"}, "-q"},  // several QPs: not accepted (yet)
+      {{"-m", "1500"}, "--mtu"},      {{"-S", "16"}, "--sl"},          {{"-T", "256"}, "--tos"},
+      {{"-x", "256"}, "--gid-index"}, {{"-x", "-1"}, "--gid-index"},   {{"-i", "0"}, "--ib-port"},
+      {{"-r", "0"}, "--rx-depth"},    {{"-r", "16385"}, "--rx-depth"}, {{"-l", "0"}, "--post_list"},
+      {{"-o", "0"}, "--outs"},        {{"-c", "XRC"}, "--connection"}, {{"-t", "0"}, "--tx-depth"},
+      {{"-q", "0"}, "--qps"},         {{"-q", "1025"}, "--qps"},
   };
   for (const auto& c : cases) {
     auto p = parse(c.args);
@@ -153,6 +146,7 @@ TEST(BenchOptions, RangesAreUsageErrorsNamingTheFlag) {
 
 TEST(BenchOptions, BadCombinationsAreRefusedLikePerftest) {
   EXPECT_TRUE(has(plan_error({"-b"}), "-b"));                  // latency
+  EXPECT_TRUE(has(plan_error({"-q", "2"}), "-q"));             // latency
   EXPECT_TRUE(has(plan_error({"--test", "bw", "-U"}), "-U"));  // bandwidth
   EXPECT_TRUE(has(plan_error({"--report_gbits"}), "--report_gbits"));
   EXPECT_TRUE(has(plan_error({"-l", "2"}), "-l"));  // post list in a latency test
