@@ -41,6 +41,7 @@
 #include "rdma/error.hpp"
 #include "rdma/memory_region.hpp"
 #include "rdma/queue_pair.hpp"
+#include "rdma/shared_receive_queue.hpp"
 #include "rdma/side_channel.hpp"
 
 namespace {
@@ -93,6 +94,7 @@ struct Bench {
   std::vector<EndpointInfo> peers{};  // every QP of the peer, qps[i] connected to peers[i]
   std::unordered_map<uint32_t, uint32_t> qp_of_num{};  // QP number -> index into qps
   std::vector<uint32_t> bw_used{};                     // per QP: receives taken, not yet posted again
+  std::optional<SharedReceiveQueue> srq{};             // --use-srq: every QP's receives
   size_t buf = 0;         // [0, buf): what we send/read into; [buf, 2 buf): what the peer targets
   uint32_t recv_off = 0;  // UD: the GRH before the payload
   uint32_t inline_max = 0;
@@ -111,6 +113,7 @@ struct Bench {
     recvs.clear();
     for (uint32_t i = 0; i < n; ++i)
       recvs.push_back(RecvWr::into(mr.local(buf, static_cast<uint32_t>(buf)), 0x8000'0000'0000'0000ull | i));
+    if (srq) return srq->post_recv(std::span<RecvWr>(recvs));
     return qps[qi].post_recv(std::span<RecvWr>(recvs));
   }
   size_t qp_index(const ibv_wc& wc) const {
@@ -456,7 +459,7 @@ struct Bench {
   // One receive taken during a stream: counted, and given back in batches of a quarter of rx_depth.
   Status took_recv(const ibv_wc& wc, uint64_t size) {
     ++received;
-    const size_t q = qp_index(wc);
+    const size_t q = srq ? 0 : qp_index(wc);  // one pool with --use-srq
     if (++bw_used[q] < std::max<uint32_t>(1, rx_depth / 4)) return {};
     auto s = post_recvs(bw_used[q], size, q);
     bw_used[q] = 0;
@@ -739,7 +742,8 @@ Status run_sizes(Bench& b, const std::vector<uint64_t>& sizes, uint32_t mtu,
         "{}{}{}{}{}{}\n",
         to_string(mine.op), lat ? "latency" : "bandwidth", transport_name(mine.ud, mine.uc), dev_name,
         b.plan.ib_port, mtu, o.wait, mine.tx_depth, mine.cq_mod, b.inline_max,
-        needs_recv(mine.op) ? fmt::format(", rx_depth {}", b.rx_depth) : std::string(),
+        needs_recv(mine.op) ? fmt::format(", rx_depth {}{}", b.rx_depth, b.srq ? " (SRQ)" : "")
+                            : std::string(),
         mine.post_list > 1 ? fmt::format(", post_list {}", mine.post_list) : std::string(),
         mine.num_qps > 1 ? fmt::format(", {} QPs", mine.num_qps) : std::string(),
         mine.bidirectional ? ", bidirectional (sum of both sides)" : "",
@@ -868,9 +872,16 @@ Status run(const Options& o, bool& usage) {
   qo.signal_all = false;
   const uint32_t want_inline = inline_wanted(mine, o);
   qo.max_inline = want_inline;
+  // --use-srq: one SRQ of rx_depth receives feeds every QP (perftest's SRQ mode).
+  std::optional<SharedReceiveQueue> srq;
+  if (plan.use_srq) {
+    auto made = SharedReceiveQueue::create(*pd, rx_depth);
+    if (!made) return std::unexpected(made.error());
+    srq.emplace(std::move(*made));
+  }
   std::vector<QueuePair> qps;
   for (uint32_t i = 0; i < nq; ++i) {
-    auto qp = QueuePair::create(*pd, *cq, *cq, qo);
+    auto qp = QueuePair::create(*pd, *cq, *cq, qo, srq ? &*srq : nullptr);
     if (!qp) return std::unexpected(qp.error());
     qps.push_back(std::move(*qp));
   }
@@ -918,12 +929,13 @@ Status run(const Options& o, bool& usage) {
   b.peers = std::move(peers);
   b.qp_of_num = std::move(qp_of_num);
   b.bw_used.assign(nq, 0);
+  b.srq = std::move(srq);
   b.buf = buf;
   b.recv_off = mine.ud ? kGrhBytes : 0;
   b.inline_max = std::min(want_inline, b.qps[0].max_inline());
   b.rx_depth = rx_depth;
   if (needs_recv(mine.op))
-    for (uint32_t i = 0; i < nq; ++i)
+    for (uint32_t i = 0; i < (b.srq ? 1 : nq); ++i)
       if (auto s = b.post_recvs(rx_depth, 0, i); !s) return s;
 
   return run_sizes(b, sizes, mtu, plan.notes);

@@ -76,6 +76,7 @@ void add_bench_options(CLI::App* sub, BenchOptions& o) {
                 "bandwidth in Gb/s (10^9 bit) instead of MiB/s");
   sub->add_flag("--perform_warm_up,--perform-warm-up", o.warm_up,
                 "WRITE/READ/atomic bandwidth: tx_depth untimed WRs first");
+  sub->add_flag("--use-srq,--use_srq", o.use_srq, "SEND/WRITE_IMM: receives from one shared receive queue");
   sub->add_option("-r,--rx-depth", o.rx_depth,
                   "receives kept posted (SEND/WRITE_IMM; default 512, at most -n)")
       ->check(CLI::Range(1, 16384));
@@ -155,6 +156,13 @@ Result<BenchPlan> plan_bench(const BenchOptions& o) {
       plan.rx_depth = static_cast<uint32_t>(p.iters);
     }
   }
+  if (o.use_srq && !needs_recv(p.op))
+    return fail("--use-srq is only available in SEND and WRITE_IMM tests ({} posts no receives)",
+                to_string(p.op));
+  if (o.use_srq && plan.rx_depth < p.num_qps)
+    return fail("--use-srq: the SRQ depth (-r {}) must be at least the number of QPs (-q {})", plan.rx_depth,
+                p.num_qps);
+  plan.use_srq = o.use_srq;
   plan.out_reads = o.out_reads;
   plan.gid_index = o.gid_index;
   plan.ib_port = static_cast<uint8_t>(o.ib_port);

@@ -41,6 +41,7 @@ struct BenchOptions {
   bool unsorted = false;       // -U
   bool report_gbits = false;   // --report_gbits
   bool warm_up = false;        // --perform_warm_up
+  bool use_srq = false;        // --use-srq
   uint32_t rx_depth = 0;       // -r; 0: 512 for SEND/WRITE_IMM
   uint32_t post_list = 1;      // -l
   int out_reads = 0;           // -o; 0: as many as the device allows
@@ -68,6 +69,7 @@ struct BenchPlan {
   bool unsorted = false;
   bool report_gbits = false;
   bool per_second = false;
+  bool use_srq = false;  // receives from one shared receive queue of rx_depth for all QPs
   // perftest's silent adjustments, made here too, and said: "tx_depth 128 -> 10 (-n 10)".
   std::vector<std::string> notes;
 };

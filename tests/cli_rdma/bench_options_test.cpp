@@ -162,6 +162,9 @@ TEST(BenchOptions, BadCombinationsAreRefusedLikePerftest) {
   EXPECT_TRUE(has(plan_error({"--perform_warm_up", "--op", "write"}), "--perform_warm_up"));  // latency
   EXPECT_TRUE(has(plan_error({"--perform_warm_up", "--test", "bw"}), "--perform_warm_up"));   // SEND
   EXPECT_TRUE(has(plan_error({"--per-second", "--test", "bw"}), "-D"));
+  EXPECT_TRUE(has(plan_error({"--use-srq", "--op", "write"}), "--use-srq"));
+  EXPECT_TRUE(has(plan_error({"--use-srq", "--test", "bw", "-q", "8", "-r", "4"}), "-q 8"));
+  EXPECT_TRUE(plan_of({"--use-srq", "--test", "bw", "-q", "4"}).use_srq);
   EXPECT_EQ(plan_error({"--test", "bw", "-b"}), "");  // SEND both ways
   // The same transport in both spellings is fine.
   EXPECT_EQ(plan_error({"--qp", "uc", "-c", "UC", "--op", "write"}), "");

@@ -223,6 +223,9 @@ step bench-bw-send-qps bench --op send --test bw -n 500 -s 4096 -q 4 -r 64
 step bench-bw-read-qps bench --op read --test bw -n 500 -s 4096 -q 2
 step bench-bw-send-ud-qps bench --op send --qp ud --test bw -n 500 -s 1024 -q 3
 step bench-bw-send-qps-bidir bench_bidir --op send --test bw -n 500 -s 4096 -q 2
+step bench-lat-send-srq bench --op send --test lat -n 300 --use-srq
+step bench-bw-send-srq-qps bench --op send --test bw -n 500 -s 4096 -q 3 --use-srq -r 64
+step bench-bw-write-imm-srq-bidir bench_bidir --op write_imm --test bw -n 500 -s 4096 --use-srq
 step bench-bw-write-post-list bench --op write --test bw -n 2000 -s 4096 -l 8
 step bench-bw-send-post-list bench --op send --test bw -n 2000 -s 4096 -l 4 -Q 2 -r 256
 step bench-bw-write-warm-up bench --op write --test bw -n 2000 -s 4096 --perform_warm_up
