@@ -354,9 +354,10 @@ struct Bench {
   // --- bandwidth ------------------------------------------------------------------------------
   // The client keeps tx_depth WRs outstanding, signals every cq_mod-th (and the last), stamps
   // each post and each signalled completion (perftest's tposted/tcompleted).
-  // -q N: message g goes to QP (g / cq_mod) % N, so that each signalled WR ends a run of cq_mod
-  // messages on one QP and the figures are computed as with one; each QP keeps at most
-  // tx_depth in flight, and -n counts per QP (perftest's).
+  // -q N, as perftest: each QP has its own count of posted and completed messages (-n each), keeps
+  // at most tx_depth in flight and signals every cq_mod-th of its own; the QPs are served in
+  // turn. The stamps are kept in time order, as perftest's tposted/tcompleted: posted[k] is the
+  // k-th post, completed[k - 1] the time the k-th message (of any QP) was known complete.
   Result<BandwidthReport> stream(uint64_t size) {
     SendWr wr = make_wr(size);
     if (p.op != BenchOp::read && !is_atomic(p.op) && size <= inline_max) wr.inlined();
@@ -367,45 +368,48 @@ struct Bench {
       for (size_t q = 0; q < nq; ++q)
         for (auto& w : lists[q]) w.to(ah->raw(), peers[q].qp.qpn, peers[q].qkey);
     const bool timed = p.duration_ms > 0;
-    const uint64_t total = timed ? UINT64_MAX : per_run();
+    struct Count {
+      uint64_t scnt = 0, ccnt = 0, limit = 0;
+    };
+    std::vector<Count> qc(nq, Count{0, 0, timed ? UINT64_MAX : p.iters});
     std::vector<int64_t> posted, completed;
     const size_t guess = timed ? 1 << 20 : per_run();
     posted.reserve(guess);
     completed.reserve(guess);
     const int64_t end = timed ? mono_ns() + int64_t{p.duration_ms} * 1'000'000 : 0;
-    uint64_t scnt = 0, ccnt = 0, limit = total;
-    std::vector<uint32_t> in_flight(nq, 0);
+    uint64_t done = 0;  // messages known complete, all QPs
+    size_t finished = 0;
     received = 0;
     std::fill(bw_used.begin(), bw_used.end(), 0);
     Ticks ticks;
-    while (ccnt < limit) {
-      for (;;) {
-        if (scnt >= limit) break;
-        const size_t q = nq == 1 ? 0 : (scnt / p.cq_mod) % nq;
-        if (in_flight[q] + p.post_list > p.tx_depth) break;
-        if (timed && scnt % p.cq_mod == 0 && mono_ns() >= end) {
-          // Stop at a signalled boundary: the last posted WR was signalled.
-          limit = scnt;
-          break;
+    while (finished < nq) {
+      for (size_t q = 0; q < nq; ++q) {
+        Count& c = qc[q];
+        while (c.scnt < c.limit && c.scnt - c.ccnt + p.post_list <= p.tx_depth) {
+          if (timed && c.scnt % p.cq_mod == 0 && mono_ns() >= end) {
+            // Stop at a signalled boundary: this QP's last posted WR was signalled.
+            c.limit = c.scnt;
+            if (c.ccnt >= c.limit) ++finished;
+            break;
+          }
+          auto& list = lists[q];
+          for (uint32_t k = 0; k < p.post_list; ++k) {
+            const uint64_t id = c.scnt + k;
+            auto& w = list[k];
+            w.wr.wr_id = id;
+            w.signaled((id + 1) % p.cq_mod == 0 || id + 1 == c.limit);
+            if (p.op == BenchOp::write_imm) w.wr.imm_data = htonl(static_cast<uint32_t>(id));
+          }
+          const int64_t t = Ticks::now();
+          for (uint32_t k = 0; k < p.post_list; ++k) {
+            posted.push_back(t);
+            completed.push_back(0);
+          }
+          if (auto s = qps[q].post_send(std::span<SendWr>(list)); !s) return std::unexpected(s.error());
+          c.scnt += p.post_list;
         }
-        auto& list = lists[q];
-        for (uint32_t k = 0; k < p.post_list; ++k) {
-          const uint64_t id = scnt + k;
-          auto& w = list[k];
-          w.wr.wr_id = id;
-          w.signaled((id + 1) % p.cq_mod == 0 || id + 1 == limit);
-          if (p.op == BenchOp::write_imm) w.wr.imm_data = htonl(static_cast<uint32_t>(id));
-        }
-        const int64_t t = Ticks::now();
-        for (uint32_t k = 0; k < p.post_list; ++k) {
-          posted.push_back(t);
-          completed.push_back(0);
-        }
-        if (auto s = qps[q].post_send(std::span<SendWr>(list)); !s) return std::unexpected(s.error());
-        scnt += p.post_list;
-        in_flight[q] += p.post_list;
       }
-      if (ccnt >= limit) break;
+      if (finished >= nq) break;
       // A signalled WR completes after up to cq_mod messages: allow 1 s per MiB of them on top
       // (8 MiB messages on an emulated rxe take seconds each).
       auto n = wait_cq(timeout + milliseconds((uint64_t{p.cq_mod} * size >> 20) * 1000));
@@ -418,15 +422,16 @@ struct Bench {
           if (auto s = took_recv(wc, size); !s) return std::unexpected(s.error());
           continue;
         }
-        // A signalled WR completes its run of cq_mod (the last run may be shorter).
-        const uint64_t id = wc.wr_id;
-        const uint32_t run = static_cast<uint32_t>(id - id / p.cq_mod * p.cq_mod + 1);
-        completed[id] = t;
-        ccnt += run;
-        in_flight[nq == 1 ? 0 : qp_index(wc)] -= run;
+        // A signalled WR completes every earlier WR of its QP.
+        Count& c = qc[nq == 1 ? 0 : qp_index(wc)];
+        done += wc.wr_id + 1 - c.ccnt;
+        c.ccnt = wc.wr_id + 1;
+        completed[done - 1] = t;
+        if (c.ccnt >= c.limit) ++finished;
       }
     }
-    sent = limit;
+    sent = 0;
+    for (const auto& c : qc) sent += c.limit;
     ticks.to_ns(posted);
     ticks.to_ns(completed);
     if (plan.per_second) seconds = per_second_rates(posted, completed, is_atomic(p.op) ? 8 : size, p.cq_mod);
