@@ -1,6 +1,8 @@
 // `weft rdma bench --server | --client HOST`: perftest's latency and bandwidth tests in one
-// command, for SEND, WRITE, WRITE_IMM, READ, FETCH_ADD and COMPARE_SWAP over RC (SEND also over
-// UD), one size or the -a sweep, iteration or duration mode, busy/channel/epoll completion waits.
+// command, for SEND, WRITE, WRITE_IMM, READ, FETCH_ADD and COMPARE_SWAP over RC (SEND and WRITE
+// also over UC, SEND also over UD), one size or the -a sweep, iteration or duration mode,
+// busy/channel/epoll completion waits, and perftest's flags (-b, -q, -U, -r, -l, -o, -x, -i, -m,
+// -S, -T, --use-srq, --report_gbits, --perform_warm_up; rdma_bench_options.hpp parses them).
 // Figures are computed the way perftest computes them (see rdma_bench_stats.hpp), so each row can
 // be compared with ib_*_lat / ib_*_bw on the same machine.
 //
