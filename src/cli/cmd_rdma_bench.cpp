@@ -1,6 +1,8 @@
 // `weft rdma bench --server | --client HOST`: perftest's latency and bandwidth tests in one
-// command, for SEND, WRITE, WRITE_IMM, READ, FETCH_ADD and COMPARE_SWAP over RC (SEND also over
-// UD), one size or the -a sweep, iteration or duration mode, busy/channel/epoll completion waits.
+// command, for SEND, WRITE, WRITE_IMM, READ, FETCH_ADD and COMPARE_SWAP over RC (SEND and WRITE
+// also over UC, SEND also over UD), one size or the -a sweep, iteration or duration mode,
+// busy/channel/epoll completion waits, and perftest's flags (-b, -q, -U, -r, -l, -o, -x, -i, -m,
+// -S, -T, --use-srq, --report_gbits, --perform_warm_up; rdma_bench_options.hpp parses them).
 // Figures are computed the way perftest computes them (see rdma_bench_stats.hpp), so each row can
 // be compared with ib_*_lat / ib_*_bw on the same machine.
 //
@@ -13,20 +15,24 @@
 #include <sys/socket.h>
 
 #include <array>
+#include <bit>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 #if defined(__x86_64__)
 #include <x86intrin.h>
 #endif
 
 #include "base/clock.hpp"
+#include "base/little_endian.hpp"
 #include "base/log.hpp"
 #include "cli/command_registry.hpp"
 #include "cli/rdma_args.hpp"
+#include "cli/rdma_bench_options.hpp"
 #include "cli/rdma_bench_params.hpp"
 #include "cli/rdma_bench_stats.hpp"
 #include "cli/rdma_side_channel.hpp"
@@ -37,6 +43,7 @@
 #include "rdma/error.hpp"
 #include "rdma/memory_region.hpp"
 #include "rdma/queue_pair.hpp"
+#include "rdma/shared_receive_queue.hpp"
 #include "rdma/side_channel.hpp"
 
 namespace {
@@ -46,27 +53,7 @@ using namespace weft::rdma;
 using namespace weft::cli;
 using std::chrono::milliseconds;
 
-struct Options {
-  bool server = false;
-  std::string client;
-  std::string bind = "0.0.0.0";
-  uint16_t port = 47060;
-  std::string device;
-  std::string op = "send";
-  std::string test = "lat";
-  std::string qp = "rc";
-  std::string wait = "busy";
-  bool all = false;
-  uint32_t size = 0;      // 0: perftest's default (2 B latency, 64 KiB bandwidth, 8 B atomics)
-  uint64_t iters = 0;     // 0: 1000 latency, 5000 bandwidth
-  double duration_s = 0;  // > 0: duration mode
-  uint32_t tx_depth = 0;  // 0: 1 latency, 128 bandwidth
-  uint32_t cq_mod = 0;    // 0: 1 latency, min(100, tx_depth) bandwidth
-  int inline_size = -1;   // -1: perftest's default (latency SEND 236/188 UD, WRITE 220; else 0)
-  bool json = false;
-  std::string cdf;  // write the kept latency samples here (size, usec per line)
-  int timeout_ms = 5000;
-};
+using Options = weft::cli::BenchOptions;
 
 // Cheap timestamps for the timed loops, as perftest takes them (the TSC), turned into
 // nanoseconds by the run's own calibration against the monotonic clock.
@@ -89,37 +76,54 @@ struct Ticks {
 
 constexpr uint64_t kPeerTag = 1;  // the side channel's socket in the epoll set
 
+// The transport as --json spells it (rc, uc, ud).
+std::string_view lower_transport(const BenchParams& p) { return p.ud ? "ud" : p.uc ? "uc" : "rc"; }
+
 struct Bench {
   const Options& o;
+  const BenchPlan& plan;
   BenchParams p;
   bool active;  // the client drives; the server answers ping-pongs or receives
   milliseconds timeout;
   SideChannel& chan;
   Device dev;
-  QueuePair qp;
+  std::vector<QueuePair> qps;  // -q: several; latency tests use the first
   MemoryRegion mr;
   CompletionQueue& cq;
   CompletionWaiter& waiter;
   std::optional<AddressHandle> ah;
-  EndpointInfo peer;
+  EndpointInfo peer;                  // the peer's first QP (and its buffer, the same for all)
+  std::vector<EndpointInfo> peers{};  // every QP of the peer, qps[i] connected to peers[i]
+  std::unordered_map<uint32_t, uint32_t> qp_of_num{};  // QP number -> index into qps
+  std::vector<uint32_t> bw_used{};                     // per QP: receives taken, not yet posted again
+  std::optional<SharedReceiveQueue> srq{};             // --use-srq: every QP's receives
   size_t buf = 0;         // [0, buf): what we send/read into; [buf, 2 buf): what the peer targets
   uint32_t recv_off = 0;  // UD: the GRH before the payload
   uint32_t inline_max = 0;
   uint32_t rx_depth = 0;
   std::vector<RecvWr> recvs{};
   std::array<ibv_wc, 64> wcs{};
-  uint64_t received = 0;  // server: messages received in the last bandwidth run
+  uint64_t received = 0;              // server: messages received in the last bandwidth run
+  std::string unsorted{};             // -U: the last latency run's samples in the order taken
+  std::vector<SecondRate> seconds{};  // --per-second: the last bandwidth run's
 
   std::byte* local() const { return mr.data(); }
   std::byte* target() const { return mr.data() + buf; }
 
   // Receives take the whole target half, so any size of the sweep fits whichever is posted.
-  Status post_recvs(uint32_t n, uint64_t /*size*/) {
+  Status post_recvs(uint32_t n, uint64_t /*size*/, size_t qi = 0) {
     recvs.clear();
     for (uint32_t i = 0; i < n; ++i)
       recvs.push_back(RecvWr::into(mr.local(buf, static_cast<uint32_t>(buf)), 0x8000'0000'0000'0000ull | i));
-    return qp.post_recv(std::span<RecvWr>(recvs));
+    if (srq) return srq->post_recv(std::span<RecvWr>(recvs));
+    return qps[qi].post_recv(std::span<RecvWr>(recvs));
   }
+  size_t qp_index(const ibv_wc& wc) const {
+    auto it = qp_of_num.find(wc.qp_num);
+    return it == qp_of_num.end() ? 0 : it->second;
+  }
+  // Messages a bandwidth run sends from one side: -n per QP, as perftest counts them.
+  uint64_t per_run() const { return p.iters * qps.size(); }
 
   SendWr make_wr(uint64_t size) {
     const auto len = static_cast<uint32_t>(size);
@@ -181,7 +185,7 @@ struct Bench {
     };
     auto took_too_long = [&] {
       return fail("bench: no completion within {} ms ({} {} {})", limit.count(), to_string(p.op),
-                  p.ud ? "ud" : "rc", o.wait);
+                  transport_name(p.ud, p.uc), o.wait);
     };
     if (waiter.mode() == WaitMode::busy) {
       for (uint32_t spins = 0;; ++spins) {
@@ -301,7 +305,7 @@ struct Bench {
       out[size - 1] = seq;
       if (p.op == BenchOp::write_imm) wr.wr.imm_data = htonl(seq);
       ++sends_out;
-      return qp.post_send(wr);
+      return qps[0].post_send(wr);
     };
     bool last = false;
     for (uint64_t i = 0; !last; ++i) {
@@ -326,6 +330,7 @@ struct Bench {
       recvs_used = 0;
     }
     ticks.to_ns(posted);
+    if (plan.unsorted) unsorted = unsorted_lines(posted, 2);
     return latency_report(posted, size, 2);
   }
 
@@ -339,80 +344,195 @@ struct Bench {
     for (uint64_t i = 0;; ++i) {
       if (p.duration_ms ? (i % 16 == 15 && mono_ns() >= end) : i == p.iters) break;
       posted.push_back(Ticks::now());
-      if (auto s = qp.post_send(wr); !s) return std::unexpected(s.error());
+      if (auto s = qps[0].post_send(wr); !s) return std::unexpected(s.error());
       auto n = wait_cq();
       if (!n) return std::unexpected(n.error());
     }
     ticks.to_ns(posted);
+    if (plan.unsorted) unsorted = unsorted_lines(posted, 1);
     return latency_report(posted, is_atomic(p.op) ? 8 : size, 1);
   }
 
   // --- bandwidth ------------------------------------------------------------------------------
   // The client keeps tx_depth WRs outstanding, signals every cq_mod-th (and the last), stamps
   // each post and each signalled completion (perftest's tposted/tcompleted).
+  // -q N, as perftest: each QP has its own count of posted and completed messages (-n each), keeps
+  // at most tx_depth in flight and signals every cq_mod-th of its own; the QPs are served in
+  // turn. The stamps are kept in time order, as perftest's tposted/tcompleted: posted[k] is the
+  // k-th post, completed[k - 1] the time the k-th message (of any QP) was known complete.
   Result<BandwidthReport> stream(uint64_t size) {
     SendWr wr = make_wr(size);
     if (p.op != BenchOp::read && !is_atomic(p.op) && size <= inline_max) wr.inlined();
+    const size_t nq = qps.size();
+    // Per QP, its WR template (UD: its own destination); -l: post_list WRs in one ibv_post_send.
+    std::vector<std::vector<SendWr>> lists(nq, std::vector<SendWr>(p.post_list, wr));
+    if (ah)
+      for (size_t q = 0; q < nq; ++q)
+        for (auto& w : lists[q]) w.to(ah->raw(), peers[q].qp.qpn, peers[q].qkey);
     const bool timed = p.duration_ms > 0;
-    const uint64_t total = timed ? UINT64_MAX : p.iters;
+    struct Count {
+      uint64_t scnt = 0, ccnt = 0, limit = 0;
+    };
+    std::vector<Count> qc(nq, Count{0, 0, timed ? UINT64_MAX : p.iters});
     std::vector<int64_t> posted, completed;
-    const size_t guess = timed ? 1 << 20 : p.iters;
+    const size_t guess = timed ? 1 << 20 : per_run();
     posted.reserve(guess);
     completed.reserve(guess);
     const int64_t end = timed ? mono_ns() + int64_t{p.duration_ms} * 1'000'000 : 0;
-    uint64_t scnt = 0, ccnt = 0, limit = total;
+    uint64_t done = 0;  // messages known complete, all QPs
+    size_t finished = 0;
+    received = 0;
+    std::fill(bw_used.begin(), bw_used.end(), 0);
     Ticks ticks;
-    while (ccnt < limit) {
-      while (scnt < limit && scnt - ccnt < p.tx_depth) {
-        if (timed && scnt % p.cq_mod == 0 && mono_ns() >= end) {
-          // Stop at a signalled boundary: the last posted WR was signalled.
-          limit = scnt;
-          break;
+    while (finished < nq) {
+      for (size_t q = 0; q < nq; ++q) {
+        Count& c = qc[q];
+        while (c.scnt < c.limit && c.scnt - c.ccnt + p.post_list <= p.tx_depth) {
+          if (timed && c.scnt % p.cq_mod == 0 && mono_ns() >= end) {
+            // Stop at a signalled boundary: this QP's last posted WR was signalled.
+            c.limit = c.scnt;
+            if (c.ccnt >= c.limit) ++finished;
+            break;
+          }
+          auto& list = lists[q];
+          for (uint32_t k = 0; k < p.post_list; ++k) {
+            const uint64_t id = c.scnt + k;
+            auto& w = list[k];
+            w.wr.wr_id = id;
+            w.signaled((id + 1) % p.cq_mod == 0 || id + 1 == c.limit);
+            if (p.op == BenchOp::write_imm) w.wr.imm_data = htonl(static_cast<uint32_t>(id));
+          }
+          const int64_t t = Ticks::now();
+          for (uint32_t k = 0; k < p.post_list; ++k) {
+            posted.push_back(t);
+            completed.push_back(0);
+          }
+          if (auto s = qps[q].post_send(std::span<SendWr>(list)); !s) return std::unexpected(s.error());
+          c.scnt += p.post_list;
         }
-        const bool sig = (scnt + 1) % p.cq_mod == 0 || scnt + 1 == limit;
-        wr.wr.wr_id = scnt;
-        wr.signaled(sig);
-        if (p.op == BenchOp::write_imm) wr.wr.imm_data = htonl(static_cast<uint32_t>(scnt));
-        posted.push_back(Ticks::now());
-        completed.push_back(0);
-        if (auto s = qp.post_send(wr); !s) return std::unexpected(s.error());
-        ++scnt;
       }
-      if (ccnt >= limit) break;
+      if (finished >= nq) break;
       // A signalled WR completes after up to cq_mod messages: allow 1 s per MiB of them on top
       // (8 MiB messages on an emulated rxe take seconds each).
       auto n = wait_cq(timeout + milliseconds((uint64_t{p.cq_mod} * size >> 20) * 1000));
       if (!n) return std::unexpected(n.error());
       const int64_t t = Ticks::now();
       for (int i = 0; i < *n; ++i) {
-        const uint64_t id = wcs[static_cast<size_t>(i)].wr_id;
-        completed[id] = t;
-        ccnt = id + 1;
+        const ibv_wc& wc = wcs[static_cast<size_t>(i)];
+        if (wc.opcode & IBV_WC_RECV) {
+          // -b with SEND/WRITE_IMM: the peer's stream lands in the same CQ.
+          if (auto s = took_recv(wc, size); !s) return std::unexpected(s.error());
+          continue;
+        }
+        // A signalled WR completes every earlier WR of its QP.
+        Count& c = qc[nq == 1 ? 0 : qp_index(wc)];
+        done += wc.wr_id + 1 - c.ccnt;
+        c.ccnt = wc.wr_id + 1;
+        completed[done - 1] = t;
+        if (c.ccnt >= c.limit) ++finished;
       }
     }
+    sent = 0;
+    for (const auto& c : qc) sent += c.limit;
     ticks.to_ns(posted);
     ticks.to_ns(completed);
+    if (plan.per_second) seconds = per_second_rates(posted, completed, is_atomic(p.op) ? 8 : size, p.cq_mod);
     return bandwidth_report(posted, completed, is_atomic(p.op) ? 8 : size, p.cq_mod);
+  }
+
+  // --perform_warm_up: tx_depth WRs, the last one signalled, untimed, before the timed run (perftest's
+  // perform_warm_up: caches and the device's translation tables are warm when the clock starts).
+  Status warm_up(uint64_t size) {
+    SendWr wr = make_wr(size);
+    if (p.op != BenchOp::read && !is_atomic(p.op) && size <= inline_max) wr.inlined();
+    for (auto& q : qps) {
+      for (uint32_t i = 0; i < p.tx_depth; ++i) {
+        wr.wr.wr_id = i;
+        wr.signaled(i + 1 == p.tx_depth);
+        if (auto s = q.post_send(wr); !s) return s;
+      }
+      for (bool done = false; !done;) {
+        auto n = wait_cq();
+        if (!n) return std::unexpected(n.error());
+        for (int i = 0; i < *n; ++i)
+          if (wcs[static_cast<size_t>(i)].wr_id + 1 == p.tx_depth) done = true;
+      }
+    }
+    return {};
+  }
+
+  uint64_t sent = 0;  // messages the last stream() sent
+
+  // One receive taken during a stream: counted, and given back in batches of a quarter of rx_depth.
+  Status took_recv(const ibv_wc& wc, uint64_t size) {
+    ++received;
+    const size_t q = srq ? 0 : qp_index(wc);  // one pool with --use-srq
+    if (++bw_used[q] < std::max<uint32_t>(1, rx_depth / 4)) return {};
+    auto s = post_recvs(bw_used[q], size, q);
+    bw_used[q] = 0;
+    return s;
+  }
+  // The receives taken and not posted again, posted (the next size starts with rx_depth per QP).
+  Status give_back_recvs(uint64_t size) {
+    for (size_t q = 0; q < qps.size(); ++q)
+      if (bw_used[q]) {
+        if (auto s = post_recvs(bw_used[q], size, q); !s) return s;
+        bw_used[q] = 0;
+      }
+    return {};
+  }
+
+  // -b with SEND/WRITE_IMM, after this side's stream: tells the peer how many messages it sent (8
+  // bytes on the side channel) and takes the peer's until its count is in (RC), or until 200 ms
+  // pass without one once the count is known (UD and UC may lose some).
+  Status drain_peer(uint64_t size) {
+    std::array<uint8_t, 8> count{};
+    le::store<uint64_t>(count.data(), sent);
+    if (auto s = chan.send_all(std::as_bytes(std::span(count)), timeout); !s) return s;
+    std::optional<uint64_t> peer_sent;
+    int64_t last_seen = mono_ns();
+    for (;;) {
+      if (peer_sent && *peer_sent <= received) break;
+      if (!peer_sent && ::recv(chan.fd(), count.data(), 8, MSG_PEEK | MSG_DONTWAIT) == 8) {
+        if (auto s = chan.recv_all(std::as_writable_bytes(std::span(count)), timeout); !s) return s;
+        peer_sent = le::load<uint64_t>(count.data());
+        // The peer's barrier byte may follow: stop watching the channel for this size.
+        if (waiter.poller()) (void)waiter.poller()->unwatch_fd(chan.fd());
+        continue;
+      }
+      auto n = waiter.wait(wcs, milliseconds(10));
+      if (!n) return std::unexpected(n.error());
+      for (int i = 0; i < *n; ++i) {
+        if (auto s = checked(wcs[static_cast<size_t>(i)]); !s) return s;
+        if (wcs[static_cast<size_t>(i)].opcode & IBV_WC_RECV)
+          if (auto s = took_recv(wcs[static_cast<size_t>(i)], size); !s) return s;
+      }
+      const int64_t now = mono_ns();
+      if (*n > 0) {
+        last_seen = now;
+        continue;
+      }
+      if (auto s = peer_alive(); !s) return s;
+      if (peer_sent && (p.ud || p.uc) && now - last_seen > 200'000'000) break;
+      if (now - last_seen > (timeout.count() + int64_t{p.duration_ms}) * 1'000'000)
+        return fail("bench: {} of the peer's messages came within {} ms", received, timeout.count());
+    }
+    return give_back_recvs(size);
   }
 
   // Server side of SEND / WRITE_IMM bandwidth: take receives until all came (RC) or the client
   // says it is done (its barrier byte on the side channel; UD may lose some).
   Status sink(uint64_t size) {
     received = 0;
-    uint32_t used = 0;
+    std::fill(bw_used.begin(), bw_used.end(), 0);
     int idle = 0;
     for (;;) {
-      if (!p.duration_ms && received >= p.iters) return {};
+      if (!p.duration_ms && received >= per_run()) break;
       auto n = waiter.wait(wcs, milliseconds(10));
       if (!n) return std::unexpected(n.error());
       for (int i = 0; i < *n; ++i) {
         if (auto s = checked(wcs[static_cast<size_t>(i)]); !s) return s;
-        ++received;
-        ++used;
-      }
-      if (used >= rx_depth / 4) {
-        if (auto s = post_recvs(used, size); !s) return s;
-        used = 0;
+        if (auto s = took_recv(wcs[static_cast<size_t>(i)], size); !s) return s;
       }
       if (*n > 0) {
         idle = 0;
@@ -426,8 +546,8 @@ struct Bench {
         // The client is done: one last look at the CQ, then give the receives back.
         auto m = waiter.wait(wcs, milliseconds(1));
         if (m && *m > 0) {
-          received += static_cast<uint64_t>(*m);
-          used += static_cast<uint32_t>(*m);
+          for (int i = 0; i < *m; ++i)
+            if (auto s = took_recv(wcs[static_cast<size_t>(i)], size); !s) return s;
           continue;
         }
         break;
@@ -435,46 +555,43 @@ struct Bench {
       if (++idle * 10 > timeout.count() + p.duration_ms)
         return fail("bench: no message within {} ms", timeout.count());
     }
-    if (used)
-      if (auto s = post_recvs(used, size); !s) return s;
-    return {};
+    return give_back_recvs(size);
   }
 };
-
-// perftest's defaults for what the user left at 0.
-BenchParams params_of(const Options& o) {
-  BenchParams p;
-  p.op = *parse_bench_op(o.op);
-  p.test = o.test == "bw" ? BenchTest::bw : BenchTest::lat;
-  p.ud = o.qp == "ud";
-  p.all_sizes = o.all;
-  const bool lat = p.test == BenchTest::lat;
-  p.size = o.size ? o.size : is_atomic(p.op) ? 8 : lat ? 2 : 65536;
-  p.iters = o.iters ? o.iters : lat ? 1000 : 5000;
-  p.duration_ms = static_cast<uint32_t>(o.duration_s * 1000);
-  p.tx_depth = o.tx_depth ? o.tx_depth : lat ? 1 : 128;
-  p.cq_mod = o.cq_mod ? o.cq_mod : lat ? 1 : std::min<uint32_t>(100, p.tx_depth);
-  return p;
-}
 
 std::string latency_json(const BenchParams& p, const Options& o, const std::string& dev,
                          const LatencyReport& r) {
   return fmt::format(
       "{{\"test\":\"lat\",\"op\":\"{}\",\"qp\":\"{}\",\"wait\":\"{}\",\"device\":\"{}\",\"size\":{},"
       "\"iters\":{},\"unit\":\"usec\",\"rtt_divisor\":{},\"t_min\":{:.3f},\"t_max\":{:.3f},"
-      "\"t_typical\":{:.3f},\"t_avg\":{:.3f},\"t_stdev\":{:.3f},\"p99\":{:.3f},\"p99_9\":{:.3f}}}\n",
-      to_string(p.op), p.ud ? "ud" : "rc", o.wait, dev, r.size, r.iters, is_one_sided_round(p.op) ? 1 : 2,
-      r.min_us, r.max_us, r.typical_us, r.avg_us, r.stdev_us, r.p99_us, r.p999_us);
+      "\"t_typical\":{:.3f},\"t_avg\":{:.3f},\"t_stdev\":{:.3f},\"p50\":{:.3f},\"p90\":{:.3f},\"p99\":{:.3f},"
+      "\"p99_9\":{:.3f}}}\n",
+      to_string(p.op), lower_transport(p), o.wait, dev, r.size, r.iters, is_one_sided_round(p.op) ? 1 : 2,
+      r.min_us, r.max_us, r.typical_us, r.avg_us, r.stdev_us, r.typical_us, r.p90_us, r.p99_us, r.p999_us);
 }
 
-std::string bandwidth_json(const BenchParams& p, const Options& o, const std::string& dev,
-                           const BandwidthReport& r) {
+std::string bandwidth_json(const BenchParams& p, const BenchPlan& plan, const Options& o,
+                           const std::string& dev, const BandwidthReport& r,
+                           const std::vector<SecondRate>& seconds) {
+  std::string per_second;
+  if (plan.per_second) {
+    per_second = ",\"per_second\":[";
+    for (size_t i = 0; i < seconds.size(); ++i)
+      per_second +=
+          fmt::format("{}{{\"second\":{},\"messages\":{},\"bw_mbps\":{:.3f},\"msg_rate_mpps\":{:.6f}}}",
+                      i ? "," : "", seconds[i].second, seconds[i].messages, seconds[i].mbps, seconds[i].mpps);
+    per_second += "]";
+  }
   return fmt::format(
       "{{\"test\":\"bw\",\"op\":\"{}\",\"qp\":\"{}\",\"wait\":\"{}\",\"device\":\"{}\",\"size\":{},"
-      "\"iters\":{},\"tx_depth\":{},\"cq_mod\":{},\"bw_peak_mbps\":{:.3f},\"bw_avg_mbps\":{:.3f},"
-      "\"msg_rate_mpps\":{:.6f}}}\n",
-      to_string(p.op), p.ud ? "ud" : "rc", o.wait, dev, r.size, r.iters, p.tx_depth, p.cq_mod, r.peak_mbps,
-      r.avg_mbps, r.msg_rate_mpps);
+      "\"iters\":{},\"tx_depth\":{},\"cq_mod\":{},\"post_list\":{},\"qps\":{},\"bidirectional\":{},\"bw_peak_"
+      "mbps\":{:."
+      "3f},"
+      "\"bw_avg_mbps\":{:.3f},\"bw_peak_gbits\":{:.4f},\"bw_avg_gbits\":{:.4f},\"msg_rate_mpps\":{:.6f}{}}}"
+      "\n",
+      to_string(p.op), lower_transport(p), o.wait, dev, r.size, r.iters, p.tx_depth, p.cq_mod, p.post_list,
+      p.num_qps, p.bidirectional, r.peak_mbps, r.avg_mbps, mib_to_gbits(r.peak_mbps),
+      mib_to_gbits(r.avg_mbps), r.msg_rate_mpps, per_second);
 }
 
 // Both sides send their parameters before any QP exists; a different test is said on both
@@ -495,11 +612,61 @@ Status agree_on_test(SideChannel& chan, const BenchParams& mine, const Options& 
 }
 
 // perftest's default inline sizes for latency (SEND 236, UD 188, WRITE 220); none for bandwidth.
+// (perftest itself inlines only on devices it knows, so on rxe it inlines nothing: give -I 0 to
+// compare like with like there; the header says what was inlined.)
 uint32_t inline_wanted(const BenchParams& p, const Options& o) {
   if (o.inline_size >= 0) return static_cast<uint32_t>(o.inline_size);
   if (p.test == BenchTest::lat && !is_one_sided_round(p.op))
     return p.op == BenchOp::send ? (p.ud ? 188 : 236) : 220;
   return 0;
+}
+
+// -b: the server's own figures go to the client after each size (three doubles, little-endian
+// bit patterns), which reports the sum as perftest does.
+Status send_report(SideChannel& chan, const BandwidthReport& r, milliseconds timeout) {
+  std::array<uint8_t, 24> out{};
+  const double v[3] = {r.peak_mbps, r.avg_mbps, r.msg_rate_mpps};
+  for (int i = 0; i < 3; ++i) le::store<uint64_t>(out.data() + 8 * i, std::bit_cast<uint64_t>(v[i]));
+  return chan.send_all(std::as_bytes(std::span(out)), timeout);
+}
+
+Result<BandwidthReport> recv_report(SideChannel& chan, milliseconds timeout) {
+  std::array<uint8_t, 24> in{};
+  if (auto s = chan.recv_all(std::as_writable_bytes(std::span(in)), timeout); !s)
+    return std::unexpected(s.error());
+  BandwidthReport r;
+  r.peak_mbps = std::bit_cast<double>(le::load<uint64_t>(in.data()));
+  r.avg_mbps = std::bit_cast<double>(le::load<uint64_t>(in.data() + 8));
+  r.msg_rate_mpps = std::bit_cast<double>(le::load<uint64_t>(in.data() + 16));
+  return r;
+}
+
+// The bandwidth run of one size on this side: warm-up, the timed stream, and with -b the sum with
+// the peer's figures (after the closing barrier, so both streams have ended).
+Result<std::optional<BandwidthReport>> bandwidth_size(Bench& b, uint64_t size, milliseconds run_limit) {
+  const bool sends = !b.o.server || b.p.bidirectional;
+  std::optional<BandwidthReport> mine;
+  if (sends) {
+    if (b.p.warm_up)
+      if (auto s = b.warm_up(size); !s) return std::unexpected(s.error());
+    auto r = b.stream(size);
+    if (!r) return std::unexpected(r.error());
+    mine = *r;
+    if (b.p.bidirectional && needs_recv(b.p.op))
+      if (auto s = b.drain_peer(size); !s) return std::unexpected(s.error());
+  } else if (needs_recv(b.p.op)) {
+    // One-sided operations leave the server idle; SEND/WRITE_IMM streams end in its CQ.
+    if (auto s = b.sink(size); !s) return std::unexpected(s.error());
+  }
+  if (auto s = b.chan.barrier(run_limit); !s) return std::unexpected(s.error());
+  if (!b.p.bidirectional) return mine;
+  if (b.o.server) {
+    if (auto s = send_report(b.chan, *mine, b.timeout); !s) return std::unexpected(s.error());
+    return std::optional<BandwidthReport>{};
+  }
+  auto peer = recv_report(b.chan, b.timeout);
+  if (!peer) return std::unexpected(peer.error());
+  return sum_reports(*mine, *peer);
 }
 
 // One line per size (the client prints; the server only takes part), both sides meeting at a
@@ -520,30 +687,38 @@ Status each_size(Bench& b, const std::vector<uint64_t>& sizes, std::FILE* cdf) {
       if (auto s = pl->watch_fd(b.chan.fd(), kPeerTag); !s) return s;
     }
     std::string line;
-    if (lat && !is_one_sided_round(mine.op)) {
-      auto r = b.pingpong(size);
+    if (!lat) {
+      auto r = bandwidth_size(b, size, run_limit);
       if (!r) return std::unexpected(r.error());
-      if (!o.server) {
-        line = o.json ? latency_json(mine, o, dev_name, *r) : latency_line(*r);
-        if (cdf)
-          for (double v : r->sorted_us) fmt::print(cdf, "{} {:.3f}\n", size, v);
+      if (*r && !o.server) {
+        line = o.json ? bandwidth_json(mine, b.plan, o, dev_name, **r, b.seconds)
+                      : bandwidth_line(**r, b.plan.report_gbits);
+        if (!o.json)
+          for (const auto& sr : b.seconds)
+            line +=
+                fmt::format("# second {}: {} messages, BW {:.2f} {}, MsgRate {:.6f} Mpps\n", sr.second + 1,
+                            sr.messages, b.plan.report_gbits ? mib_to_gbits(sr.mbps) : sr.mbps,
+                            b.plan.report_gbits ? "Gb/sec" : "MB/sec", sr.mpps);
       }
-    } else if (o.server) {
-      // One-sided operations leave the server idle; SEND/WRITE_IMM streams end in its CQ.
-      if (!lat && needs_recv(mine.op))
-        if (auto s = b.sink(size); !s) return s;
-    } else if (lat) {
-      auto r = b.round_trips(size);
-      if (!r) return std::unexpected(r.error());
-      line = o.json ? latency_json(mine, o, dev_name, *r) : latency_line(*r);
-      if (cdf)
-        for (double v : r->sorted_us) fmt::print(cdf, "{} {:.3f}\n", r->size, v);
     } else {
-      auto r = b.stream(size);
-      if (!r) return std::unexpected(r.error());
-      line = o.json ? bandwidth_json(mine, o, dev_name, *r) : bandwidth_line(*r);
+      std::optional<LatencyReport> r;
+      if (!is_one_sided_round(mine.op)) {
+        auto got = b.pingpong(size);
+        if (!got) return std::unexpected(got.error());
+        r = *got;
+      } else if (!o.server) {
+        auto got = b.round_trips(size);
+        if (!got) return std::unexpected(got.error());
+        r = *got;
+      }
+      if (r && !o.server) {
+        line = o.json ? latency_json(mine, o, dev_name, *r) : latency_line(*r);
+        if (b.plan.unsorted && !o.json) line = b.unsorted + latency_header() + line;
+        if (cdf)
+          for (double v : r->sorted_us) fmt::print(cdf, "{} {:.3f}\n", r->size, v);
+      }
+      if (auto s = b.chan.barrier(run_limit); !s) return s;
     }
-    if (auto s = b.chan.barrier(run_limit); !s) return s;
     if (!line.empty()) {
       fmt::print("{}", line);
       std::fflush(stdout);
@@ -555,7 +730,8 @@ Status each_size(Bench& b, const std::vector<uint64_t>& sizes, std::FILE* cdf) {
 }
 
 // The client's header and --cdf file around the runs of every size.
-Status run_sizes(Bench& b, const std::vector<uint64_t>& sizes, uint32_t mtu) {
+Status run_sizes(Bench& b, const std::vector<uint64_t>& sizes, uint32_t mtu,
+                 const std::vector<std::string>& notes) {
   const Options& o = b.o;
   const BenchParams& mine = b.p;
   const bool lat = mine.test == BenchTest::lat;
@@ -565,14 +741,22 @@ Status run_sizes(Bench& b, const std::vector<uint64_t>& sizes, uint32_t mtu) {
     cdf = std::fopen(o.cdf.c_str(), "w");
     if (!cdf) return fail_errno(fmt::format("open {}", o.cdf), errno);
   }
+  // perftest's silent adjustments, said (on stderr with --json, so stdout stays JSON lines).
+  for (const auto& n : notes) fmt::print(o.json ? stderr : stdout, "# adjusted like perftest: {}\n", n);
   if (!o.server && !o.json) {
     fmt::print(
-        "# weft rdma bench: {} {} {} over {} on {} (MTU {}), wait {}, tx_depth {}, cq_mod {}, inline {}{}\n",
-        to_string(mine.op), lat ? "latency" : "bandwidth", mine.ud ? "UD" : "RC", dev_name, dev_name, mtu,
-        o.wait, mine.tx_depth, mine.cq_mod, b.inline_max,
+        "# weft rdma bench: {} {} {} on {} port {} (MTU {}), wait {}, tx_depth {}, cq_mod {}, inline "
+        "{}{}{}{}{}{}\n",
+        to_string(mine.op), lat ? "latency" : "bandwidth", transport_name(mine.ud, mine.uc), dev_name,
+        b.plan.ib_port, mtu, o.wait, mine.tx_depth, mine.cq_mod, b.inline_max,
+        needs_recv(mine.op) ? fmt::format(", rx_depth {}{}", b.rx_depth, b.srq ? " (SRQ)" : "")
+                            : std::string(),
+        mine.post_list > 1 ? fmt::format(", post_list {}", mine.post_list) : std::string(),
+        mine.num_qps > 1 ? fmt::format(", {} QPs", mine.num_qps) : std::string(),
+        mine.bidirectional ? ", bidirectional (sum of both sides)" : "",
         mine.duration_ms ? fmt::format(", {} s per size", o.duration_s)
                          : fmt::format(", {} iterations", mine.iters));
-    fmt::print("{}", lat ? latency_header() : bandwidth_header());
+    if (!b.plan.unsorted) fmt::print("{}", lat ? latency_header() : bandwidth_header(b.plan.report_gbits));
   }
   auto ran = each_size(b, sizes, cdf);
   if (cdf) std::fclose(cdf);
@@ -580,29 +764,57 @@ Status run_sizes(Bench& b, const std::vector<uint64_t>& sizes, uint32_t mtu) {
 }
 
 // The arguments on their own, before any device or peer.
-Status check_usage(const BenchParams& mine, const Options& o) {
-  if (auto s = validate(mine); !s) return s;
-  if (mine.test == BenchTest::lat && mine.op == BenchOp::write && o.wait != "busy")
+Result<BenchPlan> check_usage(const Options& o) {
+  auto plan = plan_bench(o);
+  if (!plan) return plan;
+  if (plan->params.test == BenchTest::lat && plan->params.op == BenchOp::write && o.wait != "busy")
     return fail("WRITE latency polls memory for the peer's WRITE (like ib_write_lat): use --wait busy");
-  return {};
+  return plan;
+}
+
+ibv_mtu mtu_enum(uint32_t bytes) {
+  switch (bytes) {
+    case 256:
+      return IBV_MTU_256;
+    case 512:
+      return IBV_MTU_512;
+    case 2048:
+      return IBV_MTU_2048;
+    case 4096:
+      return IBV_MTU_4096;
+    default:
+      return IBV_MTU_1024;
+  }
 }
 
 // `usage` is set when the error is the user's arguments (exit 2).
 Status run(const Options& o, bool& usage) {
-  const BenchParams mine = params_of(o);
-  if (auto s = check_usage(mine, o); !s) {
+  auto planned = check_usage(o);
+  if (!planned) {
     usage = true;
-    return s;
+    return std::unexpected(planned.error());
   }
+  BenchPlan plan = std::move(*planned);
+  const BenchParams mine = plan.params;
   const milliseconds timeout(o.timeout_ms);
   const auto mode = *parse_wait_mode(o.wait);
 
   // The device first: a UD size above its MTU is a usage error, said before waiting for a peer.
   auto dev = Device::open(o.device);
   if (!dev) return std::unexpected(dev.error());
-  auto port = dev->port(1);
+  auto port = dev->port(plan.ib_port);
   if (!port) return std::unexpected(port.error());
-  const uint32_t mtu = 128u << static_cast<int>(port->active_mtu);
+  // -m: as perftest, never above the port's active MTU.
+  ibv_mtu path_mtu = port->active_mtu;
+  if (plan.mtu) {
+    path_mtu = mtu_enum(plan.mtu);
+    if (path_mtu > port->active_mtu) {
+      plan.notes.push_back(fmt::format("mtu {} -> {} (the port's active MTU)", plan.mtu,
+                                       128u << static_cast<int>(port->active_mtu)));
+      path_mtu = port->active_mtu;
+    }
+  }
+  const uint32_t mtu = 128u << static_cast<int>(path_mtu);
   // -a sweeps 2 B .. 8 MiB (UD: .. the MTU), like perftest.
   const auto sizes = size_sweep(mine.all_sizes, mine.size, mine.ud ? mtu : kRdmaMaxMessage);
   if (mine.ud && !mine.all_sizes)
@@ -621,29 +833,65 @@ Status run(const Options& o, bool& usage) {
   auto caps = dev->caps();
   if (!caps) return std::unexpected(caps.error());
   if (is_atomic(mine.op) && !caps->atomics) return fail("{} has no atomics (atomic_cap NONE)", dev->name());
-  auto gid = dev->roce_v2_gid(*addr);
-  if (!gid) return std::unexpected(gid.error());
   ConnectOptions co;
-  co.gid_index = static_cast<int>(gid->index);
-  co.mtu = port->active_mtu;
-  // As many READs/atomics in flight as the device allows (perftest's default), up to tx_depth.
-  co.max_rd_atomic = static_cast<uint8_t>(std::clamp<int>(
-      std::min({caps->max_qp_rd_atom, caps->max_qp_init_rd_atom, int(mine.tx_depth)}), 1, 255));
+  co.port = plan.ib_port;
+  ibv_gid my_gid{};
+  if (plan.gid_index >= 0) {
+    // -x: the user's GID index, as perftest takes it.
+    if (::ibv_query_gid(dev->raw(), plan.ib_port, plan.gid_index, &my_gid))
+      return fail_errno(
+          fmt::format("-x {}: no such GID index on {} port {}", plan.gid_index, dev->name(), plan.ib_port),
+          errno);
+    co.gid_index = plan.gid_index;
+  } else {
+    auto gid = dev->roce_v2_gid(*addr);
+    if (!gid) return std::unexpected(gid.error());
+    co.gid_index = static_cast<int>(gid->index);
+    my_gid = gid->gid;
+  }
+  co.mtu = path_mtu;
+  co.sl = plan.sl;
+  co.traffic_class = plan.traffic_class;
+  // As many READs/atomics in flight as the device allows (perftest's default), up to tx_depth;
+  // -o asks for a number, lowered to the device's maximum as perftest does.
+  const int device_reads = std::min(caps->max_qp_rd_atom, caps->max_qp_init_rd_atom);
+  int reads = std::min(device_reads, int(mine.tx_depth));
+  if (plan.out_reads) {
+    reads = plan.out_reads;
+    if (reads > device_reads) {
+      plan.notes.push_back(
+          fmt::format("outstanding reads {} -> {} (the device's maximum)", reads, device_reads));
+      reads = device_reads;
+    }
+  }
+  co.max_rd_atomic = static_cast<uint8_t>(std::clamp(reads, 1, 255));
 
   auto pd = ProtectionDomain::create(*dev);
   if (!pd) return std::unexpected(pd.error());
-  const uint32_t rx_depth = needs_recv(mine.op) ? std::max<uint32_t>(512, mine.tx_depth) : 1;
-  auto cq = CompletionQueue::create(*dev, static_cast<int>(mine.tx_depth + rx_depth + 16), mode);
+  const uint32_t rx_depth = plan.rx_depth;
+  const uint32_t nq = mine.num_qps;
+  auto cq = CompletionQueue::create(*dev, static_cast<int>((mine.tx_depth + rx_depth) * nq + 16), mode);
   if (!cq) return std::unexpected(cq.error());
   QpOptions qo;
-  qo.type = mine.ud ? QpType::ud : QpType::rc;
+  qo.type = mine.ud ? QpType::ud : mine.uc ? QpType::uc : QpType::rc;
   qo.max_send_wr = mine.tx_depth;
   qo.max_recv_wr = rx_depth;
   qo.signal_all = false;
   const uint32_t want_inline = inline_wanted(mine, o);
   qo.max_inline = want_inline;
-  auto qp = QueuePair::create(*pd, *cq, *cq, qo);
-  if (!qp) return std::unexpected(qp.error());
+  // --use-srq: one SRQ of rx_depth receives feeds every QP (perftest's SRQ mode).
+  std::optional<SharedReceiveQueue> srq;
+  if (plan.use_srq) {
+    auto made = SharedReceiveQueue::create(*pd, rx_depth);
+    if (!made) return std::unexpected(made.error());
+    srq.emplace(std::move(*made));
+  }
+  std::vector<QueuePair> qps;
+  for (uint32_t i = 0; i < nq; ++i) {
+    auto qp = QueuePair::create(*pd, *cq, *cq, qo, srq ? &*srq : nullptr);
+    if (!qp) return std::unexpected(qp.error());
+    qps.push_back(std::move(*qp));
+  }
   const uint64_t max_size = sizes.back();
   const size_t buf = (max_size + kGrhBytes + 4095) / 4096 * 4096;
   auto mr = MemoryRegion::allocate(*pd, 2 * buf, access::all);
@@ -653,82 +901,59 @@ Status run(const Options& o, bool& usage) {
   if (auto* pl = waiter->poller())
     if (auto s = pl->watch_fd(chan->fd(), kPeerTag); !s) return s;
 
-  const uint32_t psn = static_cast<uint32_t>(mono_ns()) & 0xffffff;
-  EndpointInfo me{QpAddress{qp->qpn(), psn, 0, gid->gid}, mr->remote(buf, static_cast<uint32_t>(buf)),
-                  co.qkey};
-  auto peer = chan->exchange(me, timeout);
-  if (!peer) return std::unexpected(peer.error());
-  if (auto s = qp->connect(co, psn, peer->qp); !s) return s;
+  // One exchange per QP, in the same order on both sides: qps[i] talks to the peer's i-th.
+  std::vector<EndpointInfo> peers;
+  std::unordered_map<uint32_t, uint32_t> qp_of_num;
+  for (uint32_t i = 0; i < nq; ++i) {
+    const uint32_t psn = static_cast<uint32_t>(mono_ns() + i) & 0xffffff;
+    EndpointInfo me{QpAddress{qps[i].qpn(), psn, 0, my_gid}, mr->remote(buf, static_cast<uint32_t>(buf)),
+                    co.qkey};
+    auto peer = chan->exchange(me, timeout);
+    if (!peer) return std::unexpected(peer.error());
+    if (auto s = qps[i].connect(co, psn, peer->qp); !s) return s;
+    peers.push_back(*peer);
+    qp_of_num[qps[i].qpn()] = i;
+  }
   std::optional<AddressHandle> ah;
   if (mine.ud) {
-    auto a = AddressHandle::create(*pd, co, peer->qp.gid, peer->qp.lid);
+    auto a = AddressHandle::create(*pd, co, peers[0].qp.gid, peers[0].qp.lid);
     if (!a) return std::unexpected(a.error());
     ah.emplace(std::move(*a));
   }
   Bench b{.o = o,
+          .plan = plan,
           .p = mine,
           .active = !o.server,
           .timeout = timeout,
           .chan = *chan,
           .dev = std::move(*dev),
-          .qp = std::move(*qp),
+          .qps = std::move(qps),
           .mr = std::move(*mr),
           .cq = *cq,
           .waiter = *waiter,
           .ah = std::move(ah),
-          .peer = *peer};
+          .peer = peers[0]};
+  b.peers = std::move(peers);
+  b.qp_of_num = std::move(qp_of_num);
+  b.bw_used.assign(nq, 0);
+  b.srq = std::move(srq);
   b.buf = buf;
   b.recv_off = mine.ud ? kGrhBytes : 0;
-  b.inline_max = std::min(want_inline, b.qp.max_inline());
+  b.inline_max = std::min(want_inline, b.qps[0].max_inline());
   b.rx_depth = rx_depth;
   if (needs_recv(mine.op))
-    if (auto s = b.post_recvs(rx_depth, 0); !s) return s;
+    for (uint32_t i = 0; i < (b.srq ? 1 : nq); ++i)
+      if (auto s = b.post_recvs(rx_depth, 0, i); !s) return s;
 
-  return run_sizes(b, sizes, mtu);
+  return run_sizes(b, sizes, mtu, plan.notes);
 }
 
 weft::cli::Registrar reg{[](weft::cli::Root& root) {
   auto opts = std::make_shared<Options>();
-  Options& o = *opts;
   auto* sub = root.rdma->add_subcommand(
       "bench",
-      "perftest-style latency/bandwidth of SEND, WRITE, WRITE_IMM, READ, FAA, CAS (RC; SEND also UD)");
-  auto* srv = sub->add_flag("--server", o.server, "wait for a client");
-  auto* cli = sub->add_option("--client", o.client, "connect to the server at HOST");
-  srv->excludes(cli);
-  sub->add_option("--bind", o.bind, "server: side-channel address to listen on")->capture_default_str();
-  sub->add_option("--port", o.port, "side-channel TCP port")->capture_default_str();
-  weft::cli::add_device_option(sub, o.device);
-  sub->add_option("--op", o.op, "send|write|write_imm|read|faa|cas")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"send", "write", "write_imm", "write_with_imm", "read", "faa", "fetch_add",
-                             "atomic_faa", "cas", "compare_swap", "atomic_cas"}));
-  sub->add_option("--test", o.test, "lat (ping-pong RTT/2; READ/atomics full RTT) or bw")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"lat", "bw"}));
-  sub->add_option("--qp", o.qp, "rc|ud (UD: SEND only, size <= MTU)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"rc", "ud"}));
-  sub->add_option("--wait", o.wait, "busy|channel|epoll")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"busy", "channel", "epoll"}));
-  sub->add_flag("-a,--all", o.all, "sweep sizes 2 B .. 8 MiB (UD: .. the MTU)");
-  sub->add_option("-s,--size", o.size, "message bytes (default 2 lat, 65536 bw, 8 atomics)")
-      ->check(CLI::Range(uint64_t{1}, kRdmaMaxMessage));
-  sub->add_option("-n,--iters", o.iters, "iterations per size (default 1000 lat, 5000 bw)")
-      ->check(CLI::Range(uint64_t{5}, uint64_t{100'000'000}));
-  sub->add_option("-D,--duration", o.duration_s, "seconds per size instead of --iters")
-      ->check(CLI::Range(0.1, 3600.0));
-  sub->add_option("-t,--tx-depth", o.tx_depth, "send queue depth / WRs in flight (default 1 lat, 128 bw)")
-      ->check(CLI::Range(1, 16384));
-  sub->add_option("-Q,--cq-mod", o.cq_mod,
-                  "signal one WR in this many (default 1 lat, min(100, tx_depth) bw)")
-      ->check(CLI::Range(1, 16384));
-  sub->add_option("-I,--inline", o.inline_size, "inline up to this many bytes (default like perftest)")
-      ->check(CLI::Range(0, 4096));
-  sub->add_flag("--json", o.json, "one JSON object per size instead of perftest-like text");
-  sub->add_option("--cdf", o.cdf, "client, latency: write the kept samples (size usec) to this file");
-  weft::cli::add_timeout_ms_option(sub, o.timeout_ms, "limit for each wait for the peer");
+      "perftest-style latency/bandwidth of SEND, WRITE, WRITE_IMM, READ, FAA, CAS (RC, UC; SEND also UD)");
+  weft::cli::add_bench_options(sub, *opts);
   sub->callback([opts] {
     const Options& o = *opts;
     if (!o.server && o.client.empty()) {

@@ -13,7 +13,7 @@ namespace weft::cli {
 namespace {
 
 constexpr uint32_t kMagic = 0x4e454257;  // "WBEN"
-constexpr uint16_t kVersion = 1;
+constexpr uint16_t kVersion = 2;         // 2: UC, -b, --perform_warm_up, -l, -q
 constexpr std::array<std::string_view, 6> kOpNames = {"send", "write",     "write_imm",
                                                       "read", "fetch_add", "compare_swap"};
 
@@ -52,12 +52,17 @@ std::array<uint8_t, kBenchParamsBytes> encode(const BenchParams& b) {
   put<uint8_t>(p, static_cast<uint8_t>(b.test));
   put<uint8_t>(p, b.ud);
   put<uint8_t>(p, b.all_sizes);
-  put<uint16_t>(p, 0);
+  put<uint16_t>(p, b.num_qps);
   put<uint64_t>(p, b.size);
   put<uint64_t>(p, b.iters);
   put<uint32_t>(p, b.duration_ms);
   put<uint32_t>(p, b.tx_depth);
   put<uint32_t>(p, b.cq_mod);
+  put<uint8_t>(p, b.uc);
+  put<uint8_t>(p, b.bidirectional);
+  put<uint8_t>(p, b.warm_up);
+  put<uint8_t>(p, 0);
+  put<uint32_t>(p, b.post_list);
   return out;
 }
 
@@ -76,12 +81,19 @@ Result<BenchParams> decode_bench_params(std::span<const uint8_t> bytes) {
   b.test = static_cast<BenchTest>(test);
   b.ud = ud;
   b.all_sizes = all;
-  (void)get<uint16_t>(p);
+  b.num_qps = get<uint16_t>(p);
   b.size = get<uint64_t>(p);
   b.iters = get<uint64_t>(p);
   b.duration_ms = get<uint32_t>(p);
   b.tx_depth = get<uint32_t>(p);
   b.cq_mod = get<uint32_t>(p);
+  const uint8_t uc = get<uint8_t>(p), bidir = get<uint8_t>(p), warm = get<uint8_t>(p);
+  (void)get<uint8_t>(p);
+  if (uc > 1 || bidir > 1 || warm > 1) return fail("bench parameters: bad flags ({} {} {})", uc, bidir, warm);
+  b.uc = uc;
+  b.bidirectional = bidir;
+  b.warm_up = warm;
+  b.post_list = get<uint32_t>(p);
   if (auto s = validate(b); !s) return fail("bench parameters from the peer: {}", s.error().message);
   return b;
 }
@@ -93,13 +105,17 @@ std::string bench_mismatch(const BenchParams& a, const BenchParams& b) {
   };
   cmp("op", to_string(a.op), to_string(b.op));
   cmp("test", a.test == BenchTest::lat ? "lat" : "bw", b.test == BenchTest::lat ? "lat" : "bw");
-  cmp("qp", a.ud ? "ud" : "rc", b.ud ? "ud" : "rc");
+  cmp("connection (-c)", transport_name(a.ud, a.uc), transport_name(b.ud, b.uc));
   cmp("all sizes (-a)", a.all_sizes, b.all_sizes);
   if (!a.all_sizes || !b.all_sizes) cmp("size", a.size, b.size);
   cmp("iters", a.iters, b.iters);
   cmp("duration_ms", a.duration_ms, b.duration_ms);
   cmp("tx_depth", a.tx_depth, b.tx_depth);
   cmp("cq_mod", a.cq_mod, b.cq_mod);
+  cmp("bidirectional (-b)", a.bidirectional, b.bidirectional);
+  cmp("perform_warm_up", a.warm_up, b.warm_up);
+  cmp("post_list (-l)", a.post_list, b.post_list);
+  cmp("qps (-q)", a.num_qps, b.num_qps);
   std::string out;
   for (auto& s : d) out += (out.empty() ? "" : "; ") + s;
   return out;
@@ -117,6 +133,25 @@ Status validate(const BenchParams& b) {
   if (b.duration_ms > 3'600'000) return fail("--duration must be at most 3600 s");
   if (b.tx_depth < 1 || b.tx_depth > 16384) return fail("--tx-depth must be 1-16384");
   if (b.cq_mod < 1 || b.cq_mod > b.tx_depth) return fail("--cq-mod must be 1-tx_depth ({})", b.tx_depth);
+  const bool bw = b.test == BenchTest::bw;
+  if (b.ud && b.uc) return fail("-c takes one of RC, UC, UD");
+  // UC has no responder resources: no READ and no atomics (perftest refuses them too).
+  if (b.uc && b.op != BenchOp::send && b.op != BenchOp::write && b.op != BenchOp::write_imm)
+    return fail("-c UC carries SEND and WRITE only (got {})", to_string(b.op));
+  if (b.bidirectional && !bw) return fail("-b (bidirectional) is only available in bandwidth tests");
+  if (b.warm_up && (!bw || needs_recv(b.op)))
+    return fail("--perform_warm_up is only available in WRITE, READ and atomic bandwidth tests");
+  if (b.num_qps < 1 || b.num_qps > kBenchMaxQps) return fail("-q (QPs) must be 1-{}", kBenchMaxQps);
+  if (b.num_qps > 1 && !bw) return fail("-q (several QPs) is only available in bandwidth tests");
+  if (b.post_list < 1 || b.post_list > b.tx_depth)
+    return fail("-l (post list) must be 1-tx_depth ({})", b.tx_depth);
+  if (b.post_list > 1) {
+    if (!bw) return fail("-l (post list) is supported in bandwidth tests only");
+    if (!b.duration_ms && b.iters % b.post_list != 0)
+      return fail("-n ({}) must be a multiple of -l (post list {})", b.iters, b.post_list);
+    if (b.post_list % b.cq_mod != 0)
+      return fail("-l (post list {}) must be a multiple of -Q (cq moderation {})", b.post_list, b.cq_mod);
+  }
   return {};
 }
 

@@ -37,9 +37,52 @@ LatencyReport latency_report(std::span<const int64_t> post_ns, uint64_t size, in
   // largest sample), p99 and p99.9 are delta[ceil(n * q)].
   auto raw = [&](size_t k) { return static_cast<double>(delta[std::min(k, delta.size() - 1)]) / div; };
   r.max_us = raw(n);
+  r.p90_us = raw(static_cast<size_t>(std::ceil(static_cast<double>(n) * 0.9)));
   r.p99_us = raw(static_cast<size_t>(std::ceil(static_cast<double>(n) * 0.99)));
   r.p999_us = raw(static_cast<size_t>(std::ceil(static_cast<double>(n) * 0.999)));
   return r;
+}
+
+std::string unsorted_lines(std::span<const int64_t> post_ns, int rtt_divisor) {
+  std::string out = "#, usec\n";
+  const double div = 1000.0 * rtt_divisor;
+  for (size_t i = 0; i + 1 < post_ns.size(); ++i)
+    out += fmt::format("{}, {:g}\n", i + 1, static_cast<double>(post_ns[i + 1] - post_ns[i]) / div);
+  return out;
+}
+
+BandwidthReport sum_reports(const BandwidthReport& a, const BandwidthReport& b) {
+  BandwidthReport r = a;
+  r.peak_mbps += b.peak_mbps;
+  r.avg_mbps += b.avg_mbps;
+  r.msg_rate_mpps += b.msg_rate_mpps;
+  return r;
+}
+
+std::vector<SecondRate> per_second_rates(std::span<const int64_t> posted_ns,
+                                         std::span<const int64_t> completed_ns, uint64_t size,
+                                         uint32_t cq_mod) {
+  std::vector<SecondRate> out;
+  const size_t n = std::min(posted_ns.size(), completed_ns.size());
+  if (n == 0 || cq_mod == 0) return out;
+  const int64_t start = posted_ns[0];
+  uint64_t done_before = 0;  // messages completed before the current second
+  uint64_t done = 0;         // messages completed so far
+  uint64_t second = 0;
+  auto close_second = [&] {
+    const uint64_t m = done - done_before;
+    out.push_back({second, m, static_cast<double>(m * size) / 1048576.0, static_cast<double>(m) / 1e6});
+    done_before = done;
+    ++second;
+  };
+  for (size_t i = 0; i < n; ++i) {
+    const bool signalled = (i + 1) % cq_mod == 0 || i + 1 == n;
+    if (!signalled) continue;
+    const int64_t t = completed_ns[i] - start;
+    while (t >= static_cast<int64_t>(second + 1) * 1'000'000'000) close_second();
+    done = i + 1;
+  }
+  return out;
 }
 
 BandwidthReport bandwidth_report(std::span<const int64_t> posted_ns, std::span<const int64_t> completed_ns,
@@ -89,12 +132,15 @@ std::string latency_line(const LatencyReport& r) {
                      r.p999_us);
 }
 
-std::string bandwidth_header() {
-  return " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n";
+std::string bandwidth_header(bool gbits) {
+  return gbits ? " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n"
+               : " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n";
 }
 
-std::string bandwidth_line(const BandwidthReport& r) {
-  return fmt::format(" {:<10} {:<14} {:<18.2f} {:<20.2f} {:.6f}\n", r.size, r.iters, r.peak_mbps, r.avg_mbps,
+std::string bandwidth_line(const BandwidthReport& r, bool gbits) {
+  const double peak = gbits ? r.peak_mbps * 1048576.0 * 8 / 1e9 : r.peak_mbps;
+  const double avg = gbits ? r.avg_mbps * 1048576.0 * 8 / 1e9 : r.avg_mbps;
+  return fmt::format(" {:<10} {:<14} {:<18.2f} {:<20.2f} {:.6f}\n", r.size, r.iters, peak, avg,
                      r.msg_rate_mpps);
 }
 

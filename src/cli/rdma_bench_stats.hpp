@@ -18,12 +18,16 @@ namespace weft::cli {
 
 struct LatencyReport {
   uint64_t size = 0, iters = 0;
-  double min_us = 0, max_us = 0, typical_us = 0, avg_us = 0, stdev_us = 0, p99_us = 0, p999_us = 0;
+  double min_us = 0, max_us = 0, typical_us = 0, avg_us = 0, stdev_us = 0, p90_us = 0, p99_us = 0,
+         p999_us = 0;
   std::vector<double> sorted_us;  // the samples kept, sorted (for CDF plots)
 };
 
 // post_ns: the post time of every iteration (iters of them). rtt_divisor: 2 or 1 (see above).
 LatencyReport latency_report(std::span<const int64_t> post_ns, uint64_t size, int rtt_divisor);
+// -U: every sample in the order taken, none dropped, as perftest prints them ("#, usec", then
+// "1, 2.34" ...), before the sorted summary.
+std::string unsorted_lines(std::span<const int64_t> post_ns, int rtt_divisor);
 
 struct BandwidthReport {
   uint64_t size = 0, iters = 0;
@@ -35,13 +39,27 @@ struct BandwidthReport {
 BandwidthReport bandwidth_report(std::span<const int64_t> posted_ns, std::span<const int64_t> completed_ns,
                                  uint64_t size, uint32_t cq_mod);
 
+// -b: perftest reports the sum of both sides' figures.
+BandwidthReport sum_reports(const BandwidthReport& mine, const BandwidthReport& peer);
+
+// --per-second: the messages completed in each whole second of the run (from the first post),
+// counted at signalled completions, as bandwidth and message rate; a last partial second is left out.
+struct SecondRate {
+  uint64_t second = 0, messages = 0;
+  double mbps = 0, mpps = 0;
+};
+std::vector<SecondRate> per_second_rates(std::span<const int64_t> posted_ns,
+                                         std::span<const int64_t> completed_ns, uint64_t size,
+                                         uint32_t cq_mod);
+
 // Sizes for -a: 2, 4, 8, ... up to max_size (perftest's sweep), or just {size}.
 std::vector<uint64_t> size_sweep(bool all, uint64_t size, uint64_t max_size);
 
 // perftest-like text: a header once, then one line per size.
 std::string latency_header();
 std::string latency_line(const LatencyReport& r);
-std::string bandwidth_header();
-std::string bandwidth_line(const BandwidthReport& r);
+// gbits: --report_gbits, BW in Gb/s (10^9 bits) instead of MB/s (2^20 bytes).
+std::string bandwidth_header(bool gbits = false);
+std::string bandwidth_line(const BandwidthReport& r, bool gbits = false);
 
 }  // namespace weft::cli

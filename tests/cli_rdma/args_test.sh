@@ -55,6 +55,24 @@ expect msg-max-message 2 "--max-message" msg bench --client 127.0.0.1 --sizes 40
 # (it used to pass validation and fail in mmap); 4096 slots of 16 MiB (64 GiB) anywhere here.
 expect msg-memory 2 "MiB available" msg bench --client 127.0.0.1 --sizes 16777216 --slots 4096
 expect msg-no-role 2 "--server or --client" msg bench
+# weft rdma bench: perftest's flags, their ranges and the combinations perftest refuses are usage
+# errors (exit 2) naming the flag, said before any device or peer (issue 29).
+expect bench-mtu 2 "--mtu" rdma bench --client 127.0.0.1 -m 1500
+expect bench-sl 2 "--sl" rdma bench --client 127.0.0.1 -S 16
+expect bench-tos 2 "--tos" rdma bench --client 127.0.0.1 -T 256
+expect bench-gid 2 "--gid-index" rdma bench --client 127.0.0.1 -x 256
+expect bench-port 2 "--ib-port" rdma bench --client 127.0.0.1 -i 0
+expect bench-rx-depth 2 "--rx-depth" rdma bench --client 127.0.0.1 -r 0
+expect bench-connection 2 "--connection" rdma bench --client 127.0.0.1 -c XRC
+expect bench-bidir-lat 2 "-b" rdma bench --client 127.0.0.1 -b
+expect bench-unsorted-bw 2 "-U" rdma bench --client 127.0.0.1 --test bw -U
+expect bench-post-list-lat 2 "-l" rdma bench --client 127.0.0.1 -l 2
+expect bench-post-list-iters 2 "multiple of -l" rdma bench --client 127.0.0.1 --op write --test bw -l 3 -n 100
+expect bench-outs-write 2 "-o" rdma bench --client 127.0.0.1 --op write -o 2
+expect bench-rx-depth-read 2 "-r" rdma bench --client 127.0.0.1 --op read -r 8
+expect bench-uc-read 2 "UC" rdma bench --client 127.0.0.1 --op read -c UC
+expect bench-warm-up-send 2 "--perform_warm_up" rdma bench --client 127.0.0.1 --test bw --perform_warm_up
+expect bench-per-second 2 "-D" rdma bench --client 127.0.0.1 --op write --test bw --per-second
 # Help texts: the responder has --address, not --bind; every command spells the device -d/--device.
 out=$("$WEFT" rdma responder --help 2>&1)
 if [[ $out == *"--bind"* ]]; then echo "FAIL responder-help names --bind: $out"; fail=1; else echo "ok responder-help"; fi

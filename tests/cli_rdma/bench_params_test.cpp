@@ -15,10 +15,33 @@ TEST(BenchParams, RoundTrip) {
   p.duration_ms = 2500;
   p.tx_depth = 64;
   p.cq_mod = 16;
+  p.bidirectional = true;
+  p.warm_up = true;
+  p.post_list = 16;
   auto bytes = encode(p);
   auto back = decode_bench_params(bytes);
   ASSERT_TRUE(back) << back.error().message;
   EXPECT_EQ(*back, p);
+  BenchParams uc;
+  uc.uc = true;
+  uc.op = BenchOp::write;
+  auto uc_back = decode_bench_params(encode(uc));
+  ASSERT_TRUE(uc_back) << uc_back.error().message;
+  EXPECT_EQ(*uc_back, uc);
+}
+
+TEST(BenchParams, MismatchOfPerftestFlags) {
+  BenchParams a, b;
+  a.test = b.test = BenchTest::bw;
+  a.op = b.op = BenchOp::write;
+  a.tx_depth = b.tx_depth = 8;
+  b.uc = true;
+  b.bidirectional = true;
+  b.post_list = 4;
+  auto m = bench_mismatch(a, b);
+  EXPECT_NE(m.find("connection (-c): here RC, peer UC"), std::string::npos) << m;
+  EXPECT_NE(m.find("bidirectional (-b)"), std::string::npos) << m;
+  EXPECT_NE(m.find("post_list (-l): here 1, peer 4"), std::string::npos) << m;
 }
 
 TEST(BenchParams, RefusesWhatIsNotOurs) {

@@ -88,6 +88,47 @@ bench() {
 
 }
 
+# bench_text PATTERN ARGS...: like bench, the client's perftest-like text must contain PATTERN
+# (a grep -E pattern) and a result line.
+bench_text() {
+  pat=$1; shift
+  port=$((port + 1))
+  timeout 120 $W rdma bench --server --bind "$ip" --port $port "$@" >/tmp/wcr-srv.out 2>&1 &
+  spid=$!
+  out=$(timeout 120 $W rdma bench --client "$ip" --port $port "$@" 2>&1); crc=$?
+  wait $spid; src=$?
+  echo "$out" | head -n 20
+  [ $crc -eq 0 ] && [ $src -eq 0 ] || { cat /tmp/wcr-srv.out; return 1; }
+  echo "$out" | grep -Eq -- "$pat" || { echo "no '$pat' in the output"; return 1; }
+  echo "$out" | grep -Eq '^ [0-9]+ +[0-9]+ +[0-9.]+' || { echo "no result line"; return 1; }
+}
+
+# -U: one line per sample in the order taken (n - 1 of them, none dropped), then the summary.
+bench_unsorted() {
+  port=$((port + 1))
+  timeout 120 $W rdma bench --server --bind "$ip" --port $port --op send -n 200 -U >/tmp/wcr-srv.out 2>&1 &
+  spid=$!
+  out=$(timeout 120 $W rdma bench --client "$ip" --port $port --op send -n 200 -U 2>&1); crc=$?
+  wait $spid; src=$?
+  [ $crc -eq 0 ] && [ $src -eq 0 ] || { echo "$out"; cat /tmp/wcr-srv.out; return 1; }
+  n=$(echo "$out" | grep -Ec '^[0-9]+, [0-9.e+-]+$')
+  echo "$out" | tail -n 3
+  echo "$n unsorted samples"
+  [ "$n" -eq 199 ]
+}
+
+# -b: both sides stream; the client reports the sum, so both sides' streams must have run.
+bench_bidir() {
+  port=$((port + 1))
+  timeout 120 $W rdma bench --server --bind "$ip" --port $port "$@" -b >/tmp/wcr-srv.out 2>&1 &
+  spid=$!
+  out=$(timeout 120 $W rdma bench --client "$ip" --port $port --json "$@" -b 2>&1); crc=$?
+  wait $spid; src=$?
+  echo "$out"
+  [ $crc -eq 0 ] && [ $src -eq 0 ] || { cat /tmp/wcr-srv.out; return 1; }
+  echo "$out" | grep -q '"bidirectional":true' && echo "$out" | grep -q '"msg_rate_mpps":0.0*[1-9]'
+}
+
 # A mismatch is a message on both sides (exit 2), not a timeout.
 bench_mismatch() {
   port=$((port + 1))
@@ -168,5 +209,35 @@ step bench-bw-write-epoll bench --op write --test bw -n 2000 -s 4096 --wait epol
 step bench-bw-send-channel bench --op send --test bw -n 2000 -s 4096 --wait channel
 step bench-lat-write-duration bench --op write --test lat -D 1
 step bench-bw-write-sweep bench --op write --test bw -a -n 5
+# perftest's flags (issue 29).
+step bench-lat-send-unsorted bench_unsorted
+step bench-bw-write-bidir bench_bidir --op write --test bw -n 2000 -s 4096
+step bench-bw-read-bidir bench_bidir --op read --test bw -n 1000 -s 4096
+step bench-bw-faa-bidir bench_bidir --op faa --test bw -n 1000
+step bench-bw-send-bidir bench_bidir --op send --test bw -n 2000 -s 4096
+step bench-bw-write-imm-bidir bench_bidir --op write_imm --test bw -n 2000 -s 4096 -r 64
+step bench-bw-send-ud-bidir bench_bidir --op send --qp ud --test bw -n 2000 -s 1024
+step bench-bw-send-bidir-duration bench_bidir --op send --test bw -D 1 -s 4096
+step bench-bw-write-qps bench_text '4 QPs' --op write --test bw -n 500 -s 4096 -q 4
+step bench-bw-send-qps bench --op send --test bw -n 500 -s 4096 -q 4 -r 64
+step bench-bw-read-qps bench --op read --test bw -n 500 -s 4096 -q 2
+step bench-bw-send-ud-qps bench --op send --qp ud --test bw -n 500 -s 1024 -q 3
+step bench-bw-send-qps-bidir bench_bidir --op send --test bw -n 500 -s 4096 -q 2
+step bench-lat-send-srq bench --op send --test lat -n 300 --use-srq
+step bench-bw-send-srq-qps bench --op send --test bw -n 500 -s 4096 -q 3 --use-srq -r 64
+step bench-bw-write-imm-srq-bidir bench_bidir --op write_imm --test bw -n 500 -s 4096 --use-srq
+step bench-bw-write-post-list bench --op write --test bw -n 2000 -s 4096 -l 8
+step bench-bw-send-post-list bench --op send --test bw -n 2000 -s 4096 -l 4 -Q 2 -r 256
+step bench-bw-write-warm-up bench --op write --test bw -n 2000 -s 4096 --perform_warm_up
+step bench-bw-read-outs bench --op read --test bw -n 1000 -s 4096 -o 2
+step bench-lat-send-uc bench --op send -c UC --test lat -n 300
+step bench-lat-write-uc bench --op write -c UC --test lat -n 300
+step bench-bw-write-uc bench --op write -c UC --test bw -n 2000 -s 4096
+step bench-bw-send-uc bench --op send -c UC --test bw -n 2000 -s 1024
+step bench-lat-send-path bench --op send --test lat -n 300 -x 1 -i 1 -m 512 -S 3 -T 32 -r 16
+step bench-bw-write-gbits bench_text 'BW average\[Gb/sec\]' --op write --test bw -n 2000 -s 4096 --report_gbits
+step bench-bw-clamped bench_text 'adjusted like perftest: tx_depth 128 -> 10' --op write --test bw -n 10 -s 4096
+step bench-lat-mtu-clamped bench_text 'adjusted like perftest: mtu 4096 -> 1024' --op send -n 100 -m 4096
+step bench-bw-write-per-second bench_text '^# second 2: [0-9]+ messages' --op write --test bw -D 2.5 -s 4096 --per-second
 if [ -n "$failed" ]; then echo "cli rdma guest suite FAILED:$failed"; exit 1; fi
 echo "cli rdma guest suite passed"

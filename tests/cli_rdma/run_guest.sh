@@ -7,5 +7,5 @@ ROOT=$(cd "$HERE/../.." && pwd)
 [[ $(id -u) -eq 0 ]] || { echo "skip: the Soft-RoCE guest needs root"; exit 77; }
 command -v qemu-system-x86_64 >/dev/null || { echo "skip: qemu-system-x86_64 not installed"; exit 77; }
 compgen -G "/boot/vmlinuz-*" >/dev/null || { echo "skip: no Debian kernel in /boot"; exit 77; }
-exec "$ROOT/lab/rdma-guest" --timeout "${WRD_GUEST_TIMEOUT:-540}" --bin "$1" --bin "$HERE/guest_suite.sh" \
+exec "$ROOT/lab/rdma-guest" --timeout "${WRD_GUEST_TIMEOUT:-840}" --bin "$1" --bin "$HERE/guest_suite.sh" \
   -- sh /usr/local/bin/guest_suite.sh
