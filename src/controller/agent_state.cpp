@@ -7,10 +7,10 @@ namespace weft::controller {
 std::string agent_state_json(const proto::Health& h, std::span<const proto::AlarmEvent> alarms) {
   nlohmann::json a = nlohmann::json::array();
   for (const auto& e : alarms) a.push_back({e.kind, e.message, e.unix_ns});
-  return nlohmann::json{{"h",
-                         {h.cpu_percent, h.rss_kb, h.probes_per_s, h.dropped_windows, h.spooled_windows,
-                          h.prober_restarts}},
-                        {"a", std::move(a)}}
+  return nlohmann::json{
+      {"h",
+       {h.cpu_percent, h.rss_kb, h.probes_per_s, h.dropped_windows, h.spooled_windows, h.prober_restarts}},
+      {"a", std::move(a)}}
       .dump();
 }
 

@@ -11,7 +11,8 @@ namespace {
 
 TEST(AgentState, HealthAndAlarmsReadBackTheSame) {
   proto::Health h{12.5, 15232, 39.98, 3, 7, 1};
-  std::vector<proto::AlarmEvent> alarms{{"prober_restarted", "udp prober \"x\" restarted", 1795842754031290000}};
+  std::vector<proto::AlarmEvent> alarms{
+      {"prober_restarted", "udp prober \"x\" restarted", 1795842754031290000}};
   auto s = parse_agent_state(agent_state_json(h, alarms));
   ASSERT_TRUE(s) << s.error().message;
   EXPECT_EQ(s->health.cpu_percent, 12.5);
