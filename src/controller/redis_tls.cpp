@@ -1,11 +1,7 @@
 #include "controller/redis_tls.hpp"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
@@ -17,7 +13,9 @@
 #include <cstring>
 
 #include "controller/store.hpp"
+#include "net/address.hpp"
 #include "net/http/tls.hpp"
+#include "net/socket.hpp"
 
 namespace weft::controller::redis {
 namespace {
@@ -34,46 +32,19 @@ int ms_left(Clock::time_point deadline) {
   return left > 0 ? static_cast<int>(left) : 0;
 }
 
-bool is_ip_literal(const std::string& host) {
-  in6_addr a6;
-  in_addr a4;
-  return ::inet_pton(AF_INET, host.c_str(), &a4) == 1 || ::inet_pton(AF_INET6, host.c_str(), &a6) == 1;
-}
-
-// A TCP connection to host:port within the deadline (every address the name has, in order).
+// A TCP connection to host:port within the deadline (the name resolved as the CLI does).
 Result<Fd> connect_tcp(const std::string& host, int port, Clock::time_point deadline) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  const std::string service = std::to_string(port);
-  if (int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &res); rc != 0)
-    return unexpected(Error{fmt::format("{}:{}: {}", host, port, ::gai_strerror(rc)), kStoreUnreachable});
-  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> owned(res, &::freeaddrinfo);
-  std::string last = "no address";
-  for (addrinfo* ai = res; ai; ai = ai->ai_next) {
-    Fd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol));
-    if (!fd.valid()) return fail_errno("socket");
-    if (::connect(fd.get(), ai->ai_addr, ai->ai_addrlen) != 0 && errno != EINPROGRESS) {
-      last = std::strerror(errno);
-      continue;
-    }
-    pollfd p{fd.get(), POLLOUT, 0};
-    if (::poll(&p, 1, ms_left(deadline)) != 1) {
-      last = "connection timed out";
-      continue;
-    }
-    int err = 0;
-    socklen_t len = sizeof err;
-    ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
-    if (err != 0) {
-      last = std::strerror(err);
-      continue;
-    }
-    const int one = 1;
-    ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // RESP is request/reply
-    return fd;
-  }
-  return unexpected(Error{fmt::format("{}:{}: {}", host, port, last), kStoreUnreachable});
+  auto unreachable = [&](std::string why) {
+    return unexpected(Error{fmt::format("{}:{}: {}", host, port, why), kStoreUnreachable});
+  };
+  auto to = net::resolve(host, static_cast<uint16_t>(port));
+  if (!to) return unreachable(to.error().message);
+  auto fd = net::tcp_connect_start(net::SocketAddress{}, *to);  // TCP_NODELAY: RESP is request/reply
+  if (!fd) return unreachable(fd.error().message);
+  pollfd p{fd->get(), POLLOUT, 0};
+  if (::poll(&p, 1, ms_left(deadline)) != 1) return unreachable("connection timed out");
+  if (int err = net::socket_error(fd->get()); err != 0) return unreachable(std::strerror(err));
+  return std::move(*fd);
 }
 
 }  // namespace
@@ -122,7 +93,7 @@ Result<std::unique_ptr<TlsTunnel>> TlsTunnel::open(std::shared_ptr<TlsClientCont
   t->ssl_ = SSL_new(t->ctx_->get());
   if (!t->ssl_ || SSL_set_fd(t->ssl_, t->tcp_.get()) != 1)
     return fail("{}:{}: {}", host, port, net::http::tls_error_text("cannot create a TLS connection"));
-  if (is_ip_literal(host)) {
+  if (net::SocketAddress::parse_ip(host, 0)) {  // an address: checked against the IP SANs
     X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(t->ssl_), host.c_str());
   } else {
     SSL_set_tlsext_host_name(t->ssl_, host.c_str());

@@ -35,6 +35,17 @@ struct Tree {
     topo = std::move(*t);
   }
   uint32_t id(const std::string& name) const { return *topo.find(name); }
+  // The spine a flow's traced hops cross (kNoElement within a rack or when not known).
+  uint32_t spine_of(const FlowObservation& f) const {
+    return topo.match_hops(*topo.host(f.src), *topo.host(f.dst), f.hops).spine;
+  }
+  // The hops of another flow of f's pair over `spine` (empty: none): where f goes while it flaps.
+  std::vector<std::string> pair_hops_over(const std::vector<FlowObservation>& flows, const FlowObservation& f,
+                                          uint32_t spine) const {
+    for (const auto& g : flows)
+      if (g.src == f.src && g.dst == f.dst && spine_of(g) == spine) return g.hops;
+    return {};
+  }
   std::vector<FlowObservation> probe(const std::vector<sim::Fault>& faults, uint64_t seed = 7,
                                      int64_t end = kNow) {
     std::mt19937_64 rng(seed);
@@ -159,18 +170,11 @@ TEST(Localise, AFlappingCableIsWhereTheFlappingPathsDiffer) {
   Tree t;
   auto flows = t.probe({});
   const uint32_t spine1 = t.id("spine1"), spine2 = t.id("spine2");
-  auto spine_of = [&](const FlowObservation& f) {
-    return t.topo.match_hops(*t.topo.host(f.src), *t.topo.host(f.dst), f.hops).spine;
-  };
   size_t marked = 0;
   for (auto& f : flows) {
     const bool rack3 = f.src.starts_with("r3") != f.dst.starts_with("r3");
-    if (!rack3 || spine_of(f) != spine2) continue;
-    for (const auto& g : flows)  // the same pair's path over spine1: where this flow goes meanwhile
-      if (g.src == f.src && g.dst == f.dst && spine_of(g) == spine1) {
-        f.other_hops = g.hops;
-        break;
-      }
+    if (!rack3 || t.spine_of(f) != spine2) continue;
+    f.other_hops = t.pair_hops_over(flows, f, spine1);  // where this flow goes meanwhile
     ASSERT_FALSE(f.other_hops.empty()) << f.src << " -> " << f.dst << " has no flow over spine1";
     f.path_flapping = true;
     ++marked;
@@ -193,23 +197,16 @@ TEST(Localise, AfterAFlappingCableIsRepairedItsHealthySideIsNotNamed) {
   Tree t;
   auto flows = t.probe({});
   const uint32_t spine1 = t.id("spine1"), spine2 = t.id("spine2");
-  auto spine_of = [&](const FlowObservation& f) {
-    return t.topo.match_hops(*t.topo.host(f.src), *t.topo.host(f.dst), f.hops).spine;
-  };
   std::vector<FlowObservation> seen;
   size_t k = 0, marked = 0, dropped = 0;
   for (auto f : flows) {
     const bool rack3 = f.src.starts_with("r3") != f.dst.starts_with("r3");
-    if (rack3 && spine_of(f) == spine1 && (k++ % 2) == 0) {
+    if (rack3 && t.spine_of(f) == spine1 && (k++ % 2) == 0) {
       ++dropped;  // not seen this interval
       continue;
     }
-    if (rack3 && spine_of(f) == spine2 && (k++ % 4) == 0) {
-      for (const auto& g : flows)
-        if (g.src == f.src && g.dst == f.dst && spine_of(g) == spine1) {
-          f.other_hops = g.hops;
-          break;
-        }
+    if (rack3 && t.spine_of(f) == spine2 && (k++ % 4) == 0) {
+      f.other_hops = t.pair_hops_over(flows, f, spine1);
       if (!f.other_hops.empty()) {
         f.path_flapping = true;
         ++marked;
