@@ -34,6 +34,10 @@ struct FlowObservation {
   // The path it took before its latest change (same form; empty: none known). Where a flapping
   // flow's two paths differ is where the flapping element is.
   std::vector<std::string> other_hops;
+  // The path it held for a while before (FlowState::home_hops; empty: none known). A link that
+  // flaps moves its flows off their home path and back: of a flapping flow's two paths, the
+  // flapping element is on the home one.
+  std::vector<std::string> home_hops;
   // The path changed in most of the recent traces: the flow's path is not known, and a flapping
   // path is reported as such, never blamed as loss on any one element.
   bool path_flapping = false;

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "proto/names.hpp"
+#include "proto/path_trace.hpp"
 
 namespace weft::controller {
 namespace {
@@ -65,33 +66,7 @@ std::vector<std::string> FlowTable::sanitise_hops(const std::vector<std::string>
 }
 
 bool FlowTable::same_path(const TracedPath& a, const TracedPath& b) {
-  // A trace that reached its target has between `fewest` and `most` routers before it: the silent
-  // hops right before the target's answer are either routers that did not answer or the target's
-  // own answer lost (the tracer then goes one TTL further and the target answers there). Both
-  // readings are kept: [r1, r2, "", target] is the path [r1, r2, target] with one answer lost, not
-  // a longer path (a lossy NIC under the target made every flow to it look like a flapping path).
-  struct Span {
-    size_t fewest, most;
-  };
-  auto span = [](const TracedPath& t) {
-    size_t n = t.hops.size();
-    if (!t.reached) return Span{n, n};
-    if (n > 0) --n;
-    const size_t most = n;
-    while (n > 0 && t.hops[n - 1].empty()) --n;
-    return Span{n, most};
-  };
-  const Span sa = span(a), sb = span(b);
-  const size_t n = std::min(sa.most, sb.most);
-  for (size_t i = 0; i < n; ++i)
-    if (!a.hops[i].empty() && !b.hops[i].empty() && a.hops[i] != b.hops[i]) return false;
-  if (a.reached && b.reached) {
-    if (std::max(sa.fewest, sb.fewest) > std::min(sa.most, sb.most)) return false;
-    if (!a.hops.empty() && !b.hops.empty() && !a.hops.back().empty() && !b.hops.back().empty() &&
-        a.hops.back() != b.hops.back())
-      return false;
-  }
-  return a.looped == b.looped;
+  return a.looped == b.looped && proto::same_route(a.hops, a.reached, b.hops, b.reached);
 }
 
 FlowState* FlowTable::flow_in(PairFlows& p, uint16_t src_port, bool create) {
@@ -104,20 +79,38 @@ FlowState* FlowTable::flow_in(PairFlows& p, uint16_t src_port, bool create) {
   return &*it;
 }
 
+namespace {
+// Whether the path changed back and forth in the traces [first, end): in most of them, or at
+// least FlowTable::kFlapMinChanges times.
+bool flaps(const std::vector<TracedPath>& paths, size_t first) {
+  const size_t n = paths.size() - first;
+  if (n < FlowTable::kFlapMinTraces) return false;
+  size_t changes = 0, recent_changes = 0;
+  for (size_t i = first + 1; i < paths.size(); ++i) {
+    const bool changed = !FlowTable::same_path(paths[i - 1], paths[i]);
+    changes += changed;
+    if (paths.size() - i < FlowTable::kFlapWindow) recent_changes += changed;
+  }
+  const size_t recent = std::min(n, FlowTable::kFlapWindow);
+  return changes >= FlowTable::kFlapMinChanges || 2 * recent_changes > recent - 1;
+}
+}  // namespace
+
 void FlowTable::add_trace(FlowState& f, TracedPath t) {
   if (!f.paths.empty() && t.traced_at_unix_ns <= f.paths.back().traced_at_unix_ns) return;  // a retry
-  if (!f.paths.empty() && !same_path(f.paths.back(), t)) {
+  if (f.paths.empty()) {
+    f.home_hops = t.hops;
+    f.path_since_unix_ns = t.traced_at_unix_ns;
+  } else if (!same_path(f.paths.back(), t)) {
     ++f.path_changes;
     f.last_change_unix_ns = t.traced_at_unix_ns;
+    f.path_since_unix_ns = t.traced_at_unix_ns;
+  } else if (t.traced_at_unix_ns - f.path_since_unix_ns >= kHomeHeldNs) {
+    f.home_hops = t.hops;
   }
   f.paths.push_back(std::move(t));
   if (f.paths.size() > kPathHistory) f.paths.erase(f.paths.begin());
-  // Flapping: changes between consecutive traces among the last kFlapWindow.
-  const size_t n = std::min(f.paths.size(), kFlapWindow);
-  size_t changes = 0;
-  for (size_t i = f.paths.size() - n + 1; i < f.paths.size(); ++i)
-    changes += same_path(f.paths[i - 1], f.paths[i]) ? 0 : 1;
-  f.flapping = n >= kFlapMinTraces && 2 * changes > n - 1;
+  f.flapping = flaps(f.paths, f.paths.size() - std::min(f.paths.size(), kFlapWindow));
 }
 
 void FlowTable::ingest(const proto::Report& r, std::span<const uint8_t> keep_windows,
@@ -217,6 +210,7 @@ std::vector<FlowObservation> FlowTable::observations(proto::Protocol protocol, i
                 break;
               }
           }
+          o.home_hops = f.home_hops;
           o.path_flapping = flapping_at(f, now_unix_ns);
           out.push_back(std::move(o));
           before_latest.resize(out.size());
@@ -266,15 +260,8 @@ std::vector<FlowObservation> FlowTable::observations(proto::Protocol protocol, i
 bool FlowTable::flapping_at(const FlowState& f, int64_t now_unix_ns) {
   if (f.path_changes == 0 || now_unix_ns - f.last_change_unix_ns > kFlapHoldNs) return false;
   size_t first = f.paths.size();
-  while (first > 0 && f.paths.size() - first < kFlapWindow &&
-         now_unix_ns - f.paths[first - 1].traced_at_unix_ns <= kFlapHorizonNs)
-    --first;
-  const size_t n = f.paths.size() - first;
-  if (n < kFlapMinTraces) return false;
-  size_t changes = 0;
-  for (size_t i = first + 1; i < f.paths.size(); ++i)
-    changes += same_path(f.paths[i - 1], f.paths[i]) ? 0 : 1;
-  return 2 * changes > n - 1;
+  while (first > 0 && now_unix_ns - f.paths[first - 1].traced_at_unix_ns <= kFlapHorizonNs) --first;
+  return flaps(f.paths, first);
 }
 
 PairFlows FlowTable::pair(proto::Protocol protocol, const std::string& src, const std::string& dst,
@@ -308,6 +295,7 @@ std::string pair_flows_json(const PairFlows& p) {
            {"paths", std::move(paths)},
            {"path_changes", f.path_changes},
            {"last_change_unix_ns", f.last_change_unix_ns},
+           {"home_hops", f.home_hops},
            {"path_flapping", f.flapping}};
     if (f.has_window) {
       o["window"] = {{"start_unix_ns", f.start_unix_ns},

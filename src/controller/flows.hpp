@@ -58,6 +58,10 @@ struct FlowState {
   uint64_t path_changes = 0;  // traces whose path differed from the one before
   int64_t last_change_unix_ns = 0;
   bool flapping = false;  // changed in most of the recent traces (see FlowTable::kFlapWindow)
+  // The path it held for at least FlowTable::kHomeHeldNs (two traces that far apart, no change
+  // between), or its first trace until then; and when its current run of one path began.
+  std::vector<std::string> home_hops;
+  int64_t path_since_unix_ns = 0;
 };
 
 struct PairFlows {
@@ -76,6 +80,12 @@ class FlowTable {
   // kFlapWindow ones.
   static constexpr size_t kFlapWindow = 6;
   static constexpr size_t kFlapMinTraces = 3;
+  // Or this many changes among the traces of the last kFlapHorizonNs: a flow traced every second
+  // or two (the agent follows a flow whose path changed) sees a 3 s flap change only every few
+  // traces, never in most of them. A fault and its repair are two changes, not a flap.
+  static constexpr size_t kFlapMinChanges = 3;
+  // A path held this long becomes the flow's home path.
+  static constexpr int64_t kHomeHeldNs = 30'000'000'000;
   // A flow stops flapping this long after its last path change: traces come only every few
   // minutes, or when the flow loses, so a flap that stopped would otherwise keep its flag until
   // enough quiet traces came in (a repaired link stayed "flapping" for minutes).

@@ -467,10 +467,11 @@ Localisation localise(const Topology& topo, const std::vector<FlowObservation>& 
 
   // Flapping paths: the element most of them share, the most specific first (fewest stable flows).
   // A flow whose two latest paths are both known votes for where they differ (a flapping
-  // ToR-spine cable moves flows between spines: the cable, not the ToR every one of them crosses);
-  // one whose paths are not both known votes for its ToRs and its current path's fabric.
+  // ToR-spine cable moves flows between spines: the cable, not the ToR every one of them crosses),
+  // only for its home path's side when it has one; one whose paths are not both known votes for
+  // its ToRs and its current path's fabric.
   if (!flapping.empty()) {
-    std::unordered_map<uint32_t, size_t> votes, stable, difference_votes;
+    std::unordered_map<uint32_t, size_t> votes, stable, difference_votes, home_votes;
     for (uint32_t i : flapping) {
       const FlowObservation& f = flows[i];
       const uint32_t s = *topo.host(f.src), d = *topo.host(f.dst);
@@ -480,12 +481,23 @@ Localisation localise(const Topology& topo, const std::vector<FlowObservation>& 
         return hm.kind == HopMatch::Kind::known ? hm.spine : kNoElement;
       };
       const uint32_t now_spine = spine_of(f.hops), before_spine = spine_of(f.other_hops);
+      const uint32_t home_spine = spine_of(f.home_hops);
       std::set<uint32_t> on;
       if (now_spine != kNoElement && before_spine != kNoElement && now_spine != before_spine) {
         const auto a = topo.path_via(s, d, now_spine), b = topo.path_via(s, d, before_spine);
         const std::set<uint32_t> sa(a.begin(), a.end()), sb(b.begin(), b.end());
-        std::set_symmetric_difference(sa.begin(), sa.end(), sb.begin(), sb.end(),
-                                      std::inserter(on, on.end()));
+        // With a home path among the two, what is on it and not on the other: a link that flaps
+        // moves the flow off its home path and back. Without, both sides.
+        if (home_spine == now_spine || home_spine == before_spine) {
+          const auto& home = home_spine == now_spine ? sa : sb;
+          const auto& away = home_spine == now_spine ? sb : sa;
+          std::set_difference(home.begin(), home.end(), away.begin(), away.end(),
+                              std::inserter(on, on.end()));
+          for (uint32_t x : on) ++home_votes[x];
+        } else {
+          std::set_symmetric_difference(sa.begin(), sa.end(), sb.begin(), sb.end(),
+                                        std::inserter(on, on.end()));
+        }
         for (uint32_t x : on) ++difference_votes[x];
       } else {
         on = {topo.tor_of(s), topo.tor_of(d)};
@@ -513,7 +525,8 @@ Localisation localise(const Topology& topo, const std::vector<FlowObservation>& 
       // flapping cable none while it flaps. An element at least half as many steady flows cross
       // is carrying traffic, not flapping: after a repair, as the moved flows settle, neither
       // side is named rather than the healthy one.
-      if (difference_votes[x] > 0 && 2 * stable[x] >= v) continue;
+      // Votes from flows whose home path is known are not ties: the rule is for the others.
+      if (difference_votes[x] > 0 && home_votes[x] * 2 < v && 2 * stable[x] >= v) continue;
       const double key = static_cast<double>(v) + static_cast<double>(v) / static_cast<double>(v + stable[x]);
       if (key > best_key) {
         best = x;

@@ -5,6 +5,7 @@
 // "paths" section (report.hpp); the controller keeps them per flow (controller/flows.hpp).
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -27,5 +28,13 @@ struct PathTrace {
   std::vector<std::string> hops;
   bool operator==(const PathTrace&) const = default;
 };
+
+// Whether two traces of one flow found the same route: equal where both answered ("" matches any
+// address: routers rate-limit their ICMP); different lengths only count when both reached the
+// target, and silent hops right before a target's answer may be the target's own lost answer. The
+// agent uses it to notice a path change (and trace that flow again soon), the controller to count
+// changes and flapping (controller/flows.hpp).
+bool same_route(std::span<const std::string> a_hops, bool a_reached, std::span<const std::string> b_hops,
+                bool b_reached);
 
 }  // namespace weft::proto

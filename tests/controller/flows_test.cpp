@@ -179,6 +179,55 @@ TEST(FlowTable, PathChangesAreCountedAndFlappingIsNoticed) {
   EXPECT_EQ(j["flows"][0]["window"]["sent"], 10);
 }
 
+TEST(FlowTable, APathTracedOftenThatGoesBackAndForthFlapsAReroutedOneDoesNot) {
+  // The agent traces a flow whose path changed every ~2 s: over a 3 s flap it sees the path change
+  // every second or third trace, never in most of them; three changes in the horizon are a flap.
+  Fixture f;
+  const int64_t t0 = now_ns() - 20'000'000'000;
+  const std::vector<std::string> a{"10.1.0.1", "10.2.0.1", "10.0.0.2"}, b{"10.1.0.1", "10.2.0.2", "10.0.0.2"};
+  const char* flap = "aabbaabb";     // 40000: flaps
+  const char* reroute = "aabbbbaa";  // 40001: a fault and its repair, two changes
+  for (int i = 0; i < 8; ++i) {
+    const int64_t at = t0 + i * 2'000'000'000LL;
+    f.send("h2", 4, 2, 99, 0, 50'000,
+           {trace(40000, at, flap[i] == 'a' ? a : b), trace(40001, at, reroute[i] == 'a' ? a : b)});
+  }
+  auto p = f.ingest.flows().pair(Protocol::udp, "h1", "h2", now_ns());
+  ASSERT_EQ(p.flows.size(), 2u);
+  EXPECT_EQ(p.flows[0].path_changes, 3u);
+  EXPECT_TRUE(p.flows[0].flapping) << "3 changes in 14 s";
+  EXPECT_EQ(p.flows[1].path_changes, 2u);
+  EXPECT_FALSE(p.flows[1].flapping) << "a reroute and its repair";
+  for (const auto& o : f.ingest.flows().observations(Protocol::udp, now_ns()))
+    EXPECT_EQ(o.path_flapping, o.src_port == 40000) << o.src_port;
+}
+
+TEST(FlowTable, TheHomePathIsTheOneHeldBeforeTheFlapping) {
+  Fixture f;
+  const int64_t s = 1'000'000'000;
+  const int64_t t0 = now_ns() - 200 * s;
+  const std::vector<std::string> a{"10.1.0.1", "10.2.0.1", "10.0.0.2"}, b{"10.1.0.1", "10.2.0.2", "10.0.0.2"};
+  auto home = [&] { return f.ingest.flows().pair(Protocol::udp, "h1", "h2", now_ns()).flows[0].home_hops; };
+  // First trace on the detour: the home is that until a path has held 30 s.
+  f.send("h2", 9, 1, 99, 0, 50'000, {trace(40000, t0, b)});
+  EXPECT_EQ(home(), b);
+  f.send("h2", 8, 1, 99, 0, 50'000, {trace(40000, t0 + 10 * s, a)});
+  f.send("h2", 7, 1, 99, 0, 50'000, {trace(40000, t0 + 25 * s, a)});
+  EXPECT_EQ(home(), b) << "a held 15 s only";
+  f.send("h2", 6, 1, 99, 0, 50'000, {trace(40000, t0 + 41 * s, a)});
+  EXPECT_EQ(home(), a) << "a held 31 s";
+  // Flapping every few seconds: no path holds 30 s, the home stays.
+  for (int i = 0; i < 12; ++i)
+    f.send("h2", 5, 1, 99, 0, 50'000, {trace(40000, t0 + (60 + 3 * i) * s, i % 2 ? a : b)});
+  EXPECT_EQ(home(), a);
+  bool seen = false;
+  for (const auto& o : f.ingest.flows().observations(Protocol::udp, t0 + 95 * s)) {
+    seen = true;
+    EXPECT_EQ(o.home_hops, a);
+  }
+  EXPECT_TRUE(seen);
+}
+
 TEST(FlowTable, HostileAndMissingHops) {
   bool looped = false;
   // Spoofed junk becomes "no answer"; a repeated address (a loop) cuts the path.

@@ -188,6 +188,49 @@ TEST(Localise, AFlappingCableIsWhereTheFlappingPathsDiffer) {
   EXPECT_EQ(l.elements[0].reason, "flapping");
 }
 
+TEST(Localise, AFlappingCableIsOnItsFlowsHomePathThoughStaleTracesPutSteadyFlowsOnIt) {
+  // tor3-spine2 flaps after spine1 died and came back: rack 3's flows that hash onto spine1 were
+  // traced over spine2 while spine1 was dead and went back unseen (no loss, no new trace), so the
+  // steady flows the controller places on tor3-spine2 are stale ones. The flapping flows know their
+  // home path (spine2, held before the flapping began): only the home side gets their votes.
+  Tree t;
+  auto flows = t.probe({});
+  const uint32_t spine1 = t.id("spine1"), spine2 = t.id("spine2");
+  const auto original = flows;
+  size_t marked = 0, stale = 0, k = 0;
+  for (auto& f : flows) {
+    const bool rack3 = f.src.starts_with("r3") != f.dst.starts_with("r3");
+    if (!rack3) continue;
+    if (t.spine_of(f) == spine1) {
+      auto over2 = t.pair_hops_over(original, f, spine2);
+      if (!over2.empty()) {
+        f.hops = std::move(over2);
+        ++stale;
+      }
+      continue;
+    }
+    auto over1 = t.pair_hops_over(original, f, spine1);
+    ASSERT_FALSE(over1.empty()) << f.src << " -> " << f.dst << " has no flow over spine1";
+    f.home_hops = f.hops;
+    if (k++ % 2) {  // caught on the detour right now
+      f.other_hops = f.hops;
+      f.hops = over1;
+    } else {
+      f.other_hops = over1;
+    }
+    f.path_flapping = true;
+    ++marked;
+  }
+  ASSERT_GT(marked, 4u);
+  ASSERT_GT(stale, 4u);
+  LocaliserState st;
+  const auto l = localise(t.topo, flows, kNow, st);
+  EXPECT_EQ(l.flows_flapping, marked);
+  ASSERT_EQ(l.elements.size(), 1u) << l.elements[0].name;
+  EXPECT_EQ(l.elements[0].name, "tor3-spine2");
+  EXPECT_EQ(l.elements[0].reason, "flapping");
+}
+
 TEST(Localise, AfterAFlappingCableIsRepairedItsHealthySideIsNotNamed) {
   // tor3-spine2 came back: most of the flows that moved have settled on it again (steady), a
   // quarter still carry the flapping mark, and fewer steady flows than usual were seen over

@@ -173,8 +173,9 @@ groups:
 
 class Tally:
     """Every poll of the whole run: which named elements were innocent at that moment."""
-    def __init__(self, trace=None):
+    def __init__(self, trace=None, trace_flows=False):
         self.trace = trace    # a file: every poll's answer, one JSON line each (--trace)
+        self.trace_flows = trace_flows  # and every pair's flows with their traced paths (--trace-flows)
         self.phase = "baseline"
         self.polls = 0
         self.innocent_polls = 0
@@ -185,8 +186,12 @@ class Tally:
         named, raw = m.suspects()
         self.polls += 1
         if self.trace:
-            self.trace.write(json.dumps({"t": time.time(), "phase": self.phase,
-                                         "elements": raw.get("elements", raw)}) + "\n")
+            line = {"t": time.time(), "phase": self.phase, "elements": raw.get("elements", raw)}
+            if self.trace_flows:
+                hosts = m.c.hosts()
+                line["flows"] = {f"{a}>{b}": m.api.get(f"/api/v1/flows?protocol=udp&src={a}&dst={b}").get("flows")
+                                 for a in hosts for b in hosts if a != b}
+            self.trace.write(json.dumps(line) + "\n")
         if named is None:
             self.unavailable += 1
             return set(), raw
@@ -286,6 +291,8 @@ def main():
     ap.add_argument("--baseline", type=int, default=20, help="seconds of polling with no fault first")
     ap.add_argument("--config", default="", help="YAML appended to the controller's config")
     ap.add_argument("--trace", help="write every poll's elements to this file (JSON lines)")
+    ap.add_argument("--trace-flows", action="store_true",
+                    help="with --trace: also every pair's flows and traced paths at each poll (slows polls)")
     ap.add_argument("--no-fail", action="store_true", help="print the table, exit 0 (the benchmark)")
     ap.add_argument("--prefix", default="wcl", help="namespace name prefix (another lab may hold wcl-*)")
     args = ap.parse_args()
@@ -313,7 +320,7 @@ def main():
                 print(f"controller: {e}")
                 log("FAIL: the controller refused the topology section")
                 return 1
-            tally = Tally(open(args.trace, "w") if args.trace else None)
+            tally = Tally(open(args.trace, "w") if args.trace else None, args.trace_flows)
             every_second(lambda: tally.poll(m, set()) and False, args.baseline)
             log(f"baseline: {args.baseline} polls with no fault, {tally.innocent_polls} named something")
             rows = [run_fault(m, tally, f, args.hold) for f in faults]

@@ -37,7 +37,7 @@ void Prober::Impl::trace_step(int64_t now) {
       trace_hop({}, false);  // no answer from this hop
     }
     if (trace.reached || trace.ended || trace.ttl >= cfg.trace_max_hops) {
-      trace_finish();
+      trace_finish(now);
       return;
     }
     trace.ttl++;
@@ -45,10 +45,12 @@ void Prober::Impl::trace_step(int64_t now) {
     return;
   }
   if (now < next_trace_mono || targets.empty()) return;
-  // The next flow to trace: one that started losing, else the next one round-robin that is due.
+  // The next flow to trace: a followed one (its path just changed) that is due, unless the last
+  // two were follow-ups; else one that started losing; else the next one round-robin that is due.
   const size_t jobs = targets.size() * nflows;
   int64_t due_before = now - cfg.trace_interval.count();
-  size_t pick = SIZE_MAX;
+  const size_t follow_up = trace_pick_followed(now);
+  size_t pick = follow_run < 2 ? follow_up : SIZE_MAX;
   for (size_t n = 0; n < jobs && pick == SIZE_MAX; ++n) {
     const size_t j = (trace_cursor + n) % jobs;
     TargetState* t = targets[j / nflows].get();
@@ -61,11 +63,14 @@ void Prober::Impl::trace_step(int64_t now) {
         (t->traced_mono[j % nflows] == 0 || t->traced_mono[j % nflows] <= due_before))
       pick = j;
   }
+  if (pick == SIZE_MAX) pick = follow_up;  // no other flow waits: the follow-up after all
+  const bool followed_pick = pick == follow_up && pick != SIZE_MAX;
+  follow_run = followed_pick ? follow_run + 1 : 0;
   if (pick == SIZE_MAX) {  // nothing due: look again in a while
     next_trace_mono = now + std::min<int64_t>(cfg.trace_gap.count(), 1'000'000'000);
     return;
   }
-  trace_cursor = pick + 1;
+  if (!followed_pick) trace_cursor = pick + 1;
   TargetState& t = *targets[pick / nflows];
   const size_t flow = pick % nflows;
   t.traced_mono[flow] = now;
@@ -82,6 +87,32 @@ void Prober::Impl::trace_step(int64_t now) {
   ++trace.id;
   next_trace_mono = now + cfg.trace_gap.count();
   trace_send_hop(now);
+}
+
+size_t Prober::Impl::trace_pick_followed(int64_t now) const {
+  size_t pick = SIZE_MAX;
+  int64_t oldest = INT64_MAX;
+  for (const Followed& f : followed) {
+    if (now >= f.until_mono || f.target >= targets.size()) continue;
+    const TargetState* t = targets[f.target].get();
+    if (!t || t->gen != f.gen || t->retired || f.flow >= t->traced_mono.size()) continue;
+    const int64_t last = t->traced_mono[f.flow];
+    if (last > now - cfg.trace_follow_gap.count() || last >= oldest) continue;
+    oldest = last;
+    pick = f.target * nflows + f.flow;
+  }
+  return pick;
+}
+
+void Prober::Impl::trace_follow(uint32_t target, uint32_t gen, size_t flow, int64_t now) {
+  // Already followed: follow it longer. Else a free slot, else the one followed the longest.
+  Followed* slot = nullptr;
+  for (Followed& f : followed)
+    if (f.target == target && f.gen == gen && f.flow == flow && now < f.until_mono) slot = &f;
+  if (!slot)
+    for (Followed& f : followed)
+      if (!slot || f.until_mono < slot->until_mono) slot = &f;
+  *slot = Followed{target, gen, flow, now + cfg.trace_follow_for.count()};
 }
 
 void Prober::Impl::trace_send_hop(int64_t now) {
@@ -136,11 +167,19 @@ void Prober::Impl::trace_hop(std::string addr, bool is_target) {
   trace.reached = is_target;
 }
 
-void Prober::Impl::trace_finish() {
+void Prober::Impl::trace_finish(int64_t now) {
   trace.active = false;
   TargetState* t = trace.target < targets.size() ? targets[trace.target].get() : nullptr;
   if (!t || t->gen != trace.gen) return;
   Counters::inc(ctr.traces);
+  if (trace.flow < t->traced_hops.size()) {
+    auto& last = t->traced_hops[trace.flow];
+    if (!last.empty() &&
+        !proto::same_route(last, t->traced_reached[trace.flow] != 0, trace.hops, trace.reached))
+      trace_follow(trace.target, trace.gen, trace.flow, now);
+    last = trace.hops;
+    t->traced_reached[trace.flow] = trace.reached ? 1 : 0;
+  }
   if (!on_path) return;
   proto::PathTrace pt;
   pt.protocol = Protocol::udp;

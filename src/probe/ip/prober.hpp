@@ -78,6 +78,16 @@ struct ProberConfig {
   std::chrono::nanoseconds trace_gap{std::chrono::seconds(1)};
   std::chrono::nanoseconds trace_hop_timeout{std::chrono::milliseconds(300)};
   int trace_max_hops = 16;
+  // A flow whose trace found a path other than its previous trace's is followed: traced again
+  // every trace_follow_gap until its path has held for trace_follow_for (at most
+  // kMaxFollowedFlows at once, the latest changes; at most 2 traces in 3 are follow-ups, so the
+  // losing and due flows are still traced). One change shows a reroute; only traces a few seconds
+  // apart show a path that goes back and forth (a flapping link): its flows lose only as they
+  // leave it, and dozens of flows losing at once would otherwise space each flow's traces tens of
+  // seconds apart.
+  std::chrono::nanoseconds trace_follow_gap{std::chrono::seconds(2)};
+  std::chrono::nanoseconds trace_follow_for{std::chrono::seconds(10)};
+  static constexpr size_t kMaxFollowedFlows = 2;
 };
 
 struct ProberCounters {

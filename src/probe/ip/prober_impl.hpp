@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -99,6 +100,9 @@ struct Prober::Impl {
     // and whether it started losing since (trace it next).
     std::vector<int64_t> traced_mono;
     std::vector<uint8_t> trace_urgent;
+    // Each flow's previous trace (hops, reached), to notice a changed path.
+    std::vector<std::vector<std::string>> traced_hops;
+    std::vector<uint8_t> traced_reached;
   };
 
   struct HeapEntry {
@@ -188,6 +192,14 @@ struct Prober::Impl {
   uint64_t trace_session = 0;  // trace probes' session: their answers are told apart, never counted
   int64_t next_trace_mono = 0;
   size_t trace_cursor = 0;  // round-robin over (target, flow)
+  // Flows whose path just changed, traced again soon (ProberConfig::trace_follow_gap).
+  struct Followed {
+    uint32_t target = 0, gen = 0;
+    size_t flow = 0;
+    int64_t until_mono = 0;  // followed while now < until_mono
+  };
+  std::array<Followed, ProberConfig::kMaxFollowedFlows> followed{};
+  unsigned follow_run = 0;  // follow-ups picked in a row (at most 2 before another flow's turn)
 
   // Receive buffers.
   net::RecvBatch<kBatch, kRecvBytes, net::kControlBytes> udp_in;
@@ -246,7 +258,9 @@ struct Prober::Impl {
   int64_t trace_next() const;
   void trace_send_hop(int64_t now);
   void trace_hop(std::string addr, bool is_target);
-  void trace_finish();
+  void trace_finish(int64_t now);
+  size_t trace_pick_followed(int64_t now) const;  // a (target, flow) job index, or SIZE_MAX
+  void trace_follow(uint32_t target, uint32_t gen, size_t flow, int64_t now);
   bool trace_icmp(int sidx, const msghdr& m);
   void trace_reply(const wire::Packet& p);
 

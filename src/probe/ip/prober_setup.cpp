@@ -64,6 +64,8 @@ void Prober::Impl::apply_targets(int64_t now) {
     if (tracing()) {
       st->traced_mono.assign(nflows, 0);
       st->trace_urgent.assign(nflows, 0);
+      st->traced_hops.assign(nflows, {});
+      st->traced_reached.assign(nflows, 0);
     }
     for (auto& w : st->windows) {
       w.keep_latency(cfg.window_latency);
