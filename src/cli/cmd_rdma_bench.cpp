@@ -97,7 +97,6 @@ struct Bench {
   EndpointInfo peer;                  // the peer's first QP (and its buffer, the same for all)
   std::vector<EndpointInfo> peers{};  // every QP of the peer, qps[i] connected to peers[i]
   std::unordered_map<uint32_t, uint32_t> qp_of_num{};  // QP number -> index into qps
-  std::vector<uint32_t> bw_used{};                     // per QP: receives taken, not yet posted again
   std::optional<SharedReceiveQueue> srq{};             // --use-srq: every QP's receives
   size_t buf = 0;         // [0, buf): what we send/read into; [buf, 2 buf): what the peer targets
   uint32_t recv_off = 0;  // UD: the GRH before the payload
@@ -384,7 +383,6 @@ struct Bench {
     uint64_t done = 0;  // messages known complete, all QPs
     size_t finished = 0;
     received = 0;
-    std::fill(bw_used.begin(), bw_used.end(), 0);
     Ticks ticks;
     while (finished < nq) {
       for (size_t q = 0; q < nq; ++q) {
@@ -423,7 +421,7 @@ struct Bench {
         const ibv_wc& wc = wcs[static_cast<size_t>(i)];
         if (wc.opcode & IBV_WC_RECV) {
           // -b with SEND/WRITE_IMM: the peer's stream lands in the same CQ.
-          if (auto s = took_recv(wc, size); !s) return std::unexpected(s.error());
+          if (auto s = took_recv(wc); !s) return std::unexpected(s.error());
           continue;
         }
         // A signalled WR completes every earlier WR of its QP.
@@ -465,29 +463,21 @@ struct Bench {
 
   uint64_t sent = 0;  // messages the last stream() sent
 
-  // One receive taken during a stream: counted, and given back in batches of a quarter of rx_depth.
-  Status took_recv(const ibv_wc& wc, uint64_t size) {
+  // One receive taken during a stream: counted and posted again at once, as perftest's
+  // run_iter_bw_server does (one ibv_post_recv per completion), so each QP keeps rx_depth
+  // receives posted and the poll loop never stops for a burst of posts. (Giving receives back in
+  // batches of rx_depth / 4 per QP cost -q 2 and -b SEND bandwidth: docs/BENCHMARKS.md.)
+  Status took_recv(const ibv_wc& wc) {
     ++received;
-    const size_t q = srq ? 0 : qp_index(wc);  // one pool with --use-srq
-    if (++bw_used[q] < std::max<uint32_t>(1, rx_depth / 4)) return {};
-    auto s = post_recvs(bw_used[q], size, q);
-    bw_used[q] = 0;
-    return s;
-  }
-  // The receives taken and not posted again, posted (the next size starts with rx_depth per QP).
-  Status give_back_recvs(uint64_t size) {
-    for (size_t q = 0; q < qps.size(); ++q)
-      if (bw_used[q]) {
-        if (auto s = post_recvs(bw_used[q], size, q); !s) return s;
-        bw_used[q] = 0;
-      }
-    return {};
+    RecvWr r = RecvWr::into(mr.local(buf, static_cast<uint32_t>(buf)), wc.wr_id);
+    if (srq) return srq->post_recv(r);  // one pool with --use-srq
+    return qps[qp_index(wc)].post_recv(r);
   }
 
   // -b with SEND/WRITE_IMM, after this side's stream: tells the peer how many messages it sent (8
   // bytes on the side channel) and takes the peer's until its count is in (RC), or until 200 ms
   // pass without one once the count is known (UD and UC may lose some).
-  Status drain_peer(uint64_t size) {
+  Status drain_peer() {
     std::array<uint8_t, 8> count{};
     le::store<uint64_t>(count.data(), sent);
     if (auto s = chan.send_all(std::as_bytes(std::span(count)), timeout); !s) return s;
@@ -507,7 +497,7 @@ struct Bench {
       for (int i = 0; i < *n; ++i) {
         if (auto s = checked(wcs[static_cast<size_t>(i)]); !s) return s;
         if (wcs[static_cast<size_t>(i)].opcode & IBV_WC_RECV)
-          if (auto s = took_recv(wcs[static_cast<size_t>(i)], size); !s) return s;
+          if (auto s = took_recv(wcs[static_cast<size_t>(i)]); !s) return s;
       }
       const int64_t now = mono_ns();
       if (*n > 0) {
@@ -519,14 +509,13 @@ struct Bench {
       if (now - last_seen > (timeout.count() + int64_t{p.duration_ms}) * 1'000'000)
         return fail("bench: {} of the peer's messages came within {} ms", received, timeout.count());
     }
-    return give_back_recvs(size);
+    return {};
   }
 
   // Server side of SEND / WRITE_IMM bandwidth: take receives until all came (RC) or the client
   // says it is done (its barrier byte on the side channel; UD may lose some).
-  Status sink(uint64_t size) {
+  Status sink() {
     received = 0;
-    std::fill(bw_used.begin(), bw_used.end(), 0);
     int idle = 0;
     for (;;) {
       if (!p.duration_ms && received >= per_run()) break;
@@ -534,7 +523,7 @@ struct Bench {
       if (!n) return std::unexpected(n.error());
       for (int i = 0; i < *n; ++i) {
         if (auto s = checked(wcs[static_cast<size_t>(i)]); !s) return s;
-        if (auto s = took_recv(wcs[static_cast<size_t>(i)], size); !s) return s;
+        if (auto s = took_recv(wcs[static_cast<size_t>(i)]); !s) return s;
       }
       if (*n > 0) {
         idle = 0;
@@ -549,7 +538,7 @@ struct Bench {
         auto m = waiter.wait(wcs, milliseconds(1));
         if (m && *m > 0) {
           for (int i = 0; i < *m; ++i)
-            if (auto s = took_recv(wcs[static_cast<size_t>(i)], size); !s) return s;
+            if (auto s = took_recv(wcs[static_cast<size_t>(i)]); !s) return s;
           continue;
         }
         break;
@@ -557,7 +546,7 @@ struct Bench {
       if (++idle * 10 > timeout.count() + p.duration_ms)
         return fail("bench: no message within {} ms", timeout.count());
     }
-    return give_back_recvs(size);
+    return {};
   }
 };
 
@@ -658,10 +647,10 @@ Result<std::optional<BandwidthReport>> bandwidth_size(Bench& b, uint64_t size, m
     if (!r) return std::unexpected(r.error());
     mine = *r;
     if (b.p.bidirectional && needs_recv(b.p.op))
-      if (auto s = b.drain_peer(size); !s) return std::unexpected(s.error());
+      if (auto s = b.drain_peer(); !s) return std::unexpected(s.error());
   } else if (needs_recv(b.p.op)) {
     // One-sided operations leave the server idle; SEND/WRITE_IMM streams end in its CQ.
-    if (auto s = b.sink(size); !s) return std::unexpected(s.error());
+    if (auto s = b.sink(); !s) return std::unexpected(s.error());
   }
   if (auto s = b.chan.barrier(run_limit); !s) return std::unexpected(s.error());
   if (!b.p.bidirectional) return mine;
@@ -924,7 +913,6 @@ Status run(const Options& o, bool& usage) {
           .peer = link->peers[0]};
   b.peers = link->peers;
   for (uint32_t i = 0; i < b.qps.size(); ++i) b.qp_of_num[b.qps[i].qpn()] = i;
-  b.bw_used.assign(b.qps.size(), 0);
   b.srq = std::move(link->srq);
   b.buf = buf;
   b.recv_off = mine.ud ? kGrhBytes : 0;
