@@ -2,7 +2,8 @@
 // command, for SEND, WRITE, WRITE_IMM, READ, FETCH_ADD and COMPARE_SWAP over RC (SEND and WRITE
 // also over UC, SEND also over UD), one size or the -a sweep, iteration or duration mode,
 // busy/channel/epoll completion waits, and perftest's flags (-b, -q, -U, -r, -l, -o, -x, -i, -m,
-// -S, -T, --use-srq, --report_gbits, --perform_warm_up; rdma_bench_options.hpp parses them).
+// -S, -T, -R, --use-srq, --report_gbits, --perform_warm_up; rdma_bench_options.hpp parses them;
+// rdma_bench_link.hpp makes the PD, CQ and QPs, or takes them from rdma_cm with -R).
 // Figures are computed the way perftest computes them (see rdma_bench_stats.hpp), so each row can
 // be compared with ib_*_lat / ib_*_bw on the same machine.
 //
@@ -32,6 +33,7 @@
 #include "base/log.hpp"
 #include "cli/command_registry.hpp"
 #include "cli/rdma_args.hpp"
+#include "cli/rdma_bench_link.hpp"
 #include "cli/rdma_bench_options.hpp"
 #include "cli/rdma_bench_params.hpp"
 #include "cli/rdma_bench_stats.hpp"
@@ -95,7 +97,6 @@ struct Bench {
   EndpointInfo peer;                  // the peer's first QP (and its buffer, the same for all)
   std::vector<EndpointInfo> peers{};  // every QP of the peer, qps[i] connected to peers[i]
   std::unordered_map<uint32_t, uint32_t> qp_of_num{};  // QP number -> index into qps
-  std::vector<uint32_t> bw_used{};                     // per QP: receives taken, not yet posted again
   std::optional<SharedReceiveQueue> srq{};             // --use-srq: every QP's receives
   size_t buf = 0;         // [0, buf): what we send/read into; [buf, 2 buf): what the peer targets
   uint32_t recv_off = 0;  // UD: the GRH before the payload
@@ -382,7 +383,6 @@ struct Bench {
     uint64_t done = 0;  // messages known complete, all QPs
     size_t finished = 0;
     received = 0;
-    std::fill(bw_used.begin(), bw_used.end(), 0);
     Ticks ticks;
     while (finished < nq) {
       for (size_t q = 0; q < nq; ++q) {
@@ -421,7 +421,7 @@ struct Bench {
         const ibv_wc& wc = wcs[static_cast<size_t>(i)];
         if (wc.opcode & IBV_WC_RECV) {
           // -b with SEND/WRITE_IMM: the peer's stream lands in the same CQ.
-          if (auto s = took_recv(wc, size); !s) return std::unexpected(s.error());
+          if (auto s = took_recv(wc); !s) return std::unexpected(s.error());
           continue;
         }
         // A signalled WR completes every earlier WR of its QP.
@@ -463,29 +463,21 @@ struct Bench {
 
   uint64_t sent = 0;  // messages the last stream() sent
 
-  // One receive taken during a stream: counted, and given back in batches of a quarter of rx_depth.
-  Status took_recv(const ibv_wc& wc, uint64_t size) {
+  // One receive taken during a stream: counted and posted again at once, as perftest's
+  // run_iter_bw_server does (one ibv_post_recv per completion), so each QP keeps rx_depth
+  // receives posted and the poll loop never stops for a burst of posts. (Giving receives back in
+  // batches of rx_depth / 4 per QP cost -q 2 and -b SEND bandwidth: docs/BENCHMARKS.md.)
+  Status took_recv(const ibv_wc& wc) {
     ++received;
-    const size_t q = srq ? 0 : qp_index(wc);  // one pool with --use-srq
-    if (++bw_used[q] < std::max<uint32_t>(1, rx_depth / 4)) return {};
-    auto s = post_recvs(bw_used[q], size, q);
-    bw_used[q] = 0;
-    return s;
-  }
-  // The receives taken and not posted again, posted (the next size starts with rx_depth per QP).
-  Status give_back_recvs(uint64_t size) {
-    for (size_t q = 0; q < qps.size(); ++q)
-      if (bw_used[q]) {
-        if (auto s = post_recvs(bw_used[q], size, q); !s) return s;
-        bw_used[q] = 0;
-      }
-    return {};
+    RecvWr r = RecvWr::into(mr.local(buf, static_cast<uint32_t>(buf)), wc.wr_id);
+    if (srq) return srq->post_recv(r);  // one pool with --use-srq
+    return qps[qp_index(wc)].post_recv(r);
   }
 
   // -b with SEND/WRITE_IMM, after this side's stream: tells the peer how many messages it sent (8
   // bytes on the side channel) and takes the peer's until its count is in (RC), or until 200 ms
   // pass without one once the count is known (UD and UC may lose some).
-  Status drain_peer(uint64_t size) {
+  Status drain_peer() {
     std::array<uint8_t, 8> count{};
     le::store<uint64_t>(count.data(), sent);
     if (auto s = chan.send_all(std::as_bytes(std::span(count)), timeout); !s) return s;
@@ -505,7 +497,7 @@ struct Bench {
       for (int i = 0; i < *n; ++i) {
         if (auto s = checked(wcs[static_cast<size_t>(i)]); !s) return s;
         if (wcs[static_cast<size_t>(i)].opcode & IBV_WC_RECV)
-          if (auto s = took_recv(wcs[static_cast<size_t>(i)], size); !s) return s;
+          if (auto s = took_recv(wcs[static_cast<size_t>(i)]); !s) return s;
       }
       const int64_t now = mono_ns();
       if (*n > 0) {
@@ -517,14 +509,13 @@ struct Bench {
       if (now - last_seen > (timeout.count() + int64_t{p.duration_ms}) * 1'000'000)
         return fail("bench: {} of the peer's messages came within {} ms", received, timeout.count());
     }
-    return give_back_recvs(size);
+    return {};
   }
 
   // Server side of SEND / WRITE_IMM bandwidth: take receives until all came (RC) or the client
   // says it is done (its barrier byte on the side channel; UD may lose some).
-  Status sink(uint64_t size) {
+  Status sink() {
     received = 0;
-    std::fill(bw_used.begin(), bw_used.end(), 0);
     int idle = 0;
     for (;;) {
       if (!p.duration_ms && received >= per_run()) break;
@@ -532,7 +523,7 @@ struct Bench {
       if (!n) return std::unexpected(n.error());
       for (int i = 0; i < *n; ++i) {
         if (auto s = checked(wcs[static_cast<size_t>(i)]); !s) return s;
-        if (auto s = took_recv(wcs[static_cast<size_t>(i)], size); !s) return s;
+        if (auto s = took_recv(wcs[static_cast<size_t>(i)]); !s) return s;
       }
       if (*n > 0) {
         idle = 0;
@@ -547,7 +538,7 @@ struct Bench {
         auto m = waiter.wait(wcs, milliseconds(1));
         if (m && *m > 0) {
           for (int i = 0; i < *m; ++i)
-            if (auto s = took_recv(wcs[static_cast<size_t>(i)], size); !s) return s;
+            if (auto s = took_recv(wcs[static_cast<size_t>(i)]); !s) return s;
           continue;
         }
         break;
@@ -555,19 +546,21 @@ struct Bench {
       if (++idle * 10 > timeout.count() + p.duration_ms)
         return fail("bench: no message within {} ms", timeout.count());
     }
-    return give_back_recvs(size);
+    return {};
   }
 };
 
 std::string latency_json(const BenchParams& p, const Options& o, const std::string& dev,
                          const LatencyReport& r) {
   return fmt::format(
-      "{{\"test\":\"lat\",\"op\":\"{}\",\"qp\":\"{}\",\"wait\":\"{}\",\"device\":\"{}\",\"size\":{},"
+      "{{\"test\":\"lat\",\"op\":\"{}\",\"qp\":\"{}\",\"rdma_cm\":{},\"wait\":\"{}\",\"device\":\"{}\","
+      "\"size\":{},"
       "\"iters\":{},\"unit\":\"usec\",\"rtt_divisor\":{},\"t_min\":{:.3f},\"t_max\":{:.3f},"
       "\"t_typical\":{:.3f},\"t_avg\":{:.3f},\"t_stdev\":{:.3f},\"p50\":{:.3f},\"p90\":{:.3f},\"p99\":{:.3f},"
       "\"p99_9\":{:.3f}}}\n",
-      to_string(p.op), lower_transport(p), o.wait, dev, r.size, r.iters, is_one_sided_round(p.op) ? 1 : 2,
-      r.min_us, r.max_us, r.typical_us, r.avg_us, r.stdev_us, r.typical_us, r.p90_us, r.p99_us, r.p999_us);
+      to_string(p.op), lower_transport(p), p.rdma_cm, o.wait, dev, r.size, r.iters,
+      is_one_sided_round(p.op) ? 1 : 2, r.min_us, r.max_us, r.typical_us, r.avg_us, r.stdev_us, r.typical_us,
+      r.p90_us, r.p99_us, r.p999_us);
 }
 
 std::string bandwidth_json(const BenchParams& p, const BenchPlan& plan, const Options& o,
@@ -583,14 +576,15 @@ std::string bandwidth_json(const BenchParams& p, const BenchPlan& plan, const Op
     per_second += "]";
   }
   return fmt::format(
-      "{{\"test\":\"bw\",\"op\":\"{}\",\"qp\":\"{}\",\"wait\":\"{}\",\"device\":\"{}\",\"size\":{},"
+      "{{\"test\":\"bw\",\"op\":\"{}\",\"qp\":\"{}\",\"rdma_cm\":{},\"wait\":\"{}\",\"device\":\"{}\","
+      "\"size\":{},"
       "\"iters\":{},\"tx_depth\":{},\"cq_mod\":{},\"post_list\":{},\"qps\":{},\"bidirectional\":{},\"bw_peak_"
       "mbps\":{:."
       "3f},"
       "\"bw_avg_mbps\":{:.3f},\"bw_peak_gbits\":{:.4f},\"bw_avg_gbits\":{:.4f},\"msg_rate_mpps\":{:.6f}{}}}"
       "\n",
-      to_string(p.op), lower_transport(p), o.wait, dev, r.size, r.iters, p.tx_depth, p.cq_mod, p.post_list,
-      p.num_qps, p.bidirectional, r.peak_mbps, r.avg_mbps, mib_to_gbits(r.peak_mbps),
+      to_string(p.op), lower_transport(p), p.rdma_cm, o.wait, dev, r.size, r.iters, p.tx_depth, p.cq_mod,
+      p.post_list, p.num_qps, p.bidirectional, r.peak_mbps, r.avg_mbps, mib_to_gbits(r.peak_mbps),
       mib_to_gbits(r.avg_mbps), r.msg_rate_mpps, per_second);
 }
 
@@ -653,10 +647,10 @@ Result<std::optional<BandwidthReport>> bandwidth_size(Bench& b, uint64_t size, m
     if (!r) return std::unexpected(r.error());
     mine = *r;
     if (b.p.bidirectional && needs_recv(b.p.op))
-      if (auto s = b.drain_peer(size); !s) return std::unexpected(s.error());
+      if (auto s = b.drain_peer(); !s) return std::unexpected(s.error());
   } else if (needs_recv(b.p.op)) {
     // One-sided operations leave the server idle; SEND/WRITE_IMM streams end in its CQ.
-    if (auto s = b.sink(size); !s) return std::unexpected(s.error());
+    if (auto s = b.sink(); !s) return std::unexpected(s.error());
   }
   if (auto s = b.chan.barrier(run_limit); !s) return std::unexpected(s.error());
   if (!b.p.bidirectional) return mine;
@@ -745,10 +739,11 @@ Status run_sizes(Bench& b, const std::vector<uint64_t>& sizes, uint32_t mtu,
   for (const auto& n : notes) fmt::print(o.json ? stderr : stdout, "# adjusted like perftest: {}\n", n);
   if (!o.server && !o.json) {
     fmt::print(
-        "# weft rdma bench: {} {} {} on {} port {} (MTU {}), wait {}, tx_depth {}, cq_mod {}, inline "
+        "# weft rdma bench: {} {} {}{} on {} port {} (MTU {}), wait {}, tx_depth {}, cq_mod {}, inline "
         "{}{}{}{}{}{}\n",
-        to_string(mine.op), lat ? "latency" : "bandwidth", transport_name(mine.ud, mine.uc), dev_name,
-        b.plan.ib_port, mtu, o.wait, mine.tx_depth, mine.cq_mod, b.inline_max,
+        to_string(mine.op), lat ? "latency" : "bandwidth", transport_name(mine.ud, mine.uc),
+        mine.rdma_cm ? " (rdma_cm)" : "", dev_name, b.plan.ib_port, mtu, o.wait, mine.tx_depth, mine.cq_mod,
+        b.inline_max,
         needs_recv(mine.op) ? fmt::format(", rx_depth {}{}", b.rx_depth, b.srq ? " (SRQ)" : "")
                             : std::string(),
         mine.post_list > 1 ? fmt::format(", post_list {}", mine.post_list) : std::string(),
@@ -843,7 +838,7 @@ Status run(const Options& o, bool& usage) {
           fmt::format("-x {}: no such GID index on {} port {}", plan.gid_index, dev->name(), plan.ib_port),
           errno);
     co.gid_index = plan.gid_index;
-  } else {
+  } else if (!plan.rdma_cm) {  // (-R: rdma_cm picks the GID of the address)
     auto gid = dev->roce_v2_gid(*addr);
     if (!gid) return std::unexpected(gid.error());
     co.gid_index = static_cast<int>(gid->index);
@@ -866,77 +861,59 @@ Status run(const Options& o, bool& usage) {
   }
   co.max_rd_atomic = static_cast<uint8_t>(std::clamp(reads, 1, 255));
 
-  auto pd = ProtectionDomain::create(*dev);
-  if (!pd) return std::unexpected(pd.error());
   const uint32_t rx_depth = plan.rx_depth;
   const uint32_t nq = mine.num_qps;
-  auto cq = CompletionQueue::create(*dev, static_cast<int>((mine.tx_depth + rx_depth) * nq + 16), mode);
-  if (!cq) return std::unexpected(cq.error());
-  QpOptions qo;
-  qo.type = mine.ud ? QpType::ud : mine.uc ? QpType::uc : QpType::rc;
-  qo.max_send_wr = mine.tx_depth;
-  qo.max_recv_wr = rx_depth;
-  qo.signal_all = false;
   const uint32_t want_inline = inline_wanted(mine, o);
-  qo.max_inline = want_inline;
-  // --use-srq: one SRQ of rx_depth receives feeds every QP (perftest's SRQ mode).
-  std::optional<SharedReceiveQueue> srq;
-  if (plan.use_srq) {
-    auto made = SharedReceiveQueue::create(*pd, rx_depth);
-    if (!made) return std::unexpected(made.error());
-    srq.emplace(std::move(*made));
-  }
-  std::vector<QueuePair> qps;
-  for (uint32_t i = 0; i < nq; ++i) {
-    auto qp = QueuePair::create(*pd, *cq, *cq, qo, srq ? &*srq : nullptr);
-    if (!qp) return std::unexpected(qp.error());
-    qps.push_back(std::move(*qp));
-  }
   const uint64_t max_size = sizes.back();
   const size_t buf = (max_size + kGrhBytes + 4095) / 4096 * 4096;
-  auto mr = MemoryRegion::allocate(*pd, 2 * buf, access::all);
-  if (!mr) return std::unexpected(mr.error());
-  auto waiter = CompletionWaiter::create(*cq, mode);
+  BenchLinkSpec spec{.server = o.server,
+                     .bind = o.bind,
+                     .client = o.client,
+                     .port = o.port,
+                     .device = o.device,
+                     .timeout = timeout,
+                     .mode = mode,
+                     .qp = QpOptions{.type = mine.ud   ? QpType::ud
+                                             : mine.uc ? QpType::uc
+                                                       : QpType::rc,
+                                     .max_send_wr = mine.tx_depth,
+                                     .max_recv_wr = rx_depth,
+                                     .max_inline = want_inline,
+                                     .signal_all = false},
+                     .co = co,
+                     .my_gid = my_gid,
+                     .num_qps = nq,
+                     .cq_depth = static_cast<int>((mine.tx_depth + rx_depth) * nq + 16),
+                     // --use-srq: one SRQ of rx_depth receives feeds every QP (perftest's SRQ mode).
+                     .use_srq = plan.use_srq,
+                     .srq_depth = rx_depth,
+                     .mr_bytes = 2 * buf,
+                     .target_off = buf,
+                     .rdma_cm = plan.rdma_cm,
+                     .tos = o.tos ? std::optional<uint8_t>(plan.traffic_class) : std::nullopt};
+  auto link = link_bench(*chan, std::move(*dev), spec);
+  if (!link) return std::unexpected(link.error());
+  auto waiter = CompletionWaiter::create(link->cq(), mode);
   if (!waiter) return std::unexpected(waiter.error());
   if (auto* pl = waiter->poller())
     if (auto s = pl->watch_fd(chan->fd(), kPeerTag); !s) return s;
 
-  // One exchange per QP, in the same order on both sides: qps[i] talks to the peer's i-th.
-  std::vector<EndpointInfo> peers;
-  std::unordered_map<uint32_t, uint32_t> qp_of_num;
-  for (uint32_t i = 0; i < nq; ++i) {
-    const uint32_t psn = static_cast<uint32_t>(mono_ns() + i) & 0xffffff;
-    EndpointInfo me{QpAddress{qps[i].qpn(), psn, 0, my_gid}, mr->remote(buf, static_cast<uint32_t>(buf)),
-                    co.qkey};
-    auto peer = chan->exchange(me, timeout);
-    if (!peer) return std::unexpected(peer.error());
-    if (auto s = qps[i].connect(co, psn, peer->qp); !s) return s;
-    peers.push_back(*peer);
-    qp_of_num[qps[i].qpn()] = i;
-  }
-  std::optional<AddressHandle> ah;
-  if (mine.ud) {
-    auto a = AddressHandle::create(*pd, co, peers[0].qp.gid, peers[0].qp.lid);
-    if (!a) return std::unexpected(a.error());
-    ah.emplace(std::move(*a));
-  }
   Bench b{.o = o,
           .plan = plan,
           .p = mine,
           .active = !o.server,
           .timeout = timeout,
           .chan = *chan,
-          .dev = std::move(*dev),
-          .qps = std::move(qps),
-          .mr = std::move(*mr),
-          .cq = *cq,
+          .dev = link->dev,
+          .qps = link->qps,
+          .mr = std::move(*link->mr),
+          .cq = link->cq(),
           .waiter = *waiter,
-          .ah = std::move(ah),
-          .peer = peers[0]};
-  b.peers = std::move(peers);
-  b.qp_of_num = std::move(qp_of_num);
-  b.bw_used.assign(nq, 0);
-  b.srq = std::move(srq);
+          .ah = std::move(link->ah),
+          .peer = link->peers[0]};
+  b.peers = link->peers;
+  for (uint32_t i = 0; i < b.qps.size(); ++i) b.qp_of_num[b.qps[i].qpn()] = i;
+  b.srq = std::move(link->srq);
   b.buf = buf;
   b.recv_off = mine.ud ? kGrhBytes : 0;
   b.inline_max = std::min(want_inline, b.qps[0].max_inline());

@@ -93,6 +93,8 @@ void add_bench_options(CLI::App* sub, BenchOptions& o) {
       ->check(CLI::IsMember({256u, 512u, 1024u, 2048u, 4096u}));
   sub->add_option("-S,--sl", o.sl, "service level 0-15")->check(CLI::Range(0, 15));
   sub->add_option("-T,--tos", o.tos, "traffic class of the GRH 0-255")->check(CLI::Range(0, 255));
+  sub->add_flag("-R,--rdma_cm,--rdma-cm", o.rdma_cm,
+                "connect the QP with rdma_cm and run the test on it (RC)");
 }
 
 Result<BenchPlan> plan_bench(const BenchOptions& o) {
@@ -117,6 +119,7 @@ Result<BenchPlan> plan_bench(const BenchOptions& o) {
   p.warm_up = o.warm_up;
   p.post_list = o.post_list;
   p.num_qps = static_cast<uint16_t>(o.num_qps);
+  p.rdma_cm = o.rdma_cm;
   const bool iterations = p.duration_ms == 0;
   // perftest: never more WRs in flight than the run has (force_dependecies).
   if (iterations && p.tx_depth > p.iters) {
@@ -162,6 +165,16 @@ Result<BenchPlan> plan_bench(const BenchOptions& o) {
   if (o.use_srq && plan.rx_depth < p.num_qps)
     return fail("--use-srq: the SRQ depth (-r {}) must be at least the number of QPs (-q {})", plan.rx_depth,
                 p.num_qps);
+  if (o.rdma_cm) {
+    // rdma_cm resolves the address to a device, port, GID and path (perftest -R takes them from
+    // the connection too): a flag that picks one of them is refused rather than ignored.
+    if (o.gid_index >= 0) return fail("-x (GID index): with -R rdma_cm picks the GID of the address");
+    if (o.ib_port != 1) return fail("-i (port): with -R rdma_cm picks the port of the address");
+    if (o.mtu) return fail("-m (MTU): with -R the path MTU is the one rdma_cm resolves");
+    if (o.sl) return fail("-S (service level): with -R the path is the one rdma_cm resolves (use -T)");
+    if (o.use_srq) return fail("--use-srq: not supported with -R (the rdma_cm connection has no SRQ)");
+  }
+  plan.rdma_cm = o.rdma_cm;
   plan.use_srq = o.use_srq;
   plan.out_reads = o.out_reads;
   plan.gid_index = o.gid_index;

@@ -50,6 +50,7 @@ struct BenchOptions {
   uint32_t mtu = 0;            // -m; 0: the port's active MTU
   int sl = 0;                  // -S
   int tos = 0;                 // -T (the GRH traffic class)
+  bool rdma_cm = false;        // -R: connect the QP with rdma_cm and run the test on it
 };
 
 // Registers every option of `weft rdma bench` on `sub` (CLI11 range and choice checks: a bad
@@ -66,6 +67,7 @@ struct BenchPlan {
   uint32_t mtu = 0;  // bytes; 0: the port's active MTU
   uint8_t sl = 0;
   uint8_t traffic_class = 0;
+  bool rdma_cm = false;  // -R: rdma_cm (rdma::CmConnection) makes and connects the QP
   bool unsorted = false;
   bool report_gbits = false;
   bool per_second = false;

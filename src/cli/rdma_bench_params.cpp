@@ -13,7 +13,7 @@ namespace weft::cli {
 namespace {
 
 constexpr uint32_t kMagic = 0x4e454257;  // "WBEN"
-constexpr uint16_t kVersion = 2;         // 2: UC, -b, --perform_warm_up, -l, -q
+constexpr uint16_t kVersion = 3;         // 2: UC, -b, --perform_warm_up, -l, -q; 3: -R
 constexpr std::array<std::string_view, 6> kOpNames = {"send", "write",     "write_imm",
                                                       "read", "fetch_add", "compare_swap"};
 
@@ -61,7 +61,7 @@ std::array<uint8_t, kBenchParamsBytes> encode(const BenchParams& b) {
   put<uint8_t>(p, b.uc);
   put<uint8_t>(p, b.bidirectional);
   put<uint8_t>(p, b.warm_up);
-  put<uint8_t>(p, 0);
+  put<uint8_t>(p, b.rdma_cm);
   put<uint32_t>(p, b.post_list);
   return out;
 }
@@ -87,10 +87,11 @@ Result<BenchParams> decode_bench_params(std::span<const uint8_t> bytes) {
   b.duration_ms = get<uint32_t>(p);
   b.tx_depth = get<uint32_t>(p);
   b.cq_mod = get<uint32_t>(p);
-  const uint8_t uc = get<uint8_t>(p), bidir = get<uint8_t>(p), warm = get<uint8_t>(p);
-  (void)get<uint8_t>(p);
-  if (uc > 1 || bidir > 1 || warm > 1) return fail("bench parameters: bad flags ({} {} {})", uc, bidir, warm);
+  const uint8_t uc = get<uint8_t>(p), bidir = get<uint8_t>(p), warm = get<uint8_t>(p), cm = get<uint8_t>(p);
+  if (uc > 1 || bidir > 1 || warm > 1 || cm > 1)
+    return fail("bench parameters: bad flags ({} {} {} {})", uc, bidir, warm, cm);
   b.uc = uc;
+  b.rdma_cm = cm;
   b.bidirectional = bidir;
   b.warm_up = warm;
   b.post_list = get<uint32_t>(p);
@@ -116,6 +117,7 @@ std::string bench_mismatch(const BenchParams& a, const BenchParams& b) {
   cmp("perform_warm_up", a.warm_up, b.warm_up);
   cmp("post_list (-l)", a.post_list, b.post_list);
   cmp("qps (-q)", a.num_qps, b.num_qps);
+  cmp("rdma_cm (-R)", a.rdma_cm, b.rdma_cm);
   std::string out;
   for (auto& s : d) out += (out.empty() ? "" : "; ") + s;
   return out;
@@ -143,6 +145,16 @@ Status validate(const BenchParams& b) {
     return fail("--perform_warm_up is only available in WRITE, READ and atomic bandwidth tests");
   if (b.num_qps < 1 || b.num_qps > kBenchMaxQps) return fail("-q (QPs) must be 1-{}", kBenchMaxQps);
   if (b.num_qps > 1 && !bw) return fail("-q (several QPs) is only available in bandwidth tests");
+  if (b.rdma_cm) {
+    // perftest: "UC is not supported in librdmacm". weft's rdma_cm connection (rdma::CmConnection)
+    // is one RC QP with its own PD and CQ: no UD, and one QP per run.
+    if (b.uc) return fail("-R (rdma_cm): UC is not supported in librdmacm");
+    if (b.ud) return fail("-R (rdma_cm) sets up RC connections here: UD is not supported with -R");
+    if (b.num_qps > 1)
+      return fail(
+          "-R (rdma_cm) sets up one QP here (its connection owns its PD and CQ): -q {} is not supported",
+          b.num_qps);
+  }
   if (b.post_list < 1 || b.post_list > b.tx_depth)
     return fail("-l (post list) must be 1-tx_depth ({})", b.tx_depth);
   if (b.post_list > 1) {

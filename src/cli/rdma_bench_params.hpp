@@ -41,6 +41,7 @@ struct BenchParams {
   bool warm_up = false;        // --perform_warm_up: tx_depth untimed WRs before the timed run
   uint32_t post_list = 1;      // -l: WRs handed to one ibv_post_send (bandwidth only)
   uint16_t num_qps = 1;        // -q: QPs streaming at once (bandwidth only; -n per QP)
+  bool rdma_cm = false;        // -R: the test's QP comes from an rdma_cm connection (RC)
   bool operator==(const BenchParams&) const = default;
 };
 

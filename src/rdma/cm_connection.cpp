@@ -154,6 +154,11 @@ Result<CmConnection> CmConnection::connect(const std::string& host, uint16_t por
     if (auto s = expect_event(c.id_->ch, RDMA_CM_EVENT_ADDR_RESOLVED, g, o.timeout); !s)
       return std::unexpected(s.error());
   }
+  if (o.tos) {
+    uint8_t tos = *o.tos;
+    if (rdma_set_option(c.id_->id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, sizeof tos))
+      return verb_error(fmt::format("rdma_set_option TOS {}", tos), errno);
+  }
   if (rdma_resolve_route(c.id_->id, ms)) return verb_error(fmt::format("rdma_resolve_route {}", host), errno);
   {
     EventGuard g;

@@ -27,6 +27,9 @@ struct CmOptions {
   // RDMA READs/atomics each side may have outstanding (initiator_depth) and serve at once
   // (responder_resources); rdma_cm caps both at what the devices allow.
   uint8_t rd_atomic = 1;
+  // The IP type of service of the connection (its GRH traffic class on RoCE), set by the active
+  // side between address and route resolution as rdma_cm requires; unset: the kernel's default.
+  std::optional<uint8_t> tos{};
   std::chrono::milliseconds timeout{5000};
 };
 

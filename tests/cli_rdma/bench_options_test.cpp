@@ -170,6 +170,34 @@ TEST(BenchOptions, BadCombinationsAreRefusedLikePerftest) {
   EXPECT_EQ(plan_error({"--qp", "uc", "-c", "UC", "--op", "write"}), "");
 }
 
+// -R (rdma_cm), spelled as perftest spells it: parsed into the record both sides agree on; what
+// weft's rdma_cm set-up cannot do, and the flags whose choice rdma_cm makes itself, are usage
+// errors naming the flag instead of being ignored.
+TEST(BenchOptions, RdmaCmFlag) {
+  for (const char* spelling : {"-R", "--rdma_cm", "--rdma-cm"}) {
+    auto p = plan_of({spelling, "--op", "read", "--test", "bw"});
+    EXPECT_TRUE(p.params.rdma_cm) << spelling;
+    EXPECT_TRUE(p.rdma_cm) << spelling;
+  }
+  EXPECT_FALSE(plan_of({"--op", "write"}).params.rdma_cm);
+  auto tos = plan_of({"-R", "-T", "32"});  // perftest's -T belongs with -R
+  EXPECT_EQ(tos.traffic_class, 32);
+  EXPECT_TRUE(has(plan_error({"-R", "-c", "UC"}), "UC is not supported in librdmacm"));  // perftest's words
+  EXPECT_TRUE(has(plan_error({"-R", "-c", "UD"}), "UD"));
+  EXPECT_TRUE(has(plan_error({"-R", "--qp", "ud"}), "UD"));
+  EXPECT_TRUE(has(plan_error({"-R", "--test", "bw", "-q", "2"}), "-q 2"));
+  EXPECT_TRUE(has(plan_error({"-R", "-x", "1"}), "-x"));
+  EXPECT_TRUE(has(plan_error({"-R", "-i", "2"}), "-i"));
+  EXPECT_TRUE(has(plan_error({"-R", "-m", "1024"}), "-m"));
+  EXPECT_TRUE(has(plan_error({"-R", "-S", "3"}), "-S"));
+  EXPECT_TRUE(has(plan_error({"-R", "--use-srq"}), "--use-srq"));
+  // What -R does take: every op, latency and bandwidth, -b, -l, -o, -r, -t, -Q, -I, -D.
+  EXPECT_EQ(plan_error({"-R", "--op", "write_imm", "--test", "bw", "-b", "-r", "64", "-l", "4", "-Q", "4"}),
+            "");
+  EXPECT_EQ(plan_error({"-R", "--op", "cas", "--test", "bw", "-o", "2", "-t", "16"}), "");
+  EXPECT_EQ(plan_error({"-R", "--op", "write", "-I", "0", "-D", "1"}), "");
+}
+
 TEST(BenchOptions, ClampsLikePerftestAndSaysSo) {
   // -n below the tx depth: perftest lowers tx_depth to -n; weft does the same and notes it.
   auto p = plan_of({"--test", "bw", "--op", "write", "-n", "10"});

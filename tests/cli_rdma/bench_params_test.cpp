@@ -28,6 +28,38 @@ TEST(BenchParams, RoundTrip) {
   auto uc_back = decode_bench_params(encode(uc));
   ASSERT_TRUE(uc_back) << uc_back.error().message;
   EXPECT_EQ(*uc_back, uc);
+  BenchParams cm;
+  cm.rdma_cm = true;
+  auto cm_back = decode_bench_params(encode(cm));
+  ASSERT_TRUE(cm_back) << cm_back.error().message;
+  EXPECT_TRUE(cm_back->rdma_cm);
+}
+
+// Both sides must set their QPs up the same way: a client with -R and a server without would
+// wait for each other on different channels.
+TEST(BenchParams, RdmaCmMismatchAndRefusals) {
+  BenchParams a, b;
+  b.rdma_cm = true;
+  EXPECT_NE(bench_mismatch(a, b).find("rdma_cm (-R): here false, peer true"), std::string::npos)
+      << bench_mismatch(a, b);
+  BenchParams ud;
+  ud.ud = true;
+  ud.rdma_cm = true;
+  EXPECT_FALSE(validate(ud));
+  BenchParams qps;
+  qps.test = BenchTest::bw;
+  qps.tx_depth = 8;
+  qps.num_qps = 4;
+  qps.rdma_cm = true;
+  EXPECT_FALSE(validate(qps));
+  qps.num_qps = 1;
+  EXPECT_TRUE(validate(qps));
+  // A record from a peer that asks for -R with UC is refused on decoding, not run.
+  BenchParams uc;
+  uc.op = BenchOp::write;
+  uc.uc = true;
+  uc.rdma_cm = true;
+  EXPECT_FALSE(decode_bench_params(encode(uc)));
 }
 
 TEST(BenchParams, MismatchOfPerftestFlags) {

@@ -190,6 +190,40 @@ bench_killed_server() {
   done
 }
 
+# -R: the QP comes from rdma_cm (CmConnection); the run must say so and give a positive figure.
+bench_cm() {
+  out=$(bench -R "$@") || { echo "$out"; return 1; }
+  echo "$out"
+  echo "$out" | grep -q '"rdma_cm":true'
+}
+
+# perftest's own -R for the same test, the reference the side-by-side compares with: PROGRAM ARGS...
+# (skipped when the program is not in the image).
+perftest_cm() {
+  prog=$1; shift
+  command -v "$prog" >/dev/null || { echo "skip: no $prog in the image"; return 0; }
+  port=$((port + 1))
+  timeout 120 "$prog" -d rxe0 -R -p $port "$@" >/tmp/wcr-pt-srv.out 2>&1 &
+  spid=$!
+  sleep 0.5
+  out=$(timeout 120 "$prog" -d rxe0 -R -p $port "$@" "$ip" 2>&1); crc=$?
+  wait $spid; src=$?
+  echo "$out" | grep -E 'rdma_cm QPs|Data ex|^ *[0-9]+ +[0-9]+ '
+  [ $crc -eq 0 ] && [ $src -eq 0 ] || { echo "$out"; cat /tmp/wcr-pt-srv.out; return 1; }
+  echo "$out" | grep -q 'rdma_cm QPs.*ON' && echo "$out" | grep -Eq '^ *[0-9]+ +[0-9]+ +[0-9.]+'
+}
+
+# -R and a mismatch: a server without -R is told, not left waiting for a connect request.
+bench_cm_mismatch() {
+  port=$((port + 1))
+  timeout 30 $W rdma bench --server --bind "$ip" --port $port >/tmp/wcr-srv.out 2>&1 &
+  spid=$!
+  out=$(timeout 30 $W rdma bench --client "$ip" --port $port -R 2>&1); crc=$?
+  wait $spid; src=$?
+  echo "$out"; cat /tmp/wcr-srv.out
+  [ $crc -eq 2 ] && [ $src -eq 2 ] && echo "$out" | grep -q "rdma_cm (-R): here true, peer false"
+}
+
 step pingpong-mismatch pingpong_mismatch
 step bench-killed-server bench_killed_server write send
 step ud-above-mtu ud_above_mtu
@@ -239,5 +273,16 @@ step bench-bw-write-gbits bench_text 'BW average\[Gb/sec\]' --op write --test bw
 step bench-bw-clamped bench_text 'adjusted like perftest: tx_depth 128 -> 10' --op write --test bw -n 10 -s 4096
 step bench-lat-mtu-clamped bench_text 'adjusted like perftest: mtu 4096 -> 1024' --op send -n 100 -m 4096
 step bench-bw-write-per-second bench_text '^# second 2: [0-9]+ messages' --op write --test bw -D 2.5 -s 4096 --per-second
+# -R (rdma_cm set-up), weft and perftest, every op perftest's -R runs here.
+for op in send write read; do
+  step "bench-rdma-cm-lat-$op" bench_cm --op $op --test lat -n 300
+  step "bench-rdma-cm-bw-$op" bench_cm --op $op --test bw -n 1000 -s 4096
+  step "perftest-rdma-cm-lat-$op" perftest_cm "ib_${op}_lat" -n 300
+  step "perftest-rdma-cm-bw-$op" perftest_cm "ib_${op}_bw" -n 1000 -s 4096
+done
+step bench-rdma-cm-lat-faa bench_cm --op faa --test lat -n 300 --wait epoll
+step bench-rdma-cm-bw-write-imm-bidir bench_cm --op write_imm --test bw -n 1000 -s 4096 -b --wait channel
+step bench-rdma-cm-lat-send-tos bench_cm --op send --test lat -n 300 -T 32
+step bench-rdma-cm-mismatch bench_cm_mismatch
 if [ -n "$failed" ]; then echo "cli rdma guest suite FAILED:$failed"; exit 1; fi
 echo "cli rdma guest suite passed"

@@ -7,5 +7,10 @@ ROOT=$(cd "$HERE/../.." && pwd)
 [[ $(id -u) -eq 0 ]] || { echo "skip: the Soft-RoCE guest needs root"; exit 77; }
 command -v qemu-system-x86_64 >/dev/null || { echo "skip: qemu-system-x86_64 not installed"; exit 77; }
 compgen -G "/boot/vmlinuz-*" >/dev/null || { echo "skip: no Debian kernel in /boot"; exit 77; }
+# perftest's programs for the -R steps (the lab image has ib_send_lat only), where installed.
+pt_bins=()
+for p in ib_send_bw ib_write_lat ib_write_bw ib_read_lat ib_read_bw; do
+  if command -v $p >/dev/null; then pt_bins+=(--bin "$(command -v $p)"); fi
+done
 exec "$ROOT/lab/rdma-guest" --timeout "${WRD_GUEST_TIMEOUT:-840}" --bin "$1" --bin "$HERE/guest_suite.sh" \
-  -- sh /usr/local/bin/guest_suite.sh
+  "${pt_bins[@]}" -- sh /usr/local/bin/guest_suite.sh

@@ -1,0 +1,93 @@
+#include "cli/rdma_bench_link.hpp"
+
+#include <fmt/format.h>
+
+#include "base/clock.hpp"
+
+namespace weft::cli {
+
+using namespace weft::rdma;
+
+namespace {
+
+// perftest's default: this side makes PD, CQ (with the channel the wait mode needs), SRQ and QPs.
+Status make_verbs(BenchLink& l, const BenchLinkSpec& s) {
+  auto pd = ProtectionDomain::create(l.dev);
+  if (!pd) return std::unexpected(pd.error());
+  l.own_pd.emplace(std::move(*pd));
+  auto cq = CompletionQueue::create(l.dev, s.cq_depth, s.mode);
+  if (!cq) return std::unexpected(cq.error());
+  l.own_cq.emplace(std::move(*cq));
+  if (s.use_srq) {
+    auto made = SharedReceiveQueue::create(*l.own_pd, s.srq_depth);
+    if (!made) return std::unexpected(made.error());
+    l.srq.emplace(std::move(*made));
+  }
+  for (uint32_t i = 0; i < s.num_qps; ++i) {
+    auto qp = QueuePair::create(*l.own_pd, *l.own_cq, *l.own_cq, s.qp, l.srq ? &*l.srq : nullptr);
+    if (!qp) return std::unexpected(qp.error());
+    l.qps.push_back(std::move(*qp));
+  }
+  return {};
+}
+
+// -R: rdma_cm makes the QP (and its PD and CQ). The server listens before the side channel's
+// barrier and the client connects after it, so the connect request never finds nobody there.
+Status make_cm(BenchLink& l, SideChannel& chan, const BenchLinkSpec& s) {
+  CmOptions co;
+  co.cq_depth = s.cq_depth;
+  co.qp = s.qp;
+  co.rd_atomic = s.co.max_rd_atomic;
+  co.timeout = s.timeout;
+  co.tos = s.tos;
+  if (s.server) {
+    auto listener = CmListener::listen(s.bind, s.port);
+    if (!listener) return std::unexpected(listener.error());
+    if (auto b = chan.barrier(s.timeout); !b) return b;
+    auto c = listener->accept({}, co);
+    if (!c) return std::unexpected(c.error());
+    l.cm.emplace(std::move(*c));
+  } else {
+    if (auto b = chan.barrier(s.timeout); !b) return b;
+    auto c = CmConnection::connect(s.client, s.port, {}, co);
+    if (!c) return std::unexpected(c.error());
+    l.cm.emplace(std::move(*c));
+  }
+  if (!s.device.empty() && l.cm->device().name() != s.device)
+    return fail("-R: rdma_cm connected through {}, not the -d {} asked for", l.cm->device().name(), s.device);
+  l.dev = l.cm->device();
+  l.qps.push_back(l.cm->qp());
+  return {};
+}
+
+}  // namespace
+
+Result<BenchLink> link_bench(SideChannel& chan, Device dev, const BenchLinkSpec& s) {
+  BenchLink l{.dev = std::move(dev)};
+  if (auto made = s.rdma_cm ? make_cm(l, chan, s) : make_verbs(l, s); !made)
+    return std::unexpected(made.error());
+  auto mr = MemoryRegion::allocate(l.pd(), s.mr_bytes, access::all);
+  if (!mr) return std::unexpected(mr.error());
+  l.mr.emplace(std::move(*mr));
+  const auto target_len = static_cast<uint32_t>(s.mr_bytes - s.target_off);
+  // One exchange per QP, in the same order on both sides: qps[i] talks to the peer's i-th. An
+  // rdma_cm QP is connected already; its record carries the buffer (and the QPN, for the log).
+  for (uint32_t i = 0; i < l.qps.size(); ++i) {
+    const uint32_t psn = static_cast<uint32_t>(mono_ns() + i) & 0xffffff;
+    EndpointInfo me{QpAddress{l.qps[i].qpn(), psn, 0, s.my_gid}, l.mr->remote(s.target_off, target_len),
+                    s.co.qkey};
+    auto peer = chan.exchange(me, s.timeout);
+    if (!peer) return std::unexpected(peer.error());
+    if (!s.rdma_cm)
+      if (auto c = l.qps[i].connect(s.co, psn, peer->qp); !c) return std::unexpected(c.error());
+    l.peers.push_back(*peer);
+  }
+  if (s.qp.type == QpType::ud) {
+    auto a = AddressHandle::create(l.pd(), s.co, l.peers[0].qp.gid, l.peers[0].qp.lid);
+    if (!a) return std::unexpected(a.error());
+    l.ah.emplace(std::move(*a));
+  }
+  return l;
+}
+
+}  // namespace weft::cli
