@@ -2,15 +2,18 @@
 # Paris traceroute through a real router (issue 24): hosts A and B in namespaces of their own, a
 # router namespace R forwarding between two subnets (10.24.1.0/24, 10.24.2.0/24). A probes B over
 # four flows and traces each; every trace must show R's address on A's side, then B, reached.
+# Then a second router R2 (10.24.3.0/24 from A, 10.24.4.0/24 to B) and A's route to B moved onto it
+# mid-run: the prober must notice the changed path and follow the flow (traces 300 ms apart for
+# 2 s instead of one a second), then go back to one a second.
 # Needs root (skips with 77). Namespaces are prefixed wftr24- and removed on any exit.
 set -euo pipefail
 TOOL=$1
 [[ $(id -u) -eq 0 ]] || { echo "skip: needs root"; exit 77; }
 P=wftr24-$$
-A=$P-a R=$P-r B=$P-b
-cleanup() { for n in $A $R $B; do ip netns del "$n" 2>/dev/null || true; done; }
+A=$P-a R=$P-r B=$P-b R2=$P-r2
+cleanup() { for n in $A $R $B $R2; do ip netns del "$n" 2>/dev/null || true; done; }
 trap cleanup EXIT
-for n in $A $R $B; do ip netns add "$n"; ip -n "$n" link set lo up; done
+for n in $A $R $B $R2; do ip netns add "$n"; ip -n "$n" link set lo up; done
 ip link add wa$$ netns "$A" type veth peer name ra$$ netns "$R"
 ip link add wb$$ netns "$B" type veth peer name rb$$ netns "$R"
 ip -n "$A" addr add 10.24.1.2/24 dev wa$$; ip -n "$A" link set wa$$ up
@@ -37,4 +40,47 @@ for l in lines:
     assert l["reached"], l
     assert l["hops"] == ["10.24.1.1", "10.24.2.2"], f"router then target, got {l['hops']}"
 print("paris_trace_lab: 4 flows traced through the router: OK")
+PY
+
+# The second router and the route change.
+ip link add xa$$ netns "$A" type veth peer name sa$$ netns "$R2"
+ip link add xb$$ netns "$B" type veth peer name sb$$ netns "$R2"
+ip -n "$A" addr add 10.24.3.2/24 dev xa$$; ip -n "$A" link set xa$$ up
+ip -n "$B" addr add 10.24.4.2/24 dev xb$$; ip -n "$B" link set xb$$ up
+ip -n "$R2" addr add 10.24.3.1/24 dev sa$$; ip -n "$R2" link set sa$$ up
+ip -n "$R2" addr add 10.24.4.1/24 dev sb$$; ip -n "$R2" link set sb$$ up
+ip netns exec "$R2" sysctl -qw net.ipv4.ip_forward=1
+ip -n "$R2" route add 10.24.2.2/32 via 10.24.4.2
+ip -n "$B" route add 10.24.3.0/24 via 10.24.4.1
+ip netns exec "$B" sysctl -qw net.ipv4.conf.all.rp_filter=0
+ip netns exec "$B" "$TOOL" respond 7777 12 &
+RESP=$!
+sleep 0.5
+ip netns exec "$A" "$TOOL" follow 10.24.2.2 7777 9 > "/tmp/$P-follow.jsonl" &
+TRACER=$!
+sleep 3.5
+ip -n "$A" route add 10.24.2.0/24 via 10.24.3.1
+wait "$TRACER"
+kill "$RESP" 2>/dev/null || true
+wait "$RESP" 2>/dev/null || true
+out=$(cat "/tmp/$P-follow.jsonl"); rm -f "/tmp/$P-follow.jsonl"
+echo "$out"
+python3 - "$out" <<'PY'
+import json, sys
+t = [json.loads(l) for l in sys.argv[1].splitlines() if l.strip()]
+via = lambda x: x["hops"][0] if x["hops"] else ""
+before = [x for x in t if via(x) == "10.24.1.1"]
+moved = [x for x in t if via(x) == "10.24.3.1"]
+assert len(before) >= 2 and len(moved) >= 2, f"traces over R {len(before)}, over R2 {len(moved)}: {t}"
+tc = moved[0]["ms"]
+assert all(x["ms"] < tc for x in before), "a trace over R after the route moved to R2"
+assert all(x["reached"] and x["hops"][-1] == "10.24.2.2" for x in t), t
+# Followed: traces 300 ms apart for 2 s after the change (one a second would give at most 2).
+following = [x for x in moved if tc < x["ms"] <= tc + 1900]
+assert len(following) >= 4, f"{len(following)} traces in the 1.9 s after the change (at {tc} ms): {t}"
+# Then one a second again: the path held for 2 s, the flow is no longer followed.
+later = [x for x in moved if tc + 2800 < x["ms"] <= tc + 4800]
+assert len(later) <= 3, f"{len(later)} traces 2.8-4.8 s after the change: still followed? {t}"
+print(f"paris_trace_lab: a changed path (R -> R2 at {tc} ms) followed with {len(following)} traces in 1.9 s, "
+      f"then {len(later)} in 2 s: OK")
 PY

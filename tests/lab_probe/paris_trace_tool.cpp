@@ -4,6 +4,9 @@
 //   paris_trace_tool trace HOST PORT FLOWS SECONDS a prober with FLOWS flows tracing HOST:PORT; prints
 //                                                 one JSON line per finished trace, then exits once
 //                                                 every flow was traced (or SECONDS passed: exit 1)
+//   paris_trace_tool follow HOST PORT SECONDS     one flow traced every second for SECONDS, a
+//                                                 changed path followed every 300 ms for 2 s; one
+//                                                 JSON line per trace with its time (ms since start)
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -36,12 +39,16 @@ int main(int argc, char** argv) {
     stopper.join();
     return 0;
   }
-  if (mode == "trace" && argc == 6) {
+  const bool follow = mode == "follow" && argc == 5;
+  if ((mode == "trace" && argc == 6) || follow) {
     probe::ProberConfig pc;
     pc.protocol = probe::Protocol::udp;
-    pc.flows = static_cast<size_t>(std::atoi(argv[4]));
-    pc.trace_interval = std::chrono::hours(1);  // each flow once
+    pc.flows = follow ? 1 : static_cast<size_t>(std::atoi(argv[4]));
+    pc.trace_interval = follow ? std::chrono::seconds(1) : std::chrono::hours(1);  // else each flow once
     pc.trace_gap = std::chrono::milliseconds(50);
+    pc.trace_follow_gap = std::chrono::milliseconds(300);
+    pc.trace_follow_for = std::chrono::seconds(2);
+    const auto t0 = std::chrono::steady_clock::now();
     auto p = probe::Prober::create(pc);
     if (!p) {
       std::fprintf(stderr, "prober: %s\n", p.error().message.c_str());
@@ -52,23 +59,27 @@ int main(int argc, char** argv) {
     (*p)->set_on_path([&](proto::PathTrace&& t) {
       nlohmann::json j{
           {"src_port", t.src_port}, {"dst_port", t.dst_port}, {"reached", t.reached}, {"hops", t.hops}};
+      if (follow)
+        j["ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+                      .count();
       std::printf("%s\n", j.dump().c_str());
       std::fflush(stdout);
       traced.insert(t.src_port);
-      if (traced.size() == pc.flows) {
+      if (!follow && traced.size() == pc.flows) {
         all = true;
         (*p)->stop();
       }
     });
     (*p)->set_targets({{"target", argv[2], static_cast<uint16_t>(std::atoi(argv[3]))}});
     probe::Prober* raw = p->get();
-    std::thread stopper([raw, secs = std::atoi(argv[5])] {
+    std::thread stopper([raw, secs = std::atoi(argv[follow ? 4 : 5])] {
       std::this_thread::sleep_for(std::chrono::seconds(secs));
       raw->stop();
     });
     stopper.detach();
     (void)(*p)->run([](probe::WindowStats&&) {});
     const auto c = (*p)->counters();
+    if (follow) return c.unknown_session == 0 && c.malformed == 0 ? 0 : 1;
     std::fprintf(stderr, "sent %llu received %llu unknown_session %llu malformed %llu trace_probes %llu\n",
                  static_cast<unsigned long long>(c.sent), static_cast<unsigned long long>(c.received),
                  static_cast<unsigned long long>(c.unknown_session),
@@ -76,6 +87,8 @@ int main(int argc, char** argv) {
                  static_cast<unsigned long long>(c.trace_probes));
     return all && c.unknown_session == 0 && c.malformed == 0 ? 0 : 1;
   }
-  std::fprintf(stderr, "usage: paris_trace_tool respond PORT SECONDS | trace HOST PORT FLOWS SECONDS\n");
+  std::fprintf(stderr,
+               "usage: paris_trace_tool respond PORT SECONDS | trace HOST PORT FLOWS SECONDS | follow HOST "
+               "PORT SECONDS\n");
   return 2;
 }
