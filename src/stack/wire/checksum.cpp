@@ -3,7 +3,6 @@
 #include <bit>
 #include <cstring>
 
-
 namespace weft::stack::wire {
 
 namespace {
