@@ -59,7 +59,8 @@
 #                         and C<->B (offloads off): the references;
 #   rx_tap_on [rx_tap_off]: to `weft stack serve --json` on a TAP (vnet headers: the kernel's
 #                         super-frames arrive whole, checksums unverified [--no-vnet-hdr: one MSS
-#                         per frame, full checksums; with it weft's default NAPI bulk rule]);
+#                         per frame, full checksums, read in io_uring batches of up to 64; with
+#                         it weft's default NAPI bulk rule]);
 #   rx_packet_on:         to `weft stack serve --device packet` in P on the default veth (the kernel
 #                         end in B sends TSO/GSO super-frames; PACKET_VNET_HDR passes them whole);
 #   rx_packet_swgso:      the same in Q on the offloads-off veth (MSS frames with full checksums).

@@ -54,11 +54,24 @@ if [[ ${SELF_CHECK:-0} == 1 ]]; then
   echo "a kernel in place of weft (SELF_CHECK)" >"$log"
 else
   ip netns exec "$DW" "$WEFT" stack echo --device packet --ifname "$IFW" --ip "$T/24" -t 600 2>"$log" &
+  weft_pid=$!
 fi
 ip netns exec "$DK" "$PY" "$DIR/soak_peer.py" server 7 &
 for _ in $(seq 50); do ip netns exec "$DK" ss -ltn | grep -q ':7 ' && break; sleep 0.1; done
 sleep 0.5
 echo "# $(date -u +%FT%TZ) weft: $(head -1 "$log" | cut -c1-100)..."
-rm -f "$log"
+rc=0
 ip netns exec "$DP" "$PY" "$DIR/differential.py" --weft "$PW" --kernel "$PK" --target "$T" --me "$P" \
-  --expected "$DIR/expected_differences.txt" "${EXTRA[@]}"
+  --expected "$DIR/expected_differences.txt" "${EXTRA[@]}" || rc=$?
+# A weft built with ASan/UBSan (./run's sanitised tree) reports into its stderr, at the bad access
+# or at exit (leaks): it leaves on SIGTERM, and any report fails the run.
+if [[ -n ${weft_pid:-} ]]; then
+  kill -TERM "$weft_pid" 2>/dev/null || true
+  for _ in $(seq 100); do kill -0 "$weft_pid" 2>/dev/null || break; sleep 0.1; done
+  if grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$log"; then
+    echo "FAIL: weft's sanitizer report:"; grep -E -A20 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$log" | head -60
+    rc=1
+  fi
+fi
+rm -f "$log"
+exit "$rc"

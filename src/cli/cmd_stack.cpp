@@ -70,6 +70,7 @@ struct Common {
   std::string netns;      // move the kernel end into this namespace first (optional)
   bool no_vnet_hdr = false;
   bool no_io_uring = false;    // TAP: one write() per frame instead of io_uring batches
+  unsigned tap_rx_batch = 64;  // TAP without vnet headers: frames read per io_uring_enter
   bool tap_napi = false;       // TAP: IFF_NAPI, receive work in a NAPI thread (GRO off)
   bool tap_napi_bulk = false;  // TAP: the NAPI thread only while the stack sends in bulk
   bool no_tap_napi = false;    // TAP: no NAPI
@@ -169,6 +170,7 @@ struct Session {
     to.vnet_hdr = !c.no_vnet_hdr;
     to.rx_tso = !c.no_tso;  // --no-tso: one MSS per frame both ways (the lab's loss counts segments)
     to.io_uring = !c.no_io_uring;
+    to.rx_batch = c.tap_rx_batch;
     // Without a NAPI flag the library's default (TapDevice::default_napi: the NAPI thread for bulk
     // sends without TSO, where the kernel and /sys allow it), so a program built on the stack
     // behaves as `weft stack`; a flag asks for one and must get it.
@@ -197,12 +199,15 @@ struct Session {
           tap.napi_note());
     fmt::print(
         stderr,
-        "weft stack: took TAP {} (vnet_hdr {}{}, transmit {}){}; stack MAC {} IP {}/{}{}; kernel end {}.\n"
+        "weft stack: took TAP {} (vnet_hdr {}{}, transmit {}{}){}; stack MAC {} IP {}/{}{}; kernel end {}.\n"
         "weft stack: nothing to undo: the TAP and any address on it go away when weft exits.\n",
         tap.name(), c.no_vnet_hdr ? "off" : "on", napi_words(tap.napi()),
         tap.uses_io_uring()           ? "io_uring batches"
         : tap.io_uring_note().empty() ? "one write per frame"
                                       : "one write per frame: " + tap.io_uring_note(),
+        tap.reads_io_uring()          ? ", receive io_uring batches"
+        : tap.rx_uring_note().empty() ? ""
+                                      : ", receive one read per frame: " + tap.rx_uring_note(),
         c.netns.empty() ? "" : " in netns " + c.netns, mac_str(dev->mac()), ip_str(cfg.ip), cfg.prefix_len,
         c.gateway.empty() ? "" : ", gateway " + c.gateway,
         c.kernel_ip.empty() ? "left unconfigured (bring it up and address it yourself)" : c.kernel_ip);
@@ -382,7 +387,12 @@ void add_common(CLI::App* sub, Common& c) {
   sub->add_flag("--no-vnet-hdr", c.no_vnet_hdr,
                 "plain frames: the stack computes every checksum (tap or packet)");
   sub->add_flag("--no-io-uring", c.no_io_uring,
-                "tap: write each frame with write() instead of batching the writes through io_uring");
+                "tap: write each frame with write() instead of batching the writes through io_uring "
+                "(and, without vnet headers, read each frame with readv())");
+  sub->add_option(
+         "--tap-rx-batch", c.tap_rx_batch,
+         "tap without vnet headers: the most frames read per io_uring_enter (1: one readv() per frame)")
+      ->check(CLI::Range(1, 1024));
   auto* napi = sub->add_flag("--tap-napi", c.tap_napi,
                              "tap: IFF_NAPI with a NAPI thread (GRO off): the kernel's receive work for our "
                              "frames runs there, not inside our writes");
@@ -449,7 +459,8 @@ nlohmann::json device_json(Session& s) {
     j["tap"] = {{"io_uring", tap->uses_io_uring()},    {"tx_frames", tc.tx_frames},
                 {"tx_syscalls", tc.tx_syscalls},       {"tx_uring_late", tc.tx_uring_late},
                 {"tx_would_block", tc.tx_would_block}, {"tx_errors", tc.tx_errors},
-                {"rx_gso_frames", tc.rx_gso_frames}};
+                {"rx_gso_frames", tc.rx_gso_frames},   {"rx_io_uring", tap->reads_io_uring()},
+                {"rx_batches", tc.rx_batches},         {"rx_batch_frames", tc.rx_batch_frames}};
     if (tap->napi() != TapDevice::Options::Napi::off) {
       j["tap"]["napi_cpu_s"] = tap->napi_cpu_s();
       j["tap"]["napi_on"] = tc.napi_on;

@@ -52,6 +52,9 @@ class Device {
     return RxView{wire::Bytes(buf.data(), r->len), r->csum_verified};
   }
   virtual void rx_release() {}
+  // Frames the device has already taken from the kernel (a batch read at once) and not yet shown:
+  // its fd() will not say they wait, so whoever polls drains them before waiting on it.
+  virtual bool rx_pending() const { return false; }
   // Split receive, for devices where a large frame waits whole in the kernel while its first bytes
   // can be read without taking it (AF_PACKET's TPACKET_V2 ring with PACKET_COPY_THRESH): when the
   // next frame is one, rx_peek_large() shows its first bytes (at least its headers) and its full

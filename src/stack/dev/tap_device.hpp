@@ -15,6 +15,12 @@
 // transmit() copies a frame built elsewhere into the slot. A TSO super-frame is larger than a slot:
 // what is queued goes first, then it is written on its own by writev, its payload gathered from
 // the send ring where it lies (transmit_gather).
+//
+// Receive without vnet headers (one MSS per frame, as the kernel cuts them): frames are read in
+// batches through io_uring where available (uring_reader.hpp: up to rx_batch reads per
+// io_uring_enter, each answering EAGAIN at once when the queue is empty), else one readv() each.
+// The batch grows with the run of frames found waiting, so a lone frame (a request) is still read
+// with one readv().
 #include <memory>
 #include <optional>
 #include <string>
@@ -24,6 +30,7 @@
 #include "base/result.hpp"
 #include "stack/dev/device.hpp"
 #include "stack/dev/tap_napi.hpp"
+#include "stack/dev/uring_reader.hpp"
 #include "stack/dev/uring_writer.hpp"
 
 namespace weft::stack {
@@ -40,7 +47,9 @@ class TapDevice final : public Device {
     size_t mtu = 1500;
     wire::MacAddr mac;     // zero: a random locally administered address
     size_t tx_batch = 64;  // frames held for one flush (1: every frame is written at once)
-    bool io_uring = true;  // batches through io_uring where available
+    bool io_uring = true;  // batches through io_uring where available (writes; reads without vnet_hdr)
+    // Without vnet_hdr: the most frames read per io_uring_enter (1: one readv() per frame).
+    unsigned rx_batch = 64;
     // IFF_NAPI, GRO off (tap_napi.hpp): with `thread` the kernel's side of each frame runs in a
     // NAPI thread, not inside the stack's write; with `bulk` only while the stack writes full
     // batches (bulk_napi below). Needs /sys writable in this namespace. `automatic`, the default,
@@ -75,6 +84,9 @@ class TapDevice final : public Device {
   TapDevice& operator=(const TapDevice&) = delete;
 
   Result<RxInfo> receive(wire::MutBytes buf) override;
+  // Without vnet headers and with the io_uring reader: the frame in the reader's slot, no copy.
+  Result<RxView> receive_view(wire::MutBytes buf) override;
+  bool rx_pending() const override { return rx_next_ < rx_count_; }
   // With vnet headers (the kernel marks every frame it hands over as checked or as locally made):
   // one readv puts the frame's headers in `head` and its payload in `rest`, in a connection's
   // receive ring when the interface guessed right, so a super-frame is copied once (the kernel's
@@ -95,20 +107,25 @@ class TapDevice final : public Device {
   const std::string& name() const { return name_; }
 
   struct Counters {
-    uint64_t rx_gso_dropped = 0;  // super-frames of a kind not offered (UDP, IPv6; TSO4 without rx_tso)
-    uint64_t rx_gso_frames = 0;   // TCP/IPv4 super-frames taken whole (rx_tso)
-    uint64_t tx_would_block = 0;  // the kernel's queue was full: dropped, like a drop on the wire
-    uint64_t tx_errors = 0;       // other write errors (the frame is lost; TCP retransmits)
-    uint64_t tx_frames = 0;       // frames the kernel took
-    uint64_t tx_syscalls = 0;     // write()/writev()/io_uring_enter calls that sent them
-    uint64_t tx_uring_late = 0;   // io_uring writes that did not complete inline (io-wq worker)
-    uint64_t napi_on = 0;         // Napi::bulk: times the NAPI thread was turned on
-    uint64_t napi_errors = 0;     // Napi::bulk: switches the kernel refused (the rule then stops)
+    uint64_t rx_gso_dropped = 0;   // super-frames of a kind not offered (UDP, IPv6; TSO4 without rx_tso)
+    uint64_t rx_gso_frames = 0;    // TCP/IPv4 super-frames taken whole (rx_tso)
+    uint64_t tx_would_block = 0;   // the kernel's queue was full: dropped, like a drop on the wire
+    uint64_t tx_errors = 0;        // other write errors (the frame is lost; TCP retransmits)
+    uint64_t tx_frames = 0;        // frames the kernel took
+    uint64_t tx_syscalls = 0;      // write()/writev()/io_uring_enter calls that sent them
+    uint64_t tx_uring_late = 0;    // io_uring writes that did not complete inline (io-wq worker)
+    uint64_t napi_on = 0;          // Napi::bulk: times the NAPI thread was turned on
+    uint64_t napi_errors = 0;      // Napi::bulk: switches the kernel refused (the rule then stops)
+    uint64_t rx_batches = 0;       // io_uring_enter calls that read frames (the io_uring reader)
+    uint64_t rx_batch_frames = 0;  // frames they returned
   };
   const Counters& counters() const { return counters_; }
   bool uses_io_uring() const { return uring_ != nullptr; }
   // Why io_uring is not used ("" when it is, or when it was not asked for).
   const std::string& io_uring_note() const { return uring_note_; }
+  bool reads_io_uring() const { return reader_ != nullptr; }
+  // Why receive does not batch through io_uring ("" when it does, or when it was not asked for).
+  const std::string& rx_uring_note() const { return rx_uring_note_; }
   // The NAPI in use (never automatic: what it chose, or off after a fallback).
   Options::Napi napi() const { return napi_; }
   // Why NAPI is off although it was asked for with napi_fallback or automatic ("" otherwise).
@@ -125,7 +142,9 @@ class TapDevice final : public Device {
   Status write_now(wire::Bytes head, wire::Bytes p1, wire::Bytes p2, const TxOffload& off);
   size_t vnet_len() const;  // the virtio header in front of each frame (0 without vnet_hdr)
   void count_write(ssize_t n);
-  void napi_rule(size_t frames);  // Napi::bulk: after a flush of `frames`
+  void napi_rule(size_t frames);                                      // Napi::bulk: after a flush of `frames`
+  Result<RxInfo> read_one(wire::MutBytes head, wire::MutBytes rest);  // one readv()
+  unsigned rx_want() const;  // reads for the next batch (<= 1: one readv() instead)
 
   Fd fd_;
   std::string name_;
@@ -146,6 +165,15 @@ class TapDevice final : public Device {
   std::vector<UringWriter::Write> tx_writes_;
   std::unique_ptr<UringWriter> uring_;
   std::string uring_note_;
+  // Batched receive (no vnet_hdr): frames rx_next_..rx_count_-1 of the reader's last fill are
+  // still to be shown; rx_run_ frames came since the queue was last found empty, rx_last_run_ in
+  // the run before.
+  std::unique_ptr<UringReader> reader_;
+  std::string rx_uring_note_;
+  size_t rx_next_ = 0;
+  size_t rx_count_ = 0;
+  size_t rx_run_ = 0;
+  size_t rx_last_run_ = 0;
 };
 
 }  // namespace weft::stack
