@@ -289,11 +289,10 @@ void HttpApi::register_agent(const Req& req, Res& res) {
   for (const auto& e : r.rdma) rdma += fmt::format(", rdma {} gid {} qpn {}", e.device, e.gid_text(), e.qpn);
   log().info("agent {} registered ({} {}, version {}{})", r.name, r.addresses.front(),
              protocols_json(r.protocols).dump(), r.version, rdma);
-  auto pl = mesh_.pinglist_for(r.name);
   res.set(200,
-          proto::register_reply_json(proto::RegisterReply{pl.version, Duration(cfg->report_interval_ns),
-                                                          Duration(cfg->pinglist_sync_ns),
-                                                          Duration(cfg->window_ns)}),
+          proto::register_reply_json(
+              proto::RegisterReply{mesh_.pinglist_version(r.name), Duration(cfg->report_interval_ns),
+                                   Duration(cfg->pinglist_sync_ns), Duration(cfg->window_ns)}),
           kJson);
 }
 
@@ -636,7 +635,7 @@ void HttpApi::pinglist_view(const Req& req, Res& res) {
   const std::string& name = req.matches.at(0);
   if (!proto::valid_host_name(name)) return error(res, 400, "not a host name");
   if (!mesh_.is_registered(name)) return error(res, 404, fmt::format("agent '{}' is not registered", name));
-  res.set(200, proto::pinglist_json(mesh_.pinglist_for(name)), kJson);
+  res.set(200, proto::pinglist_json(*mesh_.pinglist_shared(name)), kJson);
 }
 
 void HttpApi::metrics(const Req& req, Res& res) {

@@ -517,20 +517,28 @@ std::vector<Peer> Mesh::candidates_locked(const std::shared_ptr<const Config>& c
 
 const proto::Pinglist& Mesh::cached_pinglist_locked(const std::shared_ptr<const Config>& cfg,
                                                     AgentRecord& rec) {
-  if (rec.cached_generation != generation_) {
-    rec.cached = compute_pinglist(*cfg, rec.info.name, candidates_locked(cfg, rec.info.name));
+  if (rec.cached_generation != generation_ || !rec.cached) {
+    rec.cached = std::make_shared<const proto::Pinglist>(
+        compute_pinglist(*cfg, rec.info.name, candidates_locked(cfg, rec.info.name)));
     rec.cached_generation = generation_;
   }
-  return rec.cached;
+  return *rec.cached;
 }
 
-proto::Pinglist Mesh::pinglist_for(const std::string& name) {
+std::shared_ptr<const proto::Pinglist> Mesh::pinglist_shared(const std::string& name) {
   auto cfg = config();
-  std::lock_guard lk(reg_mu_);
-  auto it = agents_.find(name);
-  if (it == agents_.end()) return compute_pinglist(*cfg, name, {});
-  return cached_pinglist_locked(cfg, it->second);
+  {
+    std::lock_guard lk(reg_mu_);
+    if (auto it = agents_.find(name); it != agents_.end()) {
+      (void)cached_pinglist_locked(cfg, it->second);
+      return it->second.cached;
+    }
+  }
+  return std::make_shared<const proto::Pinglist>(compute_pinglist(*cfg, name, {}));
 }
+
+// Copied after the registry lock is released.
+proto::Pinglist Mesh::pinglist_for(const std::string& name) { return *pinglist_shared(name); }
 
 // Answers from the cache without copying the list.
 uint64_t Mesh::pinglist_version(const std::string& name) {

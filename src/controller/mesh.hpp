@@ -67,6 +67,9 @@ class Mesh final : public MeshView {
   std::vector<std::string> sweep(int64_t now_ns);
   // The agent's pinglist (cached until membership or config changes).
   proto::Pinglist pinglist_for(const std::string& name);
+  // The same, shared rather than copied: the registry lock is held only to take the pointer, so a
+  // reader of a long list (report_policy.cpp reads every target) holds up no report's touch().
+  std::shared_ptr<const proto::Pinglist> pinglist_shared(const std::string& name);
   // True if it changed what the agent was last handed (then the other replicas are told).
   bool record_pinglist_sent(const std::string& name, const proto::Pinglist& p);
   // Another replica handed the agent this pinglist (controller/replica_sync.hpp).
@@ -197,7 +200,7 @@ class Mesh final : public MeshView {
     AgentInfo info;
     Peer peer;
     uint64_t cached_generation = UINT64_MAX;
-    proto::Pinglist cached;
+    std::shared_ptr<const proto::Pinglist> cached;
   };
 
   // A report (here or at a replica) came in at `now_ns`: last seen, and up again if it was down.
