@@ -307,8 +307,10 @@ void HttpApi::pinglist(const Req& req, Res& res) {
   if (!have) return error(res, 400, "version: a pinglist version, an unsigned integer");
   auto pl = mesh_.pinglist_for(name);
   // What the agent was handed, told to the other replicas when it changed (their agent lists agree).
-  if (mesh_.record_pinglist_sent(name, pl) && store_.shared())
-    store_.publish_pinglist(name, pl.version, pl.target_count());
+  // One not passed on (the store away) is published again by the controller's chores.
+  if (mesh_.record_pinglist_sent(name, pl) && store_.shared() && store_.info().healthy &&
+      store_.publish_pinglist(name, pl.version, pl.target_count()))
+    mesh_.pinglist_published(name, pl.version);
   if (*have == pl.version) return res.set(200, proto::pinglist_unchanged_json(pl.version), kJson);
   res.set(200, proto::pinglist_json(pl), kJson);
 }

@@ -406,6 +406,7 @@ bool Mesh::remove_agent(const std::string& name) {
   if (!agents_.contains(name)) return false;
   invalidate_peers_locked(name);
   agents_.erase(name);
+  unpublished_pinglists_.erase(name);
   index_remove_locked(name);
   return true;
 }
@@ -557,7 +558,24 @@ bool Mesh::record_pinglist_sent(const std::string& name, const proto::Pinglist& 
   const bool changed = a.pinglist_version != p.version || a.pinglist_targets != p.target_count();
   a.pinglist_version = p.version;
   a.pinglist_targets = p.target_count();
+  if (changed) unpublished_pinglists_.insert(name);
   return changed;
+}
+
+std::vector<Mesh::HandedPinglist> Mesh::unpublished_pinglists() const {
+  std::lock_guard lk(reg_mu_);
+  std::vector<HandedPinglist> out;
+  for (const auto& name : unpublished_pinglists_)
+    if (auto it = agents_.find(name); it != agents_.end())
+      out.push_back({name, it->second.info.pinglist_version, it->second.info.pinglist_targets});
+  return out;
+}
+
+void Mesh::pinglist_published(const std::string& name, uint64_t version) {
+  std::lock_guard lk(reg_mu_);
+  auto it = agents_.find(name);
+  // A newer list handed meanwhile stays to be published.
+  if (it == agents_.end() || it->second.info.pinglist_version == version) unpublished_pinglists_.erase(name);
 }
 
 void Mesh::peer_pinglist(const std::string& name, uint64_t version, uint64_t targets) {
