@@ -34,6 +34,19 @@ int64_t file_mtime_ns(const std::string& path) {
 // How far back a restart reloads windows: enough to rebuild the latest mesh and the dedup rings.
 constexpr int64_t kRestoreWindowNs = 30LL * 60 * 1'000'000'000;
 
+// While the store is away, a replica tries to pass on the pinglists it handed out at most this often
+// (a try may wait out the store's connection timeout; the sweep must not).
+constexpr int64_t kPinglistRetryNs = 10'000'000'000;
+
+// Pinglists this replica handed agents that the other replicas were not told of (the store was
+// away when they were handed, http_api.cpp): published now, in order, until one fails.
+void publish_handed_pinglists(Mesh& mesh, Store& store) {
+  for (const auto& p : mesh.unpublished_pinglists()) {
+    if (!store.publish_pinglist(p.agent, p.version, p.targets)) return;
+    mesh.pinglist_published(p.agent, p.version);
+  }
+}
+
 }  // namespace
 
 Controller::Controller() = default;
@@ -127,6 +140,20 @@ Status Controller::start(Config cfg) {
                agents, up, agents - up);
   }
 
+  // Which pinglist each agent was last handed, by whichever replica: listed from the start, not from
+  // the agent's next pinglist change (the feed only carries changes made from now on).
+  if (store_->shared()) {
+    size_t handed = 0;
+    auto pst = store_->load_pinglists([&](const std::string& name, uint64_t version, uint64_t targets) {
+      mesh_->peer_pinglist(name, version, targets);
+      ++handed;
+    });
+    if (!pst)
+      log().warn("restoring the agents' pinglist versions from the store: {}", pst.error().message);
+    else if (handed)
+      log().info("restored the pinglist versions of {} agents from the store", handed);
+  }
+
   // Other controllers sharing the store: follow what they take in (the feed was positioned when
   // the store opened, so nothing they did during the restore above is missed).
   sync_ = std::make_unique<ReplicaSync>(*mesh_, *store_);
@@ -207,7 +234,7 @@ Status Controller::reload() {
 }
 
 void Controller::chores() {
-  int64_t last_retention = 0;
+  int64_t last_retention = 0, last_pinglist_try = 0;
   std::unique_lock lk(mu_);
   while (!stopping_) {
     cv_.wait_for(lk, std::chrono::milliseconds(500));
@@ -215,6 +242,10 @@ void Controller::chores() {
     lk.unlock();
     int64_t now = now_ns();
     for (const auto& name : mesh_->sweep(now)) log().warn("agent {} is down (no report in time)", name);
+    if (store_->shared() && (store_->info().healthy || now - last_pinglist_try > kPinglistRetryNs)) {
+      last_pinglist_try = now;
+      publish_handed_pinglists(*mesh_, *store_);
+    }
     auto cfg = mesh_->config();
     if (int64_t m = file_mtime_ns(config_path_); m != 0 && m != config_mtime_ns_)
       (void)reload();

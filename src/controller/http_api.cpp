@@ -289,11 +289,10 @@ void HttpApi::register_agent(const Req& req, Res& res) {
   for (const auto& e : r.rdma) rdma += fmt::format(", rdma {} gid {} qpn {}", e.device, e.gid_text(), e.qpn);
   log().info("agent {} registered ({} {}, version {}{})", r.name, r.addresses.front(),
              protocols_json(r.protocols).dump(), r.version, rdma);
-  auto pl = mesh_.pinglist_for(r.name);
   res.set(200,
-          proto::register_reply_json(proto::RegisterReply{pl.version, Duration(cfg->report_interval_ns),
-                                                          Duration(cfg->pinglist_sync_ns),
-                                                          Duration(cfg->window_ns)}),
+          proto::register_reply_json(
+              proto::RegisterReply{mesh_.pinglist_version(r.name), Duration(cfg->report_interval_ns),
+                                   Duration(cfg->pinglist_sync_ns), Duration(cfg->window_ns)}),
           kJson);
 }
 
@@ -308,8 +307,10 @@ void HttpApi::pinglist(const Req& req, Res& res) {
   if (!have) return error(res, 400, "version: a pinglist version, an unsigned integer");
   auto pl = mesh_.pinglist_for(name);
   // What the agent was handed, told to the other replicas when it changed (their agent lists agree).
-  if (mesh_.record_pinglist_sent(name, pl) && store_.shared())
-    store_.publish_pinglist(name, pl.version, pl.target_count());
+  // One not passed on (the store away) is published again by the controller's chores.
+  if (mesh_.record_pinglist_sent(name, pl) && store_.shared() && store_.info().healthy &&
+      store_.publish_pinglist(name, pl.version, pl.target_count()))
+    mesh_.pinglist_published(name, pl.version);
   if (*have == pl.version) return res.set(200, proto::pinglist_unchanged_json(pl.version), kJson);
   res.set(200, proto::pinglist_json(pl), kJson);
 }
@@ -636,7 +637,7 @@ void HttpApi::pinglist_view(const Req& req, Res& res) {
   const std::string& name = req.matches.at(0);
   if (!proto::valid_host_name(name)) return error(res, 400, "not a host name");
   if (!mesh_.is_registered(name)) return error(res, 404, fmt::format("agent '{}' is not registered", name));
-  res.set(200, proto::pinglist_json(mesh_.pinglist_for(name)), kJson);
+  res.set(200, proto::pinglist_json(*mesh_.pinglist_shared(name)), kJson);
 }
 
 void HttpApi::metrics(const Req& req, Res& res) {

@@ -406,6 +406,7 @@ bool Mesh::remove_agent(const std::string& name) {
   if (!agents_.contains(name)) return false;
   invalidate_peers_locked(name);
   agents_.erase(name);
+  unpublished_pinglists_.erase(name);
   index_remove_locked(name);
   return true;
 }
@@ -517,20 +518,28 @@ std::vector<Peer> Mesh::candidates_locked(const std::shared_ptr<const Config>& c
 
 const proto::Pinglist& Mesh::cached_pinglist_locked(const std::shared_ptr<const Config>& cfg,
                                                     AgentRecord& rec) {
-  if (rec.cached_generation != generation_) {
-    rec.cached = compute_pinglist(*cfg, rec.info.name, candidates_locked(cfg, rec.info.name));
+  if (rec.cached_generation != generation_ || !rec.cached) {
+    rec.cached = std::make_shared<const proto::Pinglist>(
+        compute_pinglist(*cfg, rec.info.name, candidates_locked(cfg, rec.info.name)));
     rec.cached_generation = generation_;
   }
-  return rec.cached;
+  return *rec.cached;
 }
 
-proto::Pinglist Mesh::pinglist_for(const std::string& name) {
+std::shared_ptr<const proto::Pinglist> Mesh::pinglist_shared(const std::string& name) {
   auto cfg = config();
-  std::lock_guard lk(reg_mu_);
-  auto it = agents_.find(name);
-  if (it == agents_.end()) return compute_pinglist(*cfg, name, {});
-  return cached_pinglist_locked(cfg, it->second);
+  {
+    std::lock_guard lk(reg_mu_);
+    if (auto it = agents_.find(name); it != agents_.end()) {
+      (void)cached_pinglist_locked(cfg, it->second);
+      return it->second.cached;
+    }
+  }
+  return std::make_shared<const proto::Pinglist>(compute_pinglist(*cfg, name, {}));
 }
+
+// Copied after the registry lock is released.
+proto::Pinglist Mesh::pinglist_for(const std::string& name) { return *pinglist_shared(name); }
 
 // Answers from the cache without copying the list.
 uint64_t Mesh::pinglist_version(const std::string& name) {
@@ -549,7 +558,24 @@ bool Mesh::record_pinglist_sent(const std::string& name, const proto::Pinglist& 
   const bool changed = a.pinglist_version != p.version || a.pinglist_targets != p.target_count();
   a.pinglist_version = p.version;
   a.pinglist_targets = p.target_count();
+  if (changed) unpublished_pinglists_.insert(name);
   return changed;
+}
+
+std::vector<Mesh::HandedPinglist> Mesh::unpublished_pinglists() const {
+  std::lock_guard lk(reg_mu_);
+  std::vector<HandedPinglist> out;
+  for (const auto& name : unpublished_pinglists_)
+    if (auto it = agents_.find(name); it != agents_.end())
+      out.push_back({name, it->second.info.pinglist_version, it->second.info.pinglist_targets});
+  return out;
+}
+
+void Mesh::pinglist_published(const std::string& name, uint64_t version) {
+  std::lock_guard lk(reg_mu_);
+  auto it = agents_.find(name);
+  // A newer list handed meanwhile stays to be published.
+  if (it == agents_.end() || it->second.info.pinglist_version == version) unpublished_pinglists_.erase(name);
 }
 
 void Mesh::peer_pinglist(const std::string& name, uint64_t version, uint64_t targets) {

@@ -67,8 +67,20 @@ class Mesh final : public MeshView {
   std::vector<std::string> sweep(int64_t now_ns);
   // The agent's pinglist (cached until membership or config changes).
   proto::Pinglist pinglist_for(const std::string& name);
-  // True if it changed what the agent was last handed (then the other replicas are told).
+  // The same, shared rather than copied: the registry lock is held only to take the pointer, so a
+  // reader of a long list (report_policy.cpp reads every target) holds up no report's touch().
+  std::shared_ptr<const proto::Pinglist> pinglist_shared(const std::string& name);
+  // True if it changed what the agent was last handed (then the other replicas are told). A change
+  // stays unpublished until pinglist_published() says the other replicas were told of it.
   bool record_pinglist_sent(const std::string& name, const proto::Pinglist& p);
+  // What this replica handed agents and has not told the other replicas yet (the store was away):
+  // (agent, version, targets), for the controller to publish again.
+  struct HandedPinglist {
+    std::string agent;
+    uint64_t version = 0, targets = 0;
+  };
+  std::vector<HandedPinglist> unpublished_pinglists() const;
+  void pinglist_published(const std::string& name, uint64_t version);
   // Another replica handed the agent this pinglist (controller/replica_sync.hpp).
   void peer_pinglist(const std::string& name, uint64_t version, uint64_t targets);
   // A report came in: last seen, health, alarms, and back to "up" if it was down. Returns the
@@ -197,7 +209,7 @@ class Mesh final : public MeshView {
     AgentInfo info;
     Peer peer;
     uint64_t cached_generation = UINT64_MAX;
-    proto::Pinglist cached;
+    std::shared_ptr<const proto::Pinglist> cached;
   };
 
   // A report (here or at a replica) came in at `now_ns`: last seen, and up again if it was down.
@@ -226,6 +238,7 @@ class Mesh final : public MeshView {
   mutable std::mutex reg_mu_;
   std::map<std::string, AgentRecord> agents_;
   uint64_t generation_ = 0;  // bumped when a pinglist could change (membership, state, config)
+  std::set<std::string> unpublished_pinglists_;  // record_pinglist_sent changes not yet published
   // Registered names matching each group's members and each arrow's from/to, for index_.cfg (under
   // reg_mu_; rebuilt when the config changes, kept up to date as agents come and go).
   struct MemberIndex {

@@ -45,10 +45,12 @@ void ReportPolicy::forget(const std::string& agent) {
 void ReportPolicy::refresh_locked(const std::string& agent, Book& b, int64_t now_ns) {
   const uint64_t version = mesh_.pinglist_version(agent);
   if (b.filled && version == b.version) return;
-  const proto::Pinglist pl = mesh_.pinglist_for(agent);
+  // Only the names are taken, from the shared list: no copy of every target's addresses.
+  const std::shared_ptr<const proto::Pinglist> pl = mesh_.pinglist_shared(agent);
   std::array<std::vector<std::string>, 3> now_listed;
-  for (const auto& p : pl.protocols) {
+  for (const auto& p : pl->protocols) {
     auto& v = now_listed[static_cast<size_t>(p.protocol) % now_listed.size()];
+    v.reserve(v.size() + p.targets.size());
     for (const auto& t : p.targets) v.push_back(t.name);
   }
   for (size_t p = 0; p < now_listed.size(); ++p) {
@@ -64,7 +66,7 @@ void ReportPolicy::refresh_locked(const std::string& agent, Book& b, int64_t now
   // A target gone for longer than retention can have no window left to deliver.
   const int64_t forget_before = now_ns - mesh_.config()->retention_ns;
   for (auto& m : b.left_ns) std::erase_if(m, [&](const auto& kv) { return kv.second < forget_before; });
-  b.version = pl.version;
+  b.version = pl->version;
   if (!b.filled) b.filled_ns = now_ns;
   b.filled = true;
 }

@@ -81,11 +81,19 @@ class Store {
   // True when other controllers may share this store (then the two calls below reach them).
   virtual bool shared() const { return false; }
   // Best effort (a failure is logged, not returned): what an agent said of itself in a report
-  // (every report, also one without new windows: it is the agent's sign of life), and the
-  // pinglist a replica handed it, so every replica lists the agent alike (docs/store-redis.md).
+  // (every report, also one without new windows: it is the agent's sign of life), so every replica
+  // lists the agent alike (docs/store-redis.md).
   virtual void publish_agent_state(const std::string& /*agent*/, std::string_view /*state*/,
                                    int64_t /*received_ns*/) {}
-  virtual void publish_pinglist(const std::string& /*agent*/, uint64_t /*version*/, uint64_t /*targets*/) {}
+  // The pinglist a replica handed an agent: kept (a replica started later reads it with
+  // load_pinglists) and published. Fails while the store is away: the caller tries again later
+  // (a change is rare, and one not passed on would stay unseen until the next).
+  virtual Status publish_pinglist(const std::string& /*agent*/, uint64_t /*version*/, uint64_t /*targets*/) {
+    return {};
+  }
+  // Calls fn(agent, version, targets) for the pinglist each agent was last handed by any replica.
+  using PinglistFn = std::function<void(const std::string&, uint64_t, uint64_t)>;
+  virtual Status load_pinglists(const PinglistFn&) { return {}; }
 };
 
 // Error::code when a store could not be reached (connection refused or timed out, a lost

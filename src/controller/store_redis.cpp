@@ -52,6 +52,7 @@ return 0
 constexpr std::string_view kSources = "weft:sources";
 constexpr std::string_view kAgents = "weft:{agents}";
 constexpr std::string_view kAgentsRegistered = "weft:{agents}:registered";
+constexpr std::string_view kAgentsPinglist = "weft:{agents}:pinglist";
 
 std::string tag(std::string_view src) { return fmt::format("weft:{{{}}}", src); }
 std::string hist_key(std::string_view src, std::string_view proto, std::string_view dst) {
@@ -150,7 +151,8 @@ class RedisStore final : public Store {
   Status remove_registration(const std::string& name) override {
     std::lock_guard lk(mu_);
     std::vector<Command> cmds{{"HDEL", std::string(kAgents), name},
-                              {"HDEL", std::string(kAgentsRegistered), name}};
+                              {"HDEL", std::string(kAgentsRegistered), name},
+                              {"HDEL", std::string(kAgentsPinglist), name}};
     if (auto st = conn_->transaction(kAgents, cmds, "unregister"); !st) return track(st);
     std::string seen_key = tag(name) + ":seen";
     auto r = conn_->run(seen_key, {"DEL", seen_key});
@@ -216,9 +218,35 @@ class RedisStore final : public Store {
     if (last_error_.empty()) publish(agent, feed_.agent_state(agent, state, received_ns));
   }
 
-  void publish_pinglist(const std::string& agent, uint64_t version, uint64_t targets) override {
+  // Tried also while the last write failed (unlike the agent state): a change is rare, and the
+  // caller keeps it until this succeeds. Its outcome is the store's state, like a write's.
+  Status publish_pinglist(const std::string& agent, uint64_t version, uint64_t targets) override {
     std::lock_guard lk(mu_);
-    if (last_error_.empty()) publish(agent, feed_.pinglist(agent, version, targets));
+    auto r = conn_->run(
+        kAgents, {"HSET", std::string(kAgentsPinglist), agent, fmt::format("{} {}", version, targets)});
+    if (!r) return track(fail("redis pinglist: {}", r.error().message));
+    if ((*r)->type == REDIS_REPLY_ERROR) return track(fail("redis pinglist: {}", text(r->get())));
+    if (!publish(agent, feed_.pinglist(agent, version, targets)))
+      return fail("redis pinglist: not published to the replica feed");
+    return track({});
+  }
+
+  Status load_pinglists(const PinglistFn& fn) override {
+    std::lock_guard lk(mu_);
+    auto all = array(conn_->run(kAgents, {"HGETALL", std::string(kAgentsPinglist)}), "load pinglists");
+    if (!all) return std::unexpected(all.error());
+    for (size_t i = 0; i + 1 < (*all)->elements; i += 2) {
+      // "VERSION TARGETS", as the feed's pinglist entry (redis_feed.cpp)
+      const std::string_view v = text((*all)->element[i + 1]);
+      const size_t sp = v.find(' ');
+      uint64_t version = 0, targets = 0;
+      if (sp == std::string_view::npos ||
+          std::from_chars(v.data(), v.data() + sp, version).ec != std::errc() ||
+          std::from_chars(v.data() + sp + 1, v.data() + v.size(), targets).ec != std::errc())
+        continue;
+      fn(std::string(text((*all)->element[i])), version, targets);
+    }
+    return {};
   }
 
   Result<size_t> poll_peers(const PeerEventFn& fn) override {
@@ -282,15 +310,16 @@ class RedisStore final : public Store {
   // After the write succeeded (mu_ held, so one agent's events go out in the order they were
   // stored). Best effort: the write is durable, the other replicas catch up with the agent's next
   // report (redis_feed.hpp).
-  void publish(const std::string& agent, const redis::Command& cmd) {
+  bool publish(const std::string& agent, const redis::Command& cmd) {
     auto r = conn_->run(redis::Feed::stream_of(agent), cmd);
     std::string_view err = !r                                ? std::string_view(r.error().message)
                            : (*r)->type == REDIS_REPLY_ERROR ? text(r->get())
                                                              : std::string_view();
-    if (err.empty()) return;
+    if (err.empty()) return true;
     if (feed_errors_++ % 100 == 0)
       log().warn("redis feed: publishing {}'s update to the other replicas failed ({} so far): {}", agent,
                  feed_errors_, err);
+    return false;
   }
 
   std::unique_ptr<redis::Conn> conn_;

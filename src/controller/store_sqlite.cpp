@@ -8,8 +8,20 @@
 // in one transaction (WAL, synchronous=NORMAL: a committed transaction survives a crash of the
 // process). So concurrent requests share one fsync-free commit and each returns only once its
 // rows are committed — the ingest never acknowledges what a restart could lose.
+//
+// Checkpoints off the commit path: SQLite's automatic checkpoint runs inside the COMMIT that crosses
+// the WAL's threshold, and a checkpoint writes the WAL's pages into the database file and waits
+// for both on the disk (two fdatasyncs of up to tens of MB). Every request waiting for that commit
+// waited for the disk too: the serial part that held a disk-backed ingest to half the rate of one on
+// tmpfs. Here a checkpointer thread with its own connection copies the WAL in the background
+// (PASSIVE: it never blocks the writer) once it holds kCheckpointFrames pages. Under a write load
+// that never pauses, a background checkpoint cannot catch up with the writer, and the WAL restarts
+// from its beginning only when one has: so at kMaxWalFrames the writer checkpoints itself, as
+// SQLite would (bounded WAL, the disk's pace as back-pressure).
+#include <pthread.h>
 #include <sqlite3.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -49,7 +61,14 @@ class SqliteStore final : public Store {
       stopping_ = true;
     }
     cv_.notify_all();
+    {
+      std::lock_guard lk(ck_mu_);
+      ck_stopping_ = true;
+    }
+    ck_cv_.notify_all();
     if (writer_.joinable()) writer_.join();
+    if (checkpointer_.joinable()) checkpointer_.join();
+    if (cdb_) sqlite3_close(cdb_);
     // Every prepared statement must be finalized first: sqlite3_close refuses (SQLITE_BUSY) and
     // leaves the connection open while one is alive.
     insert_ = Stmt();
@@ -100,7 +119,24 @@ class SqliteStore final : public Store {
         SQLITE_OK)
       return fail("sqlite store {}: open reader: {}", path, rdb_ ? sqlite3_errmsg(rdb_) : "out of memory");
     sqlite3_busy_timeout(rdb_, 5000);
-    writer_ = std::thread([this] { write_loop(); });
+    if (sqlite3_open_v2(path.c_str(), &cdb_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) !=
+        SQLITE_OK)
+      return fail("sqlite store {}: open checkpointer: {}", path,
+                  cdb_ ? sqlite3_errmsg(cdb_) : "out of memory");
+    // A connection learns that the file is in WAL mode (and opens the WAL) on its first read; a
+    // checkpoint asked of it before that does nothing.
+    if (auto st = exec(cdb_, "SELECT count(*) FROM sqlite_master"); !st)
+      return fail("sqlite store {}: checkpointer: {}", path, st.error().message);
+    // Replaces the automatic checkpoint (sqlite3_wal_autocheckpoint installs a hook of its own).
+    sqlite3_wal_hook(db_, &SqliteStore::on_wal_commit, this);
+    writer_ = std::thread([this] {
+      pthread_setname_np(pthread_self(), "sqlite-writer");  // top -H, perf: which thread waits
+      write_loop();
+    });
+    checkpointer_ = std::thread([this] {
+      pthread_setname_np(pthread_self(), "sqlite-ckpt");
+      checkpoint_loop();
+    });
     return {};
   }
 
@@ -227,19 +263,21 @@ class SqliteStore final : public Store {
     std::string src;  // the reporting agent, or the registered one
     int64_t received = 0, min_start = 0, max_start = 0, max_end = 0;
     size_t n = 0;
-    std::string blob;       // the encoded windows when the caller had none
-    std::string_view data;  // what is written: the caller's bytes or `blob`
-    bool done = false;
-    std::string error;
+    std::string blob;               // the encoded windows when the caller had none
+    std::string_view data;          // what is written: the caller's bytes or `blob`
+    std::string error;              // written before `done`
+    std::atomic<bool> done{false};  // its own futex: a commit wakes only the requests it committed
   };
 
   // Queues a write for the writer thread and waits until its transaction has committed.
   Status submit(const std::shared_ptr<Job>& job) {
-    std::unique_lock lk(mu_);
-    if (stopping_) return fail("sqlite store is closing");
-    queue_.push_back(job);
+    {
+      std::lock_guard lk(mu_);
+      if (stopping_) return fail("sqlite store is closing");
+      queue_.push_back(job);
+    }
     cv_.notify_all();
-    done_cv_.wait(lk, [&] { return job->done; });
+    job->done.wait(false, std::memory_order_acquire);
     if (!job->error.empty()) return fail("sqlite store {}: {}", path_, job->error);
     return {};
   }
@@ -309,6 +347,39 @@ class SqliteStore final : public Store {
     return {};
   }
 
+  // After every commit, on the writer thread, with the WAL's size in pages.
+  static int on_wal_commit(void* self, sqlite3* db, const char* schema, int frames) {
+    auto* store = static_cast<SqliteStore*>(self);
+    if (frames >= kMaxWalFrames) {
+      // PASSIVE: if the background checkpoint is running this one returns SQLITE_BUSY at once and
+      // the next commit tries again; otherwise the whole WAL is copied and the next transaction
+      // starts it over.
+      int wal_pages = 0, copied = 0;
+      const int rc = sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_PASSIVE, &wal_pages, &copied);
+      if (rc != SQLITE_OK && rc != SQLITE_BUSY) log().warn("sqlite checkpoint: {}", sqlite3_errmsg(db));
+      store->checkpoints_in_commit_.fetch_add(1, std::memory_order_relaxed);
+    } else if (frames >= kCheckpointFrames) {
+      std::lock_guard lk(store->ck_mu_);
+      store->ck_wanted_ = true;
+      store->ck_cv_.notify_one();
+    }
+    return SQLITE_OK;
+  }
+
+  void checkpoint_loop() {
+    std::unique_lock lk(ck_mu_);
+    while (true) {
+      ck_cv_.wait(lk, [&] { return ck_stopping_ || ck_wanted_; });
+      if (ck_stopping_) break;
+      ck_wanted_ = false;
+      lk.unlock();
+      int wal_pages = 0, copied = 0;
+      const int rc = sqlite3_wal_checkpoint_v2(cdb_, nullptr, SQLITE_CHECKPOINT_PASSIVE, &wal_pages, &copied);
+      if (rc != SQLITE_OK && rc != SQLITE_BUSY) log().warn("sqlite checkpoint: {}", sqlite3_errmsg(cdb_));
+      lk.lock();
+    }
+  }
+
   void write_loop() {
     std::unique_lock lk(mu_);
     while (true) {
@@ -321,11 +392,13 @@ class SqliteStore final : public Store {
         lk.lock();
         if (!err.empty()) log().error("sqlite store {}: commit failed: {}", path_, err);
         last_error_ = err;
+        lk.unlock();
         for (auto& j : jobs) {
           j->error = err;
-          j->done = true;
+          j->done.store(true, std::memory_order_release);
+          j->done.notify_one();
         }
-        done_cv_.notify_all();
+        lk.lock();
         continue;
       }
       if (retention_before_ != 0) {
@@ -347,18 +420,29 @@ class SqliteStore final : public Store {
     }
   }
 
+  // WAL pages (64 KiB each) at which the checkpointer is woken (the automatic checkpoint's 1000
+  // pages were 64 MB at this page size) and at which the writer checkpoints itself.
+  static constexpr int kCheckpointFrames = 256;
+  static constexpr int kMaxWalFrames = 4096;
+
   std::string path_;
   sqlite3* db_ = nullptr;   // writer thread only (after open)
+  sqlite3* cdb_ = nullptr;  // checkpointer thread only (after open)
   sqlite3* rdb_ = nullptr;  // readers, under read_mu_
   Stmt insert_, upsert_agent_, delete_agent_;
   std::mutex read_mu_;
   mutable std::mutex mu_;
-  std::condition_variable cv_, done_cv_;
+  std::condition_variable cv_;
   std::deque<std::shared_ptr<Job>> queue_;
   int64_t retention_before_ = 0;
   bool stopping_ = false;
   std::string last_error_;
   std::thread writer_;
+  std::mutex ck_mu_;
+  std::condition_variable ck_cv_;
+  bool ck_wanted_ = false, ck_stopping_ = false;
+  std::atomic<uint64_t> checkpoints_in_commit_{0};  // kMaxWalFrames reached: the writer checkpointed
+  std::thread checkpointer_;
 };
 
 }  // namespace
