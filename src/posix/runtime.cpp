@@ -22,6 +22,7 @@ namespace weft::posix {
 
 std::atomic<Sock*> g_socks[kMaxFd];
 thread_local bool t_event_loop = false;
+thread_local bool t_driver = false;
 
 namespace {
 
@@ -292,7 +293,13 @@ void Runtime::thread_main() {
   uint64_t seen_entries = 0;
   epoll_event got[2];
   while (!stop_.load(std::memory_order_relaxed)) {
-    const bool watched = watchers_.load(std::memory_order_relaxed) > 0;
+    // The device belongs to the event loops that watch it, to a blocked thread that drives it, and
+    // stays with the threads that drive it while they keep coming back (a blocking program
+    // between two waits), unless passengers wait with nobody driving.
+    const uint64_t entries_now = loop_entries_.load(std::memory_order_relaxed);
+    const bool driven = driving_.load() ||
+                        (entries_now != seen_entries && passengers_.load(std::memory_order_relaxed) == 0);
+    const bool watched = watchers_.load(std::memory_order_relaxed) > 0 || driven;
     if (watched == device_in) {
       (void)real().epoll_ctl(ep, watched ? EPOLL_CTL_DEL : EPOLL_CTL_ADD, iface_->device_fd(), &dev);
       device_in = !watched;
@@ -331,11 +338,35 @@ void Runtime::thread_main() {
 }
 
 void Runtime::after_call() {
-  iface_->flush();
+  if (t_event_loop)
+    tx_deferred_.store(true, std::memory_order_relaxed);
+  else
+    iface_->flush();
   const int64_t next = sk_->next_deadline();
   deadline_.store(next, std::memory_order_relaxed);
-  if (!t_event_loop && next < sleeping_until_.load(std::memory_order_relaxed)) {
+  if (!t_event_loop && !t_driver && next < sleeping_until_.load(std::memory_order_relaxed)) {
     sleeping_until_.store(0, std::memory_order_relaxed);  // one wake-up is enough until it sleeps again
+    const uint64_t one = 1;
+    (void)real().write(wake_fd_, &one, sizeof one);
+  }
+}
+
+void Runtime::flush_deferred() {
+  if (!tx_deferred_.load(std::memory_order_relaxed)) return;
+  std::lock_guard g(layer_mutex());
+  tx_deferred_.store(false, std::memory_order_relaxed);
+  iface_->flush();
+}
+
+bool Runtime::try_drive() {
+  if (driving_.load(std::memory_order_relaxed) || driving_.exchange(true)) return false;
+  t_driver = true;
+  return true;
+}
+
+void Runtime::end_drive() {
+  driving_.store(false);
+  if (passengers_.load() > 0) {  // they would wait for a frame nobody reads: the stack thread takes it
     const uint64_t one = 1;
     (void)real().write(wake_fd_, &one, sizeof one);
   }
@@ -459,6 +490,7 @@ void Runtime::drain(int64_t max_ns) {
       close_later(s->id);
     }
     after_call();
+    iface_->flush();  // also on an event loop's thread, which would have left it for its next wait
   }
   const int64_t until = clock_.now_ns() + max_ns;
   while (clock_.now_ns() < until) {

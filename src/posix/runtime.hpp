@@ -130,8 +130,25 @@ class Runtime {
   void loop_sleeps(bool on) { loop_waiting_.fetch_add(on ? 1 : -1, std::memory_order_relaxed); }
 
   // Under mu. After a call that may have sent: the device's batch leaves, and the stack thread
-  // wakes if the call moved the next timer before the one it sleeps for.
+  // wakes if the call moved the next timer before the one it sleeps for. On an event loop's
+  // thread (t_event_loop) the batch waits instead until the thread waits again (flush_deferred):
+  // the answers to every request one epoll_wait returned, and a response with the FIN close()
+  // adds, leave in one sendmmsg.
   void after_call();
+  // Before an event loop's thread sleeps (or polls): what its calls left in the device's batch
+  // leaves. Takes the lock only when something was left.
+  void flush_deferred();
+
+  // Blocking calls and poll/select drive the device themselves (run to completion without an
+  // event loop). One blocked thread at a time holds the device (try_drive: it adds the device to
+  // its poll set and runs the stack when a frame or a timer wakes it); other blocked threads
+  // wait on their sockets' descriptors as passengers, woken by what the driver's run reports.
+  // The driver that leaves while passengers wait wakes the stack thread, which holds the device
+  // until a thread drives it again.
+  int device_fd() const { return iface_->device_fd(); }
+  bool try_drive();
+  void end_drive();
+  void passenger(bool on) { passengers_.fetch_add(on ? 1 : -1); }
   // Under mu. What poll() would report for `s` now (POLLIN, POLLOUT, POLLHUP, POLLERR, POLLRDHUP).
   short poll_bits(const Sock& s);
   // Under mu. Sets or clears `s`'s eventfd by poll_bits (and writes it again on `news`).
@@ -172,6 +189,9 @@ class Runtime {
   std::atomic<uint64_t> stack_thread_runs_{0};
   std::atomic<uint64_t> loop_entries_{0};
   std::atomic<int> loop_waiting_{0};
+  std::atomic<bool> tx_deferred_{false};  // an event loop left frames in the device's batch
+  std::atomic<bool> driving_{false};      // a blocked thread has the device in its poll set
+  std::atomic<int> passengers_{0};        // blocked threads waiting without the device
   std::vector<stack::SockEvent> events_ = std::vector<stack::SockEvent>(512);
 
   friend void init_runtime();
@@ -181,6 +201,9 @@ class Runtime {
 // stack's timers itself when it waits next (its epoll_wait sleeps no longer than the next timer),
 // so what it does never wakes the stack thread for a timer.
 extern thread_local bool t_event_loop;
+// This thread has driven the device in a blocking call or poll (it runs the timers when it blocks
+// next, as an event loop does): what it does never wakes the stack thread for a timer.
+extern thread_local bool t_driver;
 
 // The layer's one lock: around the stack, and the socket table's fields (also in a process that
 // has no stack, for sockets that may still go to the kernel).
