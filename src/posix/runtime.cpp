@@ -63,7 +63,8 @@ void at_exit_drain() {
   if (g_verbose)
     log_line("stack: " + std::to_string(rt->inline_runs()) + " runs on the program's threads, " +
              std::to_string(rt->stack_thread_runs()) +
-             " by the stack thread while a loop was busy elsewhere");
+             " by the stack thread while a loop was busy elsewhere, " +
+             std::to_string(rt->stack_thread_all()) + " by the stack thread in all");
 }
 
 }  // namespace
@@ -291,14 +292,22 @@ void Runtime::thread_main() {
   bool woken = true;      // by the device or the wake-up eventfd: run the stack
   int64_t tick = kTickMin;
   uint64_t seen_entries = 0;
+  int64_t last_drive_ns = INT64_MIN / 2;
+  uint64_t drive_entries = 0;
   epoll_event got[2];
   while (!stop_.load(std::memory_order_relaxed)) {
     // The device belongs to the event loops that watch it, to a blocked thread that drives it, and
     // stays with the threads that drive it while they keep coming back (a blocking program
     // between two waits), unless passengers wait with nobody driving.
+    // A driver busy in its program between two waits keeps the device for 100 ms (its frames
+    // meanwhile are the tick's, below): handing it back and forth would wake this thread with the
+    // driver for every frame.
     const uint64_t entries_now = loop_entries_.load(std::memory_order_relaxed);
-    const bool driven = driving_.load() ||
-                        (entries_now != seen_entries && passengers_.load(std::memory_order_relaxed) == 0);
+    const int64_t now_top = clock_.now_ns();
+    if (driving_.load() || entries_now != drive_entries) last_drive_ns = now_top;
+    drive_entries = entries_now;
+    const bool driven = driving_.load() || (now_top - last_drive_ns < 100'000'000 &&
+                                            passengers_.load(std::memory_order_relaxed) == 0);
     const bool watched = watchers_.load(std::memory_order_relaxed) > 0 || driven;
     if (watched == device_in) {
       (void)real().epoll_ctl(ep, watched ? EPOLL_CTL_DEL : EPOLL_CTL_ADD, iface_->device_fd(), &dev);
@@ -317,6 +326,7 @@ void Runtime::thread_main() {
     int64_t until = deadline_.load(std::memory_order_relaxed);
     if (run) {
       std::lock_guard g(layer_mutex());
+      stack_thread_all_.fetch_add(1, std::memory_order_relaxed);
       service();
       until = sk_->next_deadline();
       deadline_.store(until, std::memory_order_relaxed);

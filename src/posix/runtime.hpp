@@ -125,6 +125,8 @@ class Runtime {
   // watch the device were busy elsewhere (for tests and the --verbose summary).
   uint64_t inline_runs() const { return inline_runs_.load(std::memory_order_relaxed); }
   uint64_t stack_thread_runs() const { return stack_thread_runs_.load(std::memory_order_relaxed); }
+  // Every run of the stack by the stack thread (frames it was woken for, timers, stuck loops).
+  uint64_t stack_thread_all() const { return stack_thread_all_.load(std::memory_order_relaxed); }
   // An event loop's epoll_wait: came in (every call), and sleeps (true) or woke (false).
   void loop_entered() { loop_entries_.fetch_add(1, std::memory_order_relaxed); }
   void loop_sleeps(bool on) { loop_waiting_.fetch_add(on ? 1 : -1, std::memory_order_relaxed); }
@@ -187,6 +189,7 @@ class Runtime {
   std::atomic<int> watchers_{0};  // program epoll instances that watch the device
   std::atomic<uint64_t> inline_runs_{0};
   std::atomic<uint64_t> stack_thread_runs_{0};
+  std::atomic<uint64_t> stack_thread_all_{0};
   std::atomic<uint64_t> loop_entries_{0};
   std::atomic<int> loop_waiting_{0};
   std::atomic<bool> tx_deferred_{false};  // an event loop left frames in the device's batch
