@@ -186,6 +186,7 @@ bool Runtime::open(std::string& err) {
   cfg.tcp.send_buffer = cfg.tcp.recv_buffer = static_cast<uint32_t>(std::max(buffer, 4096LL));
   cfg.tcp.nagle = true;  // as the kernel: TCP_NODELAY turns it off per socket
   cfg.tso = std::strcmp(env_or(env::kNoTso, "0"), "1") != 0;
+  drive_in_waits_ = std::strcmp(env_or(env::kDriveInWaits, "0"), "1") == 0;
   stack::PacketDevice::Options o;
   o.ifname = env_or(env::kIfname, "");
   o.tx_csum_offload = std::strcmp(env_or(env::kNoVnetHdr, "0"), "1") != 0;
@@ -369,6 +370,7 @@ void Runtime::flush_deferred() {
 }
 
 bool Runtime::try_drive() {
+  if (!drive_in_waits_) return false;
   if (driving_.load(std::memory_order_relaxed) || driving_.exchange(true)) return false;
   t_driver = true;
   return true;

@@ -148,7 +148,7 @@ class Runtime {
   // The driver that leaves while passengers wait wakes the stack thread, which holds the device
   // until a thread drives it again.
   int device_fd() const { return iface_->device_fd(); }
-  bool try_drive();
+  bool try_drive();  // false also when driving in waits is off (--drive-in-waits)
   void end_drive();
   void passenger(bool on) { passengers_.fetch_add(on ? 1 : -1); }
   // Under mu. What poll() would report for `s` now (POLLIN, POLLOUT, POLLHUP, POLLERR, POLLRDHUP).
@@ -194,6 +194,7 @@ class Runtime {
   std::atomic<int> loop_waiting_{0};
   std::atomic<bool> tx_deferred_{false};  // an event loop left frames in the device's batch
   std::atomic<bool> driving_{false};      // a blocked thread has the device in its poll set
+  bool drive_in_waits_ = false;           // --drive-in-waits
   std::atomic<int> passengers_{0};        // blocked threads waiting without the device
   std::vector<stack::SockEvent> events_ = std::vector<stack::SockEvent>(512);
 
