@@ -7,21 +7,31 @@
 # weft (`weft stack run --ifname PKT_IF --ip STACK_IP/24 --gateway GW_IP -- SERVER`; PKT_IF has no
 # kernel address), once with the same server in P on the kernel (STACK_IP put on PKT_IF for the
 # run, default route via GW_IP). Tests:
-#   iperf3  -s in P, `iperf3 -c STACK_IP -t SECS` from K (P receives) and with -R (P sends);
+#   iperf3  -s in P, `iperf3 -c STACK_IP -t SECS` from K (P receives) and with -R (P sends), with
+#           1 and 4 parallel streams (-P 4), and with offloads off (one stream each way): the
+#           veth ends' tx/sg/tso/gso/gro off (lab/offloads.py) and weft with --no-tso --no-vnet-hdr;
 #   redis   redis-server in P, `redis-benchmark -t set,get -c 50 -n N` from K, pipelining 1 and 16:
 #           requests/s, p50 and p99 (ms);
 #   nginx   nginx in P (sendfile, epoll, one worker, no master), `wrk -t 2 -c 16 -d SECS` from K on
 #           a 1 KiB file with keep-alive and with `Connection: close`, and on a 1 MiB file.
+#   socat   SOCAT_MB MiB (default 1024) each way at 0 % and 1 % loss (nft in R, both directions):
+#           kernel socat in K sends to socat in P (P receives) and socat in P sends to kernel socat
+#           in K (P sends); the receiver pipes into sha256sum, which must match (else the figure is
+#           nan and the mismatch is printed); MB/s over the whole transfer.
 # Prints one table: each figure's median over the rounds for weft and kernel, and the median of the
-# per-round ratios weft/kernel (latencies: a ratio below 1 is better).
+# per-round ratios weft/kernel (latencies: a ratio below 1 is better). With REF=path/to/another/weft
+# each round also runs that build ("ref", e.g. the one before a change) between weft and kernel, and
+# the table gains its median and its ratio to the kernel.
 #
 # usage: bench/stack_apps.sh path/to/weft [ROUNDS=5] [SECS=3] [REDIS_N=50000]
-#   TESTS="iperf3 redis nginx" (the default: all) runs only the named tests.
+#   TESTS="iperf3 redis nginx" (the default; socat too: TESTS="... socat") runs only the named tests.
 set -euo pipefail
 WEFT=$(readlink -f "${1:?usage: $0 path/to/weft [ROUNDS] [SECS] [REDIS_N]}")
 ROUNDS=${2:-5} SECS=${3:-3} REDIS_N=${4:-50000} TESTS=${TESTS:-iperf3 redis nginx}
+SOCAT_MB=${SOCAT_MB:-1024} REF=${REF:+$(readlink -f "$REF")}
 [[ $(id -u) == 0 ]] || { echo "needs root"; exit 1; }
-for p in iperf3 redis-server redis-benchmark nginx wrk; do command -v $p >/dev/null || { echo "needs $p"; exit 1; }; done
+for p in iperf3 redis-server redis-benchmark nginx wrk socat sha256sum; do command -v $p >/dev/null || { echo "needs $p"; exit 1; }; done
+OFFLOADS=$(readlink -f "$(dirname "$0")/../lab/offloads.py")
 . "$(dirname "$0")/../lab/stack_netns.sh"
 stack_lab_init apps
 P=wst-apps-p-$$
@@ -41,12 +51,14 @@ EOC
 RES=$W/results  # lines: ROUND MODE FIGURE VALUE
 : >"$RES"
 
-in_p() {  # MODE CMD...: the server in P, on weft or on the kernel; called with & (it execs, so
-  # the background pid is the server's and kill reaches it)
-  local mode=$1
+WEFT_OPTS=()  # extra `weft stack run` options (offloads off: --no-tso --no-vnet-hdr)
+in_p() {  # MODE CMD...: the server in P, on weft (or ref) or on the kernel; called with & (it
+  # execs, so the background pid is the server's and kill reaches it)
+  local mode=$1 bin=$WEFT
   shift
-  if [[ $mode == weft ]]; then
-    exec ip netns exec "$P" "$WEFT" stack run --ifname "$PKT_IF" --ip "$STACK_IP/24" --gateway "$GW_IP" -- "$@"
+  [[ $mode == ref ]] && bin=$REF
+  if [[ $mode != kernel ]]; then
+    exec ip netns exec "$P" "$bin" stack run "${WEFT_OPTS[@]}" --ifname "$PKT_IF" --ip "$STACK_IP/24" --gateway "$GW_IP" -- "$@"
   else
     exec ip netns exec "$P" "$@"
   fi
@@ -68,28 +80,93 @@ wait_port() {  # PORT
 }
 rec() { echo "$1 $2 $3 $4" >>"$RES"; }
 
-run_round() {  # ROUND MODE
-  local r=$1 m=$2 pid out
-  # iperf3: one-off servers, P receives then P sends
-  for dir in rx tx; do
-    [[ " $TESTS " == *" iperf3 "* ]] || break
-    in_p "$m" iperf3 -s -4 -1 -p 5201 >/dev/null 2>&1 &
-    pid=$!
-    # No probe connection: the one-off server would take it for its client. Retry the real one.
-    for _ in $(seq 50); do
-      out=$(nsx iperf3 -c "$STACK_IP" -p 5201 -t "$SECS" -J $([[ $dir == tx ]] && echo -R) 2>/dev/null) && break
-      sleep 0.2
-    done
-    # A one-off server whose client never got through would wait for ever: give it 5 s to finish.
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-    rec "$r" "$m" "iperf3_$dir" "$(python3 -c 'import json,sys
+offloads() {  # on|off: both ends of P's veth
+  ip netns exec "$P" python3 "$OFFLOADS" "$PKT_IF" "$1" >/dev/null
+  ip netns exec "$R" python3 "$OFFLOADS" "$PKT_PEER" "$1" >/dev/null
+}
+
+run_iperf3() {  # ROUND MODE FIGURE IPERF3-CLIENT-OPTIONS...: one one-off server, one client run
+  local r=$1 m=$2 fig=$3 pid out
+  shift 3
+  in_p "$m" iperf3 -s -4 -1 -p 5201 >/dev/null 2>&1 &
+  pid=$!
+  # No probe connection: the one-off server would take it for its client. Retry the real one.
+  for _ in $(seq 50); do
+    out=$(nsx iperf3 -c "$STACK_IP" -p 5201 -t "$SECS" -J "$@" 2>/dev/null) && break
+    sleep 0.2
+  done
+  # A one-off server whose client never got through would wait for ever: give it 5 s to finish.
+  for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  rec "$r" "$m" "$fig" "$(python3 -c 'import json,sys
 try: print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 1e9)
 except Exception: print("nan")' <<<"$out")"
-  done
+}
+
+run_round() {  # ROUND MODE
+  local r=$1 m=$2
+  if [[ " $TESTS " == *" iperf3 "* ]]; then  # P receives, then P sends
+    run_iperf3 "$r" "$m" iperf3_rx
+    run_iperf3 "$r" "$m" iperf3_tx -R
+    run_iperf3 "$r" "$m" iperf3_rx_P4 -P 4
+    run_iperf3 "$r" "$m" iperf3_tx_P4 -P 4 -R
+    offloads off
+    WEFT_OPTS=(--no-tso --no-vnet-hdr)
+    run_iperf3 "$r" "$m" iperf3_rx_offloads_off
+    run_iperf3 "$r" "$m" iperf3_tx_offloads_off -R
+    WEFT_OPTS=()
+    offloads on
+  fi
   if [[ " $TESTS " == *" redis "* ]]; then run_redis "$r" "$m"; fi
   if [[ " $TESTS " == *" nginx "* ]]; then run_nginx "$r" "$m"; fi
+  if [[ " $TESTS " == *" socat "* ]]; then run_socat "$r" "$m"; fi
+}
+
+run_socat() {  # ROUND MODE: SOCAT_MB each way at 0 % and 1 % loss, SHA-256 checked
+  local r=$1 m=$2 pid loss dir t0 t1 got
+  for loss in 0 1; do
+    stack_lab_set_loss "$loss" "$STACK_IP"
+    for dir in rx tx; do
+      rm -f "$W/sock.sum"
+      t0=$(date +%s.%N)
+      if [[ $dir == rx ]]; then  # P receives from kernel socat in K
+        (in_p "$m" socat -u TCP-LISTEN:9000,reuseaddr STDOUT | sha256sum | cut -d' ' -f1 >"$W/sock.sum") &
+        pid=$!
+        wait_port_quiet 9000
+        t0=$(date +%s.%N)
+        nsx timeout 600 socat -u "FILE:$W/big" "TCP:$STACK_IP:9000" 2>/dev/null || true
+      else  # P sends to kernel socat in K
+        (nsx timeout 600 socat -u TCP-LISTEN:9001,reuseaddr STDOUT | sha256sum | cut -d' ' -f1 >"$W/sock.sum") &
+        pid=$!
+        for _ in $(seq 100); do nsx ss -ltn | grep -q ':9001 ' && break; sleep 0.05; done
+        t0=$(date +%s.%N)
+        # (no `timeout` in front of socat: its child would not be the process that owns the stack)
+        in_p "$m" socat -u "FILE:$W/big" "TCP:$KERN_IP:9001" >/dev/null 2>&1 &
+        local spid=$!
+        for _ in $(seq 6000); do kill -0 "$spid" 2>/dev/null || break; sleep 0.1; done
+        kill "$spid" 2>/dev/null || true
+        wait "$spid" 2>/dev/null || true
+      fi
+      wait "$pid" 2>/dev/null || true
+      t1=$(date +%s.%N)
+      got=$(cat "$W/sock.sum" 2>/dev/null || true)
+      if [[ $got == "$BIG_SUM" ]]; then
+        rec "$r" "$m" "socat_${dir}_loss${loss}_MBps" "$(python3 -c "print($SOCAT_MB / ($t1 - $t0))")"
+      else
+        echo "socat $m $dir loss $loss: SHA-256 '$got', want $BIG_SUM" >&2
+        rec "$r" "$m" "socat_${dir}_loss${loss}_MBps" nan
+      fi
+    done
+  done
+  stack_lab_set_loss 0
+}
+wait_port_quiet() {  # PORT: a one-shot socat server in P listens (it would take a probe for its client)
+  for _ in $(seq 100); do
+    ip netns exec "$P" ss -ltn 2>/dev/null | grep -q ":$1 " && return 0  # the kernel's listener
+    sleep 0.05
+  done
+  sleep 0.5  # weft's listener is not in ss: give it the time to start
 }
 
 run_redis() {  # ROUND MODE
@@ -126,8 +203,13 @@ run_nginx() {  # ROUND MODE
   wait "$pid" 2>/dev/null || true
 }
 
+if [[ " $TESTS " == *" socat "* ]]; then
+  head -c $((SOCAT_MB << 20)) /dev/urandom >"$W/big"
+  BIG_SUM=$(sha256sum <"$W/big" | cut -d' ' -f1)
+fi
+MODES="weft${REF:+ ref} kernel"
 for r in $(seq "$ROUNDS"); do
-  for m in weft kernel; do  # interleaved: each round runs both
+  for m in $MODES; do  # interleaved: each round runs each
     [[ $m == kernel ]] && kernel_addr on
     run_round "$r" "$m"
     [[ $m == kernel ]] && kernel_addr off
@@ -145,10 +227,20 @@ for line in open(sys.argv[1]):
         rows[fig].setdefault(m, {})[int(r)] = float(v)
     except ValueError:
         pass
-print(f"{'figure':28} {'weft':>12} {'kernel':>12} {'ratio w/k':>10}  rounds")
+ref = any("ref" in v for v in rows.values())
+med = lambda d: statistics.median(d.values()) if d else float("nan")
+def ratio(a, k):
+    rs = [a[r] / k[r] for r in a if r in k and k[r] > 0 and a[r] == a[r]]
+    return (statistics.median(rs) if rs else float("nan")), len(rs)
+head = f"{'figure':28} {'weft':>12} {'kernel':>12} {'ratio w/k':>10}"
+if ref:
+    head += f" {'ref':>12} {'ratio r/k':>10}"
+print(head + "  rounds")
 for fig in rows:
-    w, k = rows[fig].get("weft", {}), rows[fig].get("kernel", {})
-    ratios = [w[r] / k[r] for r in w if r in k and k[r] > 0 and w[r] == w[r]]
-    med = lambda d: statistics.median(d.values()) if d else float("nan")
-    print(f"{fig:28} {med(w):12.3f} {med(k):12.3f} {statistics.median(ratios) if ratios else float('nan'):10.2f}  {len(ratios)}")
+    w, k, f = rows[fig].get("weft", {}), rows[fig].get("kernel", {}), rows[fig].get("ref", {})
+    rw, n = ratio(w, k)
+    line = f"{fig:28} {med(w):12.3f} {med(k):12.3f} {rw:10.2f}"
+    if ref:
+        line += f" {med(f):12.3f} {ratio(f, k)[0]:10.2f}"
+    print(f"{line}  {n}")
 EOP

@@ -34,6 +34,7 @@ struct RunOptions {
   uint32_t buffer = 1024 * 1024;
   bool no_tso = false;
   bool no_vnet_hdr = false;
+  bool drive_in_waits = false;
   bool verbose = false;
   std::vector<std::string> command;
 };
@@ -120,6 +121,7 @@ int run_program(const RunOptions& o) {
   ::setenv(env::kNoTso, o.no_tso ? "1" : "0", 1);
   ::setenv(env::kNoVnetHdr, o.no_vnet_hdr ? "1" : "0", 1);
   ::setenv(env::kVerbose, o.verbose ? "1" : "0", 1);
+  ::setenv(env::kDriveInWaits, o.drive_in_waits ? "1" : "0", 1);
   ::setenv(env::kOwner, std::to_string(::getpid()).c_str(), 1);
   std::vector<char*> argv;
   for (const std::string& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
@@ -148,6 +150,9 @@ void add_stack_run(CLI::App* stack) {
       ->check(CLI::Range(4096u, 1u << 30));
   run->add_flag("--no-tso", o.no_tso, "one MSS per frame (no super-frames to the kernel's GSO)");
   run->add_flag("--no-vnet-hdr", o.no_vnet_hdr, "the stack computes every checksum");
+  run->add_flag("--drive-in-waits", o.drive_in_waits,
+                "a thread blocked in poll/select or a blocking call runs the stack itself (run to "
+                "completion for programs without epoll; costs bulk throughput on 2 cores)");
   run->add_flag("--verbose", o.verbose, "a log line for each address the kernel carries instead");
   run->add_option("command", o.command, "the program and its arguments (after --)")->required();
   run->callback([opts] { set_exit_code(run_program(*opts)); });

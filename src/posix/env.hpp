@@ -13,8 +13,9 @@ inline constexpr const char* kGateway = "WEFT_STACK_GATEWAY";  // A.B.C.D, optio
 inline constexpr const char* kOwner = "WEFT_STACK_PID";  // the process that opens the device (the program)
 inline constexpr const char* kBuffer = "WEFT_STACK_BUFFER";  // each connection's send/receive ring, bytes
 inline constexpr const char* kNoTso = "WEFT_STACK_NO_TSO";   // 1: one MSS per frame
-inline constexpr const char* kNoVnetHdr = "WEFT_STACK_NO_VNET_HDR";  // 1: checksums in software
-inline constexpr const char* kVerbose = "WEFT_STACK_VERBOSE";        // 1: a line per socket routed
-inline constexpr const char* kPreload = "WEFT_PRELOAD";              // `weft stack run`: the library to load
+inline constexpr const char* kNoVnetHdr = "WEFT_STACK_NO_VNET_HDR";        // 1: checksums in software
+inline constexpr const char* kVerbose = "WEFT_STACK_VERBOSE";              // 1: a line per socket routed
+inline constexpr const char* kDriveInWaits = "WEFT_STACK_DRIVE_IN_WAITS";  // 1: blocked threads run the stack
+inline constexpr const char* kPreload = "WEFT_PRELOAD";  // `weft stack run`: the library to load
 
 }  // namespace weft::posix::env

@@ -22,6 +22,7 @@ namespace weft::posix {
 
 std::atomic<Sock*> g_socks[kMaxFd];
 thread_local bool t_event_loop = false;
+thread_local bool t_driver = false;
 
 namespace {
 
@@ -62,7 +63,8 @@ void at_exit_drain() {
   if (g_verbose)
     log_line("stack: " + std::to_string(rt->inline_runs()) + " runs on the program's threads, " +
              std::to_string(rt->stack_thread_runs()) +
-             " by the stack thread while a loop was busy elsewhere");
+             " by the stack thread while a loop was busy elsewhere, " +
+             std::to_string(rt->stack_thread_all()) + " by the stack thread in all");
 }
 
 }  // namespace
@@ -184,6 +186,7 @@ bool Runtime::open(std::string& err) {
   cfg.tcp.send_buffer = cfg.tcp.recv_buffer = static_cast<uint32_t>(std::max(buffer, 4096LL));
   cfg.tcp.nagle = true;  // as the kernel: TCP_NODELAY turns it off per socket
   cfg.tso = std::strcmp(env_or(env::kNoTso, "0"), "1") != 0;
+  drive_in_waits_ = std::strcmp(env_or(env::kDriveInWaits, "0"), "1") == 0;
   stack::PacketDevice::Options o;
   o.ifname = env_or(env::kIfname, "");
   o.tx_csum_offload = std::strcmp(env_or(env::kNoVnetHdr, "0"), "1") != 0;
@@ -290,9 +293,23 @@ void Runtime::thread_main() {
   bool woken = true;      // by the device or the wake-up eventfd: run the stack
   int64_t tick = kTickMin;
   uint64_t seen_entries = 0;
+  int64_t last_drive_ns = INT64_MIN / 2;
+  uint64_t drive_entries = 0;
   epoll_event got[2];
   while (!stop_.load(std::memory_order_relaxed)) {
-    const bool watched = watchers_.load(std::memory_order_relaxed) > 0;
+    // The device belongs to the event loops that watch it, to a blocked thread that drives it, and
+    // stays with the threads that drive it while they keep coming back (a blocking program
+    // between two waits), unless passengers wait with nobody driving.
+    // A driver busy in its program between two waits keeps the device for 100 ms (its frames
+    // meanwhile are the tick's, below): handing it back and forth would wake this thread with the
+    // driver for every frame.
+    const uint64_t entries_now = loop_entries_.load(std::memory_order_relaxed);
+    const int64_t now_top = clock_.now_ns();
+    if (driving_.load() || entries_now != drive_entries) last_drive_ns = now_top;
+    drive_entries = entries_now;
+    const bool driven = driving_.load() || (now_top - last_drive_ns < 100'000'000 &&
+                                            passengers_.load(std::memory_order_relaxed) == 0);
+    const bool watched = watchers_.load(std::memory_order_relaxed) > 0 || driven;
     if (watched == device_in) {
       (void)real().epoll_ctl(ep, watched ? EPOLL_CTL_DEL : EPOLL_CTL_ADD, iface_->device_fd(), &dev);
       device_in = !watched;
@@ -310,6 +327,7 @@ void Runtime::thread_main() {
     int64_t until = deadline_.load(std::memory_order_relaxed);
     if (run) {
       std::lock_guard g(layer_mutex());
+      stack_thread_all_.fetch_add(1, std::memory_order_relaxed);
       service();
       until = sk_->next_deadline();
       deadline_.store(until, std::memory_order_relaxed);
@@ -331,11 +349,36 @@ void Runtime::thread_main() {
 }
 
 void Runtime::after_call() {
-  iface_->flush();
+  if (t_event_loop)
+    tx_deferred_.store(true, std::memory_order_relaxed);
+  else
+    iface_->flush();
   const int64_t next = sk_->next_deadline();
   deadline_.store(next, std::memory_order_relaxed);
-  if (!t_event_loop && next < sleeping_until_.load(std::memory_order_relaxed)) {
+  if (!t_event_loop && !t_driver && next < sleeping_until_.load(std::memory_order_relaxed)) {
     sleeping_until_.store(0, std::memory_order_relaxed);  // one wake-up is enough until it sleeps again
+    const uint64_t one = 1;
+    (void)real().write(wake_fd_, &one, sizeof one);
+  }
+}
+
+void Runtime::flush_deferred() {
+  if (!tx_deferred_.load(std::memory_order_relaxed)) return;
+  std::lock_guard g(layer_mutex());
+  tx_deferred_.store(false, std::memory_order_relaxed);
+  iface_->flush();
+}
+
+bool Runtime::try_drive() {
+  if (!drive_in_waits_) return false;
+  if (driving_.load(std::memory_order_relaxed) || driving_.exchange(true)) return false;
+  t_driver = true;
+  return true;
+}
+
+void Runtime::end_drive() {
+  driving_.store(false);
+  if (passengers_.load() > 0) {  // they would wait for a frame nobody reads: the stack thread takes it
     const uint64_t one = 1;
     (void)real().write(wake_fd_, &one, sizeof one);
   }
@@ -459,6 +502,7 @@ void Runtime::drain(int64_t max_ns) {
       close_later(s->id);
     }
     after_call();
+    iface_->flush();  // also on an event loop's thread, which would have left it for its next wait
   }
   const int64_t until = clock_.now_ns() + max_ns;
   while (clock_.now_ns() < until) {

@@ -125,13 +125,32 @@ class Runtime {
   // watch the device were busy elsewhere (for tests and the --verbose summary).
   uint64_t inline_runs() const { return inline_runs_.load(std::memory_order_relaxed); }
   uint64_t stack_thread_runs() const { return stack_thread_runs_.load(std::memory_order_relaxed); }
+  // Every run of the stack by the stack thread (frames it was woken for, timers, stuck loops).
+  uint64_t stack_thread_all() const { return stack_thread_all_.load(std::memory_order_relaxed); }
   // An event loop's epoll_wait: came in (every call), and sleeps (true) or woke (false).
   void loop_entered() { loop_entries_.fetch_add(1, std::memory_order_relaxed); }
   void loop_sleeps(bool on) { loop_waiting_.fetch_add(on ? 1 : -1, std::memory_order_relaxed); }
 
   // Under mu. After a call that may have sent: the device's batch leaves, and the stack thread
-  // wakes if the call moved the next timer before the one it sleeps for.
+  // wakes if the call moved the next timer before the one it sleeps for. On an event loop's
+  // thread (t_event_loop) the batch waits instead until the thread waits again (flush_deferred):
+  // the answers to every request one epoll_wait returned, and a response with the FIN close()
+  // adds, leave in one sendmmsg.
   void after_call();
+  // Before an event loop's thread sleeps (or polls): what its calls left in the device's batch
+  // leaves. Takes the lock only when something was left.
+  void flush_deferred();
+
+  // Blocking calls and poll/select drive the device themselves (run to completion without an
+  // event loop). One blocked thread at a time holds the device (try_drive: it adds the device to
+  // its poll set and runs the stack when a frame or a timer wakes it); other blocked threads
+  // wait on their sockets' descriptors as passengers, woken by what the driver's run reports.
+  // The driver that leaves while passengers wait wakes the stack thread, which holds the device
+  // until a thread drives it again.
+  int device_fd() const { return iface_->device_fd(); }
+  bool try_drive();  // false also when driving in waits is off (--drive-in-waits)
+  void end_drive();
+  void passenger(bool on) { passengers_.fetch_add(on ? 1 : -1); }
   // Under mu. What poll() would report for `s` now (POLLIN, POLLOUT, POLLHUP, POLLERR, POLLRDHUP).
   short poll_bits(const Sock& s);
   // Under mu. Sets or clears `s`'s eventfd by poll_bits (and writes it again on `news`).
@@ -170,8 +189,13 @@ class Runtime {
   std::atomic<int> watchers_{0};  // program epoll instances that watch the device
   std::atomic<uint64_t> inline_runs_{0};
   std::atomic<uint64_t> stack_thread_runs_{0};
+  std::atomic<uint64_t> stack_thread_all_{0};
   std::atomic<uint64_t> loop_entries_{0};
   std::atomic<int> loop_waiting_{0};
+  std::atomic<bool> tx_deferred_{false};  // an event loop left frames in the device's batch
+  std::atomic<bool> driving_{false};      // a blocked thread has the device in its poll set
+  bool drive_in_waits_ = false;           // --drive-in-waits
+  std::atomic<int> passengers_{0};        // blocked threads waiting without the device
   std::vector<stack::SockEvent> events_ = std::vector<stack::SockEvent>(512);
 
   friend void init_runtime();
@@ -181,6 +205,9 @@ class Runtime {
 // stack's timers itself when it waits next (its epoll_wait sleeps no longer than the next timer),
 // so what it does never wakes the stack thread for a timer.
 extern thread_local bool t_event_loop;
+// This thread has driven the device in a blocking call or poll (it runs the timers when it blocks
+// next, as an event loop does): what it does never wakes the stack thread for a timer.
+extern thread_local bool t_driver;
 
 // The layer's one lock: around the stack, and the socket table's fields (also in a process that
 // has no stack, for sockets that may still go to the kernel).

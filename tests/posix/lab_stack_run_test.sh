@@ -3,7 +3,9 @@
 # (LD_PRELOAD of libweft_preload.so, src/posix). The stack takes P's end of a veth to the router
 # namespace R on AF_PACKET (lab/stack_netns.sh); the kernel peer is in K behind R. Checks:
 #  - a device that cannot be opened stops `weft stack run` with the reason before the program runs;
-#  - socat as a server and as a client, 8 MiB each way, SHA-256 exact against kernel socat;
+#  - socat as a server and as a client, 8 MiB each way, SHA-256 exact against kernel socat; the
+#    server's stack run mostly on socat's own thread blocked in select() with --drive-in-waits
+#    (--verbose's counts);
 #  - curl on weft downloading from a kernel HTTP server, SHA-256 exact;
 #  - iperf3 on weft as server (both directions, -R) and as client against kernel iperf3, 2 s each:
 #    every run must end with bytes received;
@@ -54,7 +56,9 @@ fi
 
 echo "== socat on weft as a server (P), kernel socat client in $K"
 rm -f "$work/out"
-stack_lab_bg ip netns exec "$P" timeout 60 "${RUN[@]}" socat -u TCP-LISTEN:9000,reuseaddr "CREATE:$work/out"
+RUNV=("${RUN[@]:0:3}" --verbose "${RUN[@]:3}")
+RUND=("${RUN[@]:0:3}" --verbose --drive-in-waits "${RUN[@]:3}")
+stack_lab_bg ip netns exec "$P" timeout 60 "${RUND[@]}" socat -u TCP-LISTEN:9000,reuseaddr "CREATE:$work/out" 2>"$work/socat.err"
 stack_lab_wait_ping "$STACK_IP" 100 || fail=1
 for _ in $(seq 50); do nsx socat -u "FILE:$work/in" "TCP:$STACK_IP:9000" 2>/dev/null && break; sleep 0.1; done
 # The client is done when its last bytes are sent; the server still writes what it holds: wait for
@@ -64,8 +68,17 @@ for _ in $(seq 200); do
   kill -0 "${stack_lab_pids[0]}" 2>/dev/null || break
   sleep 0.05
 done
+for _ in $(seq 100); do grep -q "runs on the program's threads" "$work/socat.err" && break; sleep 0.1; done
 stack_lab_stop_bg
 check "socat server on weft" "$work/out"
+# socat blocks in select(): with --drive-in-waits the thread blocked there drives the device (run
+# to completion without an event loop), so most of the stack's runs are on socat's thread.
+runs=$(sed -n "s/.*stack: \([0-9]*\) runs on the program's threads, .* \([0-9]*\) by the stack thread in all.*/\1 \2/p" "$work/socat.err")
+if [[ -n $runs ]] && ((${runs% *} > 100 && ${runs#* } < ${runs% *} / 4)); then
+  echo "socat: the stack ran ${runs% *} times on socat's thread, ${runs#* } times on the stack thread"
+else
+  echo "FAIL socat: want most of the stack's runs on socat's thread (blocked in select), got '$runs': $(tail -3 "$work/socat.err")"; fail=1
+fi
 
 echo "== socat on weft as a client (P), kernel socat server in $K"
 rm -f "$work/out"
@@ -107,7 +120,6 @@ stack_lab_stop_bg
 if ((b > 1000000)); then echo "iperf3 client on weft: $b bytes"; else echo "FAIL iperf3 client on weft: $b bytes"; fail=1; fi
 
 echo "== redis-server on weft (P), redis-cli and redis-benchmark in $K"
-RUNV=("${RUN[@]:0:3}" --verbose "${RUN[@]:3}")
 stack_lab_bg ip netns exec "$P" "${RUNV[@]}" redis-server --bind "$STACK_IP" --port 6390 --save '' --appendonly no --protected-mode no --loglevel warning >/dev/null 2>"$work/redis.err"
 for _ in $(seq 100); do [[ $(nsx redis-cli -h "$STACK_IP" -p 6390 ping 2>/dev/null) == PONG ]] && break; sleep 0.1; done
 val=$(head -c 3000 /dev/urandom | base64 -w0)

@@ -79,12 +79,14 @@ TEST(TcpLayer, ConnectAcceptExchangeCloseAndReap) {
   p.pump();
   std::vector<uint8_t> buf(10);
   EXPECT_EQ(s->recv(buf), 2u);
+  EXPECT_GT((*c)->memory(), sizeof(Connection));  // the send ring and log, once it sent
   (*c)->close();
   p.pump();
   s->close();
   p.pump();
   EXPECT_EQ(s->state(), State::closed);
   EXPECT_EQ((*c)->state(), State::time_wait);
+  EXPECT_EQ((*c)->memory(), sizeof(Connection));  // TIME-WAIT holds no ring and no send log
   p.b.release(s);
   EXPECT_EQ(p.b.connection_count(), 0u);
   p.a.release(*c);

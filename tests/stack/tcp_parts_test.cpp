@@ -48,6 +48,34 @@ TEST(TcpRing, WrapsAndParksDataPastTheTail) {
   EXPECT_EQ(r.push(late), 1u);
 }
 
+TEST(TcpRing, ReusesTheMemoryOfARingThatWentAway) {
+  constexpr size_t kCap = 12345;  // a capacity no other test uses
+  const uint8_t* first = nullptr;
+  const size_t cached = ring_memory_cached();
+  {
+    ByteRing r(kCap);
+    EXPECT_EQ(r.allocated(), 0u);  // nothing before the first write
+    const std::vector<uint8_t> in{1, 2, 3};
+    r.push(in);
+    first = r.reserve().first.data() - 3;
+    EXPECT_EQ(r.allocated(), kCap);
+    r.release_if_empty();  // holds data: kept
+    EXPECT_EQ(r.allocated(), kCap);
+  }
+  EXPECT_EQ(ring_memory_cached(), cached + kCap);
+  ByteRing again(kCap);
+  again.push(std::vector<uint8_t>{9});
+  EXPECT_EQ(again.reserve().first.data() - 1, first);  // the same buffer, its pages mapped
+  EXPECT_EQ(ring_memory_cached(), cached);
+  std::vector<uint8_t> out(1);
+  again.pop(out);
+  again.release_if_empty();
+  EXPECT_EQ(again.allocated(), 0u);
+  EXPECT_EQ(ring_memory_cached(), cached + kCap);
+  again.push(std::vector<uint8_t>{7});  // a later write takes memory again
+  EXPECT_EQ(again.allocated(), kCap);
+}
+
 TEST(TcpOoo, MergesAndHandsBackContiguousData) {
   OooRanges o;
   EXPECT_TRUE(o.add(100, 200));

@@ -205,6 +205,13 @@ void Connection::enter_time_wait() {
   state_ = State::time_wait;
   rtx_deadline_ = tlp_deadline_ = rack_deadline_ = persist_deadline_ = keepalive_deadline_ = kNever;
   time_wait_deadline_ = clock_.now_ns() + 2 * cfg_.msl_ns;
+  // Everything we sent is acknowledged and nothing more can arrive: the rings and the send log
+  // go back now rather than after 2 MSL (as Linux keeps only a small timewait socket). A server
+  // that closes first would otherwise hold two ring buffers per connection it served in the last
+  // minute (nginx with `Connection: close`: thousands), each allocation a fresh mmap.
+  snd_ring_.release_if_empty();
+  rcv_ring_.release_if_empty();
+  sent_.release_if_empty();
 }
 
 void Connection::connect() {
@@ -306,9 +313,17 @@ void Connection::consume(size_t n) {
 
 void Connection::after_read(size_t n, uint32_t before) {
   if (n > 0 && synchronized() && !fin_received_) {
-    // Window update when the right edge can move by enough (receiver SWS avoidance).
+    // Window update when the right edge can move by enough (receiver SWS avoidance), and only
+    // while the window the peer holds is small enough that it may be waiting for more (under 4
+    // full segments: it then sends less than two ACKs' worth). A peer with a larger window keeps
+    // sending and learns the new edge from the ACKs its data draws; a request/response peer
+    // learns it from the response. Else every new connection's first read drew a bare ACK (the
+    // SYN announced at most 64 KiB, the ring is larger) just before the response that would carry
+    // it: an extra frame per request for a server that takes a connection per request.
     const uint32_t right = rcv_nxt_ + rcv_window();
-    if (seq_gt(right, before) && right - before >= std::min<uint32_t>(cfg_.recv_buffer / 2, cfg_.mss)) {
+    const uint32_t peer_has = seq_gt(before, rcv_nxt_) ? before - rcv_nxt_ : 0;
+    if (seq_gt(right, before) && right - before >= std::min<uint32_t>(cfg_.recv_buffer / 2, cfg_.mss) &&
+        peer_has < 4 * cfg_.mss) {
       ack_now_ = true;
       output();
     }

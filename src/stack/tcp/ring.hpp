@@ -3,13 +3,15 @@
 // receive buffer (unread in-order bytes, with out-of-order data parked past the tail until the
 // gap fills). The memory is allocated (uninitialised) on the first write, not with the
 // connection: an idle connection costs no buffer at all, so 10,000 of them fit (issue 13).
-// After that nothing allocates.
+// After that nothing allocates. It comes from and goes back to ring_memory's cache, so a new
+// connection's ring reuses a closed one's buffer, its pages already mapped.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <utility>
 
+#include "stack/tcp/ring_memory.hpp"
 #include "stack/wire/types.hpp"
 
 namespace weft::stack::tcp {
@@ -17,12 +19,33 @@ namespace weft::stack::tcp {
 class ByteRing {
  public:
   explicit ByteRing(size_t capacity) : cap_(std::max<size_t>(capacity, 1)) {}
+  ~ByteRing() { ring_memory_give(buf_, cap_); }
+  ByteRing(ByteRing&& o) noexcept
+      : cap_(o.cap_), buf_(std::exchange(o.buf_, nullptr)), head_(o.head_), size_(o.size_) {}
+  ByteRing& operator=(ByteRing&& o) noexcept {
+    if (this != &o) {
+      ring_memory_give(buf_, cap_);
+      cap_ = o.cap_;
+      buf_ = std::exchange(o.buf_, nullptr);
+      head_ = o.head_;
+      size_ = o.size_;
+    }
+    return *this;
+  }
 
   size_t capacity() const { return cap_; }
   size_t size() const { return size_; }
   size_t free() const { return cap_ - size_; }
   // Bytes of memory held (0 until the first write).
-  size_t allocated() const { return buf_ ? cap_ : 0; }
+  size_t allocated() const { return buf_ != nullptr ? cap_ : 0; }
+
+  // Gives the memory back (to ring_memory's cache) while the ring holds nothing; a later write
+  // takes memory again. For a connection that can hold no more data (TIME-WAIT).
+  void release_if_empty() {
+    if (size_ != 0 || buf_ == nullptr) return;
+    ring_memory_give(std::exchange(buf_, nullptr), cap_);
+    head_ = 0;
+  }
 
   // Appends up to free() bytes; returns how many.
   size_t push(wire::Bytes data) {
@@ -65,7 +88,7 @@ class ByteRing {
     const size_t len = free() - offset;
     const size_t start = (head_ + size_ + offset) % cap_;
     const size_t first = std::min(len, cap_ - start);
-    return {wire::MutBytes(buf_.get() + start, first), wire::MutBytes(buf_.get(), len - first)};
+    return {wire::MutBytes(buf_ + start, first), wire::MutBytes(buf_, len - first)};
   }
 
   // Copies up to out.size() bytes from the head and removes them.
@@ -90,7 +113,7 @@ class ByteRing {
     len = std::min(len, size_ - offset);
     const size_t start = (head_ + offset) % cap_;
     const size_t first = std::min(len, cap_ - start);
-    return {wire::Bytes(buf_.get() + start, first), wire::Bytes(buf_.get(), len - first)};
+    return {wire::Bytes(buf_ + start, first), wire::Bytes(buf_, len - first)};
   }
 
  private:
@@ -100,15 +123,15 @@ class ByteRing {
     const size_t start = (head_ + offset) % cap_;
     const size_t first = std::min(data.size(), cap_ - start);
     // Data a device already read into this very place (Interface::place_large_frame) stays.
-    if (buf_.get() + start != data.data()) std::memcpy(buf_.get() + start, data.data(), first);
-    if (first < data.size()) std::memcpy(buf_.get(), data.data() + first, data.size() - first);
+    if (buf_ + start != data.data()) std::memcpy(buf_ + start, data.data(), first);
+    if (first < data.size()) std::memcpy(buf_, data.data() + first, data.size() - first);
   }
   void ensure() {
-    if (!buf_) buf_ = std::make_unique_for_overwrite<uint8_t[]>(cap_);
+    if (buf_ == nullptr) buf_ = ring_memory_take(cap_);
   }
 
   size_t cap_;
-  std::unique_ptr<uint8_t[]> buf_;
+  uint8_t* buf_ = nullptr;  // from ring_memory_take, given back in the destructor
   size_t head_ = 0;
   size_t size_ = 0;
 };

@@ -45,6 +45,12 @@ class SentLog {
   SentSeg& operator[](size_t i) { return buf_[slot(i)]; }
   const SentSeg& operator[](size_t i) const { return buf_[slot(i)]; }
   void clear() { head_ = n_ = 0; }
+  // Frees the records while none is kept (a later append allocates again).
+  void release_if_empty() {
+    if (n_ != 0) return;
+    buf_.reset();
+    head_ = 0;
+  }
 
   // A first transmission of [start, end), right after the last record.
   void append(uint32_t start, uint32_t end, int64_t now_ns) {
