@@ -89,7 +89,7 @@ class FlowTable {
   // A flow stops flapping this long after its last path change: traces come only every few
   // minutes, or when the flow loses, so a flap that stopped would otherwise keep its flag until
   // enough quiet traces came in (a repaired link stayed "flapping" for minutes).
-  static constexpr int64_t kFlapHoldNs = 20'000'000'000;
+  static constexpr int64_t kFlapHoldNs = 15'000'000'000;
   static constexpr int64_t kFlapHorizonNs = 60'000'000'000;
   static constexpr size_t kMaxFlowsPerPair = 2 * proto::kMaxFlowsPerWindow;
   static constexpr size_t kMaxPairsPerSource = 20'000;
