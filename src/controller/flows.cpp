@@ -108,6 +108,8 @@ void FlowTable::add_trace(FlowState& f, TracedPath t) {
   } else if (t.traced_at_unix_ns - f.path_since_unix_ns >= kHomeHeldNs) {
     f.home_hops = t.hops;
   }
+  if (!proto::same_route(f.home_hops, t.reached, t.hops, t.reached))
+    f.last_off_home_unix_ns = t.traced_at_unix_ns;
   f.paths.push_back(std::move(t));
   if (f.paths.size() > kPathHistory) f.paths.erase(f.paths.begin());
   f.flapping = flaps(f.paths, f.paths.size() - std::min(f.paths.size(), kFlapWindow));
@@ -258,7 +260,11 @@ std::vector<FlowObservation> FlowTable::observations(proto::Protocol protocol, i
 }
 
 bool FlowTable::flapping_at(const FlowState& f, int64_t now_unix_ns) {
-  if (f.path_changes == 0 || now_unix_ns - f.last_change_unix_ns > kFlapHoldNs) return false;
+  // Back on its home path: held from when it was last seen off it.
+  const bool home = f.last_off_home_unix_ns > 0 && !f.paths.empty() &&
+                    f.paths.back().traced_at_unix_ns > f.last_off_home_unix_ns;
+  const int64_t since = home ? f.last_off_home_unix_ns : f.last_change_unix_ns;
+  if (f.path_changes == 0 || now_unix_ns - since > kFlapHoldNs) return false;
   size_t first = f.paths.size();
   while (first > 0 && now_unix_ns - f.paths[first - 1].traced_at_unix_ns <= kFlapHorizonNs) --first;
   return flaps(f.paths, first);

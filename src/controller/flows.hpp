@@ -62,6 +62,10 @@ struct FlowState {
   // between), or its first trace until then; and when its current run of one path began.
   std::vector<std::string> home_hops;
   int64_t path_since_unix_ns = 0;
+  // When it was last traced off its home path (0: never): a flow back home stops flapping
+  // FlowTable::kFlapHoldNs after that, not after its return (traces of flows that lost while
+  // a link flapped come in for a while after the repair, each finding its flow back home).
+  int64_t last_off_home_unix_ns = 0;
 };
 
 struct PairFlows {

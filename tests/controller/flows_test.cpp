@@ -220,6 +220,12 @@ TEST(FlowTable, TheHomePathIsTheOneHeldBeforeTheFlapping) {
   for (int i = 0; i < 12; ++i)
     f.send("h2", 5, 1, 99, 0, 50'000, {trace(40000, t0 + (60 + 3 * i) * s, i % 2 ? a : b)});
   EXPECT_EQ(home(), a);
+  // Back home at 93 s, last seen off it at 90 s: it stops flapping 15 s after 90 s, not 93 s.
+  auto flapping = [&](int64_t at) {
+    return f.ingest.flows().pair(Protocol::udp, "h1", "h2", at).flows[0].flapping;
+  };
+  EXPECT_TRUE(flapping(t0 + 90 * s + FlowTable::kFlapHoldNs - s));
+  EXPECT_FALSE(flapping(t0 + 90 * s + FlowTable::kFlapHoldNs + s));
   bool seen = false;
   for (const auto& o : f.ingest.flows().observations(Protocol::udp, t0 + 95 * s)) {
     seen = true;
