@@ -14,13 +14,19 @@ A=$P-a R=$P-r B=$P-b R2=$P-r2
 cleanup() { for n in $A $R $B $R2; do ip netns del "$n" 2>/dev/null || true; done; }
 trap cleanup EXIT
 for n in $A $R $B $R2; do ip netns add "$n"; ip -n "$n" link set lo up; done
-ip link add wa$$ netns "$A" type veth peer name ra$$ netns "$R"
-ip link add wb$$ netns "$B" type veth peer name rb$$ netns "$R"
-ip -n "$A" addr add 10.24.1.2/24 dev wa$$; ip -n "$A" link set wa$$ up
-ip -n "$B" addr add 10.24.2.2/24 dev wb$$; ip -n "$B" link set wb$$ up
-ip -n "$R" addr add 10.24.1.1/24 dev ra$$; ip -n "$R" link set ra$$ up
-ip -n "$R" addr add 10.24.2.1/24 dev rb$$; ip -n "$R" link set rb$$ up
-ip netns exec "$R" sysctl -qw net.ipv4.ip_forward=1
+# router ROUTER A_DEV R_DEV A_SUBNET B_DEV R_DEV B_SUBNET: a forwarding namespace between A (.2 on
+# A_SUBNET) and B (.2 on B_SUBNET), itself .1 on both.
+router() {
+  local r=$1
+  ip link add "$2" netns "$A" type veth peer name "$3" netns "$r"
+  ip link add "$5" netns "$B" type veth peer name "$6" netns "$r"
+  ip -n "$A" addr add "$4.2/24" dev "$2"; ip -n "$A" link set "$2" up
+  ip -n "$B" addr add "$7.2/24" dev "$5"; ip -n "$B" link set "$5" up
+  ip -n "$r" addr add "$4.1/24" dev "$3"; ip -n "$r" link set "$3" up
+  ip -n "$r" addr add "$7.1/24" dev "$6"; ip -n "$r" link set "$6" up
+  ip netns exec "$r" sysctl -qw net.ipv4.ip_forward=1
+}
+router "$R" wa$$ ra$$ 10.24.1 wb$$ rb$$ 10.24.2
 ip -n "$A" route add default via 10.24.1.1
 ip -n "$B" route add default via 10.24.2.1
 ip netns exec "$B" "$TOOL" respond 7777 30 &
@@ -43,13 +49,7 @@ print("paris_trace_lab: 4 flows traced through the router: OK")
 PY
 
 # The second router and the route change.
-ip link add xa$$ netns "$A" type veth peer name sa$$ netns "$R2"
-ip link add xb$$ netns "$B" type veth peer name sb$$ netns "$R2"
-ip -n "$A" addr add 10.24.3.2/24 dev xa$$; ip -n "$A" link set xa$$ up
-ip -n "$B" addr add 10.24.4.2/24 dev xb$$; ip -n "$B" link set xb$$ up
-ip -n "$R2" addr add 10.24.3.1/24 dev sa$$; ip -n "$R2" link set sa$$ up
-ip -n "$R2" addr add 10.24.4.1/24 dev sb$$; ip -n "$R2" link set sb$$ up
-ip netns exec "$R2" sysctl -qw net.ipv4.ip_forward=1
+router "$R2" xa$$ sa$$ 10.24.3 xb$$ sb$$ 10.24.4
 ip -n "$R2" route add 10.24.2.2/32 via 10.24.4.2
 ip -n "$B" route add 10.24.3.0/24 via 10.24.4.1
 ip netns exec "$B" sysctl -qw net.ipv4.conf.all.rp_filter=0
