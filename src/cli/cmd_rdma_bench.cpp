@@ -10,25 +10,16 @@
 // Both sides are started with the same test flags; the client sends its parameters first and
 // both refuse a mismatch with a message naming the fields. Then (per size) a barrier, the timed
 // loop, a barrier. The client prints the report (text like perftest's, or JSON lines).
-#include <arpa/inet.h>
 #include <fmt/format.h>
-#include <poll.h>
-#include <sys/socket.h>
 
 #include <array>
 #include <bit>
 #include <cstdio>
-#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
-#if defined(__x86_64__)
-#include <x86intrin.h>
-#endif
 
-#include "base/clock.hpp"
 #include "base/little_endian.hpp"
 #include "base/log.hpp"
 #include "cli/command_registry.hpp"
@@ -36,9 +27,9 @@
 #include "cli/rdma_bench_link.hpp"
 #include "cli/rdma_bench_options.hpp"
 #include "cli/rdma_bench_params.hpp"
+#include "cli/rdma_bench_runs.hpp"
 #include "cli/rdma_bench_stats.hpp"
 #include "cli/rdma_side_channel.hpp"
-#include "net/socket.hpp"
 #include "rdma/address_handle.hpp"
 #include "rdma/completion_waiter.hpp"
 #include "rdma/device.hpp"
@@ -57,498 +48,10 @@ using std::chrono::milliseconds;
 
 using Options = weft::cli::BenchOptions;
 
-// Cheap timestamps for the timed loops, as perftest takes them (the TSC), turned into
-// nanoseconds by the run's own calibration against the monotonic clock.
-struct Ticks {
-  static int64_t now() {
-#if defined(__x86_64__)
-    return static_cast<int64_t>(__rdtsc());
-#else
-    return mono_ns();
-#endif
-  }
-  int64_t t0 = now(), m0 = mono_ns();
-  // Converts a span of tick stamps in place, with the ratio measured from construction to now.
-  void to_ns(std::vector<int64_t>& v) const {
-    const int64_t t1 = now(), m1 = mono_ns();
-    const double ns_per_tick = t1 > t0 ? static_cast<double>(m1 - m0) / static_cast<double>(t1 - t0) : 1.0;
-    for (auto& x : v) x = static_cast<int64_t>(static_cast<double>(x - t0) * ns_per_tick);
-  }
-};
-
 constexpr uint64_t kPeerTag = 1;  // the side channel's socket in the epoll set
 
 // The transport as --json spells it (rc, uc, ud).
 std::string_view lower_transport(const BenchParams& p) { return p.ud ? "ud" : p.uc ? "uc" : "rc"; }
-
-struct Bench {
-  const Options& o;
-  const BenchPlan& plan;
-  BenchParams p;
-  bool active;  // the client drives; the server answers ping-pongs or receives
-  milliseconds timeout;
-  SideChannel& chan;
-  Device dev;
-  std::vector<QueuePair> qps;  // -q: several; latency tests use the first
-  MemoryRegion mr;
-  CompletionQueue& cq;
-  CompletionWaiter& waiter;
-  std::optional<AddressHandle> ah;
-  EndpointInfo peer;                  // the peer's first QP (and its buffer, the same for all)
-  std::vector<EndpointInfo> peers{};  // every QP of the peer, qps[i] connected to peers[i]
-  std::unordered_map<uint32_t, uint32_t> qp_of_num{};  // QP number -> index into qps
-  std::optional<SharedReceiveQueue> srq{};             // --use-srq: every QP's receives
-  size_t buf = 0;         // [0, buf): what we send/read into; [buf, 2 buf): what the peer targets
-  uint32_t recv_off = 0;  // UD: the GRH before the payload
-  uint32_t inline_max = 0;
-  uint32_t rx_depth = 0;
-  std::vector<RecvWr> recvs{};
-  std::array<ibv_wc, 64> wcs{};
-  uint64_t received = 0;              // server: messages received in the last bandwidth run
-  std::string unsorted{};             // -U: the last latency run's samples in the order taken
-  std::vector<SecondRate> seconds{};  // --per-second: the last bandwidth run's
-
-  std::byte* local() const { return mr.data(); }
-  std::byte* target() const { return mr.data() + buf; }
-
-  // Receives take the whole target half, so any size of the sweep fits whichever is posted.
-  Status post_recvs(uint32_t n, uint64_t /*size*/, size_t qi = 0) {
-    recvs.clear();
-    for (uint32_t i = 0; i < n; ++i)
-      recvs.push_back(RecvWr::into(mr.local(buf, static_cast<uint32_t>(buf)), 0x8000'0000'0000'0000ull | i));
-    if (srq) return srq->post_recv(std::span<RecvWr>(recvs));
-    return qps[qi].post_recv(std::span<RecvWr>(recvs));
-  }
-  size_t qp_index(const ibv_wc& wc) const {
-    auto it = qp_of_num.find(wc.qp_num);
-    return it == qp_of_num.end() ? 0 : it->second;
-  }
-  // Messages a bandwidth run sends from one side: -n per QP, as perftest counts them.
-  uint64_t per_run() const { return p.iters * qps.size(); }
-
-  SendWr make_wr(uint64_t size) {
-    const auto len = static_cast<uint32_t>(size);
-    RemoteBuf at = peer.buf;
-    at.length = len;
-    switch (p.op) {
-      case BenchOp::send: {
-        auto w = SendWr::send(mr.local(0, len), 0);
-        if (ah) w.to(ah->raw(), peer.qp.qpn, peer.qkey);
-        return w;
-      }
-      case BenchOp::write:
-        return SendWr::write(mr.local(0, len), at, 0);
-      case BenchOp::write_imm:
-        return SendWr::write_imm(mr.local(0, len), at, 0, 0);
-      case BenchOp::read:
-        return SendWr::read(mr.local(0, len), at, 0);
-      case BenchOp::fetch_add:
-        return SendWr::fetch_add(mr.local(0, 8), at, 1, 0);
-      case BenchOp::compare_swap:
-        return SendWr::compare_swap(mr.local(0, 8), at, 0, 0, 0);
-    }
-    return SendWr::send(mr.local(0, len), 0);
-  }
-
-  // check_completion, but an error a dying peer causes (a killed server's QP and memory may go
-  // before its socket) is reported as the peer being gone when its side channel closes within
-  // half a second, not only as the raw status (IBV_WC_REM_OP_ERR, retries exceeded...).
-  Status checked(const ibv_wc& wc) {
-    auto s = check_completion(wc);
-    if (s || !peer_death_can_cause(s.error().code) || !chan.peer_closed_within(milliseconds(500))) return s;
-    return std::unexpected(
-        Error{fmt::format("bench: the peer is gone (its side channel closed) ({})", s.error().message),
-              ECONNRESET});
-  }
-
-  // Waits for completions; a peer that closes the side channel ends the wait with an error.
-  Result<int> wait_cq() { return wait_cq(timeout); }
-  // One ibv_poll_cq, the plain verb perftest polls with: the bench's CQ has no timestamps, so
-  // CompletionQueue::poll does not go through the extended API (which reads every field of each
-  // completion: slower on rxe).
-  Result<int> poll_plain() { return cq.poll(wcs); }
-  // Whether the peer's side channel shows it closed (its process died; bytes it sent before, a
-  // barrier it reached first, do not count). Looked at between waits, so a dead peer ends a
-  // wait at once instead of when the wait's limit expires (rxe retries a WRITE to a dead QP
-  // for longer than --timeout-ms).
-  Status peer_alive() {
-    if (!chan.peer_closed_within(milliseconds(0))) return {};
-    return std::unexpected(Error{"bench: the peer is gone (its side channel closed)", ECONNRESET});
-  }
-
-  Result<int> wait_cq(milliseconds limit) {
-    // The limit starts at the first look at the clock: no clock read on the way to a completion.
-    int64_t give_up = 0;
-    auto expired = [&] {
-      const int64_t now = mono_ns();
-      if (give_up == 0) give_up = now + limit.count() * 1'000'000;
-      return now > give_up;
-    };
-    auto took_too_long = [&] {
-      return fail("bench: no completion within {} ms ({} {} {})", limit.count(), to_string(p.op),
-                  transport_name(p.ud, p.uc), o.wait);
-    };
-    if (waiter.mode() == WaitMode::busy) {
-      for (uint32_t spins = 0;; ++spins) {
-        auto n = poll_plain();
-        if (!n) return n;
-        if (*n > 0) {
-          for (int i = 0; i < *n; ++i)
-            if (auto s = checked(wcs[static_cast<size_t>(i)]); !s) return std::unexpected(s.error());
-          return n;
-        }
-        // The clock only every 1024 empty polls: it costs more than a poll on an emulated CPU.
-        if ((spins & 1023) == 1023) {
-          if (auto s = peer_alive(); !s) return std::unexpected(s.error());
-          if (expired()) return took_too_long();
-        }
-      }
-    }
-    for (;;) {
-      // Slices of at most 100 ms: the side channel is looked at between them.
-      auto n = waiter.wait(wcs, std::min(limit, milliseconds(100)));
-      if (!n) return n;
-      if (*n > 0) {
-        for (int i = 0; i < *n; ++i)
-          if (auto s = checked(wcs[static_cast<size_t>(i)]); !s) return std::unexpected(s.error());
-        return n;
-      }
-      if (auto s = peer_alive(); !s) return std::unexpected(s.error());
-      // The peer is ahead of us at a barrier: stop watching until this size is done.
-      if (waiter.fd_ready())
-        if (auto s = waiter.poller()->unwatch_fd(chan.fd()); !s) return std::unexpected(s.error());
-      if (expired()) return took_too_long();
-    }
-  }
-
-  // --- latency ------------------------------------------------------------------------------
-  // SEND, WRITE_IMM, WRITE: ping-pong. Each message carries its sequence number (1-255) in the
-  // last byte and a "last message" flag in the first; the server echoes until it sees the flag.
-  // WRITE is received by polling the last byte of the target buffer, like ib_write_lat.
-  uint32_t sends_out = 0;   // signalled sends not completed yet
-  uint32_t recvs_used = 0;  // receives consumed and not posted again
-
-  // Takes what completions there are (blocking in the wait mode if `block`); true if a receive
-  // was among them.
-  Result<bool> reap(bool block) {
-    int n = 0;
-    if (block) {
-      auto r = wait_cq();
-      if (!r) return std::unexpected(r.error());
-      n = *r;
-    } else {
-      auto r = poll_plain();
-      if (!r) return std::unexpected(r.error());
-      n = *r;
-      for (int i = 0; i < n; ++i)
-        if (auto s = checked(wcs[static_cast<size_t>(i)]); !s) return std::unexpected(s.error());
-    }
-    bool got = false;
-    for (int i = 0; i < n; ++i) {
-      if (wcs[static_cast<size_t>(i)].opcode & IBV_WC_RECV) {
-        got = true;
-        ++recvs_used;
-      } else {
-        --sends_out;
-      }
-    }
-    return got;
-  }
-
-  Result<LatencyReport> pingpong(uint64_t size) {
-    const bool by_memory = p.op == BenchOp::write;
-    SendWr wr = make_wr(size);
-    if (size <= inline_max) wr.inlined();
-    auto* out = reinterpret_cast<volatile uint8_t*>(local());
-    auto* in = reinterpret_cast<volatile uint8_t*>(target() + recv_off);
-    // Only the post times are stamped in the loop (perftest's tposted).
-    std::vector<int64_t> posted;
-    posted.reserve(p.duration_ms ? 1 << 20 : p.iters);
-    sends_out = 0;
-    uint8_t seq = 0;
-    const int64_t end = p.duration_ms ? mono_ns() + int64_t{p.duration_ms} * 1'000'000 : 0;
-    Ticks ticks;
-    // Until the peer's message `want` is here.
-    auto await_peer = [&](uint8_t want) -> Status {
-      if (by_memory) {
-        // The clock is read once per 64 Ki spins: the limit starts at the first look.
-        int64_t give_up = 0;
-        for (uint32_t spins = 0; in[size - 1] != want; ++spins) {
-          if (sends_out > 0)
-            if (auto r = reap(false); !r) return std::unexpected(r.error());
-          if ((spins & 0xffff) == 0xffff) {
-            const int64_t now = mono_ns();
-            if (give_up == 0)
-              give_up = now + timeout.count() * 1'000'000;
-            else if (now > give_up)
-              return fail("bench: no WRITE from the peer within {} ms", timeout.count());
-          }
-        }
-        return {};
-      }
-      for (;;) {
-        auto got = reap(true);
-        if (!got) return std::unexpected(got.error());
-        if (!*got) continue;
-        if (recvs_used >= rx_depth / 2) {
-          if (auto s = post_recvs(recvs_used, size); !s) return s;
-          recvs_used = 0;
-        }
-        if (in[size - 1] != want) return fail("bench: message {} came back as {}", want, in[size - 1]);
-        return {};
-      }
-    };
-    auto send = [&](bool last) -> Status {
-      // Keep the send queue from overflowing: reap completions first when it is full.
-      while (sends_out >= p.tx_depth)
-        if (auto r = reap(!by_memory); !r) return std::unexpected(r.error());
-      out[0] = last ? 1 : 0;
-      out[size - 1] = seq;
-      if (p.op == BenchOp::write_imm) wr.wr.imm_data = htonl(seq);
-      ++sends_out;
-      return qps[0].post_send(wr);
-    };
-    bool last = false;
-    for (uint64_t i = 0; !last; ++i) {
-      seq = static_cast<uint8_t>(seq % 255 + 1);
-      if (active) {
-        last = p.duration_ms ? (i % 16 == 15 && mono_ns() >= end) : i + 1 == p.iters;
-        posted.push_back(Ticks::now());
-        if (auto s = send(last); !s) return std::unexpected(s.error());
-        if (auto s = await_peer(seq); !s) return std::unexpected(s.error());
-      } else {
-        if (auto s = await_peer(seq); !s) return std::unexpected(s.error());
-        last = in[0] != 0;
-        if (auto s = send(last); !s) return std::unexpected(s.error());
-      }
-    }
-    // The last send's completion, so nothing is in flight when the next size starts.
-    while (sends_out > 0)
-      if (auto r = reap(true); !r) return std::unexpected(r.error());
-    // Receives used this run are given back for the next size.
-    if (recvs_used) {
-      if (auto s = post_recvs(recvs_used, size); !s) return std::unexpected(s.error());
-      recvs_used = 0;
-    }
-    ticks.to_ns(posted);
-    if (plan.unsorted) unsorted = unsorted_lines(posted, 2);
-    return latency_report(posted, size, 2);
-  }
-
-  // READ and atomics: post one, wait for its completion, repeat (a full round trip each).
-  Result<LatencyReport> round_trips(uint64_t size) {
-    SendWr wr = make_wr(size);
-    std::vector<int64_t> posted;
-    posted.reserve(p.duration_ms ? 1 << 20 : p.iters);
-    const int64_t end = p.duration_ms ? mono_ns() + int64_t{p.duration_ms} * 1'000'000 : 0;
-    Ticks ticks;
-    for (uint64_t i = 0;; ++i) {
-      if (p.duration_ms ? (i % 16 == 15 && mono_ns() >= end) : i == p.iters) break;
-      posted.push_back(Ticks::now());
-      if (auto s = qps[0].post_send(wr); !s) return std::unexpected(s.error());
-      auto n = wait_cq();
-      if (!n) return std::unexpected(n.error());
-    }
-    ticks.to_ns(posted);
-    if (plan.unsorted) unsorted = unsorted_lines(posted, 1);
-    return latency_report(posted, is_atomic(p.op) ? 8 : size, 1);
-  }
-
-  // --- bandwidth ------------------------------------------------------------------------------
-  // The client keeps tx_depth WRs outstanding, signals every cq_mod-th (and the last), stamps
-  // each post and each signalled completion (perftest's tposted/tcompleted).
-  // -q N, as perftest: each QP has its own count of posted and completed messages (-n each), keeps
-  // at most tx_depth in flight and signals every cq_mod-th of its own; the QPs are served in
-  // turn. The stamps are kept in time order, as perftest's tposted/tcompleted: posted[k] is the
-  // k-th post, completed[k - 1] the time the k-th message (of any QP) was known complete.
-  Result<BandwidthReport> stream(uint64_t size) {
-    SendWr wr = make_wr(size);
-    if (p.op != BenchOp::read && !is_atomic(p.op) && size <= inline_max) wr.inlined();
-    const size_t nq = qps.size();
-    // Per QP, its WR template (UD: its own destination); -l: post_list WRs in one ibv_post_send.
-    std::vector<std::vector<SendWr>> lists(nq, std::vector<SendWr>(p.post_list, wr));
-    if (ah)
-      for (size_t q = 0; q < nq; ++q)
-        for (auto& w : lists[q]) w.to(ah->raw(), peers[q].qp.qpn, peers[q].qkey);
-    const bool timed = p.duration_ms > 0;
-    struct Count {
-      uint64_t scnt = 0, ccnt = 0, limit = 0;
-    };
-    std::vector<Count> qc(nq, Count{0, 0, timed ? UINT64_MAX : p.iters});
-    std::vector<int64_t> posted, completed;
-    const size_t guess = timed ? 1 << 20 : per_run();
-    posted.reserve(guess);
-    completed.reserve(guess);
-    const int64_t end = timed ? mono_ns() + int64_t{p.duration_ms} * 1'000'000 : 0;
-    uint64_t done = 0;  // messages known complete, all QPs
-    size_t finished = 0;
-    received = 0;
-    Ticks ticks;
-    while (finished < nq) {
-      for (size_t q = 0; q < nq; ++q) {
-        Count& c = qc[q];
-        while (c.scnt < c.limit && c.scnt - c.ccnt + p.post_list <= p.tx_depth) {
-          if (timed && c.scnt % p.cq_mod == 0 && mono_ns() >= end) {
-            // Stop at a signalled boundary: this QP's last posted WR was signalled.
-            c.limit = c.scnt;
-            if (c.ccnt >= c.limit) ++finished;
-            break;
-          }
-          auto& list = lists[q];
-          for (uint32_t k = 0; k < p.post_list; ++k) {
-            const uint64_t id = c.scnt + k;
-            auto& w = list[k];
-            w.wr.wr_id = id;
-            w.signaled((id + 1) % p.cq_mod == 0 || id + 1 == c.limit);
-            if (p.op == BenchOp::write_imm) w.wr.imm_data = htonl(static_cast<uint32_t>(id));
-          }
-          const int64_t t = Ticks::now();
-          for (uint32_t k = 0; k < p.post_list; ++k) {
-            posted.push_back(t);
-            completed.push_back(0);
-          }
-          if (auto s = qps[q].post_send(std::span<SendWr>(list)); !s) return std::unexpected(s.error());
-          c.scnt += p.post_list;
-        }
-      }
-      if (finished >= nq) break;
-      // A signalled WR completes after up to cq_mod messages: allow 1 s per MiB of them on top
-      // (8 MiB messages on an emulated rxe take seconds each).
-      auto n = wait_cq(timeout + milliseconds((uint64_t{p.cq_mod} * size >> 20) * 1000));
-      if (!n) return std::unexpected(n.error());
-      const int64_t t = Ticks::now();
-      for (int i = 0; i < *n; ++i) {
-        const ibv_wc& wc = wcs[static_cast<size_t>(i)];
-        if (wc.opcode & IBV_WC_RECV) {
-          // -b with SEND/WRITE_IMM: the peer's stream lands in the same CQ.
-          if (auto s = took_recv(wc); !s) return std::unexpected(s.error());
-          continue;
-        }
-        // A signalled WR completes every earlier WR of its QP.
-        Count& c = qc[nq == 1 ? 0 : qp_index(wc)];
-        done += wc.wr_id + 1 - c.ccnt;
-        c.ccnt = wc.wr_id + 1;
-        completed[done - 1] = t;
-        if (c.ccnt >= c.limit) ++finished;
-      }
-    }
-    sent = 0;
-    for (const auto& c : qc) sent += c.limit;
-    ticks.to_ns(posted);
-    ticks.to_ns(completed);
-    if (plan.per_second) seconds = per_second_rates(posted, completed, is_atomic(p.op) ? 8 : size, p.cq_mod);
-    return bandwidth_report(posted, completed, is_atomic(p.op) ? 8 : size, p.cq_mod);
-  }
-
-  // --perform_warm_up: tx_depth WRs, the last one signalled, untimed, before the timed run (perftest's
-  // perform_warm_up: caches and the device's translation tables are warm when the clock starts).
-  Status warm_up(uint64_t size) {
-    SendWr wr = make_wr(size);
-    if (p.op != BenchOp::read && !is_atomic(p.op) && size <= inline_max) wr.inlined();
-    for (auto& q : qps) {
-      for (uint32_t i = 0; i < p.tx_depth; ++i) {
-        wr.wr.wr_id = i;
-        wr.signaled(i + 1 == p.tx_depth);
-        if (auto s = q.post_send(wr); !s) return s;
-      }
-      for (bool done = false; !done;) {
-        auto n = wait_cq();
-        if (!n) return std::unexpected(n.error());
-        for (int i = 0; i < *n; ++i)
-          if (wcs[static_cast<size_t>(i)].wr_id + 1 == p.tx_depth) done = true;
-      }
-    }
-    return {};
-  }
-
-  uint64_t sent = 0;  // messages the last stream() sent
-
-  // One receive taken during a stream: counted and posted again at once, as perftest's
-  // run_iter_bw_server does (one ibv_post_recv per completion), so each QP keeps rx_depth
-  // receives posted and the poll loop never stops for a burst of posts. (Giving receives back in
-  // batches of rx_depth / 4 per QP cost -q 2 and -b SEND bandwidth: docs/BENCHMARKS.md.)
-  Status took_recv(const ibv_wc& wc) {
-    ++received;
-    RecvWr r = RecvWr::into(mr.local(buf, static_cast<uint32_t>(buf)), wc.wr_id);
-    if (srq) return srq->post_recv(r);  // one pool with --use-srq
-    return qps[qp_index(wc)].post_recv(r);
-  }
-
-  // -b with SEND/WRITE_IMM, after this side's stream: tells the peer how many messages it sent (8
-  // bytes on the side channel) and takes the peer's until its count is in (RC), or until 200 ms
-  // pass without one once the count is known (UD and UC may lose some).
-  Status drain_peer() {
-    std::array<uint8_t, 8> count{};
-    le::store<uint64_t>(count.data(), sent);
-    if (auto s = chan.send_all(std::as_bytes(std::span(count)), timeout); !s) return s;
-    std::optional<uint64_t> peer_sent;
-    int64_t last_seen = mono_ns();
-    for (;;) {
-      if (peer_sent && *peer_sent <= received) break;
-      if (!peer_sent && ::recv(chan.fd(), count.data(), 8, MSG_PEEK | MSG_DONTWAIT) == 8) {
-        if (auto s = chan.recv_all(std::as_writable_bytes(std::span(count)), timeout); !s) return s;
-        peer_sent = le::load<uint64_t>(count.data());
-        // The peer's barrier byte may follow: stop watching the channel for this size.
-        if (waiter.poller()) (void)waiter.poller()->unwatch_fd(chan.fd());
-        continue;
-      }
-      auto n = waiter.wait(wcs, milliseconds(10));
-      if (!n) return std::unexpected(n.error());
-      for (int i = 0; i < *n; ++i) {
-        if (auto s = checked(wcs[static_cast<size_t>(i)]); !s) return s;
-        if (wcs[static_cast<size_t>(i)].opcode & IBV_WC_RECV)
-          if (auto s = took_recv(wcs[static_cast<size_t>(i)]); !s) return s;
-      }
-      const int64_t now = mono_ns();
-      if (*n > 0) {
-        last_seen = now;
-        continue;
-      }
-      if (auto s = peer_alive(); !s) return s;
-      if (peer_sent && (p.ud || p.uc) && now - last_seen > 200'000'000) break;
-      if (now - last_seen > (timeout.count() + int64_t{p.duration_ms}) * 1'000'000)
-        return fail("bench: {} of the peer's messages came within {} ms", received, timeout.count());
-    }
-    return {};
-  }
-
-  // Server side of SEND / WRITE_IMM bandwidth: take receives until all came (RC) or the client
-  // says it is done (its barrier byte on the side channel; UD may lose some).
-  Status sink() {
-    received = 0;
-    int idle = 0;
-    for (;;) {
-      if (!p.duration_ms && received >= per_run()) break;
-      auto n = waiter.wait(wcs, milliseconds(10));
-      if (!n) return std::unexpected(n.error());
-      for (int i = 0; i < *n; ++i) {
-        if (auto s = checked(wcs[static_cast<size_t>(i)]); !s) return s;
-        if (auto s = took_recv(wcs[static_cast<size_t>(i)]); !s) return s;
-      }
-      if (*n > 0) {
-        idle = 0;
-        continue;
-      }
-      pollfd pf{chan.fd(), POLLIN, 0};
-      if (::poll(&pf, 1, 0) > 0) {
-        char b;
-        if (::recv(chan.fd(), &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
-          return fail("bench: the peer closed the side channel");
-        // The client is done: one last look at the CQ, then give the receives back.
-        auto m = waiter.wait(wcs, milliseconds(1));
-        if (m && *m > 0) {
-          for (int i = 0; i < *m; ++i)
-            if (auto s = took_recv(wcs[static_cast<size_t>(i)]); !s) return s;
-          continue;
-        }
-        break;
-      }
-      if (++idle * 10 > timeout.count() + p.duration_ms)
-        return fail("bench: no message within {} ms", timeout.count());
-    }
-    return {};
-  }
-};
 
 std::string latency_json(const BenchParams& p, const Options& o, const std::string& dev,
                          const LatencyReport& r) {
@@ -866,6 +369,11 @@ Status run(const Options& o, bool& usage) {
   const uint32_t want_inline = inline_wanted(mine, o);
   const uint64_t max_size = sizes.back();
   const size_t buf = (max_size + kGrhBytes + 4095) / 4096 * 4096;
+  // Busy polling on a side that takes SEND/WRITE_IMM messages: receives complete in a CQ of their
+  // own, as perftest's (its recv_cq where has_recv_comp and the side receives), so a loop that
+  // sends and receives (-b, latency) polls each kind apart as perftest does.
+  const bool own_recv_cq = mode == WaitMode::busy && !plan.rdma_cm && needs_recv(mine.op) &&
+                           (mine.test == BenchTest::lat || o.server || mine.bidirectional);
   BenchLinkSpec spec{.server = o.server,
                      .bind = o.bind,
                      .client = o.client,
@@ -884,6 +392,7 @@ Status run(const Options& o, bool& usage) {
                      .my_gid = my_gid,
                      .num_qps = nq,
                      .cq_depth = static_cast<int>((mine.tx_depth + rx_depth) * nq + 16),
+                     .recv_cq_depth = own_recv_cq ? static_cast<int>(rx_depth * nq + 16) : 0,
                      // --use-srq: one SRQ of rx_depth receives feeds every QP (perftest's SRQ mode).
                      .use_srq = plan.use_srq,
                      .srq_depth = rx_depth,
@@ -909,6 +418,7 @@ Status run(const Options& o, bool& usage) {
           .mr = std::move(*link->mr),
           .cq = link->cq(),
           .waiter = *waiter,
+          .rcq = link->recv_cq(),
           .ah = std::move(link->ah),
           .peer = link->peers[0]};
   b.peers = link->peers;

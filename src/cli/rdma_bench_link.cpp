@@ -18,13 +18,19 @@ Status make_verbs(BenchLink& l, const BenchLinkSpec& s) {
   auto cq = CompletionQueue::create(l.dev, s.cq_depth, s.mode);
   if (!cq) return std::unexpected(cq.error());
   l.own_cq.emplace(std::move(*cq));
+  if (s.recv_cq_depth > 0) {
+    auto rcq = CompletionQueue::create(l.dev, s.recv_cq_depth, WaitMode::busy);
+    if (!rcq) return std::unexpected(rcq.error());
+    l.own_recv_cq.emplace(std::move(*rcq));
+  }
   if (s.use_srq) {
     auto made = SharedReceiveQueue::create(*l.own_pd, s.srq_depth);
     if (!made) return std::unexpected(made.error());
     l.srq.emplace(std::move(*made));
   }
   for (uint32_t i = 0; i < s.num_qps; ++i) {
-    auto qp = QueuePair::create(*l.own_pd, *l.own_cq, *l.own_cq, s.qp, l.srq ? &*l.srq : nullptr);
+    auto qp = QueuePair::create(*l.own_pd, *l.own_cq, l.own_recv_cq ? *l.own_recv_cq : *l.own_cq, s.qp,
+                                l.srq ? &*l.srq : nullptr);
     if (!qp) return std::unexpected(qp.error());
     l.qps.push_back(std::move(*qp));
   }

@@ -1,6 +1,6 @@
 #pragma once
-// What the runs of `weft rdma bench` stand on: a device, a PD, one CQ, the QPs, the memory both
-// sides target and each QP's peer. Two ways to make them:
+// What the runs of `weft rdma bench` stand on: a device, a PD, the CQ (and with busy polling a
+// receive CQ, as perftest), the QPs, the memory both sides target and each QP's peer. Two ways to make them:
 //  - verbs (perftest's default): this side creates PD, CQ and QPs and connects each QP with the
 //    peer's address exchanged over the TCP side channel;
 //  - rdma_cm (perftest's -R): an rdma::CmConnection resolves the address, creates and connects
@@ -41,6 +41,9 @@ struct BenchLinkSpec {
   ibv_gid my_gid{};           // verbs: the GID co.gid_index names
   uint32_t num_qps = 1;
   int cq_depth = 0;
+  // Receives complete in a CQ of their own (perftest's recv_cq for SEND and WRITE_IMM), of this
+  // depth; 0: in the one CQ. Busy polling only: the event modes wait on one CQ's channel.
+  int recv_cq_depth = 0;
   bool use_srq = false;
   uint32_t srq_depth = 0;
   size_t mr_bytes = 0;  // the registered buffer; the peer targets [target_off, mr_bytes)
@@ -51,9 +54,10 @@ struct BenchLinkSpec {
 
 struct BenchLink {
   rdma::Device dev;
-  std::optional<rdma::ProtectionDomain> own_pd{};  // verbs set-up
-  std::optional<rdma::CompletionQueue> own_cq{};   // verbs set-up
-  std::optional<rdma::CmConnection> cm{};          // -R: owns the PD, the CQ and the QP
+  std::optional<rdma::ProtectionDomain> own_pd{};      // verbs set-up
+  std::optional<rdma::CompletionQueue> own_cq{};       // verbs set-up
+  std::optional<rdma::CompletionQueue> own_recv_cq{};  // verbs set-up with recv_cq_depth
+  std::optional<rdma::CmConnection> cm{};              // -R: owns the PD, the CQ and the QP
   std::optional<rdma::SharedReceiveQueue> srq{};
   std::vector<rdma::QueuePair> qps{};  // shares of the QPs (the CM's one with -R)
   std::optional<rdma::MemoryRegion> mr{};
@@ -62,6 +66,8 @@ struct BenchLink {
 
   rdma::ProtectionDomain& pd() { return cm ? cm->pd() : *own_pd; }
   rdma::CompletionQueue& cq() { return cm ? cm->cq() : *own_cq; }
+  // Where receives complete when not in cq().
+  rdma::CompletionQueue* recv_cq() { return own_recv_cq ? &*own_recv_cq : nullptr; }
 };
 
 // Makes the link and exchanges each QP's peer over `chan`; the parameters are agreed before.
