@@ -37,8 +37,11 @@ Status make_verbs(BenchLink& l, const BenchLinkSpec& s) {
   return {};
 }
 
-// -R: rdma_cm makes the QP (and its PD and CQ). The server listens before the side channel's
-// barrier and the client connects after it, so the connect request never finds nobody there.
+// -R: rdma_cm makes the QPs, one connection each, in turn: the i-th connect meets the i-th
+// accept, so qps[i] on both sides are the two ends of one connection. The first connection makes
+// the PD and CQ and the others share them (one registration, one poll loop, as with verbs). The
+// server listens before the side channel's barrier and the client connects after it, so no
+// connect request finds nobody there.
 Status make_cm(BenchLink& l, SideChannel& chan, const BenchLinkSpec& s) {
   CmOptions co;
   co.cq_depth = s.cq_depth;
@@ -46,23 +49,25 @@ Status make_cm(BenchLink& l, SideChannel& chan, const BenchLinkSpec& s) {
   co.rd_atomic = s.co.max_rd_atomic;
   co.timeout = s.timeout;
   co.tos = s.tos;
+  std::optional<CmListener> listener;
   if (s.server) {
-    auto listener = CmListener::listen(s.bind, s.port);
-    if (!listener) return std::unexpected(listener.error());
-    if (auto b = chan.barrier(s.timeout); !b) return b;
-    auto c = listener->accept({}, co);
-    if (!c) return std::unexpected(c.error());
-    l.cm.emplace(std::move(*c));
-  } else {
-    if (auto b = chan.barrier(s.timeout); !b) return b;
-    auto c = CmConnection::connect(s.client, s.port, {}, co);
-    if (!c) return std::unexpected(c.error());
-    l.cm.emplace(std::move(*c));
+    auto made = CmListener::listen(s.bind, s.port);
+    if (!made) return std::unexpected(made.error());
+    listener.emplace(std::move(*made));
   }
-  if (!s.device.empty() && l.cm->device().name() != s.device)
-    return fail("-R: rdma_cm connected through {}, not the -d {} asked for", l.cm->device().name(), s.device);
-  l.dev = l.cm->device();
-  l.qps.push_back(l.cm->qp());
+  if (auto b = chan.barrier(s.timeout); !b) return b;
+  l.cms.reserve(s.num_qps);  // share_with points into it
+  for (uint32_t i = 0; i < s.num_qps; ++i) {
+    co.share_with = l.cms.empty() ? nullptr : &l.cms.front();
+    auto c = s.server ? listener->accept({}, co) : CmConnection::connect(s.client, s.port, {}, co);
+    if (!c) return std::unexpected(c.error());
+    l.cms.push_back(std::move(*c));
+    l.qps.push_back(l.cms.back().qp());
+  }
+  const auto& dev = l.cms.front().device();
+  if (!s.device.empty() && dev.name() != s.device)
+    return fail("-R: rdma_cm connected through {}, not the -d {} asked for", dev.name(), s.device);
+  l.dev = dev;
   return {};
 }
 

@@ -3,10 +3,11 @@
 // receive CQ, as perftest), the QPs, the memory both sides target and each QP's peer. Two ways to make them:
 //  - verbs (perftest's default): this side creates PD, CQ and QPs and connects each QP with the
 //    peer's address exchanged over the TCP side channel;
-//  - rdma_cm (perftest's -R): an rdma::CmConnection resolves the address, creates and connects
-//    the QP on the device rdma_cm picked, and owns PD, CQ and QP; the bench registers its memory
-//    in that PD and waits on that CQ. The buffer's address and rkey still travel on the side
-//    channel, as perftest exchanges them on its own channel after the rdma_cm connection.
+//  - rdma_cm (perftest's -R): an rdma::CmConnection per QP resolves the address, creates and
+//    connects the QP on the device rdma_cm picked; the first owns PD and CQ and the others (-q)
+//    share them; the bench registers its memory in that PD and waits on that CQ. The buffer's address and
+//    rkey still travel on the side channel, as perftest exchanges them on its own channel after the rdma_cm
+//    connection.
 // The bench only ever sees the result: qps(), cq(), pd() and the peers, whichever made them.
 #include <chrono>
 #include <optional>
@@ -57,15 +58,15 @@ struct BenchLink {
   std::optional<rdma::ProtectionDomain> own_pd{};      // verbs set-up
   std::optional<rdma::CompletionQueue> own_cq{};       // verbs set-up
   std::optional<rdma::CompletionQueue> own_recv_cq{};  // verbs set-up with recv_cq_depth
-  std::optional<rdma::CmConnection> cm{};              // -R: owns the PD, the CQ and the QP
+  std::vector<rdma::CmConnection> cms{};               // -R: one per QP; the first's PD and CQ
   std::optional<rdma::SharedReceiveQueue> srq{};
-  std::vector<rdma::QueuePair> qps{};  // shares of the QPs (the CM's one with -R)
+  std::vector<rdma::QueuePair> qps{};  // shares of the QPs (the connections' with -R)
   std::optional<rdma::MemoryRegion> mr{};
   std::vector<rdma::EndpointInfo> peers{};  // qps[i] talks to peers[i]
   std::optional<rdma::AddressHandle> ah{};  // UD: the peer's
 
-  rdma::ProtectionDomain& pd() { return cm ? cm->pd() : *own_pd; }
-  rdma::CompletionQueue& cq() { return cm ? cm->cq() : *own_cq; }
+  rdma::ProtectionDomain& pd() { return cms.empty() ? *own_pd : cms.front().pd(); }
+  rdma::CompletionQueue& cq() { return cms.empty() ? *own_cq : cms.front().cq(); }
   // Where receives complete when not in cq().
   rdma::CompletionQueue* recv_cq() { return own_recv_cq ? &*own_recv_cq : nullptr; }
 };

@@ -1,9 +1,10 @@
 // What the runs of `weft rdma bench` stand on: receives, work requests, and waiting for
 // completions while watching the peer's side channel (rdma_bench_runs.hpp).
+#include "cli/rdma_bench_runs.hpp"
+
 #include <fmt/format.h>
 
 #include "base/clock.hpp"
-#include "cli/rdma_bench_runs.hpp"
 #include "rdma/error.hpp"
 
 namespace weft::cli {
@@ -51,9 +52,8 @@ SendWr Bench::make_wr(uint64_t size) {
 Status Bench::checked(const ibv_wc& wc) {
   auto s = check_completion(wc);
   if (s || !peer_death_can_cause(s.error().code) || !chan.peer_closed_within(milliseconds(500))) return s;
-  return std::unexpected(
-      Error{fmt::format("bench: the peer is gone (its side channel closed) ({})", s.error().message),
-            ECONNRESET});
+  return std::unexpected(Error{
+      fmt::format("bench: the peer is gone (its side channel closed) ({})", s.error().message), ECONNRESET});
 }
 
 Status Bench::peer_alive() {

@@ -109,14 +109,23 @@ Status check_private(std::span<const std::byte> data, size_t max) {
 Status CmConnection::setup(CmConnection& c, const CmOptions& o, const CmPrepare& prepare) {
   if (o.qp.type != QpType::rc) return fail("rdma_cm connections here are RC");
   c.device_ = Device::borrow(c.id_->id->verbs);
-  auto pd = ProtectionDomain::create(*c.device_);
-  if (!pd) return std::unexpected(pd.error());
-  c.pd_ = std::move(*pd);
-  auto ch = CompletionChannel::create(*c.device_);
-  if (!ch) return std::unexpected(ch.error());
-  auto cq = CompletionQueue::create(*c.device_, o.cq_depth, *ch);
-  if (!cq) return std::unexpected(cq.error());
-  c.cq_ = std::move(*cq);
+  if (const CmConnection* s = o.share_with) {
+    // librdmacm opens each device once per process, so one device means one verbs context.
+    if (s->device_->raw() != c.id_->id->verbs)
+      return fail("rdma_cm: this connection is on {}, the one whose PD and CQ it shares on {}",
+                  c.device_->name(), s->device_->name());
+    c.pd_ = s->pd_;
+    c.cq_ = s->cq_;
+  } else {
+    auto pd = ProtectionDomain::create(*c.device_);
+    if (!pd) return std::unexpected(pd.error());
+    c.pd_ = std::move(*pd);
+    auto ch = CompletionChannel::create(*c.device_);
+    if (!ch) return std::unexpected(ch.error());
+    auto cq = CompletionQueue::create(*c.device_, o.cq_depth, *ch);
+    if (!cq) return std::unexpected(cq.error());
+    c.cq_ = std::move(*cq);
+  }
   ibv_qp_init_attr a{};
   a.send_cq = c.cq_->raw();
   a.recv_cq = c.cq_->raw();

@@ -2,8 +2,9 @@
 // Connection set-up through rdma_cm (librdmacm): address and route resolution, connect/accept
 // with private data (up to 56 bytes each way: an EndpointInfo fits), and an RC QP made on the
 // device rdma_cm picked for the address. The connection owns its PD, CQ (send and receive,
-// with a completion channel) and QP; `prepare` runs before connect/accept, to register memory
-// and post receives so the peer's first SEND finds one.
+// with a completion channel) and QP, or shares the PD and CQ of another connection on the same
+// device (CmOptions::share_with); `prepare` runs before connect/accept, to register memory and
+// post receives so the peer's first SEND finds one.
 #include <rdma/rdma_cma.h>
 
 #include <chrono>
@@ -21,6 +22,8 @@
 
 namespace weft::rdma {
 
+class CmConnection;
+
 struct CmOptions {
   int cq_depth = 128;
   QpOptions qp{};  // type must be rc
@@ -31,9 +34,11 @@ struct CmOptions {
   // side between address and route resolution as rdma_cm requires; unset: the kernel's default.
   std::optional<uint8_t> tos{};
   std::chrono::milliseconds timeout{5000};
+  // Make the QP in this connection's PD, on its CQ (cq_depth is then unused), so several
+  // connections' QPs share one memory registration and one poll loop (perftest's -q with -R).
+  // rdma_cm must put both on the same device, else set-up fails naming the two. Null: own ones.
+  const CmConnection* share_with = nullptr;
 };
-
-class CmConnection;
 using CmPrepare = std::function<Status(CmConnection&)>;
 
 namespace detail {

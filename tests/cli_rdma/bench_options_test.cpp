@@ -185,13 +185,14 @@ TEST(BenchOptions, RdmaCmFlag) {
   EXPECT_TRUE(has(plan_error({"-R", "-c", "UC"}), "UC is not supported in librdmacm"));  // perftest's words
   EXPECT_TRUE(has(plan_error({"-R", "-c", "UD"}), "UD"));
   EXPECT_TRUE(has(plan_error({"-R", "--qp", "ud"}), "UD"));
-  EXPECT_TRUE(has(plan_error({"-R", "--test", "bw", "-q", "2"}), "-q 2"));
   EXPECT_TRUE(has(plan_error({"-R", "-x", "1"}), "-x"));
   EXPECT_TRUE(has(plan_error({"-R", "-i", "2"}), "-i"));
   EXPECT_TRUE(has(plan_error({"-R", "-m", "1024"}), "-m"));
   EXPECT_TRUE(has(plan_error({"-R", "-S", "3"}), "-S"));
   EXPECT_TRUE(has(plan_error({"-R", "--use-srq"}), "--use-srq"));
-  // What -R does take: every op, latency and bandwidth, -b, -l, -o, -r, -t, -Q, -I, -D.
+  // What -R does take: every op, latency and bandwidth, -q (a connection per QP), -b, -l, -o, -r,
+  // -t, -Q, -I, -D.
+  EXPECT_EQ(plan_error({"-R", "--op", "send", "--test", "bw", "-q", "4", "-b"}), "");
   EXPECT_EQ(plan_error({"-R", "--op", "write_imm", "--test", "bw", "-b", "-r", "64", "-l", "4", "-Q", "4"}),
             "");
   EXPECT_EQ(plan_error({"-R", "--op", "cas", "--test", "bw", "-o", "2", "-t", "16"}), "");

@@ -292,6 +292,11 @@ done
 step bench-rdma-cm-lat-faa bench_cm --op faa --test lat -n 300 --wait epoll
 step bench-rdma-cm-bw-write-imm-bidir bench_cm --op write_imm --test bw -n 1000 -s 4096 -b --wait channel
 step bench-rdma-cm-lat-send-tos bench_cm --op send --test lat -n 300 -T 32
+# -R -q: one rdma_cm connection per QP, all in the first one's PD and on its CQ; SEND (every QP's
+# receives), WRITE both ways, and perftest's own -R -q beside them.
+step bench-rdma-cm-bw-send-q3 bench_cm --op send --test bw -n 600 -s 4096 -q 3
+step bench-rdma-cm-bw-write-q2-bidir bench_cm --op write --test bw -n 600 -s 4096 -q 2 -b
+step perftest-rdma-cm-bw-send-q3 perftest_cm ib_send_bw -n 600 -s 4096 -q 3
 step bench-rdma-cm-mismatch bench_cm_mismatch
 if [ -n "$failed" ]; then echo "cli rdma guest suite FAILED:$failed"; exit 1; fi
 echo "cli rdma guest suite passed"
