@@ -341,7 +341,9 @@ Status run(const Options& o, bool& usage) {
           fmt::format("-x {}: no such GID index on {} port {}", plan.gid_index, dev->name(), plan.ib_port),
           errno);
     co.gid_index = plan.gid_index;
-  } else if (!plan.rdma_cm) {  // (-R: rdma_cm picks the GID of the address)
+  } else if (!plan.rdma_cm || mine.ud) {
+    // (-R: rdma_cm picks the GID of the address; UD still needs its index for the AH, the
+    // RoCE v2 GID of the same address on the same device.)
     auto gid = dev->roce_v2_gid(*addr);
     if (!gid) return std::unexpected(gid.error());
     co.gid_index = static_cast<int>(gid->index);

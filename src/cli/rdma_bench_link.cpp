@@ -38,10 +38,12 @@ Status make_verbs(BenchLink& l, const BenchLinkSpec& s) {
 }
 
 // -R: rdma_cm makes the QPs, one connection each, in turn: the i-th connect meets the i-th
-// accept, so qps[i] on both sides are the two ends of one connection. The first connection makes
-// the PD and CQ and the others share them (one registration, one poll loop, as with verbs). The
-// server listens before the side channel's barrier and the client connects after it, so no
-// connect request finds nobody there.
+// accept, so qps[i] on both sides are the two ends of one connection (UD: rdma_cm's UDP port
+// space; its QPs are at RTS once made, and the AH comes from the GIDs exchanged on the side
+// channel as without -R, since the passive side of a SIDR exchange learns nothing). The first connection
+// makes the PD and CQ and the others share them (one registration, one poll loop, as with verbs). The server
+// listens before the side channel's barrier and the client connects after it, so no connect request finds
+// nobody there.
 Status make_cm(BenchLink& l, SideChannel& chan, const BenchLinkSpec& s) {
   CmOptions co;
   co.cq_depth = s.cq_depth;
@@ -51,7 +53,7 @@ Status make_cm(BenchLink& l, SideChannel& chan, const BenchLinkSpec& s) {
   co.tos = s.tos;
   std::optional<CmListener> listener;
   if (s.server) {
-    auto made = CmListener::listen(s.bind, s.port);
+    auto made = CmListener::listen(s.bind, s.port, s.qp.type);
     if (!made) return std::unexpected(made.error());
     listener.emplace(std::move(*made));
   }
@@ -85,8 +87,10 @@ Result<BenchLink> link_bench(SideChannel& chan, Device dev, const BenchLinkSpec&
   // rdma_cm QP is connected already; its record carries the buffer (and the QPN, for the log).
   for (uint32_t i = 0; i < l.qps.size(); ++i) {
     const uint32_t psn = static_cast<uint32_t>(mono_ns() + i) & 0xffffff;
+    // A UD QP rdma_cm made has rdma_cm's Q_Key: senders to it must use that one.
+    const uint32_t qkey = l.cms.empty() || s.qp.type != QpType::ud ? s.co.qkey : l.cms[i].qkey();
     EndpointInfo me{QpAddress{l.qps[i].qpn(), psn, 0, s.my_gid}, l.mr->remote(s.target_off, target_len),
-                    s.co.qkey};
+                    qkey};
     auto peer = chan.exchange(me, s.timeout);
     if (!peer) return std::unexpected(peer.error());
     if (!s.rdma_cm)

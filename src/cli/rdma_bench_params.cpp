@@ -146,10 +146,8 @@ Status validate(const BenchParams& b) {
   if (b.num_qps < 1 || b.num_qps > kBenchMaxQps) return fail("-q (QPs) must be 1-{}", kBenchMaxQps);
   if (b.num_qps > 1 && !bw) return fail("-q (several QPs) is only available in bandwidth tests");
   if (b.rdma_cm) {
-    // perftest: "UC is not supported in librdmacm". weft's rdma_cm connections (rdma::CmConnection)
-    // are RC: no UD.
+    // perftest: "UC is not supported in librdmacm" (rdma::CmConnection makes RC and UD QPs).
     if (b.uc) return fail("-R (rdma_cm): UC is not supported in librdmacm");
-    if (b.ud) return fail("-R (rdma_cm) sets up RC connections here: UD is not supported with -R");
   }
   if (b.post_list < 1 || b.post_list > b.tx_depth)
     return fail("-l (post list) must be 1-tx_depth ({})", b.tx_depth);

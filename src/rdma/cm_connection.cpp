@@ -43,12 +43,12 @@ Result<rdma_event_channel*> make_channel() {
   return ch;
 }
 
-Result<std::shared_ptr<CmId>> make_id() {
+Result<std::shared_ptr<CmId>> make_id(QpType type) {
   auto ch = make_channel();
   if (!ch) return std::unexpected(ch.error());
   auto id = std::make_shared<CmId>();
   id->ch = *ch;
-  if (rdma_create_id(id->ch, &id->id, nullptr, RDMA_PS_TCP)) {
+  if (rdma_create_id(id->ch, &id->id, nullptr, type == QpType::ud ? RDMA_PS_UDP : RDMA_PS_TCP)) {
     id->id = nullptr;
     return verb_error("rdma_create_id", errno);
   }
@@ -100,6 +100,14 @@ rdma_conn_param conn_param(std::span<const std::byte> data, uint8_t rd_atomic) {
   return p;
 }
 
+// The private data an event carries: in param.ud for the UDP port space, param.conn otherwise.
+std::vector<std::byte> private_of(const rdma_cm_event& ev, QpType type) {
+  const void* p = type == QpType::ud ? ev.param.ud.private_data : ev.param.conn.private_data;
+  const uint8_t n = type == QpType::ud ? ev.param.ud.private_data_len : ev.param.conn.private_data_len;
+  auto* d = static_cast<const std::byte*>(p);
+  return d ? std::vector<std::byte>(d, d + n) : std::vector<std::byte>{};
+}
+
 Status check_private(std::span<const std::byte> data, size_t max) {
   if (data.size() > max) return fail("rdma_cm private data: {} bytes, at most {}", data.size(), max);
   return {};
@@ -107,7 +115,8 @@ Status check_private(std::span<const std::byte> data, size_t max) {
 }  // namespace
 
 Status CmConnection::setup(CmConnection& c, const CmOptions& o, const CmPrepare& prepare) {
-  if (o.qp.type != QpType::rc) return fail("rdma_cm connections here are RC");
+  if (o.qp.type == QpType::uc)
+    return fail("rdma_cm connections here are RC or UD (UC is not supported in librdmacm)");
   c.device_ = Device::borrow(c.id_->id->verbs);
   if (const CmConnection* s = o.share_with) {
     // librdmacm opens each device once per process, so one device means one verbs context.
@@ -129,7 +138,7 @@ Status CmConnection::setup(CmConnection& c, const CmOptions& o, const CmPrepare&
   ibv_qp_init_attr a{};
   a.send_cq = c.cq_->raw();
   a.recv_cq = c.cq_->raw();
-  a.qp_type = IBV_QPT_RC;
+  a.qp_type = o.qp.type == QpType::ud ? IBV_QPT_UD : IBV_QPT_RC;
   a.cap.max_send_wr = o.qp.max_send_wr;
   a.cap.max_recv_wr = o.qp.max_recv_wr;
   a.cap.max_send_sge = o.qp.max_send_sge;
@@ -139,8 +148,15 @@ Status CmConnection::setup(CmConnection& c, const CmOptions& o, const CmPrepare&
   if (rdma_create_qp(c.id_->id, c.pd_->raw(), &a)) return verb_error("rdma_create_qp", errno);
   auto id = c.id_;
   auto keep = std::make_tuple(c.pd_->shared(), c.cq_->shared());
-  c.qp_ = QueuePair::adopt(id->id->qp, QpType::rc, a.cap.max_inline_data,
+  c.qp_ = QueuePair::adopt(id->id->qp, o.qp.type, a.cap.max_inline_data,
                            [id, keep](ibv_qp*) { rdma_destroy_qp(id->id); });
+  if (o.qp.type == QpType::ud) {
+    ibv_qp_attr attr{};
+    ibv_qp_init_attr init{};
+    if (int err = ibv_query_qp(id->id->qp, &attr, IBV_QP_QKEY, &init))
+      return verb_error("ibv_query_qp (Q_Key)", err);
+    c.qkey_ = attr.qkey;
+  }
   if (prepare) return prepare(c);
   return {};
 }
@@ -152,7 +168,7 @@ Result<CmConnection> CmConnection::connect(const std::string& host, uint16_t por
   auto dst = address(host, port);
   if (!dst) return std::unexpected(dst.error());
   CmConnection c;
-  auto id = make_id();
+  auto id = make_id(o.qp.type);
   if (!id) return std::unexpected(id.error());
   c.id_ = *id;
   const int ms = static_cast<int>(o.timeout.count());
@@ -181,8 +197,7 @@ Result<CmConnection> CmConnection::connect(const std::string& host, uint16_t por
   EventGuard g;
   if (auto s = expect_event(c.id_->ch, RDMA_CM_EVENT_ESTABLISHED, g, o.timeout); !s)
     return std::unexpected(s.error());
-  auto* d = static_cast<const std::byte*>(g.ev->param.conn.private_data);
-  c.peer_data_.assign(d, d + g.ev->param.conn.private_data_len);
+  c.peer_data_ = private_of(*g.ev, o.qp.type);
   return c;
 }
 
@@ -192,10 +207,10 @@ Status CmConnection::disconnect() {
   return {};
 }
 
-Result<CmListener> CmListener::listen(const std::string& host, uint16_t port) {
+Result<CmListener> CmListener::listen(const std::string& host, uint16_t port, QpType type) {
   auto addr = address(host, port);
   if (!addr) return std::unexpected(addr.error());
-  auto id = make_id();
+  auto id = make_id(type);
   if (!id) return std::unexpected(id.error());
   if (rdma_bind_addr((*id)->id, addr->sa()))
     return verb_error(fmt::format("rdma_bind_addr {}:{}", host, port), errno);
@@ -216,8 +231,7 @@ Result<CmConnection> CmListener::accept(std::span<const std::byte> private_data,
     EventGuard g;
     if (auto s = expect_event(id_->ch, RDMA_CM_EVENT_CONNECT_REQUEST, g, o.timeout); !s)
       return std::unexpected(s.error());
-    auto* d = static_cast<const std::byte*>(g.ev->param.conn.private_data);
-    c.peer_data_.assign(d, d + g.ev->param.conn.private_data_len);
+    c.peer_data_ = private_of(*g.ev, o.qp.type);
     conn_id = g.ev->id;
   }  // acked here: rdma_migrate_id waits for the id's events to be acked
   // The new id gets its own event channel, so its events do not mix with other requests.
@@ -237,6 +251,8 @@ Result<CmConnection> CmListener::accept(std::span<const std::byte> private_data,
   }
   auto param = conn_param(private_data, o.rd_atomic);
   if (rdma_accept(c.id_->id, &param)) return verb_error("rdma_accept", errno);
+  // UD: the accept is a SIDR reply, and the passive side gets no ESTABLISHED.
+  if (o.qp.type == QpType::ud) return c;
   EventGuard g;
   if (auto s = expect_event(c.id_->ch, RDMA_CM_EVENT_ESTABLISHED, g, o.timeout); !s)
     return std::unexpected(s.error());

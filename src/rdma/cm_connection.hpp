@@ -1,10 +1,11 @@
 #pragma once
 // Connection set-up through rdma_cm (librdmacm): address and route resolution, connect/accept
 // with private data (up to 56 bytes each way: an EndpointInfo fits), and an RC QP made on the
-// device rdma_cm picked for the address. The connection owns its PD, CQ (send and receive,
-// with a completion channel) and QP, or shares the PD and CQ of another connection on the same
-// device (CmOptions::share_with); `prepare` runs before connect/accept, to register memory and
-// post receives so the peer's first SEND finds one.
+// device rdma_cm picked for the address; or a UD QP (RDMA_PS_UDP: rdma_cm brings it to RTS with
+// its own Q_Key, the connect is a SIDR exchange and only the active side learns the peer's QPN). The
+// connection owns its PD, CQ (send and receive, with a completion channel) and QP, or shares the PD and CQ of
+// another connection on the same device (CmOptions::share_with); `prepare` runs before connect/accept, to
+// register memory and post receives so the peer's first SEND finds one.
 #include <rdma/rdma_cma.h>
 
 #include <chrono>
@@ -26,7 +27,7 @@ class CmConnection;
 
 struct CmOptions {
   int cq_depth = 128;
-  QpOptions qp{};  // type must be rc
+  QpOptions qp{};  // type rc or ud (the listener's port space must match: CmListener::listen)
   // RDMA READs/atomics each side may have outstanding (initiator_depth) and serve at once
   // (responder_resources); rdma_cm caps both at what the devices allow.
   uint8_t rd_atomic = 1;
@@ -55,6 +56,8 @@ class CmConnection {
   ProtectionDomain& pd() { return *pd_; }
   CompletionQueue& cq() { return *cq_; }
   QueuePair& qp() { return *qp_; }
+  // UD: the Q_Key rdma_cm gave the QP (senders to it must use it); 0 for RC.
+  uint32_t qkey() const { return qkey_; }
   // What the peer sent with its connect request or accept.
   std::span<const std::byte> peer_private_data() const { return peer_data_; }
   Status disconnect();
@@ -70,11 +73,13 @@ class CmConnection {
   std::optional<CompletionQueue> cq_;
   std::optional<QueuePair> qp_;
   std::vector<std::byte> peer_data_;
+  uint32_t qkey_ = 0;
 };
 
 class CmListener {
  public:
-  static Result<CmListener> listen(const std::string& host, uint16_t port);
+  // type ud listens in rdma_cm's UDP port space (RDMA_PS_UDP), for connections with qp.type ud.
+  static Result<CmListener> listen(const std::string& host, uint16_t port, QpType type = QpType::rc);
   Result<uint16_t> port() const;
   // Waits for one connect request, sets the connection up and accepts it with private_data.
   Result<CmConnection> accept(std::span<const std::byte> private_data, const CmOptions& opts,

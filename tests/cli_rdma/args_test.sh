@@ -74,7 +74,6 @@ expect bench-uc-read 2 "UC" rdma bench --client 127.0.0.1 --op read -c UC
 expect bench-warm-up-send 2 "--perform_warm_up" rdma bench --client 127.0.0.1 --test bw --perform_warm_up
 expect bench-per-second 2 "-D" rdma bench --client 127.0.0.1 --op write --test bw --per-second
 expect bench-rdma-cm-uc 2 "UC is not supported in librdmacm" rdma bench --client 127.0.0.1 -R -c UC
-expect bench-rdma-cm-ud 2 "UD" rdma bench --client 127.0.0.1 --rdma_cm --qp ud
 expect bench-rdma-cm-gid 2 "-x" rdma bench --client 127.0.0.1 -R -x 1
 expect bench-rdma-cm-srq 2 "--use-srq" rdma bench --client 127.0.0.1 -R --use-srq
 # Help texts: the responder has --address, not --bind; every command spells the device -d/--device.

@@ -297,6 +297,11 @@ step bench-rdma-cm-lat-send-tos bench_cm --op send --test lat -n 300 -T 32
 step bench-rdma-cm-bw-send-q3 bench_cm --op send --test bw -n 600 -s 4096 -q 3
 step bench-rdma-cm-bw-write-q2-bidir bench_cm --op write --test bw -n 600 -s 4096 -q 2 -b
 step perftest-rdma-cm-bw-send-q3 perftest_cm ib_send_bw -n 600 -s 4096 -q 3
+# -R -c UD: rdma_cm's UDP port space (a SIDR exchange instead of a connection), latency and -q 2
+# bandwidth, and perftest's own -R -c UD.
+step bench-rdma-cm-lat-send-ud bench_cm --qp ud --op send --test lat -n 300
+step bench-rdma-cm-bw-send-ud-q2 bench_cm -c UD --op send --test bw -n 600 -s 1024 -q 2
+step perftest-rdma-cm-lat-send-ud perftest_cm ib_send_lat -c UD -n 300
 step bench-rdma-cm-mismatch bench_cm_mismatch
 if [ -n "$failed" ]; then echo "cli rdma guest suite FAILED:$failed"; exit 1; fi
 echo "cli rdma guest suite passed"
