@@ -6,6 +6,7 @@
 # and t_min <= 1.05x perftest's; bandwidth BW average and MsgRate >= 0.95x. Needs root.
 #   bench/rdma_vs_perftest.sh [ROUNDS] [OUT_DIR]     (default 5, bench/out/rdma-vs-perftest)
 # Environment: ONLY="faa_lat cas_lat ..." runs some tests only, SWEEP=0 skips the -a sweeps,
+# TWO=1 runs across two guests (lab/rdma-guest --two: servers in guest 0, clients in guest 1; no sweeps),
 # LAT_N / BW_N iterations, TABLE_ONLY=1 remakes table and plots from OUT_DIR/results.
 # Writes OUT_DIR/results (raw), OUT_DIR/table.md, and with gnuplot OUT_DIR/latency-cdf.png and
 # OUT_DIR/bw-vs-size.png.
@@ -26,7 +27,8 @@ pt_bins=()
 for p in ib_write_lat ib_read_lat ib_atomic_lat ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw; do
   pt_bins+=(--bin "$(command -v $p)")
 done
-lab/rdma-guest --timeout "${TIMEOUT:-1500}" --keep "$keep" --bin "$weft" --bin bench/rdma_vs_perftest.guest "${pt_bins[@]}" \
+two=(); [[ ${TWO:-0} == 1 ]] && two=(--two)
+lab/rdma-guest "${two[@]}" --timeout "${TIMEOUT:-1500}" --keep "$keep" --bin "$weft" --bin bench/rdma_vs_perftest.guest "${pt_bins[@]}" \
   -- "LAT_N=${LAT_N:-1000} BW_N=${BW_N:-1000} SWEEP=${SWEEP:-1} ONLY='${ONLY:-}' sh /usr/local/bin/rdma_vs_perftest.guest $rounds"
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 share=$(find "$keep" -name results -printf '%h\n' | head -1)
