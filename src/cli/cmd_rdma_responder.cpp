@@ -2,9 +2,10 @@
 // tells probers its QPN/qkey/GID over UDP discovery. See docs/rdma-probes.md.
 #include <fmt/format.h>
 
-#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -70,17 +71,28 @@ int run_responder(const ResponderArgs& a) {
   on_stop_signal([] {
     if (g_engine) g_engine->stop();
   });
+  // --duration: a thread that sleeps once until the end (or until the engine stops first), not
+  // one that wakes every few ms: on a busy-polling responder each wake-up takes the CPU from
+  // the polling thread (docs/rdma-probes.md).
   std::thread timer;
-  std::atomic<bool> done{false};
+  std::mutex done_mu;
+  std::condition_variable done_cv;
+  bool done = false;
   if (a.duration_s > 0)
     timer = std::thread([&] {
-      const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(a.duration_s);
-      while (!done && std::chrono::steady_clock::now() < end)
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      const auto end =
+          std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                 std::chrono::duration<double>(a.duration_s));
+      std::unique_lock lk(done_mu);
+      done_cv.wait_until(lk, end, [&] { return done; });
       (*engine)->stop();
     });
   auto st = (*engine)->run([](probe::WindowStats&&) {});
-  done = true;
+  {
+    std::lock_guard lk(done_mu);
+    done = true;
+  }
+  done_cv.notify_all();
   if (timer.joinable()) timer.join();
   g_engine = nullptr;
   const auto c = (*engine)->counters();

@@ -114,23 +114,26 @@ Result<std::unique_ptr<Server>> Server::start(const std::string& ip, uint16_t po
   if (!fd) return std::unexpected(fd.error());
   auto local = net::local_address(fd->get());
   if (!local) return std::unexpected(local.error());
-  return std::unique_ptr<Server>(new Server(std::move(*fd), local->port(), address));
+  auto stop = EventFd::create();
+  if (!stop) return std::unexpected(stop.error());
+  return std::unique_ptr<Server>(new Server(std::move(*fd), std::move(*stop), local->port(), address));
 }
 
-Server::Server(Fd fd, uint16_t port, const RdmaAddress& a)
-    : fd_(std::move(fd)), port_(port), reply_(encode_reply(a)) {
+Server::Server(Fd fd, EventFd stop, uint16_t port, const RdmaAddress& a)
+    : fd_(std::move(fd)), stop_(std::move(stop)), port_(port), reply_(encode_reply(a)) {
   thread_ = std::thread([this] { loop(); });
 }
 
 Server::~Server() {
-  stop_ = true;
+  stop_.signal();
   if (thread_.joinable()) thread_.join();
 }
 
 void Server::loop() {
-  while (!stop_.load()) {
-    pollfd p{fd_.get(), POLLIN, 0};
-    if (poll(&p, 1, 100) <= 0) continue;
+  for (;;) {
+    pollfd p[2] = {{fd_.get(), POLLIN, 0}, {stop_.fd(), POLLIN, 0}};
+    if (poll(p, 2, -1) <= 0) continue;  // EINTR
+    if (p[1].revents) return;
     for (;;) {
       uint8_t buf[64];
       sockaddr_storage from{};

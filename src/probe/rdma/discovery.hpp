@@ -19,6 +19,7 @@
 #include <string>
 #include <thread>
 
+#include "base/event_fd.hpp"
 #include "base/fd.hpp"
 #include "base/result.hpp"
 #include "probe/rdma/engine.hpp"
@@ -50,12 +51,15 @@ class Server {
   uint64_t rejected() const { return rejected_.load(); }
 
  private:
-  Server(Fd fd, uint16_t port, const RdmaAddress& a);
+  Server(Fd fd, EventFd stop, uint16_t port, const RdmaAddress& a);
   void loop();
   Fd fd_;
+  // Made readable by the destructor: the thread sleeps in poll() on the socket and this until
+  // either fires, instead of waking every 100 ms to look at a flag (each wake-up takes the CPU
+  // from a busy-polling responder on a small host).
+  EventFd stop_;
   uint16_t port_;
   std::array<uint8_t, kReplySize> reply_;
-  std::atomic<bool> stop_{false};
   std::atomic<uint64_t> answered_{0}, rejected_{0};
   std::thread thread_;
 };
