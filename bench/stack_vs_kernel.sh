@@ -68,7 +68,8 @@
 # set-up and the wait for the client included) plus its NAPI thread's (`napi_cpu_s` in serve's
 # JSON); plus the client's user+system. rx_tap_on and rx_packet_on are compared with rx_kernel_on,
 # rx_tap_off and rx_packet_swgso with rx_kernel_off. REF= reruns the four weft rx senders too (a REF
-# binary needs `serve --json`).
+# binary needs `serve --json`). The receiver's ACKs: the TCP segments the sender's namespace took
+# in during the run (TcpInSegs in /proc/net/snmp; nothing else talks there then), per MiB.
 # "offloads on" compares kernel-on with weft's checksum-offloaded runs, "offloads off" kernel-off
 # with weft's --no-vnet-hdr runs; the ratio is taken within each round, then the median over rounds.
 # CPU: the sender's user+system seconds (/usr/bin/time, the whole process, so weft's TAP set-up and
@@ -220,26 +221,33 @@ weft_swgso() {  # ROUND [options] (BIN=path: another weft binary)
   ip netns exec "$Q" "${TIME[@]}" "${BIN:-$WEFT}" stack connect 10.249.1.2 --port 9000 -t "$SECS" --json --device packet \
     --ifname wsbq --ip 10.249.1.1/24 "$@" 2>/dev/null >"$OUT/json" || true
 }
-# rx_record LABEL ROUND RECEIVER_CPU: one line of runs from the client's output (rx_client) and CPU.
+# in_segs NS: the TCP segments NS's kernel has received so far (TcpInSegs). Around a receive run, in
+# the sender's namespace (which holds no other connection then): the ACKs the receiver sent.
+in_segs() { ip netns exec "$1" awk '/^Tcp:/ && !h {for (i = 1; i <= NF; i++) if ($i == "InSegs") c = i; h = 1; next} /^Tcp:/ {print $c}' /proc/net/snmp; }
+# rx_record LABEL ROUND RECEIVER_CPU [ACKS]: one line of runs from the client's output (rx_client), CPU
+# and the segments the sender received (the receiver's ACKs).
 rx_record() {
   local n dt
   read -r n dt <"$OUT/rx_client" || { echo "round $2: $1: the client failed (left out)"; return; }
   ((n > 0)) || { echo "round $2: $1: the client sent nothing (left out)"; return; }
-  echo "$1 $2 client $n $dt $3 $(tail -1 "$OUT/cpu")" >>"$OUT/runs"
+  echo "$1 $2 client $n $dt $3 $(tail -1 "$OUT/cpu") ${4:-}" >>"$OUT/runs"
 }
 rx_kernel() {  # LABEL ROUND NS SERVER_IP: the client to the kernel discard server in B
+  local s0
   : >"$OUT/rx_client"
+  s0=$(in_segs "$3")
   ip netns exec "$3" "${TIME[@]}" python3 -c "$KRXCLIENT" "$4" "$SECS" 9000 >"$OUT/rx_client" || true
+  s0=$(($(in_segs "$3") - s0))
   for _ in $(seq 100); do (($(wc -l <"$OUT/server") > lines)) && break; sleep 0.05; done
   if (($(wc -l <"$OUT/server") == lines)); then echo "round $2: $1 reached no server (left out)"; return; fi
   lines=$(wc -l <"$OUT/server")
-  rx_record "$1" "$2" "$(tail -1 "$OUT/server" | cut -d' ' -f4)"
+  rx_record "$1" "$2" "$(tail -1 "$OUT/server" | cut -d' ' -f4)" "$s0"
 }
 # rx_weft LABEL ROUND IP NS weft-options...: `weft stack serve --json` (NS: run it there; "" for the
 # TAP, which weft moves into B itself), the client in B; weft leaves on SIGTERM after the client's
 # FIN came back. PERF=path (environment): `perf record -g` on weft for the client's run.
 rx_weft() {
-  local label=$1 r=$2 ip=$3 ns=$4 tpid wpid ppid=""; shift 4
+  local label=$1 r=$2 ip=$3 ns=$4 tpid wpid ppid="" s0; shift 4
   : >"$OUT/rx_client"; : >"$OUT/rx_err"
   # weft's MAC is new every run: B must not send to the last run's (no ARP until its entry is stale).
   ip -n "$B" neigh flush to "$ip" 2>/dev/null || true
@@ -249,7 +257,9 @@ rx_weft() {
   for _ in $(seq 200); do grep -q "serving on" "$OUT/rx_err" && break; sleep 0.025; done
   wpid=$(pgrep -P "$tpid" | head -1 || true)
   if [[ -n ${PERF:-} && -n $wpid ]]; then perf record -q -g -e cpu-clock -p "$wpid" -o "$PERF.$label.$r" 2>/dev/null & ppid=$!; fi
+  s0=$(in_segs "$B")
   ip netns exec "$B" "${TIME[@]}" python3 -c "$KRXCLIENT" "$ip" "$SECS" 9000 >"$OUT/rx_client" || true
+  s0=$(($(in_segs "$B") - s0))
   [[ -n $ppid ]] && { kill -INT "$ppid" 2>/dev/null || true; wait "$ppid" 2>/dev/null || true; }
   [[ -n $wpid ]] && kill -TERM "$wpid" 2>/dev/null
   wait "$tpid" || true
@@ -263,7 +273,7 @@ except ValueError:
 u, s = open(sys.argv[2]).read().split()[:2]
 print("%.2f" % (float(u) + float(s) + tap.get("napi_cpu_s", 0)))
 PY
-)"
+)" "$s0"
 }
 rx_tap() { rx_weft "$1" "$2" 10.246.1.1 "" --tap wsbr0 --ip 10.246.1.1/24 --kernel-ip 10.246.1.2/24 --netns "$B" "${@:3}"; }
 rx_pkt() { rx_weft "$1" "$2" "$3" "$4" --device packet --ifname "$5" --ip "$3/24" "${@:6}"; }
@@ -318,10 +328,12 @@ echo "# load at the end $(cut -d' ' -f1-3 /proc/loadavg)"
 [[ -f $OUT/napi_log ]] && cat "$OUT/napi_log"
 python3 - "$OUT/runs" <<'PY'
 import sys, statistics as st
-runs = {}
+runs, acks = {}, {}
 for line in open(sys.argv[1]):
-    label, rnd, src, n, dt, srv_cpu, cu, cs = line.split()
+    label, rnd, src, n, dt, srv_cpu, cu, cs = line.split()[:8]
     n, dt = int(n), float(dt)
+    if len(line.split()) > 8 and n:  # receive runs: the receiver's ACKs per MiB received
+        acks[(label, int(rnd))] = int(line.split()[8]) / (n / 2**20)
     runs[(label, int(rnd))] = (n * 8 / dt / 1e9, (float(srv_cpu) + float(cu) + float(cs)) / (n / 1e9) if n else float("nan"),
                                float(cu) + float(cs), float(srv_cpu))
 rounds = sorted({r for _, r in runs})
@@ -371,6 +383,13 @@ if rx:
         if rs:
             print("| %s / %s | %s | %.2f | %.2f | %.2f | %s | %.2f |" % (w, k, " ".join("%.2f" % x for x in rs), med(rs), min(rs), max(rs),
                                                                   " ".join("%.2f" % x for x in cs), med(cs)))
+    print()
+    print("| receiver | ACKs (segments the sender got) per MiB, per round | median |")
+    print("|---|---|---|")
+    for l in labels:
+        a = [acks[(l, r)] for r in rounds if (l, r) in acks]
+        if a:
+            print("| %s | %s | %.1f |" % (l, " ".join("%.1f" % x for x in a), med(a)))
 if any(k == "packet_zc" for k, _ in runs) and any(k == "packet_swgso" for k, _ in runs):
     rs, cs = ratios("packet_zc", "packet_swgso")
     print()

@@ -473,6 +473,7 @@ nlohmann::json device_json(Session& s) {
                    {"rx_blocks", pc.rx_blocks},
                    {"rx_copied", pc.rx_copied},
                    {"rx_placed", pc.rx_placed},
+                   {"rx_split_syscalls", pc.rx_split_calls},
                    {"rx_ring_drops", pk->take_ring_drops()},
                    {"tx_frames", s.iface->stats().tx_frames},
                    {"tx_syscalls", pc.tx_batches},

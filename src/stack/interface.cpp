@@ -1,9 +1,11 @@
 #include "stack/interface.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <limits>
 #include <optional>
+#include <span>
 
 #include "base/big_endian.hpp"
 #include "base/random.hpp"
@@ -91,51 +93,89 @@ size_t Interface::poll_rx(size_t budget) {
 // TCP data, without IP options or fragments, that a connection can take in one piece, its payload
 // is read straight into that connection's receive ring (Connection::rx_place). One copy, as the
 // kernel's recv() into a user buffer, instead of two (into rx_, then into the ring: 18 % of
-// weft's samples receiving a kernel sender's super-frames each, ad hoc). Everything else goes the
-// usual way. True when it took the frame.
+// weft's samples receiving a kernel sender's super-frames each, ad hoc). The frames waiting after
+// it that continue the same connection's sequence go with it, up to kSplitRun, read by one system
+// call (Device::receive_split_run: AF_PACKET's recvmmsg) into consecutive places of the ring, so
+// a burst of super-frames costs one system call instead of one each. Everything else goes the
+// usual way. True when it took a frame.
 bool Interface::place_large_frame() {
-  Device::RxPeek pk;
-  // A checksum nobody verified must be summed over the whole frame first: the usual way.
-  if (!dev_.rx_peek_large(pk) || !pk.csum_verified || pk.len > rx_.size()) return false;
-  wire::EthernetFrame eth;
-  if (wire::parse_ethernet(pk.head, eth) != wire::ParseError::ok || eth.dst != dev_.mac() ||
-      eth.ethertype != wire::ethertype::ipv4)
-    return false;
-  const size_t l2 = static_cast<size_t>(eth.payload.data() - pk.head.data());
-  wire::Ipv4Packet ip;
-  if (wire::parse_ipv4_head(eth.payload, pk.len - l2, ip) != wire::ParseError::ok || !ip.options.empty() ||
-      ip.is_fragment() || ip.protocol != wire::ipproto::tcp || ip.dst != cfg_.ip)
-    return false;
-  wire::TcpSegment seg;
-  if (wire::parse_tcp(ip.payload, ip.src, ip.dst, seg, false) != wire::ParseError::ok) return false;
-  using namespace wire::tcpflag;
-  if ((seg.h.flags & (syn | fin | rst | urg)) != 0 || !(seg.h.flags & ack)) return false;
-  const size_t hdr = l2 + wire::kIpv4Header + seg.header_len;
-  const wire::MutBytes place =
-      tcp_.rx_place({ip.dst, seg.h.dst_port, ip.src, seg.h.src_port}, seg.h.seq, pk.len - hdr);
-  if (place.empty()) return false;
-  // The headers go to rx_ (the peeked slot is the kernel's again once the frame is read).
-  if (!dev_.receive_split(wire::MutBytes(rx_.data(), hdr), place)) {
-    ++stats_.rx_bad;
-    return true;
+  struct Large {
+    tcp::FourTuple t;
+    uint32_t seq = 0;
+    size_t hdr = 0;  // Ethernet + IPv4 + TCP headers
+    size_t payload = 0;
+    uint8_t flags = 0;
+  };
+  // The headers of the i-th waiting large frame, when it is in-order-able TCP data: false if not.
+  const auto peek = [&](size_t i, Large& f) {
+    Device::RxPeek pk;
+    // A checksum nobody verified must be summed over the whole frame first: the usual way.
+    if (!dev_.rx_peek_large(pk, i) || !pk.csum_verified || pk.len > rx_.size()) return false;
+    wire::EthernetFrame eth;
+    if (wire::parse_ethernet(pk.head, eth) != wire::ParseError::ok || eth.dst != dev_.mac() ||
+        eth.ethertype != wire::ethertype::ipv4)
+      return false;
+    const size_t l2 = static_cast<size_t>(eth.payload.data() - pk.head.data());
+    wire::Ipv4Packet ip;
+    if (wire::parse_ipv4_head(eth.payload, pk.len - l2, ip) != wire::ParseError::ok || !ip.options.empty() ||
+        ip.is_fragment() || ip.protocol != wire::ipproto::tcp || ip.dst != cfg_.ip)
+      return false;
+    wire::TcpSegment seg;
+    if (wire::parse_tcp(ip.payload, ip.src, ip.dst, seg, false) != wire::ParseError::ok) return false;
+    using namespace wire::tcpflag;
+    if ((seg.h.flags & (syn | fin | rst | urg)) != 0 || !(seg.h.flags & ack)) return false;
+    f.t = {ip.dst, seg.h.dst_port, ip.src, seg.h.src_port};
+    f.seq = seg.h.seq;
+    f.hdr = l2 + wire::kIpv4Header + seg.header_len;
+    f.payload = pk.len - f.hdr;
+    f.flags = seg.h.flags;
+    return f.hdr <= kSplitHeadRoom;
+  };
+  if (Device::RxPeek pk; !dev_.rx_peek_large(pk)) return false;  // the common case: not one
+  std::array<Large, kSplitRun> run;
+  size_t k = 0, total = 0;
+  for (; k < run.size() && (k + 1) * kSplitHeadRoom <= rx_.size(); ++k) {
+    if (!peek(k, run[k])) break;
+    if (k > 0 && (!(run[k].t == run[0].t) || run[k].seq != run[0].seq + total)) break;
+    total += run[k].payload;
   }
-  ++stats_.rx_frames;
-  ++stats_.rx_placed;
-  const Clock::Hold now(clock_);
-  wire::Ipv4Packet ip2;
-  wire::TcpSegment seg2;
-  // Parsed again from the bytes read (the slot may be rewritten by now), then given the payload.
-  if (wire::parse_ipv4_head(wire::Bytes(rx_.data() + l2, hdr - l2), pk.len - l2, ip2) !=
-          wire::ParseError::ok ||
-      wire::parse_tcp(ip2.payload, ip2.src, ip2.dst, seg2, false) != wire::ParseError::ok ||
-      seg2.header_len != seg.header_len || seg2.h.seq != seg.h.seq || seg2.h.flags != seg.h.flags ||
-      ip2.src != ip.src || seg2.h.src_port != seg.h.src_port || seg2.h.dst_port != seg.h.dst_port) {
-    ++stats_.rx_bad;  // the kernel's queue and the ring disagree: cannot happen, but never trust it
-    return true;
+  wire::MutBytes place;
+  for (; k > 0; total -= run[--k].payload)  // the longest head of the run its ring takes in one piece
+    if (!(place = tcp_.rx_place(run[0].t, run[0].seq, total)).empty()) break;
+  if (k == 0) return false;
+  // The headers go to rx_, kSplitHeadRoom apart (the peeked slots are the kernel's again once read).
+  std::array<Device::SplitDest, kSplitRun> d;
+  for (size_t i = 0, off = 0; i < k; off += run[i++].payload)
+    d[i] = {wire::MutBytes(rx_.data() + i * kSplitHeadRoom, run[i].hdr), place.subspan(off, run[i].payload)};
+  const size_t got = dev_.receive_split_run(std::span(d.data(), k));
+  for (size_t i = 0; i < got; ++i) {
+    ++stats_.rx_frames;
+    if (!d[i].ok) {
+      ++stats_.rx_bad;  // lost; the frames after it are out of order now, and TCP takes them so
+      continue;
+    }
+    const Large& f = run[i];
+    const Clock::Hold now(clock_);
+    const wire::Bytes head(d[i].head);
+    wire::EthernetFrame eth;
+    wire::Ipv4Packet ip;
+    wire::TcpSegment seg;
+    size_t l2 = 0;
+    // Parsed again from the bytes read (the slot may be rewritten by now), then given the payload.
+    if (wire::parse_ethernet(head, eth) != wire::ParseError::ok ||
+        wire::parse_ipv4_head(eth.payload, f.hdr + f.payload - (l2 = eth.payload.data() - head.data()), ip) !=
+            wire::ParseError::ok ||
+        wire::parse_tcp(ip.payload, ip.src, ip.dst, seg, false) != wire::ParseError::ok ||
+        l2 + wire::kIpv4Header + seg.header_len != f.hdr || seg.h.seq != f.seq || seg.h.flags != f.flags ||
+        !(f.t == tcp::FourTuple{ip.dst, seg.h.dst_port, ip.src, seg.h.src_port})) {
+      ++stats_.rx_bad;  // the kernel's queue and the ring disagree: cannot happen, but never trust it
+      continue;
+    }
+    ++stats_.rx_placed;
+    seg.payload = d[i].rest;
+    tcp_.input(ip.src, ip.dst, seg);
   }
-  seg2.payload = place;
-  tcp_.input(ip2.src, ip2.dst, seg2);
-  return true;
+  return got > 0;
 }
 
 // A TAP shows nothing of a frame before it is read, so the place for its payload is a guess: the

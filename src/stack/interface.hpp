@@ -114,6 +114,8 @@ class Interface final : public tcp::SegmentSink {
   };
   void handle_frame(wire::Bytes frame, bool csum_ok);
   bool place_large_frame();
+  static constexpr size_t kSplitRun = 16;        // large frames read by one receive_split_run()
+  static constexpr size_t kSplitHeadRoom = 256;  // rx_ bytes for each one's headers
   // One frame from a device with scatter receive (Device::rx_scatter): its payload read straight
   // into the receive ring of the flow that took the last in-order data, when the guess holds.
   // 0: nothing waiting; 1: a frame was taken; -1: the device failed.

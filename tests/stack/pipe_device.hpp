@@ -27,9 +27,11 @@ class PipeDevice : public Device {
     std::copy(f.begin(), f.end(), buf.begin());
     return RxInfo{f.size(), false};
   }
-  bool rx_peek_large(RxPeek& out) override {
-    if (split_over == 0 || queue_.empty() || queue_.front().size() <= split_over) return false;
-    const auto& f = queue_.front();
+  bool rx_peek_large(RxPeek& out, size_t i = 0) override {
+    if (split_over == 0 || queue_.size() <= i) return false;
+    for (size_t k = 0; k <= i; ++k)
+      if (queue_[k].size() <= split_over) return false;  // a run of large frames only
+    const auto& f = queue_[i];
     out.head = wire::Bytes(f.data(), std::min(split_head, f.size()));
     out.len = f.size();
     wire::ParsedFrame p;  // "verified" only if it is: the device checked the checksums
@@ -45,6 +47,12 @@ class PipeDevice : public Device {
     std::copy(f.begin() + static_cast<long>(head.size()), f.end(), rest.begin());
     ++split_reads;
     return {};
+  }
+  size_t receive_split_run(std::span<SplitDest> d) override {
+    ++split_runs;
+    const size_t n = Device::receive_split_run(d.first(std::min(d.size(), split_run_max)));
+    split_run_frames += n;
+    return n;
   }
   bool rx_scatter() const override { return scatter; }
   Result<RxInfo> receive_scatter(wire::MutBytes head, wire::MutBytes rest) override {
@@ -100,6 +108,9 @@ class PipeDevice : public Device {
   size_t split_over = 0;  // 0: no split receive
   size_t split_head = 128;
   size_t split_reads = 0;
+  size_t split_run_max = 16;  // frames one receive_split_run takes at most (1: one call each)
+  size_t split_runs = 0;      // receive_split_run calls
+  size_t split_run_frames = 0;
   bool scatter = false;      // receive_scatter (a TAP's readv into the caller's pieces)
   size_t scatter_reads = 0;  // frames read by it
   size_t scatter_split = 0;  // of those, frames that reached the second piece

@@ -4,6 +4,7 @@
 // device may hold transmitted frames back to send them in batches: flush() sends what it holds,
 // and whoever drives the stack calls it before waiting for input.
 #include <cstdint>
+#include <span>
 
 #include "base/result.hpp"
 #include "stack/wire/types.hpp"
@@ -61,20 +62,36 @@ class Device {
   // length, and receive_split() then reads it with its first head.size() bytes into `head` and
   // the rest into `rest` (whose sizes must add up to that length), so the caller can put the
   // payload where it belongs (the TCP receive ring) with the kernel's one copy. Anything else
-  // (false from the peek) is read with receive().
+  // (false from the peek) is read with receive(). rx_peek_large(out, i) shows the i-th frame
+  // after the next one, when it and every frame before it are such frames: a run of them, which
+  // receive_split_run() reads with one system call where the device can (AF_PACKET: recvmmsg).
   struct RxPeek {
     wire::Bytes head;
     size_t len = 0;
     bool csum_verified = false;
   };
-  virtual bool rx_peek_large(RxPeek& out) {
+  virtual bool rx_peek_large(RxPeek& out, size_t i = 0) {
     (void)out;
+    (void)i;
     return false;
   }
   virtual Status receive_split(wire::MutBytes head, wire::MutBytes rest) {
     (void)head;
     (void)rest;
     return fail("this device has no split receive");
+  }
+  struct SplitDest {
+    wire::MutBytes head;
+    wire::MutBytes rest;
+    bool ok = false;  // set: the frame was read whole into the two pieces
+  };
+  // Reads the next frames, one per dest (each shown by rx_peek_large), as receive_split() does;
+  // returns how many it took (a frame taken but not read whole has ok false: it is lost). The
+  // frames after those it took still wait.
+  virtual size_t receive_split_run(std::span<SplitDest> d) {
+    size_t n = 0;
+    for (; n < d.size(); ++n) d[n].ok = receive_split(d[n].head, d[n].rest).has_value();
+    return n;
   }
   // Scatter receive, for devices that read a frame with one system call into memory the caller
   // names and show nothing of it before (a TAP, whose frames wait in the kernel's queue): when

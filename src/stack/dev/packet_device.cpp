@@ -10,6 +10,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 
@@ -231,19 +233,74 @@ Result<RxInfo> PacketDevice::receive_v2(wire::MutBytes buf) {
   }
 }
 
-bool PacketDevice::rx_peek_large(RxPeek& out) {
-  if (v3_) return false;
+tpacket2_hdr* PacketDevice::v2_slot(size_t i) const {
+  return reinterpret_cast<tpacket2_hdr*>(ring_.data() + (cur_frame_ + i) % frame_count_ * frame_size_);
+}
+
+// A large frame's slot says TP_STATUS_COPY; its skb waits on the socket, queued in slot order
+// (tpacket_rcv does both at once; without room on the socket the slot has no COPY). So the
+// frames of a run of COPY slots are the next ones recvmmsg reads, in that order.
+bool PacketDevice::rx_peek_large(RxPeek& out, size_t i) {
+  if (v3_ || i >= frame_count_) return false;
   rx_release();
-  const auto* h = reinterpret_cast<const tpacket2_hdr*>(ring_.data() + cur_frame_ * frame_size_);
-  const uint32_t st = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
-  if ((st & TP_STATUS_USER) == 0 || (st & TP_STATUS_COPY) == 0) return false;
-  const auto* slot = reinterpret_cast<const uint8_t*>(h);
-  const auto* sll = reinterpret_cast<const sockaddr_ll*>(slot + TPACKET_ALIGN(sizeof(tpacket2_hdr)));
-  if (sll->sll_pkttype == PACKET_OUTGOING || h->tp_snaplen >= h->tp_len) return false;
-  out.head = wire::Bytes(slot + h->tp_mac, h->tp_snaplen);
-  out.len = h->tp_len;
-  out.csum_verified = (st & (TP_STATUS_CSUMNOTREADY | TP_STATUS_CSUM_VALID)) != 0;
+  for (size_t k = 0; k <= i; ++k) {
+    const tpacket2_hdr* h = v2_slot(k);
+    const uint32_t st = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
+    if ((st & TP_STATUS_USER) == 0 || (st & TP_STATUS_COPY) == 0) return false;
+    const auto* slot = reinterpret_cast<const uint8_t*>(h);
+    const auto* sll = reinterpret_cast<const sockaddr_ll*>(slot + TPACKET_ALIGN(sizeof(tpacket2_hdr)));
+    if (sll->sll_pkttype == PACKET_OUTGOING || h->tp_snaplen >= h->tp_len) return false;
+    if (k < i) continue;
+    out.head = wire::Bytes(slot + h->tp_mac, h->tp_snaplen);
+    out.len = h->tp_len;
+    out.csum_verified = (st & (TP_STATUS_CSUMNOTREADY | TP_STATUS_CSUM_VALID)) != 0;
+  }
   return true;
+}
+
+size_t PacketDevice::receive_split_run(std::span<SplitDest> d) {
+  if (v3_) return 0;
+  rx_release();
+  const size_t k = std::min(d.size(), kMaxSplitRun);
+  std::array<iovec, 2 * kMaxSplitRun> iov;
+  std::array<mmsghdr, kMaxSplitRun> m{};
+  std::array<size_t, kMaxSplitRun> want{};
+  size_t run = 0;
+  for (; run < k; ++run) {
+    const tpacket2_hdr* h = v2_slot(run);
+    const uint32_t st = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
+    if ((st & TP_STATUS_USER) == 0 || (st & TP_STATUS_COPY) == 0) break;
+    want[run] = h->tp_len;
+    iov[2 * run] = {d[run].head.data(), d[run].head.size()};
+    iov[2 * run + 1] = {d[run].rest.data(), d[run].rest.size()};
+    m[run].msg_hdr.msg_iov = &iov[2 * run];
+    m[run].msg_hdr.msg_iovlen = 2;
+  }
+  if (run == 0) return 0;
+  int n;
+  while ((n = ::recvmmsg(rx_fd_.get(), m.data(), static_cast<unsigned>(run), MSG_DONTWAIT | MSG_TRUNC,
+                         nullptr)) < 0 &&
+         errno == EINTR) {
+  }
+  ++counters_.rx_split_calls;
+  if (n <= 0) {
+    // Nothing queued for the first slot (cannot happen): it goes back, read as lost, as receive_split's
+    // failure.
+    d[0].ok = false;
+    ++counters_.rx_copied;
+    ++counters_.rx_truncated;
+    __atomic_store_n(&v2_slot(0)->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+    cur_frame_ = cur_frame_ + 1 == frame_count_ ? 0 : cur_frame_ + 1;
+    return 1;
+  }
+  for (int i = 0; i < n; ++i) {
+    d[i].ok = m[i].msg_len == want[i] && want[i] == d[i].head.size() + d[i].rest.size();
+    ++counters_.rx_copied;
+    ++(d[i].ok ? counters_.rx_placed : counters_.rx_truncated);
+    __atomic_store_n(&v2_slot(0)->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+    cur_frame_ = cur_frame_ + 1 == frame_count_ ? 0 : cur_frame_ + 1;
+  }
+  return static_cast<size_t>(n);
 }
 
 Status PacketDevice::receive_split(wire::MutBytes head, wire::MutBytes rest) {
@@ -260,6 +317,7 @@ Status PacketDevice::receive_split(wire::MutBytes head, wire::MutBytes rest) {
   m.msg_iovlen = 2;
   const ssize_t n = ::recvmsg(rx_fd_.get(), &m, MSG_DONTWAIT | MSG_TRUNC);
   ++counters_.rx_copied;
+  ++counters_.rx_split_calls;
   __atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
   cur_frame_ = cur_frame_ + 1 == frame_count_ ? 0 : cur_frame_ + 1;
   if (n < 0 || static_cast<size_t>(n) != want || want != head.size() + rest.size()) {

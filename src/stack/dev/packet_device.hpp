@@ -40,6 +40,8 @@
 #include "stack/dev/device.hpp"
 #include "stack/dev/mapping.hpp"
 
+struct tpacket2_hdr;
+
 namespace weft::stack {
 
 class PacketDevice final : public Device {
@@ -69,8 +71,11 @@ class PacketDevice final : public Device {
   Result<RxView> receive_view(wire::MutBytes buf) override;
   void rx_release() override;
   // V2: a frame larger than a slot (TP_STATUS_COPY) shows the slot's part of it (the headers).
-  bool rx_peek_large(RxPeek& out) override;
+  bool rx_peek_large(RxPeek& out, size_t i = 0) override;
   Status receive_split(wire::MutBytes head, wire::MutBytes rest) override;
+  // Up to kMaxSplitRun large frames with one recvmmsg (the socket queues them in slot order).
+  size_t receive_split_run(std::span<SplitDest> d) override;
+  static constexpr size_t kMaxSplitRun = 16;
   Status transmit(wire::Bytes frame, const TxOffload& off) override;
   // The next batch slot: the interface builds the frame there (no copy from its own buffer).
   wire::MutBytes tx_reserve(size_t max_len) override;
@@ -94,12 +99,13 @@ class PacketDevice final : public Device {
   size_t rx_slot_size() const { return v3_ ? block_size_ : frame_size_; }
 
   struct Counters {
-    uint64_t rx_blocks = 0;     // V3: ring blocks handed to the stack
-    uint64_t rx_copied = 0;     // V2: frames larger than a slot, read whole with recv()
-    uint64_t rx_placed = 0;     // of those, read with their payload straight into its place (receive_split)
-    uint64_t rx_truncated = 0;  // frames larger than the ring's frames (GSO super-frames), dropped
-    uint64_t tx_batches = 0;    // sendmmsg calls
-    uint64_t tx_dropped = 0;    // frames the kernel would not take (device queue full)
+    uint64_t rx_blocks = 0;       // V3: ring blocks handed to the stack
+    uint64_t rx_copied = 0;       // V2: frames larger than a slot, read whole with recv()
+    uint64_t rx_placed = 0;       // of those, read with their payload straight into its place (receive_split)
+    uint64_t rx_split_calls = 0;  // system calls that read them (recvmsg, or recvmmsg for a run)
+    uint64_t rx_truncated = 0;    // frames larger than the ring's frames (GSO super-frames), dropped
+    uint64_t tx_batches = 0;      // sendmmsg calls
+    uint64_t tx_dropped = 0;      // frames the kernel would not take (device queue full)
   };
   const Counters& counters() const { return counters_; }
   // Frames the kernel dropped because the ring was full (PACKET_STATISTICS; reading resets it).
@@ -108,6 +114,7 @@ class PacketDevice final : public Device {
  private:
   PacketDevice() = default;
   void release_block();
+  tpacket2_hdr* v2_slot(size_t i) const;  // the i-th slot from cur_frame_
   Result<RxInfo> receive_v2(wire::MutBytes buf);
   Result<RxInfo> receive_v3(wire::MutBytes buf);
   void send_now(const iovec* iov, size_t n);
