@@ -14,6 +14,7 @@ on both replicas, has the windows of the outage (the agents resend what was answ
 Skips (77) without redis-server. Loopback only. Usage: store_cluster_outage_test.py WEFT"""
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -159,4 +160,6 @@ except SystemExit as e:  # a wait that timed out: reported with what was found b
     failed.append(str(e).removeprefix("FAIL: "))
 finally:
     stop(procs)
+    if not failed:  # kept for a look when the test failed
+        shutil.rmtree(tmp, ignore_errors=True)
 finish(failed, "ok   a Redis Cluster shard outage: reads within 2 s, no agent down, a late start waits, no gap")
