@@ -241,7 +241,8 @@ void Controller::chores() {
     if (stopping_) break;
     lk.unlock();
     int64_t now = now_ns();
-    for (const auto& name : mesh_->sweep(now)) log().warn("agent {} is down (no report in time)", name);
+    for (const auto& name : mesh_->sweep(now, sync_->feed_trusted_since_ns()))
+      log().warn("agent {} is down (no report in time)", name);
     if (store_->shared() && (store_->info().healthy || now - last_pinglist_try > kPinglistRetryNs)) {
       last_pinglist_try = now;
       publish_handed_pinglists(*mesh_, *store_);

@@ -281,8 +281,15 @@ void HttpApi::register_agent(const Req& req, Res& res) {
   // Kept as received, before the agent is told it is registered: a restarted controller replays
   // it through parse_registration and still lists the agent (docs/controller.md).
   if (auto st = store_.save_registration(r.name, req.body, now); !st) {
-    log().error("register {}: store failed: {}", r.name, st.error().message);
-    return error(res, 503, "store unavailable, retry later: " + st.error().message);
+    // An agent registering again with what this controller already holds (one failing over from
+    // another replica while the store is away) has nothing new to keep: the store holds it from
+    // before. Refusing it would leave the agent unable to report anywhere for the outage.
+    if (!mesh_.holds_registration(r)) {
+      log().error("register {}: store failed: {}", r.name, st.error().message);
+      return error(res, 503, "store unavailable, retry later: " + st.error().message);
+    }
+    log().warn("register {}: store failed ({}); taken from memory (the registration is unchanged)", r.name,
+               st.error().message);
   }
   mesh_.register_agent(r, now);
   std::string rdma;

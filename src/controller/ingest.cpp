@@ -1,6 +1,7 @@
 #include "controller/ingest.hpp"
 
 #include <array>
+#include <chrono>
 #include <nlohmann/json.hpp>
 
 #include "base/log.hpp"
@@ -132,6 +133,14 @@ IngestReply Ingest::handle_report(const proto::Report& r, int64_t now_ns, std::s
   std::vector<uint8_t> allowed, allowed_paths;
   const uint64_t refused = policy_.allowed_targets(r, now_ns, allowed, allowed_paths);
 
+  mesh_.report_started(r.agent, now_ns);
+  struct Done {
+    Mesh& mesh;
+    const std::string& agent;
+    ~Done() { mesh.report_done(agent); }
+  } done{mesh_, r.agent};
+  const auto arrived = std::chrono::steady_clock::now();
+
   uint64_t accepted = 0, duplicate = 0, stale = 0;
   Status stored;
   mesh_.with_source(r.agent, [&](Mesh::SourceTxn& txn) {
@@ -161,7 +170,7 @@ IngestReply Ingest::handle_report(const proto::Report& r, int64_t now_ns, std::s
       fresh = some;
       encoded = {};
     }
-    stored = store_.append(r.agent, fresh, now_ns, encoded);
+    txn.unlocked([&] { stored = store_.append(r.agent, fresh, now_ns, encoded); });
     if (!stored) {
       txn.rollback();
       return;
@@ -176,7 +185,13 @@ IngestReply Ingest::handle_report(const proto::Report& r, int64_t now_ns, std::s
     // The agent reached us with a valid report: it is alive whatever the store's state (a Redis
     // outage must not mark every agent down after agent_down_after). Its alarms are recorded with
     // the batch it sends again.
-    (void)mesh_.touch(r.agent, r.health, {}, now_ns);
+    // Seen when the answer goes out (the store may have taken seconds to fail; the agent waited):
+    // now_ns plus the time taken, on the caller's clock. (A stored report's agent is seen at its
+    // arrival, as every replica records it from the feed.)
+    const int64_t answered_ns = now_ns + std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                             std::chrono::steady_clock::now() - arrived)
+                                             .count();
+    (void)mesh_.touch(r.agent, r.health, {}, answered_ns);
     log().error("ingest from {}: store failed: {}", r.agent, stored.error().message);
     return {503, error_json("store unavailable, retry later: " + stored.error().message)};
   }

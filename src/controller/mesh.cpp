@@ -148,9 +148,10 @@ void Mesh::with_source(const std::string& src, const std::function<void(SourceTx
     if (!sources_[id]) sources_[id] = std::make_unique<SourceTxn::Source>();
     source = sources_[id].get();
   }
-  std::lock_guard lk(source->mu);
+  std::lock_guard ingest(source->ingest_mu);
+  std::unique_lock lk(source->mu);
   ++source->txn_serial;
-  SourceTxn txn(*this, *source);
+  SourceTxn txn(*this, *source, lk);
   fn(txn);
   txn.rollback();  // no-op after commit(); undoes a txn the callback left open
 }
@@ -418,6 +419,17 @@ std::optional<double> Mesh::up_for(const std::string& name, int64_t now_ns) cons
   return static_cast<double>(now_ns - it->second.info.last_seen_unix_ns) / 1e9;
 }
 
+bool Mesh::holds_registration(const proto::Registration& r) const {
+  std::lock_guard lk(reg_mu_);
+  auto it = agents_.find(r.name);
+  if (it == agents_.end()) return false;
+  const AgentRecord& rec = it->second;
+  const Peer p = peer_of(r, rec.peer.up);
+  return rec.info.addresses == r.addresses && rec.info.version == r.version &&
+         p.address == rec.peer.address && p.protocols == rec.peer.protocols &&
+         p.udp_port == rec.peer.udp_port && p.tcp_port == rec.peer.tcp_port && p.rdma == rec.peer.rdma;
+}
+
 bool Mesh::is_registered(const std::string& name) const {
   std::lock_guard lk(reg_mu_);
   return agents_.contains(name);
@@ -425,7 +437,7 @@ bool Mesh::is_registered(const std::string& name) const {
 
 // Walks the registry in slices of kSweepSlice agents, taking the registry lock per slice: with 10,000
 // agents one walk under the lock would hold up every registration, report and API read for it.
-std::vector<std::string> Mesh::sweep(int64_t now_ns) {
+std::vector<std::string> Mesh::sweep(int64_t now_ns, int64_t feed_trusted_since_ns) {
   constexpr size_t kSweepSlice = 256;
   int64_t down_after = config()->agent_down_after_ns;
   std::vector<std::string> gone;
@@ -437,7 +449,11 @@ std::vector<std::string> Mesh::sweep(int64_t now_ns) {
     size_t first_gone = gone.size();
     for (size_t n = 0; it != agents_.end() && n < kSweepSlice; ++it, ++n) {
       auto& [name, rec] = *it;
-      if (rec.info.state == AgentState::up && now_ns - rec.info.last_seen_unix_ns > down_after) {
+      const int64_t silent_since = rec.seen_via_feed
+                                       ? std::max(rec.info.last_seen_unix_ns, feed_trusted_since_ns)
+                                       : rec.info.last_seen_unix_ns;
+      if (rec.info.state == AgentState::up && rec.reports_in_progress == 0 &&
+          now_ns - silent_since > down_after) {
         rec.info.state = AgentState::down;
         rec.peer.up = false;
         // Stated from the last report, not from this sweep's clock, so every replica (each sweeping
@@ -586,8 +602,10 @@ void Mesh::peer_pinglist(const std::string& name, uint64_t version, uint64_t tar
   }
 }
 
-void Mesh::seen_locked(AgentRecord& rec, int64_t now_ns) {
+void Mesh::seen_locked(AgentRecord& rec, int64_t now_ns, bool via_feed) {
   AgentInfo& a = rec.info;
+  // The newest sign of life says how it came (a replica's may be older than one seen here).
+  if (now_ns >= a.last_seen_unix_ns) rec.seen_via_feed = via_feed;
   a.last_seen_unix_ns = std::max(a.last_seen_unix_ns, now_ns);
   if (a.state == AgentState::down) {
     a.state = AgentState::up;
@@ -602,17 +620,32 @@ void Mesh::peer_report(const std::string& src, std::span<const proto::WindowStat
                        int64_t received_ns) {
   restore(src, windows, received_ns);
   std::lock_guard lk(reg_mu_);
-  if (auto it = agents_.find(src); it != agents_.end()) seen_locked(it->second, received_ns);
+  if (auto it = agents_.find(src); it != agents_.end())
+    seen_locked(it->second, received_ns, /*via_feed=*/true);
+}
+
+void Mesh::report_started(const std::string& name, int64_t now_ns) {
+  std::lock_guard lk(reg_mu_);
+  if (auto it = agents_.find(name); it != agents_.end()) {
+    seen_locked(it->second, now_ns);
+    ++it->second.reports_in_progress;
+  }
+}
+
+void Mesh::report_done(const std::string& name) {
+  std::lock_guard lk(reg_mu_);
+  if (auto it = agents_.find(name); it != agents_.end() && it->second.reports_in_progress > 0)
+    --it->second.reports_in_progress;
 }
 
 uint64_t Mesh::touch(const std::string& name, const proto::Health& h,
-                     std::span<const proto::AlarmEvent> alarms, int64_t now_ns) {
+                     std::span<const proto::AlarmEvent> alarms, int64_t now_ns, bool via_feed) {
   auto cfg = config();
   std::lock_guard lk(reg_mu_);
   auto it = agents_.find(name);
   if (it == agents_.end()) return compute_pinglist(*cfg, name, {}).version;
   AgentInfo& a = it->second.info;
-  seen_locked(it->second, now_ns);
+  seen_locked(it->second, now_ns, via_feed);
   a.health = AgentHealth{h.cpu_percent,     h.rss_kb,          h.probes_per_s,
                          h.dropped_windows, h.spooled_windows, h.prober_restarts};
   for (const auto& e : alarms) a.alarms.push_back({e.kind, e.message, e.unix_ns});

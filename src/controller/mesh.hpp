@@ -64,7 +64,16 @@ class Mesh final : public MeshView {
   // address is the same agent coming back (a restart) and always allowed.
   Status check_name_free(const proto::Registration& r, int64_t now_ns) const;
   // Marks agents without a report for `down_after` as down; returns the names that went down.
-  std::vector<std::string> sweep(int64_t now_ns);
+  // `feed_trusted_since_ns`: since when the replica feed has been read without failing (INT64_MAX
+  // while it fails). An agent this replica knows alive only through the feed (it reports to another
+  // replica) is not marked down for silence the feed could not carry: its time runs from the later
+  // of its last sign of life and that instant, so a store outage does not take down every agent of
+  // the other replicas (the feed runs through the store).
+  std::vector<std::string> sweep(int64_t now_ns, int64_t feed_trusted_since_ns = 0);
+  // True when the agent is registered with exactly this registration's addresses, protocols, ports,
+  // RDMA endpoints and version: registering it again changes nothing to keep (the store already
+  // holds it), so the controller can take it while the store is away.
+  bool holds_registration(const proto::Registration& r) const;
   // The agent's pinglist (cached until membership or config changes).
   proto::Pinglist pinglist_for(const std::string& name);
   // The same, shared rather than copied: the registry lock is held only to take the pointer, so a
@@ -86,8 +95,15 @@ class Mesh final : public MeshView {
   // A report came in: last seen, health, alarms, and back to "up" if it was down. Returns the
   // version of the agent's pinglist (what the report's answer carries), under the same lock: the
   // registry lock is taken once per report, not twice.
+  // `via_feed`: the report came to another replica (replica_sync.cpp), not here.
   uint64_t touch(const std::string& name, const proto::Health& h, std::span<const proto::AlarmEvent> alarms,
-                 int64_t now_ns);
+                 int64_t now_ns, bool via_feed = false);
+  // A valid report of a registered agent arrived: it is alive now, and stays so until
+  // report_done() while its windows are kept (the store may take seconds to answer or to fail, and
+  // liveness comes from the agent's contact, not from the store): the sweep skips an agent with a
+  // report in progress.
+  void report_started(const std::string& name, int64_t now_ns);
+  void report_done(const std::string& name);
   uint64_t pinglist_version(const std::string& name);
 
   // --- windows ---
@@ -101,6 +117,17 @@ class Mesh final : public MeshView {
     // `accepted` = the windows classify() accepted, in the same order.
     void commit(std::span<const proto::WindowStats> accepted, int64_t now_ns);
     void rollback();
+    // Runs fn (the store's write) with the source's state unlocked: readers of the mesh (the API,
+    // /metrics) never wait for the store, which may take seconds to fail while a shard is away. The
+    // source's next transaction still waits (ingest_mu): classify() and commit() stay one agent's
+    // report at a time, and a reader meanwhile sees latest windows as they were (an accepted
+    // window reaches latest only in commit()).
+    template <typename Fn>
+    void unlocked(Fn&& fn) {
+      state_lock_.unlock();
+      fn();
+      state_lock_.lock();
+    }
 
    private:
     friend class Mesh;
@@ -129,15 +156,18 @@ class Mesh final : public MeshView {
     };
     static constexpr size_t kMaxGuessedPositions = 65536;
     struct Source {
-      std::mutex mu;
+      std::mutex ingest_mu;  // one transaction at a time, held through the store's write
+      std::mutex mu;         // the state below: classify, commit and readers
       uint32_t txn_serial = 0;
       std::unordered_map<uint64_t, Slot> pairs;  // key = protocol << 32 | dst id
       std::vector<PositionGuess> by_position;    // see PositionGuess
     };
-    SourceTxn(Mesh& m, Source& s) : mesh_(m), src_(s) {}
+    SourceTxn(Mesh& m, Source& s, std::unique_lock<std::mutex>& state_lock)
+        : mesh_(m), src_(s), state_lock_(state_lock) {}
     Slot* slot_for(const proto::WindowStats& w);
     Mesh& mesh_;
     Source& src_;
+    std::unique_lock<std::mutex>& state_lock_;
     size_t position_ = 0;  // how many windows classify() has seen in this txn
     std::vector<std::pair<Slot*, Ring>> undo_;
     std::vector<Slot*> accepted_;  // in classify order, for commit()
@@ -210,10 +240,12 @@ class Mesh final : public MeshView {
     Peer peer;
     uint64_t cached_generation = UINT64_MAX;
     std::shared_ptr<const proto::Pinglist> cached;
+    bool seen_via_feed = false;  // its last sign of life came through the replica feed
+    uint32_t reports_in_progress = 0;
   };
 
   // A report (here or at a replica) came in at `now_ns`: last seen, and up again if it was down.
-  void seen_locked(AgentRecord& rec, int64_t now_ns);
+  void seen_locked(AgentRecord& rec, int64_t now_ns, bool via_feed = false);
   // The agent's pinglist, recomputed if a change made it stale (reg_mu_ held).
   const proto::Pinglist& cached_pinglist_locked(const std::shared_ptr<const Config>& cfg, AgentRecord& rec);
   uint32_t intern(const std::string& name);

@@ -349,7 +349,13 @@ Result<Reply> Conn::run(std::string_view route_key, const Command& cmd) {
     } else {
       last = r.error();
     }
-    if (!retry || Clock::now() >= deadline || (!cluster_ && attempt >= 1)) break;
+    if (!retry || (!cluster_ && attempt >= 1)) break;
+    if (Clock::now() >= deadline) {
+      // Giving up: the slot map is read again all the same, so that the next call (which may have
+      // no time to retry) goes to the node that serves the slot by then.
+      if (cluster_) (void)refresh_slots();
+      break;
+    }
     if (cluster_) {
       std::this_thread::sleep_for(backoff);
       backoff = std::min(backoff * 2, std::chrono::milliseconds(250));
@@ -413,7 +419,11 @@ Status Conn::transaction(std::string_view route_key, std::span<const Command> cm
     bool retry = false;
     int wait = std::min(options_.wait_replicas, replicas_of(route_key));
     st = transaction_once(route(route_key), cmds, wait, what, retry);
-    if (st || !retry || Clock::now() >= deadline || (!cluster_ && attempt >= 1)) return st;
+    if (st || !retry || (!cluster_ && attempt >= 1)) return st;
+    if (Clock::now() >= deadline) {
+      if (cluster_) (void)refresh_slots();  // as in run(): for the next call
+      return st;
+    }
     if (cluster_) {
       if (attempt > 0) {
         std::this_thread::sleep_for(backoff);

@@ -58,6 +58,11 @@ class Conn {
   Conn& operator=(const Conn&) = delete;
 
   bool cluster() const { return cluster_; }
+  // How long each call from now on keeps retrying (ConnOptions::retry_for at first). The store
+  // shortens it to nothing while the store is known to be away, so that no caller waits out the
+  // retries of every call of an outage (docs/store-redis.md "When a shard is away").
+  void set_retry_for(std::chrono::milliseconds d) { options_.retry_for = d; }
+  std::chrono::milliseconds retry_for() const { return options_.retry_for; }
   const std::string& spec() const { return spec_; }
 
   // One command on the node serving `route_key` (ignored for one server). Error replies other

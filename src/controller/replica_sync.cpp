@@ -24,7 +24,7 @@ void apply_peer_event(Mesh& mesh, const PeerEvent& ev) {
     case PeerEvent::Kind::agent_state:
       // As if the report had come here: last seen at the ingesting replica's time, its health and alarms.
       if (auto s = parse_agent_state(ev.agent_state))
-        (void)mesh.touch(ev.agent, s->health, s->alarms, ev.received_ns);
+        (void)mesh.touch(ev.agent, s->health, s->alarms, ev.received_ns, /*via_feed=*/true);
       else
         log().warn("replica feed: ignoring {}'s agent state: {}", ev.agent, s.error().message);
       break;
@@ -35,7 +35,16 @@ void apply_peer_event(Mesh& mesh, const PeerEvent& ev) {
 }
 
 Result<size_t> ReplicaSync::poll_once() {
-  return store_.poll_peers([this](const PeerEvent& ev) { apply_peer_event(mesh_, ev); });
+  auto r = store_.poll_peers([this](const PeerEvent& ev) { apply_peer_event(mesh_, ev); });
+  if (!r) {
+    trusted_since_ns_.store(INT64_MAX, std::memory_order_relaxed);
+  } else if (trusted_since_ns_.load(std::memory_order_relaxed) == INT64_MAX) {
+    const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    trusted_since_ns_.store(now, std::memory_order_relaxed);
+  }
+  return r;
 }
 
 void ReplicaSync::start() {

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <mutex>
 #include <thread>
 
@@ -30,6 +31,10 @@ class ReplicaSync {
 
   // Applies what the other replicas did since the last poll; how many events.
   Result<size_t> poll_once();
+  // Since when (Unix ns) the feed has been read without a failed poll: 0 from the start, INT64_MAX
+  // while polls fail (the store away), then the time of the first poll that worked again. The
+  // sweep does not count silence the feed could not carry (Mesh::sweep).
+  int64_t feed_trusted_since_ns() const { return trusted_since_ns_.load(std::memory_order_relaxed); }
   void start();
   void stop();
 
@@ -41,6 +46,7 @@ class ReplicaSync {
   std::mutex mu_;
   std::condition_variable cv_;
   std::atomic<bool> stopping_{false};
+  std::atomic<int64_t> trusted_since_ns_{0};
 };
 
 }  // namespace weft::controller

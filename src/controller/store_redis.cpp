@@ -14,6 +14,7 @@
 // ZSET member; latest only moves forward), which is what lets the connection redo a write whose
 // outcome a lost connection or a failover left unknown, and lets several controllers share it.
 #include <charconv>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <random>
@@ -33,6 +34,11 @@ namespace {
 
 using redis::Command;
 using redis::Reply;
+
+// A history read waits at most this long for the store (then the API answers from memory): well
+// inside the 2 s a dashboard's drill-down may take, even when the read is the first to find a
+// shard away.
+constexpr std::chrono::milliseconds kReadPatience{800};
 
 // Sets the latest hash (KEYS[1]) field DST to a window only if its start is not older than the one
 // stored in the start hash (KEYS[2]). ARGV = DST, START, JSON, DST, START, JSON, ... with START
@@ -71,14 +77,22 @@ Result<Reply> array(Result<Reply> r, std::string_view what) {
 
 class RedisStore final : public Store {
  public:
-  // `poll_conn`: the feed is read on a connection of its own, so polling never waits for a write.
-  RedisStore(std::unique_ptr<redis::Conn> conn, std::unique_ptr<redis::Conn> poll_conn, redis::Feed feed)
-      : conn_(std::move(conn)), poll_conn_(std::move(poll_conn)), feed_(std::move(feed)) {}
+  // `poll_conn`: the feed is read on a connection of its own, so polling never waits for a write;
+  // `read_conn` likewise for history reads (the API's drill-down never queues behind a write that
+  // is retrying through a failover or an outage).
+  RedisStore(std::unique_ptr<redis::Conn> conn, std::unique_ptr<redis::Conn> read_conn,
+             std::unique_ptr<redis::Conn> poll_conn, redis::Feed feed)
+      : conn_(std::move(conn)),
+        read_conn_(std::move(read_conn)),
+        poll_conn_(std::move(poll_conn)),
+        feed_(std::move(feed)),
+        write_patience_(conn_->retry_for()) {}
 
   Status append(const std::string& src, std::span<const proto::WindowStats> windows, int64_t received_ns,
                 std::string_view encoded) override {
     if (windows.empty()) return {};
     std::lock_guard lk(mu_);
+    pace(*conn_, write_patience_);
     if (auto st = track(append_locked(src, windows, received_ns)); !st) return st;
     publish(src, feed_.report(src, windows, received_ns, encoded));
     return {};
@@ -87,11 +101,12 @@ class RedisStore final : public Store {
   Result<std::vector<proto::WindowStats>> history(proto::Protocol protocol, const std::string& src,
                                                   const std::string& dst, int64_t since_ns, int64_t until_ns,
                                                   size_t limit) override {
-    std::lock_guard lk(mu_);
+    std::lock_guard lk(read_mu_);
+    pace(*read_conn_, kReadPatience);
     std::string key = hist_key(src, proto::to_string(protocol), dst);
     // Newest `limit` in the range: reverse range with a limit, then put back in order.
-    auto r = array(conn_->run(key, {"ZREVRANGEBYSCORE", key, "(" + std::to_string(until_ns),
-                                    std::to_string(since_ns), "LIMIT", "0", std::to_string(limit)}),
+    auto r = array(read_conn_->run(key, {"ZREVRANGEBYSCORE", key, "(" + std::to_string(until_ns),
+                                         std::to_string(since_ns), "LIMIT", "0", std::to_string(limit)}),
                    "history");
     if (!r) return std::unexpected(r.error());
     std::vector<proto::WindowStats> out;
@@ -138,6 +153,7 @@ class RedisStore final : public Store {
   Status save_registration(const std::string& name, std::string_view registration,
                            int64_t received_ns) override {
     std::lock_guard lk(mu_);
+    pace(*conn_, write_patience_);
     // Both hashes share the {agents} tag: one MULTI/EXEC, so no other client sees one without
     // the other. (Redis does not roll back: if one fails when EXEC runs it, the write is reported
     // failed, the agent is answered 503 and registers again.)
@@ -150,6 +166,7 @@ class RedisStore final : public Store {
 
   Status remove_registration(const std::string& name) override {
     std::lock_guard lk(mu_);
+    pace(*conn_, write_patience_);
     std::vector<Command> cmds{{"HDEL", std::string(kAgents), name},
                               {"HDEL", std::string(kAgentsRegistered), name},
                               {"HDEL", std::string(kAgentsPinglist), name}};
@@ -184,6 +201,7 @@ class RedisStore final : public Store {
 
   Status apply_retention(int64_t before_ns) override {
     std::lock_guard lk(mu_);
+    pace(*conn_, write_patience_);
     auto sources = array(conn_->run(kSources, {"SMEMBERS", std::string(kSources)}), "retention");
     if (!sources) return std::unexpected(sources.error());
     std::string hi = "(" + std::to_string(before_ns);
@@ -204,8 +222,9 @@ class RedisStore final : public Store {
     return {};
   }
 
+  // Never waits for a write in progress (/healthz, /metrics and the pinglist handler ask).
   StoreInfo info() const override {
-    std::lock_guard lk(mu_);
+    std::lock_guard lk(state_mu_);
     return {conn_->cluster() ? "redis-cluster" : "redis", conn_->spec(), last_error_.empty(), last_error_};
   }
 
@@ -215,13 +234,14 @@ class RedisStore final : public Store {
   // not wait out a cluster's retries for a best-effort note; the next report after recovery sends it.
   void publish_agent_state(const std::string& agent, std::string_view state, int64_t received_ns) override {
     std::lock_guard lk(mu_);
-    if (last_error_.empty()) publish(agent, feed_.agent_state(agent, state, received_ns));
+    if (healthy()) publish(agent, feed_.agent_state(agent, state, received_ns));
   }
 
   // Tried also while the last write failed (unlike the agent state): a change is rare, and the
   // caller keeps it until this succeeds. Its outcome is the store's state, like a write's.
   Status publish_pinglist(const std::string& agent, uint64_t version, uint64_t targets) override {
     std::lock_guard lk(mu_);
+    pace(*conn_, write_patience_);
     auto r = conn_->run(
         kAgents, {"HSET", std::string(kAgentsPinglist), agent, fmt::format("{} {}", version, targets)});
     if (!r) return track(fail("redis pinglist: {}", r.error().message));
@@ -257,8 +277,23 @@ class RedisStore final : public Store {
  private:
   // A write's outcome is what /healthz and weft_controller_store_up report.
   Status track(Status st) {
+    std::lock_guard lk(state_mu_);
     last_error_ = st ? std::string() : st.error().message;
     return st;
+  }
+
+  bool healthy() const {
+    std::lock_guard lk(state_mu_);
+    return last_error_.empty();
+  }
+
+  // While the last write failed, calls make one attempt each and do not retry: an outage (a shard
+  // away with no replica to take over, a server down) would otherwise cost every report and read
+  // the whole retry time, one after the other under the lock, and agents would wait on the
+  // controller for many seconds. The first call to find the store away waits its patience out (a
+  // failover is ridden through); the first that succeeds makes the store healthy again.
+  void pace(redis::Conn& c, std::chrono::milliseconds patience) const {
+    c.set_retry_for(healthy() ? patience : std::chrono::milliseconds(0));
   }
 
   Status append_locked(const std::string& src, std::span<const proto::WindowStats> windows,
@@ -322,12 +357,16 @@ class RedisStore final : public Store {
     return false;
   }
 
-  std::unique_ptr<redis::Conn> conn_;
-  std::unique_ptr<redis::Conn> poll_conn_;
+  std::unique_ptr<redis::Conn> conn_;       // writes and start-up loads (mu_)
+  std::unique_ptr<redis::Conn> read_conn_;  // history reads (read_mu_)
+  std::unique_ptr<redis::Conn> poll_conn_;  // the replica feed (poll_mu_)
   redis::Feed feed_;
+  const std::chrono::milliseconds write_patience_;
   std::mutex poll_mu_;
+  std::mutex read_mu_;
   uint64_t feed_errors_ = 0;
   mutable std::mutex mu_;
+  mutable std::mutex state_mu_;  // last_error_ only: info() never waits for a write
   std::string last_error_;
   std::set<std::string, std::less<>> sources_known_;
 };
@@ -341,14 +380,16 @@ Result<std::unique_ptr<Store>> open_redis_store(const std::string& spec, const r
   if (!conn) return std::unexpected(conn.error());
   auto poll_conn = redis::Conn::open(spec, options);
   if (!poll_conn) return std::unexpected(poll_conn.error());
+  auto read_conn = redis::Conn::open(spec, options);
+  if (!read_conn) return std::unexpected(read_conn.error());
   // A random name for this controller's feed entries (its own are skipped when it reads).
   std::random_device rd;
   redis::Feed feed(fmt::format("{:08x}{:08x}", rd(), rd()));
   if (auto st = feed.start(**poll_conn); !st)
     return std::unexpected(
         Error{fmt::format("redis store {}: {}", (*poll_conn)->spec(), st.error().message), st.error().code});
-  return std::unique_ptr<Store>(
-      std::make_unique<RedisStore>(std::move(*conn), std::move(*poll_conn), std::move(feed)));
+  return std::unique_ptr<Store>(std::make_unique<RedisStore>(std::move(*conn), std::move(*read_conn),
+                                                             std::move(*poll_conn), std::move(feed)));
 }
 
 }  // namespace weft::controller

@@ -8,7 +8,6 @@ again once agent_down_after has passed and every replica marked them down with t
 Skips (77) without redis-server. Loopback only. Usage: replica_agents_test.py WEFT"""
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -17,12 +16,10 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
 from mesh_harness import controller_config, finish, get, start_agent, stop, wait  # noqa: E402  (tests/pylib)
+import redis_servers  # noqa: E402  (tests/pylib)
 
 WEFT = sys.argv[1]
-REDIS = shutil.which("redis-server")
-if not REDIS:
-    print("SKIP: redis-server not installed")
-    sys.exit(77)
+redis_servers.skip_without_redis()
 REDIS_PORT = 18470
 PORTS = [18471, 18472, 18473]
 TOKEN = "replica-agents-token"
@@ -64,10 +61,7 @@ tmp = tempfile.mkdtemp(prefix="wms-replica-agents-")
 procs = []
 failed = []
 try:
-    procs.append(subprocess.Popen([REDIS, "--port", str(REDIS_PORT), "--bind", "127.0.0.1", "--save", "",
-                                   "--appendonly", "no"], stdout=open(f"{tmp}/redis.log", "w"), stderr=subprocess.STDOUT))
-    wait(lambda: subprocess.run(["redis-cli", "-p", str(REDIS_PORT), "ping"], capture_output=True,
-                                text=True).stdout.strip() == "PONG", "redis up")
+    procs.append(redis_servers.start_redis(tmp, REDIS_PORT, appendonly=False))
     for i, port in enumerate(PORTS):
         with open(f"{tmp}/c{i}.yaml", "w") as f:
             f.write(controller_config(port, TOKEN, f"redis://127.0.0.1:{REDIS_PORT}", agent_down_after="4s"))

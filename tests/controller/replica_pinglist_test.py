@@ -16,12 +16,10 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
 from mesh_harness import controller_config, finish, get, start_agent, stop, wait  # noqa: E402  (tests/pylib)
+import redis_servers  # noqa: E402  (tests/pylib)
 
 WEFT = sys.argv[1]
-REDIS = shutil.which("redis-server")
-if not REDIS:
-    print("SKIP: redis-server not installed")
-    sys.exit(77)
+redis_servers.skip_without_redis()
 REDIS_PORT = 18490
 A, B = 18491, 18492
 TOKEN = "replica-pinglist-token"
@@ -32,15 +30,6 @@ UDP, TCP = 18165, 18166
 def handed(port):
     """{agent: (pinglist_version, pinglist_targets)} as the replica lists them."""
     return {a["name"]: (a["pinglist_version"], a["pinglist_targets"]) for a in get(port, "/api/v1/agents")["agents"]}
-
-
-def start_redis(tmp):
-    p = subprocess.Popen([REDIS, "--port", str(REDIS_PORT), "--bind", "127.0.0.1", "--dir", tmp,
-                          "--appendonly", "yes", "--save", ""], stdout=open(f"{tmp}/redis.log", "a"),
-                         stderr=subprocess.STDOUT)
-    wait(lambda: subprocess.run(["redis-cli", "-p", str(REDIS_PORT), "ping"], capture_output=True,
-                                text=True).stdout.strip() == "PONG", "redis up")
-    return p
 
 
 def start_controller(tmp, name, port):
@@ -56,7 +45,7 @@ tmp = tempfile.mkdtemp(prefix="wms-replica-pinglist-")
 procs = []
 failed = []
 try:
-    redis = start_redis(tmp)
+    redis = redis_servers.start_redis(tmp, REDIS_PORT)
     procs.append(redis)
     procs.append(start_controller(tmp, "A", A))
     agent_procs = {n: start_agent(WEFT, tmp, f"http://127.0.0.1:{A}", TOKEN, n, addr, UDP, TCP)
@@ -81,7 +70,7 @@ try:
     changed = wait(lambda: (lambda h: h if h["a"][1] == 1 and h["b"][1] == 1 and h["a"][0] != first["a"][0]
                             else None)(handed(A)), "replica A hands a and b their pinglists without c",
                    timeout=30)
-    procs.append(start_redis(tmp))
+    procs.append(redis_servers.start_redis(tmp, REDIS_PORT))
     want = {n: changed[n] for n in ("a", "b")}
     try:
         wait(lambda: {n: handed(B)[n] for n in ("a", "b")} == want,

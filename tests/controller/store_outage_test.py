@@ -10,7 +10,6 @@ outage (their reports were answered 503) are in it: no gap. Skips (77) without r
 Loopback only. Usage: store_outage_test.py WEFT"""
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -20,12 +19,10 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
 from mesh_harness import controller_config, finish, start_agent, stop, wait  # noqa: E402  (tests/pylib)
+import redis_servers  # noqa: E402  (tests/pylib)
 
 WEFT = sys.argv[1]
-REDIS = shutil.which("redis-server")
-if not REDIS:
-    print("SKIP: redis-server not installed")
-    sys.exit(77)
+redis_servers.skip_without_redis()
 REDIS_PORT, PORT = 18462, 18463
 TOKEN = "store-outage-token"
 AGENTS = {"a": "127.0.0.101", "b": "127.0.0.102", "c": "127.0.0.103"}
@@ -44,20 +41,11 @@ def fetch(path):
         return e.code, dict(e.headers), {}, time.monotonic() - t
 
 
-def start_redis(tmp):
-    p = subprocess.Popen([REDIS, "--port", str(REDIS_PORT), "--bind", "127.0.0.1", "--dir", tmp,
-                          "--appendonly", "yes", "--save", ""], stdout=open(f"{tmp}/redis.log", "a"),
-                         stderr=subprocess.STDOUT)
-    wait(lambda: subprocess.run(["redis-cli", "-p", str(REDIS_PORT), "ping"], capture_output=True,
-                                text=True).stdout.strip() == "PONG", "redis up")
-    return p
-
-
 tmp = tempfile.mkdtemp(prefix="wms-store-outage-")
 procs = []
 failed = []
 try:
-    redis = start_redis(tmp)
+    redis = redis_servers.start_redis(tmp, REDIS_PORT)
     procs.append(redis)
     with open(f"{tmp}/c.yaml", "w") as f:
         f.write(controller_config(PORT, TOKEN, f"redis://127.0.0.1:{REDIS_PORT}", agent_down_after="3s"))
@@ -94,7 +82,7 @@ try:
     outage_end = time.time()
 
     # --- Redis back ---
-    procs.append(start_redis(tmp))
+    procs.append(redis_servers.start_redis(tmp, REDIS_PORT))
     wait(lambda: fetch("/healthz")[0] == 200, "healthz ok once the store is back", timeout=30)
 
     def no_gap():
