@@ -4,9 +4,7 @@
 // deemed lost, or retransmitted since it was deemed lost (Linux's skb scoreboard bits, kept in a
 // ring: nothing is allocated per segment). The ring starts small and doubles as records pile up,
 // to at most the capacity the connection was made with: a short response keeps a few hundred
-// bytes, not the 50 KB a full 1 MiB send ring may need (allocated and freed per connection, that
-// was malloc growing and trimming the heap, page faults included: 17 % of nginx's CPU with a new
-// connection per request).
+// bytes, not the 50 KB a full 1 MiB send ring may need.
 //
 // Records are kept in sequence order and cover [SND.UNA, SND.MAX) without gaps. Retransmissions
 // and SACK blocks need not fall on the original segments' boundaries, so records are split where
