@@ -157,7 +157,10 @@ ssize_t weft_recv(int fd, const iovec* iov, int iovcnt, int flags, sockaddr* fro
           if (*r < piece.size()) break;
         }
         if (total > before) {
-          rt->refresh(*s);
+          // Emptied, the eventfd stays set: a program reading to EAGAIN would otherwise clear it
+          // on one read and have it set again by the next read's catch_up (two syscalls a read);
+          // the next wait that finds nothing for the socket clears it.
+          rt->refresh(*s, false, false);
           rt->after_call();  // the window update the read made
         }
         if (eof || total == want || (total > 0 && !(flags & MSG_WAITALL))) return static_cast<ssize_t>(total);

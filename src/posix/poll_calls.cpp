@@ -7,6 +7,9 @@
 // with the descriptor number as its data, and epoll_wait puts the program's data and events back.
 // A weft socket is registered for EPOLLIN on its eventfd (with the program's EPOLLET/EPOLLONESHOT),
 // and EPOLLOUT interest is counted on the socket so the eventfd also signals room to write.
+// An eventfd may be left set after a read emptied its socket (runtime.hpp): a wait that finds
+// nothing to report for a weft socket clears it before sleeping (poll), or drops the report and
+// clears it (epoll; a one-shot registration is armed again, the report was not the program's).
 #include <sys/epoll.h>
 #include <sys/select.h>
 
@@ -114,6 +117,8 @@ int poll_mixed(pollfd* fds, nfds_t n, int64_t timeout_ns, const sigset_t* mask) 
           Sock* s = sock_of(fds[i].fd);
           fds[i].revents = s != nullptr ? weft_revents(*s, fds[i].events) : static_cast<short>(POLLNVAL);
           ready += fds[i].revents != 0;
+          if (fds[i].revents == 0 && rt != nullptr)
+            rt->refresh(*s);  // a stale eventfd would not let ppoll sleep
         }
     }
     const int64_t now = now_ns();
@@ -320,16 +325,18 @@ int weft_px_epoll_ctl(int ep, int op, int fd, void* evp) {
   }
   const int r = real().epoll_ctl(ep, op, fd, op == EPOLL_CTL_DEL ? nullptr : &kev);
   if (r < 0) return r;
-  bool had_out = false, has_out = false;
+  bool had_out = false, has_out = false, had_et = false, has_et = false;
   {
     Lock g(sh->m);
     if (auto it = sh->regs.find(fd); it != sh->regs.end()) {
       had_out = it->second.weft && (it->second.events & EPOLLOUT);
+      had_et = it->second.weft && (it->second.events & EPOLLET);
       if (op == EPOLL_CTL_DEL) sh->regs.erase(it);
     }
     if (op != EPOLL_CTL_DEL) {
       sh->regs[fd] = EpReg{ev->events, ev->data.u64, weft};
       has_out = weft && (ev->events & EPOLLOUT);
+      has_et = weft && (ev->events & EPOLLET);
     }
   }
   if (weft && op == EPOLL_CTL_ADD && !sh->device.load())
@@ -341,9 +348,13 @@ int weft_px_epoll_ctl(int ep, int op, int fd, void* evp) {
   if (weft) {
     Lock g(layer_mutex());
     if (Sock* s = sock_of(fd)) {
-      if (op == EPOLL_CTL_ADD) had_out = false;  // a stale entry from a closed descriptor
+      if (op == EPOLL_CTL_ADD) had_out = had_et = false;  // a stale entry from a closed descriptor
       s->want_out += (has_out ? 1 : 0) - (had_out ? 1 : 0);
       if (s->want_out < 0) s->want_out = 0;
+      // (an instance closed without EPOLL_CTL_DEL leaves the count high: extra writes, never a
+      // missed edge)
+      s->et_regs += (has_et ? 1 : 0) - (had_et ? 1 : 0);
+      if (s->et_regs < 0) s->et_regs = 0;
       if (Runtime* rt = Runtime::get()) rt->refresh(*s, op != EPOLL_CTL_DEL);
     }
   }
@@ -417,7 +428,16 @@ int weft_px_epoll_pwait(int ep, void* evp, int max, int timeout_ms, const void* 
         const uint32_t bits =
             rt != nullptr ? static_cast<uint16_t>(rt->poll_bits(*s)) : uint32_t{EPOLLERR | EPOLLHUP};
         events = bits & (reg.events | EPOLLERR | EPOLLHUP);
-        if (events == 0) continue;
+        if (events == 0) {  // a stale eventfd (or news the program did not ask for)
+          if (rt != nullptr) rt->refresh(*s);
+          if (reg.events & EPOLLONESHOT) {  // the kernel disarmed it for a report the program never saw
+            epoll_event kev{};
+            kev.events = EPOLLIN | (reg.events & (EPOLLET | EPOLLONESHOT | EPOLLWAKEUP));
+            kev.data.u64 = static_cast<uint64_t>(fd);
+            (void)real().epoll_ctl(ep, EPOLL_CTL_MOD, fd, &kev);
+          }
+          continue;
+        }
       }
       evs[out].events = events;
       evs[out].data.u64 = reg.data;

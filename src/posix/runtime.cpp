@@ -416,7 +416,7 @@ short Runtime::poll_bits(const Sock& s) {
   return b;
 }
 
-void Runtime::refresh(Sock& s, bool news) {
+void Runtime::refresh(Sock& s, bool news, bool clear) {
   const short b = poll_bits(s);
   // Someone waits to write and there is no room: Sockets reports room only after a send came up
   // short, and the program's last send may have fit exactly. send_reserve() on a full ring arms
@@ -426,10 +426,13 @@ void Runtime::refresh(Sock& s, bool news) {
     (void)sk_->send_reserve(s.id);
   const bool signal =
       (b & (POLLIN | POLLHUP | POLLERR | POLLRDHUP)) != 0 || ((b & POLLOUT) && s.want_out > 0);
-  if (signal && (!s.efd_set || news)) {
+  // A set eventfd is written again only for an edge-triggered epoll: poll, select and a
+  // level-triggered epoll already see it readable (a bulk receiver's every segment batch was a
+  // write(2) on it).
+  if (signal && (!s.efd_set || (news && s.et_regs > 0))) {
     const uint64_t one = 1;
     if (real().write(s.fd, &one, sizeof one) == sizeof one) s.efd_set = true;
-  } else if (!signal && s.efd_set) {
+  } else if (!signal && s.efd_set && clear) {
     uint64_t v;
     (void)real().read(s.fd, &v, sizeof v);
     s.efd_set = false;

@@ -20,7 +20,11 @@
 // weft sockets and kernel descriptors never collide and poll/select/epoll wait on both at once.
 // The eventfd is readable while the socket has something the program may want (data, EOF, a
 // connection to accept, an error, or room to write while someone waits to write), and is written
-// again for each piece of news the stack reports, so an edge-triggered epoll sees every one.
+// again for each piece of news the stack reports while an edge-triggered epoll holds the socket,
+// so that epoll sees every one (level-triggered waits see a readable eventfd anyway: no write).
+// A read that empties the socket leaves the eventfd set; the next wait that finds nothing to
+// report for the socket clears it (poll/select before sleeping, epoll_wait on a stale report), so
+// a program reading to EAGAIN costs no eventfd syscalls per read.
 //
 // Fork: the child of a fork gets the descriptors (as eventfds) but not the stack, which lives in
 // the parent's thread and memory: any call on an inherited weft socket fails with ENOTSUP and
@@ -53,6 +57,7 @@ struct Sock {
   stack::SockId id = 0;  // 0 until the stack has it (listen, connect, UDP bind)
   bool nonblock = false;
   bool efd_set = false;   // the eventfd is readable
+  int et_regs = 0;        // epoll registrations with EPOLLET: only they need a write per piece of news
   int want_out = 0;       // registrations and waiters that want POLLOUT
   uint32_t bound_ip = 0;  // host order; 0: any
   uint16_t bound_port = 0;
@@ -153,8 +158,10 @@ class Runtime {
   void passenger(bool on) { passengers_.fetch_add(on ? 1 : -1); }
   // Under mu. What poll() would report for `s` now (POLLIN, POLLOUT, POLLHUP, POLLERR, POLLRDHUP).
   short poll_bits(const Sock& s);
-  // Under mu. Sets or clears `s`'s eventfd by poll_bits (and writes it again on `news`).
-  void refresh(Sock& s, bool news = false);
+  // Under mu. Sets or clears `s`'s eventfd by poll_bits (and writes it again on `news` when an
+  // edge-triggered epoll holds `s`). With `clear` false a set eventfd stays set though `s` has
+  // nothing to report (after a read: the next wait clears it, see stale-clearing in poll_calls).
+  void refresh(Sock& s, bool news = false, bool clear = true);
   // Under mu. `s` now has a stack socket.
   void adopt(Sock& s, stack::SockId id);
   void forget(Sock& s);

@@ -181,6 +181,35 @@ TEST(TcpSentLog, FullRingMergesNewDataAndRefusesSplits) {
   EXPECT_EQ(log[3].start, 450u);
 }
 
+// The ring starts with kFirst records and doubles when full (keeping the order across a wrapped
+// head) up to its capacity, where new data merges into the last record again.
+TEST(TcpSentLog, GrowsFromASmallRingToItsCapacityInOrder) {
+  SentLog log(40);
+  EXPECT_EQ(log.allocated(), 0u);
+  log.append(0, 100, 0);
+  EXPECT_EQ(log.allocated(), SentLog::kFirst * sizeof(SentSeg));
+  for (uint32_t i = 1; i < SentLog::kFirst; ++i) log.append(i * 100, (i + 1) * 100, i);
+  log.trim_below(500);  // the head moves: the next appends wrap around the small ring
+  for (uint32_t i = SentLog::kFirst; i < SentLog::kFirst + 5; ++i) log.append(i * 100, (i + 1) * 100, i);
+  ASSERT_EQ(log.size(), SentLog::kFirst);
+  EXPECT_EQ(log.allocated(), SentLog::kFirst * sizeof(SentSeg));
+  log.append(2100, 2200, 21);  // full: grows to 32, in order
+  EXPECT_EQ(log.allocated(), 32 * sizeof(SentSeg));
+  ASSERT_EQ(log.size(), SentLog::kFirst + 1);
+  for (size_t i = 0; i < log.size(); ++i) {
+    EXPECT_EQ(log[i].start, 500 + i * 100);
+    EXPECT_EQ(log[i].xmit_ns, static_cast<int64_t>(5 + i));
+  }
+  for (uint32_t i = 22; i < 60; ++i) log.append(i * 100, (i + 1) * 100, i);
+  EXPECT_EQ(log.allocated(), 40 * sizeof(SentSeg));  // capped at the capacity, not 64
+  ASSERT_EQ(log.size(), 40u);
+  EXPECT_EQ(log[39].end, 6000u);  // the last record took what did not fit
+  EXPECT_EQ(log[39].xmit_ns, 44);
+  log.trim_below(6000);
+  log.release_if_empty();
+  EXPECT_EQ(log.allocated(), 0u);
+}
+
 // Random appends, splits and trims against a byte-by-byte model: the records always tile
 // [una, end) in order, and every byte keeps the send time of the append that logged it.
 TEST(TcpSentLog, RandomOperationsMatchAByteModel) {
