@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <openssl/ec.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -384,6 +385,31 @@ TEST(HttpTls, LargeBodiesCrossInBothDirections) {
   ASSERT_TRUE(c.send(body));
   std::string a = c.answer();
   EXPECT_EQ(a, "200 " + std::to_string(body.size()) + ":" + body);
+}
+
+// The server reads ahead (one recv takes every record in the socket). 40 requests, each its own TLS
+// record, reach it in one segment (the client corks its socket): more records than one event's
+// reads (16), all of them out of the socket at once, so no further event announces the rest. Every
+// one is answered, in order, without the client sending anything more.
+TEST(HttpTls, RecordsReadAheadBeyondOneEventsReadsAreAllAnswered) {
+  Pki pki;
+  TlsFixture f(pki.files());
+  ASSERT_TRUE(f.server);
+  TlsClient c(f.port, pki.dir / "ca.pem");
+  ASSERT_TRUE(c.ok);
+  int on = 1, off = 0;
+  ASSERT_EQ(setsockopt(c.fd, IPPROTO_TCP, TCP_CORK, &on, sizeof on), 0);
+  constexpr int kRequests = 40;
+  for (int i = 0; i < kRequests; ++i) {
+    std::string body = "request-" + std::to_string(i);
+    ASSERT_TRUE(
+        c.send("POST /size HTTP/1.1\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body));
+  }
+  ASSERT_EQ(setsockopt(c.fd, IPPROTO_TCP, TCP_CORK, &off, sizeof off), 0);
+  for (int i = 0; i < kRequests; ++i) {
+    std::string body = "request-" + std::to_string(i);
+    ASSERT_EQ(c.answer(), "200 " + std::to_string(body.size()) + ":" + body) << "answer " << i;
+  }
 }
 
 TEST(HttpTls, MutualTlsNamesTheClientAndRefusesMissingExpiredAndForeignCertificates) {

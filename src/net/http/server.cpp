@@ -119,7 +119,8 @@ struct Server::Impl {
   std::unordered_map<std::string, uint32_t> per_address;
   std::list<Conn*> idle;  // oldest idle first
   uint64_t next_id = 1;
-  std::vector<uint64_t> ready;  // connections with a pipelined request to parse
+  std::vector<uint64_t> ready;       // connections with a pipelined request to parse
+  std::vector<uint64_t> tls_unread;  // TLS connections with bytes in OpenSSL's read-ahead buffer
   std::vector<std::unique_ptr<Lane>> lanes;
   std::mutex done_mu;
   std::vector<Done> done;
@@ -305,6 +306,21 @@ struct Server::Impl {
     return tls_wait(c, r, EPOLLIN | EPOLLRDHUP) ? -1 : -2;
   }
 
+  // Bytes OpenSSL read ahead are out of the socket: no event will announce them, so the loop
+  // reads such a connection again on its next pass (after kReadsPerEvent, or after a write).
+  void note_tls_unread(const Conn& c) {
+    if (c.ssl && c.st != Conn::St::draining && !c.handshaking && SSL_has_pending(c.ssl))
+      tls_unread.push_back(c.id);
+  }
+
+  void run_tls_unread() {
+    std::vector<uint64_t> ids;
+    ids.swap(tls_unread);
+    for (uint64_t id : ids)
+      if (auto it = conns.find(id); it != conns.end() && it->second->st == Conn::St::reading)
+        on_readable(*it->second);
+  }
+
   void on_readable(Conn& c) {
     if (c.ssl && c.handshaking && !handshake(c)) return;
     for (size_t i = 0; i < kReadsPerEvent; ++i) {
@@ -320,9 +336,12 @@ struct Server::Impl {
       }
       feed(c, std::string_view(scratch.data(), static_cast<size_t>(got)));
       // A short plain read emptied the socket. SSL_read returns one record (<= 16 KiB) at a
-      // time, so a TLS connection reads on until SSL_read asks to wait.
+      // time: a TLS connection reads on while OpenSSL has bytes left from its read-ahead; what is
+      // still in the socket raises the next (level-triggered) event.
       if (!c.ssl && static_cast<size_t>(got) < scratch.size()) break;
+      if (c.ssl && c.st != Conn::St::draining && !SSL_has_pending(c.ssl)) break;
     }
+    note_tls_unread(c);
     if (c.st == Conn::St::reading) advance(c);
   }
 
@@ -528,6 +547,7 @@ struct Server::Impl {
     c.st = Conn::St::reading;
     c.request_start = 0;
     set_events(c, EPOLLIN | EPOLLRDHUP);
+    note_tls_unread(c);
     // A pipelined request may already be here: the loop parses it next (not from here, so that
     // many pipelined requests answered at once do not nest calls).
     if (!c.in.empty())
@@ -667,7 +687,8 @@ struct Server::Impl {
     int64_t next_sweep = mono_ns() + kSweepNs;
     while (!stopping.load()) {
       int64_t now = mono_ns();
-      auto got = ep.wait(evs.data(), static_cast<int>(evs.size()), std::max<int64_t>(0, next_sweep - now));
+      int64_t wait_ns = tls_unread.empty() ? std::max<int64_t>(0, next_sweep - now) : 0;
+      auto got = ep.wait(evs.data(), static_cast<int>(evs.size()), wait_ns);
       if (!got) break;
       for (int i = 0; i < *got; ++i) {
         uint64_t tag = evs[i].data.u64;
@@ -709,6 +730,8 @@ struct Server::Impl {
             break;
         }
       }
+      run_ready();
+      run_tls_unread();
       run_ready();
       now = mono_ns();
       if (now >= next_sweep) {
