@@ -82,6 +82,8 @@
 # the AF_PACKET senders packet_on and packet_swgso run again right after with that binary
 # (ref_tap_on, ..., ref_packet_swgso), and a table gives this build / REF per round: an A/B of two
 # builds interleaved in the same rounds, so the machine's load falls on both alike.
+# RUNS=path (environment): the per-run lines are kept there (label, round, bytes, seconds, CPU, and
+# for receive runs the ACKs and the receiving thread's id): bench/stack_cpu_split.py's input.
 set -euo pipefail
 WEFT=$(realpath "${1:?usage: $0 path/to/weft [rounds] [seconds]}")
 ROUNDS=${2:-5}
@@ -95,6 +97,7 @@ cleanup() {
     for p in $(ip netns pids "$ns" 2>/dev/null); do kill "$p" 2>/dev/null || true; done
     ip netns del "$ns" 2>/dev/null || true
   done
+  [[ -n ${RUNS:-} && -f $OUT/runs ]] && cp "$OUT/runs" "$RUNS"
   rm -rf "$OUT"
 }
 trap cleanup EXIT
@@ -139,7 +142,7 @@ def serve(c, a):
         if not k: break
         n += k
     dt = time.time() - t0
-    print("%s %d %.3f %.3f" % (a[0], n, dt, cpu() - c0), flush=True)
+    print("%s %d %.3f %.3f %d" % (a[0], n, dt, cpu() - c0, threading.get_native_id()), flush=True)
     c.close()  # the FIN back: the client may finish at once
 while True:
     threading.Thread(target=serve, args=ls.accept(), daemon=True).start()
@@ -181,7 +184,7 @@ record() {  # LABEL ROUND: waits for the server's line of the run that just ende
   for _ in $(seq 100); do (($(wc -l <"$OUT/server") > lines)) && break; sleep 0.05; done
   if (($(wc -l <"$OUT/server") == lines)); then echo "round $2: $1 reached no server (left out)"; return; fi
   lines=$(wc -l <"$OUT/server")
-  echo "$1 $2 $(tail -1 "$OUT/server") $(tail -1 "$OUT/cpu")" >>"$OUT/runs"
+  echo "$1 $2 $(tail -1 "$OUT/server" | cut -d' ' -f1-4) $(tail -1 "$OUT/cpu")" >>"$OUT/runs"
 }
 REF=${REF:+$(realpath "$REF")}
 weft_tap() {  # ROUND [options] (BIN=path: another weft binary; GRO=on: GRO back on on the TAP)
@@ -224,13 +227,14 @@ weft_swgso() {  # ROUND [options] (BIN=path: another weft binary)
 # in_segs NS: the TCP segments NS's kernel has received so far (TcpInSegs). Around a receive run, in
 # the sender's namespace (which holds no other connection then): the ACKs the receiver sent.
 in_segs() { ip netns exec "$1" awk '/^Tcp:/ && !h {for (i = 1; i <= NF; i++) if ($i == "InSegs") c = i; h = 1; next} /^Tcp:/ {print $c}' /proc/net/snmp; }
-# rx_record LABEL ROUND RECEIVER_CPU [ACKS]: one line of runs from the client's output (rx_client), CPU
-# and the segments the sender received (the receiver's ACKs).
+# rx_record LABEL ROUND RECEIVER_CPU ACKS [TID]: one line of runs from the client's output (rx_client), CPU,
+# the segments the sender received (the receiver's ACKs) and the receiving thread's id (for
+# bench/stack_cpu_split.py).
 rx_record() {
   local n dt
   read -r n dt <"$OUT/rx_client" || { echo "round $2: $1: the client failed (left out)"; return; }
   ((n > 0)) || { echo "round $2: $1: the client sent nothing (left out)"; return; }
-  echo "$1 $2 client $n $dt $3 $(tail -1 "$OUT/cpu") ${4:-}" >>"$OUT/runs"
+  echo "$1 $2 client $n $dt $3 $(tail -1 "$OUT/cpu") ${4:-0} ${5:-}" >>"$OUT/runs"
 }
 rx_kernel() {  # LABEL ROUND NS SERVER_IP: the client to the kernel discard server in B
   local s0
@@ -241,7 +245,7 @@ rx_kernel() {  # LABEL ROUND NS SERVER_IP: the client to the kernel discard serv
   for _ in $(seq 100); do (($(wc -l <"$OUT/server") > lines)) && break; sleep 0.05; done
   if (($(wc -l <"$OUT/server") == lines)); then echo "round $2: $1 reached no server (left out)"; return; fi
   lines=$(wc -l <"$OUT/server")
-  rx_record "$1" "$2" "$(tail -1 "$OUT/server" | cut -d' ' -f4)" "$s0"
+  rx_record "$1" "$2" "$(tail -1 "$OUT/server" | cut -d' ' -f4)" "$s0" "$(tail -1 "$OUT/server" | cut -d' ' -f5)"
 }
 # rx_weft LABEL ROUND IP NS weft-options...: `weft stack serve --json` (NS: run it there; "" for the
 # TAP, which weft moves into B itself), the client in B; weft leaves on SIGTERM after the client's
@@ -273,7 +277,7 @@ except ValueError:
 u, s = open(sys.argv[2]).read().split()[:2]
 print("%.2f" % (float(u) + float(s) + tap.get("napi_cpu_s", 0)))
 PY
-)" "$s0"
+)" "$s0" "$wpid"
 }
 rx_tap() { rx_weft "$1" "$2" 10.246.1.1 "" --tap wsbr0 --ip 10.246.1.1/24 --kernel-ip 10.246.1.2/24 --netns "$B" "${@:3}"; }
 rx_pkt() { rx_weft "$1" "$2" "$3" "$4" --device packet --ifname "$5" --ip "$3/24" "${@:6}"; }
