@@ -392,7 +392,11 @@ int weft_px_epoll_pwait(int ep, void* evp, int max, int timeout_ms, const void* 
       }
     if (collect) wait_ms = 0;
     if (loop != nullptr) {
-      loop->flush_deferred();
+      // What the stack just answered here (SYN-ACKs, ACKs) waits in the device's batch for what
+      // the program sends on the events this call returns: the next call, before it sleeps,
+      // flushes both in one sendmmsg (two per pass before: 3.1 per nginx request with a new
+      // connection each, 1.x after; docs/BENCHMARKS.md). The program's own calls always flush.
+      if (!collect) loop->flush_deferred();
       loop->loop_entered();
       if (wait_ms != 0) loop->loop_sleeps(true);
     }

@@ -64,7 +64,8 @@ void at_exit_drain() {
     log_line("stack: " + std::to_string(rt->inline_runs()) + " runs on the program's threads, " +
              std::to_string(rt->stack_thread_runs()) +
              " by the stack thread while a loop was busy elsewhere, " +
-             std::to_string(rt->stack_thread_all()) + " by the stack thread in all");
+             std::to_string(rt->stack_thread_all()) + " by the stack thread in all; " +
+             std::to_string(rt->tx_batches()) + " sendmmsg batches");
 }
 
 }  // namespace
@@ -210,6 +211,7 @@ bool Runtime::open(std::string& err) {
     err = d.error().message;
     return false;
   }
+  pkt_ = d->get();
   dev_ = std::move(*d);
   iface_ = std::make_unique<stack::Interface>(*dev_, clock_, cfg);
   sk_ = std::make_unique<stack::Sockets>(*iface_);
@@ -232,14 +234,20 @@ bool Runtime::stack_routes(uint32_t dst) const {
 
 // Under mu: the stack's receive, timer and transmit work, and the news it made reaches the
 // sockets' descriptors. The stack thread runs it, and so does a program's thread that a frame woke
-// in its own epoll_wait (run_inline).
+// in its own epoll_wait (run_inline). What it sends (SYN-ACKs, ACKs) leaves at once from the stack
+// thread; on an event loop's thread it joins the device's batch with what the loop's calls send
+// next, and the loop's next wait flushes both in one sendmmsg (flush_deferred): with a new
+// connection per request, a pass's SYN-ACKs and FIN ACKs went in a sendmmsg of their own.
 void Runtime::service() {
-  sk_->poll();
+  sk_->poll_no_flush();
   for (size_t n; (n = sk_->events(events_)) > 0;)
     for (size_t i = 0; i < n; ++i)
       if (auto it = by_id_.find(events_[i].id); it != by_id_.end()) refresh(*it->second, true);
   sweep_closing();
-  iface_->flush();
+  if (t_event_loop)
+    tx_deferred_.store(true, std::memory_order_relaxed);
+  else
+    iface_->flush();
 }
 
 void Runtime::run_inline() {
@@ -518,8 +526,8 @@ void Runtime::drain(int64_t max_ns) {
   stop_.store(true);
 }
 
-int new_sock_fd(Sock::Kind kind, bool nonblock, bool cloexec) {
-  const int fd = ::eventfd(0, EFD_NONBLOCK | (cloexec ? EFD_CLOEXEC : 0));
+int new_sock_fd(Sock::Kind kind, bool nonblock, bool cloexec, bool ready) {
+  const int fd = ::eventfd(ready ? 1 : 0, EFD_NONBLOCK | (cloexec ? EFD_CLOEXEC : 0));
   if (fd < 0) return -1;
   if (fd >= kMaxFd) {
     (void)real().close(fd);
@@ -530,6 +538,7 @@ int new_sock_fd(Sock::Kind kind, bool nonblock, bool cloexec) {
   s->fd = fd;
   s->kind = kind;
   s->nonblock = nonblock;
+  s->efd_set = ready;
   g_socks[fd].store(s, std::memory_order_release);
   return fd;
 }

@@ -43,6 +43,7 @@
 
 #include "stack/clock.hpp"
 #include "stack/dev/device.hpp"
+#include "stack/dev/packet_device.hpp"
 #include "stack/interface.hpp"
 #include "stack/socket.hpp"
 
@@ -132,6 +133,8 @@ class Runtime {
   uint64_t stack_thread_runs() const { return stack_thread_runs_.load(std::memory_order_relaxed); }
   // Every run of the stack by the stack thread (frames it was woken for, timers, stuck loops).
   uint64_t stack_thread_all() const { return stack_thread_all_.load(std::memory_order_relaxed); }
+  // The device's sendmmsg calls (for tests and the --verbose summary; read at exit).
+  uint64_t tx_batches() const { return pkt_->counters().tx_batches; }
   // An event loop's epoll_wait: came in (every call), and sleeps (true) or woke (false).
   void loop_entered() { loop_entries_.fetch_add(1, std::memory_order_relaxed); }
   void loop_sleeps(bool on) { loop_waiting_.fetch_add(on ? 1 : -1, std::memory_order_relaxed); }
@@ -183,6 +186,7 @@ class Runtime {
   void sweep_closing();
 
   std::unique_ptr<stack::Device> dev_;
+  stack::PacketDevice* pkt_ = nullptr;  // dev_, for its counters
   stack::MonotonicClock clock_;
   std::unique_ptr<stack::Interface> iface_;
   std::unique_ptr<stack::Sockets> sk_;
@@ -220,8 +224,9 @@ extern thread_local bool t_driver;
 // has no stack, for sockets that may still go to the kernel).
 std::mutex& layer_mutex();
 
-// Makes a weft socket on a new eventfd; -1 with errno on failure.
-int new_sock_fd(Sock::Kind kind, bool nonblock, bool cloexec);
+// Makes a weft socket on a new eventfd; -1 with errno on failure. `ready`: the eventfd starts
+// readable (an accepted connection whose request came with the handshake: no write(2) to set it).
+int new_sock_fd(Sock::Kind kind, bool nonblock, bool cloexec, bool ready = false);
 // Waits without the lock until `fd` (a weft socket) may have `events` or `timeout_ms` passes
 // (-1: forever). Returns false when interrupted by a signal (errno EINTR).
 bool wait_sock(int fd, short events, int timeout_ms);

@@ -213,7 +213,14 @@ int weft_px_accept4(int fd, void* addr, socklen_t* len, int flags, int has_flags
     if (s->st != Sock::St::listening) return px_fail(EINVAL);
     auto id = rt->sk().accept(s->id);
     if (id) {
-      const int nfd = new_sock_fd(Sock::Kind::tcp, (flags & SOCK_NONBLOCK) != 0, (flags & SOCK_CLOEXEC) != 0);
+      // Its eventfd starts readable when the connection already has news (the request, a FIN):
+      // refresh() below then finds it set and writes nothing.
+      const tcp::Connection* nc = rt->sk().connection(*id);
+      const bool ready = (rt->sk().state(*id) &
+                          (stack::sockev::readable | stack::sockev::hangup | stack::sockev::error)) != 0 ||
+                         (nc != nullptr && nc->peer_closed());
+      const int nfd =
+          new_sock_fd(Sock::Kind::tcp, (flags & SOCK_NONBLOCK) != 0, (flags & SOCK_CLOEXEC) != 0, ready);
       if (nfd < 0) {
         const int e = errno;
         rt->sk().abort(*id);

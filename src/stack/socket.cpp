@@ -205,9 +205,13 @@ size_t Sockets::events(std::span<SockEvent> out) {
 // ---- driving ----
 
 void Sockets::poll(size_t rx_budget) {
+  poll_no_flush(rx_budget);
+  iface_.flush();  // what input and timers made leaves now, not at the next batch
+}
+
+void Sockets::poll_no_flush(size_t rx_budget) {
   iface_.poll_rx(rx_budget);
   iface_.poll_timers();
-  iface_.flush();  // what input and timers made leaves now, not at the next batch
 }
 
 void Sockets::wait(int64_t max_wait_ns) {

@@ -63,8 +63,11 @@ class Sockets final : private tcp::TcpObserver, private UdpReceiver {
   int event_fd();
   int device_fd() const { return iface_.device_fd(); }
 
-  // Reads what frames wait and runs due timers.
+  // Reads what frames wait and runs due timers; what they made leaves at once.
   void poll(size_t rx_budget = 256);
+  // The same, but what they made waits in the device's batch for the caller's flush (an event
+  // loop that sends its answers next puts both in one batch).
+  void poll_no_flush(size_t rx_budget = 256);
   int64_t next_deadline() const { return iface_.next_deadline(); }
   // Sleeps until the device has frames, a timer is due or `max_wait_ns` passed, then poll()s.
   void wait(int64_t max_wait_ns);

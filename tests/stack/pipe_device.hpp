@@ -5,6 +5,7 @@
 // `split_over` set, a queued frame longer than that waits "in the kernel" as a super-frame does on
 // AF_PACKET: rx_peek_large() shows its first `split_head` bytes and receive_split() reads it. With
 // `scatter` it reads every frame as a TAP does, into two pieces the caller names (receive_scatter).
+// With `hold` what it transmits waits for flush(), as in AF_PACKET's sendmmsg batch.
 #include <algorithm>
 #include <deque>
 #include <vector>
@@ -81,8 +82,17 @@ class PipeDevice : public Device {
       ++lost;
       return {};
     }
-    if (peer_ && !drop_all) peer_->queue_.push_back(std::move(f));
+    if (hold && !drop_all)
+      held.push_back(std::move(f));
+    else if (peer_ && !drop_all)
+      peer_->queue_.push_back(std::move(f));
     return {};
+  }
+  void flush() override {
+    ++flushes;
+    for (auto& f : held)
+      if (peer_) peer_->queue_.push_back(std::move(f));
+    held.clear();
   }
   wire::MutBytes tx_reserve(size_t max_len) override {
     if (!in_place || max_len > place_.size()) return {};
@@ -117,6 +127,9 @@ class PipeDevice : public Device {
   size_t lose_every = 0;     // every so many frames past 200 bytes are lost on the way (0: none)
   size_t large_sent = 0;
   size_t lost = 0;
+  bool hold = false;  // frames wait for flush() as in a batching device's queue
+  std::vector<std::vector<uint8_t>> held;
+  size_t flushes = 0;
 
  private:
   wire::MacAddr mac_;

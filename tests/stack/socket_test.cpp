@@ -132,6 +132,41 @@ TEST(Socket, ConnectAcceptEchoCloseWithEvents) {
   EXPECT_EQ(n.b.open_sockets(), 1u);
 }
 
+// poll() sends what the frames it took in made (a SYN-ACK) at once; poll_no_flush() leaves it in
+// the device's batch for the caller's flush, so an event loop sends it with its own answers in one
+// batch (posix/runtime.cpp: one sendmmsg per loop pass).
+TEST(Socket, PollNoFlushLeavesTheAnswersInTheDeviceBatch) {
+  Net n;
+  auto l = n.b.listen(80);
+  ASSERT_TRUE(l);
+  auto c1 = n.a.connect(kB, 80);  // the first connection also resolves both neighbours
+  ASSERT_TRUE(c1);
+  n.pump();
+  ASSERT_TRUE(n.b.accept(*l));
+  n.db.hold = true;
+  auto c2 = n.a.connect(kB, 80);
+  ASSERT_TRUE(c2);
+  n.a.poll();
+  ASSERT_EQ(n.db.queue_.size(), 1u);  // the SYN
+  const size_t flushes = n.db.flushes;
+  n.b.poll_no_flush();
+  EXPECT_TRUE(n.db.queue_.empty());  // taken in
+  EXPECT_EQ(n.db.held.size(), 1u);   // the SYN-ACK waits in the batch
+  EXPECT_TRUE(n.da.queue_.empty());
+  EXPECT_EQ(n.db.flushes, flushes);
+  n.ib.flush();
+  EXPECT_EQ(n.da.queue_.size(), 1u);  // and leaves with the caller's flush
+  n.pump();
+  ASSERT_TRUE(n.b.accept(*l));
+
+  auto c3 = n.a.connect(kB, 80);
+  ASSERT_TRUE(c3);
+  n.a.poll();
+  n.b.poll();  // poll() flushes by itself
+  EXPECT_TRUE(n.db.held.empty());
+  EXPECT_EQ(n.da.queue_.size(), 1u);
+}
+
 TEST(Socket, RefusedResetAndStaleHandles) {
   Net n;
   auto c = n.a.connect(kB, 9);  // nothing listens: RST
