@@ -9,7 +9,8 @@ Then, per pair, every window in the controller's history must be in Prometheus o
 prints missing (in the store, not in Prometheus) and extra (in Prometheus, not in the store) windows.
 Exit 1 if any is missing or extra.
 
-Usage: bench/remote_write_outage.py WEFT [--duration 600] [--outage 60] [--outage-at 240] [--kill] [--json] [--port P]
+Usage: bench/remote_write_outage.py WEFT [--duration 600] [--outage 60] [--outage-at 240] [--kill] [--json]
+       [--port P] [--lane N]
 The ctests `bench_remote_write_outage_short` and `bench_remote_write_outage_kill_short` run it with
 --duration 50 --outage 10 --outage-at 15 (the second with --kill).
 Loopback only; skips (77) without prometheus."""
@@ -34,14 +35,16 @@ ap.add_argument("--duration", type=int, default=600)
 ap.add_argument("--outage", type=int, default=60)
 ap.add_argument("--outage-at", type=int, default=240)
 ap.add_argument("--kill", action="store_true", help="SIGKILL the controller (a crash) instead of SIGTERM")
+ap.add_argument("--lane", type=int, default=0,
+                help="agents on 127.0.LANE.91-93 and UDP/TCP ports 18153+2*LANE: two runs at once, e.g. an A/B")
 ap.add_argument("--json", action="store_true")
 ap.add_argument("--port", type=int, default=18295, help="Prometheus' port; the controller's is the next one")
 args = ap.parse_args()
 skip_without_prometheus()
 PROM_PORT, PORT = args.port, args.port + 1
 TOKEN = "remote-write-outage"
-AGENTS = {"a": "127.0.0.91", "b": "127.0.0.92", "c": "127.0.0.93"}
-UDP, TCP = 18153, 18154
+AGENTS = {n: f"127.0.{args.lane}.{91 + i}" for i, n in enumerate("abc")}
+UDP, TCP = 18153 + 2 * args.lane, 18154 + 2 * args.lane
 PAIRS = [(s, d) for s in AGENTS for d in AGENTS if s != d]
 
 

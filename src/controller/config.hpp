@@ -86,7 +86,7 @@ struct Config {
   // The queue's file (controller/remote_write_spool.hpp), so a crash loses nothing the receiver
   // had not acknowledged: "" (default: beside the SQLite database, PATH.remote-write-spool, or
   // weft-remote-write.spool in the working directory with a Redis store), a path (relative to the
-  // config's folder), or "off" (memory only). Read at start and when remote write is turned on.
+  // config's folder), or "off" (memory only). Taken at start (a reload does not move it).
   std::string remote_write_spool;
   std::string remote_write_ca;
   std::string remote_write_bearer_token;

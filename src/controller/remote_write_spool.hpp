@@ -5,7 +5,7 @@
 //
 // One append-only file. A 32-byte header: magic "WEFTRWSP", format version, then the logical
 // offset of the first frame after the header (`base`) and "acknowledged up to" (`acked`, logical),
-// the two under a CRC-32. Then one frame per queued window: magic, payload length, CRC-32 of the
+// the two under a CRC-32C. Then one frame per queued window: magic, payload length, CRC-32C of the
 // payload, payload (protocol, src, dst, end, counts, RTT quantiles: what QueuedWindow holds).
 // Offsets are logical (they keep growing across truncations and compactions, so a window's
 // position never changes); a file offset is `base` + (offset in the file - header).
@@ -58,6 +58,8 @@ class RemoteWriteSpool {
   // error means the file cannot be used at all (directory not writable, locked, I/O error).
   static Result<Opened> open(const std::string& path);
 
+  // The frames' and the header's checksum: CRC-32C.
+  static uint32_t checksum(std::string_view data);
   // Frames of `ws` appended to `out`; each window's spool_pos becomes its frame's offset in `out`.
   static void encode(std::span<QueuedWindow> ws, std::string& out);
   // The frames of the file bytes `data` (which start at file offset `at`, header excluded), with
