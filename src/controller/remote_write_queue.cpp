@@ -1,5 +1,7 @@
 #include "controller/remote_write_queue.hpp"
 
+#include <algorithm>
+
 #include "base/log.hpp"
 #include "controller/metrics_text.hpp"
 #include "controller/remote_write_spool.hpp"
@@ -41,6 +43,7 @@ void RemoteWriteQueue::set_enabled(bool on) {
   std::lock_guard lk(mu_);
   if (!on) {
     q_.clear();
+    pending_.clear();
     if (spool_) {
       // Off means the backlog is given up: the spool must not bring it back at the next start.
       if (auto s = spool_->acknowledge_until(spool_->end()); !s) log().warn("{}", s.error().message);
@@ -80,7 +83,10 @@ void RemoteWriteQueue::open_spool_locked() {
 
 void RemoteWriteQueue::spool_done_locked() {
   if (!spool_) return;
-  const uint64_t owed = in_flight_ > 0 ? in_flight_pos_ : !q_.empty() ? q_.front().spool_pos : spool_->end();
+  uint64_t owed = spool_->end();
+  if (in_flight_ > 0) owed = std::min(owed, in_flight_pos_);
+  if (!q_.empty()) owed = std::min(owed, q_.front().spool_pos);
+  if (!pending_.empty()) owed = std::min(owed, *pending_.begin());
   if (auto s = spool_->acknowledge_until(owed); !s && spool_errors_++ % 100 == 0)
     log().error("{}", s.error().message);
   spool_bytes_.store(spool_->file_bytes(), std::memory_order_relaxed);
@@ -99,34 +105,60 @@ void RemoteWriteQueue::set_capacity(size_t windows) {
 }
 
 void RemoteWriteQueue::enqueue(const std::string& src, std::span<const proto::WindowStats> windows) {
-  if (!enabled() || windows.empty()) return;
+  commit(prepare(src, windows));
+}
+
+RemoteWriteQueue::Pending RemoteWriteQueue::prepare(const std::string& src,
+                                                    std::span<const proto::WindowStats> windows) {
+  Pending p;
+  if (!enabled() || windows.empty()) return p;
   // Copied and encoded before the lock: the ingest threads contend only for the append itself.
-  std::vector<QueuedWindow> add;
-  add.reserve(windows.size());
-  for (const auto& w : windows) add.push_back(queued_window(src, w));
+  p.windows.reserve(windows.size());
+  for (const auto& w : windows) p.windows.push_back(queued_window(src, w));
   thread_local std::string frames;
   frames.clear();
   const bool encoded = spooling_.load(std::memory_order_acquire);
-  if (encoded) RemoteWriteSpool::encode(add, frames);
+  if (encoded) RemoteWriteSpool::encode(p.windows, frames);
   {
     std::lock_guard lk(mu_);
     if (spool_) {
-      if (!encoded) RemoteWriteSpool::encode(add, frames);  // opened meanwhile
+      if (!encoded) RemoteWriteSpool::encode(p.windows, frames);  // opened meanwhile
       // One write per report, before the report is answered; no fsync (sync_spool()).
       if (auto at = spool_->append(frames)) {
-        for (auto& w : add) w.spool_pos += *at;
+        for (auto& w : p.windows) w.spool_pos += *at;
       } else {
-        for (auto& w : add) w.spool_pos = spool_->end();
+        for (auto& w : p.windows) w.spool_pos = spool_->end();
         if (spool_errors_++ % 1000 == 0)
           log().error("{} ({} windows queued in memory only: a crash before they are sent loses them)",
-                      at.error().message, add.size());
+                      at.error().message, p.windows.size());
       }
+      pending_.insert(p.windows.front().spool_pos);
+      p.spooled = true;
       spool_bytes_.store(spool_->file_bytes(), std::memory_order_relaxed);
     }
-    q_.insert(q_.end(), std::make_move_iterator(add.begin()), std::make_move_iterator(add.end()));
-    trim_locked();
   }
   if (frames.capacity() > (16u << 20)) std::string().swap(frames);
+  return p;
+}
+
+void RemoteWriteQueue::commit(Pending p) {
+  if (p.windows.empty()) return;
+  std::lock_guard lk(mu_);
+  if (p.spooled)
+    if (auto it = pending_.find(p.windows.front().spool_pos); it != pending_.end()) pending_.erase(it);
+  if (!enabled()) return;
+  // In spool order: a report prepared earlier may be committed later than one prepared after it.
+  auto at = q_.end();
+  const uint64_t pos = p.windows.front().spool_pos;
+  while (at != q_.begin() && std::prev(at)->spool_pos > pos) --at;
+  q_.insert(at, std::make_move_iterator(p.windows.begin()), std::make_move_iterator(p.windows.end()));
+  trim_locked();
+}
+
+void RemoteWriteQueue::abandon(Pending p) {
+  if (!p.spooled || p.windows.empty()) return;
+  std::lock_guard lk(mu_);
+  if (auto it = pending_.find(p.windows.front().spool_pos); it != pending_.end()) pending_.erase(it);
 }
 
 // Dropping the oldest keeps the receiver's recent data complete, which alerting reads; what is
@@ -167,7 +199,15 @@ void RemoteWriteQueue::retry(std::vector<QueuedWindow> batch) {
   std::lock_guard lk(mu_);
   in_flight_ -= std::min(batch.size(), in_flight_);
   if (!enabled()) return;
+  const bool in_order = batch.empty() || q_.empty() || batch.back().spool_pos <= q_.front().spool_pos;
+  const auto n = static_cast<ptrdiff_t>(batch.size());
   q_.insert(q_.begin(), std::make_move_iterator(batch.begin()), std::make_move_iterator(batch.end()));
+  // A report committed while the batch was out may be older in the spool: keep the queue in
+  // spool order (its front is then the oldest owed window).
+  if (!in_order)
+    std::inplace_merge(
+        q_.begin(), q_.begin() + n, q_.end(),
+        [](const QueuedWindow& a, const QueuedWindow& b) { return a.spool_pos < b.spool_pos; });
   trim_locked();
   spool_done_locked();  // what trim_locked() dropped is done too
 }

@@ -19,6 +19,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -61,8 +62,19 @@ class RemoteWriteQueue {
   bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
   void set_capacity(size_t windows);
 
-  // Windows `src` reported that the ingest accepted (no-op when off).
+  // Windows `src` reported that the ingest accepted (no-op when off): prepare() then commit().
   void enqueue(const std::string& src, std::span<const proto::WindowStats> windows);
+  // In two steps around the store's commit: prepare() copies the windows and writes them to the
+  // spool (one pwrite), commit() queues them once the store made them durable, abandon() drops
+  // them when it failed (their spool records are passed over by the next acknowledgement). A
+  // prepared report holds the spool's "acknowledged up to" back until it is committed or abandoned.
+  struct Pending {
+    std::vector<QueuedWindow> windows;
+    bool spooled = false;  // its first window's spool_pos is in pending_
+  };
+  Pending prepare(const std::string& src, std::span<const proto::WindowStats> windows);
+  void commit(Pending p);
+  void abandon(Pending p);
 
   // Up to `max` windows from the front (the oldest). Give them back with acknowledged(),
   // rejected() or retry().
@@ -99,8 +111,9 @@ class RemoteWriteQueue {
   void spool_done_locked();
   mutable std::mutex mu_;
   std::deque<QueuedWindow> q_;
-  size_t in_flight_ = 0;        // taken and not yet given back
-  uint64_t in_flight_pos_ = 0;  // spool_pos of the oldest window taken
+  size_t in_flight_ = 0;             // taken and not yet given back
+  uint64_t in_flight_pos_ = 0;       // spool_pos of the oldest window taken
+  std::multiset<uint64_t> pending_;  // spool_pos of each prepared report's first window
   std::string spool_path_;
   bool spool_tried_ = false;  // opening it was attempted (once per enable)
   std::unique_ptr<RemoteWriteSpool> spool_;

@@ -109,6 +109,64 @@ TEST(RemoteWriteSpool, AKilledQueueSendsWhatItOwedAfterTheRestart) {
   EXPECT_EQ(got.max_ns, want.network_rtt.max_ns);
 }
 
+TEST(RemoteWriteSpool, AWindowKilledBetweenTheStoreAndTheQueueIsInTheSpool) {
+  // The ingest prepares (spools) before the store commits and queues after: a crash in between
+  // must not leave a window stored (the agent's resend then a duplicate) and owed to no one.
+  TempDir d;
+  const auto path = d.file("rw.spool");
+  {
+    auto q = queue_on(path);
+    auto p = q->prepare("a", windows(0, 2));
+    EXPECT_EQ(q->size(), 0u);  // not queued before the store said yes
+  }
+  EXPECT_EQ(ends(queue_on(path)->take(10)), ends_of(0, 2));
+}
+
+TEST(RemoteWriteSpool, AReportCommittedLateHoldsTheAcknowledgementBack) {
+  TempDir d;
+  const auto path = d.file("rw.spool");
+  {
+    auto q = queue_on(path);
+    auto first = q->prepare("a", windows(0, 1));   // its store commit is slow ...
+    auto second = q->prepare("b", windows(1, 1));  // ... this one's is quick
+    q->commit(std::move(second));
+    auto b = q->take(10);
+    q->acknowledged(b.size());  // the receiver took the second: the first is still owed
+    q->commit(std::move(first));
+    auto again = q->take(10);
+    EXPECT_EQ(ends(again), ends_of(0, 1));
+  }  // killed with the first one out
+  // The first is owed; the second, after it in the spool, is sent again (the same sample).
+  EXPECT_EQ(ends(queue_on(path)->take(10)), ends_of(0, 2));
+}
+
+TEST(RemoteWriteSpool, AnAbandonedReportIsPassedOver) {
+  TempDir d;
+  const auto path = d.file("rw.spool");
+  auto q = queue_on(path);
+  q->abandon(q->prepare("a", windows(0, 1)));  // the store failed: the agent gets a 503
+  q->enqueue("a", windows(1, 1));
+  auto b = q->take(10);
+  EXPECT_EQ(ends(b), ends_of(1, 1));
+  q->acknowledged(b.size());
+  EXPECT_EQ(std::filesystem::file_size(path), RemoteWriteSpool::kHeaderBytes);  // nothing owed
+}
+
+TEST(RemoteWriteSpool, ABatchRetriedBehindALateCommitKeepsSpoolOrder) {
+  TempDir d;
+  const auto path = d.file("rw.spool");
+  {
+    auto q = queue_on(path);
+    auto late = q->prepare("a", windows(0, 1));
+    q->enqueue("a", windows(1, 2));
+    auto b = q->take(10);  // 1, 2 out
+    q->commit(std::move(late));
+    q->retry(std::move(b));  // receiver down
+    EXPECT_EQ(ends(q->take(1)), ends_of(0, 1));
+  }
+  EXPECT_EQ(ends(queue_on(path)->take(10)), ends_of(0, 3));
+}
+
 TEST(RemoteWriteSpool, WindowsQueuedAfterTheRestartFollowTheRecoveredOnes) {
   TempDir d;
   const auto path = d.file("rw.spool");
