@@ -45,6 +45,10 @@ struct Options {
   // simulate different agents (bench/redis_cluster_ingest.sh).
   std::string agent_prefix = "agent-";
   bool tls = false;  // HTTPS (a throw-away self-signed certificate), kept-open connections
+  // Prometheus remote write from the controller (docs/BENCHMARKS.md "Remote write through
+  // outages"): the receiver's URL ("" : off) and the spool ("" : the default beside the database,
+  // "off": the queue in memory only), so the spool's cost on the ingest can be measured.
+  std::string remote_write, remote_write_spool;
 };
 
 int64_t unix_ns() {
@@ -68,12 +72,17 @@ std::string controller_yaml(const Options& o, const std::string& dir) {
       fmt::print(stderr, "{}\n", st.error().message);
     tls = fmt::format("tls_cert: {0}/bench-cert.pem\ntls_key: {0}/bench-key.pem\n", dir);
   }
-  return tls + fmt::format(
-                   "listen: 127.0.0.1:{}\nstore: {}\nwindow: 10s\n"
-                   "agent_down_after: 1h\nhttp_threads: {}\nmax_body_bytes: 67108864\nagent_secret: {}\n"
-                   "groups:\n  - {{name: all, protocols: [udp], members: ['*']}}\n",
-                   o.port, o.store.empty() ? "sqlite:" + dir + "/bench.db" : o.store, o.http_threads,
-                   kBenchSecret);
+  std::string rw;
+  if (!o.remote_write.empty()) {
+    rw = fmt::format("remote_write: {}\n", o.remote_write);
+    if (!o.remote_write_spool.empty()) rw += fmt::format("remote_write_spool: {}\n", o.remote_write_spool);
+  }
+  return tls + rw +
+         fmt::format(
+             "listen: 127.0.0.1:{}\nstore: {}\nwindow: 10s\n"
+             "agent_down_after: 1h\nhttp_threads: {}\nmax_body_bytes: 67108864\nagent_secret: {}\n"
+             "groups:\n  - {{name: all, protocols: [udp], members: ['*']}}\n",
+             o.port, o.store.empty() ? "sqlite:" + dir + "/bench.db" : o.store, o.http_threads, kBenchSecret);
 }
 
 // In the controller's child before it serves: the agents register as they would (the registry is
@@ -255,6 +264,13 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
   sub->add_flag("--tls", o->tls,
                 "HTTPS: the controller with a throw-away self-signed certificate, the agents' connections "
                 "kept open");
+  sub->add_option("--remote-write", o->remote_write,
+                  "The controller pushes every window to this remote-write URL (e.g. "
+                  "http://127.0.0.1:9090/api/v1/write)");
+  sub->add_option(
+      "--remote-write-spool", o->remote_write_spool,
+      "With --remote-write: the spool file, or off (the queue in memory only); default beside the "
+      "database");
   sub->add_flag("--json", o->json, "Print one JSON object");
   sub->callback([o] { weft::cli::set_exit_code(run_bench(*o)); });
 }};

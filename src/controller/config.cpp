@@ -211,6 +211,13 @@ void parse_transport(Ctx& c, const YAML::Node& root, Config& cfg, const std::str
     c.bad(root["tls_client_ca"], "tls_client_ca", "client certificates need TLS: set tls_cert and tls_key");
   if (root["plain_http"]) cfg.plain_http = boolean(c, root["plain_http"], "plain_http");
   path("remote_write_ca", cfg.remote_write_ca);
+  if (root["remote_write_spool"]) {
+    const std::string v = scalar(c, root["remote_write_spool"], "remote_write_spool");
+    if (v.empty())
+      c.bad(root["remote_write_spool"], "remote_write_spool",
+            "is empty: give a file path, or off (memory only)");
+    cfg.remote_write_spool = v == "off" ? v : config_relative(source, v);
+  }
   path("store_ca", cfg.store_ca);
   path("store_cert", cfg.store_cert);
   path("store_key", cfg.store_key);
@@ -282,6 +289,7 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
                 "remote_write",
                 "remote_write_interval",
                 "remote_write_queue_windows",
+                "remote_write_spool",
                 "remote_write_ca",
                 "remote_write_bearer_token_file",
                 "remote_write_username",

@@ -83,6 +83,11 @@ struct Config {
   // Windows waiting for the receiver at most (controller/remote_write_queue.hpp): past it the
   // oldest are dropped and counted.
   size_t remote_write_queue_windows = 1'000'000;
+  // The queue's file (controller/remote_write_spool.hpp), so a crash loses nothing the receiver
+  // had not acknowledged: "" (default: beside the SQLite database, PATH.remote-write-spool, or
+  // weft-remote-write.spool in the working directory with a Redis store), a path (relative to the
+  // config's folder), or "off" (memory only). Taken at start (a reload does not move it).
+  std::string remote_write_spool;
   std::string remote_write_ca;
   std::string remote_write_bearer_token;
   std::string remote_write_username, remote_write_password;

@@ -47,6 +47,17 @@ void publish_handed_pinglists(Mesh& mesh, Store& store) {
   }
 }
 
+// Where remote write's queue is kept on disk (config.hpp, remote_write_spool): beside the SQLite
+// database by default, so the windows owed and the history they came from live and go together.
+std::string remote_write_spool_path(const Config& cfg, const StoreInfo& store) {
+  if (cfg.remote_write_spool == "off") return {};
+  if (!cfg.remote_write_spool.empty()) return cfg.remote_write_spool;
+  if (store.kind == "sqlite" && !store.location.empty() &&
+      store.location.find(":memory:") == std::string::npos)
+    return store.location + ".remote-write-spool";
+  return "weft-remote-write.spool";
+}
+
 }  // namespace
 
 Controller::Controller() = default;
@@ -103,6 +114,7 @@ Status Controller::start(Config cfg) {
   // Queueing starts before the first report: every window accepted from now on reaches the receiver.
   remote_write_queue_ = std::make_unique<RemoteWriteQueue>();
   remote_write_queue_->set_capacity(shared->remote_write_queue_windows);
+  remote_write_queue_->set_spool_path(remote_write_spool_path(*shared, store_->info()));
   remote_write_queue_->set_enabled(!shared->remote_write.empty());
   ingest_->set_remote_write_queue(remote_write_queue_.get());
   warn_about_credentials(*shared);

@@ -170,15 +170,24 @@ IngestReply Ingest::handle_report(const proto::Report& r, int64_t now_ns, std::s
       fresh = some;
       encoded = {};
     }
-    txn.unlocked([&] { stored = store_.append(r.agent, fresh, now_ns, encoded); });
+    // Remote write's spool is written before the store commits: a crash between the two leaves a
+    // window in the spool alone (pushed after the restart, and the agent, never answered, resends
+    // it: the same sample again), never in the store alone (its resend would be a duplicate,
+    // never queued, never pushed).
+    RemoteWriteQueue::Pending pending;
+    txn.unlocked([&] {
+      if (remote_write_ && remote_write_->enabled()) pending = remote_write_->prepare(r.agent, fresh);
+      stored = store_.append(r.agent, fresh, now_ns, encoded);
+    });
     if (!stored) {
       txn.rollback();
+      if (remote_write_) remote_write_->abandon(std::move(pending));
       return;
     }
     txn.commit(fresh, now_ns);
     accepted = fresh.size();
     // Each accepted window once (duplicates were left out above), in the agent's order.
-    if (remote_write_ && remote_write_->enabled()) remote_write_->enqueue(r.agent, fresh);
+    if (remote_write_) remote_write_->commit(std::move(pending));
   });
   if (!stored) {
     c.store_errors++;

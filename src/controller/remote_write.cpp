@@ -202,6 +202,8 @@ void RemoteWriter::run() {
     delay = nanoseconds(cfg->remote_write_interval_ns);
     if (cfg->remote_write.empty()) continue;
     lk.unlock();
+    // Once per round, off the ingest's path: a power cut loses at most what came in since.
+    queue_.sync_spool();
     // Drain what is queued, batch after batch, until it is empty or a push fails.
     for (int round = 0; round < 10'000 && !stopping_.load(); ++round) {
       auto r = push_batch(cfg->remote_write);
@@ -230,9 +232,9 @@ void RemoteWriter::run() {
   flush_at_stop();
 }
 
-// A controller stopped (SIGTERM) sends what it still owes once, for a few seconds at most, so a
-// restart loses nothing when the receiver is up; a crash loses what was queued (what the
-// receiver had not acknowledged) and says so nowhere but in the receiver's gap.
+// A controller stopped (SIGTERM) sends what it still owes once, for a few seconds at most; what
+// is left (receiver down or slow) stays in the spool and is sent after the restart, as after a
+// crash. Without a spool (remote_write_spool: off) what is left is lost, and said so here.
 void RemoteWriter::flush_at_stop() {
   auto cfg = mesh_.config();
   if (cfg->remote_write.empty() || queue_.size() == 0) return;
@@ -241,8 +243,16 @@ void RemoteWriter::flush_at_stop() {
     auto r = push_batch(cfg->remote_write);
     if (!r && r.error().code != kRemoteWriteRefused) break;
   }
-  if (size_t left = queue_.size())
-    log().warn("remote_write: stopping with {} windows not sent to {}", left, cfg->remote_write);
+  queue_.sync_spool();
+  if (size_t left = queue_.size()) {
+    const std::string spool = queue_.spool_path();
+    if (spool.empty())
+      log().warn("remote_write: stopping with {} windows not sent to {} (no spool: they are lost)", left,
+                 cfg->remote_write);
+    else
+      log().info("remote_write: stopping with {} windows not sent to {}; kept in {} for the next start", left,
+                 cfg->remote_write, spool);
+  }
 }
 
 }  // namespace weft::controller

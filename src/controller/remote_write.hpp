@@ -16,6 +16,9 @@
 // halves until the window the receiver refuses is alone, and only that one is counted as rejected
 // (Prometheus refuses a sample older than its series' newest unless its out_of_order_time_window
 // covers it: docs/deploy.md). Each replica sends the windows it took in itself.
+//
+// Through a crash: the queue is also on disk (controller/remote_write_spool.hpp), so a controller
+// killed with windows not yet acknowledged sends them after its restart.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>

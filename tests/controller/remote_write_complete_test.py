@@ -10,7 +10,6 @@ controller must have sent each window once (weft_remote_write_windows_total{resu
 Skips (77) when prometheus is not installed. Loopback only. Usage: remote_write_complete_test.py WEFT"""
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -21,12 +20,10 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
 from mesh_harness import agent_secret, agent_token, finish, get, stop, wait  # noqa: E402  (tests/pylib)
+from prometheus_server import skip_without_prometheus, start_prometheus  # noqa: E402
 
 WEFT = sys.argv[1]
-PROM = shutil.which("prometheus")
-if not PROM:
-    print("SKIP: prometheus not installed")
-    sys.exit(77)
+skip_without_prometheus()
 PROM_PORT, PORT = 18293, 18294
 TOKEN = "remote-write-complete"
 AGENTS = ["a1", "a2", "a3"]
@@ -51,12 +48,6 @@ def metric(name, labels=""):
             if line.startswith(name + labels + " "):
                 return float(line.split()[-1])
     return None
-
-
-def start_prometheus(tmp):
-    return subprocess.Popen([PROM, f"--config.file={tmp}/prometheus.yml", f"--storage.tsdb.path={tmp}/tsdb",
-                             f"--web.listen-address=127.0.0.1:{PROM_PORT}", "--web.enable-remote-write-receiver"],
-                            stdout=subprocess.DEVNULL, stderr=open(f"{tmp}/prometheus.log", "a"))
 
 
 tmp = tempfile.mkdtemp(prefix="wms-rw-complete-")
@@ -91,11 +82,8 @@ def send_all(ks, seq, expect_accepted=None):
 
 
 try:
-    with open(f"{tmp}/prometheus.yml", "w") as f:
-        f.write("global: {}\nstorage:\n  tsdb:\n    out_of_order_time_window: 1h\n")
-    prom = start_prometheus(tmp)
+    prom = start_prometheus(tmp, PROM_PORT)
     procs.append(prom)
-    wait(lambda: get(PROM_PORT, "/api/v1/status/buildinfo")["status"] == "success", "prometheus up")
     with open(f"{tmp}/c.yaml", "w") as f:
         f.write(f"listen: 127.0.0.1:{PORT}\nagent_secret: {agent_secret(TOKEN)}\nstore: sqlite:{tmp}/h.db\n"
                 "window: 2s\nagent_down_after: 1h\n"
@@ -144,9 +132,8 @@ try:
     time.sleep(3)  # a few more back-off rounds
 
     # Receiver back: the queue drains; more windows come in meanwhile.
-    prom = start_prometheus(tmp)
+    prom = start_prometheus(tmp, PROM_PORT)
     procs.append(prom)
-    wait(lambda: get(PROM_PORT, "/api/v1/status/buildinfo")["status"] == "success", "prometheus up again")
     for k in range(23, N):
         send_all([k], seq)
         seq += 1
