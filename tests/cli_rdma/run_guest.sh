@@ -4,9 +4,8 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-[[ $(id -u) -eq 0 ]] || { echo "skip: the Soft-RoCE guest needs root"; exit 77; }
-command -v qemu-system-x86_64 >/dev/null || { echo "skip: qemu-system-x86_64 not installed"; exit 77; }
-compgen -G "/boot/vmlinuz-*" >/dev/null || { echo "skip: no Debian kernel in /boot"; exit 77; }
+. "$(dirname "$0")/../../lab/guest-preconditions.sh"
+guest_preconditions "the Soft-RoCE guest"
 # perftest's programs for the -R steps (the lab image has ib_send_lat only), where installed.
 pt_bins=()
 for p in ib_send_bw ib_write_lat ib_write_bw ib_read_lat ib_read_bw; do

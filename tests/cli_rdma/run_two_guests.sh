@@ -6,9 +6,8 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-[[ $(id -u) -eq 0 ]] || { echo "skip: the Soft-RoCE guests need root"; exit 77; }
-command -v qemu-system-x86_64 >/dev/null || { echo "skip: qemu-system-x86_64 not installed"; exit 77; }
-compgen -G "/boot/vmlinuz-*" >/dev/null || { echo "skip: no Debian kernel in /boot"; exit 77; }
+. "$(dirname "$0")/../../lab/guest-preconditions.sh"
+guest_preconditions "the Soft-RoCE guests"
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 rc=0

@@ -10,10 +10,9 @@ BUILD=$(readlink -f "$1")
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 skip() { echo "SKIP: $*"; exit 77; }
-((EUID == 0)) || skip "needs root (qemu's 9p share of / must read every file)"
-command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 not installed"
+. "$ROOT/lab/guest-preconditions.sh"
+guest_preconditions "the systemd guest (qemu's 9p share of / must read every file)"
 command -v dpkg-deb >/dev/null || skip "dpkg-deb not installed"
-ls /boot/vmlinuz-* >/dev/null 2>&1 || skip "no kernel in /boot"
 TMP=$(mktemp -d /tmp/wsg-test-XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 (cd "$TMP" && cpack -G DEB --config "$BUILD/CPackConfig.cmake" -B "$TMP/pkg" >"$TMP/cpack.log" 2>&1) ||

@@ -6,8 +6,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-[[ $(id -u) -eq 0 ]] || { echo "skip: the Soft-RoCE guest needs root"; exit 77; }
-command -v qemu-system-x86_64 >/dev/null || { echo "skip: qemu-system-x86_64 not installed"; exit 77; }
-compgen -G "/boot/vmlinuz-*" >/dev/null || { echo "skip: no Debian kernel in /boot"; exit 77; }
+. "$(dirname "$0")/../../lab/guest-preconditions.sh"
+guest_preconditions "the Soft-RoCE guest"
 exec "$root/lab/rdma-guest" --timeout "${WRD_GUEST_TIMEOUT:-600}" --bin "$1" --bin "$here/guest_dead_peer.sh" -- \
   "${MSG_TYPES:+MSG_TYPES='$MSG_TYPES' }guest_dead_peer.sh"

@@ -7,8 +7,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-[[ $(id -u) -eq 0 ]] || { echo "skip: the Soft-RoCE guest needs root"; exit 77; }
-command -v qemu-system-x86_64 >/dev/null || { echo "skip: qemu-system-x86_64 not installed"; exit 77; }
-compgen -G "/boot/vmlinuz-*" >/dev/null || { echo "skip: no Debian kernel in /boot"; exit 77; }
+. "$(dirname "$0")/../../lab/guest-preconditions.sh"
+guest_preconditions "the Soft-RoCE guest"
 exec "$root/lab/rdma-guest" --timeout "${WRD_GUEST_TIMEOUT:-840}" --bin "$1" --bin "$here/guest_suite.sh" -- \
   "MSG_CHECK_COUNT=${MSG_CHECK_COUNT:-5000} MSG_SMALL_COUNT=${MSG_SMALL_COUNT:-50000} MSG_SHARED_COUNT=${MSG_SHARED_COUNT:-2000} guest_suite.sh"

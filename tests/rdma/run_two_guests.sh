@@ -5,9 +5,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-[[ $(id -u) -eq 0 ]] || { echo "skip: the Soft-RoCE guests need root"; exit 77; }
-command -v qemu-system-x86_64 >/dev/null || { echo "skip: qemu-system-x86_64 not installed"; exit 77; }
-compgen -G "/boot/vmlinuz-*" >/dev/null || { echo "skip: no Debian kernel in /boot"; exit 77; }
+. "$(dirname "$0")/../../lab/guest-preconditions.sh"
+guest_preconditions "the Soft-RoCE guests"
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 "$root/lab/rdma-guest" --two --timeout "${WRD_GUEST_TIMEOUT:-300}" --bin "$1" -- '
