@@ -60,12 +60,21 @@ void at_exit_drain() {
   Runtime* rt = Runtime::get();
   if (rt == nullptr) return;
   rt->drain(g_drain_ns);
-  if (g_verbose)
+  if (g_verbose) {
     log_line("stack: " + std::to_string(rt->inline_runs()) + " runs on the program's threads, " +
              std::to_string(rt->stack_thread_runs()) +
              " by the stack thread while a loop was busy elsewhere, " +
              std::to_string(rt->stack_thread_all()) + " by the stack thread in all; " +
              std::to_string(rt->tx_batches()) + " sendmmsg batches");
+    const std::lock_guard g(layer_mutex());
+    const stack::tcp::TcpLayer& tcp = rt->iface().tcp();
+    const stack::tcp::TcpLayerStats& st = tcp.stats();
+    log_line("tcp: " + std::to_string(st.connections_made) + " connections, " +
+             std::to_string(st.resets_sent) + " resets to no connection, " +
+             std::to_string(st.time_wait_reopened) + " TIME-WAITs reopened by a new SYN, " +
+             std::to_string(st.time_wait_overflow) + " closed without TIME-WAIT (table full), " +
+             std::to_string(tcp.time_wait_count()) + " waiting at exit");
+  }
 }
 
 }  // namespace

@@ -90,10 +90,11 @@ TEST(TcpLayer, ConnectAcceptExchangeCloseAndReap) {
   p.b.release(s);
   EXPECT_EQ(p.b.connection_count(), 0u);
   p.a.release(*c);
-  EXPECT_EQ(p.a.connection_count(), 1u);  // TIME-WAIT runs on after release
+  EXPECT_EQ(p.a.connection_count(), 0u);  // TIME-WAIT runs on after release, in the compact table
+  EXPECT_EQ(p.a.time_wait_count(), 1u);
   p.clock.advance(61 * kSec);
   p.a.poll();
-  EXPECT_EQ(p.a.connection_count(), 0u);
+  EXPECT_EQ(p.a.time_wait_count(), 0u);
 }
 
 TEST(TcpLayer, SegmentsForNothingGetRst) {
@@ -474,4 +475,129 @@ TEST(TcpIsn, SipHashReferenceVectorAndRfc6528Properties) {
   EXPECT_NE(g.isn(t, 0), g.isn(u, 0));                  // per tuple
   EXPECT_NE(g.isn(t, 0), h.isn(t, 0));                  // per secret
   EXPECT_EQ(g.isn(t, 4'000'000) - g.isn(t, 0), 1000u);  // the clock moves it 1 per 4 us
+}
+
+namespace {
+// A server that closed first holds a released connection in TIME-WAIT; returns the client's last
+// segment to it (its SEQ is the server's rcv_nxt, its TSval the server's ts_recent).
+wire::TcpHeader server_in_time_wait(Pair& p, Connection*& client) {
+  EXPECT_TRUE(p.b.listen(80));
+  auto c = p.a.connect(kA, kB, 80);
+  EXPECT_TRUE(c);
+  client = *c;
+  p.pump();
+  Connection* s = p.b.accept(80);
+  EXPECT_NE(s, nullptr);
+  const std::vector<uint8_t> answer(1024, 'x');
+  EXPECT_EQ(s->send(answer), answer.size());
+  s->close();  // the server closes first, as nginx does for `Connection: close`
+  p.b.release(s);
+  p.pump();
+  std::vector<uint8_t> buf(2048);
+  EXPECT_EQ(client->recv(buf), answer.size());
+  client->close();
+  wire::TcpHeader last{};
+  for (int i = 0; i < 20 && !(p.out_a.frames.empty() && p.out_b.frames.empty()); ++i) {
+    for (const auto& frame : p.out_a.frames) {
+      wire::ParsedFrame f;
+      EXPECT_EQ(wire::parse_frame(frame, f), wire::ParseError::ok);
+      last = f.tcp.h;
+    }
+    deliver(p.out_a, p.b);
+    deliver(p.out_b, p.a);
+  }
+  EXPECT_EQ(p.b.connection_count(), 0u);
+  EXPECT_EQ(p.b.time_wait_count(), 1u);
+  return last;
+}
+
+wire::TcpSegment new_syn(const Connection& client, uint32_t seq) {
+  wire::TcpSegment syn;
+  syn.h.src_port = client.tuple().local_port;
+  syn.h.dst_port = 80;
+  syn.h.seq = seq;
+  syn.h.flags = wire::tcpflag::syn;
+  syn.h.window = 64240;
+  syn.h.options.has_mss = true;
+  syn.h.options.mss = 1460;
+  return syn;
+}
+
+wire::TcpHeader only_answer(Outbox& out) {
+  EXPECT_EQ(out.frames.size(), 1u);
+  wire::ParsedFrame f;
+  if (out.frames.empty()) return {};
+  EXPECT_EQ(wire::parse_frame(out.frames.front(), f), wire::ParseError::ok);
+  out.frames.clear();
+  return f.tcp.h;
+}
+}  // namespace
+
+// A client that reuses its port while the server still waits in TIME-WAIT for that 4-tuple (the
+// kernel cycles its ephemeral ports in seconds at a few thousand connections a second) gets a
+// SYN-ACK at once when its SYN is newer (RFC 6191: a newer timestamp; RFC 1122 4.2.2.13: a
+// higher sequence number), as from Linux. Before, it got an ACK, answered it with an RST and
+// waited a second to send its SYN again.
+TEST(TcpLayer, ANewerSynReopensATimeWaitConnection) {
+  Pair p;
+  Connection* client = nullptr;
+  const wire::TcpHeader last = server_in_time_wait(p, client);
+  ASSERT_TRUE(last.options.has_timestamps);
+  wire::TcpSegment syn = new_syn(*client, last.seq - 5000);  // below rcv_nxt: only the timestamp is newer
+  syn.h.options.has_timestamps = true;
+  syn.h.options.ts_val = last.options.ts_val + 1;
+  p.b.input(kA, kB, syn);
+  const wire::TcpHeader synack = only_answer(p.out_b);
+  EXPECT_EQ(synack.flags, wire::tcpflag::syn | wire::tcpflag::ack);
+  EXPECT_EQ(synack.ack, syn.h.seq + 1);
+  EXPECT_EQ(p.b.stats().time_wait_reopened, 1u);
+  EXPECT_EQ(p.b.time_wait_count(), 0u);  // the new incarnation replaced the TIME-WAIT entry
+  EXPECT_EQ(p.b.connection_count(), 1u);
+  // The handshake completes and the new connection is accepted.
+  wire::TcpSegment ack;
+  ack.h.src_port = syn.h.src_port;
+  ack.h.dst_port = 80;
+  ack.h.seq = syn.h.seq + 1;
+  ack.h.ack = synack.seq + 1;
+  ack.h.flags = wire::tcpflag::ack;
+  ack.h.window = 64240;
+  if (synack.options.has_timestamps) {
+    ack.h.options.has_timestamps = true;
+    ack.h.options.ts_val = syn.h.options.ts_val + 1;
+    ack.h.options.ts_ecr = synack.options.ts_val;
+  }
+  p.b.input(kA, kB, ack);
+  Connection* s = p.b.accept(80);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->state(), State::established);
+}
+
+// Without timestamps, a SYN above everything the old connection received reopens it; its ISS
+// lies past every sequence number the old one sent (Linux: snd_nxt + 65537).
+TEST(TcpLayer, AHigherSequenceReopensATimeWaitConnectionWithALaterIss) {
+  Pair p;
+  Connection* client = nullptr;
+  const wire::TcpHeader last = server_in_time_wait(p, client);
+  p.b.input(kA, kB, new_syn(*client, last.seq + 100000));
+  const wire::TcpHeader synack = only_answer(p.out_b);
+  EXPECT_EQ(synack.flags, wire::tcpflag::syn | wire::tcpflag::ack);
+  // The old connection's snd_max is the client's last ACK number (its answer and FIN acknowledged).
+  EXPECT_EQ(synack.seq, last.ack + 65537);
+}
+
+// An old SYN (an older timestamp: PAWS; or, without timestamps, a sequence number inside what was
+// received) does not end TIME-WAIT: it gets the ACK that TIME-WAIT answers with.
+TEST(TcpLayer, AnOldSynDoesNotReopenATimeWaitConnection) {
+  Pair p;
+  Connection* client = nullptr;
+  const wire::TcpHeader last = server_in_time_wait(p, client);
+  wire::TcpSegment stale = new_syn(*client, last.seq + 100000);
+  stale.h.options.has_timestamps = true;
+  stale.h.options.ts_val = last.options.ts_val - 1;
+  p.b.input(kA, kB, stale);
+  EXPECT_EQ(only_answer(p.out_b).flags, wire::tcpflag::ack);
+  p.b.input(kA, kB, new_syn(*client, last.seq - 1));
+  EXPECT_EQ(only_answer(p.out_b).flags, wire::tcpflag::ack);
+  EXPECT_EQ(p.b.stats().time_wait_reopened, 0u);
+  EXPECT_EQ(p.b.time_wait_count(), 1u);
 }

@@ -60,6 +60,14 @@ struct FourTuple {
   friend bool operator==(const FourTuple&, const FourTuple&) = default;
 };
 
+struct TupleHash {
+  size_t operator()(const FourTuple& t) const noexcept {
+    uint64_t x = (uint64_t{t.local_ip.v} << 32 | t.remote_ip.v) * 0x9e3779b97f4a7c15ULL;
+    x ^= (uint64_t{t.local_port} << 16 | t.remote_port) * 0xc2b2ae3d27d4eb4fULL;
+    return static_cast<size_t>(x ^ (x >> 29));
+  }
+};
+
 class SegmentSink {
  public:
   virtual ~SegmentSink() = default;

@@ -6,7 +6,12 @@
 namespace weft::stack::tcp {
 
 TcpLayer::TcpLayer(const Config& cfg, const Clock& clock, SegmentSink& sink, uint64_t s0, uint64_t s1)
-    : cfg_(cfg), clock_(clock), sink_(sink), isn_(s0, s1), cookies_(s0, s1) {}
+    : cfg_(cfg),
+      clock_(clock),
+      sink_(sink),
+      isn_(s0, s1),
+      cookies_(s0, s1),
+      time_wait_(cfg.max_time_wait, 2 * cfg.msl_ns) {}
 
 TcpLayer::~TcpLayer() {
   // The connections go with the layer; none may call back into it while they are destroyed.
@@ -68,7 +73,7 @@ Result<Connection*> TcpLayer::connect(wire::Ipv4Addr local_ip, wire::Ipv4Addr re
     const uint16_t port = next_port_;
     next_port_ = next_port_ == 65535 ? 49152 : static_cast<uint16_t>(next_port_ + 1);
     const FourTuple t{local_ip, port, remote_ip, remote_port};
-    if (conns_.contains(t) || listeners_.contains(port)) continue;
+    if (conns_.contains(t) || listeners_.contains(port) || time_wait_.contains(t, clock_.now_ns())) continue;
     Connection& c = create(t, conns_[t]);
     c.connect();
     return &c;
@@ -78,6 +83,8 @@ Result<Connection*> TcpLayer::connect(wire::Ipv4Addr local_ip, wire::Ipv4Addr re
 
 void TcpLayer::input(wire::Ipv4Addr src, wire::Ipv4Addr dst, const wire::TcpSegment& seg) {
   const FourTuple t{dst, seg.h.dst_port, src, seg.h.src_port};
+  const uint8_t f = seg.h.flags;
+  const bool bare_syn = (f & wire::tcpflag::syn) && !(f & (wire::tcpflag::ack | wire::tcpflag::rst));
   if (auto it = conns_.find(t); it != conns_.end()) {
     Connection& c = *it->second.conn;
     busy_ = true;
@@ -92,10 +99,26 @@ void TcpLayer::input(wire::Ipv4Addr src, wire::Ipv4Addr dst, const wire::TcpSegm
     reap();
     return;
   }
-  const uint8_t f = seg.h.flags;
   auto lit = listeners_.find(seg.h.dst_port);
-  if (lit != listeners_.end() && (f & wire::tcpflag::syn) &&
-      !(f & (wire::tcpflag::ack | wire::tcpflag::rst))) {
+  std::optional<uint32_t> iss;  // a new incarnation's, past the TIME-WAIT one it replaces
+  if (!time_wait_.empty()) {
+    wire::TcpHeader ack;
+    uint32_t next_iss = 0;
+    switch (time_wait_.input(t, seg, clock_.now_ns(), lit != listeners_.end(), ack, next_iss)) {
+      case TimeWaitTable::Verdict::absent:
+        break;
+      case TimeWaitTable::Verdict::dropped:
+        return;
+      case TimeWaitTable::Verdict::ack:
+        sink_.send_segment(t, ack, {}, {});
+        return;
+      case TimeWaitTable::Verdict::reopen:
+        ++stats_.time_wait_reopened;
+        iss = next_iss;
+        break;
+    }
+  }
+  if (lit != listeners_.end() && bare_syn) {
     Listener& l = lit->second;
     if (l.ready.size() >= l.backlog) {
       ++stats_.syns_dropped;  // nobody accepts: the peer retransmits its SYN, nothing is allocated
@@ -107,7 +130,7 @@ void TcpLayer::input(wire::Ipv4Addr src, wire::Ipv4Addr dst, const wire::TcpSegm
     }
     Entry& e = conns_[t];
     e.listener = seg.h.dst_port;
-    create(t, e).accept_syn(seg);
+    create(t, e, iss).accept_syn(seg);
     ++l.half_open;
     return;
   }
@@ -221,10 +244,28 @@ void TcpLayer::after_input(Entry& e) {
 
 void TcpLayer::changed(Connection& c) {
   timers_.set(&c, c.next_deadline());
+  if (c.released_ && c.state_ == State::time_wait && !c.reaping_) to_time_wait(c);
   if (c.released_ && c.is_closed() && !c.reaping_) {
     c.reaping_ = true;
     dead_.push_back(c.tuple());
   }
+}
+
+void TcpLayer::to_time_wait(Connection& c) {
+  TimeWaitEntry e;
+  e.snd_nxt = c.snd_max_;
+  e.rcv_nxt = c.rcv_nxt_;
+  e.ts_recent = c.ts_recent_;
+  e.ts_offset = c.ts_offset_;
+  e.ts_on = c.ts_on_;
+  e.until = c.time_wait_deadline_;
+  e.window = static_cast<uint16_t>(std::min<uint32_t>(
+      (seq_gt(c.rcv_adv_, c.rcv_nxt_) ? c.rcv_adv_ - c.rcv_nxt_ : 0) >> c.rcv_wscale_, 65535));
+  if (!time_wait_.add(c.tuple(), e, clock_.now_ns())) ++stats_.time_wait_overflow;
+  // The Connection goes at the next reap(); until then (the rest of a receive batch) it answers
+  // for its 4-tuple itself, as it would have.
+  c.reaping_ = true;
+  dead_.push_back(c.tuple());
 }
 
 void TcpLayer::poll() {
@@ -247,6 +288,7 @@ void TcpLayer::poll() {
   }
   busy_ = false;
   reap();
+  time_wait_.expire(now);
 }
 
 void TcpLayer::end_batch() {

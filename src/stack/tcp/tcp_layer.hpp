@@ -20,16 +20,9 @@
 #include "stack/tcp/deadline_heap.hpp"
 #include "stack/tcp/isn.hpp"
 #include "stack/tcp/syn_cookie.hpp"
+#include "stack/tcp/time_wait.hpp"
 
 namespace weft::stack::tcp {
-
-struct TupleHash {
-  size_t operator()(const FourTuple& t) const {
-    uint64_t x = (uint64_t{t.local_ip.v} << 32 | t.remote_ip.v) * 0x9e3779b97f4a7c15ULL;
-    x ^= (uint64_t{t.local_port} << 16 | t.remote_port) * 0xc2b2ae3d27d4eb4fULL;
-    return static_cast<size_t>(x ^ (x >> 29));
-  }
-};
 
 struct TcpLayerStats {
   uint64_t resets_sent = 0;       // answers to segments for no connection
@@ -40,6 +33,8 @@ struct TcpLayerStats {
   uint64_t connections_made = 0;
   uint64_t timer_runs = 0;          // connections whose timers poll() ran (only due ones are visited)
   uint64_t icmp_no_connection = 0;  // ICMP errors quoting a segment of no connection
+  uint64_t time_wait_reopened = 0;  // SYNs that ended a TIME-WAIT of the same 4-tuple (RFC 6191)
+  uint64_t time_wait_overflow = 0;  // closed without TIME-WAIT: the table was full (Config::max_time_wait)
 };
 
 // Told what the network or a timer did (the socket layer turns it into events).
@@ -93,15 +88,19 @@ class TcpLayer final : private ConnectionWatcher {
   void begin_batch() { batching_ = true; }
   void end_batch();
   bool holds_acks() const { return !held_.empty(); }  // end_batch() has ACKs to send
-  // Runs the timers that are due (only those connections).
+  // Runs the timers that are due (only those connections), and ends the TIME-WAITs that are over.
   void poll();
+  // The next connection timer. The end of a TIME-WAIT is not one: it waits for the next poll()
+  // (no wake-up of its own; a SYN for it after its end finds it over).
   int64_t next_deadline() const { return timers_.top_at(); }
 
   // The application is done with `c`: it is freed once closed (TIME-WAIT runs its course first).
   void release(Connection* c);
 
   void set_observer(TcpObserver* o) { observer_ = o; }
+  // Connections (TIME-WAIT ones the application let go are not: they wait in a compact table).
   size_t connection_count() const { return conns_.size(); }
+  size_t time_wait_count() const { return time_wait_.size(); }
   size_t timers_pending() const { return timers_.size(); }
   const TcpLayerStats& stats() const { return stats_; }
   const Config& config() const { return cfg_; }
@@ -120,7 +119,10 @@ class TcpLayer final : private ConnectionWatcher {
     // tcp_synq_no_recent_overflow), so a listener that never overflowed accepts no guessed cookie.
     int64_t last_cookie_ns = -1;
   };
+  using ConnMap = std::unordered_map<FourTuple, Entry, TupleHash>;
   void changed(Connection& c) override;
+  // `c` was let go in TIME-WAIT: its wait goes on in time_wait_, and the Connection is freed.
+  void to_time_wait(Connection& c);
   Connection& create(const FourTuple& t, Entry& e, std::optional<uint32_t> iss = std::nullopt);
   void send_cookie(const FourTuple& t, const wire::TcpSegment& syn, Listener& l);
   // An ACK to a listener with no connection: a connection when it carries a valid cookie.
@@ -133,7 +135,8 @@ class TcpLayer final : private ConnectionWatcher {
   SegmentSink& sink_;
   IsnGenerator isn_;
   SynCookies cookies_;
-  std::unordered_map<FourTuple, Entry, TupleHash> conns_;
+  ConnMap conns_;
+  TimeWaitTable time_wait_;
   std::unordered_map<uint16_t, Listener> listeners_;
   DeadlineHeap<Connection, &Connection::heap_> timers_;
   std::vector<Connection*> due_;  // poll()'s scratch list, kept to avoid allocating
