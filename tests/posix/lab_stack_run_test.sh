@@ -15,7 +15,9 @@
 #    count at exit: run to completion, not through the stack thread);
 #  - nginx on weft (epoll, sendfile, one worker): curl from K downloads 1 KiB and 1 MiB files,
 #    alone and on one keep-alive connection, SHA-256 exact; under wrk with a new connection per
-#    request, under 2.5 sendmmsg a request (the stack's answers leave with nginx's);
+#    request, under 2.5 sendmmsg a request (the stack's answers leave with nginx's); a client
+#    coming back on the port of its last connection while nginx's side still waits in TIME-WAIT
+#    connects at once: no RST, no retransmission from the client (RFC 6191);
 #  - what the layer refuses says so: an AF_INET6 socket fails with EAFNOSUPPORT and one log line,
 #    loopback still goes to the kernel.
 set -euo pipefail
@@ -184,7 +186,45 @@ if command -v wrk >/dev/null; then
   stack_lab_bg ip netns exec "$P" "${RUNV[@]}" nginx -c "$work/nginx.conf" -e "$work/nginx.err" 2>"$work/nginx.verbose"
   for _ in $(seq 100); do nsx bash -c "exec 3<>/dev/tcp/$STACK_IP/8080" 2>/dev/null && break; sleep 0.1; done
   reqs=$(nsx wrk -t 2 -c 8 -d 2s -H "Connection: close" "http://$STACK_IP:8080/1k" 2>/dev/null | awk '/requests in/ {print $1}')
+  # A client that comes back from the same port while nginx's side of the last connection still
+  # waits in TIME-WAIT (the kernel's ephemeral ports come round within seconds at this rate): each
+  # SYN is newer, so it reopens the 4-tuple at once (RFC 6191). Before, it got the wait's ACK,
+  # answered with an RST and sent its SYN again (Linux's SYN-SENT re-arms its timer at the 2-tick
+  # minimum for such an ACK: 4-10 ms a connection; wrk's 16 connections at 2,700 requests/s).
+  # The client's RSTs and retransmissions say which happened.
+  client_counts() { nsx nstat -asz TcpOutRsts TcpRetransSegs | awk '/^Tcp/ {printf "%s ", $2}'; }
+  before=$(client_counts)
+  worst=$(nsx timeout 30 "$PY" -c '
+import socket, sys, time
+port, worst = 0, 0.0
+for i in range(5):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("0.0.0.0", port))
+    port = s.getsockname()[1]
+    t = time.monotonic()
+    s.connect((sys.argv[1], 8080))
+    worst = max(worst, time.monotonic() - t)
+    s.sendall(b"GET /1k HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    n = 0
+    while b := s.recv(65536):
+        n += len(b)
+    s.close()
+    if n < 1024:
+        sys.exit("short answer: %d bytes" % n)
+    time.sleep(0.05)  # our FIN acknowledged: the port is free here, nginx waits
+print("%.1f" % (worst * 1000))
+' "$STACK_IP" 2>&1) || true
+  after=$(client_counts)
   stack_lab_stop_bg
+  read -r rst0 rtx0 <<<"$before"
+  read -r rst1 rtx1 <<<"$after"
+  reopened=$(sed -n 's/.* \([0-9]*\) TIME-WAITs reopened.*/\1/p' "$work/nginx.verbose" "$work/nginx.err" | tail -1)
+  if [[ $worst =~ ^[0-9.]+$ && -n $rst1 ]] && ((rst1 == rst0 && rtx1 == rtx0)) && [[ -n $reopened ]] && ((reopened >= 4)); then
+    echo "nginx TIME-WAIT: 5 connections from one port, no RST and no retransmission from the client, slowest connect $worst ms, $reopened waits reopened"
+  else
+    echo "FAIL nginx TIME-WAIT: a client back on its port: '$((rst1 - rst0))' RSTs and '$((rtx1 - rtx0))' retransmissions from the client (want 0, 0), slowest connect '$worst' ms, '$reopened' waits reopened (want >= 4)"; fail=1
+  fi
   # (nginx puts its error log on descriptor 2: the exit line is in nginx.err)
   batches=$(cat "$work/nginx.verbose" "$work/nginx.err" | sed -n 's/.* \([0-9]*\) sendmmsg batches.*/\1/p' | tail -1)
   if [[ -n $reqs && -n $batches ]] && ((reqs > 100 && batches * 10 < reqs * 25)); then
