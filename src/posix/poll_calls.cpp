@@ -355,7 +355,10 @@ int weft_px_epoll_ctl(int ep, int op, int fd, void* evp) {
       // missed edge)
       s->et_regs += (has_et ? 1 : 0) - (had_et ? 1 : 0);
       if (s->et_regs < 0) s->et_regs = 0;
-      if (Runtime* rt = Runtime::get()) rt->refresh(*s, op != EPOLL_CTL_DEL);
+      // No news for the new registration: EPOLL_CTL_ADD and _MOD poll the eventfd themselves and
+      // report a set one, edge-triggered or not (nginx's ADD of each accepted connection, whose
+      // eventfd starts set, was a write(2) per request).
+      if (Runtime* rt = Runtime::get()) rt->refresh(*s, false);
     }
   }
   return 0;
