@@ -39,16 +39,26 @@ wire::TcpSegment segment(uint8_t flags, uint32_t seq, uint32_t ts_val) {
 
 using V = TimeWaitTable::Verdict;
 namespace f = wire::tcpflag;
+
+// A table with kT waiting since `t0`, and what its answers go to.
+struct Waiting {
+  explicit Waiting(int64_t t0 = 0) { EXPECT_TRUE(tw.add(kT, entry(t0), t0)); }
+  V in(const wire::TcpSegment& s, int64_t now, bool may_reopen = true) {
+    return tw.input(kT, s, now, may_reopen, ack, iss);
+  }
+  TimeWaitTable tw{16, kWait};
+  wire::TcpHeader ack;
+  uint32_t iss = 0;
+};
 }  // namespace
 
 TEST(TimeWait, TheFinAgainIsAcknowledgedAndRestartsTheWait) {
-  TimeWaitTable tw(16, kWait);
   const int64_t t0 = 5 * kSec;
-  ASSERT_TRUE(tw.add(kT, entry(t0), t0));
-  wire::TcpHeader ack;
-  uint32_t iss = 0;
+  Waiting w(t0);
+  const wire::TcpHeader& ack = w.ack;
+  TimeWaitTable& tw = w.tw;
   const int64_t t1 = t0 + 50 * kSec;
-  ASSERT_EQ(tw.input(kT, segment(f::fin | f::ack, 4999, 701), t1, true, ack, iss), V::ack);
+  ASSERT_EQ(w.in(segment(f::fin | f::ack, 4999, 701), t1), V::ack);
   EXPECT_EQ(ack.flags, f::ack);
   EXPECT_EQ(ack.seq, 1000u);
   EXPECT_EQ(ack.ack, 5000u);
@@ -65,52 +75,40 @@ TEST(TimeWait, TheFinAgainIsAcknowledgedAndRestartsTheWait) {
 }
 
 TEST(TimeWait, AnInWindowRstEndsTheWaitOthersAreDropped) {
-  TimeWaitTable tw(16, kWait);
-  ASSERT_TRUE(tw.add(kT, entry(0), 0));
-  wire::TcpHeader ack;
-  uint32_t iss = 0;
-  EXPECT_EQ(tw.input(kT, segment(f::rst, 4000, 0), kSec, true, ack, iss), V::dropped);
-  EXPECT_EQ(tw.size(), 1u);
-  EXPECT_EQ(tw.input(kT, segment(f::rst, 5000, 0), kSec, true, ack, iss), V::dropped);
-  EXPECT_EQ(tw.size(), 0u);
-  EXPECT_EQ(tw.input(kT, segment(f::ack, 5000, 701), kSec, true, ack, iss), V::absent);
+  Waiting w;
+  EXPECT_EQ(w.in(segment(f::rst, 4000, 0), kSec), V::dropped);
+  EXPECT_EQ(w.tw.size(), 1u);
+  EXPECT_EQ(w.in(segment(f::rst, 5000, 0), kSec), V::dropped);
+  EXPECT_EQ(w.tw.size(), 0u);
+  EXPECT_EQ(w.in(segment(f::ack, 5000, 701), kSec), V::absent);
 }
 
 TEST(TimeWait, ABareAckIsDroppedAnOldSegmentIsAnswered) {
-  TimeWaitTable tw(16, kWait);
-  ASSERT_TRUE(tw.add(kT, entry(0), 0));
-  wire::TcpHeader ack;
-  uint32_t iss = 0;
-  EXPECT_EQ(tw.input(kT, segment(f::ack, 5000, 701), kSec, true, ack, iss), V::dropped);
-  EXPECT_EQ(tw.input(kT, segment(f::ack, 5000, 600), kSec, true, ack, iss), V::ack);  // PAWS
+  Waiting w;
+  EXPECT_EQ(w.in(segment(f::ack, 5000, 701), kSec), V::dropped);
+  EXPECT_EQ(w.in(segment(f::ack, 5000, 600), kSec), V::ack);  // PAWS
   wire::TcpSegment data = segment(f::ack, 4000, 701);
   const uint8_t byte = 1;
   data.payload = wire::Bytes(&byte, 1);
-  EXPECT_EQ(tw.input(kT, data, kSec, true, ack, iss), V::ack);
+  EXPECT_EQ(w.in(data, kSec), V::ack);
 }
 
 TEST(TimeWait, ANewerSynReopensOnlyWhereAListenerTakesIt) {
-  TimeWaitTable tw(16, kWait);
-  ASSERT_TRUE(tw.add(kT, entry(0), 0));
-  wire::TcpHeader ack;
-  uint32_t iss = 0;
-  EXPECT_EQ(tw.input(kT, segment(f::syn, 100, 701), kSec, false, ack, iss), V::ack);  // no listener
-  EXPECT_EQ(tw.input(kT, segment(f::syn, 9000, 699), kSec, true, ack, iss), V::ack);  // PAWS
-  EXPECT_EQ(tw.input(kT, segment(f::syn | f::ack, 9000, 701), kSec, true, ack, iss), V::ack);
-  EXPECT_EQ(tw.size(), 1u);
-  EXPECT_EQ(tw.input(kT, segment(f::syn, 100, 701), kSec, true, ack, iss), V::reopen);
-  EXPECT_EQ(iss, 1000u + 65537u);
-  EXPECT_EQ(tw.size(), 0u);
+  Waiting w;
+  EXPECT_EQ(w.in(segment(f::syn, 100, 701), kSec, false), V::ack);  // no listener
+  EXPECT_EQ(w.in(segment(f::syn, 9000, 699), kSec), V::ack);        // PAWS
+  EXPECT_EQ(w.in(segment(f::syn | f::ack, 9000, 701), kSec), V::ack);
+  EXPECT_EQ(w.tw.size(), 1u);
+  EXPECT_EQ(w.in(segment(f::syn, 100, 701), kSec), V::reopen);
+  EXPECT_EQ(w.iss, 1000u + 65537u);
+  EXPECT_EQ(w.tw.size(), 0u);
 }
 
 TEST(TimeWait, AnOverWaitIsAbsentBeforeItIsExpired) {
-  TimeWaitTable tw(16, kWait);
-  ASSERT_TRUE(tw.add(kT, entry(0), 0));
-  wire::TcpHeader ack;
-  uint32_t iss = 0;
-  EXPECT_FALSE(tw.contains(kT, kWait));
-  EXPECT_EQ(tw.input(kT, segment(f::fin | f::ack, 4999, 701), kWait, true, ack, iss), V::absent);
-  EXPECT_EQ(tw.size(), 0u);
+  Waiting w;
+  EXPECT_FALSE(w.tw.contains(kT, kWait));
+  EXPECT_EQ(w.in(segment(f::fin | f::ack, 4999, 701), kWait), V::absent);
+  EXPECT_EQ(w.tw.size(), 0u);
 }
 
 TEST(TimeWait, TheCapRefusesAndExpiredWaitsMakeRoom) {
