@@ -82,6 +82,9 @@
 # the AF_PACKET senders packet_on and packet_swgso run again right after with that binary
 # (ref_tap_on, ..., ref_packet_swgso), and a table gives this build / REF per round: an A/B of two
 # builds interleaved in the same rounds, so the machine's load falls on both alike.
+# CC=cubic (environment): the receive-direction kernel clients (rx_*) send with that congestion
+# control (TCP_CONGESTION; root may pick any the kernel has); unset, the namespace's default,
+# which new namespaces take from the host (on a host with bbr the kernel sender paces).
 # RUNS=path (environment): the per-run lines are kept there (label, round, bytes, seconds, CPU, and
 # for receive runs the ACKs and the receiving thread's id): bench/stack_cpu_split.py's input.
 set -euo pipefail
@@ -163,12 +166,13 @@ while time.time() < end:
 s.close()'
 # The receive direction's client: bytes and seconds until the receiver's FIN came back.
 KRXCLIENT='
-import socket, sys, time
+import os, socket, sys, time
 for _ in range(100):
     try:
         s = socket.create_connection((sys.argv[1], int(sys.argv[3])), timeout=5); break
     except OSError:
         time.sleep(0.05)
+if os.environ.get("CC"): s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, os.environ["CC"].encode())
 s.settimeout(None); t0 = time.time(); end = t0 + float(sys.argv[2])
 b = bytes(1 << 20); n = 0
 while time.time() < end: s.sendall(b); n += len(b)
@@ -281,7 +285,7 @@ PY
 }
 rx_tap() { rx_weft "$1" "$2" 10.246.1.1 "" --tap wsbr0 --ip 10.246.1.1/24 --kernel-ip 10.246.1.2/24 --netns "$B" "${@:3}"; }
 rx_pkt() { rx_weft "$1" "$2" "$3" "$4" --device packet --ifname "$5" --ip "$3/24" "${@:6}"; }
-echo "# $(date -u +%FT%TZ), $ROUNDS rounds of ${SECS} s, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# $(date -u +%FT%TZ), $ROUNDS rounds of ${SECS} s, load $(cut -d' ' -f1-3 /proc/loadavg), kernel congestion control ${CC:-$(ip netns exec "$B" sysctl -n net.ipv4.tcp_congestion_control)}"
 : >"$OUT/runs"
 for r in $(seq "$ROUNDS"); do
   if want kernel_on; then ip netns exec "$A" "${TIME[@]}" python3 -c "$KCLIENT" 10.251.1.2 "$SECS"; record kernel_on "$r"; fi
