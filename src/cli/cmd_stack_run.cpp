@@ -31,7 +31,7 @@ struct RunOptions {
   std::string ifname;
   std::string ip;
   std::string gateway;
-  uint32_t buffer = env::kDefaultBuffer;
+  uint32_t buffer = 1024 * 1024;
   bool no_tso = false;
   bool no_vnet_hdr = false;
   bool drive_in_waits = false;

@@ -12,12 +12,7 @@ inline constexpr const char* kIp = "WEFT_STACK_IP";            // A.B.C.D/P
 inline constexpr const char* kGateway = "WEFT_STACK_GATEWAY";  // A.B.C.D, optional
 inline constexpr const char* kOwner = "WEFT_STACK_PID";  // the process that opens the device (the program)
 inline constexpr const char* kBuffer = "WEFT_STACK_BUFFER";  // each connection's send/receive ring, bytes
-// The rings' size when neither `--buffer` nor kBuffer says: Linux's tcp_wmem maximum, the size the
-// kernel's own send buffer autotunes to. With 1 MiB one iperf3 stream stopped short of the kernel's
-// rate (the sender waited for ACKs to free its ring: 1.00x the kernel sending with 1 MiB, 1.30x
-// with 4 MiB, docs/BENCHMARKS.md). Only the pages a connection touches are resident.
-inline constexpr uint32_t kDefaultBuffer = 4u << 20;
-inline constexpr const char* kNoTso = "WEFT_STACK_NO_TSO";                 // 1: one MSS per frame
+inline constexpr const char* kNoTso = "WEFT_STACK_NO_TSO";   // 1: one MSS per frame
 inline constexpr const char* kNoVnetHdr = "WEFT_STACK_NO_VNET_HDR";        // 1: checksums in software
 inline constexpr const char* kVerbose = "WEFT_STACK_VERBOSE";              // 1: a line per socket routed
 inline constexpr const char* kDriveInWaits = "WEFT_STACK_DRIVE_IN_WAITS";  // 1: blocked threads run the stack

@@ -183,7 +183,7 @@ bool Runtime::open(std::string& err) {
       return false;
     }
   }
-  const long long buffer = std::atoll(env_or(env::kBuffer, std::to_string(env::kDefaultBuffer).c_str()));
+  const long long buffer = std::atoll(env_or(env::kBuffer, "1048576"));
   cfg.tcp.send_buffer = cfg.tcp.recv_buffer = static_cast<uint32_t>(std::max(buffer, 4096LL));
   cfg.tcp.nagle = true;  // as the kernel: TCP_NODELAY turns it off per socket
   cfg.tso = std::strcmp(env_or(env::kNoTso, "0"), "1") != 0;

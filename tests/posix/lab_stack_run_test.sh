@@ -16,8 +16,6 @@
 #  - nginx on weft (epoll, sendfile, one worker): curl from K downloads 1 KiB and 1 MiB files,
 #    alone and on one keep-alive connection, SHA-256 exact; under wrk with a new connection per
 #    request, under 2.5 sendmmsg a request (the stack's answers leave with nginx's);
-#  - a connection's send ring is 4 MiB by default (Linux's tcp_wmem maximum): a program writes
-#    that much without blocking into a kernel receiver that reads nothing;
 #  - epoll_wait on a weft socket never returns before its timeout (20 waits of 50 ms);
 #  - what the layer refuses says so: an AF_INET6 socket fails with EAFNOSUPPORT and one log line,
 #    loopback still goes to the kernel.
@@ -197,35 +195,6 @@ if command -v wrk >/dev/null; then
   fi
 else
   echo "SKIP nginx Connection: close batching: wrk not installed"
-fi
-
-echo "== a connection's send ring by default: as large as Linux's tcp_wmem maximum (4 MiB)"
-# A kernel receiver in K with a small SO_RCVBUF that reads nothing; a program on weft writes without
-# blocking until EAGAIN. What it got in is the send ring's capacity plus what the receiver took, so
-# at least the ring: 4 MiB (1 MiB rings held one iperf3 stream below the kernel's sender).
-nsx "$PY" -c '
-import socket, time
-ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-ls.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536); ls.bind(("0.0.0.0", 9100)); ls.listen(1)
-a, _ = ls.accept(); time.sleep(20)
-' &
-sink=$!
-wait_listen nsx 9100 || true
-out=$(px timeout 30 "${RUN[@]}" "$PY" -c '
-import socket, time
-c = socket.create_connection(("'"$KERN_IP"'", 9100)); c.setblocking(False); total = 0; chunk = bytes(65536)
-while True:
-    try: total += c.send(chunk)
-    except BlockingIOError: break
-print("accepted", total); c.setblocking(True); c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\0\0\0\0\0\0\0")
-' 2>&1) || true
-kill "$sink" 2>/dev/null || true
-wait "$sink" 2>/dev/null || true
-got=$(sed -n 's/^accepted \([0-9]*\)$/\1/p' <<<"$out")
-if [[ -n $got ]] && ((got >= 4194304)); then
-  echo "send ring: $got bytes accepted before EAGAIN (>= 4 MiB)"
-else
-  echo "FAIL send ring: want >= 4194304 bytes accepted before EAGAIN, got '$got': $out"; fail=1
 fi
 
 echo "== epoll_wait on a weft socket never returns before its timeout (as the kernel's)"

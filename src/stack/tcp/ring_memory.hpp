@@ -12,9 +12,7 @@
 
 namespace weft::stack::tcp {
 
-// 64 rings of `weft stack run`'s default 4 MiB (posix/env.hpp): redis-benchmark's 50 connections
-// ending at once leave 100 rings, and the next 50 connections take theirs from here.
-inline constexpr size_t kRingCacheBytes = size_t{256} << 20;
+inline constexpr size_t kRingCacheBytes = size_t{64} << 20;
 
 // A buffer of exactly `capacity` bytes (uninitialised): a cached one when there is one.
 uint8_t* ring_memory_take(size_t capacity);
