@@ -9,7 +9,11 @@
 # run, default route via GW_IP). Tests:
 #   iperf3  -s in P, `iperf3 -c STACK_IP -t SECS` from K (P receives) and with -R (P sends), with
 #           1 and 4 parallel streams (-P 4), and with offloads off (one stream each way): the
-#           veth ends' tx/sg/tso/gso/gro off (lab/offloads.py) and weft with --no-tso --no-vnet-hdr;
+#           veth ends' tx/sg/tso/gso/gro off (lab/offloads.py) and weft with --no-tso --no-vnet-hdr
+#           (weft cuts MSS frames and sums their checksums itself); and P sending once more with
+#           weft's default on that veth (iperf3_tx_offloads_off_swgso: super-frames through the
+#           vnet header, cut and summed by the kernel's software GSO, as the kernel's own TCP's are
+#           there: Linux keeps GSO on for every route); the kernel's run is the same as before;
 #   redis   redis-server in P, `redis-benchmark -t set,get -c 50 -n N` from K, pipelining 1 and 16:
 #           requests/s, p50 and p99 (ms);
 #   nginx   nginx in P (sendfile, epoll, one worker, no master), `wrk -t 2 -c 16 -d SECS` from K on
@@ -25,6 +29,7 @@
 #
 # usage: bench/stack_apps.sh path/to/weft [ROUNDS=5] [SECS=3] [REDIS_N=50000]
 #   TESTS="iperf3 redis nginx" (the default; socat too: TESTS="... socat") runs only the named tests.
+#   RUNS=path keeps the per-round figures there (lines: ROUND MODE FIGURE VALUE).
 set -euo pipefail
 WEFT=$(readlink -f "${1:?usage: $0 path/to/weft [ROUNDS] [SECS] [REDIS_N]}")
 ROUNDS=${2:-5} SECS=${3:-3} REDIS_N=${4:-50000} TESTS=${TESTS:-iperf3 redis nginx}
@@ -37,7 +42,7 @@ stack_lab_init apps
 P=wst-apps-p-$$
 stack_lab_add_packet_link "$P"
 W=$(mktemp -d /tmp/stack_apps.XXXX)
-trap 'stack_lab_cleanup; rm -rf "$W"' EXIT
+trap 'stack_lab_cleanup; [[ -z ${RUNS:-} ]] || cp "$W/results" "$RUNS"; rm -rf "$W"' EXIT
 mkdir -p "$W/www" "$W/tmp"
 head -c 1024 /dev/urandom >"$W/www/1k"
 head -c 1048576 /dev/urandom >"$W/www/1m"
@@ -116,6 +121,7 @@ run_round() {  # ROUND MODE
     run_iperf3 "$r" "$m" iperf3_rx_offloads_off
     run_iperf3 "$r" "$m" iperf3_tx_offloads_off -R
     WEFT_OPTS=()
+    run_iperf3 "$r" "$m" iperf3_tx_offloads_off_swgso -R
     offloads on
   fi
   if [[ " $TESTS " == *" redis "* ]]; then run_redis "$r" "$m"; fi

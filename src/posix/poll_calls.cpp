@@ -381,7 +381,11 @@ int weft_px_epoll_pwait(int ep, void* evp, int max, int timeout_ms, const void* 
   for (;;) {
     const int64_t now = now_ns();
     int wait_ms = -1;
-    if (deadline != INT64_MAX) wait_ms = static_cast<int>(std::max<int64_t>(deadline - now, 0) / 1'000'000);
+    // Rounded up, as the kernel never returns before the timeout: rounded down, a wait returned up
+    // to 1 ms early, and redis (which rounds its own timer's remainder down) then called
+    // epoll_wait(0) some 16 times in a row until its timer came due.
+    if (deadline != INT64_MAX)
+      wait_ms = static_cast<int>((std::max<int64_t>(deadline - now, 0) + 999'999) / 1'000'000);
     // An event loop sleeps no longer than the stack's next timer, then runs it (at least 1 ms: a
     // timer that stays due never makes this spin).
     bool for_timer = false;

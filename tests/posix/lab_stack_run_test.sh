@@ -18,6 +18,7 @@
 #    request, under 2.5 sendmmsg a request (the stack's answers leave with nginx's); a client
 #    coming back on the port of its last connection while nginx's side still waits in TIME-WAIT
 #    connects at once: no RST, no retransmission from the client (RFC 6191);
+#  - epoll_wait on a weft socket never returns before its timeout (20 waits of 50 ms);
 #  - what the layer refuses says so: an AF_INET6 socket fails with EAFNOSUPPORT and one log line,
 #    loopback still goes to the kernel.
 set -euo pipefail
@@ -234,6 +235,25 @@ print("%.1f" % (worst * 1000))
   fi
 else
   echo "SKIP nginx Connection: close batching: wrk not installed"
+fi
+
+echo "== epoll_wait on a weft socket never returns before its timeout (as the kernel's)"
+# An idle listener on weft in an epoll set (which then also watches the device): 20 waits of 50 ms
+# that nothing ends early. Rounded down, a wait came back up to 1 ms before its timeout, and redis
+# then spun in epoll_wait(0) until its timer came due.
+out=$(px timeout 30 "${RUN[@]}" "$PY" -c '
+import select, socket, time
+ls = socket.socket(); ls.bind(("0.0.0.0", 9101)); ls.listen(1)
+ep = select.epoll(); ep.register(ls.fileno(), select.EPOLLIN); short = []
+for _ in range(20):
+    t0 = time.monotonic_ns(); ev = ep.poll(0.05); ns = time.monotonic_ns() - t0
+    if not ev and ns < 50_000_000: short.append(ns)
+print("early", len(short), min(short, default=0))
+' 2>&1) || true
+if [[ $out == "early 0 0" ]]; then
+  echo "epoll_wait timeout: none of 20 waits of 50 ms came back early"
+else
+  echo "FAIL epoll_wait timeout: want 'early 0 0' (waits that returned before 50 ms, the shortest in ns), got: $out"; fail=1
 fi
 
 echo "== what the layer does not do, it says: AF_INET6 refused with one log line; loopback to the kernel"
