@@ -32,7 +32,7 @@ struct Config {
   int synack_retries = 5;           // Linux tcp_synack_retries: a half-open entry lives 63 s at most
   int max_retransmits = 15;         // Linux tcp_retries2: then the connection times out
   int64_t msl_ns = 30'000'000'000;  // TIME-WAIT lasts 2 MSL = 60 s, as in Linux
-  // At most this many TIME-WAITs of connections the application let go (time_wait.hpp, about 96
+  // At most this many TIME-WAITs of connections the application let go (time_wait.hpp, under 96
   // bytes each); past it a connection closes without the wait. Linux's tcp_max_tw_buckets on a
   // machine of 24 GiB.
   size_t max_time_wait = 131072;

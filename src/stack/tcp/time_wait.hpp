@@ -2,9 +2,10 @@
 // TIME-WAIT for the connections the application let go, as Linux's timewait sockets: a few dozen
 // bytes per 4-tuple instead of a whole Connection, for the 2 MSL after the close. A server that
 // closes first (nginx with `Connection: close`) holds one per connection it served in the last
-// minute: at 10,000 connections a second that is 600,000 of them, 1.1 GB as Connections
-// (Connection::memory() in TIME-WAIT) and about 60 MB here; the table is capped like Linux's
-// tcp_max_tw_buckets, past which a connection closes without the wait (Linux does the same).
+// minute: at 10,000 connections a second that would be 600,000 of them, 1.1 GB as Connections
+// (Connection::memory() in TIME-WAIT). Here a wait costs under kBytesPerWait, and the table is
+// capped like Linux's tcp_max_tw_buckets (Config::max_time_wait: 131,072, about 11 MiB), past
+// which a connection closes without the wait (Linux does the same).
 //
 // What a segment for a waiting 4-tuple gets (RFC 9293 3.10.7.4 in TIME-WAIT, and Linux's
 // tcp_timewait_state_process):
