@@ -23,6 +23,9 @@ namespace weft::posix {
 std::atomic<Sock*> g_socks[kMaxFd];
 thread_local bool t_event_loop = false;
 thread_local bool t_driver = false;
+namespace {
+thread_local bool t_stack_thread = false;  // Runtime::thread_main's
+}
 
 namespace {
 
@@ -65,7 +68,9 @@ void at_exit_drain() {
              std::to_string(rt->stack_thread_runs()) +
              " by the stack thread while a loop was busy elsewhere, " +
              std::to_string(rt->stack_thread_all()) + " by the stack thread in all; " +
-             std::to_string(rt->tx_batches()) + " sendmmsg batches");
+             std::to_string(rt->tx_batches()) + " sendmmsg batches; " + std::to_string(rt->program_frames()) +
+             " frames taken in on the program's threads, " + std::to_string(rt->stack_thread_frames()) +
+             " on the stack thread");
     const std::lock_guard g(layer_mutex());
     const stack::tcp::TcpLayer& tcp = rt->iface().tcp();
     const stack::tcp::TcpLayerStats& st = tcp.stats();
@@ -248,7 +253,10 @@ bool Runtime::stack_routes(uint32_t dst) const {
 // next, and the loop's next wait flushes both in one sendmmsg (flush_deferred): with a new
 // connection per request, a pass's SYN-ACKs and FIN ACKs went in a sendmmsg of their own.
 void Runtime::service() {
+  const uint64_t frames_before = iface_->stats().rx_frames;
   sk_->poll_no_flush();
+  (t_stack_thread ? stack_thread_frames_ : program_frames_)
+      .fetch_add(iface_->stats().rx_frames - frames_before, std::memory_order_relaxed);
   for (size_t n; (n = sk_->events(events_)) > 0;)
     for (size_t i = 0; i < n; ++i)
       if (auto it = by_id_.find(events_[i].id); it != by_id_.end()) refresh(*it->second, true);
@@ -293,6 +301,7 @@ void Runtime::thread_main() {
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, nullptr);  // the program's signals go to its own threads
+  t_stack_thread = true;
   const int ep = real().epoll_create1(EPOLL_CLOEXEC);
   epoll_event dev{};
   dev.events = EPOLLIN;

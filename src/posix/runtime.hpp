@@ -133,6 +133,11 @@ class Runtime {
   uint64_t stack_thread_runs() const { return stack_thread_runs_.load(std::memory_order_relaxed); }
   // Every run of the stack by the stack thread (frames it was woken for, timers, stuck loops).
   uint64_t stack_thread_all() const { return stack_thread_all_.load(std::memory_order_relaxed); }
+  // The frames the stack took in on the program's threads (a run in a wait, a catch-up before a
+  // send or receive) and on the stack thread: where the receive work went, whatever the batching
+  // (a slow program's run takes in a whole ring; for tests and the --verbose summary).
+  uint64_t program_frames() const { return program_frames_.load(std::memory_order_relaxed); }
+  uint64_t stack_thread_frames() const { return stack_thread_frames_.load(std::memory_order_relaxed); }
   // The device's sendmmsg calls (for tests and the --verbose summary; read at exit).
   uint64_t tx_batches() const { return pkt_->counters().tx_batches; }
   // An event loop's epoll_wait: came in (every call), and sleeps (true) or woke (false).
@@ -201,6 +206,8 @@ class Runtime {
   std::atomic<uint64_t> inline_runs_{0};
   std::atomic<uint64_t> stack_thread_runs_{0};
   std::atomic<uint64_t> stack_thread_all_{0};
+  std::atomic<uint64_t> program_frames_{0};
+  std::atomic<uint64_t> stack_thread_frames_{0};
   std::atomic<uint64_t> loop_entries_{0};
   std::atomic<int> loop_waiting_{0};
   std::atomic<bool> tx_deferred_{false};  // an event loop left frames in the device's batch

@@ -4,8 +4,8 @@
 # namespace R on AF_PACKET (lab/stack_netns.sh); the kernel peer is in K behind R. Checks:
 #  - a device that cannot be opened stops `weft stack run` with the reason before the program runs;
 #  - socat as a server and as a client, 8 MiB each way, SHA-256 exact against kernel socat; the
-#    server's stack run mostly on socat's own thread blocked in select() with --drive-in-waits
-#    (--verbose's counts);
+#    server's frames taken in mostly on socat's own thread blocked in select() with
+#    --drive-in-waits (--verbose's counts);
 #  - curl on weft downloading from a kernel HTTP server, SHA-256 exact;
 #  - iperf3 on weft as server (both directions, -R) and as client against kernel iperf3, 2 s each:
 #    every run must end with bytes received;
@@ -76,12 +76,16 @@ for _ in $(seq 100); do grep -q "runs on the program's threads" "$work/socat.err
 stack_lab_stop_bg
 check "socat server on weft" "$work/out"
 # socat blocks in select(): with --drive-in-waits the thread blocked there drives the device (run
-# to completion without an event loop), so most of the stack's runs are on socat's thread.
+# to completion without an event loop), so most of the frames are taken in on socat's thread, by
+# a run in its wait or by the catch-up before its read. (Counted in frames, not runs: a socat that
+# a busy machine keeps from blocking finds the data ready and takes whole rings in a catch-up;
+# without --drive-in-waits the stack thread takes in 58-89 % of the frames.)
+frames=$(sed -n "s/.* \([0-9]*\) frames taken in on the program's threads, \([0-9]*\) on the stack thread.*/\1 \2/p" "$work/socat.err")
 runs=$(sed -n "s/.*stack: \([0-9]*\) runs on the program's threads, .* \([0-9]*\) by the stack thread in all.*/\1 \2/p" "$work/socat.err")
-if [[ -n $runs ]] && ((${runs% *} > 100 && ${runs#* } < ${runs% *} / 4)); then
-  echo "socat: the stack ran ${runs% *} times on socat's thread, ${runs#* } times on the stack thread"
+if [[ -n $frames ]] && ((${frames% *} >= 100 && ${frames#* } * 3 < ${frames% *})); then
+  echo "socat: ${frames% *} frames taken in on socat's thread, ${frames#* } on the stack thread (runs: '$runs')"
 else
-  echo "FAIL socat: want most of the stack's runs on socat's thread (blocked in select), got '$runs': $(tail -3 "$work/socat.err")"; fail=1
+  echo "FAIL socat: want most frames taken in on socat's thread (blocked in select), got '$frames' (runs: '$runs'): $(tail -3 "$work/socat.err")"; fail=1
 fi
 
 echo "== socat on weft as a client (P), kernel socat server in $K"
