@@ -77,6 +77,8 @@ Probes simulate(const Topology& t, const ClosSpec& spec, const std::vector<Fault
   for (uint32_t s : t.spines()) spine_addr[s] = router_address(t, s);
 
   std::normal_distribution<double> noise(0.0, static_cast<double>(spec.noise_ns));
+  std::normal_distribution<double> burst(-spec.burst_sigma * spec.burst_sigma / 2,
+                                         std::max(spec.burst_sigma, 1e-9));
   Probes out;
   std::vector<Crossing> cross;
   auto dir_of = [&](uint32_t link, uint32_t from) { return t.element(link).ends[0] == from ? 0 : 1; };
@@ -98,6 +100,7 @@ Probes simulate(const Topology& t, const ClosSpec& spec, const std::vector<Fault
   for (size_t r = 0; r < spec.racks; ++r)
     for (size_t i = 0; i < spec.hosts_per_rack; ++i) {
       const uint32_t src = racks[r][i];
+      const double shock = spec.burst_sigma > 0 ? std::exp(burst(rng)) : 1.0;  // this prober's bursts
       std::vector<uint32_t> peers;
       const size_t intra =
           spec.intra_peers ? std::min(spec.intra_peers, spec.hosts_per_rack - 1) : spec.hosts_per_rack - 1;
@@ -138,7 +141,7 @@ Probes simulate(const Topology& t, const ClosSpec& spec, const std::vector<Fault
             survive *= 1.0 - spec.background_loss;
             base += c.is_switch ? kSwitchNs : kLinkNs;
             if (const Fault* fl = fault_at(c.element, c.direction)) {
-              survive *= 1.0 - fl->loss;
+              survive *= 1.0 - std::min(1.0, fl->loss * shock);
               extra += fl->latency_ns;
             }
           }

@@ -30,6 +30,11 @@ struct ClosSpec {
   bool traced = true;             // agents trace their flows (hops given); false: pairs only
   double background_loss = 1e-5;  // per element crossing
   int64_t noise_ns = 3'000;       // per flow's median RTT
+  // Loss in bursts (a congested queue drops what arrives while it is full, and a prober sends to
+  // its targets together): each prober's probes see a faulty element's loss times a factor of its
+  // own for the window, log-normal with mean 1 and this spread (sigma of its log). 0: every probe
+  // an independent coin flip.
+  double burst_sigma = 0;
 };
 
 // One faulty element. Links fail in one direction (`direction` 0: from ends[0]); a host fails on

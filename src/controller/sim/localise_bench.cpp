@@ -202,6 +202,11 @@ void add_localise_bench_options(CLI::App& app, LocaliseBenchOptions& o) {
       ->check(CLI::Range(1, 64));
   app.add_option("--probes", o.spec.probes_per_pair, "Probes per pair per window")->capture_default_str();
   app.add_flag("--untraced", o.untraced, "Pairs only: no per-flow detail, no traces");
+  app.add_option("--burst-sigma", o.spec.burst_sigma,
+                 "Loss in bursts: each prober meets a faulty element's loss times its own log-normal factor "
+                 "(this sigma; 0: independent probes)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 2.0));
   app.add_option("--scenarios", o.scenarios, "Scenarios per fault count")->capture_default_str();
   app.add_option("--faults", o.fault_counts, "Faulty elements per scenario (a list)")->capture_default_str();
   app.add_option("--seed", o.seed, "Random seed")->capture_default_str();
