@@ -338,14 +338,13 @@ Localisation localise(const Topology& topo, const std::vector<FlowObservation>& 
   // of the fitted loss as its floor.
   std::vector<double> loss_var = variances(
       m, y, w, loss, [&](size_t row, double fit_value) { return std::max(fit_value, p_bg) / w[row]; });
-  // A host's side is judged on its rows that cross nothing else lossy. Loss on a congested element
-  // comes in bursts (a full queue drops what arrives while it is full) and a prober sends to its
-  // targets together, so in one window one host's probes meet more of the same element's loss
-  // than another's: the fit puts that on the host, and its rows, all shifted alike, do not show it
-  // as noise (a congested ToR named a host under it as prober in 2-9 of ~250 polls of the Clos
-  // lab). Rows whose loss elsewhere is under half the host's own (or under min_loss) have no
-  // bursts to share that could make it up; a host whose every row crosses more loss elsewhere
-  // cannot be told from it and is not named.
+  // A host's side is judged on its rows that cross nothing else lossy (under min_loss elsewhere). Loss on a
+  // congested element comes in bursts (a full queue drops what arrives while it is full) and a prober sends
+  // to its targets together, so in one window one host's probes meet more of the same element's loss than
+  // another's: the fit puts that on the host, and its rows, all shifted alike, do not show it as noise (a
+  // congested ToR named a host under it as prober in 2-9 of ~250 polls of the Clos lab). Rows that cross no
+  // other lossy element have no bursts to share; a host whose every row crosses one cannot be told from it
+  // and is not named.
   {
     std::vector<double> fitted(n, 0.0);
     for (size_t v = 0; v < loss.size(); ++v)

@@ -24,10 +24,8 @@ std::atomic<Sock*> g_socks[kMaxFd];
 thread_local bool t_event_loop = false;
 thread_local bool t_driver = false;
 namespace {
-thread_local bool t_stack_thread = false;  // Runtime::thread_main's
-}
 
-namespace {
+thread_local bool t_stack_thread = false;  // Runtime::thread_main's
 
 Runtime* g_rt = nullptr;
 // A function's static, not a global: the library's constructor (interpose.c) may run before this
