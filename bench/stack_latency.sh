@@ -16,6 +16,7 @@
 # AF_PACKET variants: `weft stack echo --device packet` in its own namespace on a veth to R (the
 # kernel reference's path has the same shape: a veth to R):
 #   packet     the defaults (TPACKET_V2 receive ring)   packet_v3  --packet-ring v3 (1 ms blocks)
+#   packet_nosyn  --syn-ring-blocks 0 (bare SYNs in the main ring)
 # Usage: bench/stack_latency.sh build/weft [rounds=7] [n=5000] [size=64]
 # Prints a table per round and, per variant, the medians over rounds of its median and p99 and of
 # the per-round ratio weft median / kernel median.
@@ -41,7 +42,7 @@ VARIANTS=${VARIANTS:-weft}
 declare -A OPTS=([weft]="" [weft_napi]="--tap-napi" [weft_off]="--no-vnet-hdr" [weft_off_napi]="--no-vnet-hdr --tap-napi"
   [weft_bulk]="--tap-napi-bulk" [weft_off_bulk]="--no-vnet-hdr --tap-napi-bulk"
   [weft_nonapi]="--no-tap-napi" [weft_off_nonapi]="--no-vnet-hdr --no-tap-napi"
-  [packet]="" [packet_v3]="--packet-ring v3")
+  [packet]="" [packet_v3]="--packet-ring v3" [packet_nosyn]="--syn-ring-blocks 0")
 declare -A IPS
 i=0
 for v in $VARIANTS; do

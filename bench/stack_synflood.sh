@@ -19,7 +19,7 @@
 # real client's SYN among them). RATE= offers both the same load.
 # Usage: bench/stack_synflood.sh build/weft [N=100000]
 # Environment: KERNEL=1, RATE=SYNs/s (0: as fast as it goes), EVERY=0.1 (s between connects),
-#   PEER_DROP=1.
+#   PEER_DROP=1, WEFT_OPTS (more `weft stack serve` options, e.g. --syn-ring-blocks 0).
 set -euo pipefail
 WEFT=$(readlink -f "${1:?usage: $0 path/to/weft [N]}")
 N=${2:-100000}
@@ -65,7 +65,7 @@ ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); 
 while True: ls.accept()[0].close()' &
   who="the kernel (tcp_syncookies=$(ip netns exec "$W" sysctl -n net.ipv4.tcp_syncookies), listen backlog 128)"
 else
-  ip netns exec "$W" "$WEFT" stack serve --device packet --ifname "$IFW" --ip "$NET.1/24" --gateway "$NET.2" -t 600 \
+  ip netns exec "$W" "$WEFT" stack serve --device packet --ifname "$IFW" --ip "$NET.1/24" --gateway "$NET.2" -t 600 ${WEFT_OPTS:-} \
     --json 2>"$tmp/weft.err" >"$tmp/weft.json" &
   who="weft stack serve"
 fi
@@ -128,8 +128,8 @@ else
   "$PY" -c '
 import json, sys
 j = json.load(open(sys.argv[1])); p = j["packet"]; t = j["tcp"]
-print("weft: %d frames taken from the ring, %d dropped by the kernel (ring full), %d cookies sent, %d connections made" % (
-    p["rx_frames"], p["rx_ring_drops"], t["cookies_sent"], t["connections_made"]))' "$tmp/weft.json" || true
+print("weft: %d frames taken from the rings (%d from the SYN ring), dropped by the kernel (ring full): %d main, %d SYN ring; %d cookies sent, %d connections made" % (
+    p["rx_frames"], p.get("rx_syn_frames", 0), p["rx_ring_drops"], p.get("rx_syn_ring_drops", 0), t["cookies_sent"], t["connections_made"]))' "$tmp/weft.json" || true
 fi
 if [[ $PEER_DROP == 1 ]]; then
   ip netns exec "$C" nft list chain netdev flood in 2>/dev/null |

@@ -59,10 +59,11 @@ struct Common {
   std::string device = "tap";      // tap or packet
   std::string ifname;              // --device packet: the interface to take
   std::string packet_ring = "v2";  // --device packet: TPACKET_V2 (a frame at a time) or V3 (blocks)
-  std::string dpdk_vdev;           // --device dpdk: EAL --vdev, e.g. net_af_packet0,iface=veth1
-  uint32_t xdp_queue = 0;          // --device xdp: the interface's queue the XDP socket binds to
-  bool xdp_generic = false;        // --device xdp: generic (SKB) mode without trying native first
-  size_t xdp_ring = 4096;          // --device xdp: ring entries; the UMEM has twice as many frames
+  size_t syn_ring_blocks = PacketDevice::Options{}.syn_ring_blocks;  // --device packet: 64 KiB blocks of SYNs
+  std::string dpdk_vdev;     // --device dpdk: EAL --vdev, e.g. net_af_packet0,iface=veth1
+  uint32_t xdp_queue = 0;    // --device xdp: the interface's queue the XDP socket binds to
+  bool xdp_generic = false;  // --device xdp: generic (SKB) mode without trying native first
+  size_t xdp_ring = 4096;    // --device xdp: ring entries; the UMEM has twice as many frames
   std::string tap = "weft0";
   std::string ip;         // A.B.C.D/P for the stack
   std::string gateway;    // optional
@@ -222,19 +223,23 @@ struct Session {
     o.ifname = c.ifname;
     o.tx_csum_offload = !c.no_vnet_hdr;
     o.rx_ring = c.packet_ring == "v3" ? PacketDevice::Options::Ring::v3 : PacketDevice::Options::Ring::v2;
+    o.syn_ring_blocks = c.syn_ring_blocks;
     auto d = PacketDevice::open(o);
     if (!d) return std::unexpected(d.error());
     const PacketDevice& p = **d;
     dev = std::move(*d);
     iface = std::make_unique<Interface>(*dev, clock, cfg);
     fmt::print(stderr,
-               "weft stack: took {} through AF_PACKET ({} receive ring {} x {} KiB{}, sendmmsg "
+               "weft stack: took {} through AF_PACKET ({} receive ring {} x {} KiB{}{}, sendmmsg "
                "batches of {}, {}, checksum offload {}){}; stack MAC {} IP {}/{}{}.\n"
                "weft stack: nothing to undo: {}the interface is left as it was when weft exits.\n",
                p.name(), c.packet_ring == "v3" ? "TPACKET_V3" : "TPACKET_V2", o.block_count,
                o.block_size / 1024,
                c.packet_ring == "v3" ? fmt::format(", blocks retired after {} ms", o.block_timeout_ms)
                                      : fmt::format(" in {}-byte slots", p.rx_slot_size()),
+               p.syn_ring_slots() != 0
+                   ? fmt::format(", bare SYNs in a ring of their own ({} slots)", p.syn_ring_slots())
+                   : "",
                o.tx_batch,
                p.qdisc_bypass() ? "qdisc bypass"
                : c.no_vnet_hdr
@@ -365,6 +370,10 @@ void add_common(CLI::App* sub, Common& c) {
                   "handed over when full or 1 ms after their first frame)")
       ->capture_default_str()
       ->check(CLI::IsMember({"v2", "v3"}));
+  sub->add_option("--syn-ring-blocks", c.syn_ring_blocks,
+                  "--device packet (v2): 64 KiB blocks of the ring bare SYNs come through, 256 per block "
+                  "(0: they share the main ring)")
+      ->capture_default_str();
   sub->add_option("--xdp-queue", c.xdp_queue, "--device xdp: the interface queue to bind (default 0)");
   sub->add_option("--xdp-ring", c.xdp_ring,
                   "--device xdp: entries per ring (a power of two); the UMEM has twice as many frames")
@@ -475,6 +484,8 @@ nlohmann::json device_json(Session& s) {
                    {"rx_placed", pc.rx_placed},
                    {"rx_split_syscalls", pc.rx_split_calls},
                    {"rx_ring_drops", pk->take_ring_drops()},
+                   {"rx_syn_frames", pc.rx_syn_frames},
+                   {"rx_syn_ring_drops", pk->take_syn_ring_drops()},
                    {"tx_frames", s.iface->stats().tx_frames},
                    {"tx_syscalls", pc.tx_batches},
                    {"tx_dropped", pc.tx_dropped},

@@ -105,7 +105,16 @@ int poll_mixed(pollfd* fds, nfds_t n, int64_t timeout_ns, const sigset_t* mask) 
   Runtime* const rt = Runtime::get();
   bool wants_out = false;
   for (nfds_t i = 0; i < n; ++i) wants_out = wants_out || weft[i] == 2;
-  if (rt != nullptr) k.push_back({rt->device_fd(), POLLIN, 0});
+  // (Two when the device has a second descriptor: AF_PACKET's SYN ring.)
+  nfds_t ndev = 0;
+  if (rt != nullptr) {
+    k.push_back({rt->device_fd(), POLLIN, 0});
+    ndev = 1;
+    if (const int aux = rt->device_aux_fd(); aux >= 0) {
+      k.push_back({aux, POLLIN, 0});
+      ndev = 2;
+    }
+  }
   const int64_t deadline = timeout_ns < 0 ? INT64_MAX : now_ns() + timeout_ns;
   int result = 0, err = 0;
   for (;;) {
@@ -157,7 +166,7 @@ int poll_mixed(pollfd* fds, nfds_t n, int64_t timeout_ns, const sigset_t* mask) 
       }
     }
     const timespec ts = to_ts(std::max<int64_t>(wait, 0));
-    const int r = real().ppoll(k.data(), n + (drive ? 1 : 0), wait < 0 ? nullptr : &ts, mask);
+    const int r = real().ppoll(k.data(), n + (drive ? ndev : 0), wait < 0 ? nullptr : &ts, mask);
     const int e = errno;
     if (rt != nullptr && wait != 0) {
       if (drive) {
@@ -167,7 +176,8 @@ int poll_mixed(pollfd* fds, nfds_t n, int64_t timeout_ns, const sigset_t* mask) 
         rt->passenger(false);
       }
     }
-    if (drive && r >= 0 && ((k[n].revents & POLLIN) || (r == 0 && for_timer))) rt->run_inline();
+    const bool frames = drive && ((k[n].revents & POLLIN) || (ndev == 2 && (k[n + 1].revents & POLLIN)));
+    if (drive && r >= 0 && (frames || (r == 0 && for_timer))) rt->run_inline();
     if (r < 0) {
       err = e;
       result = -1;

@@ -277,6 +277,11 @@ bool Runtime::watch_device(int ep) {
   ev.events = EPOLLIN | EPOLLEXCLUSIVE;  // one idle loop thread per frame, not all of them
   ev.data.u64 = kDeviceTag;
   if (real().epoll_ctl(ep, EPOLL_CTL_ADD, iface_->device_fd(), &ev) < 0) return false;
+  if (const int aux = iface_->device_aux_fd();
+      aux >= 0 && real().epoll_ctl(ep, EPOLL_CTL_ADD, aux, &ev) < 0) {
+    (void)real().epoll_ctl(ep, EPOLL_CTL_DEL, iface_->device_fd(), nullptr);
+    return false;
+  }
   watchers_.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
@@ -307,7 +312,9 @@ void Runtime::thread_main() {
   epoll_event wake{};
   wake.events = EPOLLIN;
   wake.data.u64 = 1;
+  const int aux = iface_->device_aux_fd();
   if (ep < 0 || real().epoll_ctl(ep, EPOLL_CTL_ADD, iface_->device_fd(), &dev) < 0 ||
+      (aux >= 0 && real().epoll_ctl(ep, EPOLL_CTL_ADD, aux, &dev) < 0) ||
       real().epoll_ctl(ep, EPOLL_CTL_ADD, wake_fd_, &wake) < 0) {
     log_line(std::string("the stack thread cannot make its epoll: ") + std::strerror(errno));
     std::abort();
@@ -319,7 +326,7 @@ void Runtime::thread_main() {
   uint64_t seen_entries = 0;
   int64_t last_drive_ns = INT64_MIN / 2;
   uint64_t drive_entries = 0;
-  epoll_event got[2];
+  epoll_event got[3];
   while (!stop_.load(std::memory_order_relaxed)) {
     // The device belongs to the event loops that watch it, to a blocked thread that drives it, and
     // stays with the threads that drive it while they keep coming back (a blocking program
@@ -336,6 +343,7 @@ void Runtime::thread_main() {
     const bool watched = watchers_.load(std::memory_order_relaxed) > 0 || driven;
     if (watched == device_in) {
       (void)real().epoll_ctl(ep, watched ? EPOLL_CTL_DEL : EPOLL_CTL_ADD, iface_->device_fd(), &dev);
+      if (aux >= 0) (void)real().epoll_ctl(ep, watched ? EPOLL_CTL_DEL : EPOLL_CTL_ADD, aux, &dev);
       device_in = !watched;
     }
     bool run = true;
@@ -362,7 +370,7 @@ void Runtime::thread_main() {
     sleeping_until_.store(until, std::memory_order_relaxed);
     const int64_t ns = std::max<int64_t>(until - now, 0);
     const timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
-    const int n = ::epoll_pwait2(ep, got, 2, &ts, nullptr);
+    const int n = ::epoll_pwait2(ep, got, 3, &ts, nullptr);
     woken = n > 0;
     for (int i = 0; i < n; ++i)
       if (got[i].data.u64 == 1) {

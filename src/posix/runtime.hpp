@@ -161,6 +161,7 @@ class Runtime {
   // The driver that leaves while passengers wait wakes the stack thread, which holds the device
   // until a thread drives it again.
   int device_fd() const { return iface_->device_fd(); }
+  int device_aux_fd() const { return iface_->device_aux_fd(); }  // -1: none (Device::aux_fd)
   bool try_drive();  // false also when driving in waits is off (--drive-in-waits)
   void end_drive();
   void passenger(bool on) { passengers_.fetch_add(on ? 1 : -1); }

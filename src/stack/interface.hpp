@@ -95,6 +95,7 @@ class Interface final : public tcp::SegmentSink {
     return next_hop(dst, hop);
   }
   int device_fd() const { return dev_.fd(); }
+  int device_aux_fd() const { return dev_.aux_fd(); }  // waited on with device_fd() (Device::aux_fd)
   // Sends what a batching device (AF_PACKET) holds back; call before waiting for input.
   void flush() { dev_.flush(); }
 

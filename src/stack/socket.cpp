@@ -219,10 +219,10 @@ void Sockets::wait(int64_t max_wait_ns) {
   const int64_t wake = std::min(iface_.next_deadline(), now + std::max<int64_t>(max_wait_ns, 0));
   iface_.flush();  // what the application sent since poll() goes before we sleep
   if (const int fd = device_fd(); fd >= 0 && wake > now) {
-    pollfd p{fd, POLLIN, 0};
+    pollfd p[2] = {{fd, POLLIN, 0}, {device_aux_fd(), POLLIN, 0}};
     const int64_t ns = wake - now;
     const timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
-    ::ppoll(&p, 1, &ts, nullptr);
+    ::ppoll(p, p[1].fd >= 0 ? 2 : 1, &ts, nullptr);
   }
   poll();
 }

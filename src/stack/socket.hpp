@@ -11,7 +11,8 @@
 // error), the socket is put on a ready list and event_fd() (an eventfd) becomes readable.
 // events() hands the list out and clears the fd once it is empty; the application then reads or
 // accepts until SockErr::again. The stack itself is driven by poll() (frames and timers):
-// call it when device_fd() is readable or next_deadline() has passed, or let wait() do both.
+// call it when device_fd() (or device_aux_fd()) is readable or next_deadline() has passed, or let
+// wait() do both.
 //
 // Zero copy: recv_view() shows the received bytes in the connection's ring and consume(n) drops
 // them; send_reserve() shows the free send-ring space to write into and send_commit(n) queues it.
@@ -62,6 +63,7 @@ class Sockets final : private tcp::TcpObserver, private UdpReceiver {
   // write and read per wake-up.
   int event_fd();
   int device_fd() const { return iface_.device_fd(); }
+  int device_aux_fd() const { return iface_.device_aux_fd(); }  // readable too when frames wait (-1: none)
 
   // Reads what frames wait and runs due timers; what they made leaves at once.
   void poll(size_t rx_budget = 256);

@@ -140,6 +140,9 @@ class Device {
   virtual bool tx_csum_offload() const { return false; }
   virtual size_t tso_max() const { return 0; }  // TSO: the largest payload of a super-segment (0: none)
   virtual int fd() const { return -1; }         // readable when frames wait, for epoll; -1 if none
+  // A second descriptor readable when frames wait (AF_PACKET's ring of bare SYNs); -1 if none.
+  // Whoever waits on fd() waits on this one too.
+  virtual int aux_fd() const { return -1; }
 };
 
 }  // namespace weft::stack

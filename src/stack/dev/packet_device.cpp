@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <linux/ethtool.h>
+#include <linux/filter.h>
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
 #include <linux/sockios.h>
@@ -34,6 +35,36 @@ bool device_tso(int fd, const std::string& ifname) {
   std::memcpy(ifr.ifr_name, ifname.data(), ifname.size());
   ifr.ifr_data = reinterpret_cast<char*>(&v);
   return ioctl(fd, SIOCETHTOOL, &ifr) == 0 && v.data != 0;
+}
+
+// A classic BPF filter on Ethernet frames that tells bare SYNs (IPv4, TCP, not a later fragment,
+// SYN set and ACK, RST, FIN clear, an IP packet of at most kMaxSynIp bytes, so it fits a SYN slot
+// whole) from all else: `syn` is the verdict for them, `other` for the rest (0 drops, else the
+// bytes to keep).
+constexpr uint32_t kMaxSynIp = 160;  // a 256-byte V2 slot holds its frame from byte 66
+std::array<sock_filter, 14> syn_split_filter(uint32_t syn, uint32_t other) {
+  return {{
+      BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 12),                  // 0: EtherType
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ETH_P_IP, 0, 11),    // 1: IPv4, else 13
+      BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 23),                  // 2: IP protocol
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, IPPROTO_TCP, 0, 9),  // 3: TCP, else 13
+      BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 20),                  // 4: flags and fragment offset
+      BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, 0x1fff, 7, 0),      // 5: a later fragment: 13
+      BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 16),                  // 6: IP total length
+      BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, kMaxSynIp, 5, 0),    // 7: too long for a SYN slot: 13
+      BPF_STMT(BPF_LDX | BPF_B | BPF_MSH, 14),                 // 8: X = IP header length
+      BPF_STMT(BPF_LD | BPF_B | BPF_IND, 14 + 13),             // 9: TCP flags
+      BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0x17),               // 10: ACK, RST, SYN, FIN
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x02, 0, 1),         // 11: SYN alone: 12, else 13
+      BPF_STMT(BPF_RET | BPF_K, syn),                          // 12
+      BPF_STMT(BPF_RET | BPF_K, other),                        // 13
+  }};
+}
+
+Status attach_filter(int fd, std::array<sock_filter, 14>& code, const char* what) {
+  sock_fprog prog{static_cast<unsigned short>(code.size()), code.data()};
+  if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog) < 0) return fail_errno(what);
+  return {};
 }
 
 }  // namespace
@@ -112,6 +143,35 @@ Result<std::unique_ptr<PacketDevice>> PacketDevice::open(const Options& o) {
   sll.sll_family = AF_PACKET;
   sll.sll_protocol = htons(ETH_P_ALL);
   sll.sll_ifindex = static_cast<int>(ifindex);
+  if (!d->v3_ && o.syn_ring_blocks > 0) {
+    // The SYN ring's socket is bound first, so no SYN falls between the two filters.
+    d->syn_fd_.reset(socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    const int sf = d->syn_fd_.get();
+    if (sf < 0) return fail_errno("packet: socket(AF_PACKET) for the SYN ring");
+    if (set_int(sf, PACKET_VERSION, TPACKET_V2) < 0) return fail_errno("packet: TPACKET_V2 (SYN ring)");
+    tpacket_req req{};
+    req.tp_block_size = static_cast<unsigned>(o.block_size);
+    req.tp_block_nr = static_cast<unsigned>(o.syn_ring_blocks);
+    req.tp_frame_size = kSynSlot;
+    req.tp_frame_nr = static_cast<unsigned>(o.block_size / kSynSlot * o.syn_ring_blocks);
+    if (setsockopt(sf, SOL_PACKET, PACKET_RX_RING, &req, sizeof req) < 0)
+      return fail_errno("packet: PACKET_RX_RING (SYN ring)");
+    auto m = Mapping::map(o.block_size * o.syn_ring_blocks, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+                          sf, "packet: mmap of the SYN ring");
+    if (!m) return std::unexpected(m.error());
+    d->syn_.map = std::move(*m);
+    d->syn_.count = req.tp_frame_nr;
+    if (set_int(sf, PACKET_IGNORE_OUTGOING, 1) < 0)
+      return fail_errno("packet: PACKET_IGNORE_OUTGOING (SYN ring)");
+    auto only_syns = syn_split_filter(0xffff, 0);
+    if (auto s = attach_filter(sf, only_syns, "packet: SO_ATTACH_FILTER (SYN ring)"); !s)
+      return std::unexpected(s.error());
+    if (bind(sf, reinterpret_cast<sockaddr*>(&sll), sizeof sll) < 0)
+      return fail_errno("packet: bind (SYN ring) to " + o.ifname);
+    auto no_syns = syn_split_filter(0, 0xffffffff);
+    if (auto s = attach_filter(rx, no_syns, "packet: SO_ATTACH_FILTER"); !s)
+      return std::unexpected(s.error());
+  }
   if (bind(rx, reinterpret_cast<sockaddr*>(&sll), sizeof sll) < 0)
     return fail_errno("packet: bind to " + o.ifname);
 
@@ -169,20 +229,77 @@ void PacketDevice::release_block() {
   pkt_ = nullptr;
 }
 
+tpacket2_hdr* PacketDevice::SynRing::slot() const {
+  return reinterpret_cast<tpacket2_hdr*>(map.data() + cur * kSynSlot);
+}
+
+bool PacketDevice::SynRing::ready() const {
+  return count != 0 && (__atomic_load_n(&slot()->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER) != 0;
+}
+
+void PacketDevice::SynRing::release() {
+  __atomic_store_n(&slot()->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+  cur = cur + 1 == count ? 0 : cur + 1;
+}
+
+// A SYN's turn: kSynShare main frames went since the last one, or the main ring is empty.
+bool PacketDevice::syn_due() const {
+  if (!syn_.ready()) return false;
+  if (since_syn_ >= kSynShare) return true;
+  const auto* h = reinterpret_cast<const tpacket2_hdr*>(ring_.data() + cur_frame_ * frame_size_);
+  return (__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER) == 0;
+}
+
 Result<RxInfo> PacketDevice::receive(wire::MutBytes buf) {
   rx_release();
-  return v3_ ? receive_v3(buf) : receive_v2(buf);
+  if (v3_) return receive_v3(buf);
+  if (syn_due()) return receive_syn(buf);
+  auto r = receive_v2(buf);
+  if (r && r->len == 0 && syn_.ready()) return receive_syn(buf);
+  if (r && r->len != 0) ++since_syn_;
+  return r;
+}
+
+Result<RxInfo> PacketDevice::receive_syn(wire::MutBytes buf) {
+  since_syn_ = 0;
+  for (; syn_.ready(); syn_.release()) {
+    const tpacket2_hdr* h = syn_.slot();
+    if (h->tp_snaplen != h->tp_len || h->tp_len > buf.size()) {
+      ++counters_.rx_truncated;  // the filter takes only SYNs that fit: cannot happen
+      continue;
+    }
+    std::memcpy(buf.data(), reinterpret_cast<const uint8_t*>(h) + h->tp_mac, h->tp_len);
+    const bool csum_ok = (h->tp_status & (TP_STATUS_CSUMNOTREADY | TP_STATUS_CSUM_VALID)) != 0;
+    const size_t len = h->tp_len;
+    syn_.release();
+    ++counters_.rx_syn_frames;
+    return RxInfo{len, csum_ok};
+  }
+  return RxInfo{};
 }
 
 Result<Device::RxView> PacketDevice::receive_view(wire::MutBytes buf) {
   if (v3_) return Device::receive_view(buf);
   rx_release();
+  if (syn_due()) {
+    since_syn_ = 0;
+    const tpacket2_hdr* h = syn_.slot();
+    held_syn_ = true;
+    ++counters_.rx_syn_frames;
+    return RxView{wire::Bytes(reinterpret_cast<const uint8_t*>(h) + h->tp_mac, h->tp_snaplen),
+                  (h->tp_status & (TP_STATUS_CSUMNOTREADY | TP_STATUS_CSUM_VALID)) != 0};
+  }
   for (;;) {
     auto* h = reinterpret_cast<tpacket2_hdr*>(ring_.data() + cur_frame_ * frame_size_);
     const uint32_t st = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
     if ((st & TP_STATUS_USER) == 0) return RxView{};
-    if ((st & TP_STATUS_COPY) != 0 || h->tp_snaplen != h->tp_len || h->tp_len > buf.size())
-      return Device::receive_view(buf);  // larger than a slot: read whole from the socket
+    ++since_syn_;
+    if ((st & TP_STATUS_COPY) != 0 || h->tp_snaplen != h->tp_len || h->tp_len > buf.size()) {
+      // Larger than a slot: read whole from the socket.
+      auto r = receive_v2(buf);
+      if (!r) return unexpected(r.error());
+      return RxView{wire::Bytes(buf.data(), r->len), r->csum_verified};
+    }
     const auto* slot = reinterpret_cast<const uint8_t*>(h);
     const auto* sll = reinterpret_cast<const sockaddr_ll*>(slot + TPACKET_ALIGN(sizeof(tpacket2_hdr)));
     held_ = true;
@@ -196,6 +313,10 @@ Result<Device::RxView> PacketDevice::receive_view(wire::MutBytes buf) {
 }
 
 void PacketDevice::rx_release() {
+  if (held_syn_) {
+    held_syn_ = false;
+    syn_.release();
+  }
   if (!held_) return;
   held_ = false;
   auto* h = reinterpret_cast<tpacket2_hdr*>(ring_.data() + cur_frame_ * frame_size_);
@@ -243,6 +364,7 @@ tpacket2_hdr* PacketDevice::v2_slot(size_t i) const {
 bool PacketDevice::rx_peek_large(RxPeek& out, size_t i) {
   if (v3_ || i >= frame_count_) return false;
   rx_release();
+  if (since_syn_ >= kSynShare && syn_.ready()) return false;  // a SYN's turn (receive_view)
   for (size_t k = 0; k <= i; ++k) {
     const tpacket2_hdr* h = v2_slot(k);
     const uint32_t st = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
@@ -293,6 +415,7 @@ size_t PacketDevice::receive_split_run(std::span<SplitDest> d) {
     cur_frame_ = cur_frame_ + 1 == frame_count_ ? 0 : cur_frame_ + 1;
     return 1;
   }
+  since_syn_ += static_cast<uint32_t>(n);
   for (int i = 0; i < n; ++i) {
     d[i].ok = m[i].msg_len == want[i] && want[i] == d[i].head.size() + d[i].rest.size();
     ++counters_.rx_copied;
@@ -318,6 +441,7 @@ Status PacketDevice::receive_split(wire::MutBytes head, wire::MutBytes rest) {
   const ssize_t n = ::recvmsg(rx_fd_.get(), &m, MSG_DONTWAIT | MSG_TRUNC);
   ++counters_.rx_copied;
   ++counters_.rx_split_calls;
+  ++since_syn_;
   __atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
   cur_frame_ = cur_frame_ + 1 == frame_count_ ? 0 : cur_frame_ + 1;
   if (n < 0 || static_cast<size_t>(n) != want || want != head.size() + rest.size()) {
@@ -439,11 +563,16 @@ void PacketDevice::flush() {
   tx_queued_ = 0;
 }
 
-uint64_t PacketDevice::take_ring_drops() {
+namespace {
+uint64_t ring_drops(int fd) {
   tpacket_stats_v3 st{};
   socklen_t len = sizeof st;
-  if (getsockopt(rx_fd_.get(), SOL_PACKET, PACKET_STATISTICS, &st, &len) < 0) return 0;
+  if (fd < 0 || getsockopt(fd, SOL_PACKET, PACKET_STATISTICS, &st, &len) < 0) return 0;
   return st.tp_drops;
 }
+}  // namespace
+
+uint64_t PacketDevice::take_ring_drops() { return ring_drops(rx_fd_.get()); }
+uint64_t PacketDevice::take_syn_ring_drops() { return ring_drops(syn_fd_.get()); }
 
 }  // namespace weft::stack
