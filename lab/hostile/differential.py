@@ -6,6 +6,8 @@ one veth to weft (`weft stack echo --device packet`) and one to the kernel (an e
 
     differential.py --weft IF --kernel IF --target IP --me IP [--expected FILE] [--only NAME,...]
 
+(--only: case names, or prefixes ending in '*', e.g. --only 'tw_*')
+
 Each case reduces a target's answers to a short signature that leaves out what may rightly differ
 (ISNs, windows, IP IDs, TTLs, option order), and the table says same or different. A case that
 differs fails the run unless --expected lists it (a line "NAME  reason"); a listed case that is now
@@ -26,6 +28,8 @@ SOL_PACKET = 263
 PACKET_IGNORE_OUTGOING = 23
 ECHO_PORT = 7
 CLOSED_PORT = 9
+CLOSE_PORT = 13  # echoes the first data and closes (the TIME-WAIT cases: the target closes first)
+HOLD_PORT = 14   # echoes the first data and half-closes, the socket kept open
 
 
 class Target:
@@ -351,6 +355,145 @@ def case_syn_flood(tg):
     return "real client: %s" % ("SYN-ACK" if got.startswith("SA") else got)
 
 
+# ---- TIME-WAIT on the target, which closed first ----
+# The prober connects to CLOSE_PORT or HOLD_PORT, sends 5 bytes, gets them back with the target's
+# FIN, acknowledges both and sends its own FIN; the target's ACK of it leaves the target in
+# TIME-WAIT. On HOLD_PORT the application still holds the socket then (in weft a whole
+# Connection, on CLOSE_PORT a compact wait). Answers are reduced to what an observer compares:
+# flags, the ACK number relative to the old connection's RCV.NXT (or the new SYN's ISN), the
+# sequence number relative to the old SND.NXT, and the options' kinds.
+
+TS0 = 100000  # the prober's TSval at the start of a TIME-WAIT case; it grows by 1 per segment
+
+
+def tw_send(tg, sport, dport, fl, seq, ack=0, data=b"", ts=None):
+    opts = [("Timestamp", ts)] if ts else []
+    t = TCP(sport=sport, dport=dport, flags=fl, seq=seq, ack=ack, window=65535, options=opts)
+    tg.send(IP(src=tg.me, dst=tg.target) / t / Raw(data) if data else IP(src=tg.me, dst=tg.target) / t)
+
+
+def into_time_wait(tg, dport, sport, with_ts=True):
+    """Brings the target's side of a connection into TIME-WAIT. Returns a dict with rcv_nxt (the
+    target's), snd_nxt (the target's, past its FIN), tsval (the prober's last), tsecr (the
+    target's last TSval) or a string saying where it failed."""
+    isn = random.randrange(1 << 32)
+    ts = [TS0]
+    opts = [("MSS", 1460)] + ([("Timestamp", (TS0, 0))] if with_ts else [])
+    tg.send(IP(src=tg.me, dst=tg.target) / TCP(sport=sport, dport=dport, flags="S", seq=isn, window=65535,
+                                                options=opts))
+    got = tg.frames(1.0, lambda p: TCP in p and p[TCP].dport == sport and "S" in flags(p[TCP]))
+    sa = [p[TCP] for p in got if TCP in p and p[TCP].dport == sport and "S" in flags(p[TCP])]
+    if not sa:
+        return "no SYN-ACK"
+    their_ts = dict(o for o in sa[-1].options if o[0] == "Timestamp").get("Timestamp")
+    use_ts = with_ts and their_ts is not None
+    last_ecr = [their_ts[0] if use_ts else 0]
+
+    def t():
+        ts[0] += 1
+        return (ts[0], last_ecr[0]) if use_ts else None
+
+    ours, their = isn + 1, (sa[-1].seq + 1) & 0xFFFFFFFF
+    tw_send(tg, sport, dport, "A", ours, their, ts=t())
+    tw_send(tg, sport, dport, "PA", ours, their, b"hello", ts=t())
+    ours += 5
+    data, fin_at, end = b"", None, time.monotonic() + 2.0
+    while time.monotonic() < end and (len(data) < 5 or fin_at is None):
+        for p in tg.frames(0.1):
+            if TCP not in p or p[TCP].dport != sport:
+                continue
+            h = p[TCP]
+            for o in h.options:
+                if o[0] == "Timestamp":
+                    last_ecr[0] = o[1][0]
+            if h.seq == their and len(h.payload):
+                data += bytes(h.payload)
+                their = (their + len(h.payload)) & 0xFFFFFFFF
+            if "F" in flags(h):
+                fin_at = (h.seq + len(h.payload)) & 0xFFFFFFFF
+    if data != b"hello" or fin_at is None or fin_at != their:
+        return "no echo and FIN (%r, FIN %s)" % (data, "seen" if fin_at is not None else "not seen")
+    their = (their + 1) & 0xFFFFFFFF
+    tw_send(tg, sport, dport, "A", ours, their, ts=t())
+    tw_send(tg, sport, dport, "FA", ours, their, ts=t())
+    got = tg.frames(1.0, lambda p: TCP in p and p[TCP].dport == sport and p[TCP].ack == (ours + 1) & 0xFFFFFFFF)
+    acks = [p[TCP] for p in got if TCP in p and p[TCP].dport == sport and p[TCP].ack == (ours + 1) & 0xFFFFFFFF]
+    if not acks:
+        return "our FIN not acknowledged"
+    for o in acks[-1].options:
+        if o[0] == "Timestamp":
+            last_ecr[0] = o[1][0]
+    return {"rcv_nxt": (ours + 1) & 0xFFFFFFFF, "snd_nxt": their, "tsval": ts[0] if use_ts else None,
+            "tsecr": last_ecr[0], "ts": use_ts}
+
+
+def tw_answer(tg, sport, w, isn=None, secs=1.0):
+    """The first segment the target sent to sport within secs, reduced."""
+    r = tg.frames(secs, lambda p: TCP in p and p[TCP].dport == sport)
+    ans = [p[TCP] for p in r if TCP in p and p[TCP].dport == sport]
+    if not ans:
+        return "none"
+    a = ans[0]
+    sig = flags(a)
+    if isn is not None and a.ack == (isn + 1) & 0xFFFFFFFF:
+        sig += " ack=isn+1"
+    elif a.ack == w["rcv_nxt"]:
+        sig += " ack=rcv_nxt"
+    else:
+        sig += " ack=other"
+    d = (a.seq - w["snd_nxt"]) & 0xFFFFFFFF
+    sig += " seq=snd_nxt" if d == 0 else (" seq=snd_nxt+65537" if d == 65537 else " seq=other")
+    sig += " <%s>" % tcp_opts(a)
+    return sig
+
+
+def tw_case(dport, kind):
+    def run(tg):
+        sport = random.randrange(20000, 60000)
+        w = into_time_wait(tg, dport, sport, with_ts=kind != "syn_higher_seq_no_ts_conn")
+        if isinstance(w, str):
+            return w
+        far = 1 << 20  # well past (or before) anything of the old connection's window
+        if kind == "syn_newer_ts":  # RFC 6191: an old sequence number, a newer timestamp
+            isn = (w["rcv_nxt"] - far) & 0xFFFFFFFF
+            tw_send(tg, sport, dport, "S", isn, ts=(w["tsval"] + 1000, 0))
+            sig = tw_answer(tg, sport, w, isn)
+        elif kind in ("syn_higher_seq_no_ts", "syn_higher_seq_no_ts_conn"):  # RFC 1122 4.2.2.13
+            isn = (w["rcv_nxt"] + far) & 0xFFFFFFFF
+            tw_send(tg, sport, dport, "S", isn)
+            sig = tw_answer(tg, sport, w, isn)
+        elif kind == "syn_old_seq_no_ts":
+            isn = (w["rcv_nxt"] - far) & 0xFFFFFFFF
+            tw_send(tg, sport, dport, "S", isn)
+            sig = tw_answer(tg, sport, w, isn)
+        elif kind == "fin_again":  # our FIN again, as if the target's ACK of it was lost
+            tw_send(tg, sport, dport, "FA", (w["rcv_nxt"] - 1) & 0xFFFFFFFF, w["snd_nxt"],
+                    ts=(w["tsval"] + 1, w["tsecr"]) if w["ts"] else None)
+            return tw_answer(tg, sport, w)
+        elif kind == "rst_then_old_syn":  # RST at RCV.NXT ends the wait (tcp_rfc1337=0)
+            tw_send(tg, sport, dport, "R", w["rcv_nxt"])
+            sig = "rst: " + tw_answer(tg, sport, w, secs=0.5)
+            isn = (w["rcv_nxt"] - far) & 0xFFFFFFFF
+            tw_send(tg, sport, dport, "S", isn)
+            sig += "; old syn: " + tw_answer(tg, sport, w, isn)
+        else:
+            raise ValueError(kind)
+        if sig.startswith("SA") or "old syn: SA" in sig:
+            tw_send(tg, sport, dport, "R", (isn + 1) & 0xFFFFFFFF)
+        return sig
+
+    return run
+
+
+TW_CASES = [
+    ("syn_newer_ts", "a SYN with an old sequence number and a newer timestamp (RFC 6191)"),
+    ("syn_higher_seq_no_ts", "a SYN without timestamps past RCV.NXT (RFC 1122 4.2.2.13)"),
+    ("syn_higher_seq_no_ts_conn", "as syn_higher_seq_no_ts, the old connection without timestamps"),
+    ("syn_old_seq_no_ts", "a SYN without timestamps below RCV.NXT: the TIME-WAIT's ACK"),
+    ("fin_again", "the prober's FIN again (as if the target's ACK was lost)"),
+    ("rst_then_old_syn", "an RST at RCV.NXT, then a SYN below RCV.NXT"),
+]
+
 CASES = [
     ("ping", "ICMP echo, 56 bytes", case_ping),
     ("frag_ping", "echo request of 1008 bytes in 2 fragments", case_frag_ping),
@@ -374,7 +517,9 @@ CASES = [
     ("icmp_frag_needed", "ICMP fragmentation needed (MTU 576) for a connection, then 1400 bytes", case_icmp_frag_needed),
     ("icmp_port_unreach_established", "ICMP port unreachable quoting an established connection", case_icmp_port_unreach_established),
     ("syn_flood", "300 spoofed SYNs, then a real SYN", case_syn_flood),
-]
+] + [("tw_%s_%s" % (side, kind), "TIME-WAIT on the target (%s): %s" % (why, what), tw_case(port, kind))
+     for side, port, why in (("close", CLOSE_PORT, "closed"), ("hold", HOLD_PORT, "socket still open"))
+     for kind, what in TW_CASES]
 
 
 def main():
@@ -405,7 +550,7 @@ def main():
     print("|---|---|---|---|---|")
     bad = same = exp = 0
     for name, what, fn in CASES:
-        if only and name not in only:
+        if only and not any(name == x or (x.endswith("*") and name.startswith(x[:-1])) for x in only):
             continue
         sig = [fn(t) for t in targets]
         if sig[0] == sig[1]:

@@ -2,7 +2,9 @@
 # Differential runner (root): the same crafted frames to weft and to the Linux kernel, answers
 # compared (lab/hostile/differential.py, scapy). Namespaces: DW holds weft (`weft stack echo
 # --device packet` on a veth end, no kernel address), DK the kernel (an echo server on port 7 on
-# its veth end), both with the address T; DP, the prober, holds the other two ends, each with the
+# its veth end), both with the address T, and both with the same two servers that close first
+# (the TIME-WAIT cases): port 13 echoes the first data and closes, port 14 echoes it and
+# half-closes, keeping the socket; DP, the prober, holds the other two ends, each with the
 # address P (the kernel of DP answers ARP for it; an nft rule drops every IPv4 packet DP's kernel
 # would receive, so it never answers the targets' segments with resets of its own). Offloads off
 # on all four ends (segment sizes are compared). Differences listed in
@@ -50,14 +52,15 @@ done
 log=$(mktemp)
 if [[ ${SELF_CHECK:-0} == 1 ]]; then
   ip -n "$DW" addr add "$T/24" dev "$IFW"
-  ip netns exec "$DW" "$PY" "$DIR/soak_peer.py" server 7 &
+  ip netns exec "$DW" "$PY" "$DIR/soak_peer.py" server 7 --close-port 13 --hold-port 14 &
   echo "a kernel in place of weft (SELF_CHECK)" >"$log"
 else
-  ip netns exec "$DW" "$WEFT" stack echo --device packet --ifname "$IFW" --ip "$T/24" -t 600 2>"$log" &
+  ip netns exec "$DW" "$WEFT" stack echo --device packet --ifname "$IFW" --ip "$T/24" -t 600 \
+    --close-port 13 --hold-port 14 2>"$log" &
   weft_pid=$!
 fi
-ip netns exec "$DK" "$PY" "$DIR/soak_peer.py" server 7 &
-for _ in $(seq 50); do ip netns exec "$DK" ss -ltn | grep -q ':7 ' && break; sleep 0.1; done
+ip netns exec "$DK" "$PY" "$DIR/soak_peer.py" server 7 --close-port 13 --hold-port 14 &
+for _ in $(seq 50); do ip netns exec "$DK" ss -ltn | grep -q ':14 ' && break; sleep 0.1; done
 sleep 0.5
 echo "# $(date -u +%FT%TZ) weft: $(head -1 "$log" | cut -c1-100)..."
 rc=0

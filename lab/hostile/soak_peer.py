@@ -2,13 +2,18 @@
 """The kernel's side of the hostile soak (lab/hostile/soak.sh): an echo server and an echo client
 that both watch for stalls.
 
-    soak_peer.py server PORT [--rcvbuf BYTES] [--stall S] [--log FILE]
+    soak_peer.py server PORT [--rcvbuf BYTES] [--stall S] [--log FILE] [--close-port P] [--hold-port P]
     soak_peer.py client HOST PORT BYTES [--rcvbuf BYTES] [--stall S] [--limit S] [--seed N]
 
 server: echoes every connection (a thread each). A connection that moved no byte either way for
 --stall seconds (default 5) while open is a stall: one line "STALL peer=... got=N" goes to --log
 (or stderr) and the connection is reset. --rcvbuf sets SO_RCVBUF on the listener (so on every
 accepted socket): the squeezed peer whose pruning and zero windows a stack must live through.
+
+--close-port, --hold-port (lab/hostile/differential.py's TIME-WAIT cases, where the server closes
+first; as `weft stack echo`'s options of the same names): also listen on these ports, whose
+connections echo their first data and then close (--close-port), or half-close and keep the socket
+open until the server leaves (--hold-port).
 
 client: sends BYTES seeded pseudo-random bytes, reads the echo at the same time and checks every
 byte. Prints one JSON line {"ok", "bytes", "got", "seconds", "stall", "wrong_at"}; exits 0 only when
@@ -75,6 +80,29 @@ def serve(o):
             done.set()
             c.close()
 
+    def first_then(port, hold):
+        fl = socket.socket()
+        fl.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        fl.bind(("0.0.0.0", port))
+        fl.listen(64)
+        kept = []
+        while True:
+            c, _ = fl.accept()
+            try:
+                b = c.recv(1 << 16)
+                if b:
+                    c.sendall(b)
+                if hold:
+                    c.shutdown(socket.SHUT_WR)
+                    kept.append(c)  # never closed: its TIME-WAIT begins with the socket still open
+                    continue
+            except OSError:
+                pass
+            c.close()
+
+    for port, hold in ((o.close_port, False), (o.hold_port, True)):
+        if port:
+            threading.Thread(target=first_then, args=(port, hold), daemon=True).start()
     while True:
         c, peer = ls.accept()
         threading.Thread(target=one, args=(c, peer), daemon=True).start()
@@ -156,6 +184,8 @@ def main():
         p.add_argument("--rcvbuf", type=int, default=0)
         p.add_argument("--stall", type=float, default=5.0)
     sv.add_argument("--log")
+    sv.add_argument("--close-port", type=int, default=0)
+    sv.add_argument("--hold-port", type=int, default=0)
     o = ap.parse_args()
     return serve(o) if o.mode == "server" else client(o)
 

@@ -502,6 +502,9 @@ nlohmann::json device_json(Session& s) {
 // ---- echo / serve ----
 struct ServerConn {
   char mode = 0;  // serve: 'S' or 'R' once the first byte came
+  // echo's --close-port: 'c', closed once its first data is echoed; --hold-port: 'h', half-closed
+  // then, 'H' once half-closed (the socket is kept, not closed, until weft leaves)
+  char after_first = 0;
   uint64_t bytes = 0;
   int64_t start_ns = 0;  // accepted (monotonic clock)
 };
@@ -528,13 +531,28 @@ void print_done(const tcp::Connection& k, uint64_t bytes) {
 // data flows. Both are driven by the socket events. --json (serve): when weft leaves, one JSON object
 // with each finished connection's bytes and seconds (accept to end of stream) and the device's
 // counters, incl. a NAPI thread's CPU (bench/stack_vs_kernel.sh's receive-direction senders).
-int run_server(const Common& c, uint16_t port, bool echo, bool json) {
+// Echo's --close-port and --hold-port (lab/hostile/differential.py's TIME-WAIT cases, where the
+// server closes first): listeners whose connections echo their first data and then close, or
+// half-close and keep the socket (the application has not let the connection go when it enters
+// TIME-WAIT).
+struct EchoCloseFirst {
+  uint16_t close_port = 0, hold_port = 0;
+};
+
+int run_server(const Common& c, uint16_t port, bool echo, bool json, EchoCloseFirst first = {}) {
   Session s;
   if (auto st = s.open(c); !st) return fail_with(st.error());
   Sockets& sk = s.sockets();
   auto listener = sk.listen(port, 1024);
   if (!listener)
     return fail_with(Error{fmt::format("listen on port {}: {}", port, to_string(listener.error()))});
+  std::unordered_map<SockId, char> first_listeners;  // --close-port 'c', --hold-port 'h'
+  for (const auto& [p, m] : {std::pair{first.close_port, 'c'}, std::pair{first.hold_port, 'h'}}) {
+    if (p == 0) continue;
+    auto l = sk.listen(p, 1024);
+    if (!l) return fail_with(Error{fmt::format("listen on port {}: {}", p, to_string(l.error()))});
+    first_listeners[*l] = m;
+  }
   SockResult<SockId> udp = echo ? sk.udp_bind(port) : std::unexpected(SockErr::bad_socket);
   fmt::print(stderr, "weft stack: {} on {}:{}{}\n", echo ? "echo" : "serving", c.ip.substr(0, c.ip.find('/')),
              port, udp ? " (TCP and UDP)" : "");
@@ -554,6 +572,13 @@ int run_server(const Common& c, uint16_t port, bool echo, bool json) {
   };
   // Moves what it can on one connection; false once it is finished with (closed here).
   auto serve_one = [&](SockId id, ServerConn& sc) {
+    if (sc.after_first == 'H') {  // half-closed and kept: what still comes is read and dropped
+      for (;;) {
+        auto v = sk.recv_view(id);
+        if (!v || v->first.empty()) return true;
+        (void)sk.consume(id, v->first.size() + v->second.size());
+      }
+    }
     for (;;) {
       auto v = sk.recv_view(id);
       if (!v) {
@@ -582,6 +607,15 @@ int run_server(const Common& c, uint16_t port, bool echo, bool json) {
       if (used == 0) break;  // no room to echo: a writable event comes back here
       sc.bytes += used;
       (void)sk.consume(id, used);
+      if (sc.after_first == 'c') {
+        finish(id, sc);
+        return false;
+      }
+      if (sc.after_first == 'h') {
+        (void)sk.shutdown(id);
+        sc.after_first = 'H';
+        return true;
+      }
     }
     if (sc.mode == 'R') {
       for (;;) {
@@ -601,6 +635,14 @@ int run_server(const Common& c, uint16_t port, bool echo, bool json) {
           for (SockResult<SockId> a; (a = sk.accept(*listener));) {
             (void)sk.set_nagle(*a, c.nagle);
             conns[*a].start_ns = s.clock.now_ns();
+            if (serve_one(*a, conns[*a])) continue;
+            conns.erase(*a);
+          }
+        } else if (auto fl = first_listeners.find(id); fl != first_listeners.end()) {
+          for (SockResult<SockId> a; (a = sk.accept(id));) {
+            (void)sk.set_nagle(*a, c.nagle);
+            conns[*a].start_ns = s.clock.now_ns();
+            conns[*a].after_first = fl->second;
             if (serve_one(*a, conns[*a])) continue;
             conns.erase(*a);
           }
@@ -803,6 +845,7 @@ struct StackOptions {
   double interval = 1;
   size_t size = 56;
   uint16_t port = 0;
+  EchoCloseFirst first;
   bool reverse = false, json = false, zerocopy = false;
   size_t echo_check = 0;
 };
@@ -828,9 +871,14 @@ weft::cli::Registrar reg{[](weft::cli::Root& root) {
   auto* echo = st->add_subcommand("echo", "TCP echo server (and ping responder)");
   add_common(echo, o->c);
   echo->add_option("--port", o->port, "TCP port (default 7)");
+  echo->add_option("--close-port", o->first.close_port,
+                   "also listen on this port, whose connections echo their first data and close");
+  echo->add_option("--hold-port", o->first.hold_port,
+                   "also listen on this port, whose connections echo their first data and half-close "
+                   "(shutdown), the socket kept open until weft leaves");
   echo->callback([=] {
     stop();
-    weft::cli::set_exit_code(run_server(o->c, o->port ? o->port : 7, true, false));
+    weft::cli::set_exit_code(run_server(o->c, o->port ? o->port : 7, true, false, o->first));
   });
 
   auto* serve = st->add_subcommand("serve", "iperf-like server");

@@ -480,7 +480,9 @@ TEST(TcpIsn, SipHashReferenceVectorAndRfc6528Properties) {
 namespace {
 // A server that closed first holds a released connection in TIME-WAIT; returns the client's last
 // segment to it (its SEQ is the server's rcv_nxt, its TSval the server's ts_recent).
-wire::TcpHeader server_in_time_wait(Pair& p, Connection*& client) {
+// With `server` set the server keeps its connection (the application has not closed the socket
+// yet): the wait is that whole Connection's, not an entry of the compact table.
+wire::TcpHeader server_in_time_wait(Pair& p, Connection*& client, Connection** server = nullptr) {
   EXPECT_TRUE(p.b.listen(80));
   auto c = p.a.connect(kA, kB, 80);
   EXPECT_TRUE(c);
@@ -491,7 +493,11 @@ wire::TcpHeader server_in_time_wait(Pair& p, Connection*& client) {
   const std::vector<uint8_t> answer(1024, 'x');
   EXPECT_EQ(s->send(answer), answer.size());
   s->close();  // the server closes first, as nginx does for `Connection: close`
-  p.b.release(s);
+  if (server == nullptr) {
+    p.b.release(s);
+  } else {
+    *server = s;
+  }
   p.pump();
   std::vector<uint8_t> buf(2048);
   EXPECT_EQ(client->recv(buf), answer.size());
@@ -506,8 +512,11 @@ wire::TcpHeader server_in_time_wait(Pair& p, Connection*& client) {
     deliver(p.out_a, p.b);
     deliver(p.out_b, p.a);
   }
-  EXPECT_EQ(p.b.connection_count(), 0u);
-  EXPECT_EQ(p.b.time_wait_count(), 1u);
+  EXPECT_EQ(p.b.connection_count(), server == nullptr ? 0u : 1u);
+  EXPECT_EQ(p.b.time_wait_count(), server == nullptr ? 1u : 0u);
+  if (server != nullptr) {
+    EXPECT_EQ(s->state(), State::time_wait);
+  }
   return last;
 }
 
@@ -600,4 +609,92 @@ TEST(TcpLayer, AnOldSynDoesNotReopenATimeWaitConnection) {
   EXPECT_EQ(only_answer(p.out_b).flags, wire::tcpflag::ack);
   EXPECT_EQ(p.b.stats().time_wait_reopened, 0u);
   EXPECT_EQ(p.b.time_wait_count(), 1u);
+}
+
+// A TIME-WAIT whose application still holds the socket (a whole Connection, not a table entry)
+// takes a new incarnation's SYN by the same rule (time_wait_takes_syn): a SYN-ACK from an ISS past
+// the old one's, where it answered with a challenge ACK before. The old connection ends as at the
+// end of its wait, and is freed when the application lets it go.
+TEST(TcpLayer, ANewerSynReopensATimeWaitTheApplicationStillHolds) {
+  for (const bool by_timestamp : {true, false}) {
+    SCOPED_TRACE(by_timestamp ? "newer timestamp" : "higher sequence number");
+    Pair p;
+    Connection* client = nullptr;
+    Connection* old = nullptr;
+    const wire::TcpHeader last = server_in_time_wait(p, client, &old);
+    ASSERT_NE(old, nullptr);
+    ASSERT_TRUE(last.options.has_timestamps);
+    wire::TcpSegment syn = new_syn(*client, by_timestamp ? last.seq - 5000 : last.seq + 100000);
+    if (by_timestamp) {
+      syn.h.options.has_timestamps = true;
+      syn.h.options.ts_val = last.options.ts_val + 1;
+    }
+    p.b.input(kA, kB, syn);
+    const wire::TcpHeader synack = only_answer(p.out_b);
+    EXPECT_EQ(synack.flags, wire::tcpflag::syn | wire::tcpflag::ack);
+    EXPECT_EQ(synack.ack, syn.h.seq + 1);
+    EXPECT_EQ(synack.seq, last.ack + 65537);
+    EXPECT_EQ(p.b.stats().time_wait_reopened, 1u);
+    EXPECT_EQ(old->state(), State::closed);
+    EXPECT_EQ(old->close_reason(), CloseReason::none);
+    wire::TcpSegment ack = new_syn(*client, syn.h.seq + 1);
+    ack.h.flags = wire::tcpflag::ack;
+    ack.h.ack = synack.seq + 1;
+    ack.h.options = {};
+    if (synack.options.has_timestamps) {
+      ack.h.options.has_timestamps = true;
+      ack.h.options.ts_val = syn.h.options.ts_val + 1;
+      ack.h.options.ts_ecr = synack.options.ts_val;
+    }
+    p.b.input(kA, kB, ack);
+    Connection* s = p.b.accept(80);
+    ASSERT_NE(s, nullptr);
+    EXPECT_NE(s, old);
+    EXPECT_EQ(s->state(), State::established);
+    EXPECT_EQ(p.b.connection_count(), 1u);
+    p.b.release(old);  // the old one goes; the new one, on the same 4-tuple, stays
+    EXPECT_EQ(s->state(), State::established);
+    EXPECT_EQ(p.b.connection_count(), 1u);
+  }
+}
+
+// An old SYN gets that Connection's ACK and leaves it waiting, as a table entry does.
+TEST(TcpLayer, AnOldSynDoesNotReopenATimeWaitTheApplicationStillHolds) {
+  Pair p;
+  Connection* client = nullptr;
+  Connection* old = nullptr;
+  const wire::TcpHeader last = server_in_time_wait(p, client, &old);
+  ASSERT_NE(old, nullptr);
+  ASSERT_TRUE(last.flags & wire::tcpflag::fin);  // the client's FIN: RCV.NXT is past it
+  p.b.input(kA, kB, new_syn(*client, last.seq - 1));
+  const wire::TcpHeader a = only_answer(p.out_b);
+  EXPECT_EQ(a.flags, wire::tcpflag::ack);
+  EXPECT_EQ(a.ack, last.seq + 1);
+  EXPECT_EQ(old->state(), State::time_wait);
+  EXPECT_EQ(p.b.stats().time_wait_reopened, 0u);
+}
+
+// An RST at RCV.NXT ends such a wait; the 4-tuple is free at once, as after an RST to a table
+// entry: a SYN with an old sequence number reaches the listener instead of the closed Connection
+// (which dropped it before).
+TEST(TcpLayer, AfterAnRstEndsATimeWaitTheApplicationStillHoldsASynReachesTheListener) {
+  Pair p;
+  Connection* client = nullptr;
+  Connection* old = nullptr;
+  const wire::TcpHeader last = server_in_time_wait(p, client, &old);
+  ASSERT_NE(old, nullptr);
+  ASSERT_TRUE(last.flags & wire::tcpflag::fin);
+  wire::TcpSegment rst = new_syn(*client, last.seq + 1);  // at RCV.NXT, past the client's FIN
+  rst.h.flags = wire::tcpflag::rst;
+  rst.h.options = {};
+  p.b.input(kA, kB, rst);
+  EXPECT_TRUE(p.out_b.frames.empty());
+  EXPECT_EQ(old->state(), State::closed);
+  const wire::TcpSegment syn = new_syn(*client, last.seq - 5000);
+  p.b.input(kA, kB, syn);
+  const wire::TcpHeader synack = only_answer(p.out_b);
+  EXPECT_EQ(synack.flags, wire::tcpflag::syn | wire::tcpflag::ack);
+  EXPECT_EQ(synack.ack, syn.h.seq + 1);
+  p.b.release(old);
+  EXPECT_EQ(p.b.connection_count(), 1u);  // the new half-open one
 }

@@ -16,6 +16,7 @@ TcpLayer::TcpLayer(const Config& cfg, const Clock& clock, SegmentSink& sink, uin
 TcpLayer::~TcpLayer() {
   // The connections go with the layer; none may call back into it while they are destroyed.
   for (auto& [t, e] : conns_) e.conn->set_watcher(nullptr);
+  for (Entry& e : retired_) e.conn->set_watcher(nullptr);
 }
 
 Status TcpLayer::listen(uint16_t port, size_t backlog) {
@@ -42,6 +43,10 @@ void TcpLayer::unlisten(uint16_t port) {
     e.queued = true;
     e.conn->abort();
     release(e.conn.get());
+  }
+  for (Entry& e : retired_) {  // closed while waiting in the queue: nobody will accept them now
+    if (e.listener == port && std::find(ready.begin(), ready.end(), e.conn.get()) != ready.end())
+      e.conn->released_ = e.conn->reaping_ = true;
   }
   busy_ = false;
   reap();
@@ -85,7 +90,31 @@ void TcpLayer::input(wire::Ipv4Addr src, wire::Ipv4Addr dst, const wire::TcpSegm
   const FourTuple t{dst, seg.h.dst_port, src, seg.h.src_port};
   const uint8_t f = seg.h.flags;
   const bool bare_syn = (f & wire::tcpflag::syn) && !(f & (wire::tcpflag::ack | wire::tcpflag::rst));
-  if (auto it = conns_.find(t); it != conns_.end()) {
+  auto lit = listeners_.find(seg.h.dst_port);
+  std::optional<uint32_t> iss;  // a new incarnation's, past the TIME-WAIT one it replaces
+  auto it = conns_.find(t);
+  if (it != conns_.end()) {
+    Connection& c = *it->second.conn;
+    if (c.is_closed() || c.reaping_) {
+      // It no longer answers for its 4-tuple (as a closed socket in Linux is unhashed): closed, or
+      // let go in TIME-WAIT with its wait in time_wait_ already. The segment goes on as for no
+      // connection; the application may still hold it.
+      detach(it);
+      it = conns_.end();
+    } else if (c.state_ == State::time_wait && lit != listeners_.end() &&
+               time_wait_takes_syn(seg, c.rcv_nxt_, c.ts_on_, c.ts_recent_)) {
+      // A TIME-WAIT the application has not let go takes a new incarnation's SYN by the same rule
+      // as the compact waits below; before, it answered with a challenge ACK.
+      ++stats_.time_wait_reopened;
+      iss = time_wait_next_iss(c.snd_max_);
+      c.terminate(CloseReason::none);  // its wait is over, as when 2 MSL have passed
+      changed(c);
+      if (observer_ != nullptr) observer_->on_activity(c);
+      detach(it);
+      it = conns_.end();
+    }
+  }
+  if (it != conns_.end()) {
     Connection& c = *it->second.conn;
     busy_ = true;
     const bool was_held = c.ack_held_;
@@ -99,9 +128,7 @@ void TcpLayer::input(wire::Ipv4Addr src, wire::Ipv4Addr dst, const wire::TcpSegm
     reap();
     return;
   }
-  auto lit = listeners_.find(seg.h.dst_port);
-  std::optional<uint32_t> iss;  // a new incarnation's, past the TIME-WAIT one it replaces
-  if (!time_wait_.empty()) {
+  if (!iss && !time_wait_.empty()) {
     wire::TcpHeader ack;
     uint32_t next_iss = 0;
     switch (time_wait_.input(t, seg, clock_.now_ns(), lit != listeners_.end(), ack, next_iss)) {
@@ -305,8 +332,19 @@ void TcpLayer::end_batch() {
   reap();
 }
 
+void TcpLayer::detach(ConnMap::iterator it) {
+  std::erase(dead_, it->first);  // reap() must not take the 4-tuple's next connection with it
+  retired_.push_back(std::move(it->second));
+  conns_.erase(it);
+}
+
 void TcpLayer::reap() {
   if (busy_ || batching_) return;
+  std::erase_if(retired_, [this](Entry& e) {
+    if (!e.conn->released_) return false;
+    timers_.remove(e.conn.get());
+    return true;
+  });
   for (const FourTuple& t : dead_) {
     auto it = conns_.find(t);
     if (it == conns_.end()) continue;
@@ -318,14 +356,21 @@ void TcpLayer::reap() {
 
 void TcpLayer::release(Connection* c) {
   if (c == nullptr) return;
-  auto it = conns_.find(c->tuple());
-  if (it == conns_.end() || it->second.conn.get() != c) return;
+  Entry* e = nullptr;
+  if (auto it = conns_.find(c->tuple()); it != conns_.end() && it->second.conn.get() == c) {
+    e = &it->second;
+  } else {
+    auto r =
+        std::find_if(retired_.begin(), retired_.end(), [c](const Entry& x) { return x.conn.get() == c; });
+    if (r == retired_.end()) return;
+    e = &*r;
+    c->reaping_ = true;  // freed from retired_, not by its 4-tuple (another connection's now)
+  }
   c->released_ = true;
   c->set_tag(0);
   // A connection still queued for accept() is dropped from the queue with it.
-  if (it->second.listener != 0) {
-    if (auto lit = listeners_.find(it->second.listener); lit != listeners_.end())
-      std::erase(lit->second.ready, c);
+  if (e->listener != 0) {
+    if (auto lit = listeners_.find(e->listener); lit != listeners_.end()) std::erase(lit->second.ready, c);
   }
   changed(*c);
   reap();

@@ -128,6 +128,9 @@ class TcpLayer final : private ConnectionWatcher {
   // An ACK to a listener with no connection: a connection when it carries a valid cookie.
   bool accept_cookie(const FourTuple& t, const wire::TcpSegment& seg, Listener& l);
   void after_input(Entry& e);
+  // Takes a connection that no longer answers for its 4-tuple (closed, or its TIME-WAIT ended) out
+  // of conns_ into retired_, where it stays until the application releases it.
+  void detach(ConnMap::iterator it);
   void reap();
 
   Config cfg_;
@@ -141,6 +144,7 @@ class TcpLayer final : private ConnectionWatcher {
   DeadlineHeap<Connection, &Connection::heap_> timers_;
   std::vector<Connection*> due_;  // poll()'s scratch list, kept to avoid allocating
   std::vector<FourTuple> dead_;   // released and closed: freed by reap()
+  std::vector<Entry> retired_;    // detached from their 4-tuple: freed by reap() once released
   TcpObserver* observer_ = nullptr;
   bool busy_ = false;              // input(), poll() or unlisten() hold pointers to connections: reap() waits
   bool batching_ = false;          // in a receive batch: held_ holds pointers too

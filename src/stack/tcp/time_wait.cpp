@@ -6,6 +6,15 @@ namespace {
 using namespace wire::tcpflag;
 }  // namespace
 
+bool time_wait_takes_syn(const wire::TcpSegment& s, uint32_t rcv_nxt, bool ts_on, uint32_t ts_recent) {
+  const uint8_t f = s.h.flags;
+  if (!(f & syn) || (f & (ack | rst))) return false;
+  const wire::TcpOptions& o = s.h.options;
+  const bool ts = ts_on && o.has_timestamps;
+  if (ts && seq_lt(o.ts_val, ts_recent)) return false;  // PAWS: an old duplicate
+  return (ts && seq_gt(o.ts_val, ts_recent)) || seq_gt(s.h.seq, rcv_nxt);
+}
+
 bool TimeWaitTable::add(const FourTuple& t, const TimeWaitEntry& e, int64_t now) {
   expire(now);
   if (waits_.size() >= cap_) return false;
@@ -31,9 +40,8 @@ TimeWaitTable::Verdict TimeWaitTable::input(const FourTuple& t, const wire::TcpS
     return Verdict::dropped;
   }
   const bool paws_reject = ts && seq_lt(o.ts_val, e.ts_recent);
-  if ((f & syn) && !(f & ack) && !paws_reject && may_reopen &&
-      ((ts && seq_gt(o.ts_val, e.ts_recent)) || seq_gt(s.h.seq, e.rcv_nxt))) {
-    iss = e.snd_nxt + 65537;  // as Linux: no old segment of ours falls into the new window
+  if (may_reopen && time_wait_takes_syn(s, e.rcv_nxt, e.ts_on, e.ts_recent)) {
+    iss = time_wait_next_iss(e.snd_nxt);
     waits_.erase(it);
     return Verdict::reopen;
   }

@@ -24,6 +24,17 @@
 
 namespace weft::stack::tcp {
 
+// Whether a SYN for a 4-tuple in TIME-WAIT may start a new incarnation of it (Linux's
+// tcp_timewait_state_process): a bare SYN that PAWS does not reject and whose timestamp is newer
+// than the last one received (RFC 6191; only when the old connection used timestamps), or whose
+// sequence number lies past everything received (RFC 1122 4.2.2.13). The one rule for both
+// representations of a wait: an entry of TimeWaitTable and a Connection in State::time_wait
+// that the application has not let go yet (TcpLayer::input).
+bool time_wait_takes_syn(const wire::TcpSegment& s, uint32_t rcv_nxt, bool ts_on, uint32_t ts_recent);
+// The new incarnation's ISS: past everything the old one sent, so no old segment of ours falls
+// into the new window (Linux: SND.NXT + 65537).
+constexpr uint32_t time_wait_next_iss(uint32_t snd_nxt) { return snd_nxt + 65537; }
+
 struct TimeWaitEntry {
   uint32_t snd_nxt = 0;    // the SEQ of our ACKs: past everything we sent, the FIN included
   uint32_t rcv_nxt = 0;    // past the peer's FIN
@@ -52,6 +63,8 @@ class TimeWaitTable {
   // Ends the waits that are over (cheap when none is: a look at the oldest).
   void expire(int64_t now);
   bool contains(const FourTuple& t, int64_t now) const;
+  // Ends the wait of `t`, if any (its Connection took a SYN first: TcpLayer::input).
+  void erase(const FourTuple& t) { waits_.erase(t); }
   size_t size() const { return waits_.size(); }
   bool empty() const { return waits_.empty(); }
   // The most memory one wait holds here (its map node and bucket, its place in the order).
