@@ -532,6 +532,23 @@ wire::TcpSegment new_syn(const Connection& client, uint32_t seq) {
   return syn;
 }
 
+// The client's ACK of `synack` that completes the handshake `syn` began (echoing its timestamp).
+wire::TcpSegment handshake_ack(const wire::TcpSegment& syn, const wire::TcpHeader& synack) {
+  wire::TcpSegment ack;
+  ack.h.src_port = syn.h.src_port;
+  ack.h.dst_port = syn.h.dst_port;
+  ack.h.seq = syn.h.seq + 1;
+  ack.h.ack = synack.seq + 1;
+  ack.h.flags = wire::tcpflag::ack;
+  ack.h.window = 64240;
+  if (synack.options.has_timestamps) {
+    ack.h.options.has_timestamps = true;
+    ack.h.options.ts_val = syn.h.options.ts_val + 1;
+    ack.h.options.ts_ecr = synack.options.ts_val;
+  }
+  return ack;
+}
+
 wire::TcpHeader only_answer(Outbox& out) {
   EXPECT_EQ(out.frames.size(), 1u);
   wire::ParsedFrame f;
@@ -563,19 +580,7 @@ TEST(TcpLayer, ANewerSynReopensATimeWaitConnection) {
   EXPECT_EQ(p.b.time_wait_count(), 0u);  // the new incarnation replaced the TIME-WAIT entry
   EXPECT_EQ(p.b.connection_count(), 1u);
   // The handshake completes and the new connection is accepted.
-  wire::TcpSegment ack;
-  ack.h.src_port = syn.h.src_port;
-  ack.h.dst_port = 80;
-  ack.h.seq = syn.h.seq + 1;
-  ack.h.ack = synack.seq + 1;
-  ack.h.flags = wire::tcpflag::ack;
-  ack.h.window = 64240;
-  if (synack.options.has_timestamps) {
-    ack.h.options.has_timestamps = true;
-    ack.h.options.ts_val = syn.h.options.ts_val + 1;
-    ack.h.options.ts_ecr = synack.options.ts_val;
-  }
-  p.b.input(kA, kB, ack);
+  p.b.input(kA, kB, handshake_ack(syn, synack));
   Connection* s = p.b.accept(80);
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(s->state(), State::established);
@@ -637,16 +642,7 @@ TEST(TcpLayer, ANewerSynReopensATimeWaitTheApplicationStillHolds) {
     EXPECT_EQ(p.b.stats().time_wait_reopened, 1u);
     EXPECT_EQ(old->state(), State::closed);
     EXPECT_EQ(old->close_reason(), CloseReason::none);
-    wire::TcpSegment ack = new_syn(*client, syn.h.seq + 1);
-    ack.h.flags = wire::tcpflag::ack;
-    ack.h.ack = synack.seq + 1;
-    ack.h.options = {};
-    if (synack.options.has_timestamps) {
-      ack.h.options.has_timestamps = true;
-      ack.h.options.ts_val = syn.h.options.ts_val + 1;
-      ack.h.options.ts_ecr = synack.options.ts_val;
-    }
-    p.b.input(kA, kB, ack);
+    p.b.input(kA, kB, handshake_ack(syn, synack));
     Connection* s = p.b.accept(80);
     ASSERT_NE(s, nullptr);
     EXPECT_NE(s, old);

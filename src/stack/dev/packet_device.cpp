@@ -260,22 +260,27 @@ Result<RxInfo> PacketDevice::receive(wire::MutBytes buf) {
   return r;
 }
 
-Result<RxInfo> PacketDevice::receive_syn(wire::MutBytes buf) {
-  since_syn_ = 0;
+// The next SYN slot holding a whole frame, or null. The filter takes only SYNs that fit a slot,
+// so a truncated one cannot come; it would be skipped.
+const tpacket2_hdr* PacketDevice::next_syn() {
   for (; syn_.ready(); syn_.release()) {
     const tpacket2_hdr* h = syn_.slot();
-    if (h->tp_snaplen != h->tp_len || h->tp_len > buf.size()) {
-      ++counters_.rx_truncated;  // the filter takes only SYNs that fit: cannot happen
-      continue;
-    }
-    std::memcpy(buf.data(), reinterpret_cast<const uint8_t*>(h) + h->tp_mac, h->tp_len);
-    const bool csum_ok = (h->tp_status & (TP_STATUS_CSUMNOTREADY | TP_STATUS_CSUM_VALID)) != 0;
-    const size_t len = h->tp_len;
-    syn_.release();
-    ++counters_.rx_syn_frames;
-    return RxInfo{len, csum_ok};
+    if (h->tp_snaplen == h->tp_len) return h;
+    ++counters_.rx_truncated;
   }
-  return RxInfo{};
+  return nullptr;
+}
+
+Result<RxInfo> PacketDevice::receive_syn(wire::MutBytes buf) {
+  since_syn_ = 0;
+  const tpacket2_hdr* h = next_syn();
+  if (h == nullptr) return RxInfo{};
+  const size_t len = std::min<size_t>(h->tp_len, buf.size());  // a SYN slot's frame is under 200 bytes
+  std::memcpy(buf.data(), reinterpret_cast<const uint8_t*>(h) + h->tp_mac, len);
+  const bool csum_ok = (h->tp_status & (TP_STATUS_CSUMNOTREADY | TP_STATUS_CSUM_VALID)) != 0;
+  syn_.release();
+  ++counters_.rx_syn_frames;
+  return RxInfo{len, csum_ok};
 }
 
 Result<Device::RxView> PacketDevice::receive_view(wire::MutBytes buf) {
@@ -283,11 +288,12 @@ Result<Device::RxView> PacketDevice::receive_view(wire::MutBytes buf) {
   rx_release();
   if (syn_due()) {
     since_syn_ = 0;
-    const tpacket2_hdr* h = syn_.slot();
-    held_syn_ = true;
-    ++counters_.rx_syn_frames;
-    return RxView{wire::Bytes(reinterpret_cast<const uint8_t*>(h) + h->tp_mac, h->tp_snaplen),
-                  (h->tp_status & (TP_STATUS_CSUMNOTREADY | TP_STATUS_CSUM_VALID)) != 0};
+    if (const tpacket2_hdr* h = next_syn()) {
+      held_syn_ = true;
+      ++counters_.rx_syn_frames;
+      return RxView{wire::Bytes(reinterpret_cast<const uint8_t*>(h) + h->tp_mac, h->tp_snaplen),
+                    (h->tp_status & (TP_STATUS_CSUMNOTREADY | TP_STATUS_CSUM_VALID)) != 0};
+    }
   }
   for (;;) {
     auto* h = reinterpret_cast<tpacket2_hdr*>(ring_.data() + cur_frame_ * frame_size_);
@@ -364,7 +370,7 @@ tpacket2_hdr* PacketDevice::v2_slot(size_t i) const {
 bool PacketDevice::rx_peek_large(RxPeek& out, size_t i) {
   if (v3_ || i >= frame_count_) return false;
   rx_release();
-  if (since_syn_ >= kSynShare && syn_.ready()) return false;  // a SYN's turn (receive_view)
+  if (syn_due()) return false;  // a SYN's turn: receive_view takes it
   for (size_t k = 0; k <= i; ++k) {
     const tpacket2_hdr* h = v2_slot(k);
     const uint32_t st = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);

@@ -143,6 +143,7 @@ class PacketDevice final : public Device {
     void release();      // gives the slot at cur back and moves on
   };
   bool syn_due() const;  // the next frame comes from the SYN ring
+  const tpacket2_hdr* next_syn();
   Result<RxInfo> receive_syn(wire::MutBytes buf);
 
   Fd rx_fd_;
