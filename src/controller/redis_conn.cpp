@@ -3,6 +3,7 @@
 #include <set>
 #include <thread>
 
+#include "base/signals.hpp"
 #include "controller/store.hpp"
 #include "net/address.hpp"
 
@@ -184,6 +185,7 @@ Result<redisContext*> Conn::node(const std::string& address) {
   }
   redisSetTimeout(ctx, timeval{5, 0});
   if (!password_.empty()) {
+    const SigpipeBlock no_sigpipe;  // hiredis write()s: a server that hung up is an EPIPE (see run_once)
     // AUTH before anything else; ACL users (Redis 6+) name themselves, requirepass does not.
     std::vector<std::string> auth{"AUTH"};
     if (!user_.empty()) auth.push_back(user_);
@@ -234,6 +236,7 @@ Status Conn::refresh_slots() {
       last = ctx.error();
       continue;
     }
+    const SigpipeBlock no_sigpipe;
     Reply r(static_cast<redisReply*>(redisCommand(*ctx, "CLUSTER SLOTS")));
     if (!r) {
       last = Error{fmt::format("{}: {}", a, (*ctx)->errstr), kStoreUnreachable};
@@ -300,6 +303,9 @@ Result<Reply> Conn::run_once(const std::string& address, const Command& cmd, boo
   retry = false;
   auto ctx = node_for_attempt(address, retry);
   if (!ctx) return std::unexpected(ctx.error());
+  // hiredis 0.14 write()s without MSG_NOSIGNAL: to a server (or TLS tunnel) that has hung up, that
+  // raises SIGPIPE, which would end the controller; blocked, it is an EPIPE and a reconnect.
+  const SigpipeBlock no_sigpipe;
   if (asking) redisAppendCommand(*ctx, "ASKING");
   append_argv(*ctx, cmd);
   Reply out;
@@ -371,6 +377,7 @@ Status Conn::transaction_once(const std::string& address, std::span<const Comman
   retry = false;
   auto ctx = node_for_attempt(address, retry);
   if (!ctx) return std::unexpected(ctx.error());
+  const SigpipeBlock no_sigpipe;  // as in run_once
   redisAppendCommand(*ctx, "MULTI");
   for (const auto& c : cmds) append_argv(*ctx, c);
   redisAppendCommand(*ctx, "EXEC");

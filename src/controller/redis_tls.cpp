@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/signals.hpp"
 #include "controller/store.hpp"
 #include "net/address.hpp"
 #include "net/http/tls.hpp"
@@ -160,6 +161,9 @@ TlsTunnel::~TlsTunnel() {
 }
 
 void TlsTunnel::pump() {
+  // OpenSSL write()s the TCP socket: a server that refused the handshake (no client certificate)
+  // and reset the connection would raise SIGPIPE and end the process; here it is a TLS error.
+  const SigpipeBlock no_sigpipe;
   pump_until_closed();
   inner_.reset();  // hiredis reads EOF: its error and the store's reconnect are those of plain TCP
 }
@@ -234,7 +238,7 @@ void TlsTunnel::pump_until_closed() {
     }
     // ... out to hiredis.
     while (!down.empty()) {
-      const ssize_t n = ::write(inner_.get(), down.data(), down.size());
+      const ssize_t n = ::send(inner_.get(), down.data(), down.size(), MSG_NOSIGNAL);
       if (n > 0) {
         down.erase(0, static_cast<size_t>(n));
         progress = true;
