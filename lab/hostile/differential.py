@@ -476,6 +476,12 @@ def tw_case(dport, kind):
             isn = (w["rcv_nxt"] - far) & 0xFFFFFFFF
             tw_send(tg, sport, dport, "S", isn)
             sig += "; old syn: " + tw_answer(tg, sport, w, isn)
+        elif kind == "rst_off_rcv_nxt":  # in the window, not at RCV.NXT: no answer, still waiting
+            tw_send(tg, sport, dport, "R", (w["rcv_nxt"] + 100) & 0xFFFFFFFF)
+            sig = "rst: " + tw_answer(tg, sport, w, secs=0.5)
+            tw_send(tg, sport, dport, "FA", (w["rcv_nxt"] - 1) & 0xFFFFFFFF, w["snd_nxt"],
+                    ts=(w["tsval"] + 1, w["tsecr"]) if w["ts"] else None)
+            sig += "; fin again: " + tw_answer(tg, sport, w)
         else:
             raise ValueError(kind)
         if sig.startswith("SA") or "old syn: SA" in sig:
@@ -492,6 +498,7 @@ TW_CASES = [
     ("syn_old_seq_no_ts", "a SYN without timestamps below RCV.NXT: the TIME-WAIT's ACK"),
     ("fin_again", "the prober's FIN again (as if the target's ACK was lost)"),
     ("rst_then_old_syn", "an RST at RCV.NXT, then a SYN below RCV.NXT"),
+    ("rst_off_rcv_nxt", "an RST in the window but past RCV.NXT, then the prober's FIN again"),
 ]
 
 CASES = [

@@ -670,6 +670,25 @@ TEST(TcpLayer, AnOldSynDoesNotReopenATimeWaitTheApplicationStillHolds) {
   EXPECT_EQ(p.b.stats().time_wait_reopened, 0u);
 }
 
+// An RST inside the window but not at RCV.NXT gets no answer there and leaves it waiting, as a
+// table entry and Linux's TIME-WAIT do (tcp_timewait_state_process); it got a challenge ACK before.
+TEST(TcpLayer, AnInWindowRstOffRcvNxtIsDroppedByATimeWaitTheApplicationStillHolds) {
+  Pair p;
+  Connection* client = nullptr;
+  Connection* old = nullptr;
+  const wire::TcpHeader last = server_in_time_wait(p, client, &old);
+  ASSERT_NE(old, nullptr);
+  wire::TcpSegment rst;
+  rst.h.src_port = client->tuple().local_port;
+  rst.h.dst_port = 80;
+  rst.h.seq = last.seq + 1 + 100;  // RCV.NXT is last.seq + 1 (past the FIN)
+  rst.h.flags = wire::tcpflag::rst;
+  p.b.input(kA, kB, rst);
+  EXPECT_TRUE(p.out_b.frames.empty()) << p.out_b.frames.size() << " answers";
+  EXPECT_EQ(old->state(), State::time_wait);
+  EXPECT_EQ(old->stats().challenge_acks, 0u);
+}
+
 // An RST at RCV.NXT ends such a wait; the 4-tuple is free at once, as after an RST to a table
 // entry: a SYN with an old sequence number reaches the listener instead of the closed Connection
 // (which dropped it before).

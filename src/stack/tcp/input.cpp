@@ -111,7 +111,7 @@ void Connection::input(const wire::TcpSegment& in) {
     // RFC 5961 3.2: only an RST exactly at rcv_nxt resets; others in the window get a challenge.
     if (s.h.seq == rcv_nxt_) {
       terminate(state_ == State::syn_received ? CloseReason::refused : CloseReason::reset);
-    } else {
+    } else if (state_ != State::time_wait) {  // Linux's TIME-WAIT drops it unanswered, as the table does
       ++stats_.challenge_acks;
       send_ack();
     }
