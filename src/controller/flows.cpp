@@ -107,6 +107,7 @@ void FlowTable::add_trace(FlowState& f, TracedPath t) {
     f.path_since_unix_ns = t.traced_at_unix_ns;
   } else if (t.traced_at_unix_ns - f.path_since_unix_ns >= kHomeHeldNs) {
     f.home_hops = t.hops;
+    f.home_held = true;
   }
   if (!proto::same_route(f.home_hops, t.reached, t.hops, t.reached))
     f.last_off_home_unix_ns = t.traced_at_unix_ns;
@@ -212,7 +213,7 @@ std::vector<FlowObservation> FlowTable::observations(proto::Protocol protocol, i
                 break;
               }
           }
-          o.home_hops = f.home_hops;
+          if (f.home_held) o.home_hops = f.home_hops;
           o.path_flapping = flapping_at(f, now_unix_ns);
           out.push_back(std::move(o));
           before_latest.resize(out.size());
@@ -302,6 +303,7 @@ std::string pair_flows_json(const PairFlows& p) {
            {"path_changes", f.path_changes},
            {"last_change_unix_ns", f.last_change_unix_ns},
            {"home_hops", f.home_hops},
+           {"home_held", f.home_held},
            {"path_flapping", f.flapping}};
     if (f.has_window) {
       o["window"] = {{"start_unix_ns", f.start_unix_ns},

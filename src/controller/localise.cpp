@@ -564,24 +564,58 @@ Localisation localise(const Topology& topo, const std::vector<FlowObservation>& 
       if (r.spine != kMixture && r.spine != kNoElement)
         for (uint32_t x : topo.path_via(r.src, r.dst, r.spine)) stable[x] += r.flows;
     }
+    // Only the elements the most flapping flows agree on are candidates: one that fewer of them
+    // cross is not where they flap, and must not be named in its place when those are ruled out
+    // below (the Clos lab named tor1-spine2, on 6 of 7 flapping flows, for the tor3-spine2 on
+    // all 7 that the steady-flow rule had set aside).
+    size_t top_votes = 0;
+    for (const auto& [x, v] : votes)
+      if (v >= 2 && v * 2 >= flapping.size()) top_votes = std::max(top_votes, v);
+    std::vector<uint32_t> top;
+    for (const auto& [x, v] : votes)
+      if (top_votes > 0 && v == top_votes) top.push_back(x);
+    // Another element of x's kind with at least as many votes from where the paths differ: the
+    // other side of the same flapping flows (votes from flows with only one known path, which go
+    // to whatever path they are on now, do not count here).
+    auto twin_of = [&](uint32_t x, const std::vector<uint32_t>& among) {
+      return std::find_if(among.begin(), among.end(), [&](uint32_t y) {
+        return y != x && difference_votes[y] > 0 && difference_votes[y] >= difference_votes[x] &&
+               topo.element(y).type == topo.element(x).type;
+      });
+    };
+    std::vector<uint32_t> voted;
+    for (const auto& [x, v] : votes) voted.push_back(x);
     uint32_t best = kNoElement;
     double best_key = 0;
-    size_t best_votes = 0;
-    for (auto& [x, v] : votes) {
-      if (v < 2 || v * 2 < flapping.size()) continue;
+    const size_t best_votes = top_votes;
+    std::vector<uint32_t> candidates;  // what passes the rule below, for the tie check after
+    for (uint32_t x : top) {
+      const size_t v = votes[x];
       // Where two paths differ, both sides get every vote: a flapping cable's other side (the
       // cable its flows move to meanwhile) carries as many steady flows as flapping ones, the
-      // flapping cable none while it flaps. An element at least half as many steady flows cross
-      // is carrying traffic, not flapping: after a repair, as the moved flows settle, neither
-      // side is named rather than the healthy one.
+      // flapping cable none while it flaps. Of two such sides, one at least half as many steady
+      // flows cross is carrying traffic, not flapping: after a repair, as the moved flows
+      // settle, neither side is named rather than the healthy one. Without such a twin there is
+      // no tie to break (steady flows placed by stale traces cross a flapping cable too).
       // Votes from flows whose home path is known are not ties: the rule is for the others.
-      if (difference_votes[x] > 0 && home_votes[x] * 2 < v && 2 * stable[x] >= v) continue;
+      if (difference_votes[x] > 0 && home_votes[x] * 2 < v && 2 * stable[x] >= v &&
+          twin_of(x, voted) != voted.end())
+        continue;
       const double key = static_cast<double>(v) + static_cast<double>(v) / static_cast<double>(v + stable[x]);
+      candidates.push_back(x);
       if (key > best_key) {
         best = x;
         best_key = key;
-        best_votes = v;
       }
+    }
+    // Two elements of one kind that the same flapping flows leave the same way (both ends of one
+    // home path: tor1-spine2 and tor3-spine2 while only rack 1 <-> rack 3 flows have been seen
+    // flapping) are not told apart by how many steady flows happened to cross each this interval;
+    // only one that no steady flow crosses, against one that some do, is. Until more flows flap
+    // (or one end carries none steadily), neither is named: one of them is innocent.
+    if (best != kNoElement && difference_votes[best] > 0) {
+      const auto twin = twin_of(best, candidates);
+      if (twin != candidates.end() && !(stable[best] == 0 && stable[*twin] > 0)) best = kNoElement;
     }
     const bool already =
         best != kNoElement && std::any_of(named.begin(), named.end(), [&](const ElementSuspect& s) {
