@@ -64,7 +64,7 @@ struct FlowState {
   // Whether home_hops was held kHomeHeldNs (not merely the first trace): only then does the
   // localiser take it as the flow's home. A flow first traced while a link is down is on its
   // detour; taken as home, the healthy cable got its votes (the Clos lab named tor3-spine1 for
-  // a flapping tor3-spine2 in 3-14 polls of a run with a young controller).
+  // a flapping tor3-spine2 in 2-14 polls of runs with a young controller).
   bool home_held = false;
   int64_t path_since_unix_ns = 0;
   // When it was last traced off its home path (0: never): a flow back home stops flapping

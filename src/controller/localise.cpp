@@ -574,20 +574,15 @@ Localisation localise(const Topology& topo, const std::vector<FlowObservation>& 
     std::vector<uint32_t> top;
     for (const auto& [x, v] : votes)
       if (top_votes > 0 && v == top_votes) top.push_back(x);
-    // Another element of x's kind with at least as many votes from where the paths differ: the
-    // other side of the same flapping flows (votes from flows with only one known path, which go
+    // y is x's twin: of x's kind, with at least as many votes from where the paths differ (the
+    // other side of the same flapping flows; votes from flows with only one known path, which go
     // to whatever path they are on now, do not count here).
-    auto twin_of = [&](uint32_t x, const std::vector<uint32_t>& among) {
-      return std::find_if(among.begin(), among.end(), [&](uint32_t y) {
-        return y != x && difference_votes[y] > 0 && difference_votes[y] >= difference_votes[x] &&
-               topo.element(y).type == topo.element(x).type;
-      });
+    auto twins = [&](uint32_t x, uint32_t y) {
+      return y != x && difference_votes[y] > 0 && difference_votes[y] >= difference_votes[x] &&
+             topo.element(y).type == topo.element(x).type;
     };
-    std::vector<uint32_t> voted;
-    for (const auto& [x, v] : votes) voted.push_back(x);
     uint32_t best = kNoElement;
     double best_key = 0;
-    const size_t best_votes = top_votes;
     std::vector<uint32_t> candidates;  // what passes the rule below, for the tie check after
     for (uint32_t x : top) {
       const size_t v = votes[x];
@@ -599,7 +594,7 @@ Localisation localise(const Topology& topo, const std::vector<FlowObservation>& 
       // no tie to break (steady flows placed by stale traces cross a flapping cable too).
       // Votes from flows whose home path is known are not ties: the rule is for the others.
       if (difference_votes[x] > 0 && home_votes[x] * 2 < v && 2 * stable[x] >= v &&
-          twin_of(x, voted) != voted.end())
+          std::any_of(votes.begin(), votes.end(), [&](const auto& e) { return twins(x, e.first); }))
         continue;
       const double key = static_cast<double>(v) + static_cast<double>(v) / static_cast<double>(v + stable[x]);
       candidates.push_back(x);
@@ -614,7 +609,8 @@ Localisation localise(const Topology& topo, const std::vector<FlowObservation>& 
     // only one that no steady flow crosses, against one that some do, is. Until more flows flap
     // (or one end carries none steadily), neither is named: one of them is innocent.
     if (best != kNoElement && difference_votes[best] > 0) {
-      const auto twin = twin_of(best, candidates);
+      const auto twin =
+          std::find_if(candidates.begin(), candidates.end(), [&](uint32_t y) { return twins(best, y); });
       if (twin != candidates.end() && !(stable[best] == 0 && stable[*twin] > 0)) best = kNoElement;
     }
     const bool already =
@@ -627,8 +623,8 @@ Localisation localise(const Topology& topo, const std::vector<FlowObservation>& 
       s.type = el.type;
       s.name = el.name;
       s.reason = "flapping";
-      s.detail = fmt::format("{} of {} flapping flows cross it", best_votes, flapping.size());
-      s.confidence = static_cast<double>(best_votes) / static_cast<double>(flapping.size());
+      s.detail = fmt::format("{} of {} flapping flows cross it", top_votes, flapping.size());
+      s.confidence = static_cast<double>(top_votes) / static_cast<double>(flapping.size());
       auto it = state.named_since.find(el.name);
       s.since_unix_ns = it != state.named_since.end() ? it->second : now;
       still[el.name] = s.since_unix_ns;

@@ -46,6 +46,15 @@ struct Tree {
       if (g.src == f.src && g.dst == f.dst && spine_of(g) == spine) return g.hops;
     return {};
   }
+  // Marks f flapping between its path and its pair's path over `detour` (empty: no flow of its
+  // pair crosses it; then false), its current path its held home when `home`.
+  bool flap(FlowObservation& f, const std::vector<FlowObservation>& flows, uint32_t detour, bool home) const {
+    f.other_hops = pair_hops_over(flows, f, detour);
+    if (f.other_hops.empty()) return false;
+    if (home) f.home_hops = f.hops;
+    f.path_flapping = true;
+    return true;
+  }
   std::vector<FlowObservation> probe(const std::vector<sim::Fault>& faults, uint64_t seed = 7,
                                      int64_t end = kNow) {
     std::mt19937_64 rng(seed);
@@ -285,10 +294,8 @@ TEST(Localise, WhenOnlyOneRackPairFlapsNeitherEndOfItsHomePathIsNamed) {
     const bool r3 = f.src.starts_with("r3") || f.dst.starts_with("r3");
     if (r1 && r2 && t.spine_of(f) == spine2 && (k++ % 2) == 0) continue;  // not seen this interval
     if (r1 && r3 && t.spine_of(f) == spine2) {
-      f.home_hops = f.hops;
-      f.other_hops = t.pair_hops_over(original, f, spine1);
-      ASSERT_FALSE(f.other_hops.empty()) << f.src << " -> " << f.dst << " has no flow over spine1";
-      f.path_flapping = true;
+      ASSERT_TRUE(t.flap(f, original, spine1, true))
+          << f.src << " -> " << f.dst << " has no flow over spine1";
       ++marked;
     }
     seen.push_back(std::move(f));
@@ -305,10 +312,7 @@ TEST(Localise, WhenOnlyOneRackPairFlapsNeitherEndOfItsHomePathIsNamed) {
     const bool r2 = f.src.starts_with("r2") || f.dst.starts_with("r2");
     const bool r3 = f.src.starts_with("r3") || f.dst.starts_with("r3");
     if (r2 && r3 && t.spine_of(f) == spine2) {
-      f.home_hops = f.hops;
-      f.other_hops = t.pair_hops_over(original, f, spine1);
-      ASSERT_FALSE(f.other_hops.empty());
-      f.path_flapping = true;
+      ASSERT_TRUE(t.flap(f, original, spine1, true));
     }
   }
   LocaliserState st2;
@@ -345,17 +349,10 @@ TEST(Localise, AnElementFewerFlappingFlowsCrossIsNotNamedWhenTheOneAllCrossIsSet
     const bool r1r3 = f.src.starts_with("r1") && f.dst.starts_with("r3");
     const bool r2r3 = !rack2 && f.src.starts_with("r2") && f.dst.starts_with("r3");
     if (!(r3r1 && homed < each) && !(r1r3 && unhomed < each) && !r2r3) continue;
-    f.other_hops = t.pair_hops_over(original, f, spine1);
-    ASSERT_FALSE(f.other_hops.empty()) << f.src << " -> " << f.dst << " has no flow over spine1";
-    if (r3r1) {
-      f.home_hops = f.hops;
-      ++homed;
-    } else if (r1r3) {
-      ++unhomed;
-    } else {
-      rack2 = true;
-    }
-    f.path_flapping = true;
+    ASSERT_TRUE(t.flap(f, original, spine1, r3r1)) << f.src << " -> " << f.dst << " has no flow over spine1";
+    homed += r3r1;
+    unhomed += r1r3;
+    rack2 |= r2r3;
     ++marked;
   }
   ASSERT_TRUE(rack2);

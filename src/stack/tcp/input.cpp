@@ -108,10 +108,11 @@ void Connection::input(const wire::TcpSegment& in) {
     return;
   }
   if (f & rst) {
-    // RFC 5961 3.2: only an RST exactly at rcv_nxt resets; others in the window get a challenge.
+    // RFC 5961 3.2: only an RST exactly at rcv_nxt resets; others in the window get a challenge
+    // (in TIME-WAIT none: Linux's TIME-WAIT drops them unanswered, as the compact table does).
     if (s.h.seq == rcv_nxt_) {
       terminate(state_ == State::syn_received ? CloseReason::refused : CloseReason::reset);
-    } else if (state_ != State::time_wait) {  // Linux's TIME-WAIT drops it unanswered, as the table does
+    } else if (state_ != State::time_wait) {
       ++stats_.challenge_acks;
       send_ack();
     }
