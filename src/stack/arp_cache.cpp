@@ -12,15 +12,21 @@ ArpCache::Entry* ArpCache::find(wire::Ipv4Addr ip) {
   return const_cast<Entry*>(static_cast<const ArpCache*>(this)->find(ip));
 }
 
-ArpCache::Entry& ArpCache::take(wire::Ipv4Addr ip) {
+ArpCache::Entry& ArpCache::take(wire::Ipv4Addr ip, int64_t now) {
   if (Entry* x = find(ip)) return *x;
+  // Free first, then unresolved (or past confirming) before usable, then the oldest.
+  const auto usable = [&](const Entry& a) { return a.has_mac && now - a.learned < lifetime_ + kConfirmNs; };
+  const auto worse = [&](const Entry& a, const Entry& b) {
+    if (usable(a) != usable(b)) return !usable(a);
+    return a.learned < b.learned;
+  };
   Entry* victim = &e_[0];
   for (auto& x : e_) {
     if (!x.used) {
       victim = &x;
       break;
     }
-    if (x.learned < victim->learned) victim = &x;
+    if (worse(x, *victim)) victim = &x;
   }
   *victim = Entry{};
   victim->used = true;
@@ -28,15 +34,17 @@ ArpCache::Entry& ArpCache::take(wire::Ipv4Addr ip) {
   return *victim;
 }
 
-bool ArpCache::lookup(wire::Ipv4Addr ip, int64_t now, wire::MacAddr& out) const {
+ArpLookup ArpCache::lookup(wire::Ipv4Addr ip, int64_t now, wire::MacAddr& out) const {
   const Entry* x = find(ip);
-  if (!x || !x->has_mac || now - x->learned >= lifetime_) return false;
+  if (!x || !x->has_mac) return ArpLookup::miss;
+  const int64_t age = now - x->learned;
+  if (age >= lifetime_ + kConfirmNs) return ArpLookup::miss;
   out = x->mac;
-  return true;
+  return age < lifetime_ ? ArpLookup::fresh : ArpLookup::stale;
 }
 
 void ArpCache::insert(wire::Ipv4Addr ip, const wire::MacAddr& mac, int64_t now) {
-  Entry& x = take(ip);
+  Entry& x = take(ip, now);
   x.mac = mac;
   x.has_mac = true;
   x.learned = now;
@@ -48,7 +56,7 @@ bool ArpCache::has(wire::Ipv4Addr ip) const {
 }
 
 bool ArpCache::may_request(wire::Ipv4Addr ip, int64_t now) {
-  Entry& x = take(ip);
+  Entry& x = take(ip, now);
   if (!x.has_mac) x.learned = now;  // an unresolved entry ages like the others
   if (now - x.requested < 1'000'000'000) return false;
   x.requested = now;

@@ -283,7 +283,7 @@ void Interface::handle_arp(const wire::ArpPacket& a) {
     send_arp(wire::ArpOp::reply, a.sender_mac, a.sender_ip, a.sender_mac);
   // Frames that waited for this address can go now.
   wire::MacAddr mac;
-  if (!arp_.lookup(a.sender_ip, now, mac)) return;
+  if (arp_.lookup(a.sender_ip, now, mac) == ArpLookup::miss) return;
   for (auto& p : parked_) {
     if (!p.used || p.hop != a.sender_ip) continue;
     wire::emit_ethernet(p.frame, mac, dev_.mac(), wire::ethertype::ipv4);
@@ -599,7 +599,8 @@ void Interface::send_ipv4(uint8_t* frame, bool in_place, wire::Ipv4Addr dst, siz
   }
   const int64_t now = clock_.now_ns();
   wire::MacAddr mac = wire::MacAddr::broadcast();
-  if (!hop.is_broadcast() && !arp_.lookup(hop, now, mac)) {
+  const ArpLookup known = hop.is_broadcast() ? ArpLookup::fresh : arp_.lookup(hop, now, mac);
+  if (known == ArpLookup::miss) {
     // Park the frame until the reply comes; the oldest parked frame makes room if needed.
     Parked* slot = &parked_[0];
     for (auto& p : parked_) {
@@ -627,6 +628,9 @@ void Interface::send_ipv4(uint8_t* frame, bool in_place, wire::Ipv4Addr dst, siz
       send_arp(wire::ArpOp::request, wire::MacAddr::broadcast(), hop, wire::MacAddr{});
     return;
   }
+  // Past its lifetime the entry still carries traffic while a unicast request to that MAC
+  // confirms it (after the frame: an in-place frame lives in the device's buffer).
+  const bool confirm = known == ArpLookup::stale && arp_.may_request(hop, now);
   wire::emit_ethernet(wire::MutBytes(frame, kL2 + ip_len), mac, dev_.mac(), wire::ethertype::ipv4);
   if (!p1.empty() || !p2.empty()) {
     const wire::Bytes head(frame, kL2 + ip_len - p1.size() - p2.size());
@@ -641,6 +645,7 @@ void Interface::send_ipv4(uint8_t* frame, bool in_place, wire::Ipv4Addr dst, siz
   } else {
     ++stats_.tx_errors;
   }
+  if (confirm) send_arp(wire::ArpOp::request, mac, hop, wire::MacAddr{});
 }
 
 void Interface::send_arp(wire::ArpOp op, const wire::MacAddr& dst_mac, wire::Ipv4Addr target_ip,

@@ -82,6 +82,65 @@ TEST(Interface, ArpThenPingBothWays) {
   EXPECT_FALSE(n.a.ping(kB, 7, 3, 1473));  // over the MTU
 }
 
+namespace {
+wire::ParsedFrame parsed(const std::vector<uint8_t>& f) {
+  wire::ParsedFrame p;
+  EXPECT_EQ(wire::parse_frame(f, p), wire::ParseError::ok);
+  return p;
+}
+}  // namespace
+
+// Past the ARP entry's lifetime the ping leaves at once to the MAC known, and a unicast request to
+// that MAC confirms it (Linux's STALE -> PROBE); before, the entry expired and every long
+// connection's next frame waited behind a broadcast once a minute.
+TEST(Interface, ANeighbourPastItsLifetimeKeepsItsTrafficWhileAUnicastRequestConfirmsIt) {
+  Net n;
+  size_t replies = 0;
+  n.a.on_echo_reply([&](wire::Ipv4Addr, uint16_t, uint16_t, size_t) { ++replies; });
+  ASSERT_TRUE(n.a.ping(kB, 7, 1, 56));
+  n.pump();
+  ASSERT_EQ(replies, 1u);
+  n.clock.set(n.clock.now_ns() + 61 * kSec);
+  const size_t before = n.da.sent.size();
+  ASSERT_TRUE(n.a.ping(kB, 7, 2, 56));
+  ASSERT_EQ(n.da.sent.size(), before + 2);
+  const wire::ParsedFrame echo = parsed(n.da.sent[before]);
+  EXPECT_EQ(echo.kind, wire::FrameKind::icmp);
+  EXPECT_EQ(echo.eth.dst, n.db.mac());
+  const wire::ParsedFrame ask = parsed(n.da.sent[before + 1]);
+  ASSERT_EQ(ask.kind, wire::FrameKind::arp);
+  EXPECT_EQ(ask.arp.op, wire::ArpOp::request);
+  EXPECT_EQ(ask.arp.target_ip, kB);
+  EXPECT_EQ(ask.eth.dst, n.db.mac());  // unicast
+  n.pump();
+  EXPECT_EQ(replies, 2u);
+  ASSERT_TRUE(n.a.ping(kB, 7, 3, 56));  // confirmed: fresh again, no further request
+  n.pump();
+  EXPECT_EQ(replies, 3u);
+  EXPECT_EQ(n.a.stats().arp_requests, 2u);
+  EXPECT_EQ(n.a.stats().parked_dropped, 0u);
+}
+
+// A SYN flood from addresses nobody answers for makes the stack ask for each of them; those
+// requests filled the 64-entry table and evicted the neighbour that answers (the differential
+// runner's prober), whose next SYN-ACK then waited behind ARP.
+TEST(Interface, RequestsForAddressesNobodyAnswersDoNotEvictANeighbour) {
+  Net n;
+  size_t replies = 0;
+  n.a.on_echo_reply([&](wire::Ipv4Addr, uint16_t, uint16_t, size_t) { ++replies; });
+  ASSERT_TRUE(n.a.ping(kB, 7, 1, 56));
+  n.pump();
+  ASSERT_EQ(replies, 1u);
+  for (int i = 0; i < 100; ++i)
+    ASSERT_TRUE(n.a.ping(wire::Ipv4Addr::of(10, 7, 0, static_cast<uint8_t>(100 + i)), 7, 1, 56));
+  const uint64_t asked = n.a.stats().arp_requests;
+  const size_t before = n.da.sent.size();
+  ASSERT_TRUE(n.a.ping(kB, 7, 2, 56));
+  ASSERT_EQ(n.da.sent.size(), before + 1);
+  EXPECT_EQ(parsed(n.da.sent[before]).kind, wire::FrameKind::icmp);
+  EXPECT_EQ(n.a.stats().arp_requests, asked);
+}
+
 // Issue 26: a ping whose request came in fragments and whose reply exceeds the MTU got no reply;
 // Linux fragments the reply. 4000 bytes of ICMP payload in three fragments from A: B's reply
 // leaves in fragments no larger than the MTU, A reassembles it and its checksum holds.
