@@ -14,10 +14,9 @@ ArpCache::Entry* ArpCache::find(wire::Ipv4Addr ip) {
 
 ArpCache::Entry& ArpCache::take(wire::Ipv4Addr ip, int64_t now) {
   if (Entry* x = find(ip)) return *x;
-  // Free first, then unresolved (or past confirming) before usable, then the oldest.
-  const auto usable = [&](const Entry& a) { return a.has_mac && now - a.learned < lifetime_ + kConfirmNs; };
+  // Free first, then entries lookup would miss before usable ones, then the oldest.
   const auto worse = [&](const Entry& a, const Entry& b) {
-    if (usable(a) != usable(b)) return !usable(a);
+    if (usable(a, now) != usable(b, now)) return !usable(a, now);
     return a.learned < b.learned;
   };
   Entry* victim = &e_[0];
@@ -34,13 +33,15 @@ ArpCache::Entry& ArpCache::take(wire::Ipv4Addr ip, int64_t now) {
   return *victim;
 }
 
+bool ArpCache::usable(const Entry& x, int64_t now) const {
+  return x.has_mac && now - x.learned < lifetime_ + kConfirmNs;
+}
+
 ArpLookup ArpCache::lookup(wire::Ipv4Addr ip, int64_t now, wire::MacAddr& out) const {
   const Entry* x = find(ip);
-  if (!x || !x->has_mac) return ArpLookup::miss;
-  const int64_t age = now - x->learned;
-  if (age >= lifetime_ + kConfirmNs) return ArpLookup::miss;
+  if (!x || !usable(*x, now)) return ArpLookup::miss;
   out = x->mac;
-  return age < lifetime_ ? ArpLookup::fresh : ArpLookup::stale;
+  return now - x->learned < lifetime_ ? ArpLookup::fresh : ArpLookup::stale;
 }
 
 void ArpCache::insert(wire::Ipv4Addr ip, const wire::MacAddr& mac, int64_t now) {

@@ -47,6 +47,8 @@ class ArpCache {
   Entry* find(wire::Ipv4Addr ip);
   const Entry* find(wire::Ipv4Addr ip) const;
   Entry& take(wire::Ipv4Addr ip, int64_t now);
+  // Has a MAC not past confirming: what lookup answers fresh or stale for.
+  bool usable(const Entry& x, int64_t now) const;
 
   int64_t lifetime_;
   std::array<Entry, kEntries> e_{};

@@ -88,18 +88,28 @@ wire::ParsedFrame parsed(const std::vector<uint8_t>& f) {
   EXPECT_EQ(wire::parse_frame(f, p), wire::ParseError::ok);
   return p;
 }
+
+// A has resolved B (one ping answered); `replies` counts A's echo replies from then on.
+struct Resolved {
+  Net n;
+  size_t replies = 0;
+  Resolved() {
+    n.a.on_echo_reply([this](wire::Ipv4Addr, uint16_t, uint16_t, size_t) { ++replies; });
+    EXPECT_TRUE(n.a.ping(kB, 7, 1, 56));
+    n.pump();
+    EXPECT_EQ(replies, 1u);
+  }
+};
 }  // namespace
 
 // Past the ARP entry's lifetime the ping leaves at once to the MAC known, and a unicast request to
 // that MAC confirms it (Linux's STALE -> PROBE); before, the entry expired and every long
 // connection's next frame waited behind a broadcast once a minute.
 TEST(Interface, ANeighbourPastItsLifetimeKeepsItsTrafficWhileAUnicastRequestConfirmsIt) {
-  Net n;
-  size_t replies = 0;
-  n.a.on_echo_reply([&](wire::Ipv4Addr, uint16_t, uint16_t, size_t) { ++replies; });
-  ASSERT_TRUE(n.a.ping(kB, 7, 1, 56));
-  n.pump();
-  ASSERT_EQ(replies, 1u);
+  Resolved r;
+  ASSERT_EQ(r.replies, 1u);
+  Net& n = r.n;
+  size_t& replies = r.replies;
   n.clock.set(n.clock.now_ns() + 61 * kSec);
   const size_t before = n.da.sent.size();
   ASSERT_TRUE(n.a.ping(kB, 7, 2, 56));
@@ -125,12 +135,9 @@ TEST(Interface, ANeighbourPastItsLifetimeKeepsItsTrafficWhileAUnicastRequestConf
 // requests filled the 64-entry table and evicted the neighbour that answers (the differential
 // runner's prober), whose next SYN-ACK then waited behind ARP.
 TEST(Interface, RequestsForAddressesNobodyAnswersDoNotEvictANeighbour) {
-  Net n;
-  size_t replies = 0;
-  n.a.on_echo_reply([&](wire::Ipv4Addr, uint16_t, uint16_t, size_t) { ++replies; });
-  ASSERT_TRUE(n.a.ping(kB, 7, 1, 56));
-  n.pump();
-  ASSERT_EQ(replies, 1u);
+  Resolved r;
+  ASSERT_EQ(r.replies, 1u);
+  Net& n = r.n;
   for (int i = 0; i < 100; ++i)
     ASSERT_TRUE(n.a.ping(wire::Ipv4Addr::of(10, 7, 0, static_cast<uint8_t>(100 + i)), 7, 1, 56));
   const uint64_t asked = n.a.stats().arp_requests;
