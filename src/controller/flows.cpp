@@ -80,19 +80,25 @@ FlowState* FlowTable::flow_in(PairFlows& p, uint16_t src_port, bool create) {
 }
 
 namespace {
-// Whether the path changed back and forth in the traces [first, end): in most of them, or at
-// least FlowTable::kFlapMinChanges times.
+// Whether the path changed back and forth in the traces [first, end): at least
+// FlowTable::kFlapMinChanges times, or in most of them with every path between two changes given
+// up within FlowTable::kFlapReturnNs.
 bool flaps(const std::vector<TracedPath>& paths, size_t first) {
   const size_t n = paths.size() - first;
   if (n < FlowTable::kFlapMinTraces) return false;
   size_t changes = 0, recent_changes = 0;
+  int64_t run_began = -1, longest_run = 0;  // of the paths held between two changes
   for (size_t i = first + 1; i < paths.size(); ++i) {
     const bool changed = !FlowTable::same_path(paths[i - 1], paths[i]);
     changes += changed;
     if (paths.size() - i < FlowTable::kFlapWindow) recent_changes += changed;
+    if (!changed) continue;
+    if (run_began >= 0) longest_run = std::max(longest_run, paths[i].traced_at_unix_ns - run_began);
+    run_began = paths[i].traced_at_unix_ns;
   }
+  if (changes >= FlowTable::kFlapMinChanges) return true;
   const size_t recent = std::min(n, FlowTable::kFlapWindow);
-  return changes >= FlowTable::kFlapMinChanges || 2 * recent_changes > recent - 1;
+  return 2 * recent_changes > recent - 1 && longest_run < FlowTable::kFlapReturnNs;
 }
 }  // namespace
 

@@ -93,6 +93,13 @@ class FlowTable {
   // or two (the agent follows a flow whose path changed) sees a 3 s flap change only every few
   // traces, never in most of them. A fault and its repair are two changes, not a flap.
   static constexpr size_t kFlapMinChanges = 3;
+  // With fewer changes than that, a path that left and came back flaps only when it came back
+  // within this long (from the trace that first found it away to the one that found it back): a
+  // spine dead for 12 s and brought back is an outage and its repair, and once it is over its
+  // flows' return is not a flap (the Clos lab named tor1-spine1 flapping for 4-7 s after each
+  // dead_spine repair). A link down 3 s at a time comes back well inside it; one that flaps slower
+  // reaches kFlapMinChanges.
+  static constexpr int64_t kFlapReturnNs = 8'000'000'000;
   // A path held this long becomes the flow's home path.
   static constexpr int64_t kHomeHeldNs = 30'000'000'000;
   // A flow stops flapping this long after its last path change: traces come only every few

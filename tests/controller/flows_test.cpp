@@ -202,6 +202,38 @@ TEST(FlowTable, APathTracedOftenThatGoesBackAndForthFlapsAReroutedOneDoesNot) {
     EXPECT_EQ(o.path_flapping, o.src_port == 40000) << o.src_port;
 }
 
+TEST(FlowTable, AnOutageAndItsRepairTracedOnceEachIsNotAFlap) {
+  // A flow traced rarely: once on its path, once when its spine died (it lost, then took the
+  // detour), once when the spine came back. Two changes in three traces, "most of them", but the
+  // detour held 12 s: an outage and its repair. The same three traces 3 s apart are a flap.
+  Fixture f;
+  const int64_t s = 1'000'000'000;
+  const int64_t t0 = now_ns() - 30 * s;
+  const std::vector<std::string> a{"10.1.0.1", "10.2.0.1", "10.0.0.2"}, b{"10.1.0.1", "10.2.0.2", "10.0.0.2"};
+  const std::vector<std::pair<int64_t, int64_t>> at{{0, 0}, {2, 2}, {5, 14}};  // (40000 flap, 40001 outage)
+  for (size_t i = 0; i < at.size(); ++i)
+    f.send("h2", 9 - static_cast<int>(i), 2, 99, 0, 50'000,
+           {trace(40000, t0 + at[i].first * s, i == 1 ? b : a),
+            trace(40001, t0 + at[i].second * s, i == 1 ? b : a)});
+  auto p = f.ingest.flows().pair(Protocol::udp, "h1", "h2", t0 + 15 * s);
+  ASSERT_EQ(p.flows.size(), 2u);
+  EXPECT_EQ(p.flows[0].path_changes, 2u);
+  EXPECT_EQ(p.flows[1].path_changes, 2u);
+  EXPECT_TRUE(p.flows[0].flapping) << "away 3 s and back";
+  EXPECT_FALSE(p.flows[1].flapping) << "away 12 s and back: an outage and its repair";
+  size_t seen = 0;
+  for (const auto& o : f.ingest.flows().observations(Protocol::udp, t0 + 15 * s)) {
+    ++seen;
+    EXPECT_EQ(o.path_flapping, o.src_port == 40000) << o.src_port;
+  }
+  EXPECT_EQ(seen, 2u);
+  // A third change makes either a flap, however slow.
+  f.send("h2", 5, 2, 99, 0, 50'000, {trace(40000, t0 + 16 * s, b), trace(40001, t0 + 16 * s, b)});
+  p = f.ingest.flows().pair(Protocol::udp, "h1", "h2", t0 + 17 * s);
+  EXPECT_TRUE(p.flows[0].flapping);
+  EXPECT_TRUE(p.flows[1].flapping);
+}
+
 TEST(FlowTable, TheHomePathIsTheOneHeldBeforeTheFlapping) {
   Fixture f;
   const int64_t s = 1'000'000'000;
