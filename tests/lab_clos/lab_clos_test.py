@@ -180,6 +180,8 @@ class Tally:
         self.polls = 0
         self.innocent_polls = 0
         self.innocents = {}   # (type, name) -> polls
+        self.innocent_phases = {}  # (phase, type, name) -> polls: what a failure report names
+        self.innocent_answers = []  # the first few such polls' whole answers, for the report
         self.unavailable = 0
 
     def poll(self, m, allowed):
@@ -198,8 +200,12 @@ class Tally:
         bad = named - allowed
         if bad:
             self.innocent_polls += 1
+            if len(self.innocent_answers) < 3:
+                self.innocent_answers.append((self.phase, raw.get("elements")))
             for e in bad:
                 self.innocents[e] = self.innocents.get(e, 0) + 1
+                k = (self.phase,) + e
+                self.innocent_phases[k] = self.innocent_phases.get(k, 0) + 1
         return named, raw
 
 
@@ -330,9 +336,13 @@ def main():
             failed += [f"{r['fault']}: not cleared within {BLAME_S} s of the repair" for r in rows
                        if r["clear_s"] is None or r["clear_s"] > BLAME_S]
             if tally.innocent_polls:
-                failed.append(f"{tally.innocent_polls} of {tally.polls} polls named an innocent element")
+                where = "; ".join(f"{t} {n} x{k} during {ph}"
+                                  for (ph, t, n), k in sorted(tally.innocent_phases.items()))
+                failed.append(f"{tally.innocent_polls} of {tally.polls} polls named an innocent element ({where})")
             for f in failed:
                 print("FAIL:", f)
+            for phase, elements in tally.innocent_answers:
+                print(f"FAIL: during {phase} the controller answered: {json.dumps(elements)[:1500]}")
             ok = not failed or args.no_fail
         finally:
             if not ok:
