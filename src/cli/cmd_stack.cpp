@@ -503,7 +503,7 @@ nlohmann::json device_json(Session& s) {
 struct ServerConn {
   char mode = 0;  // serve: 'S' or 'R' once the first byte came
   // echo's --close-port: 'c', closed once its first data is echoed; --hold-port: 'h', half-closed
-  // then, 'H' once half-closed (the socket is kept, not closed, until weft leaves)
+  // then, 'H' once half-closed (the socket is kept through TIME-WAIT and closed after it)
   char after_first = 0;
   uint64_t bytes = 0;
   int64_t start_ns = 0;  // accepted (monotonic clock)
@@ -573,6 +573,12 @@ int run_server(const Common& c, uint16_t port, bool echo, bool json, EchoCloseFi
   // Moves what it can on one connection; false once it is finished with (closed here).
   auto serve_one = [&](SockId id, ServerConn& sc) {
     if (sc.after_first == 'H') {  // half-closed and kept: what still comes is read and dropped
+      // Kept through TIME-WAIT, let go once the stack has closed it (else every connection to the
+      // port stays for as long as weft runs).
+      if (sk.connection(id)->is_closed()) {
+        finish(id, sc);
+        return false;
+      }
       for (;;) {
         auto v = sk.recv_view(id);
         if (!v || v->first.empty()) return true;
