@@ -6,6 +6,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "controller/rtt_baseline.hpp"
 #include "proto/names.hpp"
 #include "proto/path_trace.hpp"
 
@@ -151,10 +152,7 @@ void FlowTable::ingest(const proto::Report& r, std::span<const uint8_t> keep_win
       FlowState* f = flow_in(*pf, fs.src_port, true);
       if (!f || (f->has_window && w.end_unix_ns <= f->end_unix_ns)) continue;
       if (f->has_window && f->latest.network_rtt_p50_ns > 0)  // the baseline is of windows before this one
-        f->baseline_rtt_ns =
-            f->baseline_rtt_ns == 0
-                ? f->latest.network_rtt_p50_ns
-                : f->baseline_rtt_ns + (f->latest.network_rtt_p50_ns - f->baseline_rtt_ns) / 16;
+        f->baseline_rtt_ns = next_rtt_baseline(f->baseline_rtt_ns, f->latest.network_rtt_p50_ns);
       if (f->has_window)
         f->previous = {f->start_unix_ns, f->end_unix_ns, f->latest.sent, f->latest.lost,
                        f->latest.network_rtt_p50_ns};

@@ -51,7 +51,7 @@ struct FlowState {
     uint64_t sent = 0, lost = 0;
     int64_t network_rtt_p50_ns = 0;
   } previous;
-  int64_t baseline_rtt_ns = 0;  // moving average (1/16 per window) of earlier windows' RTT medians
+  int64_t baseline_rtt_ns = 0;  // of earlier windows' RTT medians (next_rtt_baseline)
   // Most recent last, at most FlowTable::kPathHistory. A vector: an empty std::deque allocates
   // ~600 bytes, which 2.4 million flows (300,000 pairs x 8) turned into 2 GB.
   std::vector<TracedPath> paths;

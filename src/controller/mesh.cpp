@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "controller/rtt_baseline.hpp"
+
 namespace weft::controller {
 namespace {
 // The alarm text a restored agent carries until it is seen alive (settle_restored, a report).
@@ -116,8 +118,7 @@ void Mesh::SourceTxn::commit(std::span<const proto::WindowStats> accepted, int64
       as_pair.window.network_rtt = w.network_rtt;
       as_pair.window.rtt_incl_responder_delay = w.rtt_incl_responder_delay;
       s.baseline_before_ns = s.baseline_ns;
-      if (const int64_t m = as_pair.median_rtt_ns(); m > 0)
-        s.baseline_ns = s.baseline_ns == 0 ? m : s.baseline_ns + (m - s.baseline_ns) / 16;
+      s.baseline_ns = next_rtt_baseline(s.baseline_ns, as_pair.median_rtt_ns());
       s.latest = w;
       s.latest.target.clear();
       s.latest.target.shrink_to_fit();

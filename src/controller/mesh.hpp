@@ -139,7 +139,7 @@ class Mesh final : public MeshView {
       bool has_latest = false;
       uint32_t txn_mark = 0;  // the txn that last saved this slot's ring for undo
       int64_t received_ns = 0;
-      int64_t baseline_ns = 0;         // moving average of the windows' median RTT (PairWindow)
+      int64_t baseline_ns = 0;         // of the windows' median RTT (PairWindow, next_rtt_baseline)
       int64_t baseline_before_ns = 0;  // ... as it was before `latest`
       Ring ring;
       proto::WindowStats latest;  // .target is left empty: the dst id is the key

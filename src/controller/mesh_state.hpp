@@ -28,7 +28,7 @@ struct PairWindow {
   std::string dst;
   proto::WindowStats window;     // window.protocol, window.target == dst
   int64_t received_unix_ns = 0;  // when the controller took it in
-  // The pair's usual round trip before this window: a slow moving average (1/16 per window) of
+  // The pair's usual round trip before this window: a slow moving average (next_rtt_baseline) of
   // its windows' median network RTT (total RTT where there is none); 0 until it has one.
   int64_t baseline_rtt_ns = 0;
 

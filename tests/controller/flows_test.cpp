@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "controller/ingest.hpp"
+#include "controller/rtt_baseline.hpp"
 #include "lib/test_util.hpp"
 
 using namespace weft::controller;
@@ -134,6 +135,27 @@ TEST(FlowTable, BaselineIsTheFlowsUsualRtt) {
   f.send("h2", 45, 2, 99, 0, 1);  // older than the latest: a retried batch, ignored
   EXPECT_EQ(f.ingest.flows().pair(Protocol::udp, "h1", "h2", now_ns()).flows[0].latest.network_rtt_p50_ns,
             900'000);
+}
+
+TEST(FlowTable, AFlowThatStaysSlowStaysSlowerThanItsBaseline) {
+  // 10 windows at 50 us, then 30 at 2.05 ms (a spine 2 ms slower for a minute of 2 s windows): the
+  // baseline must not make the slow RTT its normal. With 1/16 per window it had reached 1.77 ms
+  // (0.28 ms extra, and on towards nothing); now it has moved 0.22 ms.
+  Fixture f;
+  for (int i = 0; i < 40; ++i) f.send("h2", 60 - i, 1, 99, 0, i < 10 ? 50'000 : 2'050'000);
+  auto flow = [&] { return f.ingest.flows().pair(Protocol::udp, "h1", "h2", now_ns()).flows.at(0); };
+  const int64_t extra = flow().latest.network_rtt_p50_ns - flow().baseline_rtt_ns;
+  EXPECT_GE(extra, 1'700'000) << "baseline " << flow().baseline_rtt_ns;
+  EXPECT_LE(extra, 2'000'000) << "the baseline still moves, slowly";
+  // Healthy again: it follows at 1/16 per window, down towards 50 us.
+  const int64_t before = flow().baseline_rtt_ns;
+  for (int i = 0; i < 16; ++i) f.send("h2", 20 - i, 1, 99, 0, 50'000);
+  EXPECT_LT(flow().baseline_rtt_ns - 50'000, (before - 50'000) / 2);
+  // Noise within half again of the baseline moves it at the usual rate.
+  EXPECT_EQ(next_rtt_baseline(100'000, 116'000), 101'000);
+  EXPECT_EQ(next_rtt_baseline(100'000, 100'000 + 256 * 1'000), 101'000) << "well above: 1/256";
+  EXPECT_EQ(next_rtt_baseline(0, 70'000), 70'000);
+  EXPECT_EQ(next_rtt_baseline(70'000, 0), 70'000) << "no median: no change";
 }
 
 TEST(FlowTable, PathChangesAreCountedAndFlappingIsNoticed) {
