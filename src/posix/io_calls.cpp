@@ -79,6 +79,7 @@ ssize_t weft_recv(int fd, const iovec* iov, int iovcnt, int flags, sockaddr* fro
   }
   const size_t want = iov_total(iov, iovcnt);
   size_t total = 0;
+  int64_t deadline = 0;  // SO_RCVTIMEO's / SO_SNDTIMEO's, set at the first wait
   for (;;) {
     Lock g(layer_mutex());
     Sock* s = sock_of(fd);
@@ -92,7 +93,7 @@ ssize_t weft_recv(int fd, const iovec* iov, int iovcnt, int flags, sockaddr* fro
       const bool direct = iovcnt == 1;
       wire::MutBytes out = direct ? wire::MutBytes(static_cast<uint8_t*>(iov[0].iov_base), iov[0].iov_len)
                                   : wire::MutBytes(scratch.data(), scratch.size());
-      auto d = rt->sk().recvfrom(s->id, out);
+      auto d = rt->sk().recvfrom(s->id, out, (flags & MSG_PEEK) != 0);
       if (d) {
         size_t n = std::min(d->len, want);
         if (!direct) {
@@ -168,8 +169,10 @@ ssize_t weft_recv(int fd, const iovec* iov, int iovcnt, int flags, sockaddr* fro
       }
     }
     if (nonblock) return px_fail(EAGAIN);
+    const int64_t timeo = s->rcvtimeo_ns;
     g.unlock();
-    if (!wait_sock(fd, POLLIN, -1)) return total > 0 ? static_cast<ssize_t>(total) : -1;
+    if (const Wait w = wait_sock(fd, POLLIN, timeo, deadline); w != Wait::again)
+      return total > 0 ? static_cast<ssize_t>(total) : w == Wait::timed_out ? px_fail(EAGAIN) : -1;
   }
 }
 
@@ -181,6 +184,7 @@ ssize_t weft_send(int fd, const iovec* iov, int iovcnt, int flags, const sockadd
   }
   const size_t want = iov_total(iov, iovcnt);
   size_t total = 0;
+  int64_t deadline = 0;  // SO_RCVTIMEO's / SO_SNDTIMEO's, set at the first wait
   for (;;) {
     Lock g(layer_mutex());
     Sock* s = sock_of(fd);
@@ -274,8 +278,10 @@ ssize_t weft_send(int fd, const iovec* iov, int iovcnt, int flags, const sockadd
         return px_fail(EAGAIN);
       }
     }
+    const int64_t timeo = s->sndtimeo_ns;
     g.unlock();
-    if (!wait_sock(fd, POLLOUT, -1)) return total > 0 ? static_cast<ssize_t>(total) : -1;
+    if (const Wait w = wait_sock(fd, POLLOUT, timeo, deadline); w != Wait::again)
+      return total > 0 ? static_cast<ssize_t>(total) : w == Wait::timed_out ? px_fail(EAGAIN) : -1;
   }
 }
 
@@ -382,6 +388,7 @@ int weft_px_recvmmsg(int fd, void* vec, unsigned n, int flags, void* timeout) {
 ssize_t weft_px_sendfile(int out, int in, off_t* offset, size_t count) {
   if (sock_of(out) == nullptr) return real().sendfile(out, in, offset, count);
   size_t total = 0;
+  int64_t deadline = 0;  // SO_SNDTIMEO's, set at the first wait
   while (total < count) {
     Lock g(layer_mutex());
     Sock* s = sock_of(out);
@@ -437,8 +444,10 @@ ssize_t weft_px_sendfile(int out, int in, off_t* offset, size_t count) {
       if (total > 0) return static_cast<ssize_t>(total);
       return px_fail(EAGAIN);
     }
+    const int64_t timeo = s->sndtimeo_ns;
     g.unlock();
-    if (!wait_sock(out, POLLOUT, -1)) return total > 0 ? static_cast<ssize_t>(total) : -1;
+    if (const Wait w = wait_sock(out, POLLOUT, timeo, deadline); w != Wait::again)
+      return total > 0 ? static_cast<ssize_t>(total) : w == Wait::timed_out ? px_fail(EAGAIN) : -1;
   }
   return static_cast<ssize_t>(total);
 }

@@ -84,6 +84,8 @@ int poll_mixed(pollfd* fds, nfds_t n, int64_t timeout_ns, const sigset_t* mask) 
     const timespec ts = to_ts(std::max<int64_t>(timeout_ns, 0));
     return real().ppoll(fds, n, timeout_ns < 0 ? nullptr : &ts, mask);
   }
+  if (Runtime::get() == nullptr)  // a fork's child: its weft sockets poll as POLLNVAL, and it is said
+    log_once("nostack-poll", "poll/select on a weft socket: " + Runtime::why() + " (POLLNVAL)");
   std::vector<pollfd> k(fds, fds + n);
   std::vector<char> weft(n, 0);
   {
@@ -323,6 +325,11 @@ int weft_px_epoll_ctl(int ep, int op, int fd, void* evp) {
   auto* ev = static_cast<epoll_event*>(evp);
   if (sh == nullptr) return real().epoll_ctl(ep, op, fd, ev);
   const bool weft = sock_of(fd) != nullptr;
+  if (weft && op != EPOLL_CTL_DEL && Runtime::get() == nullptr) {  // a fork's child (nginx's workers)
+    log_once("nostack-epoll", "epoll_ctl on a weft socket: " + Runtime::why() + " (ENOTSUP)");
+    errno = ENOTSUP;
+    return -1;
+  }
   epoll_event kev{};
   if (op != EPOLL_CTL_DEL) {
     if (ev == nullptr) {

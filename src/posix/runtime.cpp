@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
+#include <fstream>
 #include <set>
 #include <thread>
 
@@ -29,12 +31,16 @@ thread_local bool t_stack_thread = false;  // Runtime::thread_main's
 
 Runtime* g_rt = nullptr;
 // A function's static, not a global: the library's constructor (interpose.c) may run before this
-// file's dynamic initialisers, which would then overwrite what init_runtime() set.
+// file's dynamic initialisers, which would then overwrite what init_runtime() set. Never destroyed:
+// made at its first use (in a fork's child, at the fork), it would be destroyed at exit before the
+// program's own earlier atexit handlers ran, and their calls on weft sockets logged freed memory
+// (socat's child logged "shutdown: <16 bytes of malloc's free list> has no stack").
 std::string& why_text() {
-  static std::string s = "weft's stack was not started in this process";
-  return s;
+  static auto* s = new std::string("weft's stack was not started in this process");
+  return *s;
 }
 std::atomic<bool> g_forked{false};
+std::atomic<int> g_children{0};  // fork()s the owner made (its children have no stack)
 bool g_verbose = false;
 int64_t g_drain_ns = 10'000'000'000;  // at exit, how long close()d connections may take to finish
 
@@ -57,9 +63,39 @@ bool parse_ip(const std::string& s, uint32_t& ip, uint8_t& prefix) {
   return true;
 }
 
+// The stack ends with the process that owns it: a daemon that forks and lets its parent exit
+// (nginx's default `daemon on;`) leaves its child holding listeners that no longer answer. Said
+// at the owner's exit, the one moment it can be seen (the child may never touch them again).
+int live_children() {
+  int n = 0;
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    std::ifstream f(task.path() / "children");
+    for (long pid; f >> pid;) ++n;
+  }
+  return n;
+}
+
+void say_children_lose_sockets() {
+  // Children that are gone (redis's BGSAVE) or never held on (fork and exec a helper) lose nothing.
+  if (g_children.load() == 0 || live_children() == 0) return;
+  int listening = 0, other = 0;
+  for (int fd = 0; fd < kMaxFd; ++fd)
+    if (const Sock* s = g_socks[fd].load(std::memory_order_acquire))
+      ++(s->st == Sock::St::listening ? listening : other);
+  if (listening + other == 0) return;
+  log_line(
+      "exit: weft's stack ends with this process (pid " + std::to_string(::getpid()) + "), which forked " +
+      std::to_string(g_children.load()) + " time(s): the " + std::to_string(listening) + " listening and " +
+      std::to_string(other) +
+      " other weft sockets its live children inherited no longer work. Run the program in the foreground on "
+      "weft (nginx: `daemon off; master_process off;`; no `iperf3 -D`)");
+}
+
 void at_exit_drain() {
   Runtime* rt = Runtime::get();
   if (rt == nullptr) return;
+  say_children_lose_sockets();
   rt->drain(g_drain_ns);
   if (g_verbose) {
     log_line("stack: " + std::to_string(rt->inline_runs()) + " runs on the program's threads, " +
@@ -94,10 +130,10 @@ void log_line(const std::string& s) {
 
 void log_once(const std::string& key, const std::string& s) {
   static std::mutex m;
-  static std::set<std::string> seen;
+  static auto* seen = new std::set<std::string>;  // never destroyed, as why_text(): atexit handlers log
   {
     std::lock_guard g(m);
-    if (!seen.insert(key).second) return;
+    if (!seen->insert(key).second) return;
   }
   log_line(s);
 }
@@ -163,7 +199,11 @@ void init_runtime() {
     return;
   }
   g_rt = rt;
-  pthread_atfork([] { layer_mutex().lock(); }, [] { layer_mutex().unlock(); },
+  pthread_atfork([] { layer_mutex().lock(); },
+                 [] {
+                   layer_mutex().unlock();
+                   g_children.fetch_add(1);
+                 },
                  [] {
                    layer_mutex().unlock();
                    g_forked.store(true);
@@ -567,10 +607,19 @@ int new_sock_fd(Sock::Kind kind, bool nonblock, bool cloexec, bool ready) {
   return fd;
 }
 
-bool wait_sock(int fd, short events, int timeout_ms) {
+Wait wait_sock(int fd, short events, int64_t timeout_ns, int64_t& deadline) {
+  int64_t wait = -1;
+  if (timeout_ns > 0) {
+    timespec ts{};
+    ::clock_gettime(CLOCK_MONOTONIC, &ts);
+    const int64_t now = ts.tv_sec * 1'000'000'000LL + ts.tv_nsec;
+    if (deadline == 0) deadline = now + timeout_ns;
+    if (now >= deadline) return Wait::timed_out;
+    wait = deadline - now;
+  }
   pollfd p{fd, events, 0};
-  const int r = poll_mixed(&p, 1, timeout_ms < 0 ? -1 : int64_t{timeout_ms} * 1'000'000, nullptr);
-  return !(r < 0 && errno == EINTR);
+  const int r = poll_mixed(&p, 1, wait, nullptr);
+  return r < 0 && errno == EINTR ? Wait::interrupted : Wait::again;
 }
 
 }  // namespace weft::posix

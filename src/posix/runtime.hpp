@@ -70,6 +70,7 @@ struct Sock {
   int linger_on = 0, linger_s = 0;
   int sndbuf = 0, rcvbuf = 0;
   int keepidle = 7200, keepintvl = 75, keepcnt = 9;
+  int64_t rcvtimeo_ns = 0, sndtimeo_ns = 0;  // SO_RCVTIMEO / SO_SNDTIMEO (0: block for ever)
   uint32_t udp_peer_ip = 0;
   uint16_t udp_peer_port = 0;
 };
@@ -235,9 +236,13 @@ std::mutex& layer_mutex();
 // Makes a weft socket on a new eventfd; -1 with errno on failure. `ready`: the eventfd starts
 // readable (an accepted connection whose request came with the handshake: no write(2) to set it).
 int new_sock_fd(Sock::Kind kind, bool nonblock, bool cloexec, bool ready = false);
-// Waits without the lock until `fd` (a weft socket) may have `events` or `timeout_ms` passes
-// (-1: forever). Returns false when interrupted by a signal (errno EINTR).
-bool wait_sock(int fd, short events, int timeout_ms);
+// A blocking call's wait, without the lock, until `fd` (a weft socket) may have `events`. The
+// socket's SO_RCVTIMEO/SO_SNDTIMEO (`timeout_ns`, 0: none) bounds the whole call: `deadline` (0
+// before the call's first wait) is set at the first wait and kept across the call's waits, so the
+// caller looks at the socket again after each one and gives up (EAGAIN, or what it moved so far)
+// on `timed_out`. `interrupted`: a signal (errno EINTR).
+enum class Wait : uint8_t { again, timed_out, interrupted };
+Wait wait_sock(int fd, short events, int64_t timeout_ns, int64_t& deadline);
 int poll_mixed(pollfd* fds, nfds_t n, int64_t timeout_ns, const sigset_t* mask);
 void init_runtime();
 

@@ -15,6 +15,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "posix/real_calls.hpp"
 #include "posix/runtime.hpp"
@@ -43,6 +44,36 @@ bool loopback(uint32_t ip) { return (ip >> 24) == 127; }
 std::string ip_str(uint32_t ip) {
   return std::to_string(ip >> 24) + "." + std::to_string((ip >> 16) & 255) + "." +
          std::to_string((ip >> 8) & 255) + "." + std::to_string(ip & 255);
+}
+
+// Under `g`: a TCP connect under way on `fd`. Its outcome once known (0, or the error, reported
+// once); otherwise a non-blocking socket gets `pending` and a blocking one waits for the outcome.
+int finish_connect(Lock& g, int fd, Sock* s, Runtime* rt, int pending) {
+  int64_t deadline = 0;
+  for (;;) {
+    if (const stack::SockErr e = rt->sk().error(s->id); e != stack::SockErr::again) {
+      if (s->connect_reported) return px_fail(ECONNABORTED);
+      s->connect_reported = true;
+      return px_fail(to_errno(e));
+    }
+    const tcp::Connection* c = rt->sk().connection(s->id);
+    if (c != nullptr && c->connected()) {
+      s->st = Sock::St::connected;
+      s->connect_reported = true;
+      return 0;
+    }
+    if (s->nonblock) return px_fail(pending);
+    const int64_t timeo = s->sndtimeo_ns;
+    g.unlock();
+    // SO_SNDTIMEO passed: the handshake goes on, as the kernel's connect() says (EINPROGRESS).
+    if (const Wait w = wait_sock(fd, POLLOUT, timeo, deadline); w != Wait::again)
+      return w == Wait::timed_out ? px_fail(EINPROGRESS) : -1;
+    g.lock();
+    s = sock_of(fd);
+    if (s == nullptr) return px_fail(EBADF);
+    rt = Runtime::get();
+    if (rt == nullptr) return no_stack("connect", ENOTSUP);
+  }
 }
 
 }  // namespace
@@ -75,6 +106,13 @@ int to_kernel(Sock* s) {
     const linger l{s->linger_on, s->linger_s};
     (void)r.setsockopt(k, SOL_SOCKET, SO_LINGER, &l, sizeof l);
   }
+  for (const auto& [opt, ns] :
+       {std::pair{SO_RCVTIMEO, s->rcvtimeo_ns}, std::pair{SO_SNDTIMEO, s->sndtimeo_ns}})
+    if (ns > 0) {
+      const timeval tv{static_cast<time_t>(ns / 1'000'000'000),
+                       static_cast<suseconds_t>(ns % 1'000'000'000 / 1000)};
+      (void)r.setsockopt(k, SOL_SOCKET, opt, &tv, sizeof tv);
+    }
   const int fd = s->fd;
   const int fdflags = r.fcntl(fd, F_GETFD);
   g_socks[fd].store(nullptr, std::memory_order_release);
@@ -204,6 +242,7 @@ int weft_px_accept4(int fd, void* addr, socklen_t* len, int flags, int has_flags
   if (sock_of(fd) == nullptr)
     return has_flags ? real().accept4(fd, static_cast<sockaddr*>(addr), len, flags)
                      : real().accept(fd, static_cast<sockaddr*>(addr), len);
+  int64_t deadline = 0;  // SO_RCVTIMEO's, set at the first wait
   for (;;) {
     Lock g(layer_mutex());
     Sock* s = sock_of(fd);
@@ -234,6 +273,8 @@ int weft_px_accept4(int fd, void* addr, socklen_t* len, int flags, int has_flags
       n->keepalive = s->keepalive;
       n->linger_on = s->linger_on;
       n->linger_s = s->linger_s;
+      n->rcvtimeo_ns = s->rcvtimeo_ns;
+      n->sndtimeo_ns = s->sndtimeo_ns;
       (void)rt->sk().set_nagle(*id, !n->nodelay);
       const tcp::Connection* c = rt->sk().connection(*id);
       fill_addr(c->tuple().remote_ip.v, c->tuple().remote_port, static_cast<sockaddr*>(addr), len);
@@ -244,8 +285,10 @@ int weft_px_accept4(int fd, void* addr, socklen_t* len, int flags, int has_flags
     }
     if (id.error() != stack::SockErr::again) return px_fail(to_errno(id.error()));
     if (s->nonblock) return px_fail(EAGAIN);
+    const int64_t timeo = s->rcvtimeo_ns;
     g.unlock();
-    if (!wait_sock(fd, POLLIN, -1)) return -1;
+    if (const Wait w = wait_sock(fd, POLLIN, timeo, deadline); w != Wait::again)
+      return w == Wait::timed_out ? px_fail(EAGAIN) : -1;
   }
 }
 
@@ -293,8 +336,11 @@ int weft_px_connect(int fd, const void* addr, socklen_t len) {
     s->st = Sock::St::connected;
     return 0;
   }
-  if (s->st == Sock::St::connecting) return px_fail(EALREADY);
   if (s->st == Sock::St::connected) return px_fail(EISCONN);
+  // Asked again while connecting, as hiredis does once poll() says writable: the outcome if there
+  // is one (0 once established, the error once failed), EALREADY while the handshake goes on, and a
+  // blocking socket waits for it. The kernel's inet_stream_connect answers the same way.
+  if (s->st == Sock::St::connecting) return finish_connect(g, fd, s, rt, EALREADY);
   if (s->st == Sock::St::listening) return px_fail(EINVAL);
   if (s->bound_port != 0) {
     log_once("connect-bound", "connect: the local port bind() chose (" + std::to_string(s->bound_port) +
@@ -311,27 +357,7 @@ int weft_px_connect(int fd, const void* addr, socklen_t len) {
   (void)rt->sk().set_nagle(*id, !s->nodelay);
   rt->after_call();
   rt->refresh(*s);
-  if (s->nonblock) return px_fail(EINPROGRESS);
-  for (;;) {
-    const stack::SockErr e = rt->sk().error(s->id);
-    if (e != stack::SockErr::again) {
-      s->connect_reported = true;
-      return px_fail(to_errno(e));
-    }
-    const tcp::Connection* c = rt->sk().connection(s->id);
-    if (c != nullptr && c->connected()) {
-      s->st = Sock::St::connected;
-      s->connect_reported = true;
-      return 0;
-    }
-    g.unlock();
-    if (!wait_sock(fd, POLLOUT, -1)) return -1;
-    g.lock();
-    s = sock_of(fd);
-    if (s == nullptr) return px_fail(EBADF);
-    rt = Runtime::get();
-    if (rt == nullptr) return no_stack("connect", ENOTSUP);
-  }
+  return finish_connect(g, fd, s, rt, EINPROGRESS);
 }
 
 int weft_px_close(int fd) {

@@ -1,12 +1,13 @@
 // getsockopt/setsockopt on weft sockets. What the stack acts on: TCP_NODELAY (Nagle per
-// connection), SO_LINGER with a zero timeout (close() resets), SO_ERROR, TCP_INFO and TCP_MAXSEG
-// from the connection. What is recorded and reported back but not acted on (each says so once in
-// the log): SO_SNDBUF/SO_RCVBUF (every connection has the rings `weft stack run --buffer` sets),
-// SO_KEEPALIVE and the TCP_KEEP* times (the stack's keepalive is not per socket). SO_REUSEADDR
-// and SO_REUSEPORT are recorded (the stack has no TIME-WAIT port conflicts to lift; a second
-// listener on a port is refused either way). Anything else: ENOPROTOOPT and one log line.
+// connection), SO_LINGER with a zero timeout (close() resets), SO_RCVTIMEO/SO_SNDTIMEO (the layer's
+// blocking calls' waits), SO_ERROR, TCP_INFO and TCP_MAXSEG from the connection. What is recorded and
+// reported back but not acted on (each says so once in the log): SO_SNDBUF/SO_RCVBUF (every connection has
+// the rings `weft stack run --buffer` sets), SO_KEEPALIVE and the TCP_KEEP* times (the stack's keepalive is
+// not per socket). SO_REUSEADDR and SO_REUSEPORT are recorded (the stack has no TIME-WAIT port conflicts to
+// lift; a second listener on a port is refused either way). Anything else: ENOPROTOOPT and one log line.
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/time.h>
 
 #include <cerrno>
 #include <cstring>
@@ -143,6 +144,17 @@ int weft_px_getsockopt(int fd, int level, int opt, void* val, socklen_t* len) {
       case SO_RCVLOWAT:
       case SO_SNDLOWAT:
         return put_int(1, val, len);
+      case SO_RCVTIMEO:
+      case SO_SNDTIMEO: {
+        if (val == nullptr || len == nullptr) return px_fail(EFAULT);
+        const int64_t ns = opt == SO_RCVTIMEO ? s->rcvtimeo_ns : s->sndtimeo_ns;
+        const timeval tv{static_cast<time_t>(ns / 1'000'000'000),
+                         static_cast<suseconds_t>(ns % 1'000'000'000 / 1000)};
+        if (*len < sizeof tv) return px_fail(EINVAL);
+        std::memcpy(val, &tv, sizeof tv);
+        *len = sizeof tv;
+        return 0;
+      }
       case SO_LINGER: {
         if (val == nullptr || len == nullptr) return px_fail(EFAULT);
         const linger l{s->linger_on, s->linger_s};
@@ -233,6 +245,17 @@ int weft_px_setsockopt(int fd, int level, int opt, const void* val, socklen_t le
           log_once(
               "linger",
               "SO_LINGER with a timeout: close() returns at once; the connection finishes in the background");
+        return 0;
+      }
+      case SO_RCVTIMEO:
+      case SO_SNDTIMEO: {  // as Linux's sock_set_timeout: {0, 0} blocks for ever, a negative time is 0
+        if (val == nullptr || len < sizeof(timeval)) return px_fail(EINVAL);
+        timeval tv;
+        std::memcpy(&tv, val, sizeof tv);
+        if (tv.tv_usec < 0 || tv.tv_usec >= 1'000'000) return px_fail(EDOM);
+        int64_t ns = int64_t{tv.tv_sec} * 1'000'000'000 + int64_t{tv.tv_usec} * 1000;
+        if (tv.tv_sec < 0) ns = 1;  // the kernel's 0 jiffies: a blocking call returns at once
+        (opt == SO_RCVTIMEO ? s->rcvtimeo_ns : s->sndtimeo_ns) = ns;
         return 0;
       }
       case SO_RCVLOWAT:

@@ -421,12 +421,12 @@ SockResult<size_t> Sockets::sendto(SockId id, wire::Ipv4Addr dst, uint16_t port,
   return payload.size();
 }
 
-SockResult<DatagramInfo> Sockets::recvfrom(SockId id, wire::MutBytes out) {
+SockResult<DatagramInfo> Sockets::recvfrom(SockId id, wire::MutBytes out, bool peek) {
   Slot* s = find(id, Kind::udp);
   if (s == nullptr) return std::unexpected(SockErr::bad_socket);
   if (auto e = take_udp_error(*s)) return std::unexpected(*e);
   DatagramInfo info;
-  if (!s->udp->pop(out, info)) return std::unexpected(SockErr::again);
+  if (!s->udp->pop(out, info, peek)) return std::unexpected(SockErr::again);
   return info;
 }
 

@@ -94,7 +94,8 @@ class Sockets final : private tcp::TcpObserver, private UdpReceiver {
   // UDP. bind(0) picks a free ephemeral port.
   SockResult<SockId> udp_bind(uint16_t port);
   SockResult<size_t> sendto(SockId s, wire::Ipv4Addr dst, uint16_t port, wire::Bytes payload);
-  SockResult<DatagramInfo> recvfrom(SockId s, wire::MutBytes out);
+  // `peek` (MSG_PEEK): the datagram stays queued for the next call.
+  SockResult<DatagramInfo> recvfrom(SockId s, wire::MutBytes out, bool peek = false);
   // connect() for UDP (as Linux's): `dst`:`port` becomes the default destination of send(), and
   // only datagrams from it are received (recv() then reads them). An ICMP port (or protocol)
   // unreachable quoting a datagram to it is reported once by the next send/recv/sendto/recvfrom as

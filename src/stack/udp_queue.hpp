@@ -40,20 +40,21 @@ class UdpQueue {
     return true;
   }
 
-  // The oldest datagram into `out`; false when there is none.
-  bool pop(wire::MutBytes out, DatagramInfo& info) {
+  // The oldest datagram into `out`; false when there is none. With `keep` (MSG_PEEK) it stays
+  // queued, and the next call reads it again.
+  bool pop(wire::MutBytes out, DatagramInfo& info, bool keep = false) {
     if (empty()) return false;
     uint8_t h[kHeader];
-    ring_.pop(wire::MutBytes(h, kHeader));
+    copy_out(0, wire::MutBytes(h, kHeader));
     uint16_t len = 0;
     std::memcpy(&info.src.v, h, 4);
     std::memcpy(&info.src_port, h + 4, 2);
     std::memcpy(&len, h + 6, 2);
     info.len = len;
     const size_t n = std::min<size_t>(len, out.size());
-    ring_.pop(out.first(n));
-    ring_.consume(len - n);
+    copy_out(kHeader, out.first(n));
     info.truncated = n < len;
+    if (!keep) ring_.consume(kHeader + len);
     return true;
   }
 
@@ -61,6 +62,12 @@ class UdpQueue {
   static constexpr size_t kHeader = 8;
   tcp::ByteRing ring_;
   uint64_t dropped_ = 0;
+
+  void copy_out(size_t offset, wire::MutBytes out) const {
+    const auto [a, b] = ring_.peek(offset, out.size());
+    if (!a.empty()) std::memcpy(out.data(), a.data(), a.size());
+    if (!b.empty()) std::memcpy(out.data() + a.size(), b.data(), b.size());
+  }
 };
 
 }  // namespace weft::stack

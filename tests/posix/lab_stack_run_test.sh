@@ -19,6 +19,10 @@
 #    coming back on the port of its last connection while nginx's side still waits in TIME-WAIT
 #    connects at once: no RST, no retransmission from the client (RFC 6191);
 #  - epoll_wait on a weft socket never returns before its timeout (20 waits of 50 ms);
+#  - a non-blocking connect asked again once writable answers 0, then EISCONN (hiredis); SO_RCVTIMEO
+#    bounds recv and accept (EAGAIN); a UDP MSG_PEEK leaves the datagram for the read after it;
+#    redis-cli on weft talks to a kernel redis, socat UDP-RECVFROM answers through EXEC:cat;
+#  - nginx left in daemon mode: its parent's exit names `daemon off` and the listener it loses;
 #  - what the layer refuses says so: an AF_INET6 socket fails with EAFNOSUPPORT and one log line,
 #    loopback still goes to the kernel.
 set -euo pipefail
@@ -258,6 +262,92 @@ if [[ $out == "early 0 0" ]]; then
   echo "epoll_wait timeout: none of 20 waits of 50 ms came back early"
 else
   echo "FAIL epoll_wait timeout: want 'early 0 0' (waits that returned before 50 ms, the shortest in ns), got: $out"; fail=1
+fi
+
+echo "== socket semantics programs lean on: connect() asked again, SO_RCVTIMEO, UDP MSG_PEEK"
+# hiredis (redis-cli, every hiredis client) polls a non-blocking connect for POLLOUT and then calls
+# connect() again, wanting 0 (then EISCONN); weft said EALREADY for good and redis-cli on weft
+# reached no server. socat's UDP-RECVFROM peeks at a datagram to learn its sender, then reads it;
+# the peek took it. iperf3 and hiredis's command timeouts set SO_RCVTIMEO, which weft refused.
+stack_lab_bg ip netns exec "$K" "$PY" -c '
+import socket, time
+ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind(("0.0.0.0", 9102)); ls.listen(4)
+conns = [ls.accept()[0] for _ in range(2)]
+time.sleep(30)
+'
+sleep 0.3
+out=$( (px timeout 30 "${RUN[@]}" "$PY" -c '
+import errno, select, socket, struct, sys, time
+kern, port = sys.argv[1], 9102
+s = socket.socket(); s.setblocking(False)
+print("first", errno.errorcode.get(s.connect_ex((kern, port)), "0"))
+p = select.poll(); p.register(s, select.POLLOUT); p.poll(5000)
+print("again", errno.errorcode.get(s.connect_ex((kern, port)), "0"))
+print("third", errno.errorcode.get(s.connect_ex((kern, port)), "0"))
+c = socket.create_connection((kern, port))
+c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, 200000))
+print("rcvtimeo", struct.unpack("ll", c.getsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, 16)))
+t0 = time.monotonic()
+try:
+    c.recv(10); print("recv returned")
+except OSError as e:
+    print("recv", errno.errorcode[e.errno], "%.1f" % (time.monotonic() - t0))
+ls = socket.socket(); ls.bind(("0.0.0.0", 9103)); ls.listen(1)
+ls.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, 100000))
+try:
+    ls.accept(); print("accept returned")
+except OSError as e:
+    print("accept", errno.errorcode[e.errno])
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(("0.0.0.0", 9104)); u.settimeout(10)
+print("ready", flush=True)
+d1, a1 = u.recvfrom(100, socket.MSG_PEEK); d2, a2 = u.recvfrom(100)
+print("peek", d1 == d2 == b"dgram", a1 == a2)
+' "$KERN_IP" 2>&1 & sleep 3; echo -n dgram | nsx socat -u - "UDP:$STACK_IP:9104"; wait) ) || true
+stack_lab_stop_bg
+want_sem="first EINPROGRESS|again 0|third EISCONN|rcvtimeo (0, 200000)|recv EAGAIN 0.2|accept EAGAIN|ready|peek True True"
+got_sem=$(tr '\n' '|' <<<"$out" | sed 's/|$//')
+if [[ $got_sem == "$want_sem" ]]; then
+  echo "socket semantics: $got_sem"
+else
+  echo "FAIL socket semantics: want [$want_sem], got [$got_sem]"; fail=1
+fi
+
+echo "== redis-cli on weft against a kernel redis (hiredis's connect); socat answering UDP through EXEC"
+stack_lab_bg ip netns exec "$K" redis-server --port 6390 --bind "$KERN_IP" --save "" --appendonly no --protected-mode no
+for _ in $(seq 50); do nsx redis-cli -h "$KERN_IP" -p 6390 ping >/dev/null 2>&1 && break; sleep 0.1; done
+set_out=$(px timeout 20 "${RUN[@]}" redis-cli -h "$KERN_IP" -p 6390 set weft-key from-weft 2>/dev/null) || true
+get_out=$(nsx redis-cli -h "$KERN_IP" -p 6390 get weft-key 2>&1) || true
+stack_lab_stop_bg
+if [[ $set_out == OK && $get_out == from-weft ]]; then
+  echo "redis-cli on weft: SET answered OK, the kernel's redis holds the value"
+else
+  echo "FAIL redis-cli on weft: set '$set_out', get '$get_out'"; fail=1
+fi
+stack_lab_bg ip netns exec "$P" timeout 30 "${RUN[@]}" socat UDP-RECVFROM:9105 EXEC:cat
+stack_lab_wait_ping "$STACK_IP" 100 || fail=1
+udp_out=$(echo udp-through-cat | nsx timeout 5 socat -t 3 - "UDP:$STACK_IP:9105") || true
+stack_lab_stop_bg
+if [[ $udp_out == udp-through-cat ]]; then
+  echo "socat UDP-RECVFROM on weft: the datagram came back through cat"
+else
+  echo "FAIL socat UDP-RECVFROM on weft: got '$udp_out'"; fail=1
+fi
+
+echo "== nginx left in daemon mode: its parent's exit says why its listener went with it"
+mkdir -p "$work/ngd"
+printf '%s\n' "pid $work/ngd/pid; error_log stderr;" "events {}" \
+  "http { access_log off; client_body_temp_path $work/ngd; proxy_temp_path $work/ngd; fastcgi_temp_path $work/ngd; uwsgi_temp_path $work/ngd; scgi_temp_path $work/ngd;" \
+  "  server { listen $STACK_IP:8090; root $work; } }" >"$work/ngd.conf"
+# (into a file: the daemon keeps the descriptor, and a $(...) would wait for it to exit)
+timeout 20 ip netns exec "$P" "${RUN[@]}" nginx -c "$work/ngd.conf" >"$work/ngd.out" 2>&1 || true
+for _ in $(seq 20); do [[ -s $work/ngd/pid ]] && break; sleep 0.1; done
+[[ -s $work/ngd/pid ]] && kill "$(cat "$work/ngd/pid")" 2>/dev/null
+ngd=$(cat "$work/ngd.out")
+if grep -q "daemon off" <<<"$ngd" && grep -q "1 listening" <<<"$ngd"; then
+  echo "nginx daemon: $(grep -m1 'exit:' <<<"$ngd")"
+else
+  echo "FAIL nginx daemon: no line saying why: $ngd"; fail=1
 fi
 
 echo "== what the layer does not do, it says: AF_INET6 refused with one log line; loopback to the kernel"

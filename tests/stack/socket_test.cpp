@@ -322,6 +322,39 @@ TEST(Socket, UdpSendToRecvFromAndTruncation) {
   EXPECT_EQ(n.ib.stats().icmp_unreach_sent, 0u);
 }
 
+// MSG_PEEK: socat's UDP-RECVFROM peeks at the first datagram to learn its sender, then reads it.
+// Before, the peek took the datagram and the read that followed waited for good.
+TEST(Socket, UdpPeekLeavesTheDatagramForTheNextRead) {
+  Net n;
+  auto ua = n.a.udp_bind(0);
+  auto ub = n.b.udp_bind(5354);
+  ASSERT_TRUE(ua && ub);
+  const std::vector<uint8_t> first{1, 2, 3, 4, 5}, second{9, 8};
+  ASSERT_TRUE(n.a.sendto(*ua, kB, 5354, first));
+  ASSERT_TRUE(n.a.sendto(*ua, kB, 5354, second));
+  n.pump();
+  std::vector<uint8_t> out(64, 0);
+  for (int i = 0; i < 2; ++i) {  // peeked twice, whole and cut short: both leave it queued
+    auto r = n.b.recvfrom(*ub, wire::MutBytes(out.data(), i == 0 ? out.size() : 2), true);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->len, 5u);
+    EXPECT_EQ(r->src_port, n.a.local_port(*ua));
+    EXPECT_EQ(out[0], 1);
+    EXPECT_EQ(out[1], 2);
+  }
+  EXPECT_EQ(out[2], 3);
+  std::fill(out.begin(), out.end(), 0);
+  auto r = n.b.recvfrom(*ub, out);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->len, 5u);
+  EXPECT_TRUE(std::equal(first.begin(), first.end(), out.begin()));
+  r = n.b.recvfrom(*ub, out);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->len, 2u);
+  EXPECT_EQ(out[0], 9);
+  EXPECT_EQ(n.b.recvfrom(*ub, out, true).error(), SockErr::again);
+}
+
 TEST(Socket, UdpToAClosedPortDrawsARateLimitedPortUnreachable) {
   Net n;
   auto ua = n.a.udp_bind(4000);
