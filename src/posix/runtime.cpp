@@ -207,6 +207,7 @@ void init_runtime() {
                  [] {
                    layer_mutex().unlock();
                    g_forked.store(true);
+                   g_rt->release_device_claim();  // the interface is free once the parent is gone
                    why_text() =
                        "a child of fork() has no stack (it lives in the parent's thread); its inherited "
                        "weft sockets are unusable here";

@@ -141,6 +141,7 @@ class Runtime {
   uint64_t stack_thread_frames() const { return stack_thread_frames_.load(std::memory_order_relaxed); }
   // The device's sendmmsg calls (for tests and the --verbose summary; read at exit).
   uint64_t tx_batches() const { return pkt_->counters().tx_batches; }
+  void release_device_claim() { pkt_->release_claim(); }  // in a fork's child (PacketDevice::release_claim)
   // An event loop's epoll_wait: came in (every call), and sleeps (true) or woke (false).
   void loop_entered() { loop_entries_.fetch_add(1, std::memory_order_relaxed); }
   void loop_sleeps(bool on) { loop_waiting_.fetch_add(on ? 1 : -1, std::memory_order_relaxed); }

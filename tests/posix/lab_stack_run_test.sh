@@ -22,7 +22,9 @@
 #  - a non-blocking connect asked again once writable answers 0, then EISCONN (hiredis); SO_RCVTIMEO
 #    bounds recv and accept (EAGAIN); a UDP MSG_PEEK leaves the datagram for the read after it;
 #    redis-cli on weft talks to a kernel redis, socat UDP-RECVFROM answers through EXEC:cat;
-#  - nginx left in daemon mode: its parent's exit names `daemon off` and the listener it loses;
+#  - one stack per interface: a second `weft stack run` on it is refused, naming the holder;
+#  - nginx left in daemon mode: its parent's exit names `daemon off` and the listener it loses, and
+#    its children do not keep the interface claimed;
 #  - what the layer refuses says so: an AF_INET6 socket fails with EAFNOSUPPORT and one log line,
 #    loopback still goes to the kernel.
 set -euo pipefail
@@ -51,16 +53,24 @@ wait_listen() {  # NSCMD PORT
   return 1
 }
 
+# `weft stack run ... -- touch MARKER` must fail before the program runs, with output matching PATTERN.
+expect_refused() {  # LABEL PATTERN WEFT-ARGS... (the program, `touch $work/started`, is added)
+  local label=$1 pattern=$2 out
+  shift 2
+  rm -f "$work/started"
+  if out=$(px timeout 10 "$WEFT" stack run "$@" -- touch "$work/started" 2>&1); then
+    echo "FAIL $label: weft stack run succeeded: $out"; fail=1
+  elif [[ -e $work/started ]]; then
+    echo "FAIL $label: the program ran although weft stack run refused"; fail=1
+  elif grep -q "$pattern" <<<"$out"; then
+    echo "$label: $out"
+  else
+    echo "FAIL $label: unclear message: $out"; fail=1
+  fi
+}
+
 echo "== a device that cannot be opened: weft stack run says why and never starts the program"
-if out=$(px "$WEFT" stack run --ifname nosuchif0 --ip "$STACK_IP/24" -- touch "$work/started" 2>&1); then
-  echo "FAIL: weft stack run succeeded on a missing interface"; fail=1
-elif [[ -e $work/started ]]; then
-  echo "FAIL: the program ran although the device did not open"; fail=1
-elif grep -q "cannot open nosuchif0" <<<"$out"; then
-  echo "missing device: $out"
-else
-  echo "FAIL: unclear message: $out"; fail=1
-fi
+expect_refused "missing device" "cannot open nosuchif0" --ifname nosuchif0 --ip "$STACK_IP/24"
 
 echo "== socat on weft as a server (P), kernel socat client in $K"
 rm -f "$work/out"
@@ -334,6 +344,19 @@ else
   echo "FAIL socat UDP-RECVFROM on weft: got '$udp_out'"; fail=1
 fi
 
+echo "== one stack per interface: a second program on it is refused before it starts"
+# Two stacks on one interface both answer for the address and reset each other's connections (a
+# server on weft and a client started on weft beside it: curl's download ended in a reset).
+stack_lab_bg ip netns exec "$P" timeout 30 "${RUN[@]}" sleep 20 2>"$work/first.err"
+for _ in $(seq 100); do px ss -xlp 2>/dev/null | grep -q "@weft-stack-$PKT_IF .*\"sleep\"" && break; sleep 0.1; done
+if ! px ss -xlp 2>/dev/null | grep -q "@weft-stack-$PKT_IF .*\"sleep\""; then
+  echo "FAIL one stack per interface: the first program never took $PKT_IF: $(cat "$work/first.err"); $(px ss -xlp | grep weft-stack)"; fail=1
+else
+  expect_refused "second stack on $PKT_IF" "already carries weft's stack in this network namespace (pid [0-9]*, sleep)" \
+    --ifname "$PKT_IF" --ip "$STACK_IP/24" --gateway "$GW_IP"
+fi
+stack_lab_stop_bg
+
 echo "== nginx left in daemon mode: its parent's exit says why its listener went with it"
 mkdir -p "$work/ngd"
 printf '%s\n' "pid $work/ngd/pid; error_log stderr;" "events {}" \
@@ -342,12 +365,19 @@ printf '%s\n' "pid $work/ngd/pid; error_log stderr;" "events {}" \
 # (into a file: the daemon keeps the descriptor, and a $(...) would wait for it to exit)
 timeout 20 ip netns exec "$P" "${RUN[@]}" nginx -c "$work/ngd.conf" >"$work/ngd.out" 2>&1 || true
 for _ in $(seq 20); do [[ -s $work/ngd/pid ]] && break; sleep 0.1; done
+# The daemon's children have no stack, and let go of the interface: another program may take it.
+after=$(px timeout 10 "${RUN[@]}" echo free 2>&1) || true
 [[ -s $work/ngd/pid ]] && kill "$(cat "$work/ngd/pid")" 2>/dev/null
 ngd=$(cat "$work/ngd.out")
 if grep -q "daemon off" <<<"$ngd" && grep -q "1 listening" <<<"$ngd"; then
   echo "nginx daemon: $(grep -m1 'exit:' <<<"$ngd")"
 else
   echo "FAIL nginx daemon: no line saying why: $ngd"; fail=1
+fi
+if [[ $after == free ]]; then
+  echo "nginx daemon: its children left $PKT_IF free for the next program"
+else
+  echo "FAIL nginx daemon: the interface stayed claimed after the parent's exit: $after"; fail=1
 fi
 
 echo "== what the layer does not do, it says: AF_INET6 refused with one log line; loopback to the kernel"

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <string>
 
+#include "stack/dev/interface_claim.hpp"
 #include "stack/dev/mapping.hpp"
 #include "stack/dev/packet_device.hpp"
 #include "stack/dev/tap_device.hpp"
@@ -67,6 +68,23 @@ TEST(PacketDevice, AnOpenThatGivesUpHalfWayLeavesNoDescriptor) {
   ASSERT_FALSE(d);
   EXPECT_NE(d.error().message.find("is down"), std::string::npos) << d.error().message;
   EXPECT_EQ(open_fds(), before);
+}
+
+// One stack per interface per namespace: while one claim is held, a second is refused with EBUSY
+// and a message naming the holder; once the holder lets go, the interface can be claimed again.
+TEST(InterfaceClaim, ASecondClaimIsRefusedAndNamesTheHolder) {
+  const std::string ifname = "claimtest" + std::to_string(getpid() % 100000);
+  auto first = claim_interface(ifname);
+  ASSERT_TRUE(first) << first.error().message;
+  auto second = claim_interface(ifname);
+  ASSERT_FALSE(second);
+  EXPECT_EQ(second.error().code, EBUSY);
+  const std::string& m = second.error().message;
+  EXPECT_NE(m.find(ifname + " already carries weft's stack"), std::string::npos) << m;
+  EXPECT_NE(m.find("pid " + std::to_string(getpid())), std::string::npos) << m;
+  EXPECT_TRUE(claim_interface(ifname + "b")) << "another interface is free";
+  first->reset();
+  EXPECT_TRUE(claim_interface(ifname)) << "free again once its holder let go";
 }
 
 }  // namespace

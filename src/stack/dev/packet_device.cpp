@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "base/random.hpp"
+#include "stack/dev/interface_claim.hpp"
 #include "stack/dev/virtio_net_hdr.hpp"
 
 namespace weft::stack {
@@ -81,6 +82,9 @@ Result<std::unique_ptr<PacketDevice>> PacketDevice::open(const Options& o) {
   // What open() gives up half way closes and unmaps with `d`.
   std::unique_ptr<PacketDevice> d(new PacketDevice());
   d->name_ = o.ifname;
+  auto claim = claim_interface(o.ifname);
+  if (!claim) return unexpected(claim.error());
+  d->claim_ = std::move(*claim);
 
   d->rx_fd_.reset(
       socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));  // protocol 0: no frames yet

@@ -125,6 +125,9 @@ class PacketDevice final : public Device {
   // Frames the kernel dropped because the ring was full (PACKET_STATISTICS; reading resets it).
   uint64_t take_ring_drops();
   uint64_t take_syn_ring_drops();  // the same for the SYN ring
+  // Gives up the claim on the interface (interface_claim.hpp) without closing the device: a fork's
+  // child, which inherited it but has no stack, must not keep it once its parent is gone.
+  void release_claim() { claim_.reset(); }
 
  private:
   PacketDevice() = default;
@@ -146,6 +149,7 @@ class PacketDevice final : public Device {
   const tpacket2_hdr* next_syn();
   Result<RxInfo> receive_syn(wire::MutBytes buf);
 
+  Fd claim_;  // one stack per interface per namespace
   Fd rx_fd_;
   Fd tx_fd_;
   std::string name_;
