@@ -573,7 +573,7 @@ void Runtime::drain(int64_t max_ns) {
     std::vector<Sock*> open;
     for (auto& [id, s] : by_id_) open.push_back(s);
     for (Sock* s : open) {
-      g_socks[s->fd].store(nullptr);
+      for (const int fd : s->fds) g_socks[fd].store(nullptr);
       forget(*s);
       close_later(s->id);
     }
@@ -601,11 +601,32 @@ int new_sock_fd(Sock::Kind kind, bool nonblock, bool cloexec, bool ready) {
   }
   auto* s = new Sock();
   s->fd = fd;
+  s->fds.push_back(fd);
   s->kind = kind;
   s->nonblock = nonblock;
   s->efd_set = ready;
   g_socks[fd].store(s, std::memory_order_release);
   return fd;
+}
+
+void drop_sock_fd(Sock* s, int fd) {
+  g_socks[fd].store(nullptr, std::memory_order_release);
+  std::erase(s->fds, fd);
+  if (!s->fds.empty()) {  // another descriptor still names it: the socket lives on
+    if (s->fd == fd) s->fd = s->fds.front();
+    return;
+  }
+  if (Runtime* rt = Runtime::get()) {
+    rt->forget(*s);
+    if (s->id != 0) {
+      if (s->linger_on && s->linger_s == 0)
+        rt->sk().abort(s->id);  // SO_LINGER 0: an RST, as the kernel
+      else
+        rt->close_later(s->id);
+      rt->after_call();
+    }
+  }
+  delete s;
 }
 
 Wait wait_sock(int fd, short events, int64_t timeout_ns, int64_t& deadline) {

@@ -52,7 +52,10 @@ namespace weft::posix {
 struct Sock {
   enum class Kind : uint8_t { tcp, udp };
   enum class St : uint8_t { fresh, bound, listening, connecting, connected };
-  int fd = -1;
+  int fd = -1;  // one of `fds`: the eventfd the layer writes and reads for the socket's news
+  // Every descriptor that names the socket: the first, and what dup/dup2/dup3/F_DUPFD made of it
+  // (each a kernel dup of the same eventfd). The socket closes when the last one does.
+  std::vector<int> fds;
   Kind kind = Kind::tcp;
   St st = St::fresh;
   stack::SockId id = 0;  // 0 until the stack has it (listen, connect, UDP bind)
@@ -237,6 +240,10 @@ std::mutex& layer_mutex();
 // Makes a weft socket on a new eventfd; -1 with errno on failure. `ready`: the eventfd starts
 // readable (an accepted connection whose request came with the handshake: no write(2) to set it).
 int new_sock_fd(Sock::Kind kind, bool nonblock, bool cloexec, bool ready = false);
+// Under the lock: descriptor `fd` of weft socket `s` is going away (close, or dup2 onto it). The
+// socket closes with its last descriptor (its connection closes, an RST for SO_LINGER 0) and is
+// deleted; otherwise only `fd` leaves it. The caller closes `fd` in the kernel.
+void drop_sock_fd(Sock* s, int fd);
 // A blocking call's wait, without the lock, until `fd` (a weft socket) may have `events`. The
 // socket's SO_RCVTIMEO/SO_SNDTIMEO (`timeout_ns`, 0: none) bounds the whole call: `deadline` (0
 // before the call's first wait) is set at the first wait and kept across the call's waits, so the

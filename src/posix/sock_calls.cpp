@@ -46,6 +46,19 @@ std::string ip_str(uint32_t ip) {
          std::to_string((ip >> 8) & 255) + "." + std::to_string(ip & 255);
 }
 
+// Under the lock: `fd`, a kernel dup of one of `s`'s descriptors, names `s` too. Returns `fd`, or
+// -1 (EMFILE) past the table, where the layer could not find the socket by it.
+int name_sock(Sock* s, int fd) {
+  if (fd < 0) return fd;
+  if (fd >= kMaxFd) {
+    (void)real().close(fd);
+    return px_fail(EMFILE);
+  }
+  s->fds.push_back(fd);
+  g_socks[fd].store(s, std::memory_order_release);
+  return fd;
+}
+
 // Under `g`: a TCP connect under way on `fd`. Its outcome once known (0, or the error, reported
 // once); otherwise a non-blocking socket gets `pending` and a blocking one waits for the outcome.
 int finish_connect(Lock& g, int fd, Sock* s, Runtime* rt, int pending) {
@@ -113,15 +126,21 @@ int to_kernel(Sock* s) {
                        static_cast<suseconds_t>(ns % 1'000'000'000 / 1000)};
       (void)r.setsockopt(k, SOL_SOCKET, opt, &tv, sizeof tv);
     }
-  const int fd = s->fd;
-  const int fdflags = r.fcntl(fd, F_GETFD);
-  g_socks[fd].store(nullptr, std::memory_order_release);
-  if (r.dup3(k, fd, (fdflags & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0) {
-    const int e = errno;
-    g_socks[fd].store(s, std::memory_order_release);
-    (void)r.close(k);
-    return px_fail(e);
+  // Every descriptor that names the socket (dups included) becomes the kernel socket.
+  for (size_t i = 0; i < s->fds.size(); ++i) {
+    const int d = s->fds[i];
+    const int fdflags = r.fcntl(d, F_GETFD);
+    g_socks[d].store(nullptr, std::memory_order_release);
+    if (r.dup3(k, d, (fdflags & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0) {
+      const int e = errno;
+      g_socks[d].store(s, std::memory_order_release);
+      s->fds.erase(s->fds.begin(), s->fds.begin() + static_cast<std::ptrdiff_t>(i));  // swapped already
+      s->fd = s->fds.front();
+      (void)r.close(k);
+      return px_fail(e);
+    }
   }
+  const int fd = s->fd;
   (void)r.close(k);
   if (s->bound_port != 0) {  // bound to the stack's address before: bind the kernel socket the same way
     sockaddr_in in{};
@@ -365,21 +384,7 @@ int weft_px_close(int fd) {
   if (sock_of(fd) == nullptr) return real().close(fd);
   {
     Lock g(layer_mutex());
-    Sock* s = sock_of(fd);
-    if (s != nullptr) {
-      g_socks[fd].store(nullptr, std::memory_order_release);
-      if (Runtime* rt = Runtime::get()) {
-        rt->forget(*s);
-        if (s->id != 0) {
-          if (s->linger_on && s->linger_s == 0)
-            rt->sk().abort(s->id);  // SO_LINGER 0: an RST, as the kernel
-          else
-            rt->close_later(s->id);
-          rt->after_call();
-        }
-      }
-      delete s;
-    }
+    if (Sock* s = sock_of(fd)) drop_sock_fd(s, fd);
   }
   return real().close(fd);
 }
@@ -459,10 +464,14 @@ int weft_px_fcntl(int fd, int cmd, uintptr_t arg) {
     case F_GETFD:
     case F_SETFD:
       return real().fcntl(fd, cmd, arg);
+    case F_DUPFD:
+    case F_DUPFD_CLOEXEC: {
+      return name_sock(s, real().fcntl(fd, cmd, arg));
+    }
     default:
       log_once("fcntl-" + std::to_string(cmd), "fcntl(cmd " + std::to_string(cmd) +
-                                                   ") on a weft socket is not supported (duplicating it, "
-                                                   "signal-driven I/O, locks): EOPNOTSUPP");
+                                                   ") on a weft socket is not supported (signal-driven I/O, "
+                                                   "locks, pipe sizes): EOPNOTSUPP");
       return px_fail(EOPNOTSUPP);
   }
 }
@@ -508,29 +517,21 @@ int weft_px_ioctl(int fd, unsigned long req, void* arg) {
 
 int weft_px_dup(int fd) {
   if (sock_of(fd) == nullptr) return real().dup(fd);
-  log_once("dup", "dup() of a weft socket is not supported (EOPNOTSUPP)");
-  return px_fail(EOPNOTSUPP);
+  Lock g(layer_mutex());
+  Sock* s = sock_of(fd);
+  if (s == nullptr) return px_fail(EBADF);
+  return name_sock(s, real().dup(fd));  // the same eventfd under a new number: the same news
 }
 
 int weft_px_dup3(int fd, int to, int flags, int is_dup3) {
-  if (sock_of(fd) != nullptr) {
-    log_once("dup2", "dup2()/dup3() of a weft socket is not supported (EOPNOTSUPP)");
-    return px_fail(EOPNOTSUPP);
-  }
-  if (sock_of(to) != nullptr && fd != to) {
-    // The kernel closes `to` first: so does the layer, for the weft socket it was.
-    Lock g(layer_mutex());
-    if (Sock* s = sock_of(to)) {
-      g_socks[to].store(nullptr, std::memory_order_release);
-      if (Runtime* rt = Runtime::get()) {
-        rt->forget(*s);
-        if (s->id != 0) rt->close_later(s->id);
-        rt->after_call();
-      }
-      delete s;
-    }
-  }
-  return is_dup3 ? real().dup3(fd, to, flags) : real().dup2(fd, to);
+  if (fd == to) return is_dup3 ? real().dup3(fd, to, flags) : real().dup2(fd, to);  // EINVAL / a check
+  Lock g(layer_mutex());
+  Sock* s = sock_of(fd);
+  if (real().fcntl(fd, F_GETFD) < 0) return -1;  // EBADF, and `to` stays open, as the kernel's
+  // The kernel closes `to` first: so does the layer, for the weft socket it named.
+  if (Sock* old = sock_of(to)) drop_sock_fd(old, to);
+  const int r = is_dup3 ? real().dup3(fd, to, flags) : real().dup2(fd, to);
+  return r >= 0 && s != nullptr ? name_sock(s, r) : r;
 }
 
 }  // extern "C"

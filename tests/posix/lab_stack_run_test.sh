@@ -20,7 +20,8 @@
 #    connects at once: no RST, no retransmission from the client (RFC 6191);
 #  - epoll_wait on a weft socket never returns before its timeout (20 waits of 50 ms);
 #  - a non-blocking connect asked again once writable answers 0, then EISCONN (hiredis); SO_RCVTIMEO
-#    bounds recv and accept (EAGAIN); a UDP MSG_PEEK leaves the datagram for the read after it;
+#    bounds recv and accept (EAGAIN); a connection read through a dup of a dup after the first two
+#    closed; a UDP MSG_PEEK leaves the datagram for the read after it;
 #    redis-cli on weft talks to a kernel redis, socat UDP-RECVFROM answers through EXEC:cat;
 #  - one stack per interface: a second `weft stack run` on it is refused, naming the holder;
 #  - nginx left in daemon mode: its parent's exit names `daemon off` and the listener it loses, and
@@ -274,16 +275,18 @@ else
   echo "FAIL epoll_wait timeout: want 'early 0 0' (waits that returned before 50 ms, the shortest in ns), got: $out"; fail=1
 fi
 
-echo "== socket semantics programs lean on: connect() asked again, SO_RCVTIMEO, UDP MSG_PEEK"
+echo "== socket semantics programs lean on: connect() asked again, SO_RCVTIMEO, dup, UDP MSG_PEEK"
 # hiredis (redis-cli, every hiredis client) polls a non-blocking connect for POLLOUT and then calls
 # connect() again, wanting 0 (then EISCONN); weft said EALREADY for good and redis-cli on weft
 # reached no server. socat's UDP-RECVFROM peeks at a datagram to learn its sender, then reads it;
-# the peek took it. iperf3 and hiredis's command timeouts set SO_RCVTIMEO, which weft refused.
+# the peek took it. iperf3 and hiredis's command timeouts set SO_RCVTIMEO, which weft refused,
+# and python's socket.dup() and socket(fileno=) got EOPNOTSUPP.
 stack_lab_bg ip netns exec "$K" "$PY" -c '
 import socket, time
 ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 ls.bind(("0.0.0.0", 9102)); ls.listen(4)
 conns = [ls.accept()[0] for _ in range(2)]
+third = ls.accept()[0]; third.sendall(b"through-dups"); third.close()
 time.sleep(30)
 '
 sleep 0.3
@@ -309,13 +312,21 @@ try:
     ls.accept(); print("accept returned")
 except OSError as e:
     print("accept", errno.errorcode[e.errno])
+c3 = socket.create_connection((kern, port)); d = c3.dup(); c3.close()  # dup(), then F_DUPFD
+f = socket.socket(fileno=__import__("fcntl").fcntl(d.fileno(), __import__("fcntl").F_DUPFD, 50)); d.close()
+got = b""
+while len(got) < 12:
+    x = f.recv(100)
+    if not x: break
+    got += x
+print("dup", got.decode(), f.fileno() >= 50)
 u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(("0.0.0.0", 9104)); u.settimeout(10)
 print("ready", flush=True)
 d1, a1 = u.recvfrom(100, socket.MSG_PEEK); d2, a2 = u.recvfrom(100)
 print("peek", d1 == d2 == b"dgram", a1 == a2)
 ' "$KERN_IP" 2>&1 & sleep 3; echo -n dgram | nsx socat -u - "UDP:$STACK_IP:9104"; wait) ) || true
 stack_lab_stop_bg
-want_sem="first EINPROGRESS|again 0|third EISCONN|rcvtimeo (0, 200000)|recv EAGAIN 0.2|accept EAGAIN|ready|peek True True"
+want_sem="first EINPROGRESS|again 0|third EISCONN|rcvtimeo (0, 200000)|recv EAGAIN 0.2|accept EAGAIN|dup through-dups True|ready|peek True True"
 got_sem=$(tr '\n' '|' <<<"$out" | sed 's/|$//')
 if [[ $got_sem == "$want_sem" ]]; then
   echo "socket semantics: $got_sem"
