@@ -21,6 +21,7 @@
 #include "cli/stack_run.hpp"
 #include "posix/env.hpp"
 #include "stack/dev/packet_device.hpp"
+#include "stack/dev/stable_mac.hpp"
 
 namespace {
 
@@ -91,6 +92,9 @@ int run_program(const RunOptions& o) {
     weft::stack::PacketDevice::Options po;
     po.ifname = o.ifname;
     po.tx_csum_offload = !o.no_vnet_hdr;
+    in_addr a{};
+    (void)inet_pton(AF_INET, o.ip.substr(0, o.ip.find('/')).c_str(), &a);
+    po.mac = weft::stack::stable_mac(ntohl(a.s_addr));  // the program's: its claim is checked here
     auto d = weft::stack::PacketDevice::open(po);
     if (!d) {
       const int e = d.error().code;

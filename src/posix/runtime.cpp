@@ -19,6 +19,7 @@
 #include "posix/env.hpp"
 #include "posix/real_calls.hpp"
 #include "stack/dev/packet_device.hpp"
+#include "stack/dev/stable_mac.hpp"
 
 namespace weft::posix {
 
@@ -244,17 +245,7 @@ bool Runtime::open(std::string& err) {
   stack::PacketDevice::Options o;
   o.ifname = env_or(env::kIfname, "");
   o.tx_csum_offload = std::strcmp(env_or(env::kNoVnetHdr, "0"), "1") != 0;
-  // The same MAC for the same address every run (locally administered, 02:77 then the IPv4
-  // address): a program restarted on the stack keeps the neighbour entries its peers hold. A
-  // random one per run left a router sending the next program's frames to the previous MAC until
-  // its entry failed (seconds; a one-off iperf3 server started right after another never got its
-  // client).
-  o.mac.b = {0x02,
-             0x77,
-             static_cast<uint8_t>(cfg.ip.v >> 24),
-             static_cast<uint8_t>(cfg.ip.v >> 16),
-             static_cast<uint8_t>(cfg.ip.v >> 8),
-             static_cast<uint8_t>(cfg.ip.v)};
+  o.mac = stack::stable_mac(cfg.ip.v);  // the same every run (stable_mac.hpp)
   if (o.ifname.empty()) {
     err = std::string(env::kIfname) + " is not set";
     return false;

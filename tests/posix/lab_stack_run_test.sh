@@ -23,7 +23,7 @@
 #    bounds recv and accept (EAGAIN); a connection read through a dup of a dup after the first two
 #    closed; a UDP MSG_PEEK leaves the datagram for the read after it;
 #    redis-cli on weft talks to a kernel redis, socat UDP-RECVFROM answers through EXEC:cat;
-#  - one stack per interface: a second `weft stack run` on it is refused, naming the holder;
+#  - one stack per address: a second `weft stack run` with it is refused, naming the holder;
 #  - nginx left in daemon mode: its parent's exit names `daemon off` and the listener it loses, and
 #    its children do not keep the interface claimed;
 #  - what the layer refuses says so: an AF_INET6 socket fails with EAFNOSUPPORT and one log line,
@@ -355,15 +355,16 @@ else
   echo "FAIL socat UDP-RECVFROM on weft: got '$udp_out'"; fail=1
 fi
 
-echo "== one stack per interface: a second program on it is refused before it starts"
-# Two stacks on one interface both answer for the address and reset each other's connections (a
-# server on weft and a client started on weft beside it: curl's download ended in a reset).
+echo "== one stack per address: a second program with it is refused before it starts"
+# Two stacks on one interface with one address (and so one MAC) both take its frames and reset
+# each other's connections (a server on weft and a client started on weft beside it: curl's
+# download ended in a reset).
 stack_lab_bg ip netns exec "$P" timeout 30 "${RUN[@]}" sleep 20 2>"$work/first.err"
-for _ in $(seq 100); do px ss -xlp 2>/dev/null | grep -q "@weft-stack-$PKT_IF .*\"sleep\"" && break; sleep 0.1; done
-if ! px ss -xlp 2>/dev/null | grep -q "@weft-stack-$PKT_IF .*\"sleep\""; then
+for _ in $(seq 100); do px ss -xlp 2>/dev/null | grep -q "@weft-stack-$PKT_IF-02:77:.*\"sleep\"" && break; sleep 0.1; done
+if ! px ss -xlp 2>/dev/null | grep -q "@weft-stack-$PKT_IF-02:77:.*\"sleep\""; then
   echo "FAIL one stack per interface: the first program never took $PKT_IF: $(cat "$work/first.err"); $(px ss -xlp | grep weft-stack)"; fail=1
 else
-  expect_refused "second stack on $PKT_IF" "already carries weft's stack in this network namespace (pid [0-9]*, sleep)" \
+  expect_refused "second stack on $PKT_IF" "already carries weft's stack with MAC 02:77:.* in this network namespace (pid [0-9]*, sleep)" \
     --ifname "$PKT_IF" --ip "$STACK_IP/24" --gateway "$GW_IP"
 fi
 stack_lab_stop_bg

@@ -70,21 +70,25 @@ TEST(PacketDevice, AnOpenThatGivesUpHalfWayLeavesNoDescriptor) {
   EXPECT_EQ(open_fds(), before);
 }
 
-// One stack per interface per namespace: while one claim is held, a second is refused with EBUSY
-// and a message naming the holder; once the holder lets go, the interface can be claimed again.
+// One stack per MAC per interface per namespace: while one claim is held, a second is refused with
+// EBUSY and a message naming the holder; another MAC or interface is free; once the holder lets
+// go, the MAC can be claimed again.
 TEST(InterfaceClaim, ASecondClaimIsRefusedAndNamesTheHolder) {
   const std::string ifname = "claimtest" + std::to_string(getpid() % 100000);
-  auto first = claim_interface(ifname);
+  const std::array<uint8_t, 6> mac{0x02, 0x77, 10, 0, 0, 2}, other{0x02, 0x77, 10, 0, 0, 3};
+  auto first = claim_interface(ifname, mac);
   ASSERT_TRUE(first) << first.error().message;
-  auto second = claim_interface(ifname);
+  auto second = claim_interface(ifname, mac);
   ASSERT_FALSE(second);
   EXPECT_EQ(second.error().code, EBUSY);
   const std::string& m = second.error().message;
-  EXPECT_NE(m.find(ifname + " already carries weft's stack"), std::string::npos) << m;
+  EXPECT_NE(m.find(ifname + " already carries weft's stack with MAC 02:77:0a:00:00:02"), std::string::npos)
+      << m;
   EXPECT_NE(m.find("pid " + std::to_string(getpid())), std::string::npos) << m;
-  EXPECT_TRUE(claim_interface(ifname + "b")) << "another interface is free";
+  EXPECT_TRUE(claim_interface(ifname, other)) << "another MAC on the interface is free";
+  EXPECT_TRUE(claim_interface(ifname + "b", mac)) << "the MAC on another interface is free";
   first->reset();
-  EXPECT_TRUE(claim_interface(ifname)) << "free again once its holder let go";
+  EXPECT_TRUE(claim_interface(ifname, mac)) << "free again once its holder let go";
 }
 
 }  // namespace

@@ -82,9 +82,6 @@ Result<std::unique_ptr<PacketDevice>> PacketDevice::open(const Options& o) {
   // What open() gives up half way closes and unmaps with `d`.
   std::unique_ptr<PacketDevice> d(new PacketDevice());
   d->name_ = o.ifname;
-  auto claim = claim_interface(o.ifname);
-  if (!claim) return unexpected(claim.error());
-  d->claim_ = std::move(*claim);
 
   d->rx_fd_.reset(
       socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));  // protocol 0: no frames yet
@@ -185,6 +182,9 @@ Result<std::unique_ptr<PacketDevice>> PacketDevice::open(const Options& o) {
     for (size_t i = 0; i < 6; ++i) d->mac_.b[i] = static_cast<uint8_t>(r >> (8 * i));
     d->mac_.b[0] = static_cast<uint8_t>((d->mac_.b[0] & 0xfe) | 0x02);  // unicast, locally administered
   }
+  auto claim = claim_interface(o.ifname, d->mac_.b);
+  if (!claim) return unexpected(claim.error());
+  d->claim_ = std::move(*claim);
   // A MAC that is not the interface's own needs promiscuous mode (a real NIC filters on its own).
   if (ioctl(rx, SIOCGIFHWADDR, &ifr) < 0) return fail_errno("packet: SIOCGIFHWADDR " + o.ifname);
   if (std::memcmp(ifr.ifr_hwaddr.sa_data, d->mac_.b.data(), 6) != 0) {
