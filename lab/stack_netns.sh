@@ -107,9 +107,11 @@ stack_lab_set_loss() {  # PCT IP...: each direction, for each address
   per_mille=$(python3 -c "print(round($pct * 10))")  # numgen gives 0..999: 0.1 % -> 1 in 1000
   rx nft add table inet wstloss
   rx nft add chain inet wstloss passing '{ type filter hook forward priority 0; policy accept; }'
+  local pick=(numgen random mod 1000 '<' "$per_mille")
+  ((per_mille >= 1000)) && pick=()  # 100 %: the address is cut off
   for ip in "$@"; do
-    rx nft add rule inet wstloss passing ip saddr "$ip" numgen random mod 1000 '<' "$per_mille" counter drop
-    rx nft add rule inet wstloss passing ip daddr "$ip" numgen random mod 1000 '<' "$per_mille" counter drop
+    rx nft add rule inet wstloss passing ip saddr "$ip" "${pick[@]}" counter drop
+    rx nft add rule inet wstloss passing ip daddr "$ip" "${pick[@]}" counter drop
   done
 }
 

@@ -244,6 +244,9 @@ int new_sock_fd(Sock::Kind kind, bool nonblock, bool cloexec, bool ready = false
 // socket closes with its last descriptor (its connection closes, an RST for SO_LINGER 0) and is
 // deleted; otherwise only `fd` leaves it. The caller closes `fd` in the kernel.
 void drop_sock_fd(Sock* s, int fd);
+// Under the lock: the program's SO_KEEPALIVE and TCP_KEEP* on `s`'s connection, if it has one
+// (at setsockopt, and when connect() or accept() gives it one).
+void apply_keepalive(Runtime* rt, const Sock& s);
 // A blocking call's wait, without the lock, until `fd` (a weft socket) may have `events`. The
 // socket's SO_RCVTIMEO/SO_SNDTIMEO (`timeout_ns`, 0: none) bounds the whole call: `deadline` (0
 // before the call's first wait) is set at the first wait and kept across the call's waits, so the

@@ -294,7 +294,11 @@ int weft_px_accept4(int fd, void* addr, socklen_t* len, int flags, int has_flags
       n->linger_s = s->linger_s;
       n->rcvtimeo_ns = s->rcvtimeo_ns;
       n->sndtimeo_ns = s->sndtimeo_ns;
+      n->keepidle = s->keepidle;
+      n->keepintvl = s->keepintvl;
+      n->keepcnt = s->keepcnt;
       (void)rt->sk().set_nagle(*id, !n->nodelay);
+      if (n->keepalive) apply_keepalive(rt, *n);
       const tcp::Connection* c = rt->sk().connection(*id);
       fill_addr(c->tuple().remote_ip.v, c->tuple().remote_port, static_cast<sockaddr*>(addr), len);
       rt->refresh(*s);
@@ -374,6 +378,7 @@ int weft_px_connect(int fd, const void* addr, socklen_t len) {
   rt->adopt(*s, *id);
   s->st = Sock::St::connecting;
   (void)rt->sk().set_nagle(*id, !s->nodelay);
+  if (s->keepalive) apply_keepalive(rt, *s);  // armed once the handshake is done
   rt->after_call();
   rt->refresh(*s);
   return finish_connect(g, fd, s, rt, EINPROGRESS);

@@ -1,10 +1,11 @@
 // getsockopt/setsockopt on weft sockets. What the stack acts on: TCP_NODELAY (Nagle per
 // connection), SO_LINGER with a zero timeout (close() resets), SO_RCVTIMEO/SO_SNDTIMEO (the layer's
-// blocking calls' waits), SO_ERROR, TCP_INFO and TCP_MAXSEG from the connection. What is recorded and
-// reported back but not acted on (each says so once in the log): SO_SNDBUF/SO_RCVBUF (every connection has
-// the rings `weft stack run --buffer` sets), SO_KEEPALIVE and the TCP_KEEP* times (the stack's keepalive is
-// not per socket). SO_REUSEADDR and SO_REUSEPORT are recorded (the stack has no TIME-WAIT port conflicts to
-// lift; a second listener on a port is refused either way). Anything else: ENOPROTOOPT and one log line.
+// blocking calls' waits), SO_KEEPALIVE with TCP_KEEPIDLE/INTVL/CNT (the connection's probes),
+// SO_ERROR, TCP_INFO and TCP_MAXSEG from the connection. What is recorded and reported back but not
+// acted on (each says so once in the log): SO_SNDBUF/SO_RCVBUF (every connection has the rings
+// `weft stack run --buffer` sets). SO_REUSEADDR and SO_REUSEPORT are recorded (the stack has no
+// TIME-WAIT port conflicts to lift; a second listener on a port is refused either way). Anything
+// else: ENOPROTOOPT and one log line.
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/time.h>
@@ -98,6 +99,17 @@ int tcp_info_of(Runtime* rt, const Sock& s, void* val, socklen_t* len) {
 }
 
 }  // namespace
+
+namespace weft::posix {
+
+void apply_keepalive(Runtime* rt, const Sock& s) {
+  if (rt == nullptr || s.id == 0 || s.kind != Sock::Kind::tcp || s.st == Sock::St::listening) return;
+  (void)rt->sk().set_keepalive(s.id, s.keepalive, int64_t{s.keepidle} * 1'000'000'000,
+                               int64_t{s.keepintvl} * 1'000'000'000, s.keepcnt);
+  rt->after_call();
+}
+
+}  // namespace weft::posix
 
 extern "C" {
 
@@ -223,9 +235,7 @@ int weft_px_setsockopt(int fd, int level, int opt, const void* val, socklen_t le
       case SO_KEEPALIVE:
         if (!get_int(val, len, v)) return px_fail(EINVAL);
         s->keepalive = v != 0;
-        if (v)
-          log_once("keepalive",
-                   "SO_KEEPALIVE: recorded, but weft's stack sends no keepalive probes per socket");
+        apply_keepalive(rt, *s);
         return 0;
       case SO_SNDBUF:
       case SO_RCVBUF:
@@ -279,8 +289,10 @@ int weft_px_setsockopt(int fd, int level, int opt, const void* val, socklen_t le
       case TCP_KEEPIDLE:
       case TCP_KEEPINTVL:
       case TCP_KEEPCNT:
-        if (!get_int(val, len, v) || v < 1) return px_fail(EINVAL);
+        // (Linux's bounds: idle and interval 1 s to 32767 s, at most 127 probes)
+        if (!get_int(val, len, v) || v < 1 || v > (opt == TCP_KEEPCNT ? 127 : 32767)) return px_fail(EINVAL);
         (opt == TCP_KEEPIDLE ? s->keepidle : opt == TCP_KEEPINTVL ? s->keepintvl : s->keepcnt) = v;
+        if (s->keepalive) apply_keepalive(rt, *s);
         return 0;
       default:
         break;

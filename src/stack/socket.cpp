@@ -378,6 +378,14 @@ SockResult<void> Sockets::set_nagle(SockId id, bool on) {
   return {};
 }
 
+SockResult<void> Sockets::set_keepalive(SockId id, bool on, int64_t idle_ns, int64_t interval_ns,
+                                        int probes) {
+  Slot* s = find(id, Kind::tcp);
+  if (s == nullptr) return std::unexpected(SockErr::bad_socket);
+  s->conn->set_keepalive(on, idle_ns, interval_ns, probes);
+  return {};
+}
+
 const tcp::Connection* Sockets::connection(SockId id) const {
   const Slot* s = find(id);
   return s != nullptr && s->kind == Kind::tcp ? s->conn : nullptr;

@@ -88,6 +88,7 @@ class Sockets final : private tcp::TcpObserver, private UdpReceiver {
   SockResult<std::pair<wire::MutBytes, wire::MutBytes>> send_reserve(SockId s);
   SockResult<size_t> send_commit(SockId s, size_t n);
   SockResult<void> set_nagle(SockId s, bool on);
+  SockResult<void> set_keepalive(SockId s, bool on, int64_t idle_ns, int64_t interval_ns, int probes);
   // The connection behind `s` (statistics, state), or nullptr.
   const tcp::Connection* connection(SockId s) const;
 

@@ -22,6 +22,8 @@
 #  - a non-blocking connect asked again once writable answers 0, then EISCONN (hiredis); SO_RCVTIMEO
 #    bounds recv and accept (EAGAIN); a connection read through a dup of a dup after the first two
 #    closed; a UDP MSG_PEEK leaves the datagram for the read after it;
+#  - SO_KEEPALIVE with TCP_KEEP*: the probes keep a connection while the peer answers and end it
+#    (ETIMEDOUT) once the peer is gone;
 #    redis-cli on weft talks to a kernel redis, socat UDP-RECVFROM answers through EXEC:cat;
 #  - one stack per address: a second `weft stack run` with it is refused, naming the holder;
 #  - nginx left in daemon mode: its parent's exit names `daemon off` and the listener it loses, and
@@ -332,6 +334,42 @@ if [[ $got_sem == "$want_sem" ]]; then
   echo "socket semantics: $got_sem"
 else
   echo "FAIL socket semantics: want [$want_sem], got [$got_sem]"; fail=1
+fi
+
+echo "== SO_KEEPALIVE: an idle connection's probes keep it while the peer answers, and end it once the peer is gone"
+# Before, SO_KEEPALIVE was recorded and nothing probed: a server on weft (redis's tcp-keepalive)
+# never noticed a client that vanished.
+stack_lab_bg ip netns exec "$K" "$PY" -c '
+import socket, time
+ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind(("0.0.0.0", 9106)); ls.listen(1); c = ls.accept()[0]; time.sleep(40)
+'
+sleep 0.3
+px timeout 40 "${RUN[@]}" "$PY" -c '
+import errno, socket, sys, time
+c = socket.create_connection((sys.argv[1], 9106))
+c.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+for opt, v in ((socket.TCP_KEEPIDLE, 1), (socket.TCP_KEEPINTVL, 1), (socket.TCP_KEEPCNT, 2)):
+    c.setsockopt(socket.IPPROTO_TCP, opt, v)
+t0 = time.monotonic(); print("ready", flush=True)
+try:
+    print("recv returned", c.recv(10))
+except OSError as e:
+    print("recv", errno.errorcode[e.errno], round(time.monotonic() - t0))
+' "$KERN_IP" >"$work/ka.out" 2>&1 &
+ka=$!
+for _ in $(seq 50); do grep -q ready "$work/ka.out" && break; sleep 0.1; done
+sleep 3.5  # three probes answered (at 1, 2 and 3 s)
+stack_lab_set_loss 100 "$STACK_IP"
+wait "$ka" || true
+stack_lab_set_loss 0
+stack_lab_stop_bg
+# Gone at 3.5 s: the probe at 4 s and 5 s unanswered, the end at 6 s.
+ka_out=$(tr '\n' ' ' <"$work/ka.out")
+if [[ $ka_out =~ recv\ ETIMEDOUT\ ([0-9]+) ]] && ((BASH_REMATCH[1] >= 5 && BASH_REMATCH[1] <= 8)); then
+  echo "keepalive: $ka_out"
+else
+  echo "FAIL keepalive: want 'recv ETIMEDOUT' 5-8 s after the start, got: $ka_out"; fail=1
 fi
 
 echo "== redis-cli on weft against a kernel redis (hiredis's connect); socat answering UDP through EXEC"

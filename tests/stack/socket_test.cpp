@@ -612,6 +612,35 @@ TEST(Socket, TcpSoftErrorIsWhatATimeoutReports) {
   EXPECT_EQ(n.a.error(c), SockErr::unreachable);
 }
 
+// SO_KEEPALIVE per connection (redis's tcp-keepalive, every server that must notice a vanished
+// client): while the peer answers, the idle connection's probes draw ACKs and it stays; once the
+// peer is gone, `probes` unanswered probes end it with a timeout. Turned off, it probes no more.
+TEST(Socket, KeepaliveProbesAnIdleConnectionAndEndsItOnceThePeerIsGone) {
+  Net n;
+  auto [c, s] = established(n, 80);
+  ASSERT_TRUE(n.a.set_keepalive(c, true, 10 * kSec, 2 * kSec, 3));
+  const size_t before = n.da.sent.size();
+  const int64_t t0 = n.clock.now_ns();
+  n.pump(2000, 35 * kSec);  // the peer answers each probe
+  EXPECT_EQ(n.a.connection(c)->state(), tcp::State::established);
+  EXPECT_EQ(n.da.sent.size() - before, 3u) << "one probe per idle 10 s, each answered";
+  n.da.drop_all = true;  // B is gone
+  n.pump(2000, 20 * kSec);
+  EXPECT_EQ(n.a.connection(c)->close_reason(), tcp::CloseReason::timeout);
+  EXPECT_EQ(n.a.error(c), SockErr::timed_out);
+  // The third answered probe at 30 s, then 10 s idle and 3 probes 2 s apart unanswered: 46 s.
+  EXPECT_EQ(n.clock.now_ns() - t0, 46 * kSec);
+  // Off: an idle connection sends nothing however long it waits.
+  n.da.drop_all = false;
+  auto [c2, s2] = established(n, 81);
+  ASSERT_TRUE(n.a.set_keepalive(c2, true, 10 * kSec, 2 * kSec, 3));
+  ASSERT_TRUE(n.a.set_keepalive(c2, false, 10 * kSec, 2 * kSec, 3));
+  const size_t quiet = n.da.sent.size();
+  n.pump(2000, 3600 * kSec);
+  EXPECT_EQ(n.da.sent.size(), quiet);
+  EXPECT_EQ(n.a.connection(c2)->state(), tcp::State::established);
+}
+
 // RFC 1191 through the whole stack: TCP leaves with DF; a "fragmentation needed" for 1000 bytes
 // lowers the MSS, what was in flight goes again in that size, and B gets every byte.
 TEST(Socket, TcpPathMtuDiscoveryIsByteExact) {

@@ -330,6 +330,17 @@ void Connection::after_read(size_t n, uint32_t before) {
   }
 }
 
+void Connection::set_keepalive(bool on, int64_t idle_ns, int64_t interval_ns, int probes) {
+  Notify notify{*this};
+  cfg_.keepalive = on;
+  cfg_.keepalive_idle_ns = idle_ns;
+  cfg_.keepalive_interval_ns = interval_ns;
+  cfg_.keepalive_probes = probes;
+  keepalive_sent_ = 0;
+  keepalive_deadline_ =
+      on && synchronized() && state_ != State::time_wait ? clock_.now_ns() + idle_ns : kNever;
+}
+
 void Connection::close() {
   Notify notify{*this};
   switch (state_) {

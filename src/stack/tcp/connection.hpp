@@ -200,6 +200,10 @@ class Connection {
   bool connected() const;
 
   void set_nagle(bool on) { cfg_.nagle = on; }
+  // Keepalive for this connection (SO_KEEPALIVE, TCP_KEEPIDLE/INTVL/CNT): after `idle_ns` with
+  // nothing received, a probe every `interval_ns`; `probes` unanswered ones end the connection
+  // (SockErr::timed_out). Off: no probes. The idle time counts from the call.
+  void set_keepalive(bool on, int64_t idle_ns, int64_t interval_ns, int probes);
   void set_watcher(ConnectionWatcher* w) { watcher_ = w; }
   // An opaque value for whoever owns the connection (the socket table's handle).
   uint64_t tag() const { return tag_; }
