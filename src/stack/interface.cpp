@@ -363,7 +363,10 @@ void Interface::handle_icmp_error(const wire::Ipv4Packet& ip, const wire::IcmpMe
     return;
   }
   // RFC 1191: "fragmentation needed" carries the next hop's MTU in the low 16 bits.
-  const uint16_t mtu = kind == wire::IcmpErrorKind::frag_needed ? m.seq : 0;
+  deliver_icmp_error(q, kind, kind == wire::IcmpErrorKind::frag_needed ? m.seq : 0);
+}
+
+void Interface::deliver_icmp_error(const wire::IcmpQuote& q, wire::IcmpErrorKind kind, uint16_t mtu) {
   if (q.protocol == wire::ipproto::tcp) {
     tcp_.icmp_error(q, kind, mtu);
   } else if (q.protocol == wire::ipproto::udp) {
@@ -675,9 +678,18 @@ void Interface::poll_timers() {
   reasm_.expire(now);
   for (auto& p : parked_) {
     if (!p.used) continue;
-    if (now - p.since > 3 * kSec) {  // no answer: give up, TCP retransmits later
+    if (now - p.since > 3 * kSec) {
+      // No answer: the host is not there. As Linux's arp_error_report, the sender hears "host
+      // unreachable" (a connect fails with EHOSTUNREACH after these 3 s rather than after its
+      // SYN retries, over two minutes; an established connection keeps it as a soft error).
       p.used = false;
       ++stats_.parked_dropped;
+      wire::IcmpQuote q;
+      if (wire::parse_icmp_quote(wire::Bytes(p.frame.data() + kL2, p.len - kL2), q) == wire::ParseError::ok &&
+          q.src == cfg_.ip) {
+        ++stats_.arp_unreachable;
+        deliver_icmp_error(q, wire::IcmpErrorKind::host_unreachable, 0);
+      }
     } else if (arp_.may_request(p.hop, now)) {
       send_arp(wire::ArpOp::request, wire::MacAddr::broadcast(), p.hop, wire::MacAddr{});
     }

@@ -39,7 +39,8 @@ struct IfaceStats {
   uint64_t arp_replies = 0;   // sent
   uint64_t echo_replies = 0;  // sent
   uint64_t no_route = 0;
-  uint64_t parked_dropped = 0;  // frames waiting for ARP that had to be given up
+  uint64_t parked_dropped = 0;   // frames waiting for ARP that had to be given up
+  uint64_t arp_unreachable = 0;  // of those, no answer in 3 s: host unreachable told to their sender
   uint64_t udp_received = 0;
   uint64_t udp_no_port = 0;     // to a port nothing is bound to
   uint64_t udp_fragmented = 0;  // datagrams sent in fragments (larger than the MTU)
@@ -131,6 +132,8 @@ class Interface final : public tcp::SegmentSink {
   void handle_udp(const wire::Ipv4Packet& ip, wire::Bytes payload, bool csum_ok, wire::Bytes raw);
   void send_port_unreachable(const wire::Ipv4Packet& ip, wire::Bytes raw);
   void handle_icmp_error(const wire::Ipv4Packet& ip, const wire::IcmpMessage& m);
+  // An ICMP error (received, or made here) quoting a datagram this stack sent, to its transport.
+  void deliver_icmp_error(const wire::IcmpQuote& q, wire::IcmpErrorKind kind, uint16_t mtu);
   bool is_ours(wire::Ipv4Addr dst) const;
   bool next_hop(wire::Ipv4Addr dst, wire::Ipv4Addr& hop) const;
   // Sends the IPv4 packet of `ip_len` bytes at tx_[14...] (its header already written).

@@ -241,11 +241,14 @@ SockErr Sockets::conn_error(const tcp::Connection& c) const {
           return SockErr::timed_out;
         case wire::IcmpErrorKind::port_unreachable:
           return SockErr::refused;
+        case wire::IcmpErrorKind::net_unreachable:
+          return SockErr::no_route;  // ENETUNREACH, as Linux's icmp_err_convert
         default:
           return SockErr::unreachable;
       }
-    case tcp::CloseReason::unreachable:
-      return SockErr::unreachable;
+    case tcp::CloseReason::unreachable:  // (a router's "no route": ENETUNREACH, as Linux)
+      return c.soft_error() == wire::IcmpErrorKind::net_unreachable ? SockErr::no_route
+                                                                    : SockErr::unreachable;
     case tcp::CloseReason::reset:
     case tcp::CloseReason::aborted:
       return SockErr::reset;

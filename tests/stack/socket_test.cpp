@@ -582,18 +582,56 @@ TEST(Socket, TcpConnectFailsOnAnUnreachableQuotingItsSyn) {
   EXPECT_EQ(n.ia.stats().icmp_errors_received, 3u);
   EXPECT_EQ(drain(n.a)[*c], sockev::readable | sockev::hangup | sockev::error);
   EXPECT_EQ(n.a.error(*c), SockErr::refused);
-  // Host unreachable: EHOSTUNREACH.
-  auto c2 = n.a.connect(kB, 81);
-  ASSERT_TRUE(c2);
-  n.db.queue_.clear();
-  n.da.queue_.push_back(unreachable_from_b(last_tcp_frame(n.da), 1));
-  n.a.poll();
-  EXPECT_EQ(n.a.error(*c2), SockErr::unreachable);
+  // A connect whose SYN draws an unreachable of `code` from B's side.
+  const auto connect_drawing = [&n](uint16_t port, uint8_t code) {
+    auto id = n.a.connect(kB, port);
+    EXPECT_TRUE(id);
+    n.db.queue_.clear();
+    n.da.queue_.push_back(unreachable_from_b(last_tcp_frame(n.da), code));
+    n.a.poll();
+    return id.value_or(0);
+  };
+  // Host unreachable: EHOSTUNREACH; a router's net unreachable (no route): ENETUNREACH, as Linux's
+  // icmp_err_convert.
+  const SockId c3 = connect_drawing(82, 0);
+  EXPECT_EQ(n.a.error(c3), SockErr::no_route);
+  const SockId c2 = connect_drawing(81, 1);
+  EXPECT_EQ(n.a.error(c2), SockErr::unreachable);
   // An error for a connection that does not exist (closed and freed) is counted and dropped.
-  n.a.close(*c2);
+  n.a.close(c2);
   n.da.queue_.push_back(unreachable_from_b(last_tcp_frame(n.da), 1));
   n.a.poll();
   EXPECT_EQ(n.ia.tcp().stats().icmp_no_connection, 1u);
+}
+
+// A host on the link that never answers ARP: as Linux (arp_error_report), the connect fails with
+// host unreachable once ARP gives up (3 s), not after the SYN's retries (over two minutes). A
+// connect to a host that answers is untouched.
+TEST(Socket, ANeighbourThatNeverAnswersArpIsHostUnreachable) {
+  Net n;
+  const wire::Ipv4Addr nobody = wire::Ipv4Addr::of(10, 8, 0, 9);
+  const int64_t t0 = n.clock.now_ns();
+  auto c = n.a.connect(nobody, 80);
+  ASSERT_TRUE(c);
+  auto u = n.a.udp_bind(0);
+  ASSERT_TRUE(u);
+  ASSERT_TRUE(n.a.udp_connect(*u, nobody, 53));
+  ASSERT_TRUE(n.a.sendto(*u, nobody, 53, std::vector<uint8_t>(20, 1)));
+  n.pump(2000, 3 * kSec + 200 * kMs);  // ARP gives up 3 s after the first frame
+  EXPECT_LE(n.clock.now_ns() - t0, 3 * kSec + 200 * kMs);
+  EXPECT_EQ(n.a.error(*c), SockErr::unreachable) << "failed when ARP gave up, not after the SYN retries";
+  EXPECT_EQ(n.a.connection(*c)->close_reason(), tcp::CloseReason::unreachable);
+  // UDP, as Linux's udp_err without IP_RECVERR: host unreachable is not a hard error, so even a
+  // connected socket is not told (it was counted and offered).
+  std::vector<uint8_t> out(64);
+  auto r = n.a.recvfrom(*u, out);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error(), SockErr::again);
+  EXPECT_GE(n.ia.stats().arp_unreachable, 2u);
+  auto ok = n.a.connect(kB, 80);  // B answers ARP: nothing of the above touches it
+  ASSERT_TRUE(ok);
+  n.pump(2000, 10 * kSec);
+  EXPECT_EQ(n.a.error(*ok), SockErr::refused);  // B has no listener on 80: its RST, not an ARP failure
 }
 
 // RFC 1122 4.2.3.9: once established an unreachable is soft, and it is what a timeout reports.
