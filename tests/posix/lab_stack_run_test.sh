@@ -22,6 +22,8 @@
 #  - a non-blocking connect asked again once writable answers 0, then EISCONN (hiredis); SO_RCVTIMEO
 #    bounds recv and accept (EAGAIN); a connection read through a dup of a dup after the first two
 #    closed; a UDP MSG_PEEK leaves the datagram for the read after it;
+#  - connect errors as the kernel's: ECONNREFUSED at once, EHOSTUNREACH after ARP's 3 s for a host
+#    on the link that is not there, ENETUNREACH at once for the router's "no route";
 #  - SO_KEEPALIVE with TCP_KEEP*: the probes keep a connection while the peer answers and end it
 #    (ETIMEDOUT) once the peer is gone;
 #    redis-cli on weft talks to a kernel redis, socat UDP-RECVFROM answers through EXEC:cat;
@@ -334,6 +336,22 @@ if [[ $got_sem == "$want_sem" ]]; then
   echo "socket semantics: $got_sem"
 else
   echo "FAIL socket semantics: want [$want_sem], got [$got_sem]"; fail=1
+fi
+
+echo "== connect errors as the kernel gives them: refused, no host on the link, no route"
+# A host on the link that never answers ARP: EHOSTUNREACH once ARP gives up (3 s; it waited out
+# the SYN retries, over two minutes); R's "no route" ICMP: ENETUNREACH (it said EHOSTUNREACH).
+out=$(px timeout 60 "${RUN[@]}" "$PY" -c '
+import errno, socket, sys, time
+for host, port in ((sys.argv[1], 9999), (sys.argv[2], 80), ("10.250.250.250", 80)):
+    s = socket.socket(); t0 = time.monotonic()
+    e = s.connect_ex((host, port))
+    print(errno.errorcode.get(e, str(e)), round(time.monotonic() - t0))
+' "$KERN_IP" "${STACK_IP%.*}.77" 2>&1 | tr '\n' ' ') || true
+if [[ $out == "ECONNREFUSED 0 EHOSTUNREACH 3 ENETUNREACH 0 " ]]; then
+  echo "connect errors: $out"
+else
+  echo "FAIL connect errors: want 'ECONNREFUSED 0 EHOSTUNREACH 3 ENETUNREACH 0' (error, seconds), got: $out"; fail=1
 fi
 
 echo "== SO_KEEPALIVE: an idle connection's probes keep it while the peer answers, and end it once the peer is gone"
