@@ -46,6 +46,8 @@ int weft_px_pselect(int, void*, void*, void*, const void*, const void*);
 int weft_px_epoll_create1(int, int);
 int weft_px_epoll_ctl(int, int, int, void*);
 int weft_px_epoll_pwait(int, void*, int, int, const void*);
+int weft_px_epoll_pwait2(int, void*, int, const void*, const void*);
+ssize_t weft_px_splice(int, void*, int, void*, size_t, unsigned);
 ssize_t weft_px_sendfile(int, int, off_t*, size_t);
 int weft_px_dup(int);
 int weft_px_dup3(int, int, int, int);
@@ -141,6 +143,12 @@ EXPORT int epoll_ctl(int ep, int op, int fd, void* ev) { return weft_px_epoll_ct
 EXPORT int epoll_wait(int ep, void* ev, int n, int t) { return weft_px_epoll_pwait(ep, ev, n, t, NULL); }
 EXPORT int epoll_pwait(int ep, void* ev, int n, int t, const void* mask) {
   return weft_px_epoll_pwait(ep, ev, n, t, mask);
+}
+EXPORT int epoll_pwait2(int ep, void* ev, int n, const void* ts, const void* mask) {
+  return weft_px_epoll_pwait2(ep, ev, n, ts, mask);
+}
+EXPORT ssize_t splice(int in, void* off_in, int out, void* off_out, size_t len, unsigned flags) {
+  return weft_px_splice(in, off_in, out, off_out, len, flags);
 }
 EXPORT ssize_t sendfile(int out, int in, off_t* off, size_t n) { return weft_px_sendfile(out, in, off, n); }
 EXPORT ssize_t sendfile64(int out, int in, off_t* off, size_t n) { return weft_px_sendfile(out, in, off, n); }

@@ -12,6 +12,8 @@
 // clears it (epoll; a one-shot registration is armed again, the report was not the program's).
 #include <sys/epoll.h>
 #include <sys/select.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -493,6 +495,20 @@ int weft_px_epoll_pwait(int ep, void* evp, int max, int timeout_ms, const void* 
       return -1;
     }
   }
+}
+
+// epoll_pwait2: nanoseconds. An instance with weft sockets waits through epoll_pwait in whole
+// milliseconds, rounded up (never back before the timeout); any other goes to the kernel as asked.
+int weft_px_epoll_pwait2(int ep, void* evp, int max, const void* tsp, const void* mask) {
+  const auto* ts = static_cast<const timespec*>(tsp);
+  if (shadow_of(ep) == nullptr)
+    return static_cast<int>(::syscall(SYS_epoll_pwait2, ep, evp, max, ts, mask, _NSIG / 8));
+  int ms = -1;
+  if (ts != nullptr) {
+    const int64_t ns = int64_t{ts->tv_sec} * 1'000'000'000 + ts->tv_nsec;
+    ms = static_cast<int>(std::min<int64_t>((std::max<int64_t>(ns, 0) + 999'999) / 1'000'000, INT32_MAX));
+  }
+  return weft_px_epoll_pwait(ep, evp, max, ms, mask);
 }
 
 }  // extern "C"

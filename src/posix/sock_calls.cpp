@@ -11,6 +11,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -518,6 +519,19 @@ int weft_px_ioctl(int fd, unsigned long req, void* arg) {
                "ioctl(" + std::to_string(req) + ") on a weft socket is not supported (ENOTTY)");
       return px_fail(ENOTTY);
   }
+}
+
+// splice() moves pages between kernel buffers; a weft socket's bytes live in the stack's rings,
+// where no splice can reach. Refused with the errno the kernel gives a descriptor it cannot
+// splice, and said once.
+ssize_t weft_px_splice(int in, void* off_in, int out, void* off_out, size_t len, unsigned flags) {
+  if (sock_of(in) != nullptr || sock_of(out) != nullptr) {
+    log_once("splice",
+             "splice() with a weft socket is not supported: its bytes are in weft's rings, not in a "
+             "kernel socket buffer (EINVAL; read and write instead)");
+    return px_fail(EINVAL);
+  }
+  return ::syscall(SYS_splice, in, off_in, out, off_out, len, flags);
 }
 
 int weft_px_dup(int fd) {

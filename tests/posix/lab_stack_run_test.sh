@@ -324,18 +324,27 @@ while len(got) < 12:
     if not x: break
     got += x
 print("dup", got.decode(), f.fileno() >= 50)
+import ctypes, os
+class TS(ctypes.Structure): _fields_ = [("s", ctypes.c_long), ("ns", ctypes.c_long)]
+ep = select.epoll(); ep.register(c.fileno(), select.EPOLLIN); evs = ctypes.create_string_buffer(48)
+t0 = time.monotonic_ns(); n = ctypes.CDLL(None).epoll_pwait2(ep.fileno(), evs, 4, ctypes.byref(TS(0, 30_000_000)), None)
+print("pwait2", n if n <= 0 else "ready", time.monotonic_ns() - t0 >= 30_000_000)
+try:
+    os.splice(c.fileno(), os.pipe()[1], 10); print("spliced")
+except OSError as e:
+    print("splice", errno.errorcode[e.errno])
 u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(("0.0.0.0", 9104)); u.settimeout(10)
 print("ready", flush=True)
 d1, a1 = u.recvfrom(100, socket.MSG_PEEK); d2, a2 = u.recvfrom(100)
 print("peek", d1 == d2 == b"dgram", a1 == a2)
 ' "$KERN_IP" 2>&1 & sleep 3; echo -n dgram | nsx socat -u - "UDP:$STACK_IP:9104"; wait) ) || true
 stack_lab_stop_bg
-want_sem="first EINPROGRESS|again 0|third EISCONN|rcvtimeo (0, 200000)|recv EAGAIN 0.2|accept EAGAIN|dup through-dups True|ready|peek True True"
-got_sem=$(tr '\n' '|' <<<"$out" | sed 's/|$//')
-if [[ $got_sem == "$want_sem" ]]; then
+want_sem="first EINPROGRESS|again 0|third EISCONN|rcvtimeo (0, 200000)|recv EAGAIN 0.2|accept EAGAIN|dup through-dups True|pwait2 0 True|splice EINVAL|ready|peek True True"
+got_sem=$(grep -v '^weft-preload\[' <<<"$out" | tr '\n' '|' | sed 's/|$//')
+if [[ $got_sem == "$want_sem" ]] && [[ $(grep -c '^weft-preload\[[0-9]*\]: splice() with a weft socket' <<<"$out") == 1 ]]; then
   echo "socket semantics: $got_sem"
 else
-  echo "FAIL socket semantics: want [$want_sem], got [$got_sem]"; fail=1
+  echo "FAIL socket semantics: want [$want_sem] and one splice log line, got [$got_sem]: $out"; fail=1
 fi
 
 echo "== connect errors as the kernel gives them: refused, no host on the link, no route"
