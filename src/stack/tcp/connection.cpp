@@ -337,8 +337,9 @@ void Connection::set_keepalive(bool on, int64_t idle_ns, int64_t interval_ns, in
   cfg_.keepalive_interval_ns = interval_ns;
   cfg_.keepalive_probes = probes;
   keepalive_sent_ = 0;
+  last_heard_ns_ = clock_.now_ns();
   keepalive_deadline_ =
-      on && synchronized() && state_ != State::time_wait ? clock_.now_ns() + idle_ns : kNever;
+      on && synchronized() && state_ != State::time_wait ? last_heard_ns_ + idle_ns : kNever;
 }
 
 void Connection::close() {
@@ -410,10 +411,14 @@ void Connection::poll() {
     }
   }
   if (keepalive_deadline_ <= now) {
-    if (keepalive_sent_ >= cfg_.keepalive_probes) return terminate(CloseReason::timeout);
-    ++keepalive_sent_;
-    send_probe();
-    keepalive_deadline_ = now + cfg_.keepalive_interval_ns;
+    if (keepalive_sent_ == 0 && now - last_heard_ns_ < cfg_.keepalive_idle_ns) {
+      keepalive_deadline_ = last_heard_ns_ + cfg_.keepalive_idle_ns;  // heard since it was set: not idle yet
+    } else {
+      if (keepalive_sent_ >= cfg_.keepalive_probes) return terminate(CloseReason::timeout);
+      ++keepalive_sent_;
+      send_probe();
+      keepalive_deadline_ = now + cfg_.keepalive_interval_ns;
+    }
   }
   if (time_wait_deadline_ <= now) terminate(CloseReason::none);
 }
