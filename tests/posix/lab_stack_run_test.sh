@@ -279,21 +279,24 @@ else
   echo "FAIL epoll_wait timeout: want 'early 0 0' (waits that returned before 50 ms, the shortest in ns), got: $out"; fail=1
 fi
 
+# A kernel listener `ls` on PORT in K (python, in the background), then BODY; back once it listens.
+kernel_listener() {  # PORT BODY
+  stack_lab_bg ip netns exec "$K" "$PY" -c "import socket, time
+ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind(('0.0.0.0', $1)); ls.listen(4)
+$2"
+  wait_listen nsx "$1" || { echo "FAIL: the kernel listener on $1 never listened"; fail=1; }
+}
+
 echo "== socket semantics programs lean on: connect() asked again, SO_RCVTIMEO, dup, UDP MSG_PEEK"
 # hiredis (redis-cli, every hiredis client) polls a non-blocking connect for POLLOUT and then calls
 # connect() again, wanting 0 (then EISCONN); weft said EALREADY for good and redis-cli on weft
 # reached no server. socat's UDP-RECVFROM peeks at a datagram to learn its sender, then reads it;
 # the peek took it. iperf3 and hiredis's command timeouts set SO_RCVTIMEO, which weft refused,
 # and python's socket.dup() and socket(fileno=) got EOPNOTSUPP.
-stack_lab_bg ip netns exec "$K" "$PY" -c '
-import socket, time
-ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-ls.bind(("0.0.0.0", 9102)); ls.listen(4)
-conns = [ls.accept()[0] for _ in range(2)]
+kernel_listener 9102 'conns = [ls.accept()[0] for _ in range(2)]
 third = ls.accept()[0]; third.sendall(b"through-dups"); third.close()
-time.sleep(30)
-'
-sleep 0.3
+time.sleep(30)'
 out=$( (px timeout 30 "${RUN[@]}" "$PY" -c '
 import errno, select, socket, struct, sys, time
 kern, port = sys.argv[1], 9102
@@ -366,12 +369,7 @@ fi
 echo "== SO_KEEPALIVE: an idle connection's probes keep it while the peer answers, and end it once the peer is gone"
 # Before, SO_KEEPALIVE was recorded and nothing probed: a server on weft (redis's tcp-keepalive)
 # never noticed a client that vanished.
-stack_lab_bg ip netns exec "$K" "$PY" -c '
-import socket, time
-ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-ls.bind(("0.0.0.0", 9106)); ls.listen(1); c = ls.accept()[0]; time.sleep(40)
-'
-sleep 0.3
+kernel_listener 9106 'c = ls.accept()[0]; time.sleep(40)'
 px timeout 40 "${RUN[@]}" "$PY" -c '
 import errno, socket, sys, time
 c = socket.create_connection((sys.argv[1], 9106))
