@@ -100,8 +100,14 @@ class FlowTable {
   // dead_spine repair). A link down 3 s at a time comes back well inside it; one that flaps slower
   // reaches kFlapMinChanges.
   static constexpr int64_t kFlapReturnNs = 8'000'000'000;
-  // A path held this long becomes the flow's home path.
-  static constexpr int64_t kHomeHeldNs = 30'000'000'000;
+  // A path held this long becomes the flow's home path: two traces this far apart, no change
+  // between. A flow is traced every few minutes, and when it loses; in the Clos lab the flows of
+  // a cable that then flapped had been traced twice, 26-29 s apart, by earlier faults' losses.
+  // At 30 s none of them had a home, and with no home the flapping cable was not named for over
+  // 30 s (CI's lab_clos_blame); at 20 s it is named within 2-4 s. A first trace taken while a
+  // link is down is still no home: the flow's next trace, 20 s or more later, must find the same
+  // path.
+  static constexpr int64_t kHomeHeldNs = 20'000'000'000;
   // A flow stops flapping this long after its last path change: traces come only every few
   // minutes, or when the flow loses, so a flap that stopped would otherwise keep its flag until
   // enough quiet traces came in (a repaired link stayed "flapping" for minutes).
