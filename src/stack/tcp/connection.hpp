@@ -422,9 +422,9 @@ class Connection {
   int persist_backoff_ = 0;
   int64_t keepalive_deadline_;
   int keepalive_sent_ = 0;
-  int64_t last_heard_ns_ = 0;  // the last segment from the peer, while keepalive is on
   int64_t time_wait_deadline_;
-  int64_t last_input_ns_ = 0;
+  // The last segment from the peer, or when keepalive was last set (idle counts from then).
+  int64_t last_heard_ns_ = 0;
 
   wire::IcmpErrorKind soft_error_ = wire::IcmpErrorKind::none;
 

@@ -42,7 +42,7 @@ void Connection::input_syn_sent(const wire::TcpSegment& s) {
     state_ = State::established;
     rcv_adv_ = rcv_nxt_;
     ack_now_ = true;
-    if (cfg_.keepalive) keepalive_deadline_ = (last_heard_ns_ = clock_.now_ns()) + cfg_.keepalive_idle_ns;
+    if (cfg_.keepalive) keepalive_deadline_ = last_heard_ns_ + cfg_.keepalive_idle_ns;
     return;
   }
   // Simultaneous open (RFC 9293 figure 8): answer with SYN-ACK from the same ISS.
@@ -67,7 +67,7 @@ void Connection::input(const wire::TcpSegment& in) {
   Notify notify{*this};
   ++stats_.segments_in;
   const int64_t now = clock_.now_ns();
-  last_input_ns_ = now;
+  last_heard_ns_ = now;
   if (state_ == State::closed) return;
   if (state_ == State::syn_sent) {
     input_syn_sent(in);
@@ -85,12 +85,10 @@ void Connection::input(const wire::TcpSegment& in) {
     s.h.seq = irs_ + 1;
   }
   const uint8_t f = s.h.flags;
-  if (cfg_.keepalive && synchronized()) {
-    // Heard from the peer: the keepalive timer is not moved here (a heap update per segment); it
-    // re-arms itself from this time when it fires (as Linux's tcp_keepalive_timer).
-    keepalive_sent_ = 0;
-    last_heard_ns_ = now;
-  }
+  // Heard from the peer (last_heard_ns_, above): the keepalive timer is not moved here (a heap
+  // update per segment); it re-arms itself from that time when it fires (as Linux's
+  // tcp_keepalive_timer).
+  if (cfg_.keepalive && synchronized()) keepalive_sent_ = 0;
   // PAWS (RFC 7323 5.3): an older timestamp than the last one is an old duplicate.
   if (ts_on_ && s.h.options.has_timestamps && !(f & rst) && seq_lt(s.h.options.ts_val, ts_recent_)) {
     ++stats_.paws_drops;
@@ -142,7 +140,7 @@ void Connection::input(const wire::TcpSegment& in) {
     cwnd_ = retries_ > 0 ? smss_ : std::min(cfg_.initial_cwnd_segments * smss_, std::max(2 * smss_, 14600u));
     retries_ = 0;
     state_ = fin_queued_ ? State::fin_wait_1 : State::established;
-    if (cfg_.keepalive) keepalive_deadline_ = (last_heard_ns_ = now) + cfg_.keepalive_idle_ns;
+    if (cfg_.keepalive) keepalive_deadline_ = last_heard_ns_ + cfg_.keepalive_idle_ns;
   }
   if (!process_ack(s)) return;
   if (state_ == State::closed) return;
