@@ -249,18 +249,25 @@ std::vector<FlowObservation> FlowTable::observations(proto::Protocol protocol, i
   const auto k = static_cast<ptrdiff_t>(ends.size() / 5);
   std::nth_element(ends.begin(), ends.begin() + k, ends.end());
   const int64_t cut = ends[static_cast<size_t>(k)];
+  size_t kept = 0;
   for (size_t i = 0; i < out.size(); ++i) {
     FlowObservation& o = out[i];
     const FlowState::Previous& p = before_latest[i];
-    if (!o.src_port || o.end_unix_ns <= cut || p.end_unix_ns == 0 || p.end_unix_ns > cut ||
-        p.end_unix_ns < oldest)
-      continue;
-    o.start_unix_ns = p.start_unix_ns;
-    o.end_unix_ns = p.end_unix_ns;
-    o.sent = p.sent;
-    o.lost = p.lost;
-    o.rtt_p50_ns = p.network_rtt_p50_ns;
+    // Behind: its latest window ended before the cut's began (its agent's report for the cut's
+    // window is not in yet). Left out until it comes rather than read over an older interval.
+    if (o.src_port && o.end_unix_ns <= cut - (o.end_unix_ns - o.start_unix_ns)) continue;
+    if (o.src_port && o.end_unix_ns > cut && p.end_unix_ns != 0 && p.end_unix_ns <= cut &&
+        p.end_unix_ns >= oldest) {
+      o.start_unix_ns = p.start_unix_ns;
+      o.end_unix_ns = p.end_unix_ns;
+      o.sent = p.sent;
+      o.lost = p.lost;
+      o.rtt_p50_ns = p.network_rtt_p50_ns;
+    }
+    if (kept != i) out[kept] = std::move(o);
+    ++kept;
   }
+  out.resize(kept);
   return out;
 }
 

@@ -131,7 +131,11 @@ class FlowTable {
   // window end that at least 80 % of the flows have reached is the cut, and a flow whose latest
   // window ends after it is read at its previous window (agents report at different moments; a
   // fault that began a moment ago is otherwise in some agents' windows only, and looks like those
-  // agents' own fault).
+  // agents' own fault). A flow whose latest window ended before the cut's window began is left out
+  // until its next one comes: read beside the others, it told of an interval they had left (the
+  // Clos lab named a host under a congested ToR as lossy just after the repair: its reports,
+  // which cross that ToR, came late, and its latest window was still from inside the congestion).
+  // An agent whose clock is a window or more behind is left out of localisation this way.
   std::vector<FlowObservation> observations(proto::Protocol protocol, int64_t now_unix_ns) const;
 
   // One pair's flows (the drill-down), empty when none are held; `flapping` as of `now_unix_ns`.

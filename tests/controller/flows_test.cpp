@@ -124,6 +124,26 @@ TEST(FlowTable, ObservationsAreOneCutThroughTime) {
   EXPECT_GT(lost_to("h2").second, h2_end);
 }
 
+TEST(FlowTable, AFlowAWindowBehindTheCutIsLeftOutUntilItsWindowComes) {
+  Fixture f;
+  f.send("h3", 20, 1, /*bad=*/0, /*bad_lost=*/6);  // h1 -> h3 lost 6 of 10 in the earlier window
+  f.send("h2", 10, 8);                             // 8 of the 9 flows are at the later one, clean
+  auto to = [&](const std::string& dst) {
+    std::vector<FlowObservation> v;
+    for (const auto& o : f.ingest.flows().observations(Protocol::udp, now_ns()))
+      if (o.dst == dst) v.push_back(o);
+    return v;
+  };
+  ASSERT_EQ(to("h2").size(), 8u);
+  EXPECT_TRUE(to("h3").empty()) << "its latest window ended before the cut's began: an interval the "
+                                   "others have left, not read beside them (nor as the pair's window)";
+  f.send("h3", 10, 1);  // its report for the later window comes in
+  const auto h3 = to("h3");
+  ASSERT_EQ(h3.size(), 1u);
+  EXPECT_EQ(h3[0].lost, 0u);
+  EXPECT_EQ(h3[0].end_unix_ns, to("h2")[0].end_unix_ns);
+}
+
 TEST(FlowTable, BaselineIsTheFlowsUsualRtt) {
   Fixture f;
   for (int i = 0; i < 5; ++i) f.send("h2", 50 - i, 2, 99, 0, 50'000);
