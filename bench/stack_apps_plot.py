@@ -62,7 +62,7 @@ def main():
             for y, fig in enumerate(figs):
                 for r in ratios[fig]:
                     d.write(f"{r} {y}\n")
-                m.write(f"{statistics.median(ratios[fig])} {y} {len(ratios[fig])}\n")
+                m.write(f"{statistics.median(ratios[fig])} {y}\n")
         ytics = ", ".join(f'"{label(f)}" {y}' for y, f in enumerate(figs))
         lo = min(min(v) for v in ratios.values())
         hi = max(max(v) for v in ratios.values())

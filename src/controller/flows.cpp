@@ -253,9 +253,10 @@ std::vector<FlowObservation> FlowTable::observations(proto::Protocol protocol, i
   for (size_t i = 0; i < out.size(); ++i) {
     FlowObservation& o = out[i];
     const FlowState::Previous& p = before_latest[i];
-    // Behind: its latest window ended before the cut's began (its agent's report for the cut's
-    // window is not in yet). Left out until it comes rather than read over an older interval.
-    if (o.src_port && o.end_unix_ns <= cut - (o.end_unix_ns - o.start_unix_ns)) continue;
+    // Behind (a flow, or a pair without flows): its latest window ended before the cut's began (its
+    // agent's report for the cut's window is not in yet). Left out until it comes rather than read
+    // over an older interval.
+    if (o.end_unix_ns <= cut - (o.end_unix_ns - o.start_unix_ns)) continue;
     if (o.src_port && o.end_unix_ns > cut && p.end_unix_ns != 0 && p.end_unix_ns <= cut &&
         p.end_unix_ns >= oldest) {
       o.start_unix_ns = p.start_unix_ns;

@@ -131,7 +131,8 @@ class FlowTable {
   // window end that at least 80 % of the flows have reached is the cut, and a flow whose latest
   // window ends after it is read at its previous window (agents report at different moments; a
   // fault that began a moment ago is otherwise in some agents' windows only, and looks like those
-  // agents' own fault). A flow whose latest window ended before the cut's window began is left out
+  // agents' own fault). A flow (or a pair without flows) whose latest window ended before the cut's
+  // window began is left out
   // until its next one comes: read beside the others, it told of an interval they had left (the
   // Clos lab named a host under a congested ToR as lossy just after the repair: its reports,
   // which cross that ToR, came late, and its latest window was still from inside the congestion).

@@ -144,6 +144,20 @@ TEST(FlowTable, AFlowAWindowBehindTheCutIsLeftOutUntilItsWindowComes) {
   EXPECT_EQ(h3[0].end_unix_ns, to("h2")[0].end_unix_ns);
 }
 
+TEST(FlowTable, APairWithoutFlowsAWindowBehindTheCutIsLeftOutToo) {
+  Fixture f;
+  f.send("h3", 20, 0);  // an older agent's pair window, no per-flow detail, the earlier window
+  f.send("h2", 10, 8);  // every flow at the later one
+  auto to_h3 = [&] {
+    size_t n = 0;
+    for (const auto& o : f.ingest.flows().observations(Protocol::udp, now_ns())) n += o.dst == "h3";
+    return n;
+  };
+  EXPECT_EQ(to_h3(), 0u) << "a pair window behind the cut is as stale as a flow's";
+  f.send("h3", 10, 0);
+  EXPECT_EQ(to_h3(), 1u);
+}
+
 TEST(FlowTable, BaselineIsTheFlowsUsualRtt) {
   Fixture f;
   for (int i = 0; i < 5; ++i) f.send("h2", 50 - i, 2, 99, 0, 50'000);
