@@ -299,6 +299,7 @@ size_t Connection::recv(wire::MutBytes out) {
   Notify notify{*this};
   const uint32_t before = rcv_adv_;
   const size_t n = rcv_ring_.pop(out);
+  if (ooo_.empty()) rcv_ring_.rewind_if_empty();
   after_read(n, before);
   return n;
 }
@@ -308,6 +309,7 @@ void Connection::consume(size_t n) {
   const uint32_t before = rcv_adv_;
   n = std::min(n, rcv_ring_.size());
   rcv_ring_.consume(n);
+  if (ooo_.empty()) rcv_ring_.rewind_if_empty();
   after_read(n, before);
 }
 
