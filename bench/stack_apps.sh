@@ -179,7 +179,14 @@ run_redis() {  # ROUND MODE
   local r=$1 m=$2 pid out
   in_p "$m" redis-server --bind "$STACK_IP" --port 6390 --save '' --appendonly no --protected-mode no >/dev/null 2>&1 &
   pid=$!
-  wait_port 6390 || true
+  # A server that never listens (a REF without its libweft_preload.so, say) would leave
+  # redis-benchmark reconnecting for ever: the round's redis figures are left out instead.
+  if ! wait_port 6390; then
+    echo "round $r: $m: redis-server never listened (left out)" >&2
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    return
+  fi
   for pl in 1 16; do
     out=$(nsx redis-benchmark -h "$STACK_IP" -p 6390 -t set,get -n "$REDIS_N" -c 50 -P "$pl" --csv 2>/dev/null || true)
     while IFS=, read -r test rps _avg _min p50 _p95 p99 _max; do
@@ -198,7 +205,12 @@ run_nginx() {  # ROUND MODE
   local r=$1 m=$2 pid out
   in_p "$m" nginx -c "$W/nginx.conf" -e "$W/nginx.err" >/dev/null 2>&1 &
   pid=$!
-  wait_port 8080 || true
+  if ! wait_port 8080; then
+    echo "round $r: $m: nginx never listened (left out)" >&2
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    return
+  fi
   for t in 1k_keepalive 1k_close 1m_keepalive; do
     local hdr=() f=${t%%_*}
     [[ $t == *close ]] && hdr=(-H "Connection: close")
