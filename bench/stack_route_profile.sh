@@ -7,14 +7,16 @@
 #   TEST  iperf3-tx: `iperf3 -s` in P, `iperf3 -c -R` from K (P sends); prints Gb/s
 #         socat-rx:  `socat -u TCP-LISTEN STDOUT | sha256sum` in P, kernel socat in K sending
 #                    SOCAT_MB MiB (default 256) of random bytes; prints MB/s and K's TCP segments
+#         nginx-1m:  nginx in P (sendfile, one worker, as stack_apps.sh runs it) serving a 1 MiB
+#                    file to `wrk -t 2 -c 16` from K; prints requests/s, and PERF profiles nginx
 #   MODE  weft | kernel; WOPTS (environment): more `weft stack run` options, e.g. --drive-in-waits
 # Environment, each optional (all start 2 s into the run and last 3 s):
-#   PERF=path    perf record -g of P's program (iperf3-tx) or of K's sender (socat-rx) to path
+#   PERF=path    perf record -g of P's program (iperf3-tx, nginx-1m) or of K's sender (socat-rx)
 #   STAT=path    perf stat of wake-ups, context switches and IPIs, the whole machine, to path
 #   FRAMES=1     sizes of the data frames P sends, read with a packet socket on R's end
 #                (lab/frame_sizes.py)
 set -euo pipefail
-WEFT=$(readlink -f "${1:?usage: $0 path/to/weft iperf3-tx|socat-rx weft|kernel [SECS]}")
+WEFT=$(readlink -f "${1:?usage: $0 path/to/weft iperf3-tx|socat-rx|nginx-1m weft|kernel [SECS]}")
 TEST=${2:?test} MODE=${3:?mode} SECS=${4:-5}
 HERE=$(cd "$(dirname "$0")" && pwd)
 [[ $(id -u) == 0 ]] || { echo "needs root"; exit 1; }
@@ -72,5 +74,26 @@ case $TEST in
     [[ $(cat "$W/got") == $(sha256sum "$W/big" | cut -d' ' -f1) ]] || { echo "SHA-256 differs"; exit 1; }
     python3 -c "print('$MODE', round($MB / ($t1 - $t0), 1), 'MB/s, SHA-256 exact; K took in $((i1 - i0)) and sent $((o1 - o0)) segments')"
     ;;
-  *) echo "TEST: iperf3-tx or socat-rx" >&2; exit 2 ;;
+  nginx-1m)
+    mkdir -p "$W/www" "$W/tmp"
+    head -c 1048576 /dev/urandom >"$W/www/1m"
+    cat >"$W/nginx.conf" <<EOC
+daemon off; master_process off; worker_processes 1; pid $W/nginx.pid; error_log $W/nginx.err warn;
+events { worker_connections 4096; }
+http { access_log off; sendfile on; keepalive_requests 1000000;
+  client_body_temp_path $W/tmp; proxy_temp_path $W/tmp; fastcgi_temp_path $W/tmp; uwsgi_temp_path $W/tmp; scgi_temp_path $W/tmp;
+  server { listen $STACK_IP:8080; root $W/www; } }
+EOC
+    in_p nginx -c "$W/nginx.conf" -e "$W/nginx.err" >/dev/null 2>&1 &
+    ng=$!
+    for _ in $(seq 100); do nsx bash -c "exec 3<>/dev/tcp/$STACK_IP/8080" 2>/dev/null && break; sleep 0.1; done
+    observe "$(pgrep -n -x nginx)" &
+    obs=$!
+    nsx wrk -t 2 -c 16 -d "${SECS}s" "http://$STACK_IP:8080/1m" >"$W/out"
+    wait "$obs" || true
+    kill "$ng" 2>/dev/null || true
+    wait "$ng" 2>/dev/null || true
+    echo "$MODE $(awk '/Requests\/sec/ {print $2}' "$W/out") requests/s"
+    ;;
+  *) echo "TEST: iperf3-tx, socat-rx or nginx-1m" >&2; exit 2 ;;
 esac
