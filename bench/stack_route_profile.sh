@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One program run across stack_apps.sh's routed path (lab/stack_netns.sh: P -> router R -> K),
 # on weft or on the kernel, with what is needed to see where the time goes (root). The figures of
-# docs/BENCHMARKS.md "Programs and stack cells on the current build (2026-12-03)", "Read".
+# docs/BENCHMARKS.md "Programs and stack cells, pooled rounds (2026-12-03)", "Read".
 #
 # usage: bench/stack_route_profile.sh path/to/weft TEST MODE [SECS=5]
 #   TEST  iperf3-tx: `iperf3 -s` in P, `iperf3 -c -R` from K (P sends); prints Gb/s
