@@ -46,13 +46,7 @@ trap 'stack_lab_cleanup; [[ -z ${RUNS:-} ]] || cp "$W/results" "$RUNS"; rm -rf "
 mkdir -p "$W/www" "$W/tmp"
 head -c 1024 /dev/urandom >"$W/www/1k"
 head -c 1048576 /dev/urandom >"$W/www/1m"
-cat >"$W/nginx.conf" <<EOC
-daemon off; master_process off; worker_processes 1; pid $W/nginx.pid; error_log $W/nginx.err warn;
-events { worker_connections 4096; }
-http { access_log off; sendfile on; keepalive_requests 1000000;
-  client_body_temp_path $W/tmp; proxy_temp_path $W/tmp; fastcgi_temp_path $W/tmp; uwsgi_temp_path $W/tmp; scgi_temp_path $W/tmp;
-  server { listen $STACK_IP:8080; root $W/www; } }
-EOC
+stack_lab_nginx_conf "$W"
 RES=$W/results  # lines: ROUND MODE FIGURE VALUE
 : >"$RES"
 

@@ -24,13 +24,7 @@ W=$(mktemp -d /tmp/stack_conn_cpu.XXXX)
 trap 'stack_lab_cleanup; rm -rf "$W"' EXIT
 mkdir -p "$W/www" "$W/tmp"
 head -c 1024 /dev/urandom >"$W/www/1k"
-cat >"$W/nginx.conf" <<EOC
-daemon off; master_process off; worker_processes 1; pid $W/nginx.pid; error_log $W/nginx.err warn;
-events { worker_connections 4096; }
-http { access_log off; sendfile on; keepalive_requests 1000000;
-  client_body_temp_path $W/tmp; proxy_temp_path $W/tmp; fastcgi_temp_path $W/tmp; uwsgi_temp_path $W/tmp; scgi_temp_path $W/tmp;
-  server { listen $STACK_IP:8080; root $W/www; } }
-EOC
+stack_lab_nginx_conf "$W"
 HZ=$(getconf CLK_TCK)
 
 run_ns() {  # PID...: the time their threads ran (ns, /proc/PID/task/*/schedstat; softirqs run in

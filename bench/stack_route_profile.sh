@@ -77,13 +77,7 @@ case $TEST in
   nginx-1m)
     mkdir -p "$W/www" "$W/tmp"
     head -c 1048576 /dev/urandom >"$W/www/1m"
-    cat >"$W/nginx.conf" <<EOC
-daemon off; master_process off; worker_processes 1; pid $W/nginx.pid; error_log $W/nginx.err warn;
-events { worker_connections 4096; }
-http { access_log off; sendfile on; keepalive_requests 1000000;
-  client_body_temp_path $W/tmp; proxy_temp_path $W/tmp; fastcgi_temp_path $W/tmp; uwsgi_temp_path $W/tmp; scgi_temp_path $W/tmp;
-  server { listen $STACK_IP:8080; root $W/www; } }
-EOC
+    stack_lab_nginx_conf "$W"
     in_p nginx -c "$W/nginx.conf" -e "$W/nginx.err" >/dev/null 2>&1 &
     ng=$!
     for _ in $(seq 100); do nsx bash -c "exec 3<>/dev/tcp/$STACK_IP/8080" 2>/dev/null && break; sleep 0.1; done

@@ -96,6 +96,20 @@ stack_lab_add_packet_link() {  # NS: the stack runs in NS (ip netns exec NS weft
   ip -n "$R" link set "$vr" gso_max_segs 1
 }
 
+# stack_lab_nginx_conf DIR: DIR/nginx.conf for the benches' nginx in the stack's namespace: one
+# worker, no master, in the foreground, sendfile, keep-alive without a limit, serving DIR/www on
+# STACK_IP:8080, its pid, log and temporary files in DIR (DIR/tmp must exist).
+stack_lab_nginx_conf() {
+  local W=$1
+  cat >"$W/nginx.conf" <<EOC
+daemon off; master_process off; worker_processes 1; pid $W/nginx.pid; error_log $W/nginx.err warn;
+events { worker_connections 4096; }
+http { access_log off; sendfile on; keepalive_requests 1000000;
+  client_body_temp_path $W/tmp; proxy_temp_path $W/tmp; fastcgi_temp_path $W/tmp; uwsgi_temp_path $W/tmp; scgi_temp_path $W/tmp;
+  server { listen $STACK_IP:8080; root $W/www; } }
+EOC
+}
+
 nsx() { ip netns exec "$K" "$@"; }
 rx() { ip netns exec "$R" "$@"; }
 

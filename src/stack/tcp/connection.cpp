@@ -299,7 +299,6 @@ size_t Connection::recv(wire::MutBytes out) {
   Notify notify{*this};
   const uint32_t before = rcv_adv_;
   const size_t n = rcv_ring_.pop(out);
-  if (ooo_.empty()) rcv_ring_.rewind_if_empty();
   after_read(n, before);
   return n;
 }
@@ -309,11 +308,11 @@ void Connection::consume(size_t n) {
   const uint32_t before = rcv_adv_;
   n = std::min(n, rcv_ring_.size());
   rcv_ring_.consume(n);
-  if (ooo_.empty()) rcv_ring_.rewind_if_empty();
   after_read(n, before);
 }
 
 void Connection::after_read(size_t n, uint32_t before) {
+  if (ooo_.empty()) rcv_ring_.rewind_if_empty();  // out-of-order data sits relative to the tail
   if (n > 0 && synchronized() && !fin_received_) {
     // Window update when the right edge can move by enough (receiver SWS avoidance), and only
     // while the window the peer holds is small enough that it may be waiting for more (under 4
