@@ -76,6 +76,19 @@ json elements_json(const Localisation& l) {
   return out;
 }
 
+json coverage_json(const Localisation& l) {
+  json out{{"flows", l.flows},
+           {"flows_known_path", l.flows_known_path},
+           {"flows_flapping", l.flows_flapping},
+           {"flows_unplaced", l.flows_unplaced},
+           {"unplaced_hosts", l.unplaced_hosts},
+           {"flows_stale", l.flows_stale},
+           {"stale_hosts", l.stale_hosts},
+           {"disagreements", l.disagreements}};
+  if (l.stale_oldest_end_unix_ns) out["stale_oldest_end_unix_ns"] = l.stale_oldest_end_unix_ns;
+  return out;
+}
+
 json topology_json(const Topology* t, const std::map<proto::Protocol, ElementWatch::Answer>& latest) {
   if (!t) return json{{"configured", false}, {"elements", json::array()}};
   json elements = json::array();

@@ -54,6 +54,10 @@ class ElementWatch {
 
 // The "elements" list of /api/v1/suspects (docs/api.md).
 nlohmann::json elements_json(const Localisation& l);
+// The "localisation" object of /api/v1/suspects: what the verdicts rest on and what was left out
+// (flows looked at, with a traced path, flapping; ends the topology does not place; stale windows
+// and whose), so that a host missing from the evidence is visible.
+nlohmann::json coverage_json(const Localisation& l);
 // GET /api/v1/topology: the elements and, from the latest answers, the state of the named ones.
 nlohmann::json topology_json(const Topology* topology,
                              const std::map<proto::Protocol, ElementWatch::Answer>& latest);

@@ -463,19 +463,21 @@ std::string HttpApi::suspects_json(proto::Protocol protocol, const BlameOptions&
     links.push_back(std::move(lj));
   }
   // Network elements by fault localisation ([] without a topology).
-  json elements = elements_json(
-      elements_.update(mesh_.config()->topology, protocol, mesh_, ingest_.flows(), now_ns()).result);
-  return dumps(json{{"protocol", proto::to_string(protocol)},
-                    {"loss_threshold", opt.loss_threshold},
-                    {"latency_factor", opt.latency_factor},
-                    {"latency_margin_us", static_cast<double>(opt.latency_margin_ns) / 1e3},
-                    {"measured_pairs", b.measured_pairs},
-                    {"bad_pairs", b.bad_pairs},
-                    {"slow_pairs", b.slow_pairs},
-                    {"hosts", std::move(hosts)},
-                    {"links", std::move(links)},
-                    {"down", down},
-                    {"elements", std::move(elements)}});
+  const ElementWatch::Answer located =
+      elements_.update(mesh_.config()->topology, protocol, mesh_, ingest_.flows(), now_ns());
+  json out{{"protocol", proto::to_string(protocol)},
+           {"loss_threshold", opt.loss_threshold},
+           {"latency_factor", opt.latency_factor},
+           {"latency_margin_us", static_cast<double>(opt.latency_margin_ns) / 1e3},
+           {"measured_pairs", b.measured_pairs},
+           {"bad_pairs", b.bad_pairs},
+           {"slow_pairs", b.slow_pairs},
+           {"hosts", std::move(hosts)},
+           {"links", std::move(links)},
+           {"down", down},
+           {"elements", elements_json(located.result)}};
+  if (located.topology) out["localisation"] = coverage_json(located.result);
+  return dumps(out);
 }
 
 // The configured topology and which of its elements the latest localisation names (docs/api.md).

@@ -253,10 +253,17 @@ Localisation localise(const Topology& topo, const std::vector<FlowObservation>& 
   std::vector<uint32_t> row_of(flows.size(), UINT32_MAX);
   std::unordered_map<uint64_t, std::vector<uint32_t>> pair_rows;  // (src, dst) -> its rows
   std::vector<uint32_t> flapping;
-  std::set<std::string> unplaced;
+  std::set<std::string> unplaced, stale;
   for (uint32_t i = 0; i < flows.size(); ++i) {
     const FlowObservation& f = flows[i];
-    if (f.sent == 0 || f.end_unix_ns < now - opt.max_age_ns) continue;
+    if (f.sent == 0) continue;
+    if (f.end_unix_ns < now - opt.max_age_ns) {
+      ++out.flows_stale;
+      if (out.stale_oldest_end_unix_ns == 0 || f.end_unix_ns < out.stale_oldest_end_unix_ns)
+        out.stale_oldest_end_unix_ns = f.end_unix_ns;
+      if (stale.size() < 20) stale.insert(f.src);
+      continue;
+    }
     ++out.flows;
     auto s = topo.host(f.src), d = topo.host(f.dst);
     if (!s || !d || *s == *d) {
@@ -300,6 +307,7 @@ Localisation localise(const Topology& topo, const std::vector<FlowObservation>& 
     row_of[i] = ri;
   }
   out.unplaced_hosts.assign(unplaced.begin(), unplaced.end());
+  out.stale_hosts.assign(stale.begin(), stale.end());
   // Each row's flows, for the evidence.
   std::vector<uint32_t> flows_begin(rows.size() + 1, 0), row_flows;
   for (uint32_t r : row_of)

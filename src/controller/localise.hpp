@@ -71,7 +71,13 @@ struct Localisation {
   size_t flows_flapping = 0;
   size_t flows_unplaced = 0;                // an end the topology does not place: left out
   std::vector<std::string> unplaced_hosts;  // those ends (at most 20)
-  std::vector<std::string> disagreements;   // "h1 -> h7 sport 40003: hop 2 (10.9.9.9) is no router ..."
+  // Observations whose window ended more than max_age_ns ago: left out, and said so, because a
+  // prober whose reports lag (a busy agent, a slow link to the controller) would otherwise vanish
+  // from the verdicts without a word.
+  size_t flows_stale = 0;
+  std::vector<std::string> stale_hosts;    // their probers (at most 20), each once
+  int64_t stale_oldest_end_unix_ns = 0;    // the oldest such window's end (0: none)
+  std::vector<std::string> disagreements;  // "h1 -> h7 sport 40003: hop 2 (10.9.9.9) is no router ..."
 };
 
 // What localisation remembers between calls (per protocol): when each named element's current

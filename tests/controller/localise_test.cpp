@@ -487,6 +487,38 @@ TEST(Localise, AgentsTheTopologyDoesNotPlaceAreCounted) {
   EXPECT_EQ(l.unplaced_hosts, std::vector<std::string>{"laptop"});
 }
 
+TEST(Localise, AProberWhoseWindowsLagIsLeftOutAndNamed) {
+  Tree t;
+  auto flows = t.probe({});
+  const std::string lagging = flows[0].src;
+  size_t lagging_flows = 0;
+  for (auto& f : flows)
+    if (f.src == lagging) {
+      // Its reports reach the controller late: its windows ended 3 window lengths (max_age) ago.
+      f.start_unix_ns -= 30'000'000'000LL;
+      f.end_unix_ns -= 30'000'000'000LL;
+      ++lagging_flows;
+    }
+  ASSERT_GT(lagging_flows, 0u);
+  LocaliserState st;
+  const auto l = localise(t.topo, flows, kNow, st);
+  EXPECT_EQ(l.flows_stale, lagging_flows);
+  EXPECT_EQ(l.flows + l.flows_stale, flows.size());
+  EXPECT_EQ(l.stale_hosts, std::vector<std::string>{lagging});
+  EXPECT_GT(l.stale_oldest_end_unix_ns, 0);
+  EXPECT_LT(l.stale_oldest_end_unix_ns, kNow - LocaliseOptions{}.max_age_ns);
+  const nlohmann::json c = coverage_json(l);
+  EXPECT_EQ(c["flows_stale"], lagging_flows);
+  EXPECT_EQ(c["stale_hosts"], (nlohmann::json{lagging}));
+  EXPECT_EQ(c["flows"], l.flows);
+  EXPECT_EQ(c["stale_oldest_end_unix_ns"], l.stale_oldest_end_unix_ns);
+  // Fresh from every prober: nothing stale, and the key for the oldest stale window is absent.
+  const auto fresh = localise(t.topo, t.probe({}), kNow, st);
+  EXPECT_EQ(fresh.flows_stale, 0u);
+  EXPECT_TRUE(fresh.stale_hosts.empty());
+  EXPECT_FALSE(coverage_json(fresh).contains("stale_oldest_end_unix_ns"));
+}
+
 TEST(Localise, AnswersInTheApiShapes) {
   Tree t;
   LocaliserState st;

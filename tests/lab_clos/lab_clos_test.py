@@ -183,6 +183,8 @@ class Tally:
         self.innocent_phases = {}  # (phase, type, name) -> polls: what a failure report names
         self.innocent_answers = []  # the first few such polls' whole answers, for the report
         self.unavailable = 0
+        self.no_coverage = 0  # available answers without the "localisation" object
+        self.stale = {}       # prober -> polls whose localisation left its windows out as stale
 
     def poll(self, m, allowed):
         named, raw = m.suspects()
@@ -197,6 +199,13 @@ class Tally:
         if named is None:
             self.unavailable += 1
             return set(), raw
+        cov = raw.get("localisation")
+        if not isinstance(cov, dict) or not isinstance(cov.get("flows"), int) or \
+                not isinstance(cov.get("stale_hosts"), list):
+            self.no_coverage += 1
+        else:
+            for h in cov["stale_hosts"]:
+                self.stale[h] = self.stale.get(h, 0) + 1
         bad = named - allowed
         if bad:
             self.innocent_polls += 1
@@ -331,10 +340,15 @@ def main():
             log(f"baseline: {args.baseline} polls with no fault, {tally.innocent_polls} named something")
             rows = [run_fault(m, tally, f, args.hold) for f in faults]
             print_table(rows, tally)
+            if tally.stale:
+                log("left out of localisation as stale (prober: polls): " +
+                    ", ".join(f"{h}: {k}" for h, k in sorted(tally.stale.items())))
             failed = [f"{r['fault']}: not named within {BLAME_S} s" for r in rows
                       if r["blame_s"] is None or r["blame_s"] > BLAME_S]
             failed += [f"{r['fault']}: not cleared within {BLAME_S} s of the repair" for r in rows
                        if r["clear_s"] is None or r["clear_s"] > BLAME_S]
+            if tally.no_coverage:
+                failed.append(f"{tally.no_coverage} answers without their localisation coverage")
             if tally.innocent_polls:
                 where = "; ".join(f"{t} {n} x{k} during {ph}"
                                   for (ph, t, n), k in sorted(tally.innocent_phases.items()))
