@@ -7,6 +7,8 @@
 #   TEST  iperf3-tx: `iperf3 -s` in P, `iperf3 -c -R` from K (P sends); prints Gb/s
 #         socat-rx:  `socat -u TCP-LISTEN STDOUT | sha256sum` in P, kernel socat in K sending
 #                    SOCAT_MB MiB (default 256) of random bytes; prints MB/s and K's TCP segments
+#         socat-tx:  socat in P sending SOCAT_MB MiB (default 256) of random bytes to kernel socat
+#                    in K; prints MB/s
 #         nginx-1m:  nginx in P (sendfile, one worker, as stack_apps.sh runs it) serving a 1 MiB
 #                    file to `wrk -t 2 -c 16` from K; prints requests/s, and PERF profiles nginx
 #   MODE  weft | kernel; WOPTS (environment): more `weft stack run` options, e.g. --drive-in-waits
@@ -16,7 +18,7 @@
 #   FRAMES=1     sizes of the data frames P sends, read with a packet socket on R's end
 #                (lab/frame_sizes.py)
 set -euo pipefail
-WEFT=$(readlink -f "${1:?usage: $0 path/to/weft iperf3-tx|socat-rx|nginx-1m weft|kernel [SECS]}")
+WEFT=$(readlink -f "${1:?usage: $0 path/to/weft iperf3-tx|socat-rx|socat-tx|nginx-1m weft|kernel [SECS]}")
 TEST=${2:?test} MODE=${3:?mode} SECS=${4:-5}
 HERE=$(cd "$(dirname "$0")" && pwd)
 [[ $(id -u) == 0 ]] || { echo "needs root"; exit 1; }
@@ -74,6 +76,21 @@ case $TEST in
     [[ $(cat "$W/got") == $(sha256sum "$W/big" | cut -d' ' -f1) ]] || { echo "SHA-256 differs"; exit 1; }
     python3 -c "print('$MODE', round($MB / ($t1 - $t0), 1), 'MB/s, SHA-256 exact; K took in $((i1 - i0)) and sent $((o1 - o0)) segments')"
     ;;
+  socat-tx)
+    MB=${SOCAT_MB:-256}
+    head -c $((MB << 20)) /dev/urandom >"$W/big"
+    (nsx socat -u TCP-LISTEN:9001,reuseaddr STDOUT | sha256sum | cut -d' ' -f1 >"$W/got") &
+    sleep 1
+    t0=$(date +%s.%N)
+    in_p socat -u "FILE:$W/big" "TCP:$KERN_IP:9001" &
+    sender=$!
+    (sleep 0.5; observe "$(pgrep -n -f "FILE:$W/big")") &
+    wait "$sender"
+    wait
+    t1=$(date +%s.%N)
+    [[ $(cat "$W/got") == $(sha256sum "$W/big" | cut -d' ' -f1) ]] || { echo "SHA-256 differs"; exit 1; }
+    python3 -c "print('$MODE', round($MB / ($t1 - $t0), 1), 'MB/s, SHA-256 exact')"
+    ;;
   nginx-1m)
     mkdir -p "$W/www" "$W/tmp"
     head -c 1048576 /dev/urandom >"$W/www/1m"
@@ -89,5 +106,5 @@ case $TEST in
     wait "$ng" 2>/dev/null || true
     echo "$MODE $(awk '/Requests\/sec/ {print $2}' "$W/out") requests/s"
     ;;
-  *) echo "TEST: iperf3-tx, socat-rx or nginx-1m" >&2; exit 2 ;;
+  *) echo "TEST: iperf3-tx, socat-rx, socat-tx or nginx-1m" >&2; exit 2 ;;
 esac
